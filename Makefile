@@ -1,0 +1,28 @@
+# Two entry points a newcomer needs: `make demo` and `make test`.
+# Each creates .venv with python3 and installs the project with its dev extras first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-all install clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/fleetchaos compare --scenario default --seeds 10 --report fleetchaos-out/demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow" -n 2
+
+test-all: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2
+
+clean:
+	rm -rf $(VENV) fleetchaos-out .pytest_cache .hypothesis
