@@ -1,0 +1,136 @@
+"""Nodes and shared capacity: workers with tool slots, disks and credentials, and the
+fleet-wide API token bucket through which rate limiting emerges from load."""
+
+from __future__ import annotations
+
+import math
+
+import simpy
+
+
+class TokenBucket:
+    """The fleet's shared API rate limit, refilled lazily (no SimPy process).
+
+    The refill rate is ``rate_per_s`` multiplied by the factor of any rate-limit window
+    in force, integrated exactly across window edges.  A request that finds no token is
+    refused with the time until one will be available: the retry-after hint.
+    """
+
+    __slots__ = ("rate", "burst", "tokens", "last", "windows")
+
+    def __init__(self, rate_per_s: float, burst: float, windows: list[tuple[float, float, float]]):
+        self.rate = rate_per_s
+        self.burst = burst
+        self.tokens = burst
+        self.last = 0.0
+        self.windows = windows
+
+    def _refill_amount(self, a: float, b: float) -> float:
+        amount = self.rate * (b - a)
+        for start, end, factor in self.windows:
+            lo = start if start > a else a
+            hi = end if end < b else b
+            if hi > lo:
+                amount -= self.rate * (1.0 - factor) * (hi - lo)
+        return amount
+
+    def rate_at(self, now: float) -> float:
+        """The refill rate in force at ``now``."""
+        rate = self.rate
+        for start, end, factor in self.windows:
+            if start <= now < end:
+                rate *= factor
+        return rate
+
+    def take(self, now: float) -> float:
+        """Take one token: 0.0 on success, else the seconds until a token is available."""
+        if now > self.last:
+            if self.windows:
+                self.tokens = min(self.burst, self.tokens + self._refill_amount(self.last, now))
+            else:
+                self.tokens = min(self.burst, self.tokens + self.rate * (now - self.last))
+            self.last = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return 0.0
+        return self._time_to_token(now)
+
+    def _time_to_token(self, now: float) -> float:
+        need = 1.0 - self.tokens
+        t = now
+        # Walk forward across window edges until the refill covers the shortfall.
+        for _ in range(len(self.windows) * 2 + 2):
+            rate = self.rate_at(t)
+            edge = min(
+                [e for s, e, _ in self.windows if s <= t < e] + [s for s, _, _ in self.windows if s > t]
+                or [math.inf]
+            )
+            if rate > 0 and t + need / rate <= edge:
+                return t + need / rate - now
+            if edge == math.inf:
+                return math.inf
+            need -= rate * (edge - t)
+            t = edge
+        return t - now
+
+
+class Worker:
+    """One worker node: tool slots, a disk that can fill, and API credentials."""
+
+    __slots__ = (
+        "index",
+        "slots",
+        "disk_full_spans",
+        "_disk_ptr",
+        "key_expiries",
+        "_key_ptr",
+        "credentials_issued_s",
+        "credential_lifetime_s",
+        "in_flight",
+    )
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        index: int,
+        tool_slots: int,
+        disk_full_spans: list[tuple[float, float]],
+        key_expiries: list[float],
+        credential_lifetime_s: float,
+    ):
+        self.index = index
+        self.slots = simpy.Resource(env, capacity=tool_slots)
+        self.disk_full_spans = disk_full_spans
+        self._disk_ptr = 0
+        self.key_expiries = key_expiries
+        self._key_ptr = 0
+        self.credentials_issued_s = 0.0
+        self.credential_lifetime_s = credential_lifetime_s
+        self.in_flight = 0
+
+    def disk_full(self, now: float) -> bool:
+        """Whether the disk is full at ``now`` (time only moves forward)."""
+        spans = self.disk_full_spans
+        if not spans:
+            return False
+        ptr = self._disk_ptr
+        while ptr < len(spans) and spans[ptr][1] <= now:
+            ptr += 1
+        self._disk_ptr = ptr
+        return ptr < len(spans) and spans[ptr][0] <= now
+
+    def credentials_expired(self, now: float) -> bool:
+        """Whether the worker's API credentials are invalid at ``now``."""
+        if now >= self.credentials_issued_s + self.credential_lifetime_s:
+            return True
+        ptr = self._key_ptr
+        return ptr < len(self.key_expiries) and self.key_expiries[ptr] <= now
+
+    def refresh_credentials(self, now: float) -> None:
+        """Issue fresh credentials: revocations before ``now`` no longer apply."""
+        self.credentials_issued_s = now
+        expiries = self.key_expiries
+        ptr = self._key_ptr
+        while ptr < len(expiries) and expiries[ptr] <= now:
+            ptr += 1
+        self._key_ptr = ptr

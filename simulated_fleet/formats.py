@@ -1,0 +1,110 @@
+"""Error formats: how the truth of a dispatch is rendered into what the orchestrator sees.
+
+Two questions decide a format's behaviour, and both are about reporting, not about
+what happened:
+
+* ``partial_step_ok``: when some items of a fan-out step fail, does the tool say "ok"
+  (it returns what it gathered and has no per-item status) or does it report a partial
+  failure?  A generic tool says "ok", which is how partial work is silently passed on.
+* ``render``: what the orchestrator is told when a dispatch stops on a failure.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from .envelope import AgentToolError, PartialSuccess, item_ref, step_ref
+from .observation import Observation
+from .truth import FAILURES, AttemptReport
+
+
+@runtime_checkable
+class ErrorFormat(Protocol):
+    """Renders the truth of a dispatch into an observation."""
+
+    name: str
+    partial_step_ok: bool
+
+    def render(self, report: AttemptReport) -> Observation:
+        """What the orchestrator sees of this dispatch."""
+        ...
+
+
+class GenericFormat:
+    """A bare status word: the orchestrator learns only that the call failed.
+
+    A fan-out tool returns whatever items it gathered and says "ok" (no per-item status),
+    so a partly failed batch is passed on as a success.
+    """
+
+    name = "generic"
+    partial_step_ok = True
+
+    def render(self, report: AttemptReport) -> Observation:
+        if report.completed:
+            return Observation(ok=True, status="ok", worker=report.worker)
+        return Observation(ok=False, status="failed", worker=report.worker)
+
+    def __repr__(self) -> str:
+        return "GenericFormat()"
+
+
+class StructuredFormat:
+    """The AgentToolError envelope: code, category, recoverability, partial success, hints."""
+
+    name = "structured"
+    partial_step_ok = False
+
+    def render(self, report: AttemptReport) -> Observation:
+        if report.completed:
+            return Observation(ok=True, status="ok", worker=report.worker)
+        kind = report.failure or "fatal"
+        contract = FAILURES.get(kind)
+        names = report.step_names
+        failed = report.failed_step
+        partial = PartialSuccess(
+            completed_steps=tuple(step_ref(i, names[i]) for i in range(failed)),
+            artifacts=tuple(item_ref(failed, names[failed], k) for k in report.done_items),
+        )
+        context = {"worker": f"worker-{report.worker}", "tool": names[failed]}
+        if kind == "timeout":
+            context["outcome"] = "unknown"
+        retry_after_ms = None
+        if report.retry_after_s is not None:
+            retry_after_ms = int(report.retry_after_s * 1000.0 + 0.999)
+        if contract is None:
+            envelope = AgentToolError(
+                error_code="UNCLASSIFIED",
+                category="fatal",
+                recoverable=False,
+                suggested_action="escalate",
+                partial_success=partial,
+                context=context,
+            )
+        else:
+            envelope = AgentToolError(
+                error_code=contract.error_code,
+                category=contract.category,  # type: ignore[arg-type]
+                recoverable=contract.recoverable,
+                suggested_action=contract.suggested_action,
+                partial_success=partial,
+                retry_after_ms=retry_after_ms,
+                context=context,
+            )
+        return Observation(ok=False, status="failed", worker=report.worker, envelope=envelope)
+
+    def __repr__(self) -> str:
+        return "StructuredFormat()"
+
+
+#: Built-in formats by name.
+FORMATS: dict[str, type] = {"generic": GenericFormat, "structured": StructuredFormat}
+
+
+def get_format(name: str) -> ErrorFormat:
+    """A fresh instance of a built-in format, by name."""
+    try:
+        return FORMATS[name]()
+    except KeyError:
+        known = ", ".join(sorted(FORMATS))
+        raise KeyError(f"unknown error format {name!r} (known: {known})") from None

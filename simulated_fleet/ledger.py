@@ -1,0 +1,79 @@
+"""The ground-truth ledger: what really happened to each task.
+
+Written by the simulator as calls complete, read by the oracle.  ``commits[s][i]``
+counts how many times item ``i`` of step ``s`` really took effect; everything the
+oracle says about truth (complete, partial, duplicated) is derived from these counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+TRUTH_FULL = "full"
+TRUTH_PARTIAL = "partial"
+TRUTH_NONE = "none"
+
+
+@dataclass(slots=True)
+class TaskRecord:
+    """Truth and claim of one task, plus the orchestrator's effort spent on it."""
+
+    id: int
+    template: str
+    title: str
+    orchestrator: int
+    arrival_s: float
+    commits: list[list[int]]
+    append_steps: tuple[int, ...]
+    executions: list[int]
+    worker: int = -1
+    end_s: float | None = None
+    claim: str = "in_flight"
+    """success | partial | failed | escalated | in_flight (unfinished at the drain limit)."""
+    calls: int = 0
+    """Tool calls, one per item of a fan-out step."""
+    step_executions: int = 0
+    retries: int = 0
+    reroutes: int = 0
+    refreshes: int = 0
+    redone_steps: int = 0
+    wasted_retries: int = 0
+    wasted_reasons: dict[str, int] = field(default_factory=dict)
+    fault_hits: dict[str, int] = field(default_factory=dict)
+    first_fault_s: float | None = None
+    step_executions_at_first_fault: int = 0
+    policy_error: str | None = None
+
+    @property
+    def faulted(self) -> bool:
+        """The task met at least one injected or emergent fault."""
+        return bool(self.fault_hits)
+
+    @property
+    def truth(self) -> str:
+        """full: every item of every step took effect; none: nothing did; else partial."""
+        done = total = 0
+        for step in self.commits:
+            for count in step:
+                total += 1
+                done += count > 0
+        if done == total:
+            return TRUTH_FULL
+        return TRUTH_NONE if done == 0 else TRUTH_PARTIAL
+
+    @property
+    def duplicate_side_effects(self) -> int:
+        """Extra commits of non-idempotent side effects (a note posted twice, a push repeated)."""
+        return sum(max(0, c - 1) for s in self.append_steps for c in self.commits[s])
+
+    def note_fault(self, kind: str, now: float) -> None:
+        """Record that a call of this task was hit by a fault of ``kind``."""
+        if self.first_fault_s is None:
+            self.first_fault_s = now
+            self.step_executions_at_first_fault = self.step_executions
+        self.fault_hits[kind] = self.fault_hits.get(kind, 0) + 1
+
+    def note_wasted(self, reason: str) -> None:
+        """Record a retry issued while the cause of the previous failure still held."""
+        self.wasted_retries += 1
+        self.wasted_reasons[reason] = self.wasted_reasons.get(reason, 0) + 1

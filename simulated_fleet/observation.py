@@ -1,0 +1,109 @@
+"""What the orchestrator sees, what it may do, and the policy socket.
+
+The fleet defines these sockets; ``harness`` provides the plugs (policies).  A policy is
+a pure function of an :class:`Observation` and a :class:`TaskHistory`: given the same
+inputs (including the seeded RNG state) it returns the same :class:`Action`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, Union, runtime_checkable
+
+from .envelope import AgentToolError
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One dispatch's outcome as rendered by an error format.
+
+    ``status`` is the word the orchestrator reads (``"ok"`` or ``"failed"``);
+    ``envelope`` is present only when the format carries a structured error.
+    """
+
+    ok: bool
+    status: str
+    worker: int
+    envelope: AgentToolError | None = None
+
+
+@dataclass(slots=True)
+class TaskHistory:
+    """The orchestrator's own record of one task, handed to the policy read-only.
+
+    Counts only what the orchestrator itself did or saw; nothing from the truth.
+    """
+
+    task_id: int
+    attempts: int = 0
+    """Dispatches so far (the first dispatch is attempt 1)."""
+    retries: int = 0
+    """Dispatches after the first."""
+    same_failure_streak: int = 0
+    """Consecutive failed observations with the same error code (or status word)."""
+    refreshes: int = 0
+    reroutes: int = 0
+    elapsed_s: float = 0.0
+    worker: int = 0
+    last_code: str = ""
+    rng: random.Random = field(default_factory=random.Random, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Dispatch again to the same worker after ``delay_s``.
+
+    ``resume_from`` and ``done_items`` come only from what an observation revealed; the
+    default restarts the task from its first step.
+    """
+
+    delay_s: float = 0.0
+    resume_from: int = 0
+    done_items: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Reroute:
+    """Dispatch to another worker (the next healthy one in rotation) after ``delay_s``."""
+
+    delay_s: float = 0.0
+    resume_from: int = 0
+    done_items: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshCredentials:
+    """Refresh the worker's API credentials, then dispatch to it again."""
+
+    resume_from: int = 0
+    done_items: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Escalate:
+    """Stop automatic recovery and hand the task to a human; the claim is 'escalated'."""
+
+    reason: str = "escalated"
+
+
+@dataclass(frozen=True, slots=True)
+class GiveUp:
+    """Stop and report the task as failed (or partial, when the policy knows some of it is done)."""
+
+    claim: Literal["failed", "partial"] = "failed"
+
+
+Action = Union[Retry, Reroute, RefreshCredentials, Escalate, GiveUp]
+ACTION_TYPES = (Retry, Reroute, RefreshCredentials, Escalate, GiveUp)
+
+
+@runtime_checkable
+class RecoveryPolicy(Protocol):
+    """Decides what the orchestrator does after a failed dispatch."""
+
+    name: str
+
+    def decide(self, observation: Observation, history: TaskHistory) -> Action:
+        """Return the next action for a task whose last dispatch did not succeed."""
+        ...

@@ -1,0 +1,109 @@
+"""The workload: tasks arriving over the simulated horizon, with realistic names.
+
+Arrivals are a non-homogeneous Poisson process (busier in the afternoon), drawn by
+thinning from one seeded stream, so the same seed gives the same tasks in every arm.
+Names come from a Faker instance seeded per run (``seed_instance``, never the global
+``Faker.seed``) and are drawn into small pools once, keeping per-task work tiny.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+from dataclasses import dataclass
+from typing import Iterator
+
+from . import _rng
+from .config import DAY_S, WorkloadSpec
+
+S_WORKLOAD = _rng.stream_id("workload")
+PEAK_HOUR_S = 14 * 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One unit of work sent to the fleet."""
+
+    id: int
+    arrival_s: float
+    template: int
+    orchestrator: int
+    title: str
+
+
+@functools.cache
+def _faker():  # constructing Faker is slow; each run re-seeds its own instance
+    from faker import Faker
+
+    return Faker("en_US")
+
+
+@dataclass(frozen=True, slots=True)
+class NamePools:
+    """Seeded pools of realistic names the workload draws task titles from."""
+
+    repos: tuple[str, ...]
+    files: tuple[str, ...]
+    companies: tuple[str, ...]
+    topics: tuple[str, ...]
+
+    @classmethod
+    def build(cls, seed: int, size: int = 40) -> "NamePools":
+        fake = _faker()
+        fake.seed_instance(seed)
+        return cls(
+            repos=tuple(f"{fake.user_name()}/{fake.slug()}" for _ in range(size)),
+            files=tuple(fake.file_path(depth=2, extension="py") for _ in range(size)),
+            companies=tuple(fake.company() for _ in range(size)),
+            topics=tuple(fake.catch_phrase() for _ in range(size)),
+        )
+
+    def title(self, template_name: str, rng: random.Random) -> str:
+        """A task title in the style of the template."""
+        if template_name == "coding":
+            return f"fix {rng.choice(self.files)} in {rng.choice(self.repos)}"
+        if template_name == "research":
+            return f"research: {rng.choice(self.topics)}"
+        if template_name == "crm_sync":
+            return f"sync contacts of {rng.choice(self.companies)}"
+        return f"{template_name}: {rng.choice(self.topics)}"
+
+
+def arrivals(spec: WorkloadSpec, seed: int, horizon_s: float, orchestrators: int) -> Iterator[Task]:
+    """Tasks in arrival order over ``[0, horizon_s)``."""
+    rng = random.Random(_rng.key(seed, S_WORKLOAD))
+    pools = NamePools.build(seed)
+    names = [t.name for t in spec.templates]
+    if spec.arrivals is not None:
+        ordered = sorted(enumerate(spec.arrivals), key=lambda p: (p[1].at_s, p[0]))
+        for task_id, (_, a) in enumerate(ordered):
+            if a.at_s >= horizon_s:
+                return
+            template = names.index(a.template)
+            yield Task(task_id, a.at_s, template, task_id % orchestrators, pools.title(a.template, rng))
+        return
+    base = spec.tasks_per_day / DAY_S
+    amp = spec.diurnal_amplitude
+    peak = base * (1.0 + amp)
+    weights = [t.weight for t in spec.templates]
+    indices = range(len(weights))
+    t = 0.0
+    task_id = 0
+    while True:
+        t += rng.expovariate(peak)
+        if t >= horizon_s:
+            return
+        if amp > 0:
+            rate = base * (1.0 + amp * math.cos(2.0 * math.pi * (t - PEAK_HOUR_S) / DAY_S))
+            if rng.random() * peak > rate:
+                continue
+        template = rng.choices(indices, weights)[0]
+        yield Task(
+            id=task_id,
+            arrival_s=t,
+            template=template,
+            orchestrator=task_id % orchestrators,
+            title=pools.title(names[template], rng),
+        )
+        task_id += 1
