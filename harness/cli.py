@@ -26,11 +26,18 @@ def _stdout() -> Console:
 
 
 def _stderr() -> Console:
-    return Console(stderr=True)
+    return Console(stderr=True, soft_wrap=True)
 
 
 def _split(value: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+def _guess(name: str, known) -> str:
+    import difflib
+
+    match = difflib.get_close_matches(name, list(known), n=1)
+    return f"; did you mean {match[0]!r}?" if match else ""
 
 
 def _check_formats(names: tuple[str, ...]) -> None:
@@ -38,17 +45,17 @@ def _check_formats(names: tuple[str, ...]) -> None:
 
     for name in names:
         if name not in FORMATS:
-            raise UserError(f"--errors: unknown error format {name!r} (known: {', '.join(sorted(FORMATS))})")
+            raise UserError(f"--errors: unknown error format {name!r} (known: {', '.join(sorted(FORMATS))}){_guess(name, FORMATS)}")
 
 
 def _check_policies(names: tuple[str, ...]) -> None:
-    from .policies import get_policy
+    from .policies import POLICIES, get_policy
 
     for name in names:
         try:
             get_policy(name)
         except LookupError as exc:
-            raise UserError(f"--policy: {exc}") from None
+            raise UserError(f"--policy: {exc}{_guess(name, POLICIES)}") from None
 
 
 class _Group(click.Group):
@@ -209,6 +216,43 @@ def scenarios_show(name: str) -> None:
 
     load_scenario(name)  # validates, and gives the did-you-mean message for typos
     click.echo(catalogue.path(name).read_text(encoding="utf-8"), nl=False)
+
+
+@scenarios.command("validate")
+@click.argument("files", nargs=-1, required=True)
+def scenarios_validate(files: tuple[str, ...]) -> None:
+    """Validate scenario files (or catalogue names); exit 0 if all are valid, else 2."""
+    from .errors import ScenarioError
+    from .scenario import load_scenario
+
+    failed = False
+    for ref in files:
+        try:
+            spec = load_scenario(ref)
+        except ScenarioError as exc:
+            _stderr().print(f"[red]invalid:[/red] {exc}", highlight=False)
+            failed = True
+        else:
+            click.echo(f"ok: {ref} (scenario {spec.name!r}, {len(spec.faults)} faults)")
+    if failed:
+        sys.exit(EXIT_USAGE)
+
+
+@main.command()
+@click.argument("what", type=click.Choice(["scenario", "envelope"]))
+def schema(what: str) -> None:
+    """Print the JSON Schema of a scenario file or of the structured error envelope."""
+    import json
+
+    if what == "scenario":
+        from .scenario import Scenario
+
+        doc = Scenario.model_json_schema()
+    else:
+        from simulated_fleet.envelope import AgentToolError
+
+        doc = AgentToolError.model_json_schema()
+    click.echo(json.dumps(doc, indent=2, sort_keys=True))
 
 
 @main.group()

@@ -7,11 +7,13 @@ import json
 from pathlib import Path
 
 import yaml
+
 from pydantic import Field, ValidationError
 
 import scenarios as catalogue
 from simulated_fleet.config import WorldSpec
 
+from ._yaml import YamlLimitError, load_yaml
 from .errors import ScenarioError
 
 MAX_FILE_BYTES = 1_000_000
@@ -56,6 +58,11 @@ def format_validation_error(source: str, exc: ValidationError) -> str:
             rule = f"unknown fault kind {tag!r} (known: {', '.join(known)})"
             fix = f"; did you mean {guess[0]!r}?" if guess else ""
             value = None
+        elif err["type"] == "value_error":
+            # Our own validators already name the field path in their message.
+            rule = str(err.get("ctx", {}).get("error", rule))
+            lines.append(f"{source}: {rule}")
+            continue
         elif err["type"] == "missing":
             rule = "required field is missing"
             fix = "; add it"
@@ -73,9 +80,14 @@ def parse_scenario(text: str, source: str) -> Scenario:
     if len(text.encode("utf-8", "replace")) > MAX_FILE_BYTES:
         raise ScenarioError(f"{source}: file is larger than {MAX_FILE_BYTES} bytes; scenario files are small documents")
     try:
-        data = json.loads(text) if source.endswith(".json") else yaml.safe_load(text)
+        data = json.loads(text) if source.endswith(".json") else load_yaml(text)
+    except YamlLimitError as exc:
+        raise ScenarioError(f"{source}: {exc}") from None
+    except RecursionError:
+        raise ScenarioError(f"{source}: nested too deeply to be a scenario file") from None
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise ScenarioError(f"{source}: not valid YAML/JSON: {exc}".splitlines()[0]) from None
+        first = " ".join(str(exc).split())
+        raise ScenarioError(f"{source}: not valid {'JSON' if source.endswith('.json') else 'YAML'}: {first}") from None
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: (top level): expected a mapping of fields, got {type(data).__name__}")
     try:

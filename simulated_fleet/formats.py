@@ -11,6 +11,7 @@ what happened:
 
 from __future__ import annotations
 
+import math
 from typing import Protocol, runtime_checkable
 
 from .envelope import AgentToolError, PartialSuccess, item_ref, step_ref
@@ -70,8 +71,9 @@ class StructuredFormat:
         if kind == "timeout":
             context["outcome"] = "unknown"
         retry_after_ms = None
-        if report.retry_after_s is not None:
-            retry_after_ms = int(report.retry_after_s * 1000.0 + 0.999)
+        if report.retry_after_s is not None and math.isfinite(report.retry_after_s):
+            # Round up (never a hint shorter than the real wait), ignoring float noise.
+            retry_after_ms = math.ceil(round(report.retry_after_s * 1000.0, 6))
         if contract is None:
             envelope = AgentToolError(
                 error_code="UNCLASSIFIED",

@@ -1,0 +1,67 @@
+"""Safe YAML loading for user files.
+
+``yaml.safe_load`` already refuses arbitrary Python objects.  On top of that this loader
+refuses anchors and aliases (the "billion laughs" expansion), caps nesting depth and node
+count, so a hostile or broken file costs little before it is rejected.
+"""
+
+from __future__ import annotations
+
+import yaml
+
+MAX_DEPTH = 32
+MAX_NODES = 100_000
+
+
+class YamlLimitError(ValueError):
+    """A document that breaks one of the loader's safety limits."""
+
+
+class _LimitedLoader(yaml.SafeLoader):
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._nodes = 0
+        self._depth = 0
+
+    def _nested(self, compose, anchor):
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            mark = self.peek_event().start_mark
+            raise YamlLimitError(f"line {mark.line + 1}: nested deeper than {MAX_DEPTH} levels")
+        try:
+            return compose(anchor)
+        finally:
+            self._depth -= 1
+
+    def compose_sequence_node(self, anchor):  # type: ignore[override]
+        return self._nested(super().compose_sequence_node, anchor)
+
+    def compose_mapping_node(self, anchor):  # type: ignore[override]
+        return self._nested(super().compose_mapping_node, anchor)
+
+    def compose_node(self, parent, index):  # type: ignore[override]
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise YamlLimitError(
+                f"line {event.start_mark.line + 1}: YAML aliases (*name) are not allowed in scenario files; "
+                "write the value out in full"
+            )
+        event = self.peek_event()
+        if getattr(event, "anchor", None):
+            raise YamlLimitError(
+                f"line {event.start_mark.line + 1}: YAML anchors (&name) are not allowed in scenario files; "
+                "write the value out in full"
+            )
+        self._nodes += 1
+        if self._nodes > MAX_NODES:
+            raise YamlLimitError(f"more than {MAX_NODES} YAML nodes; scenario files are small documents")
+        return super().compose_node(parent, index)
+
+
+def load_yaml(text: str):
+    """Parse one YAML document with the limits above."""
+    loader = _LimitedLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()

@@ -1,0 +1,526 @@
+"""Keyed random streams, the shared API token bucket, workers, and fault-plan realisation."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import zlib
+
+import pytest
+import simpy
+
+from simulated_fleet import _rng
+from simulated_fleet.config import (
+    DiskFull,
+    ExpiredKey,
+    FleetSpec,
+    NetworkBlip,
+    NodeEvent,
+    RateLimit,
+    Timeout,
+    Window,
+    WorldSpec,
+)
+from simulated_fleet.faults import CallRule, _disjoint, build_plan
+from simulated_fleet.fleet import TokenBucket, Worker
+
+# ---------------------------------------------------------------------------------------
+# keyed streams
+
+
+def test_mix_matches_splitmix64_reference():
+    """mix(0) is the first output of SplitMix64 seeded with 0 (0xE220A8397B1DCDAF)."""
+    assert _rng.mix(0) == 0xE220A8397B1DCDAF
+
+
+def test_mix_stays_64_bit():
+    """mix maps into [0, 2**64) even for the largest 64-bit input."""
+    for z in (0, 1, 2**63, 2**64 - 1):
+        assert 0 <= _rng.mix(z) < 2**64
+
+
+def test_stream_id_is_mixed_crc32():
+    """stream_id(name) is mix(crc32(name)): a pure function of the name bytes."""
+    assert _rng.stream_id("fault:disk_full") == _rng.mix(zlib.crc32(b"fault:disk_full"))
+    assert _rng.stream_id("a") != _rng.stream_id("b")
+
+
+def test_stream_id_stable_across_processes():
+    """stream_id gives the same values in a process with a different PYTHONHASHSEED."""
+    names = ["fault:disk_full", "fault:expired_key", "fault:rate_limit", "latency"]
+    code = (
+        "import sys; from simulated_fleet import _rng; "
+        "print(hash('fault:disk_full')); "
+        "print(' '.join(str(_rng.stream_id(n)) for n in sys.argv[1:]))"
+    )
+    outputs = []
+    for hashseed in ("1", "987654"):
+        env = {**os.environ, "PYTHONHASHSEED": hashseed}
+        proc = subprocess.run(
+            [sys.executable, "-c", code, *names],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        outputs.append(proc.stdout.split("\n"))
+    (hash1, ids1, _), (hash2, ids2, _) = outputs
+    # the two processes really do salt str hashes differently ...
+    assert hash1 != hash2
+    # ... yet the stream ids agree with each other and with this process
+    assert ids1 == ids2 == " ".join(str(_rng.stream_id(n)) for n in names)
+
+
+def test_key_is_deterministic_and_order_sensitive():
+    """key() of the same parts is equal; a different order or part gives a different key."""
+    assert _rng.key(7, 3, 2, 1) == _rng.key(7, 3, 2, 1)
+    assert _rng.key(7, 3, 2, 1) != _rng.key(7, 3, 1, 2)
+    assert _rng.key(7, 3, 2, 1) != _rng.key(7, 3, 2, 2)
+    assert _rng.key(1) != _rng.key(1, 0)  # a trailing zero part still changes the key
+
+
+def test_key_masks_negative_parts():
+    """Negative parts are folded as their 64-bit two's complement."""
+    assert _rng.key(-1) == _rng.key(2**64 - 1)
+
+
+def test_draws_independent_of_call_order():
+    """A draw depends only on its key and stream, not on which draws came before it."""
+    stream = _rng.stream_id("test")
+    keys = [_rng.key(42, task, step) for task in range(20) for step in range(4)]
+    forward = {k: _rng.draw(k, stream) for k in keys}
+    # interleave unrelated draws and go backwards: every value must be the same
+    backward = {}
+    for k in reversed(keys):
+        _rng.draw(k, _rng.stream_id("other"))
+        _rng.uniform(k + 1)
+        backward[k] = _rng.draw(k, stream)
+    assert forward == backward
+
+
+def test_streams_of_one_key_differ():
+    """Two named streams of the same key give different draws."""
+    k = _rng.key(1, 2, 3)
+    assert _rng.draw(k, _rng.stream_id("a")) != _rng.draw(k, _rng.stream_id("b"))
+
+
+def test_different_seeds_give_different_draws():
+    """The same identifiers under different seeds draw different numbers."""
+    s = _rng.stream_id("fault:disk_full")
+    a = [_rng.draw(_rng.key(1, t), s) for t in range(50)]
+    b = [_rng.draw(_rng.key(2, t), s) for t in range(50)]
+    assert all(x != y for x, y in zip(a, b))
+
+
+def test_uniform_in_unit_interval_and_roughly_uniform():
+    """uniform() lies in [0, 1) and 20k draws have mean ~0.5 and fill all ten deciles."""
+    xs = [_rng.uniform(_rng.key(9, i)) for i in range(20_000)]
+    assert all(0.0 <= x < 1.0 for x in xs)
+    # standard error of the mean: sqrt(1/12/20000) = 0.002; allow 5 se
+    assert abs(sum(xs) / len(xs) - 0.5) < 0.01
+    deciles = [0] * 10
+    for x in xs:
+        deciles[int(x * 10)] += 1
+    assert all(1800 < c < 2200 for c in deciles)  # expected 2000, sd ~42
+
+
+def test_uniform_top_value_below_one():
+    """The largest possible mixed value maps strictly below 1."""
+    # uniform uses the top 53 bits: (2**64 - 1) >> 11 = 2**53 - 1 -> (2**53 - 1) / 2**53
+    assert ((2**64 - 1) >> 11) * 2.0**-53 < 1.0
+
+
+def test_draw_in_unit_interval():
+    """draw() lies in [0, 1)."""
+    s = _rng.stream_id("x")
+    assert all(0.0 <= _rng.draw(_rng.key(i), s) < 1.0 for i in range(5000))
+
+
+def test_normal_moments():
+    """normal() over 20k keys has mean ~0 and variance ~1."""
+    s = _rng.stream_id("latency")
+    xs = [_rng.normal(_rng.key(3, i), s) for i in range(20_000)]
+    mean = sum(xs) / len(xs)
+    var = sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)
+    assert abs(mean) < 0.05  # se 0.007
+    assert abs(var - 1.0) < 0.05  # se of the variance ~0.01
+    assert all(math.isfinite(x) for x in xs)
+
+
+# ---------------------------------------------------------------------------------------
+# TokenBucket
+
+
+def test_bucket_burst_then_refused_with_retry_after():
+    """Rate 1/s, burst 2: two takes at t=0 succeed, the third waits 1.0 s."""
+    bucket = TokenBucket(1.0, 2.0, [])
+    assert bucket.take(0.0) == 0.0
+    assert bucket.take(0.0) == 0.0
+    assert bucket.take(0.0) == 1.0  # need 1 token at 1 token/s
+
+
+def test_bucket_refused_take_consumes_nothing():
+    """A refused take leaves the bucket unchanged: repeated refusals report the same wait."""
+    bucket = TokenBucket(1.0, 1.0, [])
+    bucket.take(0.0)
+    assert bucket.take(0.0) == 1.0
+    assert bucket.take(0.0) == 1.0
+
+
+def test_bucket_partial_refill():
+    """Half a second after emptying at 1/s, half a token is missing: wait 0.5 s, then take at 1.0."""
+    bucket = TokenBucket(1.0, 2.0, [])
+    bucket.take(0.0)
+    bucket.take(0.0)
+    assert bucket.take(0.5) == 0.5  # tokens 0.5, need 0.5 more at 1/s
+    assert bucket.take(1.0) == 0.0  # tokens 1.0 -> take
+
+
+def test_bucket_slow_rate_retry_after():
+    """Rate 0.25/s, burst 1: after emptying at t=0, a take at t=1 waits 3 s."""
+    bucket = TokenBucket(0.25, 1.0, [])
+    assert bucket.take(0.0) == 0.0
+    assert bucket.take(1.0) == 3.0  # tokens 0.25; need 0.75 at 0.25/s
+
+
+def test_bucket_refill_capped_at_burst():
+    """A long idle period refills only up to burst: 2 takes succeed, the third waits 1 s."""
+    bucket = TokenBucket(1.0, 2.0, [])
+    bucket.take(0.0)
+    bucket.take(0.0)
+    # 100 s at 1/s would be 100 tokens, capped at 2
+    assert bucket.take(100.0) == 0.0
+    assert bucket.take(100.0) == 0.0
+    assert bucket.take(100.0) == 1.0
+    assert bucket.tokens == 0.0
+
+
+def test_bucket_window_slows_refill_exactly():
+    """A window (2, 4, 0.5) halves refill inside it, integrated exactly across its edges."""
+    # rate 0.25/s, burst 1. take at 0 -> tokens 0.
+    # take at 2: refill 0..2 outside the window = 0.5 tokens -> refused.
+    #   need 0.5: 2..4 at 0.125/s gives 0.25 (need 0.25 left), then 4..5 at 0.25/s -> t = 5
+    #   retry-after = 5 - 2 = 3.0 (without the window it would be 2.0)
+    bucket = TokenBucket(0.25, 1.0, [(2.0, 4.0, 0.5)])
+    assert bucket.take(0.0) == 0.0
+    assert bucket.take(2.0) == 3.0
+    # refill 2..4.5: 0.25 + 0.125 = 0.375 -> 0.875 tokens, still refused, 0.5 s to go
+    assert bucket.take(4.5) == 0.5
+    # at 5: 0.875 + 0.125 = 1.0 -> take
+    assert bucket.take(5.0) == 0.0
+
+
+def test_bucket_window_across_whole_interval():
+    """Refill over an interval that spans a window counts the window's reduced rate."""
+    # rate 1/s, burst 10, window (1, 3, 0.25). Empty the bucket at t=0 (10 takes).
+    # refill 0..4 = 1 + 2*0.25 + 1 = 2.5 tokens: two takes succeed at t=4, the third is refused
+    # with need 0.5 at 1/s (window over) -> 0.5 s
+    bucket = TokenBucket(1.0, 10.0, [(1.0, 3.0, 0.25)])
+    for _ in range(10):
+        assert bucket.take(0.0) == 0.0
+    assert bucket.take(4.0) == 0.0
+    assert bucket.take(4.0) == 0.0
+    assert bucket.take(4.0) == 0.5
+
+
+def test_bucket_wait_crosses_into_future_window():
+    """A wait that runs into a window starting later is stretched by it."""
+    # rate 1/s, burst 1, window (0.5, 10, 0.0). Empty at t=0, then: 0..0.5 gives 0.5 tokens,
+    # 0.5..10 gives nothing, 10..10.5 gives the last 0.5 -> retry-after 10.5
+    bucket = TokenBucket(1.0, 1.0, [(0.5, 10.0, 0.0)])
+    assert bucket.take(0.0) == 0.0
+    assert bucket.take(0.0) == 10.5
+
+
+def test_bucket_zero_factor_window_waits_past_its_end():
+    """In a factor-0 window nothing refills: the retry-after reaches past the window end."""
+    # rate 1/s, burst 1, window (0, 10, 0). Empty at 0; at 5 no refill happened (tokens 0);
+    # the token arrives 1 s after the window closes at 10 -> retry-after 11 - 5 = 6.0
+    bucket = TokenBucket(1.0, 1.0, [(0.0, 10.0, 0.0)])
+    assert bucket.take(0.0) == 0.0
+    wait = bucket.take(5.0)
+    assert wait == 6.0
+    assert 5.0 + wait > 10.0
+    assert bucket.take(10.5) == 0.5
+    assert bucket.take(11.0) == 0.0
+
+
+def test_bucket_rate_at():
+    """rate_at applies a window's factor for start <= now < end only."""
+    bucket = TokenBucket(2.0, 1.0, [(10.0, 20.0, 0.25)])
+    assert bucket.rate_at(9.999) == 2.0
+    assert bucket.rate_at(10.0) == 0.5
+    assert bucket.rate_at(19.999) == 0.5
+    assert bucket.rate_at(20.0) == 2.0
+
+
+def test_bucket_time_does_not_run_backwards():
+    """A take at an earlier time than the last one adds no tokens."""
+    bucket = TokenBucket(1.0, 1.0, [])
+    bucket.take(0.0)
+    assert bucket.take(0.5) == 0.5
+    assert bucket.take(0.2) > 0.0  # still refused: going back in time refills nothing
+    assert bucket.tokens == 0.5
+    assert bucket.last == 0.5
+
+
+# ---------------------------------------------------------------------------------------
+# Worker
+
+
+def make_worker(spans=(), expiries=(), lifetime=1000.0) -> Worker:
+    return Worker(simpy.Environment(), 0, 2, list(spans), list(expiries), lifetime)
+
+
+def test_worker_disk_full_over_spans():
+    """disk_full is True for start <= now < end of each span and False elsewhere."""
+    w = make_worker(spans=[(10.0, 20.0), (30.0, 40.0)])
+    checks = [
+        (0.0, False),
+        (9.99, False),
+        (10.0, True),
+        (19.99, True),
+        (20.0, False),
+        (25.0, False),
+        (30.0, True),
+        (39.0, True),
+        (40.0, False),
+        (1e9, False),
+    ]
+    assert [(t, w.disk_full(t)) for t, _ in checks] == checks
+
+
+def test_worker_disk_full_skips_several_spans_at_once():
+    """A query jumping over several spans lands in the right one."""
+    w = make_worker(spans=[(1.0, 2.0), (3.0, 4.0), (5.0, 6.0), (7.0, 8.0)])
+    assert w.disk_full(5.5) is True
+    assert w.disk_full(6.5) is False
+    assert w.disk_full(7.0) is True
+
+
+def test_worker_without_spans_never_full():
+    """A worker with no spans is never full."""
+    w = make_worker()
+    assert not any(w.disk_full(t) for t in (0.0, 1.0, 1e6))
+
+
+def test_worker_credentials_expire_by_scheduled_revocation():
+    """Credentials become invalid at a scheduled revocation and stay invalid until refreshed."""
+    w = make_worker(expiries=[100.0, 200.0], lifetime=1e9)
+    assert not w.credentials_expired(0.0)
+    assert not w.credentials_expired(99.9)
+    assert w.credentials_expired(100.0)
+    assert w.credentials_expired(150.0)
+    assert w.credentials_expired(500.0)
+
+
+def test_worker_credentials_expire_by_lifetime():
+    """Credentials become invalid once issued + lifetime is reached, and a refresh renews them."""
+    w = make_worker(lifetime=1000.0)
+    assert not w.credentials_expired(999.9)
+    assert w.credentials_expired(1000.0)
+    w.refresh_credentials(1500.0)
+    assert not w.credentials_expired(1500.0)
+    assert not w.credentials_expired(2499.9)
+    assert w.credentials_expired(2500.0)  # 1500 + 1000
+
+
+def test_worker_refresh_clears_past_revocations_not_future():
+    """A refresh clears revocations at or before its time, but later ones still apply."""
+    w = make_worker(expiries=[100.0, 120.0, 200.0], lifetime=1e9)
+    assert w.credentials_expired(130.0)
+    w.refresh_credentials(150.0)  # clears 100 and 120
+    assert not w.credentials_expired(150.0)
+    assert not w.credentials_expired(199.9)
+    assert w.credentials_expired(200.0)  # future revocation still scheduled
+    w.refresh_credentials(200.0)  # a revocation at the refresh instant is cleared too
+    assert not w.credentials_expired(200.0)
+    assert not w.credentials_expired(1e6)
+
+
+def test_worker_refresh_before_revocation_keeps_it():
+    """Refreshing before any revocation does not remove the scheduled one."""
+    w = make_worker(expiries=[100.0], lifetime=1e9)
+    w.refresh_credentials(50.0)
+    assert not w.credentials_expired(99.0)
+    assert w.credentials_expired(100.0)
+
+
+# ---------------------------------------------------------------------------------------
+# build_plan
+
+
+def world(faults, workers: int = 3, duration_s: float = 86_400.0) -> WorldSpec:
+    return WorldSpec(duration_s=duration_s, fleet=FleetSpec(workers=workers), faults=faults)
+
+
+POISSON = [
+    DiskFull(per_worker_per_day=10, cleanup_after_s=600),
+    ExpiredKey(per_worker_per_day=10),
+    RateLimit(per_day=3, window_s=1800, capacity_factor=0.1),
+]
+
+
+def test_build_plan_same_seed_same_plan():
+    """The same spec and seed realise the same plan."""
+    spec = world(POISSON)
+    assert build_plan(spec, 7) == build_plan(spec, 7)
+
+
+def test_build_plan_different_seed_different_poisson_faults():
+    """A different seed realises different disk fills, key expiries and rate windows."""
+    spec = world(POISSON)
+    a, b = build_plan(spec, 7), build_plan(spec, 8)
+    assert a.disk_full != b.disk_full
+    assert a.key_expiries != b.key_expiries
+    assert a.rate_windows != b.rate_windows
+
+
+def test_build_plan_poisson_times_within_horizon_and_sorted():
+    """Drawn fault times lie within the horizon, key expiries are sorted, disk spans disjoint."""
+    spec = world(POISSON, duration_s=20_000)
+    plan = build_plan(spec, 3)
+    assert len(plan.disk_full) == len(plan.key_expiries) == 3
+    for times in plan.key_expiries:
+        assert times == sorted(times)
+        assert all(0.0 <= t < 20_000 for t in times)
+    for spans in plan.disk_full:
+        for (s, e) in spans:
+            assert 0.0 <= s < 20_000 and e > s
+        for (_, e1), (s2, _) in zip(spans, spans[1:]):
+            assert e1 < s2
+    # per_day 3 over 20000 s -> round(0.694) = 1 drawn window of 1800 s, factor 0.1
+    assert len(plan.rate_windows) == 1
+    s, e, f = plan.rate_windows[0]
+    assert e - s == pytest.approx(1800.0) and f == 0.1
+    assert 0.0 <= s <= 20_000 - 1800
+
+
+def test_build_plan_poisson_rate_roughly_right():
+    """With 10 disk fills per worker per day over 10 days, each worker sees ~100 (within 5 sd)."""
+    spec = world([ExpiredKey(per_worker_per_day=10)], duration_s=10 * 86_400.0)
+    plan = build_plan(spec, 1)
+    for times in plan.key_expiries:
+        assert 50 < len(times) < 150  # Poisson mean 100, sd 10
+
+
+def test_build_plan_explicit_events_honoured():
+    """Explicit disk and key events land on the named worker at the given time."""
+    spec = world(
+        [
+            DiskFull(events=[NodeEvent(worker=1, at_s=100.0)], cleanup_after_s=50.0),
+            ExpiredKey(events=[NodeEvent(worker=2, at_s=500.0), NodeEvent(worker=2, at_s=300.0)]),
+        ]
+    )
+    plan = build_plan(spec, 0)
+    assert plan.disk_full == [[], [(100.0, 150.0)], []]
+    assert plan.key_expiries == [[], [], [300.0, 500.0]]
+    assert plan.rate_windows == []
+
+
+def test_build_plan_overlapping_disk_events_merge():
+    """Overlapping disk-full spans of one worker merge into one span."""
+    spec = world([DiskFull(events=[NodeEvent(worker=0, at_s=100.0), NodeEvent(worker=0, at_s=120.0)], cleanup_after_s=50.0)])
+    assert build_plan(spec, 0).disk_full[0] == [(100.0, 170.0)]
+
+
+def test_build_plan_worker_targeting_per_call_rules():
+    """Per-call faults restricted to workers apply to those workers only."""
+    spec = world(
+        [
+            NetworkBlip(probability=0.3, workers=[0, 2]),
+            Timeout(probability=0.1, committed_probability=0.25, timeout_s=30, workers=[1],
+                    windows=[Window(start_s=10, duration_s=5)]),
+        ]
+    )
+    plan = build_plan(spec, 0)
+    blip = CallRule(0.3, ())
+    assert plan.blips == [(blip,), (), (blip,)]
+    assert plan.timeouts == [(), (CallRule(0.1, ((10.0, 15.0),), 0.25, 30.0),), ()]
+
+
+def test_build_plan_worker_targeting_scheduled_faults():
+    """Poisson disk fills restricted to worker 1 leave the other workers untouched."""
+    spec = world([DiskFull(per_worker_per_day=50, cleanup_after_s=60, workers=[1])])
+    plan = build_plan(spec, 4)
+    assert plan.disk_full[0] == [] and plan.disk_full[2] == []
+    assert len(plan.disk_full[1]) > 10  # mean 50 events, P(<= 10) negligible
+
+
+def test_build_plan_untargeted_applies_to_all_workers():
+    """A fault without a workers list applies to every worker, each with its own draws."""
+    spec = world([DiskFull(per_worker_per_day=20, cleanup_after_s=60)])
+    plan = build_plan(spec, 4)
+    assert all(plan.disk_full)
+    assert plan.disk_full[0] != plan.disk_full[1]
+
+
+def test_call_rule_probability_in_windows():
+    """A windowed call rule fires only for start <= now < end."""
+    rule = CallRule(0.2, ((10.0, 15.0),))
+    assert rule.probability_at(9.99) == 0.0
+    assert rule.probability_at(10.0) == 0.2
+    assert rule.probability_at(14.99) == 0.2
+    assert rule.probability_at(15.0) == 0.0
+    assert CallRule(0.2, ()).probability_at(1e9) == 0.2
+
+
+def test_build_plan_overlapping_rate_windows_multiply():
+    """Two overlapping rate windows of factor 0.5 become 0.5, 0.25, 0.5 pieces."""
+    spec = world([RateLimit(capacity_factor=0.5, windows=[Window(start_s=100, duration_s=100), Window(start_s=150, duration_s=100)])])
+    assert build_plan(spec, 0).rate_windows == [
+        (100.0, 150.0, 0.5),
+        (150.0, 200.0, 0.25),
+        (200.0, 250.0, 0.5),
+    ]
+
+
+def test_build_plan_rate_windows_of_two_faults_multiply():
+    """Windows of two rate-limit faults multiply where they overlap."""
+    spec = world(
+        [
+            RateLimit(capacity_factor=0.5, windows=[Window(start_s=0, duration_s=100)]),
+            RateLimit(capacity_factor=0.2, windows=[Window(start_s=50, duration_s=100)]),
+        ]
+    )
+    # 0..50: 0.5; 50..100: 0.5*0.2 = 0.1; 100..150: 0.2
+    assert build_plan(spec, 0).rate_windows == [(0.0, 50.0, 0.5), (50.0, 100.0, 0.1), (100.0, 150.0, 0.2)]
+
+
+def test_disjoint_merges_adjacent_equal_factors_and_drops_factor_one():
+    """_disjoint joins touching windows with the same factor and drops factor-1 windows."""
+    assert _disjoint([(0.0, 10.0, 0.5), (10.0, 20.0, 0.5), (30.0, 40.0, 1.0)]) == [(0.0, 20.0, 0.5)]
+
+
+def test_disjoint_nested_window():
+    """A window nested in another splits it into three pieces."""
+    # outer 0..30 x0.5, inner 10..20 x0.5 -> 0..10 0.5, 10..20 0.25, 20..30 0.5
+    assert _disjoint([(0.0, 30.0, 0.5), (10.0, 20.0, 0.5)]) == [
+        (0.0, 10.0, 0.5),
+        (10.0, 20.0, 0.25),
+        (20.0, 30.0, 0.5),
+    ]
+
+
+def test_disjoint_gap_between_windows():
+    """Disjoint windows with a gap stay separate and the gap is not a window."""
+    assert _disjoint([(30.0, 40.0, 0.1), (0.0, 10.0, 0.1)]) == [(0.0, 10.0, 0.1), (30.0, 40.0, 0.1)]
+
+
+def test_fault_plan_describe():
+    """describe() lists the scheduled faults in words."""
+    spec = world(
+        [
+            DiskFull(events=[NodeEvent(worker=1, at_s=100.0)], cleanup_after_s=50.0),
+            ExpiredKey(events=[NodeEvent(worker=2, at_s=300.0)]),
+            RateLimit(capacity_factor=0.05, windows=[Window(start_s=60, duration_s=60)]),
+        ]
+    )
+    assert build_plan(spec, 0).describe() == [
+        "worker 1: disk full from 100s to 150s",
+        "worker 2: API key expires at 300s",
+        "fleet: API rate x0.05 from 60s to 120s",
+    ]
