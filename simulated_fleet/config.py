@@ -168,8 +168,11 @@ class Timeout(_FaultBase):
     windows: list[Window] = Field(default_factory=list, description="only inside these windows")
 
 
-class RateLimit(_FaultBase):
-    """The provider cuts the fleet's shared API rate; HTTP-429s emerge from load."""
+class RateLimit(_Strict):
+    """The provider cuts the fleet's shared API rate; HTTP-429s emerge from load.
+
+    Fleet-wide by nature (one shared token bucket), so it takes no ``workers``.
+    """
 
     kind: Literal["rate_limit"] = "rate_limit"
     capacity_factor: float = Field(default=0.05, ge=0, le=1, description="rate multiplier in a window")
@@ -212,7 +215,7 @@ class WorldSpec(_Strict):
     def _targets_exist(self) -> "WorldSpec":
         n = self.fleet.workers
         for i, fault in enumerate(self.faults):
-            for w in fault.workers or ():
+            for w in getattr(fault, "workers", None) or ():
                 if not 0 <= w < n:
                     raise ValueError(
                         f"faults[{i}].workers: worker {w} does not exist "

@@ -110,7 +110,8 @@ def build_plan(spec: WorldSpec, seed: int) -> FaultPlan:
     rate: list[tuple[float, float, float]] = []
 
     for index, fault in enumerate(spec.faults):
-        targets = fault.workers if fault.workers is not None else range(n)
+        targets = getattr(fault, "workers", None)
+        targets = range(n) if targets is None else targets
         if isinstance(fault, NetworkBlip):
             rule = CallRule(fault.probability, _windows(fault.windows))
             for w in targets:

@@ -65,7 +65,7 @@ class Retry:
 
 @dataclass(frozen=True, slots=True)
 class Reroute:
-    """Dispatch to another worker (the next healthy one in rotation) after ``delay_s``."""
+    """Dispatch to another worker (the next one in rotation, or the least loaded) after ``delay_s``."""
 
     delay_s: float = 0.0
     resume_from: int = 0

@@ -91,6 +91,41 @@ def _lognormal(mean: float, cv: float) -> tuple[float, float]:
     return math.log(mean) - sigma2 / 2.0, math.sqrt(sigma2)
 
 
+def _number(value, what: str) -> float:
+    """A finite, non-negative float from any real number (numpy scalars included)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{what} must be a number, got a bool")
+    number = float(value)
+    if not (0.0 <= number < math.inf):
+        raise ValueError(f"{what} must be finite and >= 0, got {value!r}")
+    return number
+
+
+def _index(value, what: str) -> int:
+    number = _number(value, what)
+    if number != int(number):
+        raise ValueError(f"{what} must be a whole number, got {value!r}")
+    return int(number)
+
+
+def _canonical(action) -> Action:
+    """Rebuild a policy's action as a checked instance of one of the five action classes."""
+    if isinstance(action, Escalate):
+        return Escalate(str(action.reason))
+    if isinstance(action, GiveUp):
+        if action.claim not in ("failed", "partial"):
+            raise ValueError(f"GiveUp claim must be 'failed' or 'partial', got {action.claim!r}")
+        return GiveUp(action.claim)
+    if isinstance(action, (Retry, Reroute, RefreshCredentials)):
+        start = _index(action.resume_from, "resume_from")
+        done = tuple(sorted({_index(i, "done_items entry") for i in action.done_items}))
+        if isinstance(action, RefreshCredentials):
+            return RefreshCredentials(start, done)
+        delay = _number(action.delay_s, "delay_s")
+        return (Reroute if isinstance(action, Reroute) else Retry)(delay, start, done)
+    raise TypeError(f"expected an action ({', '.join(t.__name__ for t in ACTION_TYPES)}), got {type(action).__name__}")
+
+
 @dataclass(slots=True)
 class RunOutput:
     """Everything one simulated run produced."""
@@ -224,7 +259,7 @@ class World:
             action = self._decide(obs, history, rec, actions)
             retry_at = env.now + report.retry_after_s if report.retry_after_s is not None else None
             previous = (report.failure, retry_at)
-            kind = type(action)
+            kind = type(action)  # canonical: exactly one of the five action classes
             self._emit("action", task.id, worker, kind.__name__)
             if kind is Escalate:
                 rec.claim = "escalated"
@@ -232,10 +267,9 @@ class World:
             if kind is GiveUp:
                 rec.claim = action.claim
                 break
-            nsteps = len(tpl.steps)
-            start = min(max(int(action.resume_from), 0), nsteps - 1)
+            start = min(action.resume_from, len(tpl.steps) - 1)
             fan_out = tpl.steps[start].fan_out
-            done = tuple(i for i in action.done_items if 0 <= i < fan_out)
+            done = tuple(i for i in action.done_items if i < fan_out)
             if kind is RefreshCredentials:
                 if self.refresh_s > 0:
                     yield env.timeout(self.refresh_s)
@@ -256,7 +290,11 @@ class World:
         self._emit("end", task.id, worker, rec.claim)
 
     def _decide(self, obs: Observation, history: TaskHistory, rec: TaskRecord, actions: int) -> Action:
-        """Ask the policy, containing anything it does wrong to this task."""
+        """Ask the policy, containing anything it does wrong to this task.
+
+        Whatever the policy returns is checked field by field and rebuilt as one of the
+        canonical action types, so the driver never acts on a malformed action.
+        """
         if actions > self.max_actions:
             rec.policy_error = f"action cap reached: more than {self.max_actions} actions for one task"
             return GiveUp()
@@ -265,14 +303,11 @@ class World:
         except Exception as exc:  # a broken user policy must not stop the run
             rec.policy_error = f"policy raised {type(exc).__name__}: {exc}"[:500]
             return GiveUp()
-        if not isinstance(action, ACTION_TYPES):
-            rec.policy_error = f"policy returned {type(action).__name__}, not an action"
+        try:
+            return _canonical(action)
+        except (TypeError, ValueError, OverflowError) as exc:
+            rec.policy_error = f"policy returned an invalid action: {exc}"[:500]
             return GiveUp()
-        delay = getattr(action, "delay_s", 0.0)
-        if not (isinstance(delay, (int, float)) and 0.0 <= delay < math.inf):
-            rec.policy_error = f"policy returned a delay of {delay!r}; delays must be finite and >= 0"
-            return GiveUp()
-        return action
 
     def _judge_retry(self, rec: TaskRecord, previous: tuple, w: Worker) -> None:
         """Truth check at dispatch time: does the last failure's cause still hold?"""
