@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from simulated_fleet.config import FleetSpec
 from simulated_fleet.ledger import TaskRecord
 
 from .oracle import TaskOutcome, judge
@@ -21,6 +22,8 @@ METRICS: dict[str, bool] = {
     "recovered_tasks": True,
     "success_rate": True,
     "tool_calls": False,
+    "tokens": False,
+    "cost_usd": False,
     "retries": False,
     "redone_steps": False,
     "duplicate_side_effects": False,
@@ -40,10 +43,10 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def compute(records: list[TaskRecord]) -> tuple[dict[str, float | None], dict[str, dict[str, int]], list[TaskOutcome]]:
+def compute(records: list[TaskRecord], fleet: FleetSpec) -> tuple[dict[str, float | None], dict[str, dict[str, int]], list[TaskOutcome]]:
     """(metrics, breakdowns, per-task outcomes) of one run.
 
-    A rate whose denominator is zero (no faulted tasks, say) is ``None``, never 0 or 1.
+    Prices for ``cost_usd`` come from ``fleet``.  A rate whose denominator is zero (no faulted tasks, say) is ``None``, never 0 or 1.
     """
     outcomes = [judge(r) for r in records]
     tasks = len(outcomes)
@@ -66,6 +69,9 @@ def compute(records: list[TaskRecord]) -> tuple[dict[str, float | None], dict[st
         "recovered_tasks": float(len(recovered)),
         "success_rate": sum(o.truth == "full" and o.claim == "success" for o in outcomes) / tasks if tasks else None,
         "tool_calls": float(sum(o.calls for o in outcomes)),
+        "tokens": float(sum(o.tokens for o in outcomes)),
+        "cost_usd": sum(o.tokens for o in outcomes) / 1000.0 * fleet.usd_per_1k_tokens
+        + sum(o.calls for o in outcomes) * fleet.usd_per_tool_call,
         "retries": float(sum(o.retries for o in outcomes)),
         "redone_steps": float(sum(o.redone_steps for o in outcomes)),
         "duplicate_side_effects": float(sum(o.duplicate_side_effects for o in outcomes)),

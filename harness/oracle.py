@@ -28,6 +28,7 @@ class TaskOutcome:
     silent_failure: bool
     false_alarm: bool
     calls: int
+    tokens: int
     retries: int
     wasted_retries: int
     redone_steps: int
@@ -68,6 +69,7 @@ def judge(record: TaskRecord) -> TaskOutcome:
         silent_failure=claim == "success" and not full,
         false_alarm=full and claim in ("failed", "partial", "escalated"),
         calls=record.calls,
+        tokens=record.tokens,
         retries=record.retries,
         wasted_retries=record.wasted_retries,
         redone_steps=record.redone_steps,

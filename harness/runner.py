@@ -39,7 +39,7 @@ def run_one(
     """Simulate one arm on one seed and judge every task."""
     world = World(scenario, get_policy(policy), get_format(errors), seed)
     output = world.run()
-    metrics, breakdowns, outcomes = compute(output.records)
+    metrics, breakdowns, outcomes = compute(output.records, scenario.fleet)
     return RunResult(
         scenario=scenario.name,
         policy=policy,

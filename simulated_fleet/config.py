@@ -44,6 +44,8 @@ class FleetSpec(_Strict):
     )
     api_burst: float = Field(default=30, ge=1, description="size of the fleet-wide API token bucket")
     dispatch: Literal["round_robin", "least_loaded"] = "round_robin"
+    usd_per_1k_tokens: float = Field(default=0.01, ge=0, description="price of model tokens")
+    usd_per_tool_call: float = Field(default=0.0005, ge=0, description="price of one tool call")
 
 
 class StepSpec(_Strict):
@@ -55,6 +57,7 @@ class StepSpec(_Strict):
     uses_api: bool = True
     disk_mb: float = Field(default=0, ge=0, description="disk written; fails on a full disk")
     side_effect: Literal["none", "idempotent", "append"] = "none"
+    tokens: int = Field(default=2000, ge=0, le=10_000_000, description="model tokens a call that runs consumes")
 
 
 class TemplateSpec(_Strict):
@@ -74,27 +77,27 @@ DEFAULT_TEMPLATES: tuple[TemplateSpec, ...] = (
         name="coding",
         weight=0.55,
         steps=[
-            StepSpec(tool="plan", duration=_d(25)),
-            StepSpec(tool="edit", duration=_d(60), disk_mb=40),
-            StepSpec(tool="run_tests", duration=_d(90), uses_api=False, disk_mb=120),
-            StepSpec(tool="git_push", duration=_d(6), side_effect="append"),
+            StepSpec(tool="plan", duration=_d(25), tokens=4000),
+            StepSpec(tool="edit", duration=_d(60), disk_mb=40, tokens=8000),
+            StepSpec(tool="run_tests", duration=_d(90), uses_api=False, disk_mb=120, tokens=0),
+            StepSpec(tool="git_push", duration=_d(6), side_effect="append", tokens=500),
         ],
     ),
     TemplateSpec(
         name="research",
         weight=0.3,
         steps=[
-            StepSpec(tool="search", duration=_d(12), fan_out=5),
-            StepSpec(tool="synthesise", duration=_d(40), disk_mb=5),
+            StepSpec(tool="search", duration=_d(12), fan_out=5, tokens=1500),
+            StepSpec(tool="synthesise", duration=_d(40), disk_mb=5, tokens=6000),
         ],
     ),
     TemplateSpec(
         name="crm_sync",
         weight=0.15,
         steps=[
-            StepSpec(tool="fetch_contacts", duration=_d(8)),
-            StepSpec(tool="update_contact", duration=_d(4), fan_out=5, side_effect="idempotent"),
-            StepSpec(tool="post_note", duration=_d(3), side_effect="append"),
+            StepSpec(tool="fetch_contacts", duration=_d(8), tokens=800),
+            StepSpec(tool="update_contact", duration=_d(4), fan_out=5, side_effect="idempotent", tokens=600),
+            StepSpec(tool="post_note", duration=_d(3), side_effect="append", tokens=600),
         ],
     ),
 )

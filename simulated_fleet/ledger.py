@@ -32,6 +32,8 @@ class TaskRecord:
     """success | partial | failed | escalated | in_flight (unfinished at the drain limit)."""
     calls: int = 0
     """Tool calls, one per item of a fan-out step."""
+    tokens: int = 0
+    """Model tokens consumed: by calls that ran (succeeded or hung until a timeout), not by fast failures."""
     step_executions: int = 0
     retries: int = 0
     reroutes: int = 0

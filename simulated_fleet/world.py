@@ -73,6 +73,7 @@ class _Step:
     fan_out: int
     uses_api: bool
     writes_disk: bool
+    tokens: int
     mean_s: float
     mu: float
     sigma: float
@@ -187,7 +188,9 @@ class World:
         steps = []
         for s in template.steps:
             mu, sigma = _lognormal(s.duration.mean_s, s.duration.cv)
-            steps.append(_Step(s.tool, s.fan_out, s.uses_api, s.disk_mb > 0, s.duration.mean_s, mu, sigma))
+            steps.append(
+                _Step(s.tool, s.fan_out, s.uses_api, s.disk_mb > 0, s.tokens if s.uses_api else 0, s.duration.mean_s, mu, sigma)
+            )
         return _Template(
             name=template.name,
             steps=tuple(steps),
@@ -375,6 +378,8 @@ class World:
                 )
                 if duration > longest:
                     longest = duration
+                if kind == 0 or kind == K_TIMEOUT:
+                    rec.tokens += step.tokens
                 if kind:
                     failed.append((item, kind))
                     if committed:

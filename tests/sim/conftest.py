@@ -173,7 +173,7 @@ def simulate(scenario: Scenario, policy: Any, errors: str, seed: int = 0, **worl
             recorder = policy
     output = World(scenario, policy_obj, get_format(errors), seed, **world_kw).run()
     records = sorted(output.records, key=lambda r: r.id)
-    metrics, breakdowns, outcomes = compute(records)
+    metrics, breakdowns, outcomes = compute(records, scenario.fleet)
     return Sim(output, records, metrics, breakdowns, outcomes, recorder)
 
 

@@ -521,3 +521,30 @@ def test_only_append_steps_count_as_duplicates(sim):
     assert rec.redone_steps == 3  # fetch, update (all 5 items had committed), post
     assert rec.calls == 14
     assert rec.end_s == pytest.approx(57.5, **APPROX)
+
+
+# --------------------------------------------------------------------------------------
+# cost: tokens and money
+# --------------------------------------------------------------------------------------
+
+
+def test_tokens_are_billed_for_calls_that_ran_not_for_fast_failures(sim):
+    """A blipped call consumes no tokens; the retried calls and a timed-out call do; cost follows the prices."""
+    scn = sim.scenario(
+        {"job": [sim.step("plan", 10, tokens=1000), sim.step("push", 5, side_effect="append", tokens=300)]},
+        faults=[
+            {"kind": "network_blip", "probability": 1.0, "windows": [{"start_s": 0, "duration_s": 0.5}]},
+            {"kind": "timeout", "probability": 1.0, "committed_probability": 0.0, "timeout_s": 30,
+             "windows": [{"start_s": 11.0, "duration_s": 1.0}]},
+        ],
+    )
+    r = sim.run(scn, "blind-retry", "generic")
+    # t=0     plan blips (fast failure, 0 tokens), ends 1.1
+    # t=1.1   plan runs: 1000 tokens, ends 11.2; push starts 11.2, inside [11, 12) -> timeout: 300 tokens, ends 41.2
+    # t=41.2  retry from the start: plan 1000 (ends 51.3), push 300 (ends 56.4)
+    # tokens = 1000 + 300 + 1000 + 300 = 2600 ; calls = 5
+    assert r.rec.tokens == 2600
+    assert r.rec.calls == 5
+    # default prices: 0.01 USD per 1k tokens, 0.0005 USD per call
+    assert r.metrics["tokens"] == 2600.0
+    assert r.metrics["cost_usd"] == pytest.approx(2.6 * 0.01 + 5 * 0.0005, abs=1e-9)
