@@ -24,6 +24,7 @@ class TaskOutcome:
     truth: str
     claim: str
     faulted: bool
+    first_fault: str | None
     recovered: bool
     silent_failure: bool
     false_alarm: bool
@@ -65,6 +66,7 @@ def judge(record: TaskRecord) -> TaskOutcome:
         truth=truth,
         claim=claim,
         faulted=record.faulted,
+        first_fault=record.first_fault,
         recovered=recovered,
         silent_failure=claim == "success" and not full,
         false_alarm=full and claim in ("failed", "partial", "escalated"),

@@ -42,6 +42,7 @@ class TaskRecord:
     wasted_retries: int = 0
     wasted_reasons: dict[str, int] = field(default_factory=dict)
     fault_hits: dict[str, int] = field(default_factory=dict)
+    first_fault: str | None = None
     first_fault_s: float | None = None
     step_executions_at_first_fault: int = 0
     policy_error: str | None = None
@@ -71,6 +72,7 @@ class TaskRecord:
     def note_fault(self, kind: str, now: float) -> None:
         """Record that a call of this task was hit by a fault of ``kind``."""
         if self.first_fault_s is None:
+            self.first_fault = kind
             self.first_fault_s = now
             self.step_executions_at_first_fault = self.step_executions
         self.fault_hits[kind] = self.fault_hits.get(kind, 0) + 1

@@ -135,6 +135,8 @@ class RunOutput:
     plan: FaultPlan
     duration_s: float
     end_s: float
+    fault_log: list[tuple[float, str, str, int, int]] = field(default_factory=list)
+    """Every fault a call met: (time_s, kind, tool, worker, task_id), in time order."""
     trace: list[tuple] | None = field(default=None)
 
 
@@ -180,6 +182,7 @@ class World:
         self.templates = tuple(self._compile(t) for t in spec.workload.templates)
         self.least_loaded = fleet.dispatch == "least_loaded"
         self.records: list[TaskRecord] = []
+        self.fault_log: list[tuple[float, str, str, int, int]] = []
         self.trace: list[tuple] | None = [] if trace else None
         self._seed_key = _rng.key(seed, S_TASK)
 
@@ -205,7 +208,7 @@ class World:
         self.env.process(self._source())
         end = self.spec.duration_s + self.drain_s
         self.env.run(until=end)
-        return RunOutput(self.records, self.plan, self.spec.duration_s, self.env.now, self.trace)
+        return RunOutput(self.records, self.plan, self.spec.duration_s, self.env.now, self.fault_log, self.trace)
 
     def _source(self) -> Generator:
         env = self.env
@@ -399,7 +402,8 @@ class World:
             for item, kind in failed:
                 name = FAILURE_KINDS[kind - 1]
                 rec.note_fault(name, now)
-                self._emit("fault", task.id, w.index, name)
+                self.fault_log.append((now, name, step.name, w.index, task.id))
+                self._emit("fault", task.id, w.index, name, step.name)
             if partial_ok and succeeded:
                 continue  # the tool said "ok" with what it gathered: silent partial work
             first_kind = FAILURE_KINDS[failed[0][1] - 1]
