@@ -6,9 +6,21 @@ They are read once when a run is built; the hot path never touches them.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .fault_specs import (  # noqa: F401  (re-exported: config is where users look)
+    FAULT_MODELS,
+    DiskFull,
+    ExpiredKey,
+    FaultSpec,
+    NetworkBlip,
+    NodeEvent,
+    RateLimit,
+    Timeout,
+    Window,
+)
 
 DAY_S = 86_400.0
 
@@ -44,8 +56,31 @@ class FleetSpec(_Strict):
     )
     api_burst: float = Field(default=30, ge=1, description="size of the fleet-wide API token bucket")
     dispatch: Literal["round_robin", "least_loaded"] = "round_robin"
+    dispatch_timeout_s: float | None = Field(
+        default=1800,
+        gt=0,
+        description="an orchestrator gives up waiting for a dispatch that never answers (a crashed worker) "
+        "after this long; null = waits forever, and the task is lost",
+    )
+    call_timeout_s: float | None = Field(
+        default=None, gt=0, description="a tool call slower than this times out (its outcome is then ambiguous)"
+    )
+    api_reject_cost: float = Field(
+        default=0.0,
+        ge=0,
+        le=10,
+        description="tokens a refused (429) request still takes from the bucket; > 0 lets retry storms persist",
+    )
+    overrides: list["WorkerOverride"] = Field(default_factory=list, description="per-worker capacities")
     usd_per_1k_tokens: float = Field(default=0.01, ge=0, description="price of model tokens")
     usd_per_tool_call: float = Field(default=0.0005, ge=0, description="price of one tool call")
+
+
+class WorkerOverride(_Strict):
+    """Per-worker differences from the fleet defaults."""
+
+    worker: int = Field(ge=0)
+    tool_slots: int | None = Field(default=None, ge=1, le=64)
 
 
 class StepSpec(_Strict):
@@ -58,6 +93,10 @@ class StepSpec(_Strict):
     disk_mb: float = Field(default=0, ge=0, description="disk written; fails on a full disk")
     side_effect: Literal["none", "idempotent", "append"] = "none"
     tokens: int = Field(default=2000, ge=0, le=10_000_000, description="model tokens a call that runs consumes")
+    needs: list[str] = Field(
+        default_factory=list,
+        description="earlier steps whose output this step consumes: with incomplete inputs its output is wrong",
+    )
 
 
 class TemplateSpec(_Strict):
@@ -66,6 +105,20 @@ class TemplateSpec(_Strict):
     name: str = Field(min_length=1)
     weight: float = Field(default=1.0, gt=0)
     steps: list[StepSpec] = Field(min_length=1, max_length=64)
+    deadline_s: float | None = Field(default=None, gt=0, description="the orchestrator stops recovering after this")
+    budget_calls: int | None = Field(default=None, gt=0, description="the orchestrator stops after this many calls")
+
+    @model_validator(mode="after")
+    def _needs_are_earlier_steps(self) -> "TemplateSpec":
+        for i, step in enumerate(self.steps):
+            earlier = [s.tool for s in self.steps[:i]]
+            for need in step.needs:
+                if need not in earlier:
+                    raise ValueError(
+                        f"template {self.name!r}: step {i} ({step.tool}) needs {need!r}, which is not an "
+                        f"earlier step (earlier: {', '.join(earlier) or 'none'})"
+                    )
+        return self
 
 
 def _d(mean: float, cv: float = 0.3) -> Distribution:
@@ -88,7 +141,7 @@ DEFAULT_TEMPLATES: tuple[TemplateSpec, ...] = (
         weight=0.3,
         steps=[
             StepSpec(tool="search", duration=_d(12), fan_out=5, tokens=1500),
-            StepSpec(tool="synthesise", duration=_d(40), disk_mb=5, tokens=6000),
+            StepSpec(tool="synthesise", duration=_d(40), disk_mb=5, tokens=6000, needs=["search"]),
         ],
     ),
     TemplateSpec(
@@ -96,7 +149,10 @@ DEFAULT_TEMPLATES: tuple[TemplateSpec, ...] = (
         weight=0.15,
         steps=[
             StepSpec(tool="fetch_contacts", duration=_d(8), tokens=800),
-            StepSpec(tool="update_contact", duration=_d(4), fan_out=5, side_effect="idempotent", tokens=600),
+            StepSpec(
+                tool="update_contact", duration=_d(4), fan_out=5, side_effect="idempotent", tokens=600,
+                needs=["fetch_contacts"],
+            ),
             StepSpec(tool="post_note", duration=_d(3), side_effect="append", tokens=600),
         ],
     ),
@@ -123,6 +179,14 @@ class WorkloadSpec(_Strict):
     )
     templates: list[TemplateSpec] = Field(default_factory=lambda: list(DEFAULT_TEMPLATES), min_length=1)
     arrivals: list[Arrival] | None = Field(default=None, description="explicit tasks instead of a process")
+    clients: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="closed loop: this many clients each submit a task, wait for its end, think, repeat "
+        "(tasks_per_day is then ignored)",
+    )
+    think: Distribution = Distribution(mean_s=300, cv=1.0)
 
     @model_validator(mode="after")
     def _arrival_templates_exist(self) -> "WorkloadSpec":
@@ -131,79 +195,6 @@ class WorkloadSpec(_Strict):
             if a.template not in known:
                 raise ValueError(f"workload.arrivals[{i}].template: unknown template {a.template!r} (known: {', '.join(known)})")
         return self
-
-
-class Window(_Strict):
-    """A time window in simulated seconds from the start of the run."""
-
-    start_s: float = Field(ge=0)
-    duration_s: float = Field(gt=0)
-
-
-class NodeEvent(_Strict):
-    """A fault that hits one worker at one moment."""
-
-    worker: int = Field(ge=0)
-    at_s: float = Field(ge=0)
-
-
-class _FaultBase(_Strict):
-    workers: list[int] | None = Field(
-        default=None, description="restrict the fault to these worker indices (default: all)"
-    )
-
-
-class NetworkBlip(_FaultBase):
-    """Transient: a call fails fast on a dropped connection; a retry normally succeeds."""
-
-    kind: Literal["network_blip"] = "network_blip"
-    probability: float = Field(default=0.02, ge=0, le=1, description="per call")
-    windows: list[Window] = Field(default_factory=list, description="only inside these windows")
-
-
-class Timeout(_FaultBase):
-    """Ambiguous: the call hangs until its timeout; its side effect may have committed."""
-
-    kind: Literal["timeout"] = "timeout"
-    probability: float = Field(default=0.01, ge=0, le=1, description="per call")
-    committed_probability: float = Field(default=0.5, ge=0, le=1)
-    timeout_s: float = Field(default=90, gt=0)
-    windows: list[Window] = Field(default_factory=list, description="only inside these windows")
-
-
-class RateLimit(_Strict):
-    """The provider cuts the fleet's shared API rate; HTTP-429s emerge from load.
-
-    Fleet-wide by nature (one shared token bucket), so it takes no ``workers``.
-    """
-
-    kind: Literal["rate_limit"] = "rate_limit"
-    capacity_factor: float = Field(default=0.05, ge=0, le=1, description="rate multiplier in a window")
-    windows: list[Window] = Field(default_factory=list)
-    per_day: float = Field(default=0, ge=0, le=100, description="extra windows drawn per day")
-    window_s: float = Field(default=2700, gt=0, description="length of drawn windows")
-
-
-class DiskFull(_FaultBase):
-    """A worker's disk fills and stays full until cleaned up."""
-
-    kind: Literal["disk_full"] = "disk_full"
-    per_worker_per_day: float = Field(default=0, ge=0, le=100)
-    events: list[NodeEvent] = Field(default_factory=list)
-    cleanup_after_s: float = Field(default=4 * 3600, gt=0)
-
-
-class ExpiredKey(_FaultBase):
-    """A worker's API credentials expire; every API call fails until they are refreshed."""
-
-    kind: Literal["expired_key"] = "expired_key"
-    per_worker_per_day: float = Field(default=0, ge=0, le=100)
-    events: list[NodeEvent] = Field(default_factory=list)
-
-
-FaultSpec = Annotated[
-    Union[NetworkBlip, Timeout, RateLimit, DiskFull, ExpiredKey], Field(discriminator="kind")
-]
 
 
 class WorldSpec(_Strict):
@@ -217,17 +208,43 @@ class WorldSpec(_Strict):
     @model_validator(mode="after")
     def _targets_exist(self) -> "WorldSpec":
         n = self.fleet.workers
+        span = f"fleet has {n} workers: 0..{n - 1}"
+        for o in self.fleet.overrides:
+            if o.worker >= n:
+                raise ValueError(f"fleet.overrides: worker {o.worker} does not exist ({span})")
+        tools = sorted({s.tool for t in self.workload.templates for s in t.steps})
+        templates = [t.name for t in self.workload.templates]
         for i, fault in enumerate(self.faults):
+            where = f"faults[{i}]"
             for w in getattr(fault, "workers", None) or ():
                 if not 0 <= w < n:
-                    raise ValueError(
-                        f"faults[{i}].workers: worker {w} does not exist "
-                        f"(fleet has {n} workers: 0..{n - 1})"
-                    )
+                    raise ValueError(f"{where}.workers: worker {w} does not exist ({span})")
             for e in getattr(fault, "events", ()):
                 if e.worker >= n:
+                    raise ValueError(f"{where}.events: worker {e.worker} does not exist ({span})")
+                if e.at_s >= self.duration_s:
                     raise ValueError(
-                        f"faults[{i}].events: worker {e.worker} does not exist "
-                        f"(fleet has {n} workers: 0..{n - 1})"
+                        f"{where}.events: at_s {e.at_s:g} is outside the horizon (duration_s {self.duration_s:g})"
                     )
+            for o in getattr(fault, "orchestrators", ()):
+                if o >= self.fleet.orchestrators:
+                    raise ValueError(
+                        f"{where}.orchestrators: orchestrator {o} does not exist "
+                        f"(fleet has {self.fleet.orchestrators}: 0..{self.fleet.orchestrators - 1})"
+                    )
+            for w in getattr(fault, "windows", ()):
+                if w.start_s >= self.duration_s:
+                    raise ValueError(
+                        f"{where}.windows: start_s {w.start_s:g} is outside the horizon "
+                        f"(duration_s {self.duration_s:g})"
+                    )
+            for tool in getattr(fault, "tools", None) or ():
+                if tool not in tools:
+                    raise ValueError(f"{where}.tools: no step uses tool {tool!r} (tools: {', '.join(tools)})")
+            for name in getattr(fault, "templates", None) or ():
+                if name not in templates:
+                    raise ValueError(f"{where}.templates: unknown template {name!r} (known: {', '.join(templates)})")
         return self
+
+
+FleetSpec.model_rebuild()

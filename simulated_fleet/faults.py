@@ -1,9 +1,13 @@
 """Fault realisation: turns the fault specs of a scenario into a fixed plan for one seed.
 
-Scheduled faults (disk fills, key expiries, rate-limit windows) are drawn here, once,
-from streams keyed by the seed, the fault's position and the worker, so every arm of a
-comparison faces the same schedule.  Per-call faults (blips, timeouts) keep their
-probabilities here and are drawn at call time from streams keyed by the call's identity.
+Scheduled faults (disk fills, key revocations, crashes, rate-limit windows, bursts,
+swarm parameters) are drawn here, once, from streams keyed by the seed, the fault's
+position and the worker, so every arm of a comparison faces the same schedule.  Per-call
+faults keep a compiled rule here and are drawn at call time from streams keyed by the
+call's identity (see ``world.py``).
+
+Span lookups use a forward-only pointer: simulated time never goes back, so finding
+whether a moment is inside a schedule is amortised O(1).
 """
 
 from __future__ import annotations
@@ -12,47 +16,125 @@ import math
 from dataclasses import dataclass, field
 
 from . import _rng
-from .config import DiskFull, ExpiredKey, NetworkBlip, RateLimit, Timeout, Window, WorldSpec
+from .fault_specs import (
+    Burst,
+    DiskFull,
+    ExpiredKey,
+    GitPushConflict,
+    LatencySpike,
+    NetworkPartition,
+    NodeCrash,
+    QuotaExhausted,
+    RateLimit,
+    SchemaDrift,
+    Window,
+    _CallFault,
+)
 
 S_DISK = _rng.stream_id("fault:disk_full")
 S_KEY = _rng.stream_id("fault:expired_key")
 S_RATE = _rng.stream_id("fault:rate_limit")
+S_CRASH = _rng.stream_id("fault:node_crash")
+S_BURST = _rng.stream_id("fault:burst")
+S_SWARM = _rng.stream_id("fault:swarm")
+
+#: Per-call fault kinds, in the order a call meets them (see ``World._call``).
+PERSISTENT_KINDS = ("missing_dependency", "validation_error", "not_found", "permission_denied")
+TRANSIENT_KINDS = ("network_blip", "timeout", "partial_batch")
+MASKING_KINDS = ("silent_suppression", "fabricated_defaults")
 
 
-@dataclass(frozen=True, slots=True)
+class Spans:
+    """Sorted, disjoint [start, end) intervals with a forward-only membership test."""
+
+    __slots__ = ("spans", "_ptr")
+
+    def __init__(self, spans: list[tuple[float, float]]):
+        self.spans = _merge(spans)
+        self._ptr = 0
+
+    def active(self, now: float) -> bool:
+        """Whether ``now`` is inside a span (``now`` must not decrease between calls)."""
+        spans = self.spans
+        ptr = self._ptr
+        n = len(spans)
+        while ptr < n and spans[ptr][1] <= now:
+            ptr += 1
+        self._ptr = ptr
+        return ptr < n and spans[ptr][0] <= now
+
+    def __bool__(self) -> bool:
+        return bool(self.spans)
+
+
+@dataclass(slots=True)
 class CallRule:
-    """A per-call fault that applies to some workers, optionally only inside windows."""
+    """A compiled per-call fault.  ``spans`` None means always active."""
 
-    probability: float
-    windows: tuple[tuple[float, float], ...]
-    committed_probability: float = 0.0
-    timeout_s: float = 0.0
+    kind: str
+    index: int
+    spec: _CallFault
+    spans: Spans | None
+    worker_spans: dict[int, Spans] | None
+    workers: frozenset[int] | None
+    tools: frozenset[str] | None
+    templates: frozenset[str] | None
+    stream: int
 
-    def probability_at(self, now: float) -> float:
-        """The rule's probability for a call starting at ``now``."""
-        if not self.windows:
-            return self.probability
-        for start, end in self.windows:
-            if start <= now < end:
-                return self.probability
-        return 0.0
+    def applies(self, worker: int, tool: str, template: str) -> bool:
+        """Whether the rule targets this worker, tool and template at all."""
+        return (
+            (self.workers is None or worker in self.workers)
+            and (self.tools is None or tool in self.tools)
+            and (self.templates is None or template in self.templates)
+        )
+
+    def probability_at(self, now: float, worker: int) -> float:
+        """The rule's probability for a call starting at ``now`` on ``worker``."""
+        if self.spans is not None and not self.spans.active(now):
+            return 0.0
+        if self.worker_spans is not None:
+            spans = self.worker_spans.get(worker)
+            if spans is None or not spans.active(now):
+                return 0.0
+        ramp = self.spec.ramp
+        if ramp is None:
+            return self.spec.probability
+        if now <= ramp.start_s:
+            return ramp.from_probability
+        if now >= ramp.end_s:
+            return ramp.to_probability
+        frac = (now - ramp.start_s) / (ramp.end_s - ramp.start_s)
+        return ramp.from_probability + frac * (ramp.to_probability - ramp.from_probability)
+
+
+@dataclass(slots=True)
+class Partition:
+    """Orchestrators cut off from workers during spans."""
+
+    orchestrators: frozenset[int]
+    workers: frozenset[int] | None
+    spans: Spans
+    connect_timeout_s: float
 
 
 @dataclass(slots=True)
 class FaultPlan:
-    """The realised faults of one run.
+    """The realised faults of one run (mutable span pointers: one plan per world)."""
 
-    ``blips[w]`` and ``timeouts[w]`` are the per-call rules that apply to worker ``w``;
-    ``disk_full[w]`` the merged intervals in which its disk is full; ``key_expiries[w]``
-    the moments its credentials are revoked; ``rate_windows`` the intervals in which the
-    shared API rate is multiplied by a factor.
-    """
-
-    blips: list[tuple[CallRule, ...]] = field(default_factory=list)
-    timeouts: list[tuple[CallRule, ...]] = field(default_factory=list)
+    rules: list[CallRule] = field(default_factory=list)
     disk_full: list[list[tuple[float, float]]] = field(default_factory=list)
     key_expiries: list[list[float]] = field(default_factory=list)
+    crashes: list[list[tuple[float, float]]] = field(default_factory=list)
     rate_windows: list[tuple[float, float, float]] = field(default_factory=list)
+    partitions: list[Partition] = field(default_factory=list)
+    latency: list[list[tuple[float, float, float, float]]] = field(default_factory=list)
+    drift: list[list[tuple[float, float, str, tuple[str, ...]]]] = field(default_factory=list)
+    git_branches: int = 0
+    git_tools: frozenset[str] = frozenset()
+    quota_per_day: int = 0
+    resolved: list[dict] = field(default_factory=list)
+    """Each fault's parameters after swarm draws, for reports and replay."""
 
     def describe(self) -> list[str]:
         """The scheduled faults in words, for reports and replay."""
@@ -63,30 +145,26 @@ class FaultPlan:
         for w, times in enumerate(self.key_expiries):
             for t in times:
                 lines.append(f"worker {w}: API key expires at {t:.0f}s")
+        for w, spans in enumerate(self.crashes):
+            for start, end in spans:
+                lines.append(f"worker {w}: crashed at {start:.0f}s, back at {end:.0f}s")
         for start, end, factor in self.rate_windows:
             lines.append(f"fleet: API rate x{factor:g} from {start:.0f}s to {end:.0f}s")
+        for p in self.partitions:
+            group = "all workers" if p.workers is None else f"workers {sorted(p.workers)}"
+            for start, end in p.spans.spans:
+                lines.append(
+                    f"orchestrators {sorted(p.orchestrators)} cut off from {group} from {start:.0f}s to {end:.0f}s"
+                )
+        for rule in self.rules:
+            if rule.spans is not None:
+                for start, end in rule.spans.spans[:50]:
+                    lines.append(f"{rule.kind} (faults[{rule.index}]) active from {start:g}s to {end:g}s")
+        if self.git_branches:
+            lines.append(f"fleet: pushes share {self.git_branches} branches")
+        if self.quota_per_day:
+            lines.append(f"fleet: daily API quota of {self.quota_per_day} calls")
         return lines
-
-
-def _windows(windows: list[Window]) -> tuple[tuple[float, float], ...]:
-    return tuple(sorted((w.start_s, w.start_s + w.duration_s) for w in windows))
-
-
-def _poisson_times(seed: int, stream: int, fault_index: int, worker: int, per_day: float, horizon_s: float) -> list[float]:
-    """Event times of a Poisson process with ``per_day`` events per simulated day."""
-    if per_day <= 0:
-        return []
-    rate = per_day / 86_400.0
-    times: list[float] = []
-    t = 0.0
-    n = 0
-    while True:
-        u = _rng.uniform(_rng.key(seed, stream, fault_index, worker, n)) or 2.0**-53
-        t += -math.log(u) / rate
-        if t >= horizon_s:
-            return times
-        times.append(t)
-        n += 1
 
 
 def _merge(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -99,55 +177,159 @@ def _merge(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return merged
 
 
-def build_plan(spec: WorldSpec, seed: int) -> FaultPlan:
-    """Realise every fault of ``spec`` for ``seed``."""
+def expand_windows(windows: list[Window], horizon_s: float) -> list[tuple[float, float]]:
+    """Windows as (start, end) spans, recurring ones repeated up to the horizon."""
+    spans = []
+    for w in windows:
+        start = w.start_s
+        while start < horizon_s:
+            spans.append((start, start + w.duration_s))
+            if w.every_s is None:
+                break
+            start += w.every_s
+    return _merge(spans)
+
+
+def burst_spans(burst: Burst, seed: int, index: int, unit: int, horizon_s: float) -> list[tuple[float, float]]:
+    """Bad phases of a two-state process with exponential phase lengths, starting good."""
+    spans = []
+    t = 0.0
+    n = 0
+    while t < horizon_s:
+        u = _rng.uniform(_rng.key(seed, S_BURST, index, unit, n)) or 2.0**-53
+        t += -math.log(u) * burst.mean_good_s
+        v = _rng.uniform(_rng.key(seed, S_BURST, index, unit, n, 1)) or 2.0**-53
+        bad = -math.log(v) * burst.mean_bad_s
+        if t < horizon_s:
+            spans.append((t, t + bad))
+        t += bad
+        n += 1
+    return spans
+
+
+def poisson_times(seed: int, stream: int, index: int, worker: int, per_day: float, horizon_s: float) -> list[float]:
+    """Event times of a Poisson process with ``per_day`` events per simulated day."""
+    if per_day <= 0:
+        return []
+    rate = per_day / 86_400.0
+    times: list[float] = []
+    t = 0.0
+    n = 0
+    while True:
+        u = _rng.uniform(_rng.key(seed, stream, index, worker, n)) or 2.0**-53
+        t += -math.log(u) / rate
+        if t >= horizon_s:
+            return times
+        times.append(t)
+        n += 1
+
+
+def resolve_swarm(fault, seed: int, index: int):
+    """The fault with its ``swarm`` parameters drawn for this seed."""
+    if not fault.swarm:
+        return fault
+    updates = {}
+    for name, (low, high) in sorted(fault.swarm.items()):
+        u = _rng.uniform(_rng.key(seed, S_SWARM, index, _rng.stream_id(name)))
+        value = low + u * (high - low)
+        if type(fault).model_fields[name].annotation is int:
+            value = int(round(value))
+        updates[name] = value
+    return type(fault).model_validate({**fault.model_dump(), **updates, "swarm": None})
+
+
+def build_plan(spec, seed: int) -> FaultPlan:
+    """Realise every fault of a WorldSpec for ``seed``."""
     n = spec.fleet.workers
     horizon = spec.duration_s
-    blips: list[list[CallRule]] = [[] for _ in range(n)]
-    timeouts: list[list[CallRule]] = [[] for _ in range(n)]
-    disk: list[list[tuple[float, float]]] = [[] for _ in range(n)]
-    keys: list[list[float]] = [[] for _ in range(n)]
+    plan = FaultPlan(
+        disk_full=[[] for _ in range(n)],
+        key_expiries=[[] for _ in range(n)],
+        crashes=[[] for _ in range(n)],
+        latency=[[] for _ in range(n)],
+        drift=[[] for _ in range(n)],
+    )
     rate: list[tuple[float, float, float]] = []
-
-    for index, fault in enumerate(spec.faults):
-        targets = getattr(fault, "workers", None)
-        targets = range(n) if targets is None else targets
-        if isinstance(fault, NetworkBlip):
-            rule = CallRule(fault.probability, _windows(fault.windows))
-            for w in targets:
-                blips[w].append(rule)
-        elif isinstance(fault, Timeout):
-            rule = CallRule(
-                fault.probability, _windows(fault.windows), fault.committed_probability, fault.timeout_s
+    for index, raw in enumerate(spec.faults):
+        fault = resolve_swarm(raw, seed, index)
+        plan.resolved.append(fault.model_dump(exclude_defaults=True))
+        workers = getattr(fault, "workers", None)
+        targets = range(n) if workers is None else workers
+        if isinstance(fault, _CallFault):
+            spans = Spans(expand_windows(fault.windows, horizon)) if fault.windows else None
+            worker_spans = None
+            if fault.burst is not None:
+                if fault.burst.scope == "fleet":
+                    burst = Spans(burst_spans(fault.burst, seed, index, -1, horizon))
+                    worker_spans = {w: burst for w in targets}
+                else:
+                    worker_spans = {w: Spans(burst_spans(fault.burst, seed, index, w, horizon)) for w in targets}
+            plan.rules.append(
+                CallRule(
+                    kind=fault.kind,
+                    index=index,
+                    spec=fault,
+                    spans=spans,
+                    worker_spans=worker_spans,
+                    workers=None if workers is None else frozenset(workers),
+                    tools=None if fault.tools is None else frozenset(fault.tools),
+                    templates=None if fault.templates is None else frozenset(fault.templates),
+                    stream=_rng.stream_id(f"call:{fault.kind}:{index}"),
+                )
             )
-            for w in targets:
-                timeouts[w].append(rule)
         elif isinstance(fault, DiskFull):
             for w in targets:
-                starts = _poisson_times(seed, S_DISK, index, w, fault.per_worker_per_day, horizon)
-                disk[w].extend((t, t + fault.cleanup_after_s) for t in starts)
+                starts = poisson_times(seed, S_DISK, index, w, fault.per_worker_per_day, horizon)
+                plan.disk_full[w].extend((t, t + fault.cleanup_after_s) for t in starts)
             for event in fault.events:
-                disk[event.worker].append((event.at_s, event.at_s + fault.cleanup_after_s))
+                plan.disk_full[event.worker].append((event.at_s, event.at_s + fault.cleanup_after_s))
         elif isinstance(fault, ExpiredKey):
             for w in targets:
-                keys[w].extend(_poisson_times(seed, S_KEY, index, w, fault.per_worker_per_day, horizon))
+                plan.key_expiries[w].extend(poisson_times(seed, S_KEY, index, w, fault.per_worker_per_day, horizon))
             for event in fault.events:
-                keys[event.worker].append(event.at_s)
+                plan.key_expiries[event.worker].append(event.at_s)
+        elif isinstance(fault, NodeCrash):
+            for w in targets:
+                starts = poisson_times(seed, S_CRASH, index, w, fault.per_worker_per_day, horizon)
+                plan.crashes[w].extend((t, t + fault.down_s) for t in starts)
+            for event in fault.events:
+                plan.crashes[event.worker].append((event.at_s, event.at_s + fault.down_s))
         elif isinstance(fault, RateLimit):
-            spans = list(_windows(fault.windows))
+            spans = list(expand_windows(fault.windows, horizon))
             count = int(round(fault.per_day * horizon / 86_400.0))
             for i in range(count):
                 start = _rng.uniform(_rng.key(seed, S_RATE, index, i)) * max(horizon - fault.window_s, 0.0)
                 spans.append((start, start + fault.window_s))
             rate.extend((s, e, fault.capacity_factor) for s, e in spans)
-
-    return FaultPlan(
-        blips=[tuple(r) for r in blips],
-        timeouts=[tuple(r) for r in timeouts],
-        disk_full=[_merge(spans) for spans in disk],
-        key_expiries=[sorted(times) for times in keys],
-        rate_windows=_disjoint(rate),
-    )
+        elif isinstance(fault, NetworkPartition):
+            plan.partitions.append(
+                Partition(
+                    orchestrators=frozenset(fault.orchestrators),
+                    workers=None if workers is None else frozenset(workers),
+                    spans=Spans(expand_windows(fault.windows, horizon)),
+                    connect_timeout_s=fault.connect_timeout_s,
+                )
+            )
+        elif isinstance(fault, LatencySpike):
+            for w in targets:
+                plan.latency[w].extend((s, e, fault.factor, fault.add_s) for s, e in expand_windows(fault.windows, horizon))
+        elif isinstance(fault, SchemaDrift):
+            spans = expand_windows(fault.windows, horizon) if fault.windows else [(0.0, math.inf)]
+            for w in targets:
+                plan.drift[w].extend((s, e, fault.version, tuple(fault.missing_fields)) for s, e in spans)
+        elif isinstance(fault, GitPushConflict):
+            plan.git_branches = fault.branches
+            plan.git_tools = frozenset(fault.tools)
+        elif isinstance(fault, QuotaExhausted):
+            plan.quota_per_day = fault.calls_per_day
+    for w in range(n):
+        plan.disk_full[w] = _merge(plan.disk_full[w])
+        plan.crashes[w] = _merge(plan.crashes[w])
+        plan.key_expiries[w].sort()
+        plan.latency[w].sort()
+        plan.drift[w].sort()
+    plan.rate_windows = _disjoint(rate)
+    return plan
 
 
 def _disjoint(windows: list[tuple[float, float, float]]) -> list[tuple[float, float, float]]:

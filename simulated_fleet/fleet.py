@@ -87,6 +87,8 @@ class Worker:
         "credentials_issued_s",
         "credential_lifetime_s",
         "in_flight",
+        "crash_spans",
+        "_crash_ptr",
     )
 
     def __init__(
@@ -97,6 +99,7 @@ class Worker:
         disk_full_spans: list[tuple[float, float]],
         key_expiries: list[float],
         credential_lifetime_s: float,
+        crash_spans: list[tuple[float, float]] | None = None,
     ):
         self.index = index
         self.slots = simpy.Resource(env, capacity=tool_slots)
@@ -107,6 +110,33 @@ class Worker:
         self.credentials_issued_s = 0.0
         self.credential_lifetime_s = credential_lifetime_s
         self.in_flight = 0
+        self.crash_spans = crash_spans or []
+        self._crash_ptr = 0
+
+    def _crash_index(self, now: float) -> int:
+        spans = self.crash_spans
+        ptr = self._crash_ptr
+        while ptr < len(spans) and spans[ptr][1] <= now:
+            ptr += 1
+        self._crash_ptr = ptr
+        return ptr
+
+    def down(self, now: float) -> bool:
+        """Whether the worker is crashed (not yet restarted) at ``now``."""
+        if not self.crash_spans:
+            return False
+        ptr = self._crash_index(now)
+        return ptr < len(self.crash_spans) and self.crash_spans[ptr][0] <= now
+
+    def next_crash_after(self, now: float) -> float:
+        """The start of the next crash strictly after ``now`` (inf if none)."""
+        if not self.crash_spans:
+            return math.inf
+        spans = self.crash_spans
+        ptr = self._crash_index(now)
+        while ptr < len(spans) and spans[ptr][0] <= now:
+            ptr += 1
+        return spans[ptr][0] if ptr < len(spans) else math.inf
 
     def disk_full(self, now: float) -> bool:
         """Whether the disk is full at ``now`` (time only moves forward)."""

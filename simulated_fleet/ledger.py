@@ -46,6 +46,13 @@ class TaskRecord:
     first_fault_s: float | None = None
     step_executions_at_first_fault: int = 0
     policy_error: str | None = None
+    stopped_by: str | None = None
+    """'deadline' or 'budget' when the orchestrator's own limit ended recovery."""
+    schema_skews: int = 0
+    """Envelopes seen whose schema_version differed from the orchestrator's."""
+    alternatives_used: int = 0
+    wrong_input_steps: int = 0
+    """Step executions that ran on an incomplete earlier step (a dependency chain): output wrong."""
 
     @property
     def faulted(self) -> bool:

@@ -81,6 +81,15 @@ class RefreshCredentials:
 
 
 @dataclass(frozen=True, slots=True)
+class UseAlternative:
+    """Dispatch again, switching the failed items of ``resume_from`` to their next alternative source."""
+
+    delay_s: float = 0.0
+    resume_from: int = 0
+    done_items: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Escalate:
     """Stop automatic recovery and hand the task to a human; the claim is 'escalated'."""
 
@@ -94,8 +103,8 @@ class GiveUp:
     claim: Literal["failed", "partial"] = "failed"
 
 
-Action = Union[Retry, Reroute, RefreshCredentials, Escalate, GiveUp]
-ACTION_TYPES = (Retry, Reroute, RefreshCredentials, Escalate, GiveUp)
+Action = Union[Retry, Reroute, RefreshCredentials, UseAlternative, Escalate, GiveUp]
+ACTION_TYPES = (Retry, Reroute, RefreshCredentials, UseAlternative, Escalate, GiveUp)
 
 
 @runtime_checkable

@@ -70,6 +70,30 @@ class NamePools:
         return f"{template_name}: {rng.choice(self.topics)}"
 
 
+def closed_loop_task(
+    spec: WorkloadSpec,
+    seed: int,
+    client: int,
+    n: int,
+    task_id: int,
+    now: float,
+    orchestrators: int,
+    pools: NamePools,
+) -> tuple[Task, float]:
+    """The ``n``-th task of closed-loop ``client`` and the think time before it."""
+    rng = random.Random(_rng.key(seed, S_WORKLOAD, client, n))
+    think = spec.think
+    if think.cv > 0:
+        sigma2 = math.log1p(think.cv * think.cv)
+        think_s = math.exp(math.log(think.mean_s) - sigma2 / 2.0 + math.sqrt(sigma2) * rng.gauss(0.0, 1.0))
+    else:
+        think_s = think.mean_s
+    weights = [t.weight for t in spec.templates]
+    template = rng.choices(range(len(weights)), weights)[0]
+    title = pools.title(spec.templates[template].name, rng)
+    return Task(task_id, now, template, client % orchestrators, title), think_s
+
+
 def arrivals(spec: WorkloadSpec, seed: int, horizon_s: float, orchestrators: int) -> Iterator[Task]:
     """Tasks in arrival order over ``[0, horizon_s)``."""
     rng = random.Random(_rng.key(seed, S_WORKLOAD))

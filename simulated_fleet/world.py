@@ -21,6 +21,7 @@ import simpy
 
 from . import _rng
 from .config import DAY_S, WorldSpec
+from .envelope import SCHEMA_VERSION
 from .faults import FaultPlan, build_plan
 from .fleet import TokenBucket, Worker
 from .formats import ErrorFormat
@@ -36,32 +37,50 @@ from .observation import (
     Reroute,
     Retry,
     TaskHistory,
+    UseAlternative,
 )
-from .truth import FAILURE_KINDS, AttemptReport
-from .workload import Task, arrivals
+from .truth import AttemptReport
+from .workload import NamePools, Task, arrivals, closed_loop_task
 
-S_BLIP = _rng.stream_id("call:network_blip")
-S_TIMEOUT = _rng.stream_id("call:timeout")
-S_COMMIT = _rng.stream_id("call:timeout_committed")
-S_DURATION = _rng.stream_id("call:duration")
 S_LATENCY = _rng.stream_id("call:latency")
+S_DURATION = _rng.stream_id("call:duration")
+S_COMMIT = _rng.stream_id("call:timeout_committed")
+S_SLOW_COMMIT = _rng.stream_id("call:slow_committed")
 S_POLICY = _rng.stream_id("policy")
 S_TASK = _rng.stream_id("task")
-
-K_BLIP = FAILURE_KINDS.index("network_blip") + 1
-K_TIMEOUT = FAILURE_KINDS.index("timeout") + 1
-K_RATE = FAILURE_KINDS.index("rate_limit") + 1
-K_DISK = FAILURE_KINDS.index("disk_full") + 1
-K_KEY = FAILURE_KINDS.index("expired_key") + 1
+S_BRANCH = _rng.stream_id("task:branch")
+S_BATCH = _rng.stream_id("call:batch_items")
 
 #: How long a call takes to fail fast, on top of the network round trip (simulated s).
-FAIL_FAST_S = {K_BLIP: 1.0, K_RATE: 0.1, K_DISK: 0.5, K_KEY: 0.3}
+FAIL_FAST_S = {
+    "network_blip": 1.0,
+    "rate_limit": 0.1,
+    "disk_full": 0.5,
+    "expired_key": 0.3,
+    "missing_dependency": 0.2,
+    "validation_error": 0.5,
+    "not_found": 0.4,
+    "permission_denied": 0.3,
+    "partial_batch": 0.5,
+    "node_crash": 0.2,
+    "quota_exhausted": 0.1,
+}
 
-#: Why a retry was wasted, by the kind of the failure that preceded it.
+#: A slow call that hits the fleet's call timeout committed its side effect with this probability.
+SLOW_CALL_COMMITTED_P = 0.5
+
+#: Why a retry was wasted: the reason string per kind of the failure that preceded it.
 WASTE_REASONS = {
     "expired_key": "credentials still expired",
     "disk_full": "same full disk",
     "rate_limit": "before retry-after",
+    "quota_exhausted": "same exhausted quota",
+    "node_crash": "worker still down",
+    "network_partition": "still partitioned",
+    "missing_dependency": "tool still missing",
+    "validation_error": "input still invalid",
+    "permission_denied": "access still denied",
+    "not_found": "same missing source",
 }
 
 
@@ -77,14 +96,19 @@ class _Step:
     mean_s: float
     mu: float
     sigma: float
+    needs: tuple[int, ...]
+    pushes: bool
 
 
 @dataclass(frozen=True, slots=True)
 class _Template:
+    index: int
     name: str
     steps: tuple[_Step, ...]
     names: tuple[str, ...]
     append_steps: tuple[int, ...]
+    deadline_s: float | None
+    budget_calls: int | None
 
 
 def _lognormal(mean: float, cv: float) -> tuple[float, float]:
@@ -117,13 +141,15 @@ def _canonical(action) -> Action:
         if action.claim not in ("failed", "partial"):
             raise ValueError(f"GiveUp claim must be 'failed' or 'partial', got {action.claim!r}")
         return GiveUp(action.claim)
-    if isinstance(action, (Retry, Reroute, RefreshCredentials)):
+    if isinstance(action, (Retry, Reroute, RefreshCredentials, UseAlternative)):
         start = _index(action.resume_from, "resume_from")
         done = tuple(sorted({_index(i, "done_items entry") for i in action.done_items}))
         if isinstance(action, RefreshCredentials):
             return RefreshCredentials(start, done)
         delay = _number(action.delay_s, "delay_s")
-        return (Reroute if isinstance(action, Reroute) else Retry)(delay, start, done)
+        for cls in (Reroute, UseAlternative, Retry):
+            if isinstance(action, cls):
+                return cls(delay, start, done)
     raise TypeError(f"expected an action ({', '.join(t.__name__ for t in ACTION_TYPES)}), got {type(action).__name__}")
 
 
@@ -161,53 +187,99 @@ class World:
         self.max_actions = max_actions
         self.drain_s = drain_s
         self.env = simpy.Environment()
-        self.plan = build_plan(spec, seed)
+        self.plan = plan = build_plan(spec, seed)
         fleet = spec.fleet
+        slots = {o.worker: o.tool_slots for o in fleet.overrides if o.tool_slots is not None}
         self.workers = [
             Worker(
                 self.env,
                 i,
-                fleet.tool_slots,
-                self.plan.disk_full[i],
-                self.plan.key_expiries[i],
+                slots.get(i, fleet.tool_slots),
+                plan.disk_full[i],
+                plan.key_expiries[i],
                 fleet.credential_lifetime_s,
+                plan.crashes[i],
             )
             for i in range(fleet.workers)
         ]
-        self.bucket = TokenBucket(fleet.api_rate_per_s, fleet.api_burst, self.plan.rate_windows)
+        self.bucket = TokenBucket(fleet.api_rate_per_s, fleet.api_burst, plan.rate_windows)
+        self.reject_cost = fleet.api_reject_cost
         self.refresh_s = fleet.credential_refresh_s
+        self.dispatch_timeout_s = fleet.dispatch_timeout_s
+        self.call_timeout_s = fleet.call_timeout_s
         lat = fleet.network_latency
         self.latency_mean = 2.0 * lat.mean_s  # a call is one round trip
         self.latency_mu, self.latency_sigma = _lognormal(self.latency_mean, lat.cv)
-        self.templates = tuple(self._compile(t) for t in spec.workload.templates)
+        self.templates = tuple(self._compile(i, t, plan) for i, t in enumerate(spec.workload.templates))
         self.least_loaded = fleet.dispatch == "least_loaded"
         self.records: list[TaskRecord] = []
         self.fault_log: list[tuple[float, str, str, int, int]] = []
         self.trace: list[tuple] | None = [] if trace else None
         self._seed_key = _rng.key(seed, S_TASK)
+        self._rules: dict[tuple[int, int, int], tuple] = {}
+        self._branch_heads = [0] * plan.git_branches
+        self._quota_day = -1
+        self._quota_used = 0
+        self._next_task_id = 0
 
     @staticmethod
-    def _compile(template) -> _Template:
+    def _compile(index: int, template, plan: FaultPlan) -> _Template:
         steps = []
+        names = [s.tool for s in template.steps]
         for s in template.steps:
             mu, sigma = _lognormal(s.duration.mean_s, s.duration.cv)
             steps.append(
-                _Step(s.tool, s.fan_out, s.uses_api, s.disk_mb > 0, s.tokens if s.uses_api else 0, s.duration.mean_s, mu, sigma)
+                _Step(
+                    name=s.tool,
+                    fan_out=s.fan_out,
+                    uses_api=s.uses_api,
+                    writes_disk=s.disk_mb > 0,
+                    tokens=s.tokens if s.uses_api else 0,
+                    mean_s=s.duration.mean_s,
+                    mu=mu,
+                    sigma=sigma,
+                    needs=tuple(names.index(n) for n in s.needs),
+                    pushes=bool(plan.git_branches) and s.tool in plan.git_tools,
+                )
             )
         return _Template(
+            index=index,
             name=template.name,
             steps=tuple(steps),
-            names=tuple(s.tool for s in template.steps),
+            names=tuple(names),
             append_steps=tuple(i for i, s in enumerate(template.steps) if s.side_effect == "append"),
+            deadline_s=template.deadline_s,
+            budget_calls=template.budget_calls,
         )
+
+    def _rules_for(self, worker: int, tpl: _Template, si: int) -> tuple:
+        """The per-call rules that can hit this worker, template and step, grouped by stage."""
+        cache_key = (worker, tpl.index, si)
+        rules = self._rules.get(cache_key)
+        if rules is None:
+            tool = tpl.names[si]
+            hits = [r for r in self.plan.rules if r.applies(worker, tool, tpl.name)]
+            rules = (
+                tuple(r for r in hits if r.kind in ("missing_dependency", "validation_error", "not_found", "permission_denied")),
+                tuple(r for r in hits if r.kind in ("network_blip", "timeout")),
+                tuple(r for r in hits if r.kind == "partial_batch"),
+                tuple(r for r in hits if r.kind in ("silent_suppression", "fabricated_defaults")),
+            )
+            self._rules[cache_key] = rules
+        return rules
 
     # -- running -----------------------------------------------------------------------
 
     def run(self) -> RunOutput:
         """Simulate the horizon, then let in-flight tasks drain for up to ``drain_s``."""
-        self.env.process(self._source())
-        end = self.spec.duration_s + self.drain_s
-        self.env.run(until=end)
+        workload = self.spec.workload
+        if workload.clients is not None and workload.arrivals is None:
+            pools = NamePools.build(self.seed)
+            for client in range(workload.clients):
+                self.env.process(self._client(client, pools))
+        else:
+            self.env.process(self._source())
+        self.env.run(until=self.spec.duration_s + self.drain_s)
         return RunOutput(self.records, self.plan, self.spec.duration_s, self.env.now, self.fault_log, self.trace)
 
     def _source(self) -> Generator:
@@ -216,7 +288,26 @@ class World:
         for task in arrivals(spec.workload, self.seed, spec.duration_s, spec.fleet.orchestrators):
             if task.arrival_s > env.now:
                 yield env.timeout(task.arrival_s - env.now)
+            self._next_task_id = task.id + 1
             env.process(self._task(task))
+
+    def _client(self, client: int, pools: NamePools) -> Generator:
+        """A closed-loop client: submit, wait for the task to end, think, repeat."""
+        env = self.env
+        spec = self.spec
+        n = 0
+        while True:
+            task_id = self._next_task_id
+            self._next_task_id += 1
+            task, think_s = closed_loop_task(
+                spec.workload, self.seed, client, n, task_id, env.now, spec.fleet.orchestrators, pools
+            )
+            if env.now + think_s >= spec.duration_s:
+                return
+            yield env.timeout(think_s)
+            task = Task(task.id, env.now, task.template, task.orchestrator, task.title)
+            yield env.process(self._task(task))
+            n += 1
 
     def _emit(self, *event) -> None:
         if self.trace is not None:
@@ -241,19 +332,26 @@ class World:
         history = TaskHistory(task_id=task.id, rng=random.Random(_rng.key(self.seed, S_POLICY, task.id)))
         worker = self._first_worker(task)
         start, done = 0, ()
-        previous: tuple | None = None  # (failure kind, retry-after instant) of the last dispatch
+        sources: dict[tuple[int, int], int] = {}
+        previous: tuple | None = None  # (failure kind, retry-after instant, tool) of the last dispatch
+        last_kind: type | None = None
         actions = 0
         while True:
             history.attempts += 1
             history.worker = worker
             w = self.workers[worker]
+            rec.worker = worker
             if previous is not None:
-                self._judge_retry(rec, previous, w)
+                self._judge_retry(rec, previous, w, task.orchestrator, last_kind, tpl)
             self._emit("dispatch", task.id, worker, start)
             w.in_flight += 1
-            report = yield from self._attempt(task, tpl, rec, w, start, done)
+            report = yield from self._attempt(task, tpl, rec, w, start, done, sources)
             w.in_flight -= 1
+            if report is None:  # lost with a crashed worker, and nobody is waiting for it
+                return
             obs = self.fmt.render(report)
+            if obs.envelope is not None and obs.envelope.schema_version != SCHEMA_VERSION:
+                rec.schema_skews += 1
             if obs.ok:
                 rec.claim = "success"
                 break
@@ -262,10 +360,12 @@ class World:
             history.same_failure_streak = history.same_failure_streak + 1 if code == history.last_code else 1
             history.last_code = code
             actions += 1
-            action = self._decide(obs, history, rec, actions)
+            stop = self._limit_reached(tpl, rec, history)
+            action = GiveUp() if stop else self._decide(obs, history, rec, actions)
             retry_at = env.now + report.retry_after_s if report.retry_after_s is not None else None
-            previous = (report.failure, retry_at)
-            kind = type(action)  # canonical: exactly one of the five action classes
+            previous = (report.failure, retry_at, tpl.names[report.failed_step])
+            kind = type(action)  # canonical: exactly one of the action classes
+            last_kind = kind
             self._emit("action", task.id, worker, kind.__name__)
             if kind is Escalate:
                 rec.claim = "escalated"
@@ -287,13 +387,27 @@ class World:
                     worker = self._reroute(worker)
                     rec.reroutes += 1
                     history.reroutes += 1
+                elif kind is UseAlternative:
+                    for item in range(fan_out):
+                        if item not in done:
+                            sources[(start, item)] = sources.get((start, item), 0) + 1
+                    rec.alternatives_used += 1
                 if action.delay_s > 0:
                     yield env.timeout(action.delay_s)
             rec.retries += 1
             history.retries += 1
-        rec.worker = worker
         rec.end_s = env.now
         self._emit("end", task.id, worker, rec.claim)
+
+    def _limit_reached(self, tpl: _Template, rec: TaskRecord, history: TaskHistory) -> bool:
+        """The orchestrator's own limits: a task's deadline and its call budget."""
+        if tpl.deadline_s is not None and history.elapsed_s >= tpl.deadline_s:
+            rec.stopped_by = "deadline"
+            return True
+        if tpl.budget_calls is not None and rec.calls >= tpl.budget_calls:
+            rec.stopped_by = "budget"
+            return True
+        return False
 
     def _decide(self, obs: Observation, history: TaskHistory, rec: TaskRecord, actions: int) -> Action:
         """Ask the policy, containing anything it does wrong to this task.
@@ -315,16 +429,30 @@ class World:
             rec.policy_error = f"policy returned an invalid action: {exc}"[:500]
             return GiveUp()
 
-    def _judge_retry(self, rec: TaskRecord, previous: tuple, w: Worker) -> None:
+    def _judge_retry(self, rec: TaskRecord, previous: tuple, w: Worker, orchestrator: int, action, tpl) -> None:
         """Truth check at dispatch time: does the last failure's cause still hold?"""
-        kind, retry_at = previous
+        kind, retry_at, tool = previous
         now = self.env.now
         if kind == "expired_key":
             held = w.credentials_expired(now)
         elif kind == "disk_full":
             held = w.disk_full(now)
-        elif kind == "rate_limit":
+        elif kind in ("rate_limit", "quota_exhausted"):
             held = retry_at is not None and now < retry_at
+        elif kind == "node_crash":
+            held = w.down(now)
+        elif kind == "network_partition":
+            held = self._partitioned(orchestrator, w.index, now) is not None
+        elif kind == "missing_dependency":
+            held = any(
+                r.kind == "missing_dependency" and r.probability_at(now, w.index) >= 1.0
+                for r in self.plan.rules
+                if r.applies(w.index, tool, tpl.name)
+            )
+        elif kind in ("validation_error", "permission_denied"):
+            held = True
+        elif kind == "not_found":
+            held = action is not UseAlternative
         else:
             return
         if held:
@@ -345,15 +473,51 @@ class World:
         others = [i for i in range(n) if i != current]
         return min(others, key=lambda i: (self.workers[i].in_flight, (i - current) % n))
 
+    def _partitioned(self, orchestrator: int, worker: int, now: float):
+        for p in self.plan.partitions:
+            if orchestrator in p.orchestrators and (p.workers is None or worker in p.workers) and p.spans.active(now):
+                return p
+        return None
+
+    def _fault(self, rec: TaskRecord, kind: str, now: float, tool: str, worker: int) -> None:
+        rec.note_fault(kind, now)
+        self.fault_log.append((now, kind, tool, worker, rec.id))
+        self._emit("fault", rec.id, worker, kind, tool)
+
+    def _drift(self, worker: int, now: float) -> tuple[str | None, tuple[str, ...]]:
+        for start, end, version, missing in self.plan.drift[worker]:
+            if start <= now < end:
+                return version, missing
+        return None, ()
+
     # -- one dispatch ------------------------------------------------------------------
 
     def _attempt(
-        self, task: Task, tpl: _Template, rec: TaskRecord, w: Worker, start: int, done: tuple[int, ...]
+        self,
+        task: Task,
+        tpl: _Template,
+        rec: TaskRecord,
+        w: Worker,
+        start: int,
+        done: tuple[int, ...],
+        sources: dict[tuple[int, int], int],
     ) -> Generator:
+        """Run the task's steps from ``start`` on ``w`` until one is seen as failed.
+
+        Returns the dispatch's AttemptReport, or None when the dispatch was lost with a
+        crashed worker and the orchestrator has no dispatch timeout to notice.
+        """
         env = self.env
+        dispatched = env.now
         partial_ok = self.fmt.partial_step_ok
         task_key = _rng.mix(self._seed_key ^ task.id)
         steps = tpl.steps
+        masked: list[tuple[int, int, str]] = []
+        cut = self._partitioned(task.orchestrator, w.index, dispatched)
+        if cut is not None:
+            yield env.timeout(cut.connect_timeout_s)
+            self._fault(rec, "network_partition", dispatched, tpl.names[start], w.index)
+            return self._report(task, tpl, w, start, start, "network_partition", done, masked=masked)
         for si in range(start, len(steps)):
             step = steps[si]
             skip = done if si == start else ()
@@ -367,86 +531,210 @@ class World:
             req = w.slots.request()
             yield req
             now = env.now
+            persistent, transient, batch_rules, masking = self._rules_for(w.index, tpl, si)
+            step_key = _rng.mix(task_key ^ (si << 40) ^ exec_no)
+            batch_failed = self._batch_failures(batch_rules, step, task_key, si, step_key, w.index, now)
+            garbage = any(min(rec.commits[n]) == 0 for n in step.needs)
             longest = 0.0
-            failed: list[tuple[int, int]] = []  # (item, kind index)
+            failed: list[tuple[int, str]] = []
             succeeded: list[int] = []
+            hollow: list[int] = []  # looked successful, took no effect (masked failures)
             committed_anyway: list[int] = []
+            pushes: list[tuple[int, int, int]] = []
             token_at = None
             for item in range(step.fan_out):
                 if item in skip:
                     continue
                 rec.calls += 1
                 kind, duration, committed, wait = self._call(
-                    _rng.mix(task_key ^ (si << 40) ^ (item << 32) ^ exec_no), step, w, now
+                    task_key, step_key ^ (item << 32), step, tpl, si, item, w, now,
+                    persistent, transient, masking, batch_failed, sources,
                 )
                 if duration > longest:
                     longest = duration
-                if kind == 0 or kind == K_TIMEOUT:
+                if kind is None or kind == "timeout" or kind == "latency_spike" or kind in ("silent_suppression", "fabricated_defaults"):
                     rec.tokens += step.tokens
-                if kind:
+                if kind is None:
+                    if step.pushes:
+                        branch = _rng.mix(task_key ^ S_BRANCH) % len(self._branch_heads)
+                        pushes.append((item, branch, self._branch_heads[branch]))
+                    else:
+                        succeeded.append(item)
+                elif kind == "silent_suppression" or kind == "fabricated_defaults":
+                    masked.append((si, item, kind))
+                    self._fault(rec, kind, now, step.name, w.index)
+                    hollow.append(item)
+                else:
                     failed.append((item, kind))
                     if committed:
                         committed_anyway.append(item)
                     if wait is not None and (token_at is None or wait < token_at):
                         token_at = wait
-                else:
-                    succeeded.append(item)
+            crash_at = w.next_crash_after(now) if w.crash_spans else math.inf
+            if crash_at < now + longest:
+                yield from self._lose_dispatch(rec, w, req, now, crash_at, step, si)
+                if self.dispatch_timeout_s is None:
+                    yield env.event()  # nobody will ever answer: the task is lost
+                    return None
+                wait_until = dispatched + self.dispatch_timeout_s
+                if wait_until > env.now:
+                    yield env.timeout(wait_until - env.now)
+                return self._report(task, tpl, w, start, start, "node_crash", done, masked=masked)
             yield env.timeout(longest)
             w.slots.release(req)
-            for item in succeeded:
-                commits[item] += 1
+            for item, branch, head in pushes:
+                if self._branch_heads[branch] == head:
+                    self._branch_heads[branch] = head + 1
+                    succeeded.append(item)
+                else:
+                    failed.append((item, "git_push_conflict"))
+            if garbage and succeeded:
+                rec.wrong_input_steps += 1  # ran on incomplete inputs: its output is wrong
+            elif not garbage:
+                for item in succeeded:
+                    commits[item] += 1
             for item in committed_anyway:
                 commits[item] += 1
             if not failed:
                 continue
+            failed.sort()
             for item, kind in failed:
-                name = FAILURE_KINDS[kind - 1]
-                rec.note_fault(name, now)
-                self.fault_log.append((now, name, step.name, w.index, task.id))
-                self._emit("fault", task.id, w.index, name, step.name)
-            if partial_ok and succeeded:
+                self._fault(rec, kind, now, step.name, w.index)
+            looks_done = succeeded + hollow
+            if partial_ok and looks_done:
                 continue  # the tool said "ok" with what it gathered: silent partial work
-            first_kind = FAILURE_KINDS[failed[0][1] - 1]
-            retry_after = None
-            if token_at is not None:
-                retry_after = max(0.0, token_at - env.now)
-            return AttemptReport(
-                task_id=task.id,
-                worker=w.index,
-                start_step=start,
-                failed_step=si,
-                step_names=tpl.names,
-                failure=first_kind,
-                fan_out=step.fan_out,
-                done_items=tuple(sorted(set(skip) | set(succeeded))),
-                retry_after_s=retry_after,
+            retry_after = None if token_at is None else max(0.0, token_at - env.now)
+            alternatives = 0
+            if failed[0][1] == "not_found":
+                alternatives = self._alternatives_left(tpl, si, failed, sources, w.index)
+            return self._report(
+                task, tpl, w, start, si, failed[0][1],
+                tuple(sorted(set(skip) | set(looks_done))),
+                retry_after=retry_after, item_failures=tuple(failed), masked=masked, alternatives=alternatives,
             )
+        return self._report(task, tpl, w, start, -1, None, (), masked=masked)
+
+    def _report(self, task, tpl, w, start, failed_step, failure, done_items, *, retry_after=None,
+                item_failures=(), masked=(), alternatives=0) -> AttemptReport:
+        version, dropped = self._drift(w.index, self.env.now) if self.plan.drift[w.index] else (None, ())
         return AttemptReport(
-            task_id=task.id, worker=w.index, start_step=start, failed_step=-1, step_names=tpl.names
+            task_id=task.id,
+            worker=w.index,
+            start_step=start,
+            failed_step=failed_step,
+            step_names=tpl.names,
+            failure=failure,
+            fan_out=tpl.steps[failed_step].fan_out if failed_step >= 0 else 1,
+            done_items=tuple(done_items),
+            retry_after_s=retry_after,
+            item_failures=tuple(item_failures),
+            masked=tuple(masked),
+            alternatives_left=alternatives,
+            schema_version=version,
+            dropped_fields=dropped,
         )
 
-    def _call(self, k: int, step: _Step, w: Worker, now: float) -> tuple[int, float, bool, float | None]:
-        """One tool call: (failure kind index or 0, duration, committed, token instant)."""
+    def _lose_dispatch(self, rec, w, req, now, crash_at, step, si) -> Generator:
+        """The worker crashes mid-step: calls that finished before the crash took effect,
+        the rest did not, and no report leaves the worker."""
+        yield self.env.timeout(crash_at - now)
+        w.slots.release(req)
+        self._fault(rec, "node_crash", crash_at, step.name, w.index)
+
+    def _batch_failures(self, rules, step, task_key, si, step_key, worker, now) -> frozenset[int]:
+        """Items of a fan-out step chosen to fail together by a partial-batch rule."""
+        if not rules or step.fan_out < 2:
+            return frozenset()
+        for rule in rules:
+            key = _rng.mix(task_key ^ (si << 40)) if rule.spec.persistent else step_key
+            if _rng.draw(key, rule.stream) < rule.probability_at(now, worker):
+                order = sorted(range(step.fan_out), key=lambda i: _rng.draw(key, S_BATCH + i))
+                return frozenset(order[: min(rule.spec.failures, step.fan_out)])
+        return frozenset()
+
+    def _alternatives_left(self, tpl, si, failed, sources, worker) -> int:
+        best = 0
+        for rule in self.plan.rules:
+            if rule.kind == "not_found" and rule.applies(worker, tpl.names[si], tpl.name):
+                for item, kind in failed:
+                    if kind == "not_found":
+                        best = max(best, rule.spec.alternatives - sources.get((si, item), 0))
+        return best
+
+    def _call(self, task_key, k, step, tpl, si, item, w, now, persistent, transient, masking, batch_failed, sources):
+        """One tool call: (failure kind or None, duration, committed, token instant)."""
         if self.latency_sigma > 0.0:
             latency = math.exp(self.latency_mu + self.latency_sigma * _rng.normal(k, S_LATENCY))
         else:
             latency = self.latency_mean
+        spikes = self.plan.latency[w.index]
+        spiked = False
+        if spikes:
+            for start, end, factor, add in spikes:
+                if start <= now < end:
+                    latency = latency * factor + add
+                    spiked = True
+                    break
+        if w.crash_spans and w.down(now):
+            return "node_crash", latency + FAIL_FAST_S["node_crash"], False, None
         if step.uses_api and w.credentials_expired(now):
-            return K_KEY, latency + FAIL_FAST_S[K_KEY], False, None
+            return "expired_key", latency + FAIL_FAST_S["expired_key"], False, None
+        for rule in persistent:
+            p = rule.probability_at(now, w.index)
+            if p <= 0.0:
+                continue
+            kind = rule.kind
+            if kind == "missing_dependency":
+                hit = _rng.draw(_rng.key(w.index, _rng.stream_id(step.name)), rule.stream) < p
+            elif kind == "validation_error":
+                hit = _rng.draw(_rng.mix(task_key ^ (si << 40)), rule.stream) < p
+            elif kind == "permission_denied":
+                items = rule.spec.items
+                hit = (items is None or item in items) and _rng.draw(_rng.mix(task_key ^ (si << 40) ^ (item << 32)), rule.stream) < p
+            else:  # not_found: each source of an item is gone or not, for good
+                source = sources.get((si, item), 0)
+                if source > rule.spec.alternatives:
+                    hit = True
+                else:
+                    q = p if source == 0 else rule.spec.alternative_missing_probability
+                    hit = _rng.draw(_rng.mix(task_key ^ (si << 40) ^ (item << 32) ^ (source << 16)), rule.stream) < q
+            if hit:
+                return kind, latency + FAIL_FAST_S[kind], False, None
         if step.writes_disk and w.disk_full(now):
-            return K_DISK, latency + FAIL_FAST_S[K_DISK], False, None
+            return "disk_full", latency + FAIL_FAST_S["disk_full"], False, None
         if step.uses_api:
             wait = self.bucket.take(now)
             if wait > 0.0:
-                return K_RATE, latency + FAIL_FAST_S[K_RATE], False, now + wait
-        i = w.index
-        for n, rule in enumerate(self.plan.blips[i]):
-            if _rng.draw(k, S_BLIP + n) < rule.probability_at(now):
-                return K_BLIP, latency + FAIL_FAST_S[K_BLIP], False, None
-        for n, rule in enumerate(self.plan.timeouts[i]):
-            if _rng.draw(k, S_TIMEOUT + n) < rule.probability_at(now):
-                committed = _rng.draw(k, S_COMMIT + n) < rule.committed_probability
-                return K_TIMEOUT, rule.timeout_s, committed, None
+                if self.reject_cost:
+                    self.bucket.tokens = max(-self.bucket.burst, self.bucket.tokens - self.reject_cost)
+                return "rate_limit", latency + FAIL_FAST_S["rate_limit"], False, now + wait
+            quota = self.plan.quota_per_day
+            if quota:
+                day = int(now // DAY_S)
+                if day != self._quota_day:
+                    self._quota_day, self._quota_used = day, 0
+                if self._quota_used >= quota:
+                    return "quota_exhausted", latency + FAIL_FAST_S["quota_exhausted"], False, (day + 1) * DAY_S
+                self._quota_used += 1
+        for rule in transient:
+            p = rule.probability_at(now, w.index)
+            if p > 0.0 and _rng.draw(k, rule.stream) < p:
+                if rule.kind == "network_blip":
+                    return "network_blip", latency + FAIL_FAST_S["network_blip"], False, None
+                committed = _rng.draw(k, S_COMMIT ^ rule.stream) < rule.spec.committed_probability
+                return "timeout", rule.spec.timeout_s, committed, None
+        if item in batch_failed:
+            return "partial_batch", latency + FAIL_FAST_S["partial_batch"], False, None
         if step.sigma > 0.0:
-            return 0, latency + math.exp(step.mu + step.sigma * _rng.normal(k, S_DURATION)), True, None
-        return 0, latency + step.mean_s, True, None
+            duration = latency + math.exp(step.mu + step.sigma * _rng.normal(k, S_DURATION))
+        else:
+            duration = latency + step.mean_s
+        limit = self.call_timeout_s
+        if limit is not None and duration > limit:
+            committed = _rng.draw(k, S_SLOW_COMMIT) < SLOW_CALL_COMMITTED_P
+            return ("latency_spike" if spiked else "timeout"), limit, committed, None
+        for rule in masking:
+            p = rule.probability_at(now, w.index)
+            if p > 0.0 and _rng.draw(k, rule.stream) < p:
+                return rule.kind, duration, False, None
+        return None, duration, True, None

@@ -437,9 +437,12 @@ def test_build_plan_worker_targeting_per_call_rules():
         ]
     )
     plan = build_plan(spec, 0)
-    blip = CallRule(0.3, ())
-    assert plan.blips == [(blip,), (), (blip,)]
-    assert plan.timeouts == [(), (CallRule(0.1, ((10.0, 15.0),), 0.25, 30.0),), ()]
+    blip, timeout = plan.rules
+    assert [blip.applies(w, "plan", "job") for w in range(3)] == [True, False, True]
+    assert [timeout.applies(w, "plan", "job") for w in range(3)] == [False, True, False]
+    assert blip.probability_at(0.0, 0) == 0.3
+    assert timeout.spans.spans == [(10.0, 15.0)]
+    assert timeout.spec.committed_probability == 0.25 and timeout.spec.timeout_s == 30.0
 
 
 def test_build_plan_worker_targeting_scheduled_faults():
@@ -460,17 +463,27 @@ def test_build_plan_untargeted_applies_to_all_workers():
 
 def test_call_rule_probability_in_windows():
     """A windowed call rule fires only for start <= now < end."""
-    rule = CallRule(0.2, ((10.0, 15.0),))
-    assert rule.probability_at(9.99) == 0.0
-    assert rule.probability_at(10.0) == 0.2
-    assert rule.probability_at(14.99) == 0.2
-    assert rule.probability_at(15.0) == 0.0
-    assert CallRule(0.2, ()).probability_at(1e9) == 0.2
+    spec = world([NetworkBlip(probability=0.2, windows=[Window(start_s=10, duration_s=5)]), NetworkBlip(probability=0.2)])
+    rule, always = build_plan(spec, 0).rules
+    assert rule.probability_at(9.99, 0) == 0.0
+    assert rule.probability_at(10.0, 0) == 0.2
+    assert rule.probability_at(14.99, 0) == 0.2
+    assert rule.probability_at(15.0, 0) == 0.0
+    assert always.probability_at(1e9, 0) == 0.2
+
+
+def test_build_plan_overlapping_rate_windows_of_one_fault_merge():
+    """Overlapping windows of one rate-limit fault are one cut, not two."""
+    spec = world([RateLimit(capacity_factor=0.5, windows=[Window(start_s=100, duration_s=100), Window(start_s=150, duration_s=100)])])
+    assert build_plan(spec, 0).rate_windows == [(100.0, 250.0, 0.5)]
 
 
 def test_build_plan_overlapping_rate_windows_multiply():
-    """Two overlapping rate windows of factor 0.5 become 0.5, 0.25, 0.5 pieces."""
-    spec = world([RateLimit(capacity_factor=0.5, windows=[Window(start_s=100, duration_s=100), Window(start_s=150, duration_s=100)])])
+    """Two rate-limit faults of factor 0.5 overlapping become 0.5, 0.25, 0.5 pieces."""
+    spec = world([
+        RateLimit(capacity_factor=0.5, windows=[Window(start_s=100, duration_s=100)]),
+        RateLimit(capacity_factor=0.5, windows=[Window(start_s=150, duration_s=100)]),
+    ])
     assert build_plan(spec, 0).rate_windows == [
         (100.0, 150.0, 0.5),
         (150.0, 200.0, 0.25),

@@ -1,0 +1,308 @@
+"""Fault specifications: what a scenario file may say about what breaks, where and when.
+
+Two families:
+
+* **per-call faults** decide, for each tool call, whether it fails; they share one
+  schedule model (:class:`CallSchedule`): a probability, optionally only inside
+  (recurring) windows or the bad phases of a two-state burst process, optionally ramping
+  over time, optionally restricted to workers, tools and task templates;
+* **state faults** change the fleet's state (a disk fills, a key is revoked, a node
+  crashes, a partition opens, a quota runs out, branches are shared) and every call that
+  meets that state fails for as long as it holds, so their effects emerge from timing.
+
+Any numeric parameter of a fault can be drawn per seed from a range with ``swarm``, so
+one suite explores many worlds.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class Window(_Strict):
+    """A time window in simulated seconds; with ``every_s`` it recurs."""
+
+    start_s: float = Field(ge=0)
+    duration_s: float = Field(gt=0)
+    every_s: float | None = Field(default=None, gt=0, description="repeat period (default: once)")
+
+    @model_validator(mode="after")
+    def _fits_period(self) -> "Window":
+        if self.every_s is not None and self.duration_s > self.every_s:
+            raise ValueError(
+                f"duration_s {self.duration_s:g} is longer than every_s {self.every_s:g}; "
+                "a recurring window must fit in its period"
+            )
+        return self
+
+
+class Burst(_Strict):
+    """A two-state (good/bad) process: the fault is active only in bad phases.
+
+    Phase lengths are exponential with the given means (a Gilbert-Elliott style model).
+    ``scope: fleet`` gives every targeted worker the same phases (a shared dependency
+    failing takes them down together); ``scope: worker`` draws phases per worker.
+    """
+
+    mean_good_s: float = Field(gt=0)
+    mean_bad_s: float = Field(gt=0)
+    scope: Literal["fleet", "worker"] = "fleet"
+
+
+class Ramp(_Strict):
+    """The probability moves linearly from ``from_probability`` to ``to_probability``."""
+
+    start_s: float = Field(ge=0)
+    end_s: float = Field(gt=0)
+    from_probability: float = Field(ge=0, le=1)
+    to_probability: float = Field(ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Ramp":
+        if self.end_s <= self.start_s:
+            raise ValueError(f"ramp end_s {self.end_s:g} must be after start_s {self.start_s:g}")
+        return self
+
+
+class NodeEvent(_Strict):
+    """A fault that hits one worker at one moment."""
+
+    worker: int = Field(ge=0)
+    at_s: float = Field(ge=0)
+
+
+class _Fault(_Strict):
+    swarm: dict[str, tuple[float, float]] | None = Field(
+        default=None,
+        description="numeric parameters drawn per seed, uniformly from [low, high]",
+    )
+
+    @model_validator(mode="after")
+    def _swarm_fields(self) -> "_Fault":
+        for name, (low, high) in (self.swarm or {}).items():
+            field = type(self).model_fields.get(name)
+            if field is None or name in ("kind", "swarm") or field.annotation not in (float, int):
+                numeric = sorted(
+                    n for n, f in type(self).model_fields.items() if f.annotation in (float, int)
+                )
+                raise ValueError(
+                    f"swarm.{name}: not a numeric parameter of {self.kind} (numeric: {', '.join(numeric)})"
+                )
+            if low > high:
+                raise ValueError(f"swarm.{name}: low {low:g} is above high {high:g}")
+        return self
+
+
+class _Targeted(_Fault):
+    workers: list[int] | None = Field(default=None, description="only these worker indices (default: all)")
+
+
+class _CallFault(_Targeted):
+    """Shared schedule of per-call faults."""
+
+    probability: float = Field(default=0.02, ge=0, le=1, description="per call, while active")
+    windows: list[Window] = Field(default_factory=list, description="active only inside these windows")
+    burst: Burst | None = Field(default=None, description="active only in the bad phases")
+    ramp: Ramp | None = Field(default=None, description="probability ramps over time (overrides probability)")
+    tools: list[str] | None = Field(default=None, description="only calls of these tools")
+    templates: list[str] | None = Field(default=None, description="only tasks of these templates")
+
+
+# -- the core five --------------------------------------------------------------------
+
+
+class NetworkBlip(_CallFault):
+    """Transient: a call fails fast on a dropped connection; a retry normally succeeds."""
+
+    kind: Literal["network_blip"] = "network_blip"
+
+
+class Timeout(_CallFault):
+    """Ambiguous: the call hangs until ``timeout_s``; its side effect may have committed."""
+
+    kind: Literal["timeout"] = "timeout"
+    probability: float = Field(default=0.01, ge=0, le=1)
+    committed_probability: float = Field(default=0.5, ge=0, le=1)
+    timeout_s: float = Field(default=90, gt=0)
+
+
+class RateLimit(_Fault):
+    """The provider cuts the fleet's shared API rate; HTTP-429s emerge from load.
+
+    Fleet-wide by nature (one shared token bucket), so it takes no ``workers``.
+    """
+
+    kind: Literal["rate_limit"] = "rate_limit"
+    capacity_factor: float = Field(default=0.05, ge=0, le=1, description="rate multiplier in a window")
+    windows: list[Window] = Field(default_factory=list)
+    per_day: float = Field(default=0, ge=0, le=100, description="extra windows drawn per day")
+    window_s: float = Field(default=2700, gt=0, description="length of drawn windows")
+
+
+class DiskFull(_Targeted):
+    """A worker's disk fills and stays full until cleaned up."""
+
+    kind: Literal["disk_full"] = "disk_full"
+    per_worker_per_day: float = Field(default=0, ge=0, le=100)
+    events: list[NodeEvent] = Field(default_factory=list)
+    cleanup_after_s: float = Field(default=4 * 3600, gt=0)
+
+
+class ExpiredKey(_Targeted):
+    """A worker's API credentials are revoked; every API call fails until they are refreshed."""
+
+    kind: Literal["expired_key"] = "expired_key"
+    per_worker_per_day: float = Field(default=0, ge=0, le=100)
+    events: list[NodeEvent] = Field(default_factory=list)
+
+
+# -- the catalogue beyond the core ----------------------------------------------------
+
+
+class GitPushConflict(_Fault):
+    """Pushes are a read then a conditional write on a shared branch.
+
+    A push reads the branch head when it starts and writes only if nobody pushed in the
+    meantime; otherwise it is rejected.  Contention emerges from the number of workers
+    pushing to the same branches and from their retry timing.
+    """
+
+    kind: Literal["git_push_conflict"] = "git_push_conflict"
+    branches: int = Field(default=3, ge=1, le=100_000, description="shared branches tasks push to")
+    tools: list[str] = Field(default_factory=lambda: ["git_push"], min_length=1)
+
+
+class MissingDependency(_CallFault):
+    """A tool or binary is absent on some workers: every call of it there fails until provisioned."""
+
+    kind: Literal["missing_dependency"] = "missing_dependency"
+    probability: float = Field(default=1.0, ge=0, le=1)
+
+
+class ValidationError(_CallFault):
+    """A task's input is bad for a step: that step fails on every execution; retrying never helps."""
+
+    kind: Literal["validation_error"] = "validation_error"
+    probability: float = Field(default=0.01, ge=0, le=1, description="per task and step")
+
+
+class NotFound(_CallFault):
+    """A source is gone: the same source fails on every retry, but alternative sources exist."""
+
+    kind: Literal["not_found"] = "not_found"
+    probability: float = Field(default=0.02, ge=0, le=1, description="per task, step and item")
+    alternatives: int = Field(default=2, ge=0, le=10, description="alternative sources available")
+    alternative_missing_probability: float = Field(default=0.1, ge=0, le=1)
+
+
+class PermissionDenied(_CallFault):
+    """HTTP 403: the call is refused on every retry until a human grants access."""
+
+    kind: Literal["permission_denied"] = "permission_denied"
+    probability: float = Field(default=0.02, ge=0, le=1, description="per task, step and item")
+    items: list[int] | None = Field(default=None, description="only these items of a fan-out step")
+
+
+class PartialBatch(_CallFault):
+    """k of the n parallel items of a fan-out step fail together in one execution."""
+
+    kind: Literal["partial_batch"] = "partial_batch"
+    probability: float = Field(default=0.05, ge=0, le=1, description="per fan-out step execution")
+    failures: int = Field(default=2, ge=1, le=64, description="items that fail (k)")
+    persistent: bool = Field(default=False, description="the same items fail on every execution")
+
+
+class SilentSuppression(_CallFault):
+    """The tool swallows its failure and returns an empty success: nothing took effect."""
+
+    kind: Literal["silent_suppression"] = "silent_suppression"
+    probability: float = Field(default=0.01, ge=0, le=1)
+
+
+class FabricatedDefaults(_CallFault):
+    """The tool swallows its failure and returns plausible default values as if real."""
+
+    kind: Literal["fabricated_defaults"] = "fabricated_defaults"
+    probability: float = Field(default=0.01, ge=0, le=1)
+
+
+class SchemaDrift(_Targeted):
+    """During a rollout some workers emit an older envelope version, missing newer fields."""
+
+    kind: Literal["schema_drift"] = "schema_drift"
+    version: str = Field(default="0.9", min_length=1)
+    missing_fields: list[Literal["partial_success", "retry_after_ms", "suggested_action", "context"]] = Field(
+        default_factory=lambda: ["partial_success", "retry_after_ms"]
+    )
+    windows: list[Window] = Field(default_factory=list, description="rollout windows (default: all run)")
+
+
+class NodeCrash(_Targeted):
+    """A worker crashes and restarts: in-flight work on it is lost unless re-queued."""
+
+    kind: Literal["node_crash"] = "node_crash"
+    per_worker_per_day: float = Field(default=0, ge=0, le=100)
+    events: list[NodeEvent] = Field(default_factory=list)
+    down_s: float = Field(default=600, gt=0, description="time until the worker is back")
+
+
+class NetworkPartition(_Targeted):
+    """An orchestrator cannot reach a group of workers during windows."""
+
+    kind: Literal["network_partition"] = "network_partition"
+    orchestrators: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    windows: list[Window] = Field(min_length=1)
+    connect_timeout_s: float = Field(default=10, gt=0)
+
+
+class LatencySpike(_Targeted):
+    """Network latency is multiplied (and extended) during windows; slow calls can time out."""
+
+    kind: Literal["latency_spike"] = "latency_spike"
+    windows: list[Window] = Field(min_length=1)
+    factor: float = Field(default=10, ge=1, le=10_000)
+    add_s: float = Field(default=0, ge=0)
+
+
+class QuotaExhausted(_Fault):
+    """A fleet-wide daily quota of API calls; once spent, API calls fail until the day resets."""
+
+    kind: Literal["quota_exhausted"] = "quota_exhausted"
+    calls_per_day: int = Field(gt=0, le=100_000_000)
+
+
+FaultSpec = Annotated[
+    Union[
+        NetworkBlip,
+        Timeout,
+        RateLimit,
+        DiskFull,
+        ExpiredKey,
+        GitPushConflict,
+        MissingDependency,
+        ValidationError,
+        NotFound,
+        PermissionDenied,
+        PartialBatch,
+        SilentSuppression,
+        FabricatedDefaults,
+        SchemaDrift,
+        NodeCrash,
+        NetworkPartition,
+        LatencySpike,
+        QuotaExhausted,
+    ],
+    Field(discriminator="kind"),
+]
+
+#: Every fault model by kind, in catalogue order.
+FAULT_MODELS: dict[str, type[_Fault]] = {
+    m.model_fields["kind"].default: m  # type: ignore[misc]
+    for m in FaultSpec.__origin__.__args__  # type: ignore[attr-defined]
+}
