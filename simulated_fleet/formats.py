@@ -93,10 +93,22 @@ class StructuredFormat:
                 retry_after_ms=retry_after_ms,
                 context=context,
             )
+        if report.schema_version is not None:
+            envelope = _older(envelope, report.schema_version, report.dropped_fields)
         return Observation(ok=False, status="failed", worker=report.worker, envelope=envelope)
 
     def __repr__(self) -> str:
         return "StructuredFormat()"
+
+
+#: What a field reads as in an envelope version that does not have it.
+_ABSENT = {"partial_success": None, "retry_after_ms": None, "suggested_action": "", "context": {}}
+
+
+def _older(envelope: AgentToolError, version: str, dropped: tuple[str, ...]) -> AgentToolError:
+    """The envelope as a worker on an older contract version emits it."""
+    updates = {name: _ABSENT[name] for name in dropped if name in _ABSENT}
+    return envelope.model_copy(update={**updates, "schema_version": version})
 
 
 #: Built-in formats by name.
