@@ -56,11 +56,11 @@ class FleetSpec(_Strict):
     )
     api_burst: float = Field(default=30, ge=1, description="size of the fleet-wide API token bucket")
     dispatch: Literal["round_robin", "least_loaded"] = "round_robin"
-    dispatch_timeout_s: float | None = Field(
-        default=1800,
+    heartbeat_timeout_s: float | None = Field(
+        default=300,
         gt=0,
-        description="an orchestrator gives up waiting for a dispatch that never answers (a crashed worker) "
-        "after this long; null = waits forever, and the task is lost",
+        description="an orchestrator notices a dispatch lost with a crashed worker this long after the crash "
+        "(missed heartbeats); null = it never notices, and the task is lost",
     )
     call_timeout_s: float | None = Field(
         default=None, gt=0, description="a tool call slower than this times out (its outcome is then ambiguous)"

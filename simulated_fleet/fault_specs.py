@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ValidationError as _PydanticValidationError
 
 
 class _Strict(BaseModel):
@@ -96,6 +97,16 @@ class _Fault(_Strict):
                 )
             if low > high:
                 raise ValueError(f"swarm.{name}: low {low:g} is above high {high:g}")
+            if field.annotation is int and not (float(low).is_integer() and float(high).is_integer()):
+                raise ValueError(f"swarm.{name}: {name} is a whole number, so the range needs whole-number ends (got [{low:g}, {high:g}])")
+            # Each end must be a value the parameter itself accepts (a probability range up to 1.5 is not).
+            base = self.model_dump(exclude={"swarm"})
+            for end in (low, high):
+                try:
+                    type(self).model_validate({**base, name: int(end) if field.annotation is int else end})
+                except _PydanticValidationError as exc:
+                    rule = exc.errors()[0]["msg"].removeprefix("Value error, ")
+                    raise ValueError(f"swarm.{name}: end {end:g} of the range [{low:g}, {high:g}] is not a valid {name} ({rule})") from None
         return self
 
 

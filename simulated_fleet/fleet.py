@@ -55,6 +55,11 @@ class TokenBucket:
             return 0.0
         return self._time_to_token(now)
 
+    def charge_refusal(self, now: float, cost: float) -> float:
+        """A refused request still costs ``cost`` tokens (down to -burst); the new wait."""
+        self.tokens = max(-self.burst, self.tokens - cost)
+        return self._time_to_token(now)
+
     def _time_to_token(self, now: float) -> float:
         need = 1.0 - self.tokens
         t = now

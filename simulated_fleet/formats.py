@@ -68,8 +68,10 @@ class StructuredFormat:
             artifacts=tuple(item_ref(failed, names[failed], k) for k in report.done_items),
         )
         context = {"worker": f"worker-{report.worker}", "tool": names[failed]}
-        if kind == "timeout":
-            context["outcome"] = "unknown"
+        if kind in ("timeout", "latency_spike"):
+            context["outcome"] = "unknown"  # the side effect may or may not have committed
+        if report.alternatives_left:
+            context["alternatives_left"] = str(report.alternatives_left)
         retry_after_ms = None
         if report.retry_after_s is not None and math.isfinite(report.retry_after_s):
             # Round up (never a hint shorter than the real wait), ignoring float noise.

@@ -81,6 +81,7 @@ WASTE_REASONS = {
     "validation_error": "input still invalid",
     "permission_denied": "access still denied",
     "not_found": "same missing source",
+    "partial_batch": "same failing batch items",
 }
 
 
@@ -205,7 +206,7 @@ class World:
         self.bucket = TokenBucket(fleet.api_rate_per_s, fleet.api_burst, plan.rate_windows)
         self.reject_cost = fleet.api_reject_cost
         self.refresh_s = fleet.credential_refresh_s
-        self.dispatch_timeout_s = fleet.dispatch_timeout_s
+        self.heartbeat_timeout_s = fleet.heartbeat_timeout_s
         self.call_timeout_s = fleet.call_timeout_s
         lat = fleet.network_latency
         self.latency_mean = 2.0 * lat.mean_s  # a call is one round trip
@@ -334,7 +335,6 @@ class World:
         start, done = 0, ()
         sources: dict[tuple[int, int], int] = {}
         previous: tuple | None = None  # (failure kind, retry-after instant, tool) of the last dispatch
-        last_kind: type | None = None
         actions = 0
         while True:
             history.attempts += 1
@@ -342,7 +342,7 @@ class World:
             w = self.workers[worker]
             rec.worker = worker
             if previous is not None:
-                self._judge_retry(rec, previous, w, task.orchestrator, last_kind, tpl)
+                self._judge_retry(rec, previous, w, task, tpl, sources)
             self._emit("dispatch", task.id, worker, start)
             w.in_flight += 1
             report = yield from self._attempt(task, tpl, rec, w, start, done, sources)
@@ -363,9 +363,9 @@ class World:
             stop = self._limit_reached(tpl, rec, history)
             action = GiveUp() if stop else self._decide(obs, history, rec, actions)
             retry_at = env.now + report.retry_after_s if report.retry_after_s is not None else None
-            previous = (report.failure, retry_at, tpl.names[report.failed_step])
+            failed_items = tuple(i for i, k in report.item_failures if k == report.failure) or (0,)
+            previous = (report.failure, retry_at, report.failed_step, failed_items)
             kind = type(action)  # canonical: exactly one of the action classes
-            last_kind = kind
             self._emit("action", task.id, worker, kind.__name__)
             if kind is Escalate:
                 rec.claim = "escalated"
@@ -429,9 +429,9 @@ class World:
             rec.policy_error = f"policy returned an invalid action: {exc}"[:500]
             return GiveUp()
 
-    def _judge_retry(self, rec: TaskRecord, previous: tuple, w: Worker, orchestrator: int, action, tpl) -> None:
-        """Truth check at dispatch time: does the last failure's cause still hold?"""
-        kind, retry_at, tool = previous
+    def _judge_retry(self, rec: TaskRecord, previous: tuple, w: Worker, task: Task, tpl, sources) -> None:
+        """Truth check at dispatch time: does the last failure's cause still hold for this retry?"""
+        kind, retry_at, si, items = previous
         now = self.env.now
         if kind == "expired_key":
             held = w.credentials_expired(now)
@@ -442,17 +442,20 @@ class World:
         elif kind == "node_crash":
             held = w.down(now)
         elif kind == "network_partition":
-            held = self._partitioned(orchestrator, w.index, now) is not None
-        elif kind == "missing_dependency":
+            held = self._partitioned(task.orchestrator, w.index, now) is not None
+        elif kind in ("missing_dependency", "validation_error", "permission_denied", "not_found"):
+            task_key = _rng.mix(self._seed_key ^ task.id)
+            rules = self._rules_for(w.index, tpl, si)[0]
             held = any(
-                r.kind == "missing_dependency" and r.probability_at(now, w.index) >= 1.0
-                for r in self.plan.rules
-                if r.applies(w.index, tool, tpl.name)
+                r.kind == kind and self._persistent_hit(r, task_key, si, item, w.index, tpl.names[si], now, sources)
+                for r in rules
+                for item in items
             )
-        elif kind in ("validation_error", "permission_denied"):
-            held = True
-        elif kind == "not_found":
-            held = action is not UseAlternative
+        elif kind == "partial_batch":
+            task_key = _rng.mix(self._seed_key ^ task.id)
+            rules = [r for r in self._rules_for(w.index, tpl, si)[2] if r.spec.persistent]
+            chosen = self._batch_failures(rules, tpl.steps[si], task_key, si, 0, w.index, now)
+            held = any(item in chosen for item in items)
         else:
             return
         if held:
@@ -537,6 +540,7 @@ class World:
             garbage = any(min(rec.commits[n]) == 0 for n in step.needs)
             longest = 0.0
             failed: list[tuple[int, str]] = []
+            finish: dict[int, float] = {}  # item -> call duration, for a crash mid-step
             succeeded: list[int] = []
             hollow: list[int] = []  # looked successful, took no effect (masked failures)
             committed_anyway: list[int] = []
@@ -552,6 +556,7 @@ class World:
                 )
                 if duration > longest:
                     longest = duration
+                finish[item] = duration
                 if kind is None or kind == "timeout" or kind == "latency_spike" or kind in ("silent_suppression", "fabricated_defaults"):
                     rec.tokens += step.tokens
                 if kind is None:
@@ -572,13 +577,18 @@ class World:
                         token_at = wait
             crash_at = w.next_crash_after(now) if w.crash_spans else math.inf
             if crash_at < now + longest:
+                # Calls that finished before the crash took effect; the rest, and the report, are lost.
+                for item in succeeded:
+                    if finish[item] <= crash_at - now and not garbage:
+                        commits[item] += 1
+                for item in committed_anyway:
+                    if finish[item] <= crash_at - now:
+                        commits[item] += 1
                 yield from self._lose_dispatch(rec, w, req, now, crash_at, step, si)
-                if self.dispatch_timeout_s is None:
-                    yield env.event()  # nobody will ever answer: the task is lost
+                if self.heartbeat_timeout_s is None:
+                    yield env.event()  # nobody will ever notice: the task is lost
                     return None
-                wait_until = dispatched + self.dispatch_timeout_s
-                if wait_until > env.now:
-                    yield env.timeout(wait_until - env.now)
+                yield env.timeout(self.heartbeat_timeout_s)
                 return self._report(task, tpl, w, start, start, "node_crash", done, masked=masked)
             yield env.timeout(longest)
             w.slots.release(req)
@@ -661,6 +671,32 @@ class World:
                         best = max(best, rule.spec.alternatives - sources.get((si, item), 0))
         return best
 
+    def _persistent_hit(self, rule, task_key: int, si: int, item: int, worker: int, tool: str, now: float,
+                        sources: dict[tuple[int, int], int]) -> bool:
+        """Whether a persistent fault (the same cause every time) hits this call.
+
+        The draw ignores the execution number: the same task, step, item (and source, or
+        worker and tool for a missing dependency) fails on every try while the rule holds.
+        """
+        p = rule.probability_at(now, worker)
+        if p <= 0.0:
+            return False
+        kind = rule.kind
+        if kind == "missing_dependency":
+            return _rng.draw(_rng.key(self.seed, worker, _rng.stream_id(tool)), rule.stream) < p
+        if kind == "validation_error":
+            return _rng.draw(_rng.mix(task_key ^ (si << 40)), rule.stream) < p
+        if kind == "permission_denied":
+            items = rule.spec.items
+            return (items is None or item in items) and _rng.draw(
+                _rng.mix(task_key ^ (si << 40) ^ (item << 32)), rule.stream
+            ) < p
+        source = sources.get((si, item), 0)  # not_found: each source of an item is gone or not, for good
+        if source > rule.spec.alternatives:
+            return True
+        q = p if source == 0 else rule.spec.alternative_missing_probability
+        return _rng.draw(_rng.mix(task_key ^ (si << 40) ^ (item << 32) ^ (source << 16)), rule.stream) < q
+
     def _call(self, task_key, k, step, tpl, si, item, w, now, persistent, transient, masking, batch_failed, sources):
         """One tool call: (failure kind or None, duration, committed, token instant)."""
         if self.latency_sigma > 0.0:
@@ -680,33 +716,15 @@ class World:
         if step.uses_api and w.credentials_expired(now):
             return "expired_key", latency + FAIL_FAST_S["expired_key"], False, None
         for rule in persistent:
-            p = rule.probability_at(now, w.index)
-            if p <= 0.0:
-                continue
-            kind = rule.kind
-            if kind == "missing_dependency":
-                hit = _rng.draw(_rng.key(w.index, _rng.stream_id(step.name)), rule.stream) < p
-            elif kind == "validation_error":
-                hit = _rng.draw(_rng.mix(task_key ^ (si << 40)), rule.stream) < p
-            elif kind == "permission_denied":
-                items = rule.spec.items
-                hit = (items is None or item in items) and _rng.draw(_rng.mix(task_key ^ (si << 40) ^ (item << 32)), rule.stream) < p
-            else:  # not_found: each source of an item is gone or not, for good
-                source = sources.get((si, item), 0)
-                if source > rule.spec.alternatives:
-                    hit = True
-                else:
-                    q = p if source == 0 else rule.spec.alternative_missing_probability
-                    hit = _rng.draw(_rng.mix(task_key ^ (si << 40) ^ (item << 32) ^ (source << 16)), rule.stream) < q
-            if hit:
-                return kind, latency + FAIL_FAST_S[kind], False, None
+            if self._persistent_hit(rule, task_key, si, item, w.index, step.name, now, sources):
+                return rule.kind, latency + FAIL_FAST_S[rule.kind], False, None
         if step.writes_disk and w.disk_full(now):
             return "disk_full", latency + FAIL_FAST_S["disk_full"], False, None
         if step.uses_api:
             wait = self.bucket.take(now)
             if wait > 0.0:
                 if self.reject_cost:
-                    self.bucket.tokens = max(-self.bucket.burst, self.bucket.tokens - self.reject_cost)
+                    wait = self.bucket.charge_refusal(now, self.reject_cost)
                 return "rate_limit", latency + FAIL_FAST_S["rate_limit"], False, now + wait
             quota = self.plan.quota_per_day
             if quota:

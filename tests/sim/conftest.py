@@ -29,9 +29,10 @@ from harness.metrics import compute
 from harness.oracle import TaskOutcome
 from harness.policies import get_policy
 from harness.scenario import Scenario
-from simulated_fleet.formats import get_format
+from simulated_fleet.formats import ErrorFormat, get_format
 from simulated_fleet.ledger import TaskRecord
 from simulated_fleet.observation import Action, Observation, TaskHistory
+from simulated_fleet.truth import AttemptReport
 from simulated_fleet.world import RunOutput, World
 
 #: One network round trip with ``network_latency {mean_s: 0.05, cv: 0}``.
@@ -129,6 +130,25 @@ class Recorder:
         return [d.action.delay_s for d in self.log if hasattr(d.action, "delay_s")]
 
 
+class FormatRecorder:
+    """Wraps an error format and logs every (report, observation) it renders; behaviour unchanged.
+
+    The recorded :class:`AttemptReport` is the truth of a dispatch: tests render it again
+    through another format to compare what each format shows for the same truth.
+    """
+
+    def __init__(self, inner: ErrorFormat):
+        self.inner = inner
+        self.name = inner.name
+        self.partial_step_ok = inner.partial_step_ok
+        self.rendered: list[tuple[AttemptReport, Observation]] = []
+
+    def render(self, report: AttemptReport) -> Observation:
+        observation = self.inner.render(report)
+        self.rendered.append((report, observation))
+        return observation
+
+
 @dataclass
 class Sim:
     """Everything one small run produced, ready for assertions."""
@@ -140,6 +160,13 @@ class Sim:
     outcomes: list[TaskOutcome]
     recorder: Recorder | None = None
     extra: dict = field(default_factory=dict)
+    rendered: list[tuple[AttemptReport, Observation]] = field(default_factory=list)
+    """Every dispatch the format rendered, as (truth report, observation), in order."""
+
+    @property
+    def reports(self) -> list[AttemptReport]:
+        """The truth of every rendered dispatch, in order."""
+        return [report for report, _ in self.rendered]
 
     @property
     def rec(self) -> TaskRecord:
@@ -157,10 +184,12 @@ class Sim:
         return self.recorder.log
 
 
-def simulate(scenario: Scenario, policy: Any, errors: str, seed: int = 0, **world_kw: Any) -> Sim:
+def simulate(scenario: Scenario, policy: Any, errors: str | ErrorFormat, seed: int = 0, **world_kw: Any) -> Sim:
     """Run one world.  ``policy`` is a built-in name or a policy object.
 
     A built-in (named) policy is wrapped in a :class:`Recorder`; an object is run as is.
+    ``errors`` is a built-in format name or a format object; either way it is wrapped in
+    a :class:`FormatRecorder` (``Sim.rendered``).
     Records are sorted by task id so ``records[i]`` is task ``i``.
     """
     recorder = None
@@ -171,10 +200,11 @@ def simulate(scenario: Scenario, policy: Any, errors: str, seed: int = 0, **worl
         policy_obj = policy
         if isinstance(policy, Recorder):
             recorder = policy
-    output = World(scenario, policy_obj, get_format(errors), seed, **world_kw).run()
+    fmt = FormatRecorder(get_format(errors) if isinstance(errors, str) else errors)
+    output = World(scenario, policy_obj, fmt, seed, **world_kw).run()
     records = sorted(output.records, key=lambda r: r.id)
     metrics, breakdowns, outcomes = compute(records, scenario.fleet)
-    return Sim(output, records, metrics, breakdowns, outcomes, recorder)
+    return Sim(output, records, metrics, breakdowns, outcomes, recorder, rendered=fmt.rendered)
 
 
 class _Helpers:
@@ -189,6 +219,7 @@ class _Helpers:
     scenario = staticmethod(make_scenario)
     run = staticmethod(simulate)
     Recorder = Recorder
+    FormatRecorder = FormatRecorder
 
 
 @pytest.fixture
