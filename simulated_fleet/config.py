@@ -72,6 +72,14 @@ class FleetSpec(_Strict):
         description="tokens a refused (429) request still takes from the bucket; > 0 lets retry storms persist",
     )
     overrides: list["WorkerOverride"] = Field(default_factory=list, description="per-worker capacities")
+    misread_probability: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="chance that an LLM orchestrator reads a failed dispatch as a success; scaled by the "
+        "error format's misread_factor (a raw blob is easy to misread, a status word or envelope is not) "
+        "and caught by a final-answer guardrail when the format carries a machine-readable failure flag",
+    )
     usd_per_1k_tokens: float = Field(default=0.01, ge=0, description="price of model tokens")
     usd_per_tool_call: float = Field(default=0.0005, ge=0, description="price of one tool call")
 

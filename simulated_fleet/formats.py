@@ -25,6 +25,10 @@ class ErrorFormat(Protocol):
 
     name: str
     partial_step_ok: bool
+    misread_factor: float
+    """How easily a failure in this format is misread as success (multiplies the fleet's misread_probability)."""
+    failure_flag: bool
+    """Whether the format carries a machine-readable failure flag a final-answer guardrail can check."""
 
     def render(self, report: AttemptReport) -> Observation:
         """What the orchestrator sees of this dispatch."""
@@ -40,6 +44,8 @@ class GenericFormat:
 
     name = "generic"
     partial_step_ok = True
+    misread_factor = 1.0  # a bare "failed" in a stream of tool text is easy to gloss over
+    failure_flag = False
 
     def render(self, report: AttemptReport) -> Observation:
         if report.completed:
@@ -55,6 +61,8 @@ class StructuredFormat:
 
     name = "structured"
     partial_step_ok = False
+    misread_factor = 0.2  # an error_code and category are explicit, but an LLM can still misread
+    failure_flag = True  # recoverable/category are machine-readable: a guardrail can check them
 
     def render(self, report: AttemptReport) -> Observation:
         if report.completed:

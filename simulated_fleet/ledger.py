@@ -51,6 +51,10 @@ class TaskRecord:
     schema_skews: int = 0
     """Envelopes seen whose schema_version differed from the orchestrator's."""
     alternatives_used: int = 0
+    misreads: int = 0
+    """Failed dispatches the orchestrator read as a success (then claimed success)."""
+    misreads_caught: int = 0
+    """Misreads a final-answer guardrail blocked."""
     wrong_input_steps: int = 0
     """Step executions that ran on an incomplete earlier step (a dependency chain): output wrong."""
 

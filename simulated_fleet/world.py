@@ -50,6 +50,7 @@ S_POLICY = _rng.stream_id("policy")
 S_TASK = _rng.stream_id("task")
 S_BRANCH = _rng.stream_id("task:branch")
 S_BATCH = _rng.stream_id("call:batch_items")
+S_MISREAD = _rng.stream_id("orchestrator:misread")
 
 #: How long a call takes to fail fast, on top of the network round trip (simulated s).
 FAIL_FAST_S = {
@@ -207,6 +208,8 @@ class World:
         self.reject_cost = fleet.api_reject_cost
         self.refresh_s = fleet.credential_refresh_s
         self.heartbeat_timeout_s = fleet.heartbeat_timeout_s
+        self.misread_p = fleet.misread_probability * getattr(error_format, "misread_factor", 1.0)
+        self.guarded = bool(getattr(policy, "guardrail", False)) and bool(getattr(error_format, "failure_flag", False))
         self.call_timeout_s = fleet.call_timeout_s
         lat = fleet.network_latency
         self.latency_mean = 2.0 * lat.mean_s  # a call is one round trip
@@ -355,6 +358,13 @@ class World:
             if obs.ok:
                 rec.claim = "success"
                 break
+            if self.misread_p > 0.0 and _rng.uniform(_rng.key(self._seed_key, S_MISREAD, task.id, history.attempts)) < self.misread_p:
+                if self.guarded:
+                    rec.misreads_caught += 1  # the guardrail saw the failure flag and blocked the success claim
+                else:
+                    rec.misreads += 1
+                    rec.claim = "success"  # the orchestrator read the failure as a success
+                    break
             history.elapsed_s = env.now - task.arrival_s
             code = obs.envelope.error_code if obs.envelope is not None else obs.status
             history.same_failure_streak = history.same_failure_streak + 1 if code == history.last_code else 1

@@ -55,7 +55,7 @@ def make_scenario(
     duration_s: float = 10_000,
     **fleet: Any,
 ) -> Scenario:
-    """A tiny scenario: constant latency, explicit arrivals, a huge API burst by default.
+    """A tiny scenario: constant latency, explicit arrivals, a huge API burst, no misreading by default.
 
     ``templates`` maps a template name to its list of step dicts.
     ``arrivals`` defaults to one task of the first template at t=0.
@@ -72,6 +72,7 @@ def make_scenario(
         "network_latency": {"mean_s": 0.05, "cv": 0},
         "api_rate_per_s": 1000.0,
         "api_burst": 1_000_000,
+        "misread_probability": 0.0,  # hand-checked worlds: the orchestrator reads every failure right
     }
     fleet_spec.update(fleet)
     return Scenario.model_validate(
@@ -147,6 +148,9 @@ class FormatRecorder:
         observation = self.inner.render(report)
         self.rendered.append((report, observation))
         return observation
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)  # every other format attribute, unchanged
 
 
 @dataclass
