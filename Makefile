@@ -1,16 +1,16 @@
 # Two entry points a newcomer needs: `make demo` and `make test`.
-# Each creates .venv with python3 and installs the project with its dev extras first.
+# Each creates .venv with python3 and installs the project with its dev and dask extras first.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all install clean
+.PHONY: demo test test-all bench install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,dask]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -23,6 +23,10 @@ test: $(STAMP)
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2
+
+# Speed and memory figures next to their targets (see docs/performance.md); takes a few minutes.
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py
 
 clean:
 	rm -rf $(VENV) fleetchaos-out .pytest_cache .hypothesis

@@ -2,7 +2,8 @@
 
 ``yaml.safe_load`` already refuses arbitrary Python objects.  On top of that this loader
 refuses anchors and aliases (the "billion laughs" expansion), caps nesting depth and node
-count, so a hostile or broken file costs little before it is rejected.
+count, so a hostile or broken file costs little before it is rejected, and refuses a key
+repeated in one mapping (plain YAML keeps the last value without a word).
 """
 
 from __future__ import annotations
@@ -56,6 +57,24 @@ class _LimitedLoader(yaml.SafeLoader):
         if self._nodes > MAX_NODES:
             raise YamlLimitError(f"more than {MAX_NODES} YAML nodes; scenario files are small documents")
         return super().compose_node(parent, index)
+
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[override]
+        if isinstance(node, yaml.MappingNode):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    repeated = key in seen
+                except TypeError:  # an unhashable key: the base class reports it
+                    continue
+                if repeated:
+                    raise YamlLimitError(
+                        f"line {key_node.start_mark.line + 1}: key {key!r} appears twice in the same mapping "
+                        "(the first value would be silently lost); keep one"
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep)
 
 
 def load_yaml(text: str):

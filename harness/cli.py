@@ -1,7 +1,7 @@
 """The ``fleetchaos`` command line (click + rich).
 
-Data goes to stdout, messages to stderr.  Exit codes: 0 ok, 2 invalid input or usage,
-3 internal error, 130 interrupted.
+Data goes to stdout, messages to stderr.  Exit codes: 0 ok, 1 regression gate failed,
+2 invalid input or usage, 3 internal error, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
+from ._history_cli import HistorySession, history_options
 from .errors import UserError
 
 EXIT_USAGE = 2
@@ -48,14 +50,41 @@ def _check_formats(names: tuple[str, ...]) -> None:
             raise UserError(f"--errors: unknown error format {name!r} (known: {', '.join(sorted(FORMATS))}){_guess(name, FORMATS)}")
 
 
+def _allow_local_policies(names: tuple[str, ...]) -> None:
+    """Let ``module:Policy`` paths find modules in the working directory, as ``python -m`` does.
+
+    Appended, not prepended, so an installed package is never shadowed.  This is what makes
+    the replay command a test suite prints work from the suite's folder.
+    """
+    if any(":" in name for name in names):
+        cwd = os.getcwd()
+        if cwd not in sys.path and "" not in sys.path:
+            sys.path.append(cwd)
+
+
 def _check_policies(names: tuple[str, ...]) -> None:
     from .policies import POLICIES, get_policy
 
+    _allow_local_policies(names)
     for name in names:
         try:
             get_policy(name)
         except LookupError as exc:
             raise UserError(f"--policy: {exc}{_guess(name, POLICIES)}") from None
+
+
+def _apply_single_params(spec, ref: str, options: tuple[str, ...]):
+    """Apply ``--param PATH=VALUE`` options that each give exactly one value."""
+    from .params import apply_params, parse_param_option
+    from .sweep import scenario_source
+
+    pairs = []
+    for option in options:
+        path, values = parse_param_option(option)
+        if len(values) != 1:
+            raise UserError(f"--param {option}: run takes one value per parameter; use `fleetchaos sweep` to sweep several")
+        pairs.append((path, values[0]))
+    return apply_params(spec, pairs, source=scenario_source(ref))
 
 
 class _Group(click.Group):
@@ -65,7 +94,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except UserError as exc:
-            _stderr().print(f"[red]error:[/red] {exc}", highlight=False, markup=True)
+            _stderr().print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, markup=True)
             sys.exit(EXIT_USAGE)
         except KeyboardInterrupt:
             _stderr().print("interrupted")
@@ -97,36 +126,88 @@ def main() -> None:
 _scenario_option = click.option(
     "--scenario", default="default", show_default=True, help="catalogue name or path to a .yaml/.json file"
 )
+_jobs_option = click.option(
+    "--jobs", type=click.IntRange(1, 512), help="local worker processes; 1 runs in this process [default: one per core]"
+)
+_scheduler_option = click.option(
+    "--scheduler",
+    metavar="tcp://HOST:PORT",
+    help="run on a Dask distributed cluster (needs: pip install 'fleetchaos[dask]')",
+)
+_param_option = click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="PATH=V1,V2,...",
+    help="set a scenario value by dotted path, e.g. faults[0].probability=0.1 or fleet.workers=50",
+)
 
 
 @main.command()
 @_scenario_option
+@_param_option
 @click.option("--policy", default="structured", show_default=True, help="built-in name or pkg.module:Policy")
-@click.option("--errors", default="structured", show_default=True, help="error format: generic or structured")
+@click.option("--errors", default="structured", show_default=True,
+              help="error format: generic, structured, raw, empty-success, fabricated-defaults, agent-tool-error, "
+                   "failure-type, subagent-result, tool-envelope or an ablation:... step (docs/formats.md)")
 @click.option("--seed", default=1, show_default=True, type=click.IntRange(0, 2**63 - 1))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
-def run(scenario: str, policy: str, errors: str, seed: int, as_json: bool, report: Path | None) -> None:
-    """Simulate one policy on one error format for one seed."""
-    from .runner import run_one
+@history_options
+def run(
+    scenario: str,
+    params: tuple[str, ...],
+    policy: str,
+    errors: str,
+    seed: int,
+    as_json: bool,
+    report: Path | None,
+    **history_args,
+) -> None:
+    """Simulate one policy on one error format for one seed.
+
+    The run is appended to the run history; --baseline and --fail-on gate it against a
+    stored run group (exit 1 on a regression).
+    """
+    from .runner import run_one, versions
     from .scenario import load_scenario
 
     spec = load_scenario(scenario)
     _check_policies((policy,))
     _check_formats((errors,))
-    result = run_one(spec, policy, errors, seed, scenario_ref=scenario, keep_tasks=report is not None)
+    spec, applied = _apply_single_params(spec, scenario, params)
+    session = HistorySession(**history_args)
+    session.start("run", spec, {"scenario_ref": scenario, "policies": [policy], "errors": [errors], "seeds": [seed],
+                                "params": dict(applied), "versions": versions()})  # fmt: skip
+    status = "failed"
+    try:
+        result = run_one(
+            spec, policy, errors, seed, scenario_ref=scenario, keep_tasks=report is not None, params=applied,
+            trace=report is not None, trace_label="this run",
+        )  # fmt: skip
+        result.versions = versions()
+        session.add(result)
+        status = "complete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        session.finish(status)
     if report is not None:
         from reports import write_run_report
 
         for path in write_run_report(result, report):
             _stderr().print(f"wrote {path}", highlight=False)
     if as_json:
-        click.echo(result.model_dump_json(indent=2, exclude={"tasks"}))
-        return
-    from reports import run_table
+        click.echo(result.model_dump_json(indent=2, exclude={"tasks", "timeline", "samples"}))
+    else:
+        from reports import run_table
 
-    _stdout().print(run_table(result))
-    click.echo(f"replay: {result.replay}")
+        _stdout().print(run_table(result))
+        click.echo(f"replay: {result.replay}")
+    code = session.gate(lambda line: click.echo(line, err=True))
+    if code:
+        sys.exit(code)
 
 
 @main.command()
@@ -135,10 +216,12 @@ def run(scenario: str, policy: str, errors: str, seed: int, as_json: bool, repor
 @click.option("--first-seed", default=1, show_default=True, type=click.IntRange(0, 2**62))
 @click.option("--policies", default="blind-retry,backoff,structured", show_default=True, help="comma-separated")
 @click.option("--errors", "formats", default="generic,structured", show_default=True, help="comma-separated")
-@click.option("--jobs", type=click.IntRange(1, 512), help="worker processes [default: one per core]")
+@_jobs_option
+@_scheduler_option
 @click.option("--confidence", default=0.95, show_default=True, type=click.FloatRange(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
+@history_options
 def compare(
     scenario: str,
     seeds: int,
@@ -146,13 +229,23 @@ def compare(
     policies: str,
     formats: str,
     jobs: int | None,
+    scheduler: str | None,
     confidence: float,
     as_json: bool,
     report: Path | None,
+    **history_args,
 ) -> None:
-    """Every policy on every error format, on the same seeds (the same faults)."""
+    """Every policy on every error format, on the same seeds (the same faults).
+
+    Each finished run is appended to the run history as it completes; --baseline and
+    --fail-on gate the comparison against a stored run group (exit 1 on a regression).
+    With --report, the report also gets a per-task CSV and traced runs of the best and
+    the worst arm (fleet timeline, error codes over time).
+    """
+    from ._progress import progress_bar
+    from .executors import open_executor
     from .runner import compare as run_compare
-    from .runner import default_jobs
+    from .runner import versions
     from .scenario import load_scenario
 
     spec = load_scenario(scenario)
@@ -164,28 +257,285 @@ def compare(
     _check_policies(policy_names)
     _check_formats(format_names)
     seed_list = list(range(first_seed, first_seed + seeds))
-    result = run_compare(
-        spec,
-        seed_list,
-        policies=policy_names,
-        formats=format_names,
-        jobs=jobs or default_jobs(),
-        confidence=confidence,
-        scenario_ref=scenario,
-    )
+    session = HistorySession(**history_args)
+    tasks_csv = None
+    if report is not None:
+        from reports import TaskCsvWriter
+
+        tasks_csv = TaskCsvWriter(report / "tasks.csv", [(p, e) for p in policy_names for e in format_names])
+    session.start("compare", spec, {"scenario_ref": scenario, "policies": list(policy_names), "errors": list(format_names),
+                                    "seeds": seed_list, "confidence": confidence, "versions": versions()})  # fmt: skip
+
+    def on_run(run) -> None:
+        if tasks_csv is not None:
+            tasks_csv.add(run)
+        session.add(run)
+        advance(1)
+
+    status = "failed"
+    executor = open_executor(jobs, scheduler)
+    try:
+        total = len(seed_list) * len(policy_names) * len(format_names)
+        with progress_bar(total, "compare", console=_stderr()) as advance:
+            result = run_compare(
+                spec,
+                seed_list,
+                policies=policy_names,
+                formats=format_names,
+                confidence=confidence,
+                scenario_ref=scenario,
+                executor=executor,
+                on_result=on_run,
+                keep_tasks=report is not None,
+                trace=report is not None,
+            )
+        status = "complete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        where = session.where()
+        if where is not None:
+            _stderr().print(f"kept the {len(session.runs)} finished runs in {where}", highlight=False)
+        raise
+    finally:
+        executor.shutdown()
+        session.finish(status)
+        if tasks_csv is not None and status != "complete":
+            tasks_csv.abort()
     if report is not None:
         from reports import write_compare_report
 
-        for path in write_compare_report(result, report):
+        csv_path = tasks_csv.close() if tasks_csv is not None else None
+        for path in write_compare_report(result, report, tasks_csv=csv_path):
             _stderr().print(f"wrote {path}", highlight=False)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
-        return
-    from reports import compare_table
+    else:
+        from reports import compare_table
 
-    _stdout().print(compare_table(result))
-    if len(seed_list) < 2:
-        click.echo("only one seed: no confidence intervals; use --seeds 10 or more to compare arms", err=True)
+        _stdout().print(compare_table(result))
+        if len(seed_list) < 2:
+            click.echo("only one seed: no confidence intervals; use --seeds 10 or more to compare arms", err=True)
+    code = session.gate(lambda line: click.echo(line, err=True))
+    if code:
+        sys.exit(code)
+
+
+@main.command()
+@click.option("--file", "sweep_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="a sweep file (YAML/JSON) with scenarios, policies, errors, seeds, params, metric, x")
+@click.option("--scenario", "scenario_refs", help="comma-separated catalogue names or paths [default: default]")
+@_param_option
+@click.option("--seeds", type=click.IntRange(1, 10_000), help="number of seeds [default: 10]")
+@click.option("--first-seed", type=click.IntRange(0, 2**62), help="[default: 1]")
+@click.option("--policies", help="comma-separated [default: blind-retry,backoff,structured]")
+@click.option("--errors", "formats", help="comma-separated [default: generic,structured]")
+@click.option("--metric", help="the metric the report draws against the swept parameter [default: recovery_rate]")
+@click.option("--x", "x_param", metavar="PATH", help="the swept parameter on the curves' x axis [default: the first numeric one]")
+@_jobs_option
+@_scheduler_option
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), help="[default: 0.95]")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+@click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
+@click.option("--history", "history_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="run-history store each finished run is written to as it completes "
+                   "[default: $FLEETCHAOS_HISTORY or fleetchaos-out/history.db]")
+@click.option("--no-history", is_flag=True, help="do not store runs (a crash or Ctrl-C then keeps nothing)")
+@click.option("--resume", is_flag=True, help="continue the same sweep stored in the history: skip the runs it holds")
+def sweep(
+    sweep_file: Path | None,
+    scenario_refs: str | None,
+    params: tuple[str, ...],
+    seeds: int | None,
+    first_seed: int | None,
+    policies: str | None,
+    formats: str | None,
+    metric: str | None,
+    x_param: str | None,
+    jobs: int | None,
+    scheduler: str | None,
+    confidence: float | None,
+    as_json: bool,
+    report: Path | None,
+    history_path: Path | None,
+    no_history: bool,
+    resume: bool,
+) -> None:
+    """Every policy on every error format over scenarios, parameter grids and seeds.
+
+    Sweep a scenario value with --param PATH=V1,V2,... (repeat for a grid), or give a
+    sweep file.  The report draws --metric against the swept parameter, one curve per
+    policy and error format, with confidence bands.  Each finished run is stored in the
+    run history as it completes; after Ctrl-C or a crash, --resume runs only the rest.
+    """
+    from ._progress import progress_bar
+    from .executors import open_executor
+    from .params import parse_param_option
+    from .sweep import SweepSpec, load_sweep_file, open_group, plan_sweep, run_sweep
+
+    base = load_sweep_file(sweep_file).model_dump(exclude_unset=True) if sweep_file else {}
+    overrides: dict = {}
+    if scenario_refs is not None:
+        overrides["scenarios"] = list(_split(scenario_refs))
+    if policies is not None:
+        overrides["policies"] = list(_split(policies))
+    if formats is not None:
+        overrides["errors"] = list(_split(formats))
+    for key, value in (("seeds", seeds), ("first_seed", first_seed), ("metric", metric), ("x", x_param),
+                       ("confidence", confidence)):
+        if value is not None:
+            overrides[key] = value
+    grid = dict(base.get("params", {}))
+    given = set()
+    for option in params:
+        path, values = parse_param_option(option)
+        if path in given:
+            raise UserError(f"--param {path}: given twice; put every value in one --param {path}=V1,V2,...")
+        given.add(path)
+        grid[path] = values
+    for key, what in (("scenarios", "--scenario"), ("policies", "--policies"), ("errors", "--errors")):
+        if key in overrides and not overrides[key]:
+            raise UserError(f"{what}: give at least one")
+    try:
+        spec = SweepSpec.model_validate({**base, **overrides, "params": grid})
+    except ValueError as exc:
+        raise UserError(" ".join(str(exc).split())) from None
+    if resume and no_history:
+        raise UserError("--resume reads the run history: drop --no-history")
+    plan = plan_sweep(spec)
+    err = _stderr()
+    store = group_id = None
+    done: dict = {}
+    if not no_history:
+        from . import history
+
+        store = history.open_store(history_path)
+        group_id, done = open_group(store, plan, resume=resume)
+        if resume:
+            err.print(
+                f"resuming sweep {plan.sweep_id} (history group #{group_id}): "
+                f"{len(done)} of {len(plan.keys)} runs already stored in {store.path}",
+                highlight=False,
+            )
+    todo = len(plan.keys) - len(done)
+    finished = 0
+
+    def on_result(_key, result) -> None:
+        nonlocal finished
+        if store is not None:
+            store.add_run(group_id, result)
+        finished += 1
+        advance(1)
+
+    executor = None
+    status = "failed"
+    try:
+        executor = open_executor(jobs, scheduler) if todo else open_executor(1)
+        with progress_bar(todo, "sweep", console=err) as advance:
+            result = run_sweep(plan, executor=executor, on_result=on_result, done=done)
+        status = "complete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        kept = (
+            f"; they are stored in {store.path}: run the same command with --resume to finish"
+            if store is not None
+            else "; nothing was kept (--no-history)"
+        )
+        err.print(f"interrupted: {finished} of {todo} runs finished{kept}", highlight=False)
+        sys.exit(EXIT_INTERRUPTED)
+    finally:
+        if executor is not None:
+            executor.shutdown()
+        if store is not None:
+            store.finish_group(group_id, status)
+            store.close()
+    if report is not None:
+        from reports.sweep import write_sweep_report
+
+        for path in write_sweep_report(result, report):
+            err.print(f"wrote {path}", highlight=False)
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+        return
+    from reports.sweep import sweep_table
+
+    _stdout().print(sweep_table(result))
+
+
+@main.command()
+@click.option("--scenario", default="field_ablation", show_default=True,
+              help="catalogue name or path to a .yaml/.json file")
+@click.option("--seeds", default=10, show_default=True, type=click.IntRange(1, 10_000), help="number of seeds")
+@click.option("--first-seed", default=1, show_default=True, type=click.IntRange(0, 2**62))
+@click.option("--policy", default="failure-type-router", show_default=True, help="built-in name or pkg.module:Policy")
+@_jobs_option
+@click.option("--confidence", default=0.95, show_default=True, type=click.FloatRange(0.5, 0.999))
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+@click.option("--report", type=click.Path(file_okay=False, path_type=Path),
+              help="write ablation.json, ablation.md and ablation.png here")
+def ablation(scenario: str, seeds: int, first_seed: int, policy: str, jobs: int | None, confidence: float,
+             as_json: bool, report: Path | None) -> None:
+    """Field ablation: the failure-type envelope with its fields added one at a time.
+
+    Runs one policy on a bare generic baseline and on each ablation step (failure_type;
+    + partial_results; + alternatives; + retry_recommended), all on the same seeds, and
+    prints recovery rate, wasted retries and silent failures per step with confidence
+    intervals and the paired gain over the previous step (docs/ablation.md).
+    """
+    import json
+
+    from .ablation import ablation_document, run_ablation
+    from .scenario import load_scenario
+
+    spec = load_scenario(scenario)
+    _check_policies((policy,))
+    seed_list = list(range(first_seed, first_seed + seeds))
+    result = run_ablation(spec, seed_list, policy=policy, jobs=jobs or 1, confidence=confidence, scenario_ref=scenario)
+    doc = ablation_document(result, policy)
+    if report is not None:
+        from reports.ablation import write_ablation_report
+
+        for path in write_ablation_report(doc, report):
+            _stderr().print(f"wrote {path}", highlight=False)
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    from reports.ablation import ablation_table
+
+    click.echo(ablation_table(doc), nl=False)
+
+
+@main.command()
+@click.argument("results", type=click.Path(path_type=Path))
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="the report folder to write")  # fmt: skip
+def report(results: Path, out_dir: Path) -> None:
+    """Write a report folder (summary.md, report.html, charts, results.json) from a RESULTS.json.
+
+    RESULTS.json is the results.json of a `run` or `compare` report, or the output of
+    `compare --json`.  A tasks.csv beside it is copied into the report.
+    """
+    from ._history_cli import fill_comparisons
+    from reports import write_report
+
+    try:
+        written = write_report(results, out_dir, prepare=fill_comparisons)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    for path in written:
+        _stderr().print(f"wrote {path}", highlight=False)
+
+
+@main.command()
+@click.argument("ref", required=False)
+@click.option("--history", "history_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="the run-history store [default: $FLEETCHAOS_HISTORY or fleetchaos-out/history.db]")  # fmt: skip
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 100_000), help="newest groups to list")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+def history(ref: str | None, history_path: Path | None, limit: int, as_json: bool) -> None:
+    """List stored run groups, or with REF (an id, 'latest' or a label) the runs of one group."""
+    from ._history_cli import show_history
+
+    show_history(ref, history_path, limit, as_json, _stdout())
 
 
 @main.group()
@@ -230,7 +580,7 @@ def scenarios_validate(files: tuple[str, ...]) -> None:
         try:
             spec = load_scenario(ref)
         except ScenarioError as exc:
-            _stderr().print(f"[red]invalid:[/red] {exc}", highlight=False)
+            _stderr().print(f"[red]invalid:[/red] {escape(str(exc))}", highlight=False)
             failed = True
         else:
             click.echo(f"ok: {ref} (scenario {spec.name!r}, {len(spec.faults)} faults)")
@@ -240,18 +590,36 @@ def scenarios_validate(files: tuple[str, ...]) -> None:
 
 @main.command()
 @click.argument("what", type=click.Choice(["scenario", "envelope"]))
-def schema(what: str) -> None:
-    """Print the JSON Schema of a scenario file or of the structured error envelope."""
+@click.argument("name", required=False)
+@click.option("--markdown", is_flag=True, help="print the scenario file reference (docs/scenarios.md) instead")
+def schema(what: str, name: str | None, markdown: bool) -> None:
+    """Print the JSON Schema of a scenario file or of a structured error envelope.
+
+    ``schema envelope`` prints the AgentToolError envelope; ``schema envelope NAME``
+    any of agent-tool-error, failure-type, subagent-result, tool-envelope.
+    """
     import json
 
+    if markdown:
+        if what != "scenario":
+            raise UserError("--markdown: only the scenario reference is available as Markdown")
+        from .scenario_docs import render
+
+        click.echo(render(), nl=False)
+        return
+    if what == "scenario" and name is not None:
+        raise UserError(f"schema scenario: takes no NAME (got {name!r}); NAME selects an envelope")
     if what == "scenario":
         from .scenario import Scenario
 
         doc = Scenario.model_json_schema()
     else:
-        from simulated_fleet.envelope import AgentToolError
+        from simulated_fleet.envelopes import ENVELOPES
 
-        doc = AgentToolError.model_json_schema()
+        if name is not None and name not in ENVELOPES:
+            raise UserError(f"schema envelope: unknown envelope {name!r} (known: {', '.join(sorted(ENVELOPES))})"
+                            f"{_guess(name, ENVELOPES)}")
+        doc = ENVELOPES[name or "agent-tool-error"].model_json_schema()
     click.echo(json.dumps(doc, indent=2, sort_keys=True))
 
 
@@ -269,6 +637,63 @@ def policies_list() -> None:
         policy = factory()
         doc = (type(policy).__doc__ or "").strip().splitlines()[0]
         click.echo(f"{name:12s} {doc}\n{'':12s} {policy!r}")
+
+
+@main.group()
+def faults() -> None:
+    """Fault kinds: what each breaks, how it is reported, and its parameters."""
+
+
+@faults.command("list")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+def faults_list(as_json: bool) -> None:
+    """List fault kinds: category, error code, effect on the truth and parameters."""
+    from .fault_catalogue import fault_kinds
+
+    kinds = fault_kinds()
+    if as_json:
+        import json
+
+        doc = [
+            {"kind": k.kind, "category": k.category, "error_code": k.error_code, "recoverable": k.recoverable,
+             "suggested_action": k.suggested_action, "effect": k.effect, "parameters": [p.name for p in k.parameters]}
+            for k in kinds
+        ]
+        click.echo(json.dumps(doc, indent=2))
+        return
+    from rich.table import Table
+
+    table = Table(title="fault kinds (fleetchaos faults show KIND for parameter details)", show_lines=True)
+    for column in ("kind", "category", "error code", "effect on the truth", "parameters"):
+        table.add_column(column, overflow="fold")
+    for k in kinds:
+        table.add_row(k.kind, k.category, k.error_code, k.effect, ", ".join(p.name for p in k.parameters))
+    Console(soft_wrap=False, width=max(140, Console().width)).print(table)
+
+
+@faults.command("show")
+@click.argument("kind")
+def faults_show(kind: str) -> None:
+    """Show one fault kind: its contract, its effect and every parameter."""
+    from rich.table import Table
+
+    from .fault_catalogue import fault_kind
+
+    k = fault_kind(kind)
+    out = Console(soft_wrap=False, width=max(140, Console().width), highlight=False)
+    recoverable = "n/a" if k.recoverable is None else str(k.recoverable).lower()
+    out.print(f"[bold]{k.kind}[/bold]: {escape(k.summary)}")
+    out.print(
+        f"error code {k.error_code} | category {k.category} | recoverable {recoverable} | "
+        f"suggested action {k.suggested_action}"
+    )
+    out.print(f"effect on the truth: {escape(k.effect)}")
+    table = Table(show_lines=False)
+    for column in ("parameter", "type", "default", "allowed", "description"):
+        table.add_column(column, overflow="fold")
+    for p in k.parameters:
+        table.add_row(*(escape(v) for v in (p.name, p.type, p.default, p.allowed, p.description)))
+    out.print(table)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -23,7 +23,9 @@ from simulated_fleet.observation import (
     Reroute,
     Retry,
     TaskHistory,
+    UseAlternative,
 )
+from simulated_fleet.envelopes import FailureTypeError
 
 
 def full_jitter(history: TaskHistory, base_s: float, cap_s: float) -> float:
@@ -100,7 +102,7 @@ class StructuredDecisionTree:
 
     def decide(self, observation: Observation, history: TaskHistory) -> Action:
         envelope = observation.envelope
-        if envelope is None:
+        if not isinstance(envelope, AgentToolError):  # no envelope, or a contract it does not read
             if history.retries < self.unknown_retries:
                 return Retry(delay_s=full_jitter(history, self.base_s, self.cap_s))
             return Escalate("unclassified failure")
@@ -122,11 +124,116 @@ class StructuredDecisionTree:
         return Retry(delay, start, done)
 
 
+def resume_from_refs(refs: tuple[str, ...] | None) -> tuple[int, tuple[int, ...]]:
+    """Where to resume from a list of step and item references (``partial_results``); None means from the start."""
+    if not refs:
+        return 0, ()
+    steps = [r for r in refs if parse_item_ref(r) is None]
+    start = max((parse_step_ref(r) + 1 for r in steps), default=0)
+    items = [parse_item_ref(r) for r in refs]
+    done = sorted({p[1] for p in items if p is not None and p[0] == start})
+    return start, tuple(done)
+
+
+@dataclass(frozen=True, slots=True)
+class FailureTypeRouter:
+    """The failure-type router: each field of a FailureTypeError used for exactly what it says.
+
+    * ``failure_type`` picks the handler: timeout -> retry; auth_error -> refresh
+      credentials, then retry; rate_limited -> back off, then retry; unavailable ->
+      reroute to another worker; not_found -> an alternative source if one is named,
+      else a retry; permanent -> a named alternative (another worker with the tool),
+      never a retry, else escalate;
+    * ``partial_results`` (when present) -> resume from the failure point, skipping
+      completed items; absent (None) -> redo the task from its first step;
+    * ``alternatives_suggested`` -> the recovery paths above for not_found and permanent;
+    * ``retry_recommended`` False -> no retry and no refresh (reroutes and alternatives
+      are still taken); absent (None) -> the type's handler decides alone.
+
+    Caps: ``max_retries`` dispatches after the first, and ``max_same`` identical
+    failures in a row, then escalate.  Without a FailureTypeError (another format) it
+    backs off and retries ``unknown_retries`` times, then escalates.
+    """
+
+    max_retries: int = 4
+    max_same: int = 2
+    base_s: float = 2.0
+    cap_s: float = 120.0
+    rate_base_s: float = 15.0
+    unknown_retries: int = 1
+    name: str = "failure-type-router"
+
+    def decide(self, observation: Observation, history: TaskHistory) -> Action:
+        envelope = observation.envelope
+        if not isinstance(envelope, FailureTypeError):
+            if history.retries < self.unknown_retries:
+                return Retry(delay_s=full_jitter(history, self.base_s, self.cap_s))
+            return Escalate("unclassified failure")
+        kind = envelope.failure_type
+        if history.retries >= self.max_retries or history.same_failure_streak > self.max_same:
+            return Escalate(f"{kind}: recovery budget spent")
+        start, done = resume_from_refs(envelope.partial_results)
+        alternatives = envelope.alternatives_suggested or ()
+        no_retry = envelope.retry_recommended is False
+        if kind == "not_found" and "alternative_source" in alternatives:
+            return UseAlternative(0.0, start, done)
+        if kind == "permanent":
+            if "reroute_to_worker_with_tool" in alternatives:
+                return Reroute(0.0, start, done)
+            return Escalate("permanent: no alternative")
+        if kind == "unavailable":
+            return Reroute(0.0, start, done)
+        if no_retry:
+            return Escalate(f"{kind}: retry not recommended")
+        if kind == "auth_error":
+            return RefreshCredentials(start, done)
+        if kind == "rate_limited":
+            return Retry(full_jitter(history, self.rate_base_s, self.cap_s), start, done)
+        return Retry(full_jitter(history, self.base_s, self.cap_s), start, done)
+
+
+@dataclass(frozen=True, slots=True)
+class RawParsing:
+    """Parses raw vendor error text for an HTTP status (see :mod:`harness.raw_errors`), then acts on its category.
+
+    Recognised texts get the structured tree's branches (transient -> back off and
+    retry, resource -> reroute, auth -> refresh, anything else -> escalate), always from
+    the first step (a raw text says nothing of progress).  Unrecognised texts (a vendor
+    the parser does not know) get ``unknown_retries`` blind retries, then escalate.
+    """
+
+    max_retries: int = 4
+    base_s: float = 2.0
+    cap_s: float = 120.0
+    unknown_retries: int = 1
+    name: str = "raw-parse"
+
+    def decide(self, observation: Observation, history: TaskHistory) -> Action:
+        from .raw_errors import parse_raw
+
+        parsed = parse_raw(observation.text)
+        if parsed is None:
+            if history.retries < self.unknown_retries:
+                return Retry(delay_s=full_jitter(history, self.base_s, self.cap_s))
+            return Escalate("unparsed raw error")
+        if history.retries >= self.max_retries:
+            return Escalate(f"HTTP {parsed.status}: repeated failure")
+        if parsed.category == "transient":
+            return Retry(delay_s=full_jitter(history, self.base_s, self.cap_s))
+        if parsed.category == "resource":
+            return Reroute()
+        if parsed.category == "auth":
+            return RefreshCredentials()
+        return Escalate(f"HTTP {parsed.status}: {parsed.category}")
+
+
 #: Built-in policies by name.
 POLICIES: dict[str, Callable[[], RecoveryPolicy]] = {
     "blind-retry": BlindRetry,
     "backoff": Backoff,
     "structured": StructuredDecisionTree,
+    "failure-type-router": FailureTypeRouter,
+    "raw-parse": RawParsing,
 }
 
 

@@ -12,6 +12,9 @@ from pydantic import BaseModel, ConfigDict
 
 DIGITS = 6
 
+#: Most per-task values an arm keeps per sample (evenly spaced order statistics beyond that).
+SAMPLE_LIMIT = 2000
+
 
 def rounded(value: float | None) -> float | None:
     """A float rounded for stable output (None stays None)."""
@@ -20,6 +23,49 @@ def rounded(value: float | None) -> float | None:
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class Timeline(_Model):
+    """What the fleet did during one traced run: the raw data of the timeline and error-code charts.
+
+    Times are simulated seconds.  ``disk_full[w]`` and ``key_expiries[w]`` are worker
+    ``w``'s scheduled faults, ``rate_windows`` the fleet-wide API rate cuts
+    ``(start_s, end_s, capacity_factor)``; the event lists come from the run's trace.
+    """
+
+    label: str
+    policy: str
+    errors: str
+    seed: int
+    replay: str
+    workers: int
+    duration_s: float
+    """The horizon: tasks arrive until then."""
+    end_s: float
+    """When the simulation stopped (the horizon plus the drain limit); spans are clipped to it."""
+    disk_full: list[list[tuple[float, float]]]
+    key_expiries: list[list[float]]
+    rate_windows: list[tuple[float, float, float]]
+    dispatches: list[tuple[float, int, int, int]]
+    """(time_s, worker, task_id, attempt number): attempt 1 is the first dispatch, later ones are retries."""
+    faults: list[tuple[float, int, str, str, str]]
+    """(time_s, worker, fault kind, error code, tool): one per faulted call."""
+    actions: list[tuple[float, int, int, str]]
+    """(time_s, worker, task_id, action): every recovery action other than a plain Retry."""
+    crashes: list[list[tuple[float, float]]] = []
+    """Per worker: (down_s, back_s) spans in which the worker was crashed."""
+    partitions: list[tuple[float, float, list[int] | None]] = []
+    """(start_s, end_s, workers cut off, None for all) of each network partition span."""
+
+
+class Proportion(_Model):
+    """A task-level proportion pooled over seeds, with its Wilson interval."""
+
+    successes: int
+    trials: int
+    rate: float | None
+    low: float | None
+    high: float | None
 
 
 class RunResult(_Model):
@@ -34,6 +80,13 @@ class RunResult(_Model):
     fault_schedule: list[str]
     replay: str
     tasks: list[dict[str, Any]] = []
+    params: dict[str, Any] = {}
+    """Swept scenario parameters applied to this run (dotted path -> value); empty outside sweeps."""
+    samples: dict[str, list[float]] = {}
+    """Per-task values behind the distribution metrics (``time_to_recovery_s``, ``steps_to_recovery``), sorted."""
+    timeline: Timeline | None = None
+    versions: dict[str, str] = {}
+    """Versions of fleetchaos and its simulation libraries, when the run stands alone (``fleetchaos run``)."""
 
 
 class ArmResult(_Model):
@@ -45,6 +98,25 @@ class ArmResult(_Model):
     ci: dict[str, list[float | None]]
     per_seed: dict[str, list[float | None]]
     breakdowns: dict[str, dict[str, int]]
+    pooled: dict[str, Proportion] = {}
+    """Task-level rates pooled over every seed (recovered / faulted tasks, ...), with Wilson intervals."""
+    samples: dict[str, list[float]] = {}
+    """Per-task values pooled over seeds, sorted; at most :data:`SAMPLE_LIMIT` order statistics each."""
+
+
+class Comparison(_Model):
+    """One arm against the reference arm on one metric: paired per-seed differences and a verdict."""
+
+    policy: str
+    errors: str
+    reference_policy: str
+    reference_errors: str
+    metric: str
+    higher_is_better: bool | None
+    n: int
+    mean_difference: float | None
+    ci: list[float | None]
+    verdict: str
 
 
 class CompareResult(_Model):
@@ -56,6 +128,10 @@ class CompareResult(_Model):
     arms: list[ArmResult]
     description: str = ""
     versions: dict[str, str] = {}
+    comparisons: list[Comparison] = []
+    timelines: list[Timeline] = []
+    scenario_config: dict[str, Any] = {}
+    """The validated scenario the comparison ran, so a report states every modelling parameter."""
 
     def arm(self, policy: str, errors: str) -> ArmResult:
         """The arm of ``policy`` on ``errors``."""
@@ -63,3 +139,53 @@ class CompareResult(_Model):
             if a.policy == policy and a.errors == errors:
                 return a
         raise KeyError(f"no arm {policy} on {errors}")
+
+
+class SweepEntry(ArmResult):
+    """One arm (policy on error format) at one point of a sweep: a scenario with parameters."""
+
+    scenario: str
+    params: dict[str, Any]
+
+
+class SweepResult(_Model):
+    """Every arm at every point of a sweep, each across the same seeds."""
+
+    scenarios: list[str]
+    grid: dict[str, list[Any]]
+    """Each swept parameter (dotted path) with its values, in sweep order."""
+    policies: list[str]
+    errors: list[str]
+    seeds: list[int]
+    confidence: float
+    metric: str
+    """The metric the report draws against the swept parameter."""
+    x: str | None = None
+    """The swept parameter the report's curves are drawn against."""
+    entries: list[SweepEntry]
+    versions: dict[str, str] = {}
+
+    def entry(self, scenario: str, params: dict[str, Any], policy: str, errors: str) -> SweepEntry:
+        """The entry of ``policy`` on ``errors`` at one point."""
+        for e in self.entries:
+            if e.scenario == scenario and e.params == params and e.policy == policy and e.errors == errors:
+                return e
+        raise KeyError(f"no entry {policy} on {errors} at {scenario} {params}")
+
+    def as_compare(self, scenario: str, params: dict[str, Any]) -> CompareResult:
+        """One point of the sweep as a comparison (for the comparison tables and charts)."""
+        arms = [
+            ArmResult(**e.model_dump(exclude={"scenario", "params"}))
+            for e in self.entries
+            if e.scenario == scenario and e.params == params
+        ]
+        if not arms:
+            raise KeyError(f"no point {scenario} {params}")
+        label = ", ".join(f"{k}={v}" for k, v in params.items())
+        return CompareResult(
+            scenario=f"{scenario} ({label})" if label else scenario,
+            seeds=self.seeds,
+            confidence=self.confidence,
+            arms=arms,
+            versions=self.versions,
+        )

@@ -4,27 +4,154 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from pathlib import Path
 
 import yaml
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 import scenarios as catalogue
-from simulated_fleet.config import WorldSpec
+from simulated_fleet.config import DAY_S, WorldSpec
+from simulated_fleet.fault_specs import FAULT_MODELS
 
-from ._yaml import YamlLimitError, load_yaml
+from ._yaml import MAX_DEPTH, YamlLimitError, load_yaml
 from .errors import ScenarioError
 
 MAX_FILE_BYTES = 1_000_000
+
+# Sizes one machine can simulate (measured on a run of the default world scaled to
+# 200,000 tasks / 1.08M tool calls: ~1.5 KB of resident memory per task record with its
+# verdict, ~47 us of CPU per tool call).  A task costs memory for the whole run, so
+# 5M tasks is ~7.5 GB per run: two runs side by side (one per core of a 2-core, 24 GiB
+# machine) still fit.  Tool calls cost time: 100M calls is ~80 minutes for ONE run of
+# one arm on one seed, and a 6-arm, 10-seed comparison is 60 runs.
+MAX_TASKS = 5_000_000
+MAX_TOOL_CALLS = 100_000_000
+# Fault schedules are realised before a run, per run: recurring windows, burst phases and
+# random node events cost ~1.3 us (windows) to ~13 us (burst phases) each to build and
+# ~110 bytes each to hold, so 1M of them is up to ~13 s and ~110 MB per run.  Rate-limit
+# windows are costlier: the shared API bucket scans all of them on every API call
+# (1,000 windows already make a run ~6x slower), so they have a limit of their own.
+MAX_SCHEDULE_SPANS = 1_000_000
+MAX_RATE_WINDOWS = 1_000
+
+
+def _occurrences(windows, horizon_s: float) -> int:
+    """How many spans a list of (recurring) windows expands to over the horizon."""
+    total = 0
+    for w in windows:
+        if w.every_s is None:
+            total += 1
+        elif w.start_s < horizon_s:
+            total += math.ceil((horizon_s - w.start_s) / w.every_s)
+    return total
+
+
+def estimated_schedule(world: WorldSpec) -> list[tuple[int, int, int]]:
+    """(fault index, schedule spans, rate-limit windows) each fault realises per run.
+
+    Counts recurring windows, burst phases and random node events (per targeted worker
+    where the plan keeps them per worker), with swarm parameters at the top of their range.
+    """
+    horizon = world.duration_s
+    days = horizon / DAY_S
+    out = []
+    for index, fault in enumerate(world.faults):
+        def value(name, fault=fault):
+            swarm = fault.swarm or {}
+            return swarm[name][1] if name in swarm else getattr(fault, name)
+
+        workers = getattr(fault, "workers", None)
+        targets = len(workers) if workers else world.fleet.workers
+        windows = _occurrences(getattr(fault, "windows", ()), horizon)
+        spans = rate = 0
+        if fault.kind == "rate_limit":
+            rate = windows + round(value("per_day") * days)
+        elif fault.kind in ("latency_spike", "schema_drift"):
+            spans = max(windows, 1) * targets
+        else:
+            spans = windows
+        if hasattr(fault, "per_worker_per_day"):
+            spans += math.ceil(value("per_worker_per_day") * days * targets) + len(fault.events)
+        burst = getattr(fault, "burst", None)
+        if burst is not None:
+            phases = horizon / (burst.mean_good_s + burst.mean_bad_s)
+            spans += math.ceil(phases * (targets if burst.scope == "worker" else 1))
+        out.append((index, spans, rate))
+    return out
+
+
+def estimated_size(world: WorldSpec) -> tuple[float, float]:
+    """(tasks, tool calls) a run of ``world`` makes without faults (retries add calls).
+
+    Open loop: ``tasks_per_day`` over the horizon (or the explicit arrivals).  Closed
+    loop: each client completes one task per think time plus the mean task duration.
+    Tool calls: one per item of every step, weighted over the templates.
+    """
+    workload = world.workload
+    weights = [t.weight for t in workload.templates]
+    total = sum(weights)
+    calls_per_task = sum(w * sum(s.fan_out for s in t.steps) for w, t in zip(weights, workload.templates)) / total
+    if workload.arrivals is not None:
+        tasks = float(len(workload.arrivals))
+    elif workload.clients is not None:
+        rtt = 2.0 * world.fleet.network_latency.mean_s
+        busy = sum(w * sum(s.duration.mean_s + rtt for s in t.steps) for w, t in zip(weights, workload.templates)) / total
+        tasks = workload.clients * world.duration_s / (workload.think.mean_s + busy)
+    else:
+        tasks = workload.tasks_per_day * world.duration_s / DAY_S
+    return tasks, tasks * calls_per_task
 
 
 class Scenario(WorldSpec):
     """A world plus what it is for: the unit users name on the command line."""
 
     name: str = Field(min_length=1, max_length=100)
-    description: str = ""
+    description: str = Field(default="", description="what the scenario models")
     reveals: str = Field(default="", description="what the scenario is meant to reveal")
+
+    @model_validator(mode="after")
+    def _fits_one_machine(self) -> "Scenario":
+        tasks, calls = estimated_size(self)
+        days = self.duration_s / DAY_S
+        if self.workload.clients is not None and self.workload.arrivals is None:
+            how = f"{self.workload.clients} closed-loop clients over {days:g} days"
+            fix = "fewer workload.clients, a longer workload.think, or a shorter duration_s"
+        else:
+            how = f"workload.tasks_per_day {self.workload.tasks_per_day:,.0f} x {days:g} days"
+            fix = "a lower workload.tasks_per_day or a shorter duration_s"
+        if tasks > MAX_TASKS:
+            raise ValueError(
+                f"workload: about {tasks:,.0f} tasks ({how}) is more than one machine can simulate: "
+                f"the limit is {MAX_TASKS:,} tasks per run (each task's record stays in memory, ~1.5 KB); "
+                f"use {fix}, or split it into several scenarios"
+            )
+        if calls > MAX_TOOL_CALLS:
+            raise ValueError(
+                f"workload: about {calls:,.0f} tool calls ({tasks:,.0f} tasks x {calls / tasks:.1f} calls each) "
+                f"is more than one machine can simulate: the limit is {MAX_TOOL_CALLS:,} tool calls per run "
+                f"(~80 minutes of CPU for one run); use {fix}, fewer fan-out items, or split it into several scenarios"
+            )
+        schedule = estimated_schedule(self)
+        spans = sum(s for _, s, _ in schedule)
+        if spans > MAX_SCHEDULE_SPANS:
+            index = max(schedule, key=lambda row: row[1])[0]
+            raise ValueError(
+                f"faults[{index}]: the fault schedule expands to about {spans:,} windows, burst phases and events "
+                f"per run, more than one machine can schedule: the limit is {MAX_SCHEDULE_SPANS:,} "
+                "(~13 s and ~110 MB to build for every run); use longer every_s or burst phases, fewer events "
+                "per day, or a shorter duration_s"
+            )
+        rate = sum(r for _, _, r in schedule)
+        if rate > MAX_RATE_WINDOWS:
+            index = max(schedule, key=lambda row: row[2])[0]
+            raise ValueError(
+                f"faults[{index}]: about {rate:,} rate-limit windows over the run, more than one machine can "
+                f"simulate at speed: the limit is {MAX_RATE_WINDOWS:,} (the shared API bucket checks every window "
+                "on every API call); use fewer windows per_day, a longer every_s, or a shorter duration_s"
+            )
+        return self
 
 
 def _location(loc: tuple) -> str:
@@ -38,7 +165,15 @@ def _location(loc: tuple) -> str:
 
 
 def format_validation_error(source: str, exc: ValidationError) -> str:
-    """One line per problem: file, field path, value, rule, and a fix where we know one."""
+    """One line per problem: file, field path, value, rule, and a fix where we know one.
+
+    Errors of a :class:`Scenario` are resolved against its models, so unknown names get a
+    "did you mean" among the names valid at that place (see :mod:`harness._messages`).
+    """
+    if exc.title == Scenario.__name__:
+        from ._messages import format_errors
+
+        return format_errors(source, exc, Scenario)
     lines = []
     for err in exc.errors():
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p in _TAGS))
@@ -72,7 +207,20 @@ def format_validation_error(source: str, exc: ValidationError) -> str:
     return "\n".join(lines)
 
 
-_TAGS = {"network_blip", "timeout", "rate_limit", "disk_full", "expired_key"}
+_TAGS = frozenset(FAULT_MODELS)
+
+
+def _depth(data) -> int:
+    """How deeply lists and mappings nest in a loaded document (iteratively: no recursion)."""
+    deepest = 0
+    stack = [(data, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            if level <= MAX_DEPTH:
+                stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def parse_scenario(text: str, source: str) -> Scenario:
@@ -87,7 +235,29 @@ def parse_scenario(text: str, source: str) -> Scenario:
         raise ScenarioError(f"{source}: nested too deeply to be a scenario file") from None
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         first = " ".join(str(exc).split())
+        mark = getattr(exc, "problem_mark", None)
+        if mark is not None and getattr(exc, "problem", None):
+            context = f" ({exc.context})" if getattr(exc, "context", None) else ""  # type: ignore[attr-defined]
+            fix = (
+                "scenario files hold plain data only: remove the tag"
+                if "constructor for the tag" in str(exc.problem)  # type: ignore[attr-defined]
+                else "check the indentation, quotes and brackets there"
+            )
+            first = f"line {mark.line + 1}, column {mark.column + 1}: {exc.problem}{context}; {fix}"  # type: ignore[attr-defined]
         raise ScenarioError(f"{source}: not valid {'JSON' if source.endswith('.json') else 'YAML'}: {first}") from None
+    except (ValueError, OverflowError) as exc:  # a scalar the parser cannot turn into a value (huge int, bad date)
+        detail = " ".join(str(exc).split())[:200]
+        raise ScenarioError(
+            f"{source}: not valid {'JSON' if source.endswith('.json') else 'YAML'}: a value cannot be read ({detail}); "
+            "write plain numbers and quote anything else"
+        ) from None
+    if _depth(data) > MAX_DEPTH:
+        raise ScenarioError(f"{source}: nested deeper than {MAX_DEPTH} levels; scenario files are shallow documents")
+    if data is None:
+        raise ScenarioError(
+            f"{source}: (top level): expected a mapping of fields, but the file is empty; "
+            "a scenario needs at least a name (name: my_world)"
+        )
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: (top level): expected a mapping of fields, got {type(data).__name__}")
     try:

@@ -1,27 +1,80 @@
-"""Comparison charts with matplotlib's object API on the Agg backend.
+"""Report charts with matplotlib's object API on the Agg backend.
 
-No pyplot state; PNGs are written without a timestamp or software tag so the same
-result gives the same bytes.
+No pyplot state: every chart builds its own :class:`~matplotlib.figure.Figure`.  PNGs
+are written without a timestamp or software tag, and nothing here draws at random, so
+the same result gives the same bytes.  Every chart function takes a result model and a
+path, writes one PNG and returns the path (or None when the result holds nothing to
+draw, for instance a comparison without a traced run).
+
+Colours follow the error format everywhere (red generic, blue structured); line styles
+and markers follow the policy.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-from harness.results import CompareResult
+from harness.results import ArmResult, CompareResult, Timeline
+from harness.stats import spikes
 
 PALETTE = {"generic": "#c0504d", "structured": "#4f81bd"}
+EXTRA_COLOURS = ("#9bbb59", "#8064a2", "#f79646", "#4bacc6", "#7f7f7f", "#2c4d75", "#772c2a")
+LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1)), (0, (1, 1)))
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 PNG_METADATA = {"Software": None}
+DPI = 110
+
+#: Colours of fault kinds and error codes in the timeline and error-code charts, by position.
+KIND_COLOURS = (
+    "#d62728", "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd",
+)  # fmt: skip
+
+#: Most worker lanes a timeline draws; beyond it, the busiest lanes are kept.
+MAX_LANES = 30
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    FigureCanvasAgg(fig)
+    fig.savefig(path, format="png", dpi=DPI, metadata=PNG_METADATA)
+    return path
+
+
+def arm_label(arm: ArmResult, sep: str = " on ") -> str:
+    """How an arm is named in charts and tables."""
+    return f"{arm.policy}{sep}{arm.errors}"
 
 
 def _labels(result: CompareResult) -> list[str]:
-    return [f"{a.policy}\non {a.errors}" for a in result.arms]
+    return [arm_label(a, "\non ") for a in result.arms]
 
 
-def _bar_with_ci(ax, result: CompareResult, metric: str, scale: float) -> None:
+def errors_colour(result: CompareResult, errors: str) -> str:
+    """The colour of an error format (fixed for the built-ins, then by first appearance)."""
+    if errors in PALETTE:
+        return PALETTE[errors]
+    others = [e for e in dict.fromkeys(a.errors for a in result.arms) if e not in PALETTE]
+    return EXTRA_COLOURS[others.index(errors) % len(EXTRA_COLOURS)]
+
+
+def _policy_index(result: CompareResult, policy: str) -> int:
+    return list(dict.fromkeys(a.policy for a in result.arms)).index(policy)
+
+
+def _hours(seconds: float) -> float:
+    return seconds / 3600.0
+
+
+# -- bars per arm ------------------------------------------------------------------------
+
+
+def _bar_with_ci(ax, result: CompareResult, metric: str, scale: float, digits: int = 1) -> None:
     labels = _labels(result)
     means, lows, highs, colours = [], [], [], []
     for arm in result.arms:
@@ -31,20 +84,32 @@ def _bar_with_ci(ax, result: CompareResult, metric: str, scale: float) -> None:
         means.append(m)
         lows.append(0.0 if lo is None else max(0.0, m - lo * scale))
         highs.append(0.0 if hi is None else max(0.0, hi * scale - m))
-        colours.append(PALETTE.get(arm.errors, "#7f7f7f"))
+        colours.append(errors_colour(result, arm.errors))
     xs = range(len(labels))
     ax.bar(xs, means, color=colours, yerr=[lows, highs], capsize=4, edgecolor="black", linewidth=0.5)
     ax.set_xticks(list(xs), labels, fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
-    for x, m in zip(xs, means):
-        ax.annotate(f"{m:.1f}", (x, m), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
+    for x, m, h in zip(xs, means, highs):
+        ax.annotate(f"{m:.{digits}f}", (x, m + h), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
+    ax.margins(y=0.12)
 
 
-def _save(fig: Figure, path: Path) -> Path:
-    FigureCanvasAgg(fig)
-    fig.savefig(path, format="png", dpi=110, metadata=PNG_METADATA)
-    return path
+def _errors_handles(result: CompareResult) -> list[Patch]:
+    formats = list(dict.fromkeys(a.errors for a in result.arms))
+    return [Patch(facecolor=errors_colour(result, e), edgecolor="black", linewidth=0.5, label=f"{e} errors") for e in formats]
+
+
+def _errors_legend(ax, result: CompareResult) -> None:
+    ax.legend(handles=_errors_handles(result), fontsize=8, loc="best", framealpha=0.9)
+
+
+def _ci_text(result: CompareResult) -> str:
+    pct = int(round(result.confidence * 100))
+    n = len(result.seeds)
+    if n < 2:
+        return f"{n} seed{'' if n == 1 else 's'}, no interval"
+    return f"mean of {n} seeds, {pct}% CI"
 
 
 def recovery_chart(result: CompareResult, path: Path) -> Path:
@@ -52,21 +117,346 @@ def recovery_chart(result: CompareResult, path: Path) -> Path:
     fig = Figure(figsize=(8, 4.5), layout="constrained")
     ax = fig.subplots()
     _bar_with_ci(ax, result, "recovery_rate", 100.0)
-    pct = int(round(result.confidence * 100))
     ax.set_ylabel("recovery rate (% of faulted tasks)")
-    ax.set_ylim(0, 105)
-    ax.set_title(f"Recovery per arm, {result.scenario}: mean of {len(result.seeds)} seeds, {pct}% CI")
+    top = max([100.0] + [((a.ci.get("recovery_rate") or [None, None])[1] or 0.0) * 100 for a in result.arms])
+    ax.set_ylim(0, top * 1.12)
+    ax.set_title(f"Recovery per arm, {result.scenario}: {_ci_text(result)}")
+    _errors_legend(ax, result)
     return _save(fig, path)
 
 
 def cost_chart(result: CompareResult, path: Path) -> Path:
     """Silent failures and wasted retries per arm, side by side."""
-    fig = Figure(figsize=(10, 4.5), layout="constrained")
+    fig = Figure(figsize=(11, 4.5), layout="constrained")
     left, right = fig.subplots(1, 2)
     _bar_with_ci(left, result, "silent_failure_rate", 100.0)
     left.set_ylabel("silent failures (% of all tasks)")
     left.set_title("Claimed success, truth incomplete")
+    left.set_ylim(bottom=0)
     _bar_with_ci(right, result, "wasted_retries", 1.0)
-    right.set_ylabel("wasted retries per simulated run")
+    right.set_ylabel("wasted retries per run (count, one seed)")
     right.set_title("Retries while the cause still held")
+    right.set_ylim(bottom=0)
+    fig.legend(handles=_errors_handles(result), loc="outside lower center", ncol=4, fontsize=8, frameon=False)
+    fig.suptitle(f"{result.scenario}: {_ci_text(result)}", fontsize=10)
+    return _save(fig, path)
+
+
+# -- cost against recovery ---------------------------------------------------------------
+
+
+def pareto_front(points: list[tuple[float, float]]) -> list[int]:
+    """Indices of the points no other point dominates (lower or equal cost and higher or equal recovery, one strictly).
+
+    Sorted by cost.  Points are (cost, recovery).
+    """
+    front = []
+    for i, (c, r) in enumerate(points):
+        dominated = any(
+            (c2 <= c and r2 >= r) and (c2 < c or r2 > r) for j, (c2, r2) in enumerate(points) if j != i
+        )
+        if not dominated:
+            front.append(i)
+    return sorted(front, key=lambda i: (points[i][0], -points[i][1]))
+
+
+def pareto_chart(result: CompareResult, path: Path) -> Path | None:
+    """Mean cost per simulated day against recovery rate per arm, with CI bars and the Pareto front marked."""
+    arms = [a for a in result.arms if a.metrics.get("cost_usd") is not None and a.metrics.get("recovery_rate") is not None]
+    if not arms:
+        return None
+    fig = Figure(figsize=(8.5, 5.2), layout="constrained")
+    ax = fig.subplots()
+    points = [(a.metrics["cost_usd"], 100.0 * a.metrics["recovery_rate"]) for a in arms]  # type: ignore[operator]
+    front = pareto_front(points)  # type: ignore[arg-type]
+    fx = [points[i][0] for i in front]
+    fy = [points[i][1] for i in front]
+    ax.plot(fx, fy, color="#555555", linewidth=1.2, linestyle="--", zorder=1, label="Pareto front (no arm cheaper and better)")
+    for i, arm in enumerate(arms):
+        x, y = points[i]
+        clo, chi = arm.ci.get("cost_usd", [None, None])
+        rlo, rhi = arm.ci.get("recovery_rate", [None, None])
+        xerr = [[0.0 if clo is None else max(0.0, x - clo)], [0.0 if chi is None else max(0.0, chi - x)]]
+        yerr = [[0.0 if rlo is None else max(0.0, y - 100 * rlo)], [0.0 if rhi is None else max(0.0, 100 * rhi - y)]]
+        colour = errors_colour(result, arm.errors)
+        index = _policy_index(result, arm.policy)
+        marker = MARKERS[index % len(MARKERS)]
+        size = max(5.0, 12.0 - 2.5 * index)  # later policies drawn smaller, so coinciding arms stay visible
+        ax.errorbar(
+            [x], [y], xerr=xerr, yerr=yerr, fmt=marker, color=colour, markersize=size, markeredgecolor="black",
+            ecolor=colour, elinewidth=1, capsize=3, zorder=3, label=arm_label(arm),
+        )  # fmt: skip
+        if i in front:
+            ax.scatter([x], [y], s=260, facecolors="none", edgecolors="#333333", linewidths=1.2, zorder=2)
+    ax.set_xlabel("cost per run (USD: model tokens + tool calls, one seed)")
+    ax.set_ylabel("recovery rate (% of faulted tasks)")
+    ax.set_title(f"Cost against recovery, {result.scenario}: {_ci_text(result)}\ncircled arms are on the Pareto front", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.margins(x=0.15, y=0.15)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), framealpha=0.9)
+    return _save(fig, path)
+
+
+# -- recovery by fault kind --------------------------------------------------------------
+
+
+def kind_recovery(arm: ArmResult) -> dict[str, tuple[int, int]]:
+    """(recovered, faulted) tasks per kind of first fault, pooled over seeds."""
+    faulted = arm.breakdowns.get("faulted_tasks_by_first_fault", {})
+    recovered = arm.breakdowns.get("recovered_tasks_by_first_fault", {})
+    return {k: (recovered.get(k, 0), n) for k, n in faulted.items()}
+
+
+def heatmap_chart(result: CompareResult, path: Path) -> Path | None:
+    """Recovery rate by arm (rows) and kind of the task's first fault (columns), pooled over seeds."""
+    per_arm = [kind_recovery(a) for a in result.arms]
+    kinds = sorted({k for d in per_arm for k in d})
+    if not kinds:
+        return None
+    import numpy as np
+
+    grid = np.full((len(result.arms), len(kinds)), np.nan)
+    for r, d in enumerate(per_arm):
+        for c, kind in enumerate(kinds):
+            rec, n = d.get(kind, (0, 0))
+            if n:
+                grid[r, c] = 100.0 * rec / n
+    width = max(7.5, 1.25 * len(kinds) + 3.5)
+    height = max(3.0, 0.55 * len(result.arms) + 2.2)
+    fig = Figure(figsize=(width, height), layout="constrained")
+    ax = fig.subplots()
+    masked = np.ma.masked_invalid(grid)
+    from matplotlib import colormaps
+
+    cmap = colormaps["RdYlGn"].with_extremes(bad="#dddddd")
+    image = ax.imshow(masked, cmap=cmap, vmin=0, vmax=100, aspect="auto")
+    ax.set_xticks(range(len(kinds)), [k.replace("_", " ") for k in kinds], fontsize=8, rotation=30, ha="right")
+    ax.set_yticks(range(len(result.arms)), [arm_label(a) for a in result.arms], fontsize=8)
+    for r, d in enumerate(per_arm):
+        for c, kind in enumerate(kinds):
+            rec, n = d.get(kind, (0, 0))
+            text = "no tasks" if not n else f"{100.0 * rec / n:.0f}%\nn={n}"
+            value = grid[r, c]
+            dark = not math.isnan(value) and (value < 20 or value > 80)
+            ax.text(c, r, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
+    bar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
+    bar.set_label("recovery rate (%)", fontsize=8)
+    ax.set_xlabel("kind of the task's first fault")
+    ax.set_title(
+        f"Recovery by policy and fault kind, {result.scenario}: tasks pooled over {len(result.seeds)} seeds (n = faulted tasks)",
+        fontsize=10,
+    )
+    return _save(fig, path)
+
+
+# -- time to recovery --------------------------------------------------------------------
+
+
+def ecdf_chart(result: CompareResult, path: Path) -> Path | None:
+    """ECDF of time to recovery per arm (recovered tasks pooled over seeds), log time axis."""
+    fig = Figure(figsize=(8.5, 5), layout="constrained")
+    ax = fig.subplots()
+    drawn = False
+    for arm in result.arms:
+        xs = [x for x in arm.samples.get("time_to_recovery_s", []) if x > 0]
+        if not xs:
+            continue
+        n = len(xs)
+        ys = [(i + 1) / n for i in range(n)]
+        total = arm.breakdowns.get("task_counts", {}).get("recovered", n)
+        style = LINESTYLES[_policy_index(result, arm.policy) % len(LINESTYLES)]
+        label = f"{arm_label(arm)} (n={total})"
+        ax.step(xs, ys, where="post", color=errors_colour(result, arm.errors), linestyle=style, linewidth=1.6, label=label)
+        drawn = True
+    if not drawn:
+        return None
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("time from first fault to completion (simulated seconds, log scale)")
+    ax.set_ylabel("fraction of recovered tasks recovered by then")
+    ax.set_title(f"Time to recovery, {result.scenario}: recovered tasks pooled over {len(result.seeds)} seeds")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="lower right", framealpha=0.9)
+    return _save(fig, path)
+
+
+# -- one traced run ----------------------------------------------------------------------
+
+
+def _busy_lanes(t: Timeline) -> list[int]:
+    if t.workers <= MAX_LANES:
+        return list(range(t.workers))
+    score = [0] * t.workers
+    for _, w, *_ in t.faults:
+        score[w] += 1
+    for _, w, *_ in t.actions:
+        score[w] += 3
+    for w, spans in enumerate(t.disk_full):
+        score[w] += 5 * len(spans)
+    for w, times in enumerate(t.key_expiries):
+        score[w] += 5 * len(times)
+    busiest = sorted(range(t.workers), key=lambda w: (-score[w], w))[:MAX_LANES]
+    return sorted(busiest)
+
+
+def _x_end(t: Timeline) -> float:
+    last = [t.duration_s]
+    last += [d[0] for d in t.dispatches[-1:]]
+    last += [a[0] for a in t.actions]
+    last += [f[0] for f in t.faults]
+    return min(t.end_s, max(last) * 1.02) if t.end_s else max(last)
+
+
+def _key_expired_spans(t: Timeline, worker: int, end: float) -> list[tuple[float, float]]:
+    """From each key expiry on a worker to the next credential refresh there (or the end)."""
+    refreshes = sorted(a[0] for a in t.actions if a[1] == worker and a[3] == "RefreshCredentials")
+    spans = []
+    for start in t.key_expiries[worker] if worker < len(t.key_expiries) else []:
+        after = [r for r in refreshes if r >= start]
+        spans.append((start, after[0] if after else end))
+    return spans
+
+
+#: How each kept action is drawn: (label, marker, colour, size).
+ACTION_STYLE = {
+    "Reroute": ("reroute (left this worker)", ">", "#17becf", 30),
+    "RefreshCredentials": ("credential refresh", "o", "#2ca02c", 26),
+    "UseAlternative": ("alternative source", "D", "#8c564b", 22),
+    "Escalate": ("escalation to a human", "X", "#d62728", 60),
+    "GiveUp": ("gave up", "v", "#000000", 30),
+}
+
+
+def timeline_chart(t: Timeline, path: Path) -> Path:
+    """One lane per worker over the simulated day: fault windows shaded, dispatches, retries, faults and recovery actions."""
+    lanes = _busy_lanes(t)
+    row = {w: i for i, w in enumerate(lanes)}
+    end = _x_end(t)
+    fig = Figure(figsize=(13, max(4.0, 0.42 * len(lanes) + 2.6)), layout="constrained")
+    ax = fig.subplots()
+    h = 0.8
+    for start, stop, factor in t.rate_windows:
+        ax.axvspan(_hours(start), _hours(stop), color="#9467bd", alpha=0.13, linewidth=0)
+    for start, stop, cut in t.partitions:
+        for w in lanes if cut is None else [w for w in cut if w in row]:
+            ax.broken_barh([(_hours(start), _hours(stop - start))], (row[w] - h / 2, h), facecolors="#bcbd22", alpha=0.35)
+    for w in lanes:
+        y = row[w] - h / 2
+        if w < len(t.disk_full) and t.disk_full[w]:
+            ax.broken_barh([(_hours(a), _hours(b - a)) for a, b in t.disk_full[w]], (y, h), facecolors="#ff7f0e", alpha=0.35)
+        spans = _key_expired_spans(t, w, end)
+        if spans:
+            ax.broken_barh([(_hours(a), _hours(b - a)) for a, b in spans], (y, h), facecolors="#e377c2", alpha=0.35)
+            ax.scatter([_hours(a) for a, _ in spans], [row[w]] * len(spans), marker="|", s=160, color="#a0006e", linewidths=1.5, zorder=4)
+        if w < len(t.crashes) and t.crashes[w]:
+            ax.broken_barh([(_hours(a), _hours(b - a)) for a, b in t.crashes[w]], (y, h), facecolors="#000000", alpha=0.3)
+    first = [(d[0], d[1]) for d in t.dispatches if d[3] == 1 and d[1] in row]
+    again = [(d[0], d[1]) for d in t.dispatches if d[3] > 1 and d[1] in row]
+    ax.scatter([_hours(x) for x, _ in first], [row[w] + 0.18 for _, w in first], marker="|", s=22, color="#9a9a9a", linewidths=0.7, zorder=3)
+    ax.scatter([_hours(x) for x, _ in again], [row[w] + 0.18 for _, w in again], marker="|", s=40, color="#1f3b73", linewidths=1.0, zorder=3)
+    faults = [(f[0], f[1]) for f in t.faults if f[1] in row]
+    ax.scatter([_hours(x) for x, _ in faults], [row[w] - 0.2 for _, w in faults], marker=".", s=14, color="#d62728", zorder=3)
+    shaded = [
+        (bool(t.rate_windows), Patch(facecolor="#9467bd", alpha=0.3, label="API rate cut (fleet-wide)")),
+        (any(t.disk_full[w] for w in lanes if w < len(t.disk_full)), Patch(facecolor="#ff7f0e", alpha=0.45, label="disk full")),
+        (any(t.key_expiries[w] for w in lanes if w < len(t.key_expiries)),
+         Patch(facecolor="#e377c2", alpha=0.45, label="API key expired (until a refresh)")),
+        (any(t.crashes[w] for w in lanes if w < len(t.crashes)), Patch(facecolor="#000000", alpha=0.3, label="worker crashed")),
+        (bool(t.partitions), Patch(facecolor="#bcbd22", alpha=0.4, label="network partition")),
+    ]  # fmt: skip
+    handles = [patch for present, patch in shaded if present] + [
+        Line2D([], [], color="#9a9a9a", marker="|", linestyle="none", markersize=8, label="first dispatch"),
+        Line2D([], [], color="#1f3b73", marker="|", linestyle="none", markersize=9, label="retry dispatch"),
+        Line2D([], [], color="#d62728", marker=".", linestyle="none", markersize=8, label="faulted call"),
+    ]
+    for action, (label, marker, colour, size) in ACTION_STYLE.items():
+        points = [(a[0], a[1]) for a in t.actions if a[3] == action and a[1] in row]
+        if not points:
+            continue
+        ax.scatter([_hours(x) for x, _ in points], [row[w] for _, w in points], marker=marker, s=size, color=colour,
+                   edgecolors="black", linewidths=0.4, zorder=5)  # fmt: skip
+        handles.append(Line2D([], [], color=colour, marker=marker, linestyle="none", markeredgecolor="black",
+                              markeredgewidth=0.4, markersize=7, label=f"{label} ({len(points)})"))  # fmt: skip
+    if end > t.duration_s:
+        ax.axvline(_hours(t.duration_s), color="#333333", linestyle="--", linewidth=0.8)
+        ax.annotate("arrivals stop", (_hours(t.duration_s), -0.7), xytext=(-3, -3), textcoords="offset points",
+                    fontsize=7, va="top", ha="right")  # fmt: skip
+    ax.set_yticks(range(len(lanes)), [f"worker {w}" for w in lanes], fontsize=8)
+    ax.set_ylim(-0.7, len(lanes) - 0.3)
+    ax.invert_yaxis()
+    ax.set_xlim(0, _hours(end))
+    ax.set_xlabel("simulated time (hours)")
+    ax.grid(axis="x", alpha=0.3)
+    shown = "" if len(lanes) == t.workers else f"; the {len(lanes)} busiest of {t.workers} workers"
+    ax.set_title(f"Fleet timeline ({t.label}): {t.policy} on {t.errors} errors, seed {t.seed}{shown}", fontsize=10)
+    fig.legend(handles=handles, loc="outside lower center", ncol=5, fontsize=8, frameon=False)
+    return _save(fig, path)
+
+
+def bin_width_s(duration_s: float) -> float:
+    """The width of an error-code bin: about 96 bins over the horizon, rounded to whole minutes."""
+    return max(60.0, round(duration_s / 96.0 / 60.0) * 60.0)
+
+
+def error_code_series(t: Timeline, width_s: float) -> tuple[list[float], dict[str, list[int]]]:
+    """(bin starts in seconds, error code -> faulted calls per bin) over the traced run."""
+    end = max([t.duration_s] + [f[0] for f in t.faults])
+    bins = int(math.floor(end / width_s)) + 1
+    counts: dict[str, list[int]] = {}
+    for time_s, _, _, code, _ in t.faults:
+        counts.setdefault(code, [0] * bins)[int(time_s // width_s)] += 1
+    return [i * width_s for i in range(bins)], dict(sorted(counts.items()))
+
+
+def error_codes_chart(timelines: list[Timeline], path: Path) -> Path | None:
+    """Faulted calls per error code over time for each traced run, spikes marked."""
+    if not timelines or not any(t.faults for t in timelines):
+        return None
+    width = bin_width_s(max(t.duration_s for t in timelines))
+    codes = sorted({f[3] for t in timelines for f in t.faults})
+    colour = {c: KIND_COLOURS[i % len(KIND_COLOURS)] for i, c in enumerate(codes)}
+    fig = Figure(figsize=(12, 1.2 + 3.0 * len(timelines)), layout="constrained")
+    axes = fig.subplots(len(timelines), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, t in zip(axes, timelines):
+        starts, series = error_code_series(t, width)
+        hours = [_hours(s) for s in starts] + [_hours(starts[-1] + width)]
+        top = max([1] + [max(c) for c in series.values()])
+        for code, counts in series.items():
+            ax.stairs(counts, hours, color=colour[code], linewidth=1.4, label=code)
+            marks = spikes(counts)
+            ax.scatter([_hours(starts[i] + width / 2) for i in marks], [counts[i] + 0.05 * top for i in marks], marker="v",
+                       s=40, color=colour[code], edgecolors="black", linewidths=0.6, zorder=4)  # fmt: skip
+        ax.set_ylabel(f"faulted calls\nper {width / 60:.0f} min")
+        ax.set_title(f"{t.label}: {t.policy} on {t.errors} errors, seed {t.seed}", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.set_ylim(0, top * 1.15)
+        ax.set_xlim(0, hours[-1])
+        if t.duration_s < hours[-1] * 3600:
+            ax.axvline(_hours(t.duration_s), color="#333333", linestyle="--", linewidth=0.8)
+    axes[-1].set_xlabel("simulated time (hours)")
+    handles = [Line2D([], [], color=colour[c], linewidth=1.6, label=c) for c in codes]
+    handles.append(Line2D([], [], color="#555555", marker="v", linestyle="none", markeredgecolor="black",
+                          label="spike: bin above mean + 3 sd of its code, and at least 5"))  # fmt: skip
+    handles.append(Line2D([], [], color="#333333", linestyle="--", linewidth=0.8, label="arrivals stop (drain follows)"))
+    fig.legend(handles=handles, loc="outside right center", fontsize=8, frameon=False)
+    fig.suptitle("Error codes over time (the structured contract's code of each faulted call)", fontsize=10)
+    return _save(fig, path)
+
+
+def run_ecdf_chart(times: list[float], label: str, path: Path) -> Path | None:
+    """ECDF of time to recovery for one run."""
+    xs = sorted(x for x in times if x > 0)
+    if not xs:
+        return None
+    fig = Figure(figsize=(7.5, 4.5), layout="constrained")
+    ax = fig.subplots()
+    n = len(xs)
+    ax.step(xs, [(i + 1) / n for i in range(n)], where="post", color="#4f81bd", linewidth=1.6, label=f"{label} (n={n})")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("time from first fault to completion (simulated seconds, log scale)")
+    ax.set_ylabel("fraction of recovered tasks recovered by then")
+    ax.set_title("Time to recovery")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="lower right")
     return _save(fig, path)

@@ -198,6 +198,15 @@ class WorkloadSpec(_Strict):
 
     @model_validator(mode="after")
     def _arrival_templates_exist(self) -> "WorkloadSpec":
+        seen: dict[str, int] = {}
+        for i, template in enumerate(self.templates):
+            if template.name in seen:
+                raise ValueError(
+                    f"workload.templates[{i}].name: template name {template.name!r} is already used by "
+                    f"workload.templates[{seen[template.name]}]; give each template its own name "
+                    "(faults and arrivals name templates)"
+                )
+            seen[template.name] = i
         known = [t.name for t in self.templates]
         for i, a in enumerate(self.arrivals or ()):
             if a.template not in known:

@@ -57,6 +57,8 @@ class TaskRecord:
     """Misreads a final-answer guardrail blocked."""
     wrong_input_steps: int = 0
     """Step executions that ran on an incomplete earlier step (a dependency chain): output wrong."""
+    secrets_leaked: int = 0
+    """Planted secrets the error format let through to the orchestrator (0 for a sanitised format)."""
 
     @property
     def faulted(self) -> bool:

@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, Union, runtime_checkable
 
-from .envelope import AgentToolError
+from pydantic import BaseModel
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,13 +19,23 @@ class Observation:
     """One dispatch's outcome as rendered by an error format.
 
     ``status`` is the word the orchestrator reads (``"ok"`` or ``"failed"``);
-    ``envelope`` is present only when the format carries a structured error.
+    ``envelope`` is present only when the format carries a structured error (an
+    :class:`~simulated_fleet.envelope.AgentToolError` or one of the contracts in
+    :mod:`simulated_fleet.envelopes`); ``text`` is the unstructured body a raw or
+    suppressing format returns; ``secrets`` counts the planted secrets this rendering
+    let through to the orchestrator.
     """
 
     ok: bool
     status: str
     worker: int
-    envelope: AgentToolError | None = None
+    envelope: BaseModel | None = None
+    text: str | None = None
+    secrets: int = 0
+
+    def fields(self) -> dict:
+        """The envelope's fields as plain data ({} without an envelope), for generic policies."""
+        return self.envelope.model_dump() if self.envelope is not None else {}
 
 
 @dataclass(slots=True)

@@ -184,7 +184,8 @@ class World:
     ):
         self.spec = spec
         self.policy = policy
-        self.fmt = error_format
+        bind = getattr(error_format, "for_run", None)  # formats that plant per-run secrets
+        self.fmt = error_format = bind(seed) if bind is not None else error_format
         self.seed = seed
         self.max_actions = max_actions
         self.drain_s = drain_s
@@ -353,6 +354,7 @@ class World:
             if report is None:  # lost with a crashed worker, and nobody is waiting for it
                 return
             obs = self.fmt.render(report)
+            rec.secrets_leaked += obs.secrets
             if obs.envelope is not None and obs.envelope.schema_version != SCHEMA_VERSION:
                 rec.schema_skews += 1
             if obs.ok:

@@ -11,7 +11,9 @@ from harness.cli import main
 
 
 @pytest.fixture
-def cli():
+def cli(tmp_path, monkeypatch):
+    """Invoke the CLI with its run history in a temporary folder."""
+    monkeypatch.setenv("FLEETCHAOS_HISTORY", str(tmp_path / "history.db"))
     runner = CliRunner()
 
     def invoke(*args: str):
@@ -64,7 +66,7 @@ def test_run_report_writes_results_and_task_csv(cli, tmp_path):
     out = tmp_path / "rep"
     result = cli("run", "--seed", "2", "--report", str(out))
     assert result.exit_code == 0
-    assert {p.name for p in out.iterdir()} == {"results.json", "tasks.csv", "summary.md"}
+    assert {"results.json", "tasks.csv", "summary.md", "report.html"} <= {p.name for p in out.iterdir()}
     header = (out / "tasks.csv").read_text().splitlines()[0]
     assert header.startswith("id,template,title,worker")
 

@@ -399,9 +399,9 @@ def test_get_policy_builtin_names(name, cls):
     assert policy.name == name
 
 
-def test_builtin_registry_is_exactly_three():
-    """The built-in registry holds exactly blind-retry, backoff and structured."""
-    assert sorted(POLICIES) == ["backoff", "blind-retry", "structured"]
+def test_builtin_registry_holds_the_built_ins():
+    """The built-in registry holds the three core policies plus the failure-type router and the raw parser."""
+    assert sorted(POLICIES) == ["backoff", "blind-retry", "failure-type-router", "raw-parse", "structured"]
 
 
 def test_get_policy_import_path_class_is_instantiated(monkeypatch):
@@ -426,7 +426,7 @@ def test_get_policy_unknown_name_lists_builtins():
         get_policy("blind_retry")
     msg = str(info.value)
     assert "'blind_retry'" in msg
-    assert "backoff, blind-retry, structured" in msg
+    assert "backoff, blind-retry, failure-type-router, raw-parse, structured" in msg
     assert "mypkg.policies:MyPolicy" in msg
 
 

@@ -1,4 +1,6 @@
-"""Error formats: how the truth of a dispatch is rendered into what the orchestrator sees.
+"""The original two formats (generic and structured) and the ErrorFormat protocol.
+
+Error formats: how the truth of a dispatch is rendered into what the orchestrator sees.
 
 Two questions decide a format's behaviour, and both are about reporting, not about
 what happened:
@@ -14,9 +16,9 @@ from __future__ import annotations
 import math
 from typing import Protocol, runtime_checkable
 
-from .envelope import AgentToolError, PartialSuccess, item_ref, step_ref
-from .observation import Observation
-from .truth import FAILURES, AttemptReport
+from ..envelope import AgentToolError, PartialSuccess, item_ref, step_ref
+from ..observation import Observation
+from ..truth import FAILURES, AttemptReport
 
 
 @runtime_checkable
@@ -121,14 +123,10 @@ def _older(envelope: AgentToolError, version: str, dropped: tuple[str, ...]) -> 
     return envelope.model_copy(update={**updates, "schema_version": version})
 
 
-#: Built-in formats by name.
-FORMATS: dict[str, type] = {"generic": GenericFormat, "structured": StructuredFormat}
+class AgentToolErrorFormat(StructuredFormat):
+    """The AgentToolError envelope under its contract's name: the same as ``structured``."""
 
+    name = "agent-tool-error"
 
-def get_format(name: str) -> ErrorFormat:
-    """A fresh instance of a built-in format, by name."""
-    try:
-        return FORMATS[name]()
-    except KeyError:
-        known = ", ".join(sorted(FORMATS))
-        raise KeyError(f"unknown error format {name!r} (known: {known})") from None
+    def __repr__(self) -> str:
+        return "AgentToolErrorFormat()"

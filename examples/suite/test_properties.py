@@ -1,0 +1,41 @@
+"""Properties of our policy over many small generated worlds (fleetchaos's hypothesis strategies).
+
+When hypothesis finds a world that breaks a property it shrinks it to a minimal one and
+prints it; paste it into a scenario file to keep it as a gate.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness import Scenario, run_one
+from harness.strategies import fault_mixes, scenarios
+
+
+@given(scenario=scenarios(max_workers=3, max_tasks=8), seed=st.integers(0, 10_000))
+def test_never_claims_unfinished_work_as_done(team_policy, scenario, seed):
+    """On structured errors, in any small world, no task is claimed done whose work did not all take effect."""
+    result = run_one(scenario, team_policy, "structured", seed, keep_tasks=True)
+    silent = [t["id"] for t in result.tasks if t["claim"] == "success" and t["truth"] != "full"]
+    assert silent == [], f"tasks {silent} claimed done but not done"
+
+
+def busy_hour(faults: list) -> Scenario:
+    """An hour of Poisson arrivals (about 40 tasks) on three workers, with the given faults."""
+    return Scenario.model_validate(
+        {
+            "name": "busy-hour",
+            "duration_s": 3600,
+            "fleet": {"orchestrators": 1, "workers": 3, "api_rate_per_s": 5, "api_burst": 50},
+            "workload": {"tasks_per_day": 1000, "diurnal_amplitude": 0},
+            "faults": [f.model_dump() for f in faults],
+        }
+    )
+
+
+@given(faults=fault_mixes(workers=3, horizon_s=3600.0), seed=st.integers(0, 10_000))
+def test_every_task_ends_with_a_verdict(team_policy, faults, seed):
+    """Under any background fault mix, every task ends with a claim (done, failed, escalated); none is left in flight."""
+    result = run_one(busy_hour(faults), team_policy, "structured", seed)
+    assert result.breakdowns["claims"].get("in_flight", 0) == 0

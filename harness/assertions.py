@@ -1,0 +1,179 @@
+"""Statistical assertions for chaos suites: judge a figure by its confidence interval.
+
+A scenario test that asserts a point value (``recovery_rate >= 0.7``) breaks whenever the
+seeds, the scenario or the model move the mean a hair; one that asserts the interval
+fails only when the evidence says the gate is missed.  :func:`assert_rate` fails only
+when the *whole* interval lies on the wrong side of the bound, and its message gives the
+figure, the interval, the seeds and the ``fleetchaos run`` command that replays the
+worst seed.
+
+Light to import: no SimPy, no matplotlib.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from numbers import Real
+
+__all__ = ["Estimate", "RateAssertionError", "assert_rate", "fmt_number"]
+
+
+def fmt_number(value: float | None) -> str:
+    """A figure for messages and tables: four significant digits, ``n/a`` for None."""
+    if value is None:
+        return "n/a"
+    return f"{value:.4g}"
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """A metric of a scenario run: its value, its confidence interval, and where it came from.
+
+    ``value`` is the mean over seeds (or the pooled proportion); ``low`` and ``high`` bound
+    the interval at ``confidence`` and are None when there is no interval (one seed of a
+    count).  ``value`` is None when the metric is undefined in every seed (a recovery rate
+    with no faulted task).  ``seeds``, ``per_seed`` and ``replay`` are aligned: the value of
+    each seed and the command that replays it.
+    """
+
+    metric: str
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    confidence: float = 0.95
+    method: str = ""
+    seeds: tuple[int, ...] = ()
+    per_seed: tuple[float | None, ...] = ()
+    replay: tuple[str, ...] = ()
+    label: str = ""
+
+    @property
+    def has_interval(self) -> bool:
+        """True when the estimate carries a confidence interval."""
+        return self.low is not None and self.high is not None
+
+    def describe(self) -> str:
+        """One line: ``0.8866 (95% CI 0.851..0.921, Student-t across 5 seeds)``."""
+        pct = f"{self.confidence * 100:g}%"
+        parts = []
+        if self.has_interval:
+            parts.append(f"{pct} CI {fmt_number(self.low)}..{fmt_number(self.high)}")
+        else:
+            parts.append("no interval")
+        if self.method:
+            parts.append(self.method)
+        return f"{fmt_number(self.value)} ({', '.join(parts)})"
+
+    def __float__(self) -> float:
+        if self.value is None:
+            raise ValueError(f"{self.metric} is undefined ({self.method or 'no data'})")
+        return float(self.value)
+
+    def __str__(self) -> str:
+        return f"{self.metric} = {self.describe()}"
+
+
+class RateAssertionError(AssertionError):
+    """A statistical gate that the whole confidence interval misses."""
+
+
+def _bound(name: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(float(value)):
+        raise TypeError(f"assert_rate: {name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _as_estimate(subject: object) -> Estimate:
+    if isinstance(subject, Estimate):
+        return subject
+    if isinstance(subject, bool) or not isinstance(subject, Real):
+        raise TypeError(
+            f"assert_rate: expected an Estimate (such as result.recovery_rate) or a number, got {type(subject).__name__}"
+        )
+    x = float(subject)
+    return Estimate(metric="value", value=x, method="a bare number")
+
+
+def _worst(est: Estimate, low_is_bad: bool) -> tuple[int, float, str] | None:
+    """(seed, value, replay) of the seed that misses the bound the most."""
+    rows = [
+        (seed, value, est.replay[i] if i < len(est.replay) else "")
+        for i, (seed, value) in enumerate(zip(est.seeds, est.per_seed))
+        if value is not None
+    ]
+    if not rows:
+        return None
+    return min(rows, key=lambda r: r[1]) if low_is_bad else max(rows, key=lambda r: r[1])
+
+
+def _message(est: Estimate, headline: str, low_is_bad: bool) -> str:
+    lines = [headline, f"  figure: {est.metric} = {est.describe()}"]
+    if est.label:
+        lines.append(f"  run: {est.label}")
+    if est.seeds:
+        lines.append(f"  seeds: {', '.join(map(str, est.seeds))}")
+        if len(est.per_seed) == len(est.seeds) and len(est.seeds) > 1:
+            lines.append(f"  per seed: {', '.join(fmt_number(v) for v in est.per_seed)}")
+    worst = _worst(est, low_is_bad)
+    if worst is not None and worst[2]:
+        which = "the only seed" if len(est.seeds) == 1 else f"the worst seed ({worst[0]})"
+        lines.append(f"  replay {which}: {worst[2]}")
+        if len(est.seeds) > 1:
+            lines.append("  replay another seed: the same command with its --seed")
+    elif est.replay:
+        lines.append(f"  replay: {est.replay[0]}")
+    return "\n".join(lines)
+
+
+def assert_rate(subject: Estimate | float, *, at_least: float | None = None, at_most: float | None = None) -> None:
+    """Fail only when the whole confidence interval of ``subject`` misses the bound.
+
+    * ``at_least=b`` fails when the interval's upper end is below ``b``;
+    * ``at_most=b`` fails when the interval's lower end is above ``b``.
+
+    An interval that straddles the bound passes: the evidence does not show the gate is
+    missed (add seeds to narrow it).  Without an interval (one seed of a count, or a bare
+    number) the value itself is compared.  An undefined figure (no data in any seed) fails,
+    since a gate that cannot be judged must not pass silently.  The message gives the
+    figure, the interval, the seeds and the command that replays the worst seed.
+    """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this function's
+    lower = _bound("at_least", at_least)
+    upper = _bound("at_most", at_most)
+    if lower is None and upper is None:
+        raise TypeError("assert_rate: give at_least=, at_most=, or both")
+    est = _as_estimate(subject)
+    if est.value is None:
+        raise RateAssertionError(
+            _message(
+                est,
+                f"{est.metric} is undefined, so the gate cannot be judged "
+                f"({est.method or 'no seed produced a value'}); "
+                "use a scenario whose faults reach the tasks, or more seeds",
+                low_is_bad=True,
+            )
+        )
+    low = est.low if est.low is not None else est.value
+    high = est.high if est.high is not None else est.value
+    what = "interval" if est.has_interval else "value (no interval)"
+    if lower is not None and high < lower:
+        raise RateAssertionError(
+            _message(
+                est,
+                f"{est.metric} is below {fmt_number(lower)}: the whole {what} "
+                f"{fmt_number(low)}..{fmt_number(high)} lies below the bound",
+                low_is_bad=True,
+            )
+        )
+    if upper is not None and low > upper:
+        raise RateAssertionError(
+            _message(
+                est,
+                f"{est.metric} is above {fmt_number(upper)}: the whole {what} "
+                f"{fmt_number(low)}..{fmt_number(high)} lies above the bound",
+                low_is_bad=False,
+            )
+        )

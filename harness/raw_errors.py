@@ -1,0 +1,54 @@
+"""A deliberately brittle parser for raw vendor error text.
+
+This is what an orchestrator does when tools return raw blobs: grep the text for an
+HTTP status and map it to a category.  It recognises the JVM client's
+``ApiException: HTTP 429 ...`` and the Python SDK's ``HTTPError: 429 Client Error``,
+and nothing else: the Node client reports an errno-like code (``ETIMEDOUT``,
+``EACCES``) with no status, so its failures come back unparsed.  Real fleets have the
+same problem with every vendor they add.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_JVM = re.compile(r"ApiException: HTTP (\d{3}) ")
+_PYTHON = re.compile(r"HTTPError: (\d{3}) (?:Client|Server) Error")
+
+#: HTTP status -> category, in the structured contract's vocabulary.
+STATUS_CATEGORIES: dict[int, str] = {
+    401: "auth",
+    403: "validation",  # forbidden: a retry will not help
+    404: "dependency",
+    409: "transient",
+    422: "validation",
+    424: "dependency",
+    429: "transient",
+    500: "transient",
+    502: "resource",
+    503: "transient",
+    504: "transient",
+    507: "resource",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedError:
+    """What the parser could get out of a raw error text."""
+
+    status: int
+    category: str
+    vendor: str
+
+
+def parse_raw(text: str | None) -> ParsedError | None:
+    """The HTTP status and category of a raw vendor error, or None when the text is not recognised."""
+    if not text:
+        return None
+    for vendor, pattern in (("jvm", _JVM), ("python", _PYTHON)):
+        match = pattern.search(text)
+        if match:
+            status = int(match.group(1))
+            return ParsedError(status, STATUS_CATEGORIES.get(status, "fatal"), vendor)
+    return None

@@ -1,0 +1,85 @@
+"""The field-ablation report: a table, a chart and the JSON document, from the ablation dict.
+
+Reads only the plain document :func:`harness.ablation.ablation_document` builds (no
+SimPy, no result models).  The chart uses matplotlib's object API on the Agg canvas and
+writes byte-stable PNGs (no Software metadata).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+#: (metric, axis label) of the chart's panels.
+PANELS = (
+    ("recovery_rate", "recovery rate"),
+    ("wasted_retries", "wasted retries per run"),
+    ("silent_failure_rate", "silent-failure rate"),
+)
+
+
+def _fmt(value, ci) -> str:
+    if value is None:
+        return "n/a"
+    lo, hi = ci if ci else (None, None)
+    if lo is None or hi is None:
+        return f"{value:.3g}"
+    return f"{value:.3g} [{lo:.3g}, {hi:.3g}]"
+
+
+def ablation_table(doc: dict) -> str:
+    """The ablation as a Markdown table: each step's headline metrics with intervals and its gain."""
+    conf = round(100 * doc.get("confidence", 0.95))
+    lines = [
+        f"Field ablation on `{doc['scenario']}` ({len(doc['seeds'])} seeds, policy `{doc.get('policy', '?')}`, "
+        f"{conf}% intervals; gain = paired difference from the previous step)",
+        "",
+        "| step | format | " + " | ".join(label for _, label in PANELS) + " | recovery gain |",
+        "|---|---|" + "---|" * len(PANELS) + "---|",
+    ]
+    for i, step in enumerate(doc["steps"]):
+        cells = [_fmt(step["metrics"].get(m), step["ci"].get(m)) for m, _ in PANELS]
+        gain = step.get("gain", {}).get("recovery_rate")
+        gain_text = _fmt(gain["mean"], gain["ci"]) if gain else "-"
+        lines.append(f"| {i} | `{step['format']}` | " + " | ".join(cells) + f" | {gain_text} |")
+    return "\n".join(lines) + "\n"
+
+
+def ablation_chart(doc: dict, path: Path) -> Path:
+    """Three panels (recovery, wasted retries, silent failures) per step with interval bars."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    steps = doc["steps"]
+    labels = [s["format"].replace("ablation:", "") for s in steps]
+    fig = Figure(figsize=(11, 3.6))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, len(PANELS))
+    for ax, (metric, label) in zip(axes, PANELS):
+        xs = list(range(len(steps)))
+        values = [s["metrics"].get(metric) or 0.0 for s in steps]
+        errs_lo, errs_hi = [], []
+        for s, v in zip(steps, values):
+            lo, hi = (s["ci"].get(metric) or [None, None])
+            errs_lo.append(max(0.0, v - lo) if lo is not None else 0.0)
+            errs_hi.append(max(0.0, hi - v) if hi is not None else 0.0)
+        ax.bar(xs, values, color="#4878a8", yerr=[errs_lo, errs_hi], capsize=3)
+        ax.set_xticks(xs)
+        ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=7)
+        ax.set_title(label, fontsize=9)
+    fig.suptitle(f"field ablation: {doc['scenario']} ({len(doc['seeds'])} seeds)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=100, metadata={"Software": None})
+    return path
+
+
+def write_ablation_report(doc: dict, out_dir: Path) -> list[Path]:
+    """Write ablation.json, ablation.md and ablation.png into ``out_dir``; the paths written."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path = out_dir / "ablation.json"
+    json_path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    md_path = out_dir / "ablation.md"
+    md_path.write_text(f"# Field ablation\n\n{ablation_table(doc)}\n![ablation](ablation.png)\n", encoding="utf-8")
+    png_path = ablation_chart(doc, out_dir / "ablation.png")
+    return [json_path, md_path, png_path]

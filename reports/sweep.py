@@ -1,0 +1,203 @@
+"""Sweep reports: a table per point, and curves of a metric against a swept parameter.
+
+Charts use matplotlib's object API on the Agg backend and are written without a
+software tag, so the same sweep result gives the same PNG bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from rich.table import Table
+
+from harness.results import SweepEntry, SweepResult
+
+from .tables import COLUMNS, fmt, fmt_ci
+
+PNG_METADATA = {"Software": None}
+#: Most panels one curve chart draws; further points are listed in the summary only.
+MAX_PANELS = 12
+POLICY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+POLICY_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+FORMAT_STYLES = {"structured": "-", "generic": "--"}
+_OTHER_STYLES = (":", "-.")
+#: Metrics that are proportions, drawn in percent.
+PERCENT_METRICS = ("recovery_rate", "silent_failure_rate", "success_rate")
+
+
+def _kind(metric: str) -> str:
+    return "pct" if metric in PERCENT_METRICS else "num"
+
+
+def value_text(value: Any) -> str:
+    """A swept value for display."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def params_text(params: dict[str, Any]) -> str:
+    """``path=value`` pairs of one point, or ``-`` for no parameters."""
+    return ", ".join(f"{k}={value_text(v)}" for k, v in params.items()) or "-"
+
+
+def sweep_table(result: SweepResult) -> Table:
+    """One row per point and arm: the chosen metric with its interval, and the headline metrics."""
+    pct = int(round(result.confidence * 100))
+    table = Table(
+        title=f"sweep: {len(result.entries)} arms x {len(result.seeds)} seeds, mean per seed ± {pct}% CI half-width",
+        header_style="bold",
+    )
+    for name in ("scenario", "params", "policy", "errors"):
+        table.add_column(name)
+    columns = [(result.metric, result.metric, _kind(result.metric))]
+    columns += [c for c in COLUMNS[:3] if c[0] != result.metric]
+    for _, header, _ in columns:
+        table.add_column(header, justify="right")
+    for e in result.entries:
+        cells = [fmt(e.metrics.get(key), kind) + fmt_ci(e.ci.get(key, [None, None]), kind) for key, _, kind in columns]
+        table.add_row(e.scenario, params_text(e.params), e.policy, e.errors, *cells)
+    return table
+
+
+def _panels(result: SweepResult) -> dict[tuple, list[SweepEntry]]:
+    """Entries grouped by scenario and the parameters other than the curve's x."""
+    panels: dict[tuple, list[SweepEntry]] = {}
+    for e in result.entries:
+        rest = tuple((k, json.dumps(v, sort_keys=True)) for k, v in e.params.items() if k != result.x)
+        panels.setdefault((e.scenario, rest), []).append(e)
+    return panels
+
+
+def curve_chart(result: SweepResult, path: Path, metric: str | None = None) -> Path | None:
+    """``metric`` (default: the sweep's) against the swept ``x``, one line per policy and format.
+
+    Lines are means across seeds with their confidence band; colour is the policy, line
+    style the error format.  One panel per scenario and combination of the other swept
+    parameters (at most :data:`MAX_PANELS`).  Returns None when nothing is swept.
+    """
+    x = result.x
+    if x is None:
+        return None
+    metric = metric or result.metric
+    scale = 100.0 if metric in PERCENT_METRICS else 1.0
+    panels = list(_panels(result).items())[:MAX_PANELS]
+    cols = min(3, len(panels))
+    rows = -(-len(panels) // cols)
+    fig = Figure(figsize=(max(9.0, 5.2 * cols), 3.8 * rows + 1.0), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    xs_all = result.grid.get(x, [])
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in xs_all)
+    position = {json.dumps(v, sort_keys=True): (v if numeric else i) for i, v in enumerate(xs_all)}
+    styles = dict(FORMAT_STYLES)
+    for i, name in enumerate(f for f in result.errors if f not in styles):
+        styles[name] = _OTHER_STYLES[i % len(_OTHER_STYLES)]
+    colours = {p: POLICY_COLOURS[i % len(POLICY_COLOURS)] for i, p in enumerate(result.policies)}
+    markers = {p: POLICY_MARKERS[i % len(POLICY_MARKERS)] for i, p in enumerate(result.policies)}
+    for n, ((scenario, rest), entries) in enumerate(panels):
+        ax = axes[n // cols][n % cols]
+        for policy in result.policies:
+            for errors in result.errors:
+                line = [e for e in entries if e.policy == policy and e.errors == errors]
+                points = []
+                for e in line:
+                    mean = e.metrics.get(metric)
+                    if mean is None:
+                        continue
+                    lo, hi = e.ci.get(metric, [None, None])
+                    points.append(
+                        (
+                            position[json.dumps(e.params[x], sort_keys=True)],
+                            mean * scale,
+                            (lo if lo is not None else mean) * scale,
+                            (hi if hi is not None else mean) * scale,
+                        )
+                    )
+                if not points:
+                    continue
+                points.sort()
+                px = [p[0] for p in points]
+                colour = colours[policy]
+                ax.plot(px, [p[1] for p in points], styles[errors], color=colour, marker=markers[policy], markersize=4,
+                        linewidth=1.4, label=f"{policy} on {errors}")
+                ax.fill_between(px, [p[2] for p in points], [p[3] for p in points], color=colour, alpha=0.12,
+                                linewidth=0)
+        title = scenario + "".join(f", {k}={v}" for k, v in rest)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(x, fontsize=8)
+        ax.set_ylabel(f"{metric} (%)" if scale == 100.0 else metric, fontsize=8)
+        if not numeric:
+            ax.set_xticks(list(range(len(xs_all))), [value_text(v) for v in xs_all], fontsize=8)
+        if scale == 100.0:
+            ax.set_ylim(-2, 102)
+        ax.grid(alpha=0.3)
+        ax.tick_params(labelsize=8)
+    for n in range(len(panels), rows * cols):
+        axes[n // cols][n % cols].set_visible(False)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncols=min(3, len(labels)), fontsize=8)
+    pct = int(round(result.confidence * 100))
+    fig.suptitle(f"{metric} against {x}: mean of {len(result.seeds)} seeds, {pct}% CI band", fontsize=10)
+    FigureCanvasAgg(fig)
+    fig.savefig(path, format="png", dpi=100, metadata=PNG_METADATA)
+    return path
+
+
+def sweep_markdown(result: SweepResult, chart: str | None) -> str:
+    """The Markdown summary of a sweep: the grid, the curves, and a table per point."""
+    pct = int(round(result.confidence * 100))
+    lines = [
+        f"# fleetchaos sweep: {', '.join(result.scenarios)}",
+        "",
+        f"Policies: {', '.join(result.policies)}. Error formats: {', '.join(result.errors)}. "
+        f"Seeds: {', '.join(map(str, result.seeds))} ({len(result.seeds)} simulated days per arm and point). "
+        f"Figures are means per seed with {pct}% confidence intervals.",
+        "",
+    ]
+    if result.grid:
+        lines += ["Swept parameters:", ""]
+        lines += [f"- `{k}`: {', '.join(value_text(v) for v in vals)}" for k, vals in result.grid.items()]
+        lines.append("")
+    if chart:
+        lines += [f"![{result.metric} against {result.x}]({chart})", ""]
+        if len(_panels(result)) > MAX_PANELS:
+            lines += [f"The chart draws the first {MAX_PANELS} panels; every point is in the tables below.", ""]
+    header = "| scenario | params | policy | errors | " + " | ".join(h for _, h, _ in COLUMNS) + " |"
+    lines += [header, "|---|---|---|---|" + "---:|" * len(COLUMNS)]
+    for e in result.entries:
+        cells = []
+        for key, _, kind in COLUMNS:
+            text = fmt(e.metrics.get(key), kind)
+            if key in ("recovery_rate", "silent_failure_rate", "wasted_retries"):
+                text += fmt_ci(e.ci.get(key, [None, None]), kind)
+            cells.append(text)
+        lines.append(f"| {e.scenario} | {params_text(e.params)} | {e.policy} | {e.errors} | " + " | ".join(cells) + " |")
+    lines += ["", "## Versions", ""]
+    lines += [f"- {k} {v}" for k, v in result.versions.items()]
+    lines += [
+        "",
+        "Metric definitions: docs/metrics.md. Replay any run with "
+        "`fleetchaos run --scenario NAME --param PATH=VALUE ... --policy POLICY --errors FORMAT --seed N`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_sweep_report(result: SweepResult, out_dir: Path) -> list[Path]:
+    """Write a sweep's results.json, curve chart and summary.md into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    results_path = out_dir / "results.json"
+    results_path.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    written.append(results_path)
+    chart_name = f"curve_{result.metric}.png"
+    chart = curve_chart(result, out_dir / chart_name)
+    if chart is not None:
+        written.append(chart)
+    summary = out_dir / "summary.md"
+    summary.write_text(sweep_markdown(result, chart_name if chart else None), encoding="utf-8")
+    written.append(summary)
+    return written

@@ -1,0 +1,180 @@
+"""Report folders: every chart drawn, byte-identical output, a self-contained HTML page, reports rebuilt from JSON."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import fcntl
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+import scenarios as catalogue
+from harness.cli import main
+from harness.results import CompareResult
+from reports import dumps, load_results
+from reports.charts import pareto_front
+
+REPO = Path(__file__).resolve().parents[2]
+
+CHARTS = {
+    "recovery.png",
+    "silent_and_wasted.png",
+    "cost_vs_recovery.png",
+    "recovery_by_fault_kind.png",
+    "time_to_recovery_ecdf.png",
+    "timeline_best_recovery.png",
+    "timeline_worst_recovery.png",
+    "error_codes.png",
+}
+
+
+COMPARE = ("compare", "--seeds", "5", "--jobs", "1", "--no-history")
+
+
+def _small_scenario(root: Path) -> str:
+    doc = yaml.safe_load(catalogue.path("default").read_text())
+    doc["name"] = "small"
+    doc["workload"]["tasks_per_day"] = 100
+    path = root / "small.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory) -> Path:
+    """A folder shared by the xdist workers: a light scenario and the same comparison reported twice.
+
+    ``a``: compare --report in this process; ``b``: the same command in a fresh process
+    with another hash seed.  Built once per session under a file lock.
+    """
+    root = tmp_path_factory.getbasetemp().parent / "fleetchaos-report-pair"
+    root.mkdir(exist_ok=True)
+    with (root / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / "done").exists():
+            small = _small_scenario(root)
+            result = CliRunner().invoke(main, [*COMPARE, "--scenario", small, "--report", str(root / "a")],
+                                        catch_exceptions=False)  # fmt: skip
+            assert result.exit_code == 0, result.stderr
+            env = {**os.environ, "PYTHONHASHSEED": "12345"}
+            proc = subprocess.run([sys.executable, "-m", "harness.cli", *COMPARE, "--scenario", small, "--report",
+                                   str(root / "b")], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+            assert proc.returncode == 0, proc.stderr
+            (root / "done").touch()
+    return root
+
+
+@pytest.fixture(scope="module")
+def small(shared) -> str:
+    """The default scenario with a light workload (about 100 tasks a day), named 'small'."""
+    return str(shared / "small.yaml")
+
+
+@pytest.fixture(scope="module")
+def reports(shared) -> tuple[Path, Path]:
+    """The two report folders of the same comparison."""
+    return shared / "a", shared / "b"
+
+
+def test_every_chart_is_drawn_for_a_comparison(reports):
+    """A compare report holds every chart, the summary, the HTML page, results.json and tasks.csv."""
+    names = {p.name for p in reports[0].iterdir()}
+    assert CHARTS <= names
+    assert {"summary.md", "report.html", "results.json", "tasks.csv"} <= names
+    assert not any(n.endswith(".partial") for n in names)
+
+
+def test_reports_are_byte_identical_across_runs(reports):
+    """Two runs of the same comparison (other process, job count and hash seed) give the same bytes, charts included."""
+    first, second = reports
+    assert sorted(p.name for p in first.iterdir()) == sorted(p.name for p in second.iterdir())
+    for path in first.iterdir():
+        assert path.read_bytes() == (second / path.name).read_bytes(), path.name
+
+
+def test_html_is_self_contained(reports):
+    """report.html needs no network: no http(s) reference, no script or stylesheet link, every chart embedded."""
+    page = (reports[0] / "report.html").read_text(encoding="utf-8")
+    assert "http://" not in page and "https://" not in page
+    assert "<script" not in page and "<link" not in page
+    sources = re.findall(r'src="([^"]*)"', page)
+    assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
+    for name in CHARTS:
+        data = base64.b64encode((reports[0] / name).read_bytes()).decode("ascii")
+        assert data in page, name
+    assert page.count("<table>") >= 6
+
+
+def test_summary_states_scenario_seeds_versions_assumptions_and_verdicts(reports):
+    """The Markdown summary states the setup, the modelling assumptions, the verdicts and links every chart."""
+    text = (reports[0] / "summary.md").read_text(encoding="utf-8")
+    for needle in ("Scenario: `small`", "Seeds: 1, 2, 3, 4, 5", "fleetchaos 0.1.0", "## Modelling assumptions",
+                   "## Verdicts against the reference arm", "## How to read these figures", '"tasks_per_day": 100'):
+        assert needle in text, needle  # fmt: skip
+    for name in CHARTS:
+        assert f"]({name})" in text
+    assert re.search(r"\| (better|worse|inconclusive) \|", text)
+
+
+def test_results_json_is_compact_and_faithful(reports):
+    """results.json holds exactly the model's values, with traced timelines, and stays small."""
+    path = reports[0] / "results.json"
+    result = load_results(path)
+    assert isinstance(result, CompareResult)
+    assert json.loads(path.read_text()) == json.loads(result.model_dump_json())
+    assert path.read_text() == dumps(result)
+    assert len(result.timelines) == 2 and {t.label for t in result.timelines} == {"best recovery", "worst recovery"}
+    assert path.stat().st_size < 400_000
+
+
+def test_tasks_csv_has_a_row_per_task_arm_and_seed(reports):
+    """tasks.csv holds one row per task of every arm and seed, sorted by arm, seed and task id."""
+    result = load_results(reports[0] / "results.json")
+    with (reports[0] / "tasks.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0])[:5] == ["policy", "errors", "seed", "id", "template"]
+    assert len(rows) == sum(int(sum(a.per_seed["tasks"])) for a in result.arms)
+    first_arm = [r for r in rows if (r["policy"], r["errors"]) == (result.arms[0].policy, result.arms[0].errors)]
+    assert rows[: len(first_arm)] == first_arm
+    keys = [(int(r["seed"]), int(r["id"])) for r in first_arm]
+    assert keys == sorted(keys)
+
+
+def test_run_report_has_timeline_error_codes_and_ecdf(small, tmp_path):
+    """run --report draws the run's fleet timeline, error codes over time and time-to-recovery ECDF into a self-contained page."""
+    out = tmp_path / "run"
+    result = CliRunner().invoke(main, ["run", "--scenario", small, "--policy", "blind-retry", "--errors", "generic",
+                                       "--seed", "2", "--no-history", "--report", str(out)], catch_exceptions=False)  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    names = {p.name for p in out.iterdir()}
+    assert {"timeline.png", "error_codes.png", "time_to_recovery_ecdf.png", "report.html", "tasks.csv"} <= names
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert page.count('src="data:image/png;base64,') == 3 and "https://" not in page
+
+
+def test_report_command_rebuilds_the_same_bytes_without_simpy(reports, tmp_path):
+    """`fleetchaos report RESULTS.json -o DIR` in a fresh process rebuilds the folder byte for byte, never importing SimPy."""
+    out = tmp_path / "again"
+    code = (
+        "import sys; from harness.cli import main; "
+        f"main(['report', {str(reports[0] / 'results.json')!r}, '-o', {str(out)!r}], standalone_mode=False); "
+        "assert 'simpy' not in sys.modules, 'simpy was imported'"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    for path in reports[0].iterdir():
+        assert path.read_bytes() == (out / path.name).read_bytes(), path.name
+
+
+def test_pareto_front_by_hand():
+    """Of (cost, recovery) points, the front keeps those no other point beats on both, sorted by cost."""
+    points = [(70.0, 0.85), (68.0, 0.35), (68.3, 0.35), (66.8, 0.32), (71.0, 0.52), (66.8, 0.30)]
+    assert pareto_front(points) == [3, 1, 0]

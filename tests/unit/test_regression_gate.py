@@ -1,0 +1,128 @@
+"""Regression-gate specs and checks: forms, directions, thresholds and arm matching, by hand."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from harness.errors import UserError
+from harness.gate import check, parse_fail_on, parse_fail_ons, worsening
+from harness.results import RunResult
+
+
+def result(policy: str, errors: str, seed: int, **metrics: float | None) -> RunResult:
+    """A stored-looking run with only the metrics a test needs."""
+    return RunResult(scenario="s", policy=policy, errors=errors, seed=seed, metrics=metrics, breakdowns={},
+                     fault_schedule=[], replay="")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "spec, metric, threshold, relative",
+    [
+        ("recovery_rate:-2%", "recovery_rate", 0.02, True),
+        ("recovery_rate:2%", "recovery_rate", 0.02, True),
+        ("recovery_rate:-0.02", "recovery_rate", 0.02, False),
+        ("wasted_retries:+10%", "wasted_retries", 0.10, True),
+        (" cost_usd : 5 ", "cost_usd", 5.0, False),
+        ("silent_failure_rate:.5%", "silent_failure_rate", 0.005, True),
+    ],
+)
+def test_spec_forms(spec, metric, threshold, relative):
+    """Relative and absolute thresholds, with or without the sign of the worse direction."""
+    rule = parse_fail_on(spec)
+    assert (rule.metric, rule.relative) == (metric, relative)
+    assert rule.threshold == pytest.approx(threshold, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("recovery_rate", "expected METRIC:THRESHOLD"),
+        ("recovery_rate:abc", "expected METRIC:THRESHOLD"),
+        ("recovry_rate:2%", "did you mean 'recovery_rate'?"),
+        ("recovery_rate:+2%", "write recovery_rate:-2%"),
+        ("wasted_retries:-10%", "write wasted_retries:+10%"),
+        ("tasks:5%", "no better direction"),
+    ],
+    ids=["no-threshold", "not-a-number", "typo", "wrong-sign-higher", "wrong-sign-lower", "directionless"],
+)
+def test_bad_specs_are_user_errors(spec, message):
+    """A malformed spec, an unknown metric, a sign pointing the better way or a directionless metric is refused."""
+    with pytest.raises(UserError, match=re.escape(message)):
+        parse_fail_on(spec)
+
+
+def test_several_specs_in_one_option():
+    """Specs may be comma-separated inside one --fail-on."""
+    rules = parse_fail_ons(["recovery_rate:-2%,wasted_retries:+5", "cost_usd:1"])
+    assert [r.metric for r in rules] == ["recovery_rate", "wasted_retries", "cost_usd"]
+
+
+def test_worsening_in_each_direction():
+    """A fall is worse for recovery, a rise for wasted retries; relative to the baseline, infinite from zero."""
+    rec = parse_fail_on("recovery_rate:-2%")
+    assert worsening(rec, 0.78, 0.80) == pytest.approx(0.025)
+    assert worsening(rec, 0.82, 0.80) == pytest.approx(-0.025)
+    wasted = parse_fail_on("wasted_retries:+10%")
+    assert worsening(wasted, 111, 100) == pytest.approx(0.11)
+    assert worsening(wasted, 1, 0) == math.inf
+    assert worsening(wasted, 0, 0) == 0.0
+    assert worsening(parse_fail_on("recovery_rate:-0.02"), 0.77, 0.80) == pytest.approx(0.03)
+
+
+def test_relative_recovery_threshold_fails_only_beyond_it():
+    """Baseline 0.80: 0.78 is 2.5% worse (fails at -2%), 0.79 is 1.25% worse (passes)."""
+    rule = parse_fail_on("recovery_rate:-2%")
+    base = [result("p", "e", 1, recovery_rate=0.80)]
+    assert check([rule], [result("p", "e", 1, recovery_rate=0.78)], base, "#1")[0].failed
+    ok = check([rule], [result("p", "e", 1, recovery_rate=0.79)], base, "#1")[0]
+    assert not ok.failed and ok.line().startswith("ok recovery_rate for p on e")
+
+
+def test_regression_line_names_metric_values_change_and_allowance():
+    """The one-line reason names the metric, the arm, both values, the change and the threshold."""
+    rule = parse_fail_on("wasted_retries:+10%")
+    c = check([rule], [result("p", "e", 1, wasted_retries=111.0)], [result("p", "e", 1, wasted_retries=100.0)], "#4")[0]
+    assert c.failed
+    assert c.line() == (
+        "REGRESSION wasted_retries for p on e: 111 against 100 in baseline #4 (p on e), "
+        "change +11 (+11.00%), allowed +10% over 1 seed"
+    )
+
+
+def test_improvements_never_fail_and_missing_values_are_skipped():
+    """A better value passes whatever the threshold; a None on either side is skipped, not failed."""
+    rule = parse_fail_on("recovery_rate:-0%")
+    assert not check([rule], [result("p", "e", 1, recovery_rate=0.9)], [result("p", "e", 1, recovery_rate=0.5)], "#1")[0].failed
+    c = check([rule], [result("p", "e", 1, recovery_rate=None)], [result("p", "e", 1, recovery_rate=0.5)], "#1")[0]
+    assert not c.failed and c.line().startswith("skipped recovery_rate")
+
+
+def test_means_over_the_seeds_both_groups_ran():
+    """Baseline seeds 1-3 and current seeds 2-4 are compared on seeds 2 and 3 only (the same faults)."""
+    rule = parse_fail_on("recovery_rate:-0.05")
+    base = [result("p", "e", s, recovery_rate=v) for s, v in ((1, 0.1), (2, 0.8), (3, 0.8))]
+    cur = [result("p", "e", s, recovery_rate=v) for s, v in ((2, 0.8), (3, 0.8), (4, 0.0))]
+    c = check([rule], cur, base, "#1")[0]
+    assert (c.current, c.baseline, c.seeds, c.failed) == (0.8, 0.8, 2, False)
+
+
+def test_single_arms_compare_whatever_their_names():
+    """One arm against a one-arm baseline is compared even when policy and format differ."""
+    rule = parse_fail_on("recovery_rate:-2%")
+    c = check([rule], [result("blind-retry", "generic", 1, recovery_rate=0.3)],
+              [result("structured", "structured", 1, recovery_rate=0.9)], "#1")[0]  # fmt: skip
+    assert c.failed and c.baseline_arm == "structured on structured"
+
+
+def test_arms_match_by_name_and_no_common_arm_is_an_error():
+    """With several arms, arms match by policy and format; none in common is a user error."""
+    rule = parse_fail_on("recovery_rate:-2%")
+    base = [result("a", "x", 1, recovery_rate=0.5), result("b", "x", 1, recovery_rate=0.9)]
+    cur = [result("b", "x", 1, recovery_rate=0.9), result("c", "x", 1, recovery_rate=0.1)]
+    checks = check([rule], cur, base, "#1")
+    assert [c.arm for c in checks] == ["b on x"] and not checks[0].failed
+    with pytest.raises(UserError, match="no arm in common"):
+        check([rule], [result("c", "x", 1, recovery_rate=0.1), result("d", "x", 1, recovery_rate=0.1)], base, "#1")
