@@ -410,12 +410,15 @@ def sweep(
 
         store = history.open_store(history_path)
         group_id, done = open_group(store, plan, resume=resume)
-        if resume:
+        if resume and done:
             err.print(
                 f"resuming sweep {plan.sweep_id} (history group #{group_id}): "
                 f"{len(done)} of {len(plan.keys)} runs already stored in {store.path}",
                 highlight=False,
             )
+        elif resume:
+            err.print(f"nothing of this sweep is stored in {store.path} yet: running all {len(plan.keys)} runs",
+                      highlight=False)
     todo = len(plan.keys) - len(done)
     finished = 0
 

@@ -154,57 +154,15 @@ class Scenario(WorldSpec):
         return self
 
 
-def _location(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "(top level)"
-
-
 def format_validation_error(source: str, exc: ValidationError) -> str:
     """One line per problem: file, field path, value, rule, and a fix where we know one.
 
     Errors of a :class:`Scenario` are resolved against its models, so unknown names get a
     "did you mean" among the names valid at that place (see :mod:`harness._messages`).
     """
-    if exc.title == Scenario.__name__:
-        from ._messages import format_errors
+    from ._messages import format_errors
 
-        return format_errors(source, exc, Scenario)
-    lines = []
-    for err in exc.errors():
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p in _TAGS))
-        where = _location(loc)
-        value = err.get("input")
-        rule = err["msg"]
-        fix = ""
-        if err["type"] == "extra_forbidden":
-            field = loc[-1] if loc else "?"
-            rule = f"unknown field {field!r}"
-            fix = "; remove it or check the spelling in docs/scenarios.md"
-            value = None
-        elif err["type"] == "union_tag_invalid":
-            tag = err.get("ctx", {}).get("tag", "")
-            known = [t.strip(" '") for t in err.get("ctx", {}).get("expected_tags", "").split(",")]
-            guess = difflib.get_close_matches(str(tag), known, n=1)
-            rule = f"unknown fault kind {tag!r} (known: {', '.join(known)})"
-            fix = f"; did you mean {guess[0]!r}?" if guess else ""
-            value = None
-        elif err["type"] == "value_error":
-            # Our own validators already name the field path in their message.
-            rule = str(err.get("ctx", {}).get("error", rule))
-            lines.append(f"{source}: {rule}")
-            continue
-        elif err["type"] == "missing":
-            rule = "required field is missing"
-            fix = "; add it"
-            value = None
-        shown = "" if value is None or isinstance(value, (dict, list)) else f" (got {value!r})"
-        lines.append(f"{source}: {where}: {rule}{shown}{fix}")
-    return "\n".join(lines)
+    return format_errors(source, exc, Scenario if exc.title == Scenario.__name__ else None)
 
 
 _TAGS = frozenset(FAULT_MODELS)

@@ -268,6 +268,7 @@ def open_group(store, plan: SweepPlan, *, resume: bool) -> tuple[int, dict[str, 
         for group in store.groups():
             if group.kind == SWEEP_KIND and group.meta.get("sweep_id") == plan.sweep_id:
                 done = {r.key: r.result for r in store.runs(group.id) if r.key in wanted}
+                store.finish_group(group.id, "running")  # running again until it completes
                 return group.id, done
     meta = {
         "sweep_id": plan.sweep_id,

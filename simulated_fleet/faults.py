@@ -209,9 +209,9 @@ def burst_spans(burst: Burst, seed: int, index: int, unit: int, horizon_s: float
 
 def poisson_times(seed: int, stream: int, index: int, worker: int, per_day: float, horizon_s: float) -> list[float]:
     """Event times of a Poisson process with ``per_day`` events per simulated day."""
-    if per_day <= 0:
-        return []
     rate = per_day / 86_400.0
+    if rate <= 0.0:  # also a positive per_day so small that the rate underflows to zero
+        return []
     times: list[float] = []
     t = 0.0
     n = 0

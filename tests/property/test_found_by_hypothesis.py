@@ -28,12 +28,6 @@ def _tiny_world(fault: dict) -> Scenario:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ZeroDivisionError,
-    reason="simulated_fleet.faults.poisson_times divides by per_day / 86400, which underflows to 0 "
-    "for a subnormal per_worker_per_day such as 5e-324 (the schema accepts any value >= 0)",
-)
 @pytest.mark.parametrize("kind", ["disk_full", "expired_key"])
 def test_a_subnormal_event_rate_does_not_crash_the_run(kind):
     """A positive per_worker_per_day too small to give an event yields no event, not a crash."""

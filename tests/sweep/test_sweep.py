@@ -90,7 +90,7 @@ def test_results_are_byte_identical_across_executors(small):
     )
     from harness.executors import DaskExecutor
 
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
         dask = DaskExecutor(cluster.scheduler_address)
         try:
             assert dask.workers == 2
