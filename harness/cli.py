@@ -123,6 +123,14 @@ def main() -> None:
     """
 
 
+def _seed_list(spec, seeds: int | None, first_seed: int | None) -> list[int]:
+    """The seeds to run: --seeds/--first-seed when given, else the scenario's own seeds, else 1..10."""
+    if seeds is None and first_seed is None and spec.seeds:
+        return list(spec.seeds)
+    first = 1 if first_seed is None else first_seed
+    return list(range(first, first + (10 if seeds is None else seeds)))
+
+
 _scenario_option = click.option(
     "--scenario", default="default", show_default=True, help="catalogue name or path to a .yaml/.json file"
 )
@@ -212,8 +220,8 @@ def run(
 
 @main.command()
 @_scenario_option
-@click.option("--seeds", default=10, show_default=True, type=click.IntRange(1, 10_000), help="number of seeds")
-@click.option("--first-seed", default=1, show_default=True, type=click.IntRange(0, 2**62))
+@click.option("--seeds", type=click.IntRange(1, 10_000), help="number of seeds [default: the scenario's seeds, else 10]")
+@click.option("--first-seed", type=click.IntRange(0, 2**62), help="first seed of the range [default: 1]")
 @click.option("--policies", default="blind-retry,backoff,structured", show_default=True, help="comma-separated")
 @click.option("--errors", "formats", default="generic,structured", show_default=True, help="comma-separated")
 @_jobs_option
@@ -224,8 +232,8 @@ def run(
 @history_options
 def compare(
     scenario: str,
-    seeds: int,
-    first_seed: int,
+    seeds: int | None,
+    first_seed: int | None,
     policies: str,
     formats: str,
     jobs: int | None,
@@ -256,7 +264,7 @@ def compare(
         raise UserError("--errors: give at least one error format")
     _check_policies(policy_names)
     _check_formats(format_names)
-    seed_list = list(range(first_seed, first_seed + seeds))
+    seed_list = _seed_list(spec, seeds, first_seed)
     session = HistorySession(**history_args)
     tasks_csv = None
     if report is not None:
@@ -467,15 +475,15 @@ def sweep(
 @main.command()
 @click.option("--scenario", default="field_ablation", show_default=True,
               help="catalogue name or path to a .yaml/.json file")
-@click.option("--seeds", default=10, show_default=True, type=click.IntRange(1, 10_000), help="number of seeds")
-@click.option("--first-seed", default=1, show_default=True, type=click.IntRange(0, 2**62))
+@click.option("--seeds", type=click.IntRange(1, 10_000), help="number of seeds [default: the scenario's seeds, else 10]")
+@click.option("--first-seed", type=click.IntRange(0, 2**62), help="first seed of the range [default: 1]")
 @click.option("--policy", default="failure-type-router", show_default=True, help="built-in name or pkg.module:Policy")
 @_jobs_option
 @click.option("--confidence", default=0.95, show_default=True, type=click.FloatRange(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @click.option("--report", type=click.Path(file_okay=False, path_type=Path),
               help="write ablation.json, ablation.md and ablation.png here")
-def ablation(scenario: str, seeds: int, first_seed: int, policy: str, jobs: int | None, confidence: float,
+def ablation(scenario: str, seeds: int | None, first_seed: int | None, policy: str, jobs: int | None, confidence: float,
              as_json: bool, report: Path | None) -> None:
     """Field ablation: the failure-type envelope with its fields added one at a time.
 
@@ -491,7 +499,7 @@ def ablation(scenario: str, seeds: int, first_seed: int, policy: str, jobs: int 
 
     spec = load_scenario(scenario)
     _check_policies((policy,))
-    seed_list = list(range(first_seed, first_seed + seeds))
+    seed_list = _seed_list(spec, seeds, first_seed)
     result = run_ablation(spec, seed_list, policy=policy, jobs=jobs or 1, confidence=confidence, scenario_ref=scenario)
     doc = ablation_document(result, policy)
     if report is not None:

@@ -47,6 +47,8 @@ METRICS: dict[str, bool] = {
     "logical_calls": True,
     "retry_amplification": False,
     "secrets_leaked": False,
+    "schema_skews": False,
+    "misreads": False,
 }
 
 #: Metrics that are proportions in [0, 1].
@@ -142,6 +144,8 @@ def compute(
             "logical_calls": float(logical),
             "retry_amplification": metrics["tool_calls"] / logical if logical else None,  # type: ignore[operator]
             "secrets_leaked": float(sum(r.secrets_leaked for r in records)),
+            "schema_skews": float(sum(r.schema_skews for r in records)),
+            "misreads": float(sum(r.misreads for r in records)),
         }
     )
     breakdowns = {

@@ -110,6 +110,12 @@ class Scenario(WorldSpec):
     name: str = Field(min_length=1, max_length=100)
     description: str = Field(default="", description="what the scenario models")
     reveals: str = Field(default="", description="what the scenario is meant to reveal")
+    seeds: list[int] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=10_000,
+        description="the seeds compare and ablation run when --seeds and --first-seed are not given",
+    )
 
     @model_validator(mode="after")
     def _fits_one_machine(self) -> "Scenario":

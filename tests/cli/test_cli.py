@@ -114,3 +114,16 @@ def test_validate_and_schema(cli):
     assert "faults" in scenario_schema["properties"]
     envelope_schema = json.loads(cli("schema", "envelope").stdout)
     assert "error_code" in envelope_schema["properties"]
+
+
+def test_scenario_seeds_are_the_default_and_flags_override_them(cli, tmp_path):
+    """A scenario's own seeds run when no seed flags are given; --seeds/--first-seed replace them."""
+    path = tmp_path / "seeded.yaml"
+    path.write_text("name: seeded\nseeds: [3, 5]\nworkload: {tasks_per_day: 50}\n")
+    own = json.loads(cli("compare", "--scenario", str(path), "--jobs", "1", "--json", "--policies", "structured").stdout)
+    assert own["seeds"] == [3, 5]
+    flagged = json.loads(
+        cli("compare", "--scenario", str(path), "--seeds", "2", "--first-seed", "7", "--jobs", "1", "--json",
+            "--policies", "structured").stdout
+    )
+    assert flagged["seeds"] == [7, 8]
