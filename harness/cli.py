@@ -378,6 +378,8 @@ def sweep(
     from ._progress import progress_bar
     from .executors import open_executor
     from .params import parse_param_option
+    from pydantic import ValidationError
+
     from .sweep import SweepSpec, load_sweep_file, open_group, plan_sweep, run_sweep
 
     base = load_sweep_file(sweep_file).model_dump(exclude_unset=True) if sweep_file else {}
@@ -405,19 +407,29 @@ def sweep(
             raise UserError(f"{what}: give at least one")
     try:
         spec = SweepSpec.model_validate({**base, **overrides, "params": grid})
-    except ValueError as exc:
-        raise UserError(" ".join(str(exc).split())) from None
+    except ValidationError as exc:
+        from .scenario import format_validation_error
+
+        source = f"{sweep_file} with the command line's options" if sweep_file else "sweep options"
+        raise UserError(format_validation_error(source, exc)) from None
     if resume and no_history:
         raise UserError("--resume reads the run history: drop --no-history")
     plan = plan_sweep(spec)
     err = _stderr()
+    # Connect (or start the local workers) before touching the history, so a cluster that
+    # cannot be reached leaves no empty group behind.
+    executor = open_executor(jobs, scheduler)
     store = group_id = None
     done: dict = {}
     if not no_history:
         from . import history
 
-        store = history.open_store(history_path)
-        group_id, done = open_group(store, plan, resume=resume)
+        try:
+            store = history.open_store(history_path)
+            group_id, done = open_group(store, plan, resume=resume)
+        except BaseException:
+            executor.shutdown()
+            raise
         if resume and done:
             err.print(
                 f"resuming sweep {plan.sweep_id} (history group #{group_id}): "
@@ -437,10 +449,8 @@ def sweep(
         finished += 1
         advance(1)
 
-    executor = None
     status = "failed"
     try:
-        executor = open_executor(jobs, scheduler) if todo else open_executor(1)
         with progress_bar(todo, "sweep", console=err) as advance:
             result = run_sweep(plan, executor=executor, on_result=on_result, done=done)
         status = "complete"
@@ -454,8 +464,7 @@ def sweep(
         err.print(f"interrupted: {finished} of {todo} runs finished{kept}", highlight=False)
         sys.exit(EXIT_INTERRUPTED)
     finally:
-        if executor is not None:
-            executor.shutdown()
+        executor.shutdown()
         if store is not None:
             store.finish_group(group_id, status)
             store.close()

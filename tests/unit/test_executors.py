@@ -28,8 +28,9 @@ def _boom(chunk):
 
 def test_chunk_size_aims_for_several_chunks_per_worker_and_caps():
     """Chunks are small enough to balance the workers and never exceed the cap."""
-    assert chunk_size(200, 2) == 8  # 200 / (2 workers * 4) = 25, capped at 8
-    assert chunk_size(16, 2) == 2
+    assert chunk_size(200, 2) == 4  # 200 / (2 workers * 8) = 13, capped at 4
+    assert chunk_size(48, 2) == 3
+    assert chunk_size(16, 2) == 1
     assert chunk_size(3, 8) == 1
     assert chunk_size(0, 2) == 1
     assert [list(c) for c in chunked(list(range(5)), 2)] == [[0, 1], [2, 3], [4]]

@@ -1,0 +1,28 @@
+"""The benchmark script runs end to end (it measures, it never asserts a timing)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_benchmark_script_runs_and_writes_its_figures(tmp_path):
+    """benchmarks/run.py --quick prints each figure with its target and writes them as JSON."""
+    out = tmp_path / "bench.json"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--only", "ratio,scaling", "--json", str(out)],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "target >= 0.50x" in done.stdout and "target flat" in done.stdout
+    doc = json.loads(out.read_text())
+    assert {"machine", "ratio", "scaling"} <= set(doc)
+    assert all(r["harness_calls"] > 0 and r["skeleton_calls_per_s"] > 0 for r in doc["ratio"])
+    assert all(r["calls"] > 0 and r["peak_rss"] > 0 for r in doc["scaling"])
