@@ -80,6 +80,12 @@ class CallRule:
     tools: frozenset[str] | None
     templates: frozenset[str] | None
     stream: int
+    constant: float | None = None
+    """The probability when it never changes (no windows, bursts or ramp), else None."""
+
+    def __post_init__(self) -> None:
+        if self.spans is None and self.worker_spans is None and self.spec.ramp is None:
+            self.constant = self.spec.probability
 
     def applies(self, worker: int, tool: str, template: str) -> bool:
         """Whether the rule targets this worker, tool and template at all."""

@@ -67,6 +67,8 @@ FAIL_FAST_S = {
     "quota_exhausted": 0.1,
 }
 
+_NO_ITEMS: frozenset[int] = frozenset()
+
 #: A slow call that hits the fleet's call timeout committed its side effect with this probability.
 SLOW_CALL_COMMITTED_P = 0.5
 
@@ -334,20 +336,25 @@ class World:
             executions=[0] * len(tpl.steps),
         )
         self.records.append(rec)
-        history = TaskHistory(task_id=task.id, rng=random.Random(_rng.key(self.seed, S_POLICY, task.id)))
+        # The policy's view of the task is built at its first failure: most tasks never fail.
+        history: TaskHistory | None = None
+        attempts = 0
         worker = self._first_worker(task)
         start, done = 0, ()
         sources: dict[tuple[int, int], int] = {}
         previous: tuple | None = None  # (failure kind, retry-after instant, tool) of the last dispatch
         actions = 0
         while True:
-            history.attempts += 1
-            history.worker = worker
+            attempts += 1
+            if history is not None:
+                history.attempts = attempts
+                history.worker = worker
             w = self.workers[worker]
             rec.worker = worker
             if previous is not None:
                 self._judge_retry(rec, previous, w, task, tpl, sources)
-            self._emit("dispatch", task.id, worker, start)
+            if self.trace is not None:
+                self._emit("dispatch", task.id, worker, start)
             w.in_flight += 1
             report = yield from self._attempt(task, tpl, rec, w, start, done, sources)
             w.in_flight -= 1
@@ -360,7 +367,14 @@ class World:
             if obs.ok:
                 rec.claim = "success"
                 break
-            if self.misread_p > 0.0 and _rng.uniform(_rng.key(self._seed_key, S_MISREAD, task.id, history.attempts)) < self.misread_p:
+            if history is None:
+                history = TaskHistory(
+                    task_id=task.id,
+                    attempts=attempts,
+                    worker=worker,
+                    rng=random.Random(_rng.key(self.seed, S_POLICY, task.id)),
+                )
+            if self.misread_p > 0.0 and _rng.uniform(_rng.key(self._seed_key, S_MISREAD, task.id, attempts)) < self.misread_p:
                 if self.guarded:
                     rec.misreads_caught += 1  # the guardrail saw the failure flag and blocked the success claim
                 else:
@@ -378,7 +392,8 @@ class World:
             failed_items = tuple(i for i, k in report.item_failures if k == report.failure) or (0,)
             previous = (report.failure, retry_at, report.failed_step, failed_items)
             kind = type(action)  # canonical: exactly one of the action classes
-            self._emit("action", task.id, worker, kind.__name__)
+            if self.trace is not None:
+                self._emit("action", task.id, worker, kind.__name__)
             if kind is Escalate:
                 rec.claim = "escalated"
                 break
@@ -409,7 +424,8 @@ class World:
             rec.retries += 1
             history.retries += 1
         rec.end_s = env.now
-        self._emit("end", task.id, worker, rec.claim)
+        if self.trace is not None:
+            self._emit("end", task.id, worker, rec.claim)
 
     def _limit_reached(self, tpl: _Template, rec: TaskRecord, history: TaskHistory) -> bool:
         """The orchestrator's own limits: a task's deadline and its call budget."""
@@ -546,10 +562,16 @@ class World:
             req = w.slots.request()
             yield req
             now = env.now
-            persistent, transient, batch_rules, masking = self._rules_for(w.index, tpl, si)
+            persistent, transient, batch_rules, masking = self._rules.get((w.index, tpl.index, si)) or self._rules_for(
+                w.index, tpl, si
+            )
             step_key = _rng.mix(task_key ^ (si << 40) ^ exec_no)
-            batch_failed = self._batch_failures(batch_rules, step, task_key, si, step_key, w.index, now)
-            garbage = any(min(rec.commits[n]) == 0 for n in step.needs)
+            batch_failed = (
+                self._batch_failures(batch_rules, step, task_key, si, step_key, w.index, now)
+                if batch_rules and step.fan_out > 1
+                else _NO_ITEMS
+            )
+            garbage = bool(step.needs) and any(min(rec.commits[n]) == 0 for n in step.needs)
             longest = 0.0
             failed: list[tuple[int, str]] = []
             finish: dict[int, float] = {}  # item -> call duration, for a crash mid-step
@@ -747,7 +769,9 @@ class World:
                     return "quota_exhausted", latency + FAIL_FAST_S["quota_exhausted"], False, (day + 1) * DAY_S
                 self._quota_used += 1
         for rule in transient:
-            p = rule.probability_at(now, w.index)
+            p = rule.constant
+            if p is None:
+                p = rule.probability_at(now, w.index)
             if p > 0.0 and _rng.draw(k, rule.stream) < p:
                 if rule.kind == "network_blip":
                     return "network_blip", latency + FAIL_FAST_S["network_blip"], False, None
