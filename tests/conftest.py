@@ -1,6 +1,38 @@
-"""Suite-wide test set-up: the ``pytester`` fixture for the plugin tests (tests/plugin).
+"""Suite-wide test set-up: the ``pytester`` fixture for the plugin tests (tests/plugin), and
+the small scenario and CLI fixtures the history and sweep tests share.
 
 ``pytest_plugins`` may only be set in a top-level conftest, hence here.
 """
 
+import pytest
+import yaml
+from click.testing import CliRunner
+
+import scenarios as catalogue
+from harness.cli import main
+
 pytest_plugins = ["pytester"]
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> str:
+    """Path to the default scenario with a light workload (about 100 tasks a day)."""
+    doc = yaml.safe_load(catalogue.path("default").read_text())
+    doc["name"] = "small"
+    doc["workload"]["tasks_per_day"] = 100
+    path = tmp_path_factory.mktemp("scenarios") / "small.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+@pytest.fixture
+def history_cli(tmp_path, monkeypatch):
+    """Invoke the CLI in a temporary working directory, so the default history lands there."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("FLEETCHAOS_HISTORY", raising=False)
+    runner = CliRunner()
+
+    def invoke(*args: str):
+        return runner.invoke(main, list(args), catch_exceptions=False)
+
+    return invoke

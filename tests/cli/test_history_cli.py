@@ -5,36 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
-from click.testing import CliRunner
 
-import scenarios as catalogue
-from harness.cli import main
 from harness.history import open_store
 
-
-@pytest.fixture(scope="module")
-def small(tmp_path_factory) -> str:
-    """The default scenario with a light workload (about 100 tasks a day)."""
-    doc = yaml.safe_load(catalogue.path("default").read_text())
-    doc["name"] = "small"
-    doc["workload"]["tasks_per_day"] = 100
-    path = tmp_path_factory.mktemp("scenarios") / "small.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return str(path)
-
-
-@pytest.fixture
-def cli(tmp_path, monkeypatch):
-    """Invoke the CLI in a temporary working directory with no history override."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("FLEETCHAOS_HISTORY", raising=False)
-    runner = CliRunner()
-
-    def invoke(*args: str):
-        return runner.invoke(main, list(args), catch_exceptions=False)
-
-    return invoke
 
 
 @pytest.fixture
@@ -159,3 +132,9 @@ def test_unknown_baseline_names_the_known_groups(cli, small, baseline):
     assert "no run group 'nightly'" in result.stderr and "#1 (good)" in result.stderr
     with open_store(baseline, create=False) as store:
         assert len(store.groups()) == 1  # nothing was run or stored
+
+
+@pytest.fixture
+def cli(history_cli):
+    """The CLI in a temporary working directory (see tests/conftest.py)."""
+    return history_cli

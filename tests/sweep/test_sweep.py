@@ -7,10 +7,7 @@ import sqlite3
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-import scenarios as catalogue
-from harness.cli import main
 from harness.executors import LocalProcessExecutor, SerialExecutor
 from harness.results import SweepResult
 from harness.runner import compare
@@ -20,29 +17,6 @@ from harness.sweep import SweepSpec, plan_sweep, run_sweep
 #: A quick sweep: 2 fault rates x 2 policies x 2 formats x 2 seeds = 16 runs.
 GRID = ("--param", "faults[0].probability=0,0.3", "--policies", "blind-retry,structured", "--seeds", "2")
 
-
-@pytest.fixture(scope="module")
-def small(tmp_path_factory) -> str:
-    """Path to the default scenario with a light workload (about 100 tasks a day)."""
-    doc = yaml.safe_load(catalogue.path("default").read_text())
-    doc["name"] = "small"
-    doc["workload"]["tasks_per_day"] = 100
-    path = tmp_path_factory.mktemp("scenarios") / "small.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return str(path)
-
-
-@pytest.fixture
-def cli(tmp_path, monkeypatch):
-    """Invoke the CLI in a temporary working directory (so the default history lands there)."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("FLEETCHAOS_HISTORY", raising=False)
-    runner = CliRunner()
-
-    def invoke(*args: str):
-        return runner.invoke(main, list(args), catch_exceptions=False)
-
-    return invoke
 
 
 def test_plan_orders_jobs_and_canonicalises_the_grid(small):
@@ -238,3 +212,9 @@ def test_invalid_sweep_file_names_file_and_field(cli, tmp_path):
     result = cli("sweep", "--file", str(bad))
     assert result.exit_code == 2
     assert f"{bad}: parms: unknown field 'parms'" in result.stderr
+
+
+@pytest.fixture
+def cli(history_cli):
+    """The CLI in a temporary working directory (see tests/conftest.py)."""
+    return history_cli
