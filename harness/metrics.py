@@ -156,6 +156,24 @@ def compute(
     return metrics, breakdowns, outcomes
 
 
+#: The family of each wasted-retry reason the driver records (simulated_fleet.world.WASTE_REASONS).
+#: Retries past a deadline or call budget cannot happen: the orchestrator stops a task at its
+#: limit before asking the policy (TaskRecord.stopped_by), so that family has no reasons.
+WASTE_FAMILIES: dict[str, str] = {
+    "credentials still expired": "retried a permanent error",
+    "tool still missing": "retried a permanent error",
+    "input still invalid": "retried a permanent error",
+    "access still denied": "retried a permanent error",
+    "same missing source": "retried a permanent error",
+    "same failing batch items": "retried a permanent error",
+    "before retry-after": "before retry-after",
+    "same full disk": "on the same exhausted resource",
+    "same exhausted quota": "on the same exhausted resource",
+    "worker still down": "on the same exhausted resource",
+    "still partitioned": "on the same exhausted resource",
+}
+
+
 def error_code(kind: str) -> str:
     """The structured contract's error code for a fault kind (the kind upper-cased if it has none)."""
     contract = FAILURES.get(kind)
@@ -197,7 +215,12 @@ def detail_breakdowns(
         "escalated": sum(o.claim == "escalated" for o in outcomes),
         "data_loss": sum(o.claim in UNREPORTED_CLAIMS for o in outcomes),
     }
+    by_family: Counter[str] = Counter()
+    for r in records:
+        for reason, n in r.wasted_reasons.items():
+            by_family[WASTE_FAMILIES.get(reason, reason)] += n
     return {
+        "wasted_retries_by_family": dict(sorted(by_family.items())),
         "faulted_tasks_by_first_fault": dict(sorted(faulted_by_kind.items())),
         "recovered_tasks_by_first_fault": dict(sorted(recovered_by_kind.items())),
         "fault_hits_by_error_code": dict(sorted(by_code.items())),
