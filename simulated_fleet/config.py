@@ -45,7 +45,12 @@ class FleetSpec(_Strict):
     orchestrators: int = Field(default=2, ge=1, le=64)
     workers: int = Field(default=10, ge=1, le=1000)
     tool_slots: int = Field(default=2, ge=1, le=64, description="concurrent tool calls per worker")
-    disk_mb: float = Field(default=50_000, gt=0, description="disk capacity of each worker")
+    disk_mb: float = Field(
+        default=50_000,
+        gt=0,
+        description="disk capacity of each worker: a task's written files occupy it until the task ends, "
+        "and a write that does not fit fails as a full disk",
+    )
     credential_lifetime_s: float = Field(
         default=7 * DAY_S, gt=0, description="validity of freshly issued API credentials"
     )
@@ -89,6 +94,7 @@ class WorkerOverride(_Strict):
 
     worker: int = Field(ge=0)
     tool_slots: int | None = Field(default=None, ge=1, le=64)
+    disk_mb: float | None = Field(default=None, gt=0, description="this worker's disk capacity")
 
 
 class StepSpec(_Strict):

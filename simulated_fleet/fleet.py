@@ -94,6 +94,8 @@ class Worker:
         "in_flight",
         "crash_spans",
         "_crash_ptr",
+        "disk_capacity_mb",
+        "disk_used_mb",
     )
 
     def __init__(
@@ -105,6 +107,7 @@ class Worker:
         key_expiries: list[float],
         credential_lifetime_s: float,
         crash_spans: list[tuple[float, float]] | None = None,
+        disk_capacity_mb: float = math.inf,
     ):
         self.index = index
         self.slots = simpy.Resource(env, capacity=tool_slots)
@@ -117,6 +120,12 @@ class Worker:
         self.in_flight = 0
         self.crash_spans = crash_spans or []
         self._crash_ptr = 0
+        self.disk_capacity_mb = disk_capacity_mb
+        self.disk_used_mb = 0.0
+
+    def disk_refuses(self, now: float, mb: float) -> bool:
+        """Whether a write of ``mb`` fails: the disk was filled by a fault, or task workspaces fill it."""
+        return self.disk_full(now) or self.disk_used_mb + mb > self.disk_capacity_mb
 
     def _crash_index(self, now: float) -> int:
         spans = self.crash_spans

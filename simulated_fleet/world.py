@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Generator
 
 import simpy
@@ -96,6 +96,7 @@ class _Step:
     fan_out: int
     uses_api: bool
     writes_disk: bool
+    disk_mb: float
     tokens: int
     mean_s: float
     mu: float
@@ -195,6 +196,7 @@ class World:
         self.plan = plan = build_plan(spec, seed)
         fleet = spec.fleet
         slots = {o.worker: o.tool_slots for o in fleet.overrides if o.tool_slots is not None}
+        disks = {o.worker: o.disk_mb for o in fleet.overrides if o.disk_mb is not None}
         self.workers = [
             Worker(
                 self.env,
@@ -204,6 +206,7 @@ class World:
                 plan.key_expiries[i],
                 fleet.credential_lifetime_s,
                 plan.crashes[i],
+                disks.get(i, fleet.disk_mb),
             )
             for i in range(fleet.workers)
         ]
@@ -241,6 +244,7 @@ class World:
                     fan_out=s.fan_out,
                     uses_api=s.uses_api,
                     writes_disk=s.disk_mb > 0,
+                    disk_mb=s.disk_mb,
                     tokens=s.tokens if s.uses_api else 0,
                     mean_s=s.duration.mean_s,
                     mu=mu,
@@ -342,6 +346,7 @@ class World:
         worker = self._first_worker(task)
         start, done = 0, ()
         sources: dict[tuple[int, int], int] = {}
+        workspace: dict[int, float] = {}  # worker -> MB this task's files occupy there
         previous: tuple | None = None  # (failure kind, retry-after instant, tool) of the last dispatch
         actions = 0
         while True:
@@ -356,7 +361,7 @@ class World:
             if self.trace is not None:
                 self._emit("dispatch", task.id, worker, start)
             w.in_flight += 1
-            report = yield from self._attempt(task, tpl, rec, w, start, done, sources)
+            report = yield from self._attempt(task, tpl, rec, w, start, done, sources, workspace)
             w.in_flight -= 1
             if report is None:  # lost with a crashed worker, and nobody is waiting for it
                 return
@@ -424,6 +429,8 @@ class World:
             rec.retries += 1
             history.retries += 1
         rec.end_s = env.now
+        for index, mb in workspace.items():  # the task's workspace is cleaned up when it ends
+            self.workers[index].disk_used_mb -= mb
         if self.trace is not None:
             self._emit("end", task.id, worker, rec.claim)
 
@@ -447,7 +454,7 @@ class World:
             rec.policy_error = f"action cap reached: more than {self.max_actions} actions for one task"
             return GiveUp()
         try:
-            action = self.policy.decide(obs, history)
+            action = self.policy.decide(obs, replace(history))  # a copy: a policy cannot corrupt the driver's state
         except Exception as exc:  # a broken user policy must not stop the run
             rec.policy_error = f"policy raised {type(exc).__name__}: {exc}"[:500]
             return GiveUp()
@@ -464,7 +471,7 @@ class World:
         if kind == "expired_key":
             held = w.credentials_expired(now)
         elif kind == "disk_full":
-            held = w.disk_full(now)
+            held = w.disk_refuses(now, tpl.steps[si].disk_mb)
         elif kind in ("rate_limit", "quota_exhausted"):
             held = retry_at is not None and now < retry_at
         elif kind == "node_crash":
@@ -532,6 +539,7 @@ class World:
         start: int,
         done: tuple[int, ...],
         sources: dict[tuple[int, int], int],
+        workspace: dict[int, float],
     ) -> Generator:
         """Run the task's steps from ``start`` on ``w`` until one is seen as failed.
 
@@ -632,6 +640,10 @@ class World:
                     succeeded.append(item)
                 else:
                     failed.append((item, "git_push_conflict"))
+            if step.writes_disk and (succeeded or committed_anyway):
+                written = step.disk_mb * (len(succeeded) + len(committed_anyway))
+                w.disk_used_mb += written
+                workspace[w.index] = workspace.get(w.index, 0.0) + written
             if garbage and succeeded:
                 rec.wrong_input_steps += 1  # ran on incomplete inputs: its output is wrong
             elif not garbage:
@@ -752,7 +764,7 @@ class World:
         for rule in persistent:
             if self._persistent_hit(rule, task_key, si, item, w.index, step.name, now, sources):
                 return rule.kind, latency + FAIL_FAST_S[rule.kind], False, None
-        if step.writes_disk and w.disk_full(now):
+        if step.writes_disk and w.disk_refuses(now, step.disk_mb):
             return "disk_full", latency + FAIL_FAST_S["disk_full"], False, None
         if step.uses_api:
             wait = self.bucket.take(now)
