@@ -23,6 +23,17 @@ EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 
 
+class _Confidence(click.FloatRange):
+    """A confidence level in [0.5, 0.999]; unlike click.FloatRange it refuses nan (which passes every bound)."""
+
+    def convert(self, value, param, ctx):
+        """The float, or a usage error naming the option."""
+        number = super().convert(value, param, ctx)
+        if number != number:
+            self.fail(f"{value!r} is not a number in the range 0.5<=x<=0.999.", param, ctx)
+        return number
+
+
 def _stdout() -> Console:
     return Console(soft_wrap=False, width=max(160, Console().width))
 
@@ -71,6 +82,16 @@ def _check_policies(names: tuple[str, ...]) -> None:
             get_policy(name)
         except LookupError as exc:
             raise UserError(f"--policy: {exc}{_guess(name, POLICIES)}") from None
+
+
+def _make_report_dir(path: Path | None, option: str = "--report") -> None:
+    """Create a report folder before any run starts, so a path that cannot be written is a user error, not a crash."""
+    if path is None:
+        return
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"{option} {path}: cannot create the report folder ({exc.strerror or exc}); choose another path") from None
 
 
 def _apply_single_params(spec, ref: str, options: tuple[str, ...]):
@@ -149,6 +170,33 @@ _param_option = click.option(
     metavar="PATH=V1,V2,...",
     help="set a scenario value by dotted path, e.g. faults[0].probability=0.1 or fleet.workers=50",
 )
+_determinism_option = click.option(
+    "--check-determinism", is_flag=True,
+    help="only check: run every arm on every seed twice, traced, and compare SHA-256 hashes of the event "
+         "logs (exit 0 if identical, 1 naming the arm and seed that differ); nothing is stored",
+)
+
+
+def _check_determinism(spec, scenario_ref: str, arms: list[tuple[str, str]], seeds: list[int], runs=None) -> None:
+    """The --check-determinism mode: exit 0 if every arm and seed ran the same twice, else 1.
+
+    ``runs`` (a sweep's ``(scenario, policy, errors, seed, replay)`` tuples) replaces spec x arms x seeds.
+    """
+    from .determinism import check_determinism, check_runs
+
+    err = _stderr()
+    if runs is None:
+        mismatches = check_determinism(spec, scenario_ref, arms, seeds)
+        runs = len(arms) * len(seeds)
+    else:
+        mismatches = check_runs(runs)
+        runs = len(runs)
+    for mismatch in mismatches:
+        err.print(f"[red]error:[/red] {escape(mismatch.message())}", highlight=False)
+    if mismatches:
+        err.print(f"determinism check failed: {len(mismatches)} of {runs} runs differ between two runs", highlight=False)
+        sys.exit(1)
+    err.print(f"determinism check passed: {runs} runs, each run twice, identical event logs", highlight=False)
 
 
 @main.command()
@@ -161,6 +209,7 @@ _param_option = click.option(
 @click.option("--seed", default=1, show_default=True, type=click.IntRange(0, 2**63 - 1))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
+@_determinism_option
 @history_options
 def run(
     scenario: str,
@@ -170,6 +219,7 @@ def run(
     seed: int,
     as_json: bool,
     report: Path | None,
+    check_determinism: bool = False,
     **history_args,
 ) -> None:
     """Simulate one policy on one error format for one seed.
@@ -184,6 +234,10 @@ def run(
     _check_policies((policy,))
     _check_formats((errors,))
     spec, applied = _apply_single_params(spec, scenario, params)
+    _make_report_dir(report)
+    if check_determinism:
+        _check_determinism(spec, scenario, [(policy, errors)], [seed])
+        return
     session = HistorySession(**history_args)
     session.start("run", spec, {"scenario_ref": scenario, "policies": [policy], "errors": [errors], "seeds": [seed],
                                 "params": dict(applied), "versions": versions()})  # fmt: skip
@@ -226,9 +280,10 @@ def run(
 @click.option("--errors", "formats", default="generic,structured", show_default=True, help="comma-separated")
 @_jobs_option
 @_scheduler_option
-@click.option("--confidence", default=0.95, show_default=True, type=click.FloatRange(0.5, 0.999))
+@click.option("--confidence", default=0.95, show_default=True, type=_Confidence(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
+@_determinism_option
 @history_options
 def compare(
     scenario: str,
@@ -241,6 +296,7 @@ def compare(
     confidence: float,
     as_json: bool,
     report: Path | None,
+    check_determinism: bool = False,
     **history_args,
 ) -> None:
     """Every policy on every error format, on the same seeds (the same faults).
@@ -264,7 +320,11 @@ def compare(
         raise UserError("--errors: give at least one error format")
     _check_policies(policy_names)
     _check_formats(format_names)
+    _make_report_dir(report)
     seed_list = _seed_list(spec, seeds, first_seed)
+    if check_determinism:
+        _check_determinism(spec, scenario, [(p, e) for p in policy_names for e in format_names], seed_list)
+        return
     session = HistorySession(**history_args)
     tasks_csv = None
     if report is not None:
@@ -341,7 +401,7 @@ def compare(
 @click.option("--x", "x_param", metavar="PATH", help="the swept parameter on the curves' x axis [default: the first numeric one]")
 @_jobs_option
 @_scheduler_option
-@click.option("--confidence", type=click.FloatRange(0.5, 0.999), help="[default: 0.95]")
+@click.option("--confidence", type=_Confidence(0.5, 0.999), help="[default: 0.95]")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
 @click.option("--history", "history_path", type=click.Path(dir_okay=False, path_type=Path),
@@ -349,6 +409,7 @@ def compare(
                    "[default: $FLEETCHAOS_HISTORY or fleetchaos-out/history.db]")
 @click.option("--no-history", is_flag=True, help="do not store runs (a crash or Ctrl-C then keeps nothing)")
 @click.option("--resume", is_flag=True, help="continue the same sweep stored in the history: skip the runs it holds")
+@_determinism_option
 def sweep(
     sweep_file: Path | None,
     scenario_refs: str | None,
@@ -367,6 +428,7 @@ def sweep(
     history_path: Path | None,
     no_history: bool,
     resume: bool,
+    check_determinism: bool = False,
 ) -> None:
     """Every policy on every error format over scenarios, parameter grids and seeds.
 
@@ -415,6 +477,18 @@ def sweep(
     if resume and no_history:
         raise UserError("--resume reads the run history: drop --no-history")
     plan = plan_sweep(spec)
+    _make_report_dir(report)
+    if check_determinism:
+        from .runner import replay_command
+
+        runs = []
+        for job in plan.jobs:
+            variant = plan.variants[job.variant]
+            ref = variant.ref or variant.scenario.name
+            replay = replay_command(ref, job.policy, job.errors, job.seed, variant.params)
+            runs.append((variant.scenario, job.policy, job.errors, job.seed, replay))
+        _check_determinism(None, "", [], [], runs=runs)
+        return
     err = _stderr()
     # Connect (or start the local workers) before touching the history, so a cluster that
     # cannot be reached leaves no empty group behind.
@@ -488,7 +562,7 @@ def sweep(
 @click.option("--first-seed", type=click.IntRange(0, 2**62), help="first seed of the range [default: 1]")
 @click.option("--policy", default="failure-type-router", show_default=True, help="built-in name or pkg.module:Policy")
 @_jobs_option
-@click.option("--confidence", default=0.95, show_default=True, type=click.FloatRange(0.5, 0.999))
+@click.option("--confidence", default=0.95, show_default=True, type=_Confidence(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @click.option("--report", type=click.Path(file_okay=False, path_type=Path),
               help="write ablation.json, ablation.md and ablation.png here")
@@ -508,6 +582,7 @@ def ablation(scenario: str, seeds: int | None, first_seed: int | None, policy: s
 
     spec = load_scenario(scenario)
     _check_policies((policy,))
+    _make_report_dir(report)
     seed_list = _seed_list(spec, seeds, first_seed)
     result = run_ablation(spec, seed_list, policy=policy, jobs=jobs or 1, confidence=confidence, scenario_ref=scenario)
     doc = ablation_document(result, policy)
@@ -537,6 +612,7 @@ def report(results: Path, out_dir: Path) -> None:
     from ._history_cli import fill_comparisons
     from reports import write_report
 
+    _make_report_dir(out_dir, "-o")
     try:
         written = write_report(results, out_dir, prepare=fill_comparisons)
     except ValueError as exc:
@@ -714,6 +790,67 @@ def faults_show(kind: str) -> None:
     for p in k.parameters:
         table.add_row(*(escape(v) for v in (p.name, p.type, p.default, p.allowed, p.description)))
     out.print(table)
+
+
+@main.command()
+@_scenario_option
+@_param_option
+@click.option("--policy", default="structured", show_default=True, help="built-in name or pkg.module:Policy")
+@click.option("--errors", default="structured", show_default=True, help="error format (as for run)")
+@click.option("--seed", default=1, show_default=True, type=click.IntRange(0, 2**63 - 1))
+@click.option("--task-silent", type=click.IntRange(0), metavar="N",
+              help="the failure: task N of the run ended as a silent failure")
+@click.option("--property", "expression", metavar="EXPR",
+              help="the failure: a metric comparison that holds on the run, e.g. 'recovery_rate<0.7'")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("test_regression.py"),
+              show_default=True, help="regression test to write; the minimal scenario goes next to it (.yaml)")
+@click.option("--max-trials", default=500, show_default=True, type=click.IntRange(1, 100_000),
+              help="bound on the number of trial runs")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+def shrink(scenario: str, params: tuple[str, ...], policy: str, errors: str, seed: int, task_silent: int | None,
+           expression: str | None, output: Path, max_trials: int, as_json: bool) -> None:
+    """Reduce a failing run to a minimal one and write a pytest regression test for it.
+
+    The run is materialised (explicit tasks and fault events), then reduced by delta
+    debugging over its fault events and tasks, a shorter horizon, shorter windows and
+    fewer workers, keeping each step only if the failure remains.  Prints the minimal
+    schedule; writes the minimal scenario and a test that fails while the bug exists.
+    """
+    import json
+
+    from .scenario import load_scenario
+    from .shrink import parse_property, regression_test, scenario_yaml
+    from .shrink import shrink as do_shrink
+
+    if (task_silent is None) == (expression is None):
+        raise UserError("shrink: give exactly one of --task-silent N or --property EXPR")
+    prop = parse_property(expression) if expression is not None else None
+    spec = load_scenario(scenario)
+    _check_policies((policy,))
+    _check_formats((errors,))
+    spec, _applied = _apply_single_params(spec, scenario, params)
+    err = _stderr()
+    result = do_shrink(spec, policy, errors, seed, task_silent=task_silent, prop=prop, max_trials=max_trials,
+                       progress=lambda line: err.print(line, highlight=False, markup=False))
+    yaml_path = output.with_suffix(".yaml")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    yaml_path.write_text(scenario_yaml(result.scenario), encoding="utf-8")
+    output.write_text(regression_test(result, yaml_path.name), encoding="utf-8")
+    if as_json:
+        click.echo(json.dumps({**result.summary(), "files": [str(yaml_path), str(output)]}, indent=2))
+    else:
+        click.echo(f"failure: {result.prop.describe()}")
+        click.echo(
+            f"shrunk in {result.trials} trial runs: {result.original_events} -> {len(result.events)} fault events, "
+            f"{result.original_tasks} -> {result.tasks} tasks, {result.original_duration_s:g} -> "
+            f"{result.duration_s:g} s, {result.original_workers} -> {result.workers} workers"
+        )
+        click.echo("minimal schedule:")
+        for line in result.schedule_lines() or ["(no fault events)"]:
+            click.echo(f"  {line}")
+        for note in result.notes:
+            click.echo(f"note: {note}")
+    err.print(f"wrote {yaml_path}\nwrote {output}", highlight=False, markup=False)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -253,13 +253,18 @@ def get_policy(name: str) -> RecoveryPolicy:
     module_name, _, attr = name.partition(":")
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a module may raise anything, or call sys.exit(), on import
         raise PolicyLookupError(f"policy {name!r}: cannot import {module_name!r} ({type(exc).__name__}: {exc})") from None
     try:
         target = getattr(module, attr)
     except AttributeError:
         raise PolicyLookupError(f"policy {name!r}: module {module_name!r} has no attribute {attr!r}") from None
-    policy = target() if isinstance(target, type) else target
+    try:
+        policy = target() if isinstance(target, type) else target
+    except Exception as exc:
+        raise PolicyLookupError(
+            f"policy {name!r}: {attr}() failed ({type(exc).__name__}: {exc}); a policy class must build with no arguments"
+        ) from None
     if not callable(getattr(policy, "decide", None)):
         raise PolicyLookupError(f"policy {name!r}: {attr} has no decide(observation, history) method")
     return policy
