@@ -242,33 +242,34 @@ def _init_members(self: Any, members: tuple[Any, ...]) -> None:
     object.__setattr__(self, "members", tuple(members))
 
 
-# =======================================================================================
-# What to retry on
+class _BoolBlock(_Block):
+    """A block answering yes or no: ``|`` joins into its family's any-join, ``&`` into its all-join.
 
-
-class _RetryBase(_Block):
-    """A retry predicate: ``pred(observation, history) -> bool``; ``|`` is any, ``&`` is all."""
+    Each family (retry predicates, stop conditions) names its two join classes in
+    ``_any`` and ``_all`` once they are defined.
+    """
 
     __slots__ = ()
+    _any: type
+    _all: type
 
-    def __or__(self, other: Any) -> retry_any:
-        return _join(retry_any, self, other)
+    def __or__(self, other: Any) -> Any:
+        return _join(self._any, self, other)
 
-    def __ror__(self, other: Any) -> retry_any:
-        return _join(retry_any, other, self)
+    def __ror__(self, other: Any) -> Any:
+        return _join(self._any, other, self)
 
-    def __and__(self, other: Any) -> retry_all:
-        return _join(retry_all, self, other)
+    def __and__(self, other: Any) -> Any:
+        return _join(self._all, self, other)
 
-    def __rand__(self, other: Any) -> retry_all:
-        return _join(retry_all, other, self)
+    def __rand__(self, other: Any) -> Any:
+        return _join(self._all, other, self)
 
 
-@dataclass(frozen=True, slots=True, repr=False, init=False)
-class retry_any(_AnyAll, _RetryBase):
-    """Retry when any member predicate holds (an empty join never holds)."""
+class _AnyJoin(_AnyAll):
+    """Holds when any member holds (an empty join never holds)."""
 
-    members: tuple[Any, ...]
+    __slots__ = ()
     _op = "|"
 
     def __init__(self, *members: Any) -> None:
@@ -276,14 +277,13 @@ class retry_any(_AnyAll, _RetryBase):
 
     def __call__(self, observation: Observation, history: TaskHistory) -> bool:
         """True when any member holds."""
-        return any(m(observation, history) for m in self.members)
+        return any(m(observation, history) for m in self.members)  # type: ignore[attr-defined]
 
 
-@dataclass(frozen=True, slots=True, repr=False, init=False)
-class retry_all(_AnyAll, _RetryBase):
-    """Retry when every member predicate holds (an empty join always holds)."""
+class _AllJoin(_AnyAll):
+    """Holds when every member holds (an empty join always holds)."""
 
-    members: tuple[Any, ...]
+    __slots__ = ()
     _op = "&"
 
     def __init__(self, *members: Any) -> None:
@@ -291,7 +291,34 @@ class retry_all(_AnyAll, _RetryBase):
 
     def __call__(self, observation: Observation, history: TaskHistory) -> bool:
         """True when every member holds."""
-        return all(m(observation, history) for m in self.members)
+        return all(m(observation, history) for m in self.members)  # type: ignore[attr-defined]
+
+
+# =======================================================================================
+# What to retry on
+
+
+class _RetryBase(_BoolBlock):
+    """A retry predicate: ``pred(observation, history) -> bool``; ``|`` is any, ``&`` is all."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True, repr=False, init=False)
+class retry_any(_AnyJoin, _RetryBase):
+    """Retry when any member predicate holds (an empty join never holds)."""
+
+    members: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True, repr=False, init=False)
+class retry_all(_AllJoin, _RetryBase):
+    """Retry when every member predicate holds (an empty join always holds)."""
+
+    members: tuple[Any, ...]
+
+
+_RetryBase._any, _RetryBase._all = retry_any, retry_all
 
 
 @dataclass(frozen=True, slots=True, repr=False, init=False)
@@ -366,52 +393,27 @@ class retry_never(_RetryBase):
 # When to stop
 
 
-class _StopBase(_Block):
+class _StopBase(_BoolBlock):
     """A stop condition: ``stop(observation, history) -> bool``; ``|`` stops on any, ``&`` on all."""
 
     __slots__ = ()
 
-    def __or__(self, other: Any) -> stop_any:
-        return _join(stop_any, self, other)
-
-    def __ror__(self, other: Any) -> stop_any:
-        return _join(stop_any, other, self)
-
-    def __and__(self, other: Any) -> stop_all:
-        return _join(stop_all, self, other)
-
-    def __rand__(self, other: Any) -> stop_all:
-        return _join(stop_all, other, self)
-
 
 @dataclass(frozen=True, slots=True, repr=False, init=False)
-class stop_any(_AnyAll, _StopBase):
+class stop_any(_AnyJoin, _StopBase):
     """Stop when any member condition is reached."""
 
     members: tuple[Any, ...]
-    _op = "|"
-
-    def __init__(self, *members: Any) -> None:
-        _init_members(self, members)
-
-    def __call__(self, observation: Observation, history: TaskHistory) -> bool:
-        """True when any member is reached."""
-        return any(m(observation, history) for m in self.members)
 
 
 @dataclass(frozen=True, slots=True, repr=False, init=False)
-class stop_all(_AnyAll, _StopBase):
+class stop_all(_AllJoin, _StopBase):
     """Stop only when every member condition is reached."""
 
     members: tuple[Any, ...]
-    _op = "&"
 
-    def __init__(self, *members: Any) -> None:
-        _init_members(self, members)
 
-    def __call__(self, observation: Observation, history: TaskHistory) -> bool:
-        """True when every member is reached."""
-        return all(m(observation, history) for m in self.members)
+_StopBase._any, _StopBase._all = stop_any, stop_all
 
 
 @dataclass(frozen=True, slots=True, repr=False)
