@@ -33,6 +33,13 @@ def full_jitter(history: TaskHistory, base_s: float, cap_s: float) -> float:
     return history.rng.uniform(0.0, min(cap_s, base_s * 2.0**history.retries))
 
 
+def unknown_branch(history: TaskHistory, retries: int, base_s: float, cap_s: float, reason: str) -> Action:
+    """What a policy does with a failure it cannot read: back off and retry ``retries`` times, then escalate."""
+    if history.retries < retries:
+        return Retry(delay_s=full_jitter(history, base_s, cap_s))
+    return Escalate(reason)
+
+
 def resume_point(envelope: AgentToolError) -> tuple[int, tuple[int, ...]]:
     """Where to resume, from the envelope's partial_success: (step, items already done)."""
     partial = envelope.partial_success
@@ -103,9 +110,7 @@ class StructuredDecisionTree:
     def decide(self, observation: Observation, history: TaskHistory) -> Action:
         envelope = observation.envelope
         if not isinstance(envelope, AgentToolError):  # no envelope, or a contract it does not read
-            if history.retries < self.unknown_retries:
-                return Retry(delay_s=full_jitter(history, self.base_s, self.cap_s))
-            return Escalate("unclassified failure")
+            return unknown_branch(history, self.unknown_retries, self.base_s, self.cap_s, "unclassified failure")
         if not envelope.recoverable or envelope.category == "fatal":
             return Escalate(f"{envelope.error_code}: not recoverable")
         if envelope.category in ("validation", "dependency"):
@@ -166,9 +171,7 @@ class FailureTypeRouter:
     def decide(self, observation: Observation, history: TaskHistory) -> Action:
         envelope = observation.envelope
         if not isinstance(envelope, FailureTypeError):
-            if history.retries < self.unknown_retries:
-                return Retry(delay_s=full_jitter(history, self.base_s, self.cap_s))
-            return Escalate("unclassified failure")
+            return unknown_branch(history, self.unknown_retries, self.base_s, self.cap_s, "unclassified failure")
         kind = envelope.failure_type
         if history.retries >= self.max_retries or history.same_failure_streak > self.max_same:
             return Escalate(f"{kind}: recovery budget spent")
@@ -213,9 +216,7 @@ class RawParsing:
 
         parsed = parse_raw(observation.text)
         if parsed is None:
-            if history.retries < self.unknown_retries:
-                return Retry(delay_s=full_jitter(history, self.base_s, self.cap_s))
-            return Escalate("unparsed raw error")
+            return unknown_branch(history, self.unknown_retries, self.base_s, self.cap_s, "unparsed raw error")
         if history.retries >= self.max_retries:
             return Escalate(f"HTTP {parsed.status}: repeated failure")
         if parsed.category == "transient":
