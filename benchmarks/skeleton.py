@@ -47,7 +47,7 @@ def skeleton_tasks(spec: WorldSpec, seed: int) -> list[SkeletonTask]:
     n = spec.fleet.workers
     return [
         SkeletonTask(t.arrival_s, t.id % n, compiled[t.template])
-        for t in arrivals(spec.workload, seed, spec.duration_s, spec.fleet.orchestrators)
+        for t in arrivals(spec.workload, seed, spec.duration_s, spec.fleet.orchestrators, spec.fleet.workers)
     ]
 
 

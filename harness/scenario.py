@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError, model_validator
 import scenarios as catalogue
 from simulated_fleet.config import DAY_S, WorldSpec
 from simulated_fleet.fault_specs import FAULT_MODELS
+from simulated_fleet.workload import explicit_task_count
 
 from ._yaml import MAX_DEPTH, YamlLimitError, load_yaml
 from .errors import ScenarioError
@@ -94,7 +95,7 @@ def estimated_size(world: WorldSpec) -> tuple[float, float]:
     total = sum(weights)
     calls_per_task = sum(w * sum(s.fan_out for s in t.steps) for w, t in zip(weights, workload.templates)) / total
     if workload.arrivals is not None:
-        tasks = float(len(workload.arrivals))
+        tasks = float(explicit_task_count(workload, world.fleet.workers))
     elif workload.clients is not None:
         rtt = 2.0 * world.fleet.network_latency.mean_s
         busy = sum(w * sum(s.duration.mean_s + rtt for s in t.steps) for w, t in zip(weights, workload.templates)) / total

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from simulated_fleet.config import Arrival, Distribution, FleetSpec, StepSpec, TemplateSpec, WorkerOverride, WorkloadSpec
+from simulated_fleet.config import (
+    Arrival,
+    Distribution,
+    FleetSpec,
+    RemediationSpec,
+    StepSpec,
+    TemplateSpec,
+    WorkerOverride,
+    WorkloadSpec,
+)
 from simulated_fleet.fault_specs import Burst, NodeEvent, Ramp, Window
 
 from . import _yaml
@@ -21,7 +30,8 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("top level", Scenario),
     ("fleet", FleetSpec),
     ("fleet.overrides[]", WorkerOverride),
-    ("durations (network_latency, duration, think)", Distribution),
+    ("fleet.remediation", RemediationSpec),
+    ("durations (network_latency, human_response, duration, think)", Distribution),
     ("workload", WorkloadSpec),
     ("workload.templates[]", TemplateSpec),
     ("workload.templates[].steps[]", StepSpec),

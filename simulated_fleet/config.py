@@ -87,6 +87,26 @@ class FleetSpec(_Strict):
     )
     usd_per_1k_tokens: float = Field(default=0.01, ge=0, description="price of model tokens")
     usd_per_tool_call: float = Field(default=0.0005, ge=0, description="price of one tool call")
+    human_response: Distribution = Field(
+        default=Distribution(mean_s=7200, cv=0.5),
+        description="an escalation pages a human, who takes over the task this long after the page",
+    )
+    usd_per_human_hour: float = Field(default=120.0, ge=0, description="price of an hour of a paged human's time")
+    remediation: "RemediationSpec" = Field(
+        default_factory=lambda: RemediationSpec(), description="the remediation agent a policy may send to a worker"
+    )
+
+
+class RemediationSpec(_Strict):
+    """A remediation agent: repairs what a machine can repair on a worker, in minutes, not always."""
+
+    duration: Distribution = Field(
+        default=Distribution(mean_s=300, cv=0.5), description="time one remediation takes, success or not"
+    )
+    success_probability: float = Field(
+        default=0.7, ge=0, le=1, description="chance that one remediation repairs a repairable cause"
+    )
+    tokens: int = Field(default=20_000, ge=0, le=10_000_000, description="model tokens one remediation consumes")
 
 
 class WorkerOverride(_Strict):
@@ -178,6 +198,12 @@ class Arrival(_Strict):
 
     at_s: float = Field(ge=0)
     template: str = Field(min_length=1)
+    count: int = Field(default=1, ge=1, le=100_000, description="this many tasks at the same instant")
+    per_worker: bool = Field(
+        default=False,
+        description="count tasks for each worker of the fleet (a burst that grows with the fleet, as in a "
+        "contention study); with round-robin dispatch each worker gets its own",
+    )
 
 
 class WorkloadSpec(_Strict):

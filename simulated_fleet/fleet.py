@@ -163,6 +163,14 @@ class Worker:
         self._disk_ptr = ptr
         return ptr < len(spans) and spans[ptr][0] <= now
 
+    def clear_disk_fault(self, now: float) -> bool:
+        """Free a disk a fault filled (a remediation): the span in force ends at ``now``; False if none was."""
+        if not self.disk_full(now):
+            return False
+        ptr = self._disk_ptr
+        self.disk_full_spans[ptr] = (self.disk_full_spans[ptr][0], now)
+        return True
+
     def credentials_expired(self, now: float) -> bool:
         """Whether the worker's API credentials are invalid at ``now``."""
         if now >= self.credentials_issued_s + self.credential_lifetime_s:

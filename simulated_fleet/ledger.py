@@ -29,7 +29,7 @@ class TaskRecord:
     worker: int = -1
     end_s: float | None = None
     claim: str = "in_flight"
-    """success | partial | failed | escalated | in_flight (unfinished at the drain limit)."""
+    """success | partial | failed | escalated | dead_lettered | in_flight (unfinished at the drain limit)."""
     calls: int = 0
     """Tool calls, one per item of a fan-out step."""
     tokens: int = 0
@@ -59,6 +59,23 @@ class TaskRecord:
     """Step executions that ran on an incomplete earlier step (a dependency chain): output wrong."""
     secrets_leaked: int = 0
     """Planted secrets the error format let through to the orchestrator (0 for a sanitised format)."""
+    pages: int = 0
+    """Humans paged for this task (one per escalation)."""
+    human_s: float = 0.0
+    """Simulated seconds from a page until the human took the task over."""
+    remediations: int = 0
+    """Remediation agents sent to a worker for this task."""
+    remediations_failed: int = 0
+    """Remediations that repaired nothing (the agent failed, or the cause is not machine-repairable)."""
+    remediation_s: float = 0.0
+    transport_retries: int = 0
+    """Tool calls the transport layer repeated on its own (included in ``calls``)."""
+    rolled_back: bool = False
+    """The orchestrator compensated the task's committed side effects (all-or-nothing batch)."""
+    compensations: int = 0
+    """Compensating calls a rollback made (one per committed item, included in ``calls``)."""
+    deduplicated: int = 0
+    """Side effects an idempotency key stopped from taking effect twice."""
 
     @property
     def faulted(self) -> bool:

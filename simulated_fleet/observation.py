@@ -58,6 +58,19 @@ class TaskHistory:
     worker: int = 0
     last_code: str = ""
     rng: random.Random = field(default_factory=random.Random, repr=False)
+    now_s: float = 0.0
+    """The simulated clock when the policy is asked (for breakers, budgets and throttles)."""
+    orchestrator: int = 0
+    """The orchestrator that owns the task."""
+    remediations: int = 0
+    """Remediation agents sent for this task so far."""
+    dispatches_in_flight: int = 0
+    """The orchestrator's dispatches in flight now, this task's last one excluded (what an Envoy-style budget reads)."""
+    retries_in_flight: int = 0
+    """How many of those are retries."""
+    shared: object = field(default=None, repr=False)
+    """The orchestrator's state shared across its tasks (what ``policy.new_shared_state()``
+    returned; None when the policy keeps none): retry budgets, circuit breakers."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,19 +120,65 @@ class Escalate:
 
 
 @dataclass(frozen=True, slots=True)
+class Remediate:
+    """Send a remediation agent to the worker, then dispatch to it again.
+
+    The agent takes minutes (``fleet.remediation.duration``) and succeeds with
+    ``fleet.remediation.success_probability``; a success repairs what caused the last
+    failure when a machine can repair it (credentials, a full disk, a missing tool) and
+    changes nothing otherwise.
+    """
+
+    resume_from: int = 0
+    done_items: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Rollback:
+    """Compensate the task's committed side effects (an all-or-nothing batch), then report it failed."""
+
+    reason: str = "rolled back"
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """Park a poison task in the dead-letter queue for later inspection; the claim is 'dead_lettered'."""
+
+    reason: str = "poison task"
+
+
+@dataclass(frozen=True, slots=True)
 class GiveUp:
     """Stop and report the task as failed (or partial, when the policy knows some of it is done)."""
 
     claim: Literal["failed", "partial"] = "failed"
 
 
-Action = Union[Retry, Reroute, RefreshCredentials, UseAlternative, Escalate, GiveUp]
-ACTION_TYPES = (Retry, Reroute, RefreshCredentials, UseAlternative, Escalate, GiveUp)
+Action = Union[Retry, Reroute, RefreshCredentials, UseAlternative, Remediate, Escalate, Rollback, DeadLetter, GiveUp]
+ACTION_TYPES = (Retry, Reroute, RefreshCredentials, UseAlternative, Remediate, Escalate, Rollback, DeadLetter, GiveUp)
 
 
 @runtime_checkable
 class RecoveryPolicy(Protocol):
-    """Decides what the orchestrator does after a failed dispatch."""
+    """Decides what the orchestrator does after a failed dispatch.
+
+    Only ``name`` and ``decide`` are required.  The driver also reads these optional
+    attributes, once per run:
+
+    * ``guardrail`` (bool): a final-answer guardrail blocks a success claim while the
+      format's failure flag says a step failed;
+    * ``idempotency_keys`` (bool): calls carry idempotency keys, so a retried call whose
+      side effect already took effect does not take effect twice;
+    * ``transport`` (:class:`simulated_fleet.transport.TransportRetry`): a transport layer
+      under the agent runtime that retries failed tool calls itself, before the policy
+      ever sees them;
+    * ``new_shared_state()``: a fresh mutable object per orchestrator and run, handed to
+      every decision as ``history.shared`` (retry budgets, circuit breakers);
+    * ``observe(observation, shared, now_s, task_id)``: called after every dispatch,
+      successful or not, so shared controls can count successes and failures;
+    * ``choose_worker(proposed, workers, shared, now_s)``: may move a dispatch away from
+      the worker the orchestrator proposed (a circuit breaker skipping open workers).
+    """
 
     name: str
 

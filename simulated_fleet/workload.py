@@ -94,18 +94,26 @@ def closed_loop_task(
     return Task(task_id, now, template, client % orchestrators, title), think_s
 
 
-def arrivals(spec: WorkloadSpec, seed: int, horizon_s: float, orchestrators: int) -> Iterator[Task]:
-    """Tasks in arrival order over ``[0, horizon_s)``."""
+def explicit_task_count(spec: WorkloadSpec, workers: int) -> int:
+    """How many tasks the explicit ``arrivals`` stand for (counts and per-worker bursts expanded)."""
+    return sum(a.count * (workers if a.per_worker else 1) for a in spec.arrivals or ())
+
+
+def arrivals(spec: WorkloadSpec, seed: int, horizon_s: float, orchestrators: int, workers: int = 1) -> Iterator[Task]:
+    """Tasks in arrival order over ``[0, horizon_s)`` (``workers`` sizes per-worker bursts)."""
     rng = random.Random(_rng.key(seed, S_WORKLOAD))
     pools = NamePools.build(seed)
     names = [t.name for t in spec.templates]
     if spec.arrivals is not None:
         ordered = sorted(enumerate(spec.arrivals), key=lambda p: (p[1].at_s, p[0]))
-        for task_id, (_, a) in enumerate(ordered):
+        task_id = 0
+        for _, a in ordered:
             if a.at_s >= horizon_s:
                 return
             template = names.index(a.template)
-            yield Task(task_id, a.at_s, template, task_id % orchestrators, pools.title(a.template, rng))
+            for _ in range(a.count * (workers if a.per_worker else 1)):
+                yield Task(task_id, a.at_s, template, task_id % orchestrators, pools.title(a.template, rng))
+                task_id += 1
         return
     base = spec.tasks_per_day / DAY_S
     amp = spec.diurnal_amplitude

@@ -29,16 +29,20 @@ from .ledger import TaskRecord
 from .observation import (
     ACTION_TYPES,
     Action,
+    DeadLetter,
     Escalate,
     GiveUp,
     Observation,
     RecoveryPolicy,
     RefreshCredentials,
+    Remediate,
     Reroute,
     Retry,
+    Rollback,
     TaskHistory,
     UseAlternative,
 )
+from .transport import TransportRetry
 from .truth import AttemptReport
 from .workload import NamePools, Task, arrivals, closed_loop_task
 
@@ -51,6 +55,10 @@ S_TASK = _rng.stream_id("task")
 S_BRANCH = _rng.stream_id("task:branch")
 S_BATCH = _rng.stream_id("call:batch_items")
 S_MISREAD = _rng.stream_id("orchestrator:misread")
+S_TRANSPORT = _rng.stream_id("call:transport_retry")
+S_HUMAN = _rng.stream_id("escalation:human")
+S_REMEDIATION = _rng.stream_id("remediation:duration")
+S_REMEDIATION_OK = _rng.stream_id("remediation:success")
 
 #: How long a call takes to fail fast, on top of the network round trip (simulated s).
 FAIL_FAST_S = {
@@ -139,18 +147,19 @@ def _index(value, what: str) -> int:
 
 
 def _canonical(action) -> Action:
-    """Rebuild a policy's action as a checked instance of one of the five action classes."""
-    if isinstance(action, Escalate):
-        return Escalate(str(action.reason))
+    """Rebuild a policy's action as a checked instance of one of the action classes."""
+    for cls in (Escalate, Rollback, DeadLetter):
+        if isinstance(action, cls):
+            return cls(str(action.reason))
     if isinstance(action, GiveUp):
         if action.claim not in ("failed", "partial"):
             raise ValueError(f"GiveUp claim must be 'failed' or 'partial', got {action.claim!r}")
         return GiveUp(action.claim)
-    if isinstance(action, (Retry, Reroute, RefreshCredentials, UseAlternative)):
+    if isinstance(action, (Retry, Reroute, RefreshCredentials, UseAlternative, Remediate)):
         start = _index(action.resume_from, "resume_from")
         done = tuple(sorted({_index(i, "done_items entry") for i in action.done_items}))
-        if isinstance(action, RefreshCredentials):
-            return RefreshCredentials(start, done)
+        if isinstance(action, (RefreshCredentials, Remediate)):
+            return type(action)(start, done)
         delay = _number(action.delay_s, "delay_s")
         for cls in (Reroute, UseAlternative, Retry):
             if isinstance(action, cls):
@@ -202,7 +211,7 @@ class World:
                 self.env,
                 i,
                 slots.get(i, fleet.tool_slots),
-                plan.disk_full[i],
+                list(plan.disk_full[i]),  # a copy: a remediation may end a span early
                 plan.key_expiries[i],
                 fleet.credential_lifetime_s,
                 plan.crashes[i],
@@ -216,6 +225,26 @@ class World:
         self.heartbeat_timeout_s = fleet.heartbeat_timeout_s
         self.misread_p = fleet.misread_probability * getattr(error_format, "misread_factor", 1.0)
         self.guarded = bool(getattr(policy, "guardrail", False)) and bool(getattr(error_format, "failure_flag", False))
+        self.idempotent = bool(getattr(policy, "idempotency_keys", False))
+        transport = getattr(policy, "transport", None)
+        self._hooks_error: str | None = None
+        if transport is not None and not isinstance(transport, TransportRetry):
+            self._hooks_error = f"policy.transport must be a TransportRetry, got {type(transport).__name__}"
+            transport = None
+        self.transport = transport if transport is not None and transport.attempts > 1 else None
+        self.human = fleet.human_response
+        self.remediation = fleet.remediation
+        self._installed: set[tuple[int, str]] = set()  # (worker, tool) a remediation agent installed
+        self._observe = getattr(policy, "observe", None)
+        self._choose = getattr(policy, "choose_worker", None)
+        self.shared: list[object] = [None] * fleet.orchestrators
+        self.load = [[0, 0] for _ in range(fleet.orchestrators)]  # per orchestrator: dispatches, retries in flight
+        new_shared = getattr(policy, "new_shared_state", None)
+        if new_shared is not None:
+            try:
+                self.shared = [new_shared() for _ in range(fleet.orchestrators)]
+            except Exception as exc:  # a broken user policy is contained: every task records why
+                self._hooks_error = f"policy raised {type(exc).__name__} in new_shared_state(): {exc}"[:500]
         self.call_timeout_s = fleet.call_timeout_s
         lat = fleet.network_latency
         self.latency_mean = 2.0 * lat.mean_s  # a call is one round trip
@@ -296,7 +325,7 @@ class World:
     def _source(self) -> Generator:
         env = self.env
         spec = self.spec
-        for task in arrivals(spec.workload, self.seed, spec.duration_s, spec.fleet.orchestrators):
+        for task in arrivals(spec.workload, self.seed, spec.duration_s, spec.fleet.orchestrators, spec.fleet.workers):
             if task.arrival_s > env.now:
                 yield env.timeout(task.arrival_s - env.now)
             self._next_task_id = task.id + 1
@@ -349,8 +378,12 @@ class World:
         workspace: dict[int, float] = {}  # worker -> MB this task's files occupy there
         previous: tuple | None = None  # (failure kind, retry-after instant, tool) of the last dispatch
         actions = 0
+        load = self.load[task.orchestrator]
+        shared = self.shared[task.orchestrator]
         while True:
             attempts += 1
+            if self._choose is not None:
+                worker = self._chosen_worker(worker, shared, rec)
             if history is not None:
                 history.attempts = attempts
                 history.worker = worker
@@ -361,7 +394,12 @@ class World:
             if self.trace is not None:
                 self._emit("dispatch", task.id, worker, start)
             w.in_flight += 1
+            retrying = attempts > 1
+            load[0] += 1
+            load[1] += retrying
             report = yield from self._attempt(task, tpl, rec, w, start, done, sources, workspace)
+            load[0] -= 1
+            load[1] -= retrying
             w.in_flight -= 1
             if report is None:  # lost with a crashed worker, and nobody is waiting for it
                 return
@@ -369,6 +407,8 @@ class World:
             rec.secrets_leaked += obs.secrets
             if obs.envelope is not None and obs.envelope.schema_version != SCHEMA_VERSION:
                 rec.schema_skews += 1
+            if self._observe is not None:
+                self._observed(obs, shared, rec)
             if obs.ok:
                 rec.claim = "success"
                 break
@@ -378,6 +418,8 @@ class World:
                     attempts=attempts,
                     worker=worker,
                     rng=random.Random(_rng.key(self.seed, S_POLICY, task.id)),
+                    orchestrator=task.orchestrator,
+                    shared=shared,
                 )
             if self.misread_p > 0.0 and _rng.uniform(_rng.key(self._seed_key, S_MISREAD, task.id, attempts)) < self.misread_p:
                 if self.guarded:
@@ -386,7 +428,9 @@ class World:
                     rec.misreads += 1
                     rec.claim = "success"  # the orchestrator read the failure as a success
                     break
+            history.now_s = env.now
             history.elapsed_s = env.now - task.arrival_s
+            history.dispatches_in_flight, history.retries_in_flight = load
             code = obs.envelope.error_code if obs.envelope is not None else obs.status
             history.same_failure_streak = history.same_failure_streak + 1 if code == history.last_code else 1
             history.last_code = code
@@ -401,9 +445,20 @@ class World:
                 self._emit("action", task.id, worker, kind.__name__)
             if kind is Escalate:
                 rec.claim = "escalated"
+                # The claim is reported at once; the paged human's hours are charged to the
+                # run (cost, human hours), their own work is outside the simulation.
+                rec.pages += 1
+                rec.human_s = self._duration(self.human, S_HUMAN, task.id, actions)
                 break
             if kind is GiveUp:
                 rec.claim = action.claim
+                break
+            if kind is DeadLetter:
+                rec.claim = "dead_lettered"
+                break
+            if kind is Rollback:
+                yield from self._rollback(rec, tpl)
+                rec.claim = "failed"
                 break
             start = min(action.resume_from, len(tpl.steps) - 1)
             fan_out = tpl.steps[start].fan_out
@@ -414,6 +469,9 @@ class World:
                 w.refresh_credentials(env.now)
                 rec.refreshes += 1
                 history.refreshes += 1
+            elif kind is Remediate:
+                yield from self._remediate(rec, w, report, tpl, task.id, actions)
+                history.remediations += 1
             else:
                 if kind is Reroute:
                     worker = self._reroute(worker)
@@ -434,6 +492,72 @@ class World:
         if self.trace is not None:
             self._emit("end", task.id, worker, rec.claim)
 
+    def _duration(self, spec, stream: int, task_id: int, n: int) -> float:
+        """A keyed log-normal draw from a :class:`~simulated_fleet.config.Distribution`."""
+        if spec.cv <= 0.0:
+            return spec.mean_s
+        mu, sigma = _lognormal(spec.mean_s, spec.cv)
+        return math.exp(mu + sigma * _rng.normal(_rng.key(self._seed_key, stream, task_id, n), stream))
+
+    def _chosen_worker(self, proposed: int, shared, rec: TaskRecord) -> int:
+        """Let the policy move a dispatch (a breaker skipping open workers); a bad answer keeps ``proposed``."""
+        try:
+            chosen = self._choose(proposed, len(self.workers), shared, self.env.now)  # type: ignore[misc]
+            chosen = _index(chosen, "choose_worker()")
+            if chosen >= len(self.workers):
+                raise ValueError(f"choose_worker() returned worker {chosen}; the fleet has {len(self.workers)}")
+            return chosen
+        except Exception as exc:
+            rec.policy_error = rec.policy_error or f"policy choose_worker() failed: {type(exc).__name__}: {exc}"[:500]
+            return proposed
+
+    def _observed(self, obs: Observation, shared, rec: TaskRecord) -> None:
+        """Tell the policy's shared controls about a dispatch's outcome; a raising hook is recorded, not fatal."""
+        try:
+            self._observe(obs, shared, self.env.now, rec.id)  # type: ignore[misc]
+        except Exception as exc:
+            rec.policy_error = rec.policy_error or f"policy observe() raised {type(exc).__name__}: {exc}"[:500]
+
+    def _remediate(self, rec: TaskRecord, w: Worker, report: AttemptReport, tpl: _Template, task_id: int, n: int) -> Generator:
+        """A remediation agent works on ``w`` for minutes; it may repair the last failure's cause."""
+        spec = self.remediation
+        took = self._duration(spec.duration, S_REMEDIATION, task_id, n)
+        yield self.env.timeout(took)
+        rec.remediations += 1
+        rec.remediation_s += took
+        rec.tokens += spec.tokens
+        succeeded = _rng.uniform(_rng.key(self._seed_key, S_REMEDIATION_OK, task_id, n)) < spec.success_probability
+        if not (succeeded and self._repair(w, report, tpl)):
+            rec.remediations_failed += 1
+
+    def _repair(self, w: Worker, report: AttemptReport, tpl: _Template) -> bool:
+        """Repair what a machine can repair on a worker: credentials, a fault-filled disk, a missing tool."""
+        now = self.env.now
+        kind = report.failure
+        if kind == "expired_key":
+            w.refresh_credentials(now)
+            return True
+        if kind == "disk_full":
+            return w.clear_disk_fault(now)
+        if kind == "missing_dependency" and report.failed_step >= 0:
+            self._installed.add((w.index, tpl.names[report.failed_step]))
+            return True
+        return False
+
+    def _rollback(self, rec: TaskRecord, tpl: _Template) -> Generator:
+        """Compensate every committed item (one compensating call each, a round trip apiece, per step in reverse)."""
+        calls = 0
+        for commits in reversed(rec.commits):
+            undone = sum(1 for c in commits if c > 0)
+            if undone:
+                calls += undone
+                for item in range(len(commits)):
+                    commits[item] = 0
+                yield self.env.timeout(self.latency_mean)
+        rec.rolled_back = True
+        rec.compensations += calls
+        rec.calls += calls
+
     def _limit_reached(self, tpl: _Template, rec: TaskRecord, history: TaskHistory) -> bool:
         """The orchestrator's own limits: a task's deadline and its call budget."""
         if tpl.deadline_s is not None and history.elapsed_s >= tpl.deadline_s:
@@ -450,6 +574,9 @@ class World:
         Whatever the policy returns is checked field by field and rebuilt as one of the
         canonical action types, so the driver never acts on a malformed action.
         """
+        if self._hooks_error is not None:
+            rec.policy_error = self._hooks_error
+            return GiveUp()
         if actions > self.max_actions:
             rec.policy_error = f"action cap reached: more than {self.max_actions} actions for one task"
             return GiveUp()
@@ -596,6 +723,11 @@ class World:
                     task_key, step_key ^ (item << 32), step, tpl, si, item, w, now,
                     persistent, transient, masking, batch_failed, sources,
                 )
+                if kind is not None and self.transport is not None and kind in self.transport.on:
+                    kind, duration, committed, wait = self._transport_retry(
+                        rec, (kind, duration, committed, wait), task_key, step_key ^ (item << 32), step, tpl, si, item,
+                        w, now, (persistent, transient, masking, batch_failed, sources), garbage,
+                    )
                 if duration > longest:
                     longest = duration
                 finish[item] = duration
@@ -651,6 +783,8 @@ class World:
                     commits[item] += 1
             for item in committed_anyway:
                 commits[item] += 1
+            if self.idempotent and si in tpl.append_steps:
+                self._deduplicate(rec, commits)
             if not failed:
                 continue
             failed.sort()
@@ -689,6 +823,43 @@ class World:
             schema_version=version,
             dropped_fields=dropped,
         )
+
+    def _transport_retry(self, rec, first, task_key, k, step, tpl, si, item, w, now, rules, garbage):
+        """The transport layer retries a failed call on its own: (kind, total duration, committed, token instant).
+
+        Each try is a real tool call (counted, priced, and able to commit a side effect
+        that then happens twice); the tries and the waits between them run inside the
+        step's slot, so they lengthen the call.  A try later than ``now`` meets the
+        fleet as it stands at that instant (the token bucket only refills forward).
+        """
+        transport = self.transport
+        kind, duration, committed, wait = first
+        elapsed = 0.0
+        for n in range(1, transport.attempts):
+            if kind is None or kind not in transport.on:
+                break
+            self._fault(rec, kind, now, step.name, w.index)
+            if committed and not garbage:
+                rec.commits[si][item] += 1  # the failed try took effect anyway; the next try repeats it
+            if kind == "timeout" or kind == "latency_spike":
+                rec.tokens += step.tokens
+            pause = transport.wait_s(n - 1, _rng.draw(k, S_TRANSPORT + n))
+            if wait is not None:
+                pause = max(pause, wait - (now + elapsed + duration))
+            elapsed += duration + pause
+            rec.calls += 1
+            rec.transport_retries += 1
+            kind, duration, committed, wait = self._call(task_key, _rng.mix(k ^ (S_TRANSPORT + n)), step, tpl, si, item, w,
+                                                         now + elapsed, *rules)
+        return kind, elapsed + duration, committed, wait
+
+    @staticmethod
+    def _deduplicate(rec: TaskRecord, commits: list[int]) -> None:
+        """Idempotency keys: a side effect already taken is not taken again."""
+        for item, count in enumerate(commits):
+            if count > 1:
+                rec.deduplicated += count - 1
+                commits[item] = 1
 
     def _lose_dispatch(self, rec, w, req, now, crash_at, step, si) -> Generator:
         """The worker crashes mid-step: calls that finished before the crash took effect,
@@ -729,6 +900,8 @@ class World:
             return False
         kind = rule.kind
         if kind == "missing_dependency":
+            if self._installed and (worker, tool) in self._installed:
+                return False  # a remediation agent installed it
             return _rng.draw(_rng.key(self.seed, worker, _rng.stream_id(tool)), rule.stream) < p
         if kind == "validation_error":
             return _rng.draw(_rng.mix(task_key ^ (si << 40)), rule.stream) < p

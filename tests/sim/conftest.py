@@ -126,6 +126,11 @@ class Recorder:
         )
         return action
 
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet (copying, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.inner, name)  # guardrail, transport and other driver attributes, unchanged
+
     def delays(self) -> list[float]:
         """delay_s of every decided action that has one, in order."""
         return [d.action.delay_s for d in self.log if hasattr(d.action, "delay_s")]

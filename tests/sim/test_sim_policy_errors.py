@@ -73,12 +73,12 @@ def broken_world(sim):
         (
             ReturnsNone(),
             "policy returned an invalid action: expected an action "
-            "(Retry, Reroute, RefreshCredentials, UseAlternative, Escalate, GiveUp), got NoneType",
+            "(Retry, Reroute, RefreshCredentials, UseAlternative, Remediate, Escalate, Rollback, DeadLetter, GiveUp), got NoneType",
         ),
         (
             ReturnsActionClass(),
             "policy returned an invalid action: expected an action "
-            "(Retry, Reroute, RefreshCredentials, UseAlternative, Escalate, GiveUp), got type",
+            "(Retry, Reroute, RefreshCredentials, UseAlternative, Remediate, Escalate, Rollback, DeadLetter, GiveUp), got type",
         ),
         (NegativeDelay(), "policy returned an invalid action: delay_s must be finite and >= 0, got -1.0"),
         (InfiniteDelay(), "policy returned an invalid action: delay_s must be finite and >= 0, got inf"),

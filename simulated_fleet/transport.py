@@ -1,0 +1,55 @@
+"""A transport layer under the agent runtime: per-call retries the policy never sees.
+
+Real agent runtimes sit on HTTP clients and SDKs that retry on their own (botocore,
+gRPC, urllib3's ``Retry``).  When the agent's recovery policy retries a dispatch too,
+the attempts multiply: a dependency that always fails costs transport attempts x agent
+dispatches calls.  This layer makes that product a measured figure rather than an
+assumption.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+#: Failure kinds a transport layer can see and retry: connection errors, timeouts, 429s,
+#: refused connections of a crashed node.  Application errors (a missing source, a
+#: validation error, an expired key) pass through to the agent untouched.
+TRANSPORT_KINDS = frozenset({"network_blip", "timeout", "latency_spike", "rate_limit", "node_crash"})
+
+
+@dataclass(frozen=True, slots=True)
+class TransportRetry:
+    """Retry a failed tool call inside the transport, up to ``attempts`` tries in all.
+
+    Between tries it waits ``min(cap_s, base_s * 2**n)`` for try ``n`` (0-based count of
+    retries so far) with the chosen jitter: ``"none"`` (the full value), ``"full"``
+    (uniform in [0, value)) or ``"equal"`` (half plus uniform in [0, half)).  A 429's
+    retry-after is honoured when it is longer.  Only kinds in ``on`` are retried.
+    """
+
+    attempts: int = 3
+    base_s: float = 0.5
+    cap_s: float = 8.0
+    jitter: Literal["none", "full", "equal"] = "full"
+    on: frozenset[str] = TRANSPORT_KINDS
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError(f"TransportRetry.attempts must be >= 1, got {self.attempts}")
+        if self.base_s < 0 or self.cap_s < 0:
+            raise ValueError("TransportRetry.base_s and cap_s must be >= 0")
+        if self.jitter not in ("none", "full", "equal"):
+            raise ValueError(f"TransportRetry.jitter must be none, full or equal, got {self.jitter!r}")
+        unknown = set(self.on) - TRANSPORT_KINDS
+        if unknown:
+            raise ValueError(f"TransportRetry.on: {sorted(unknown)} are not transport-level failures ({sorted(TRANSPORT_KINDS)})")
+
+    def wait_s(self, retries_so_far: int, uniform: float) -> float:
+        """The wait before the next try, given a uniform draw in [0, 1)."""
+        value = min(self.cap_s, self.base_s * 2.0**retries_so_far)
+        if self.jitter == "full":
+            return value * uniform
+        if self.jitter == "equal":
+            return value / 2.0 + value / 2.0 * uniform
+        return value
