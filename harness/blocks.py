@@ -47,7 +47,7 @@ from simulated_fleet.observation import (
     UseAlternative,
 )
 
-from .policies import resume_from_refs, resume_point
+from ._recovery import resume_from_refs, resume_point
 
 __all__ = [
     "AdaptiveThrottle",
@@ -606,10 +606,10 @@ class wait_equal_jitter(_WaitBase):
 class wait_decorrelated_jitter(_WaitBase):
     """Decorrelated jitter (AWS Architecture Blog): ``min(cap, uniform(base, prev * 3))``, prev starting at base.
 
-    TaskHistory keeps no previous sleep, so the chain is replayed from ``history.rng``
-    for ``history.retries + 1`` steps (see :func:`decorrelated_jitter`).  If the driver
-    ever gives the history a ``last_delay_s`` attribute, that is used as ``prev`` and
-    one step is drawn, which keeps the exact chain.
+    The driver keeps the task's last retry delay in ``history.last_delay_s``; it is used
+    as ``prev`` and one step is drawn, which keeps the exact chain.  A history without
+    it (a hand-built one) replays the chain from ``history.rng`` for
+    ``history.retries + 1`` steps (see :func:`decorrelated_jitter`).
     """
 
     base_s: float

@@ -397,7 +397,7 @@ def compare(
 @click.option("--first-seed", type=click.IntRange(0, 2**62), help="[default: 1]")
 @click.option("--policies", help="comma-separated [default: blind-retry,backoff,structured]")
 @click.option("--errors", "formats", help="comma-separated [default: generic,structured]")
-@click.option("--metric", help="the metric the report draws against the swept parameter [default: recovery_rate]")
+@click.option("--metric", help="the metric the report draws against the swept parameter; comma-separated for several [default: recovery_rate]")
 @click.option("--x", "x_param", metavar="PATH", help="the swept parameter on the curves' x axis [default: the first numeric one]")
 @_jobs_option
 @_scheduler_option
@@ -721,18 +721,93 @@ def schema(what: str, name: str | None, markdown: bool) -> None:
 
 @main.group()
 def policies() -> None:
-    """Recovery policies."""
+    """Recovery policies: built-in, registered by installed packages, or given by import path."""
+
+
+def _policy_params(info) -> str:
+    """A policy's parameters on one line, ``recipe`` for a blocks Policy (its fields are the recipe's parts)."""
+    if info.recipe is not None:
+        return info.recipe
+    return ", ".join(f"{k}={v!r}" for k, v in info.parameters.items()) or "-"
 
 
 @policies.command("list")
-def policies_list() -> None:
-    """List built-in policies with their parameters."""
-    from .policies import POLICIES
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+def policies_list(as_json: bool) -> None:
+    """List built-in policies and those installed packages register (entry point group fleetchaos.policies).
 
-    for name, factory in POLICIES.items():
-        policy = factory()
-        doc = (type(policy).__doc__ or "").strip().splitlines()[0]
-        click.echo(f"{name:12s} {doc}\n{'':12s} {policy!r}")
+    Entry points are loaded to describe them; one that cannot be loaded is listed with its
+    error, and the list goes on.
+    """
+    from .policies import ENTRY_POINT, list_policies
+
+    infos = list_policies()
+    if as_json:
+        import json
+
+        click.echo(json.dumps([i.to_dict() for i in infos], indent=2))
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="recovery policies (fleetchaos policies show NAME for details)", show_lines=True, expand=True)
+    # Names are what users type: never folded, so the column is as wide as the longest.
+    table.add_column("name", no_wrap=True, min_width=max(len(i.name) for i in infos))
+    table.add_column("source", overflow="fold", ratio=3)
+    table.add_column("description", overflow="fold", ratio=5)
+    table.add_column("parameters", overflow="fold", ratio=3)
+    for info in infos:
+        if info.error is not None:
+            description = Text("cannot load: ", style="red") + Text(info.error)
+        elif info.shadowed is not None:
+            description = Text(f"not used: {info.shadowed}", style="yellow")
+        else:
+            description = Text(info.description or "(no docstring)")
+        source = info.source if info.source != ENTRY_POINT else f"{info.source}: {info.origin}"
+        table.add_row(Text(info.name), Text(source), description, Text(_policy_params(info)))
+    _stdout().print(table)
+    broken = [i.name for i in infos if i.error is not None]
+    if broken:
+        _stderr().print(f"warning: {len(broken)} entry point(s) cannot be loaded: {', '.join(broken)}; "
+                        "`fleetchaos policies show NAME` says why", highlight=False, markup=False)  # fmt: skip
+
+
+@policies.command("show")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+def policies_show(name: str, as_json: bool) -> None:
+    """Describe one policy: where it comes from, what it does, its parameters and driver attributes.
+
+    NAME is a built-in name, an entry point name, or an import path pkg.module:Name.
+    """
+    from .policies import DRIVER_ATTRIBUTES, PolicyLookupError, describe_policy, suggest
+
+    _allow_local_policies((name,))
+    try:
+        info = describe_policy(name)
+    except PolicyLookupError as exc:
+        match = suggest(name) if ":" not in name else None
+        hint = f"; did you mean {match!r}?" if match and match != name else ""
+        raise UserError(f"policies show: {exc}{hint}") from None
+    if as_json:
+        import json
+
+        click.echo(json.dumps(info.to_dict(), indent=2))
+        return
+    out = [f"name:        {info.name}", f"source:      {info.source} ({info.origin})",
+           f"description: {info.description or '(no docstring)'}"]  # fmt: skip
+    if info.details:
+        out += ["", *(f"  {line}" if line else "" for line in info.details.splitlines())]
+    if info.recipe is not None:
+        out += ["", f"recipe:      {info.recipe}"]
+    out += ["", "parameters:" + ("" if info.parameters else " none (not a dataclass, or no fields besides name)")]
+    width = max((len(k) for k in info.parameters), default=0)
+    out += [f"  {k:<{width}} = {v!r}" for k, v in info.parameters.items()]
+    out += ["", "driver attributes:" + ("" if info.driver_attributes else " none (the driver's defaults apply)")]
+    for key, value in info.driver_attributes.items():
+        shown = value if isinstance(value, str) and value.startswith("method ") else repr(value)
+        out.append(f"  {key} = {shown}: {DRIVER_ATTRIBUTES[key]}")
+    click.echo("\n".join(out))
 
 
 @main.group()

@@ -160,7 +160,7 @@ class Controlled:
         """Ask the budget for one retry; True when it may go out."""
         budget = self.budget
         if isinstance(budget, AwsRetryQuota):
-            timed_out = code_of(observation) == "TOOL_TIMEOUT" or observation.status == "timeout"
+            timed_out = code_of(observation) in ("TOOL_TIMEOUT", "TIMEOUT") or observation.status == "timeout"
             shared.budget, paid = budget.acquire(shared.budget, timeout=timed_out)
             if paid is None:
                 return False

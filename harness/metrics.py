@@ -191,7 +191,9 @@ def detail_breakdowns(
       kind of the first fault they met (recovery by fault kind is their ratio);
     * ``fault_hits_by_error_code`` / ``_by_tool`` / ``_by_worker``: faulted calls from the
       run's fault log ``(time_s, kind, tool, worker, task_id)``;
-    * ``task_counts``: numerators and denominators of the pooled task-level rates.
+    * ``task_counts``: numerators and denominators of the pooled task-level rates;
+    * ``policy_errors_by_message``: tasks by the policy error the driver recorded (a raise,
+      an invalid action, the action cap), so a report can name what a broken policy did.
     """
     faulted_by_kind: Counter[str] = Counter()
     recovered_by_kind: Counter[str] = Counter()
@@ -219,8 +221,12 @@ def detail_breakdowns(
     for r in records:
         for reason, n in r.wasted_reasons.items():
             by_family[WASTE_FAMILIES.get(reason, reason)] += n
+    # Counted per message, not per policy: the report names each distinct problem.  The driver
+    # truncates messages to 500 characters; a message that varies per task is one entry each.
+    policy_errors = Counter(r.policy_error for r in records if r.policy_error is not None)
     return {
         "wasted_retries_by_family": dict(sorted(by_family.items())),
+        "policy_errors_by_message": dict(sorted(policy_errors.items())),
         "faulted_tasks_by_first_fault": dict(sorted(faulted_by_kind.items())),
         "recovered_tasks_by_first_fault": dict(sorted(recovered_by_kind.items())),
         "fault_hits_by_error_code": dict(sorted(by_code.items())),

@@ -69,7 +69,7 @@ def judge(record: TaskRecord) -> TaskOutcome:
         first_fault=record.first_fault,
         recovered=recovered,
         silent_failure=claim == "success" and not full,
-        false_alarm=full and claim in ("failed", "partial", "escalated"),
+        false_alarm=full and claim in ("failed", "partial", "escalated", "dead_lettered"),
         calls=record.calls,
         tokens=record.tokens,
         retries=record.retries,

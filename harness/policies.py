@@ -9,7 +9,8 @@ seeds per task, so a decision is reproducible from its inputs.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+import importlib.metadata
+from dataclasses import dataclass, field
 from typing import Callable
 
 from simulated_fleet.envelope import AgentToolError, parse_item_ref, parse_step_ref
@@ -27,33 +28,8 @@ from simulated_fleet.observation import (
 )
 from simulated_fleet.envelopes import FailureTypeError
 
+from ._recovery import full_jitter, resume_from_refs, resume_point, unknown_branch
 
-def full_jitter(history: TaskHistory, base_s: float, cap_s: float) -> float:
-    """Exponential backoff with full jitter: uniform in [0, min(cap, base * 2**retries))."""
-    return history.rng.uniform(0.0, min(cap_s, base_s * 2.0**history.retries))
-
-
-def unknown_branch(history: TaskHistory, retries: int, base_s: float, cap_s: float, reason: str) -> Action:
-    """What a policy does with a failure it cannot read: back off and retry ``retries`` times, then escalate."""
-    if history.retries < retries:
-        return Retry(delay_s=full_jitter(history, base_s, cap_s))
-    return Escalate(reason)
-
-
-def resume_point(envelope: AgentToolError) -> tuple[int, tuple[int, ...]]:
-    """Where to resume, from the envelope's partial_success: (step, items already done)."""
-    partial = envelope.partial_success
-    if partial is None:
-        return 0, ()
-    start = 0
-    for ref in partial.completed_steps:
-        start = max(start, parse_step_ref(ref) + 1)
-    done = []
-    for ref in partial.artifacts:
-        parsed = parse_item_ref(ref)
-        if parsed is not None and parsed[0] == start:
-            done.append(parsed[1])
-    return start, tuple(sorted(done))
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,17 +103,6 @@ class StructuredDecisionTree:
         else:
             delay = full_jitter(history, self.base_s, self.cap_s)
         return Retry(delay, start, done)
-
-
-def resume_from_refs(refs: tuple[str, ...] | None) -> tuple[int, tuple[int, ...]]:
-    """Where to resume from a list of step and item references (``partial_results``); None means from the start."""
-    if not refs:
-        return 0, ()
-    steps = [r for r in refs if parse_item_ref(r) is None]
-    start = max((parse_step_ref(r) + 1 for r in steps), default=0)
-    items = [parse_item_ref(r) for r in refs]
-    done = sorted({p[1] for p in items if p is not None and p[0] == start})
-    return start, tuple(done)
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,20 +202,93 @@ POLICIES: dict[str, Callable[[], RecoveryPolicy]] = {
     "raw-parse": RawParsing,
 }
 
+# The named presets (backoff variants, the reference recipes, the classic controls) are
+# built from the policies above and the blocks, so they are imported once those exist.
+from .presets import PRESETS  # noqa: E402
+
+POLICIES.update(PRESETS)
+
+
+#: The entry point group in which installed packages register policies: each entry maps a
+#: policy name to an object reference ``module:attr`` (a policy class or instance).  See
+#: docs/policies.md, "Write your own policy".
+ENTRY_POINT_GROUP = "fleetchaos.policies"
+
+#: Optional attributes the driver reads from a policy besides ``name`` and ``decide``, with
+#: what each does.  The reference is the :class:`~simulated_fleet.observation.RecoveryPolicy`
+#: docstring; a test keeps the two in step, so ``fleetchaos policies show`` never hides one.
+DRIVER_ATTRIBUTES: dict[str, str] = {
+    "guardrail": "a final-answer guardrail blocks a success claim while the format's failure flag says a step failed",
+    "idempotency_keys": "calls carry idempotency keys: a retried call whose side effect already took effect "
+    "does not take effect twice",
+    "transport": "a transport layer under the agent runtime retries failed tool calls before the policy sees them",
+    "new_shared_state": "a fresh mutable object per orchestrator and run, handed to every decision as history.shared",
+    "observe": "called after every dispatch, successful or not, so shared controls can count outcomes",
+    "choose_worker": "may move a dispatch away from the worker the orchestrator proposed",
+}
+
+#: Where a policy comes from, as ``fleetchaos policies list/show`` say it.
+BUILT_IN, ENTRY_POINT, IMPORT_PATH = "built-in", "entry point", "import path"
+
 
 class PolicyLookupError(LookupError):
-    """A policy name or import path that does not resolve to a policy."""
+    """A policy name or import path that does not resolve to a policy.
+
+    The message names the policy, what failed and how to fix it; the CLI prints it as one
+    line and exits 2.
+    """
+
+
+def policy_entry_points() -> dict[str, tuple[importlib.metadata.EntryPoint, ...]]:
+    """Policies registered by installed packages in :data:`ENTRY_POINT_GROUP`, by name (sorted).
+
+    Only the metadata is read: nothing is imported until a policy is asked for.  A name
+    maps to several entry points when several installed distributions register it.
+    """
+    found: dict[str, list[importlib.metadata.EntryPoint]] = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        same = found.setdefault(ep.name, [])
+        if all(_dist_name(ep) != _dist_name(other) for other in same):  # one distribution seen twice on sys.path
+            same.append(ep)
+    return {name: tuple(found[name]) for name in sorted(found)}
+
+
+def policy_names() -> list[str]:
+    """Every name ``get_policy`` accepts without an import path: the built-ins, then entry points."""
+    return list(POLICIES) + [name for name in policy_entry_points() if name not in POLICIES]
+
+
+def suggest(name: str) -> str | None:
+    """The known policy name closest to a mistyped ``name``, or None."""
+    import difflib
+
+    match = difflib.get_close_matches(name, policy_names(), n=1)
+    return match[0] if match else None
 
 
 def get_policy(name: str) -> RecoveryPolicy:
-    """A built-in policy by name, or a user policy by import path ``pkg.module:Name``."""
+    """A policy by name: a built-in, an import path ``pkg.module:Name``, or an installed entry point.
+
+    Built-in names win over entry points of the same name; a name with a colon is always an
+    import path.  Raises :class:`PolicyLookupError` with a message naming the policy, what
+    failed and the fix.
+    """
     if name in POLICIES:
         return POLICIES[name]()
-    if ":" not in name:
-        known = ", ".join(sorted(POLICIES))
-        raise PolicyLookupError(
-            f"unknown policy {name!r}: use one of {known}, or an import path like mypkg.policies:MyPolicy"
-        )
+    if ":" in name:
+        return _from_import_path(name)
+    registered = policy_entry_points().get(name)
+    if registered:
+        return _from_entry_point(name, registered)
+    entry = ", ".join(n for n in policy_entry_points() if n not in POLICIES)
+    raise PolicyLookupError(
+        f"unknown policy {name!r}: use one of {', '.join(sorted(POLICIES))}"
+        + (f", an installed entry point ({entry})" if entry else "")
+        + ", or an import path like mypkg.policies:MyPolicy"
+    )
+
+
+def _from_import_path(name: str) -> RecoveryPolicy:
     module_name, _, attr = name.partition(":")
     try:
         module = importlib.import_module(module_name)
@@ -260,12 +298,161 @@ def get_policy(name: str) -> RecoveryPolicy:
         target = getattr(module, attr)
     except AttributeError:
         raise PolicyLookupError(f"policy {name!r}: module {module_name!r} has no attribute {attr!r}") from None
+    return _instantiate(f"policy {name!r}", attr, target, fix="a policy class must build with no arguments")
+
+
+def _from_entry_point(name: str, registered: tuple[importlib.metadata.EntryPoint, ...]) -> RecoveryPolicy:
+    table = f'[project.entry-points."{ENTRY_POINT_GROUP}"]'
+    if len(registered) > 1:
+        # Picking one silently would make results depend on installation order.
+        owners = ", ".join(f"{_dist_name(ep)} ({ep.value})" for ep in registered)
+        raise PolicyLookupError(
+            f"policy {name!r}: registered as an entry point by several installed packages: {owners}; "
+            "uninstall all but one, or name the policy by its import path"
+        )
+    ep = registered[0]
+    subject = f"policy {name!r} (entry point {name} = {ep.value!r} of package {_dist_name(ep)})"
+    fix = f"fix {table} in that package's pyproject.toml and reinstall it, or uninstall the package"
+    try:
+        target = ep.load()
+    except (Exception, SystemExit) as exc:  # third-party code: an import may raise anything
+        raise PolicyLookupError(f"{subject}: cannot load it ({type(exc).__name__}: {exc}); {fix}") from None
+    try:
+        return _instantiate(subject, ep.value, target, fix="a policy class must build with no arguments")
+    except PolicyLookupError as exc:
+        raise PolicyLookupError(f"{exc}; {fix}") from None
+
+
+def _instantiate(subject: str, attr: str, target, *, fix: str) -> RecoveryPolicy:
+    """A policy from a loaded object: a class is built with no arguments, an instance is used as is.
+
+    ``subject`` names the policy in messages (``policy 'x'`` and where it comes from).
+    """
     try:
         policy = target() if isinstance(target, type) else target
     except Exception as exc:
-        raise PolicyLookupError(
-            f"policy {name!r}: {attr}() failed ({type(exc).__name__}: {exc}); a policy class must build with no arguments"
-        ) from None
+        raise PolicyLookupError(f"{subject}: {attr}() failed ({type(exc).__name__}: {exc}); {fix}") from None
     if not callable(getattr(policy, "decide", None)):
-        raise PolicyLookupError(f"policy {name!r}: {attr} has no decide(observation, history) method")
+        raise PolicyLookupError(f"{subject}: {attr} has no decide(observation, history) method")
     return policy
+
+
+def _dist_name(ep: importlib.metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return dist.name if dist is not None else "(unknown package)"
+
+
+# -- descriptions for `fleetchaos policies list/show` ------------------------------------
+
+
+@dataclass(frozen=True)
+class PolicyInfo:
+    """What ``fleetchaos policies show`` tells about one policy.
+
+    ``parameters`` are the policy's dataclass fields (``name`` excepted) with the values it
+    is built with; ``recipe`` is the flattened repr of a :class:`harness.blocks.Policy`;
+    ``driver_attributes`` are the :data:`DRIVER_ATTRIBUTES` the policy sets.  ``error`` is
+    set (and the rest mostly empty) for an entry point that cannot be loaded.
+    """
+
+    name: str
+    source: str
+    origin: str
+    description: str = ""
+    details: str = ""
+    parameters: dict[str, object] = field(default_factory=dict)
+    recipe: str | None = None
+    driver_attributes: dict[str, object] = field(default_factory=dict)
+    shadowed: str | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        """JSON-ready: values that JSON cannot hold are given as their repr."""
+        # Not dataclasses.asdict: it would deep-copy (and recurse into) arbitrary policy parts.
+        doc = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        doc["parameters"] = {k: _plain(v) for k, v in self.parameters.items()}
+        doc["driver_attributes"] = {k: _plain(v) for k, v in self.driver_attributes.items()}
+        return doc
+
+
+def describe_policy(name: str) -> PolicyInfo:
+    """A description of the policy ``get_policy(name)`` returns; PolicyLookupError as ``get_policy``."""
+    policy = get_policy(name)
+    if name in POLICIES:
+        source, origin = BUILT_IN, _qualified(type(policy))
+    elif ":" in name:
+        source, origin = IMPORT_PATH, name
+    else:
+        ep = policy_entry_points()[name][0]
+        source, origin = ENTRY_POINT, f"{ep.value} (package {_dist_name(ep)})"
+    return _info(name, source, origin, policy)
+
+
+def list_policies() -> list[PolicyInfo]:
+    """Every built-in policy, then every installed entry point (each loaded now, to describe it).
+
+    An entry point that cannot be loaded is listed with its ``error`` instead of stopping the
+    list; one that a built-in shadows is listed with ``shadowed`` set.
+    """
+    infos = [describe_policy(name) for name in POLICIES]
+    for name, registered in policy_entry_points().items():
+        origin = "; ".join(f"{ep.value} (package {_dist_name(ep)})" for ep in registered)
+        if name in POLICIES:
+            infos.append(PolicyInfo(name, ENTRY_POINT, origin, shadowed=f"the built-in {name!r} wins over this entry point"))
+            continue
+        try:
+            infos.append(_info(name, ENTRY_POINT, origin, _from_entry_point(name, registered)))
+        except PolicyLookupError as exc:
+            infos.append(PolicyInfo(name, ENTRY_POINT, origin, error=str(exc)))
+    return infos
+
+
+def _info(name: str, source: str, origin: str, policy) -> PolicyInfo:
+    import dataclasses
+    import inspect
+
+    cls = type(policy)
+    doc = inspect.getdoc(cls) or ""
+    if dataclasses.is_dataclass(cls) and doc.startswith(f"{cls.__name__}("):
+        doc = ""  # the signature dataclasses write when a class has no docstring: not a description
+    first, _, rest = doc.partition("\n\n")
+    parameters = {}
+    if dataclasses.is_dataclass(policy):
+        parameters = {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy) if f.name != "name"}
+    from .blocks import Policy as Recipe
+
+    driver = {}
+    for attr in DRIVER_ATTRIBUTES:
+        value = getattr(policy, attr, None)
+        if value is None or value is False:  # not set: the driver's default applies
+            continue
+        driver[attr] = f"method {_qualified(value)}" if attr in _HOOKS and callable(value) else value
+    return PolicyInfo(
+        name=name,
+        source=source,
+        origin=origin,
+        description=" ".join(first.split()),
+        details=rest.strip(),
+        parameters=parameters,
+        recipe=repr(policy) if isinstance(policy, Recipe) else None,
+        driver_attributes=driver,
+    )
+
+
+#: Driver attributes that are methods: shown by name, not by value.
+_HOOKS = frozenset({"new_shared_state", "observe", "choose_worker"})
+
+
+def _qualified(obj) -> str:
+    """``module:QualName`` of a class or function (bound methods by their function)."""
+    obj = getattr(obj, "__func__", obj)
+    return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', type(obj).__qualname__)}"
+
+
+def _plain(value):
+    """A JSON value: scalars and flat sequences as they are, anything else as its repr."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (tuple, list)) and all(v is None or isinstance(v, (bool, int, float, str)) for v in value):
+        return list(value)
+    return repr(value)

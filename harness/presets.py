@@ -66,7 +66,7 @@ from .blocks import (
     wait_retry_after,
 )
 from .controls import Controlled
-from .policies import Backoff, full_jitter, unknown_branch
+from ._recovery import full_jitter, unknown_branch
 
 # =======================================================================================
 # Backoff variants: one wait formula each, everything else equal
@@ -302,6 +302,8 @@ class LayeredBackoff:
 
 def _controlled(name: str, **controls) -> Callable[[], Controlled]:
     def build() -> Controlled:
+        from .policies import Backoff  # the registry imports this module: import the class when first built
+
         return Controlled(Backoff(max_retries=5), name=name, **controls)
 
     build.__doc__ = f"Backoff (5 retries, full jitter) under {', '.join(f'{k}={v!r}' for k, v in controls.items())}."

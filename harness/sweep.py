@@ -37,7 +37,8 @@ class SweepSpec(BaseModel):
     ``seeds`` is a count (seeds ``first_seed .. first_seed + seeds - 1``) or an explicit
     list.  ``params`` maps a dotted path into the scenario document to the values to
     sweep.  ``metric`` is drawn against ``x`` (default: the first swept parameter whose
-    values are all numbers).
+    values are all numbers); several metrics may be given comma-separated
+    (``tool_calls,makespan_s``), each with its own curves and table column.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -51,6 +52,10 @@ class SweepSpec(BaseModel):
     metric: str = DEFAULT_METRIC
     x: str | None = None
     confidence: float = Field(default=0.95, ge=0.5, le=0.999)
+
+    def metric_names(self) -> list[str]:
+        """The metrics to draw, in the order given (``metric`` split at commas)."""
+        return [m.strip() for m in self.metric.split(",") if m.strip()]
 
     @field_validator("seeds")
     @classmethod
@@ -185,7 +190,10 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
     from .runner import RunJob, Variant
     from .scenario import load_scenario
 
-    _check_metric(spec.metric)
+    if not spec.metric_names():
+        raise UserError("--metric: empty; give a metric name such as recovery_rate (comma-separated for several)")
+    for name in spec.metric_names():
+        _check_metric(name)
     _check_names(spec.policies, spec.errors)
     for path in spec.params:
         parse_path(path)
@@ -334,7 +342,7 @@ def summarise(plan: SweepPlan, results: list[RunResult]) -> SweepResult:
         errors=list(spec.errors),
         seeds=plan.seeds,
         confidence=spec.confidence,
-        metric=spec.metric,
+        metric=",".join(spec.metric_names()),
         x=plan.x,
         entries=entries,
         versions=versions(),

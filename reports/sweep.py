@@ -43,6 +43,16 @@ def params_text(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={value_text(v)}" for k, v in params.items()) or "-"
 
 
+def metric_names(result: SweepResult) -> list[str]:
+    """The sweep's chosen metrics (``result.metric`` is one name, or several comma-separated)."""
+    return [m for m in result.metric.split(",") if m]
+
+
+def chart_name(metric: str) -> str:
+    """The file name of the curve chart of ``metric``."""
+    return f"curve_{metric}.png"
+
+
 def sweep_table(result: SweepResult) -> Table:
     """One row per point and arm: the chosen metric with its interval, and the headline metrics."""
     pct = int(round(result.confidence * 100))
@@ -52,8 +62,9 @@ def sweep_table(result: SweepResult) -> Table:
     )
     for name in ("scenario", "params", "policy", "errors"):
         table.add_column(name)
-    columns = [(result.metric, result.metric, _kind(result.metric))]
-    columns += [c for c in COLUMNS[:3] if c[0] != result.metric]
+    chosen = metric_names(result)
+    columns = [(m, m, _kind(m)) for m in chosen]
+    columns += [c for c in COLUMNS[:3] if c[0] not in chosen]
     for _, header, _ in columns:
         table.add_column(header, justify="right")
     for e in result.entries:
@@ -81,7 +92,7 @@ def curve_chart(result: SweepResult, path: Path, metric: str | None = None) -> P
     x = result.x
     if x is None:
         return None
-    metric = metric or result.metric
+    metric = metric or metric_names(result)[0]
     scale = 100.0 if metric in PERCENT_METRICS else 1.0
     panels = list(_panels(result).items())[:MAX_PANELS]
     cols = min(3, len(panels))
@@ -146,8 +157,11 @@ def curve_chart(result: SweepResult, path: Path, metric: str | None = None) -> P
     return path
 
 
-def sweep_markdown(result: SweepResult, chart: str | None) -> str:
-    """The Markdown summary of a sweep: the grid, the curves, and a table per point."""
+def sweep_markdown(result: SweepResult, charts: str | list[str] | None) -> str:
+    """The Markdown summary of a sweep: the grid, the curves (one chart per chosen metric), and a table per point."""
+    if isinstance(charts, str):
+        charts = [charts]
+    charts = charts or []
     pct = int(round(result.confidence * 100))
     lines = [
         f"# fleetchaos sweep: {', '.join(result.scenarios)}",
@@ -161,17 +175,20 @@ def sweep_markdown(result: SweepResult, chart: str | None) -> str:
         lines += ["Swept parameters:", ""]
         lines += [f"- `{k}`: {', '.join(value_text(v) for v in vals)}" for k, vals in result.grid.items()]
         lines.append("")
-    if chart:
-        lines += [f"![{result.metric} against {result.x}]({chart})", ""]
+    for chart in charts:
+        metric = chart.removeprefix("curve_").removesuffix(".png")
+        lines += [f"![{metric} against {result.x}]({chart})", ""]
+    if charts:
         if len(_panels(result)) > MAX_PANELS:
             lines += [f"The chart draws the first {MAX_PANELS} panels; every point is in the tables below.", ""]
-    header = "| scenario | params | policy | errors | " + " | ".join(h for _, h, _ in COLUMNS) + " |"
-    lines += [header, "|---|---|---|---|" + "---:|" * len(COLUMNS)]
+    columns = [(m, m, _kind(m)) for m in metric_names(result) if m not in {c[0] for c in COLUMNS}] + list(COLUMNS)
+    header = "| scenario | params | policy | errors | " + " | ".join(h for _, h, _ in columns) + " |"
+    lines += [header, "|---|---|---|---|" + "---:|" * len(columns)]
     for e in result.entries:
         cells = []
-        for key, _, kind in COLUMNS:
+        for key, _, kind in columns:
             text = fmt(e.metrics.get(key), kind)
-            if key in ("recovery_rate", "silent_failure_rate", "wasted_retries"):
+            if key in ("recovery_rate", "silent_failure_rate", "wasted_retries") or key in metric_names(result):
                 text += fmt_ci(e.ci.get(key, [None, None]), kind)
             cells.append(text)
         lines.append(f"| {e.scenario} | {params_text(e.params)} | {e.policy} | {e.errors} | " + " | ".join(cells) + " |")
@@ -193,11 +210,13 @@ def write_sweep_report(result: SweepResult, out_dir: Path) -> list[Path]:
     results_path = out_dir / "results.json"
     results_path.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
     written.append(results_path)
-    chart_name = f"curve_{result.metric}.png"
-    chart = curve_chart(result, out_dir / chart_name)
-    if chart is not None:
-        written.append(chart)
+    charts = []
+    for metric in metric_names(result):
+        chart = curve_chart(result, out_dir / chart_name(metric), metric)
+        if chart is not None:
+            written.append(chart)
+            charts.append(chart.name)
     summary = out_dir / "summary.md"
-    summary.write_text(sweep_markdown(result, chart_name if chart else None), encoding="utf-8")
+    summary.write_text(sweep_markdown(result, charts), encoding="utf-8")
     written.append(summary)
     return written

@@ -68,6 +68,8 @@ class TaskHistory:
     """The orchestrator's dispatches in flight now, this task's last one excluded (what an Envoy-style budget reads)."""
     retries_in_flight: int = 0
     """How many of those are retries."""
+    last_delay_s: float | None = None
+    """The delay of the task's last retry (None before the first): decorrelated jitter chains on it."""
     shared: object = field(default=None, repr=False)
     """The orchestrator's state shared across its tasks (what ``policy.new_shared_state()``
     returned; None when the policy keeps none): retry budgets, circuit breakers."""

@@ -482,6 +482,7 @@ class World:
                         if item not in done:
                             sources[(start, item)] = sources.get((start, item), 0) + 1
                     rec.alternatives_used += 1
+                history.last_delay_s = action.delay_s
                 if action.delay_s > 0:
                     yield env.timeout(action.delay_s)
             rec.retries += 1

@@ -16,7 +16,7 @@ from harness.suite import PROPORTIONS, ScenarioResult
 from simulated_fleet.formats import FORMATS, get_format
 from simulated_fleet.world import World
 
-CLAIMS = {"success", "partial", "failed", "escalated", "in_flight"}
+CLAIMS = {"success", "partial", "failed", "escalated", "dead_lettered", "in_flight"}
 RATE_METRICS = ("recovery_rate", "silent_failure_rate", "success_rate")
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

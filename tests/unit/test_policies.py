@@ -399,9 +399,12 @@ def test_get_policy_builtin_names(name, cls):
     assert policy.name == name
 
 
-def test_builtin_registry_holds_the_built_ins():
-    """The built-in registry holds the three core policies plus the failure-type router and the raw parser."""
-    assert sorted(POLICIES) == ["backoff", "blind-retry", "failure-type-router", "raw-parse", "structured"]
+def test_builtin_registry_holds_the_built_ins_and_the_presets():
+    """The registry holds the five hand-written policies, then every named preset."""
+    from harness.presets import PRESETS
+
+    assert list(POLICIES)[:5] == ["blind-retry", "backoff", "structured", "failure-type-router", "raw-parse"]
+    assert list(POLICIES)[5:] == list(PRESETS)
 
 
 def test_get_policy_import_path_class_is_instantiated(monkeypatch):
@@ -426,7 +429,7 @@ def test_get_policy_unknown_name_lists_builtins():
         get_policy("blind_retry")
     msg = str(info.value)
     assert "'blind_retry'" in msg
-    assert "backoff, blind-retry, failure-type-router, raw-parse, structured" in msg
+    assert "backoff, backoff-decorrelated-jitter" in msg and "structured" in msg
     assert "mypkg.policies:MyPolicy" in msg
 
 
