@@ -1,17 +1,24 @@
 """Metrics of one run, computed from the oracle's verdicts and the ledger.
 
+One implementation, :class:`RunAccumulator`, folds task records one at a time (as a
+streamed run hands them over); :func:`compute` and :func:`compute_run` are thin
+wrappers for runs that kept their records.
+
 Definitions, denominators and directions are in docs/metrics.md; keep the two in step.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 
 from simulated_fleet.config import DAY_S, FleetSpec
-from simulated_fleet.ledger import TaskRecord
+from simulated_fleet.ledger import TRUTH_FULL, TaskRecord
 from simulated_fleet.truth import FAILURES, REPORTING_KINDS
 
 from .oracle import TaskOutcome, judge
+from .results import rounded
 from .stats import percentile
 
 #: Metric name -> True when higher is better.  The order is the display order.
@@ -49,13 +56,23 @@ METRICS: dict[str, bool] = {
     "secrets_leaked": False,
     "schema_skews": False,
     "misreads": False,
+    "human_hours": False,
+    "remediations": False,
+    "failed_remediations": False,
+    "transport_retries": False,
+    "transport_amplification": False,
+    "agent_amplification": False,
+    "rollbacks": False,
+    "dead_letters": False,
+    "deduplicated_side_effects": True,
+    "makespan_s": False,
 }
 
 #: Metrics that are proportions in [0, 1].
 RATES = ("recovery_rate", "silent_failure_rate", "success_rate", "data_loss_rate", "escalation_rate")
 
 #: Metrics with no better direction (workload size): no verdict, no regression gate.
-DIRECTIONLESS = frozenset({"tasks", "logical_calls"})
+DIRECTIONLESS = frozenset({"tasks", "logical_calls", "rollbacks", "deduplicated_side_effects"})
 
 #: Claims that mean the orchestrator never reported on the task at all.
 UNREPORTED_CLAIMS = frozenset({"in_flight"})
@@ -69,91 +86,12 @@ def direction(name: str) -> bool | None:
 
 
 def pages_of(record: TaskRecord) -> int:
-    """Human pages a task caused.
-
-    Until the ledger counts pages itself (a ``pages`` field on :class:`TaskRecord`), an
-    escalated task counts as one page and any other task as none.
-    """
-    return int(getattr(record, "pages", record.claim == "escalated"))
+    """Human pages a task caused: one per escalation (``TaskRecord.pages``)."""
+    return record.pages
 
 
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
-
-
-def compute(
-    records: list[TaskRecord], fleet: FleetSpec, *, duration_s: float | None = None
-) -> tuple[dict[str, float | None], dict[str, dict[str, int]], list[TaskOutcome]]:
-    """(metrics, breakdowns, per-task outcomes) of one run.
-
-    Prices for ``cost_usd`` come from ``fleet``.  A rate whose denominator is zero (no faulted tasks, say) is ``None``, never 0 or 1.
-    ``human_pages_per_day`` needs the run's horizon ``duration_s`` (None without it).
-    The breakdowns here come from the records alone; :func:`compute_run` adds those that
-    need the run's fault log.
-    """
-    outcomes = [judge(r) for r in records]
-    tasks = len(outcomes)
-    faulted = [o for o in outcomes if o.faulted]
-    recovered = [o for o in faulted if o.recovered]
-    wasted_by_reason: Counter[str] = Counter()
-    faults_by_kind: Counter[str] = Counter()
-    claims: Counter[str] = Counter()
-    for r in records:
-        wasted_by_reason.update(r.wasted_reasons)
-        faults_by_kind.update(r.fault_hits)
-    for o in outcomes:
-        claims[o.claim] += 1
-    metrics: dict[str, float | None] = {
-        "recovery_rate": len(recovered) / len(faulted) if faulted else None,
-        "silent_failure_rate": sum(o.silent_failure for o in outcomes) / tasks if tasks else None,
-        "wasted_retries": float(sum(o.wasted_retries for o in outcomes)),
-        "tasks": float(tasks),
-        "faulted_tasks": float(len(faulted)),
-        "recovered_tasks": float(len(recovered)),
-        "success_rate": sum(o.truth == "full" and o.claim == "success" for o in outcomes) / tasks if tasks else None,
-        "tool_calls": float(sum(o.calls for o in outcomes)),
-        "tokens": float(sum(o.tokens for o in outcomes)),
-        "cost_usd": sum(o.tokens for o in outcomes) / 1000.0 * fleet.usd_per_1k_tokens
-        + sum(o.calls for o in outcomes) * fleet.usd_per_tool_call,
-        "retries": float(sum(o.retries for o in outcomes)),
-        "redone_steps": float(sum(o.redone_steps for o in outcomes)),
-        "duplicate_side_effects": float(sum(o.duplicate_side_effects for o in outcomes)),
-        "escalations": float(claims["escalated"]),
-        "false_alarms": float(sum(o.false_alarm for o in outcomes)),
-        "unfinished_tasks": float(claims["in_flight"]),
-        "policy_errors": float(sum(o.policy_error is not None for o in outcomes)),
-        "mean_steps_to_recovery": _mean([o.steps_to_recovery for o in recovered]),  # type: ignore[misc]
-        "mean_time_to_recovery_s": _mean([o.time_to_recovery_s for o in recovered]),  # type: ignore[misc]
-    }
-    steps = [float(o.steps_to_recovery) for o in recovered if o.steps_to_recovery is not None]
-    times = [o.time_to_recovery_s for o in recovered if o.time_to_recovery_s is not None]
-    unreported = sum(o.claim in UNREPORTED_CLAIMS for o in outcomes)
-    pages = sum(pages_of(r) for r in records)
-    logical = sum(len(step) for r in records for step in r.commits)
-    metrics.update(
-        {
-            "data_loss_tasks": float(unreported),
-            "data_loss_rate": unreported / tasks if tasks else None,
-            "escalation_rate": claims["escalated"] / tasks if tasks else None,
-            "human_pages": float(pages),
-            "human_pages_per_day": pages / (duration_s / DAY_S) if duration_s else None,
-            "p50_steps_to_recovery": percentile(steps, 50),
-            "p95_steps_to_recovery": percentile(steps, 95),
-            "p50_time_to_recovery_s": percentile(times, 50),
-            "p95_time_to_recovery_s": percentile(times, 95),
-            "logical_calls": float(logical),
-            "retry_amplification": metrics["tool_calls"] / logical if logical else None,  # type: ignore[operator]
-            "secrets_leaked": float(sum(r.secrets_leaked for r in records)),
-            "schema_skews": float(sum(r.schema_skews for r in records)),
-            "misreads": float(sum(r.misreads for r in records)),
-        }
-    )
-    breakdowns = {
-        "wasted_retries_by_reason": dict(sorted(wasted_by_reason.items())),
-        "fault_hits_by_kind": dict(sorted(faults_by_kind.items())),
-        "claims": dict(sorted(claims.items())),
-    }
-    return metrics, breakdowns, outcomes
 
 
 #: The family of each wasted-retry reason the driver records (simulated_fleet.world.WASTE_REASONS).
@@ -182,8 +120,251 @@ def error_code(kind: str) -> str:
     return REPORTING_KINDS.get(kind, kind.upper())
 
 
+#: Per-task integer counts a run sums: name -> count(record, outcome).  Every metric and
+#: breakdown that is a sum over tasks, or a ratio of such sums, reads these totals.
+#: Adding such a metric is one entry here and one line in :meth:`RunAccumulator.metrics`
+#: (or :meth:`RunAccumulator.breakdowns`); the runner, the world and the wrappers below
+#: need no change.
+TASK_COUNTS: dict[str, Callable[[TaskRecord, TaskOutcome], int]] = {
+    "tasks": lambda r, o: 1,
+    "faulted": lambda r, o: o.faulted,
+    "recovered": lambda r, o: o.recovered,
+    "successes": lambda r, o: o.truth == TRUTH_FULL and o.claim == "success",
+    "silent_failures": lambda r, o: o.silent_failure,
+    "false_alarms": lambda r, o: o.false_alarm,
+    "escalated": lambda r, o: o.claim == "escalated",
+    "unfinished": lambda r, o: o.claim == "in_flight",
+    "data_loss": lambda r, o: o.claim in UNREPORTED_CLAIMS,
+    "policy_errors": lambda r, o: o.policy_error is not None,
+    "calls": lambda r, o: o.calls,
+    "tokens": lambda r, o: o.tokens,
+    "retries": lambda r, o: o.retries,
+    "wasted_retries": lambda r, o: o.wasted_retries,
+    "redone_steps": lambda r, o: o.redone_steps,
+    "duplicate_side_effects": lambda r, o: o.duplicate_side_effects,
+    "pages": lambda r, o: pages_of(r),
+    "logical_calls": lambda r, o: sum(len(step) for step in r.commits),
+    "secrets_leaked": lambda r, o: r.secrets_leaked,
+    "schema_skews": lambda r, o: r.schema_skews,
+    "misreads": lambda r, o: r.misreads,
+    "human_ms": lambda r, o: round(r.human_s * 1000.0),  # whole milliseconds: an integer sum, exact in any order
+    "remediations": lambda r, o: r.remediations,
+    "remediations_failed": lambda r, o: r.remediations_failed,
+    "transport_retries": lambda r, o: r.transport_retries,
+    "compensations": lambda r, o: r.compensations,
+    "rollbacks": lambda r, o: r.rolled_back,
+    "dead_letters": lambda r, o: o.claim == "dead_lettered",
+    "deduplicated": lambda r, o: r.deduplicated,
+}
+
+#: The TASK_COUNTS totals the ``task_counts`` breakdown reports: the numerators and
+#: denominators of the pooled task-level rates (harness.runner.POOLED_RATES).
+POOLED_COUNTS = ("tasks", "faulted", "recovered", "successes", "silent_failures", "escalated", "data_loss")
+
+#: The breakdowns :func:`compute` returns (from the records alone), in its order.
+RECORD_BREAKDOWNS = ("wasted_retries_by_reason", "fault_hits_by_kind", "claims")
+
+
+class RunAccumulator:
+    """Running aggregates of one run: task records folded in one at a time, in any order.
+
+    The one implementation of a run's metrics: :func:`compute` and :func:`compute_run`
+    fold a list of records through it, and :func:`harness.runner.run_one` folds each
+    record as the world hands it over (``World(..., sink=acc.add)``), so no per-task
+    record outlives its task.  What it keeps grows only with the recovered tasks: their
+    steps and time to recovery, needed whole for exact percentiles and the samples.
+
+    Float results do not depend on the order records arrive in: the one float sum (the
+    mean time to recovery) adds the recovered tasks' times in the world's creation order,
+    by ``(arrival_s, id)``, the order of :attr:`RunOutput.records` (tasks start at their
+    arrival; tasks arriving at the same instant start in id order).  Every other total is
+    a sum of integers.
+    """
+
+    def __init__(self, fleet: FleetSpec | None, *, duration_s: float | None = None):
+        """``fleet`` prices ``cost_usd``; ``duration_s`` (the horizon) gives ``human_pages_per_day``."""
+        self.fleet = fleet
+        self.duration_s = duration_s
+        self.totals: dict[str, int] = dict.fromkeys(TASK_COUNTS, 0)
+        self.claims: Counter[str] = Counter()
+        self.wasted_by_reason: Counter[str] = Counter()
+        self.fault_hits_by_kind: Counter[str] = Counter()
+        self.faulted_by_first: Counter[str] = Counter()
+        self.recovered_by_first: Counter[str] = Counter()
+        self.fault_calls: Counter[tuple[str, str, int]] = Counter()  # (kind, tool, worker): the fault log, tallied
+        # Counted per message, not per policy: the report names each distinct problem.  The driver
+        # truncates messages to 500 characters; a message that varies per task is one entry each.
+        self.policy_errors: Counter[str] = Counter()
+        self.first_arrival_s = math.inf
+        self.last_end_s = -math.inf
+        # (arrival_s, id, steps_to_recovery, time_to_recovery_s) of each recovered task: the
+        # only per-task values kept, because exact percentiles and samples need them all.
+        self._recoveries: list[tuple[float, int, int, float]] = []
+
+    def add(self, record: TaskRecord) -> TaskOutcome:
+        """Judge one task and fold it in; returns the oracle's outcome (for per-task rows)."""
+        outcome = judge(record)
+        totals = self.totals
+        for name, count in TASK_COUNTS.items():
+            totals[name] += count(record, outcome)
+        self.claims[outcome.claim] += 1
+        if record.wasted_reasons:
+            self.wasted_by_reason.update(record.wasted_reasons)
+        if record.fault_hits:
+            self.fault_hits_by_kind.update(record.fault_hits)
+        if record.policy_error is not None:
+            self.policy_errors[record.policy_error] += 1
+        if record.end_s is not None:  # max and min: the same whatever order records arrive in
+            self.last_end_s = max(self.last_end_s, record.end_s)
+        self.first_arrival_s = min(self.first_arrival_s, record.arrival_s)
+        if outcome.faulted and outcome.first_fault is not None:
+            self.faulted_by_first[outcome.first_fault] += 1
+            self.recovered_by_first[outcome.first_fault] += outcome.recovered  # a 0 entry is kept
+        if outcome.recovered:
+            self._recoveries.append(
+                (record.arrival_s, record.id, outcome.steps_to_recovery, outcome.time_to_recovery_s)  # type: ignore[arg-type]
+            )
+        return outcome
+
+    def add_faults(self, tally: Mapping[tuple[str, str, int], int]) -> None:
+        """Fold in faulted calls counted by (kind, tool, worker) (``RunOutput.fault_tally``)."""
+        self.fault_calls.update(tally)
+
+    def add_fault_log(self, fault_log: Iterable[tuple]) -> None:
+        """Fold in a fault log of ``(time_s, kind, tool, worker, task_id)`` entries."""
+        for _, kind, tool, worker, _ in fault_log:
+            self.fault_calls[(kind, tool, worker)] += 1
+
+    def _recovered(self) -> tuple[list[int], list[float]]:
+        """Steps and times to recovery of the recovered tasks, in creation order."""
+        ordered = sorted(self._recoveries, key=lambda x: (x[0], x[1]))
+        return [x[2] for x in ordered], [x[3] for x in ordered]
+
+    def metrics(self) -> dict[str, float | None]:
+        """Every metric of :data:`METRICS`, in that order (the order results serialise in).
+
+        A rate whose denominator is zero is None, never 0 or 1.
+        """
+        t = self.totals
+        tasks = t["tasks"]
+        faulted = t["faulted"]
+        recovered = t["recovered"]
+        calls = t["calls"]
+        logical = t["logical_calls"]
+        steps, times = self._recovered()
+        step_values = [float(s) for s in steps if s is not None]
+        time_values = [x for x in times if x is not None]
+        fleet = self.fleet
+        cost = None
+        if fleet is not None:
+            cost = (
+                t["tokens"] / 1000.0 * fleet.usd_per_1k_tokens
+                + calls * fleet.usd_per_tool_call
+                + t["human_ms"] / 3_600_000.0 * fleet.usd_per_human_hour
+            )
+        out: dict[str, float | None] = {
+            "recovery_rate": recovered / faulted if faulted else None,
+            "silent_failure_rate": t["silent_failures"] / tasks if tasks else None,
+            "wasted_retries": float(t["wasted_retries"]),
+            "tasks": float(tasks),
+            "faulted_tasks": float(faulted),
+            "recovered_tasks": float(recovered),
+            "success_rate": t["successes"] / tasks if tasks else None,
+            "tool_calls": float(calls),
+            "tokens": float(t["tokens"]),
+            "cost_usd": cost,
+            "retries": float(t["retries"]),
+            "redone_steps": float(t["redone_steps"]),
+            "duplicate_side_effects": float(t["duplicate_side_effects"]),
+            "escalations": float(t["escalated"]),
+            "false_alarms": float(t["false_alarms"]),
+            "unfinished_tasks": float(t["unfinished"]),
+            "policy_errors": float(t["policy_errors"]),
+            "mean_steps_to_recovery": _mean(steps),  # type: ignore[arg-type]
+            "mean_time_to_recovery_s": _mean(times),
+            "data_loss_tasks": float(t["data_loss"]),
+            "data_loss_rate": t["data_loss"] / tasks if tasks else None,
+            "escalation_rate": t["escalated"] / tasks if tasks else None,
+            "human_pages": float(t["pages"]),
+            "human_pages_per_day": t["pages"] / (self.duration_s / DAY_S) if self.duration_s else None,
+            "p50_steps_to_recovery": percentile(step_values, 50),
+            "p95_steps_to_recovery": percentile(step_values, 95),
+            "p50_time_to_recovery_s": percentile(time_values, 50),
+            "p95_time_to_recovery_s": percentile(time_values, 95),
+            "logical_calls": float(logical),
+            "retry_amplification": float(calls) / logical if logical else None,
+            "secrets_leaked": float(t["secrets_leaked"]),
+            "schema_skews": float(t["schema_skews"]),
+            "misreads": float(t["misreads"]),
+            "human_hours": t["human_ms"] / 3_600_000.0,
+            "remediations": float(t["remediations"]),
+            "failed_remediations": float(t["remediations_failed"]),
+            "transport_retries": float(t["transport_retries"]),
+            # Layered retries: calls per transport-level request, and dispatch-level calls per
+            # logical call; their product is the retry amplification (without compensations).
+            "transport_amplification": float(calls) / (calls - t["transport_retries"]) if calls else None,
+            "agent_amplification": (calls - t["transport_retries"] - t["compensations"]) / logical if logical else None,
+            "rollbacks": float(t["rollbacks"]),
+            "dead_letters": float(t["dead_letters"]),
+            "deduplicated_side_effects": float(t["deduplicated"]),
+            "makespan_s": self.last_end_s - self.first_arrival_s if self.last_end_s > -math.inf else None,
+        }
+        return out
+
+    def breakdowns(self) -> dict[str, dict[str, int]]:
+        """Every breakdown, sorted by name (see :func:`compute_run`)."""
+        by_family: Counter[str] = Counter()
+        for reason, n in self.wasted_by_reason.items():
+            by_family[WASTE_FAMILIES.get(reason, reason)] += n
+        by_code: Counter[str] = Counter()
+        by_tool: Counter[str] = Counter()
+        by_worker: Counter[int] = Counter()
+        for (kind, tool, worker), n in self.fault_calls.items():
+            by_code[error_code(kind)] += n
+            by_tool[tool] += n
+            by_worker[worker] += n
+        out = {
+            "wasted_retries_by_reason": dict(sorted(self.wasted_by_reason.items())),
+            "fault_hits_by_kind": dict(sorted(self.fault_hits_by_kind.items())),
+            "claims": dict(sorted(self.claims.items())),
+            "wasted_retries_by_family": dict(sorted(by_family.items())),
+            "policy_errors_by_message": dict(sorted(self.policy_errors.items())),
+            "faulted_tasks_by_first_fault": dict(sorted(self.faulted_by_first.items())),
+            "recovered_tasks_by_first_fault": dict(sorted(self.recovered_by_first.items())),
+            "fault_hits_by_error_code": dict(sorted(by_code.items())),
+            "fault_hits_by_tool": dict(sorted(by_tool.items())),
+            "fault_hits_by_worker": {str(w): n for w, n in sorted(by_worker.items())},
+            "task_counts": dict(sorted((name, self.totals[name]) for name in POOLED_COUNTS)),
+        }
+        return dict(sorted(out.items()))
+
+    def samples(self) -> dict[str, list[float]]:
+        """Sorted per-task values of the recovered tasks, for distributions (ECDF) across seeds."""
+        steps, times = self._recovered()
+        return {
+            "steps_to_recovery": sorted(float(s) for s in steps if s is not None),
+            "time_to_recovery_s": sorted(rounded(x) for x in times if x is not None),  # type: ignore[type-var]
+        }
+
+
+def compute(
+    records: Iterable[TaskRecord], fleet: FleetSpec, *, duration_s: float | None = None
+) -> tuple[dict[str, float | None], dict[str, dict[str, int]], list[TaskOutcome]]:
+    """(metrics, breakdowns, per-task outcomes) of one run's records.
+
+    Prices for ``cost_usd`` come from ``fleet``.  A rate whose denominator is zero (no faulted tasks, say) is ``None``, never 0 or 1.
+    ``human_pages_per_day`` needs the run's horizon ``duration_s`` (None without it).
+    The breakdowns here come from the records alone; :func:`compute_run` adds those that
+    need the run's fault log.  A thin wrapper over :class:`RunAccumulator`.
+    """
+    acc = RunAccumulator(fleet, duration_s=duration_s)
+    outcomes = [acc.add(r) for r in records]
+    every = acc.breakdowns()
+    return acc.metrics(), {name: every[name] for name in RECORD_BREAKDOWNS}, outcomes
+
+
 def detail_breakdowns(
-    records: list[TaskRecord], outcomes: list[TaskOutcome], fault_log: list[tuple]
+    records: Iterable[TaskRecord], outcomes: object, fault_log: Iterable[tuple]
 ) -> dict[str, dict[str, int]]:
     """Breakdowns by fault kind, error code, tool and worker, and the task counts behind the rates.
 
@@ -194,53 +375,26 @@ def detail_breakdowns(
     * ``task_counts``: numerators and denominators of the pooled task-level rates;
     * ``policy_errors_by_message``: tasks by the policy error the driver recorded (a raise,
       an invalid action, the action cap), so a report can name what a broken policy did.
+
+    Kept for callers of the list-based API; ``outcomes`` is not read (the records are
+    judged again through :class:`RunAccumulator`).
     """
-    faulted_by_kind: Counter[str] = Counter()
-    recovered_by_kind: Counter[str] = Counter()
-    for o in outcomes:
-        if o.faulted and o.first_fault is not None:
-            faulted_by_kind[o.first_fault] += 1
-            recovered_by_kind[o.first_fault] += o.recovered
-    by_code: Counter[str] = Counter()
-    by_tool: Counter[str] = Counter()
-    by_worker: Counter[int] = Counter()
-    for _, kind, tool, worker, _ in fault_log:
-        by_code[error_code(kind)] += 1
-        by_tool[tool] += 1
-        by_worker[worker] += 1
-    counts = {
-        "tasks": len(outcomes),
-        "faulted": sum(o.faulted for o in outcomes),
-        "recovered": sum(o.recovered for o in outcomes),
-        "successes": sum(o.truth == "full" and o.claim == "success" for o in outcomes),
-        "silent_failures": sum(o.silent_failure for o in outcomes),
-        "escalated": sum(o.claim == "escalated" for o in outcomes),
-        "data_loss": sum(o.claim in UNREPORTED_CLAIMS for o in outcomes),
-    }
-    by_family: Counter[str] = Counter()
+    acc = RunAccumulator(None)
     for r in records:
-        for reason, n in r.wasted_reasons.items():
-            by_family[WASTE_FAMILIES.get(reason, reason)] += n
-    # Counted per message, not per policy: the report names each distinct problem.  The driver
-    # truncates messages to 500 characters; a message that varies per task is one entry each.
-    policy_errors = Counter(r.policy_error for r in records if r.policy_error is not None)
-    return {
-        "wasted_retries_by_family": dict(sorted(by_family.items())),
-        "policy_errors_by_message": dict(sorted(policy_errors.items())),
-        "faulted_tasks_by_first_fault": dict(sorted(faulted_by_kind.items())),
-        "recovered_tasks_by_first_fault": dict(sorted(recovered_by_kind.items())),
-        "fault_hits_by_error_code": dict(sorted(by_code.items())),
-        "fault_hits_by_tool": dict(sorted(by_tool.items())),
-        "fault_hits_by_worker": {str(w): n for w, n in sorted(by_worker.items())},
-        "task_counts": dict(sorted(counts.items())),
-    }
+        acc.add(r)
+    acc.add_fault_log(fault_log)
+    return {k: v for k, v in acc.breakdowns().items() if k not in RECORD_BREAKDOWNS}
 
 
 def compute_run(output, fleet: FleetSpec) -> tuple[dict[str, float | None], dict[str, dict[str, int]], list[TaskOutcome]]:
     """(metrics, breakdowns, outcomes) of a whole run: :func:`compute` plus the fault-log breakdowns.
 
-    ``output`` is a :class:`simulated_fleet.world.RunOutput` (records, horizon, fault log).
+    ``output`` is a :class:`simulated_fleet.world.RunOutput` of a world that kept its
+    records (no sink).  A thin wrapper over :class:`RunAccumulator`.
     """
-    metrics, breakdowns, outcomes = compute(output.records, fleet, duration_s=output.duration_s)
-    breakdowns.update(detail_breakdowns(output.records, outcomes, output.fault_log))
-    return metrics, dict(sorted(breakdowns.items())), outcomes
+    if output.records is None:
+        raise ValueError("compute_run needs the run's records: the world streamed them to a sink")
+    acc = RunAccumulator(fleet, duration_s=output.duration_s)
+    outcomes = [acc.add(r) for r in output.records]
+    acc.add_faults(output.fault_tally)
+    return acc.metrics(), acc.breakdowns(), outcomes

@@ -18,7 +18,7 @@ from simulated_fleet.formats import get_format
 from simulated_fleet.world import World
 
 from .executors import MAX_CHUNK, chunk_size, chunked, default_jobs, map_chunks, open_executor, workers_of
-from .metrics import METRICS, compute_run, direction
+from .metrics import METRICS, RunAccumulator, direction
 from .policies import get_policy
 from .results import SAMPLE_LIMIT, ArmResult, Comparison, CompareResult, Proportion, RunResult, rounded
 from .scenario import Scenario
@@ -57,10 +57,22 @@ def run_one(
     run records its events and the result carries a :class:`~harness.results.Timeline`
     (labelled ``trace_label``) for the timeline charts.
     """
-    world = World(scenario, get_policy(policy), get_format(errors), seed, trace=trace)
+    acc = RunAccumulator(scenario.fleet, duration_s=scenario.duration_s)
+    # Per-task rows, when wanted, are built as each task ends (its record is dropped) and
+    # put back in the world's creation order, (arrival_s, id), once the run is over.
+    rows: list[tuple[float, int, dict]] | None = [] if keep_tasks else None
+
+    def sink(record) -> None:
+        outcome = acc.add(record)
+        if rows is not None:
+            rows.append((record.arrival_s, record.id, _task_row(outcome)))
+
+    world = World(scenario, get_policy(policy), get_format(errors), seed, trace=trace, sink=sink)
     with _gc_paused():
         output = world.run()
-        metrics, breakdowns, outcomes = compute_run(output, scenario.fleet)
+        acc.add_faults(output.fault_tally)
+        metrics, breakdowns = acc.metrics(), acc.breakdowns()
+    tasks = [row for _, _, row in sorted(rows, key=lambda x: (x[0], x[1]))] if rows is not None else []
     replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params)
     timeline = None
     if trace:
@@ -78,9 +90,9 @@ def run_one(
         breakdowns=breakdowns,
         fault_schedule=output.plan.describe(),
         replay=replay,
-        tasks=[_task_row(o) for o in outcomes] if keep_tasks else [],
+        tasks=tasks,
         params=dict(params),
-        samples=_samples(outcomes),
+        samples=acc.samples(),
         timeline=timeline,
     )
 
@@ -101,15 +113,6 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-def _samples(outcomes) -> dict[str, list[float]]:
-    """Sorted per-task values of the recovered tasks, for distributions (ECDF) across seeds."""
-    recovered = [o for o in outcomes if o.recovered]
-    return {
-        "steps_to_recovery": sorted(float(o.steps_to_recovery) for o in recovered if o.steps_to_recovery is not None),
-        "time_to_recovery_s": sorted(rounded(o.time_to_recovery_s) for o in recovered if o.time_to_recovery_s is not None),  # type: ignore[type-var]
-    }
 
 
 def _task_row(outcome) -> dict:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field, replace
-from typing import Generator
+from typing import Callable, Generator
 
 import simpy
 
@@ -171,13 +171,19 @@ def _canonical(action) -> Action:
 class RunOutput:
     """Everything one simulated run produced."""
 
-    records: list[TaskRecord]
+    records: list[TaskRecord] | None
+    """Every task's record in creation order (tasks start at their arrival, ties in id
+    order); None when the world streamed them to a sink instead."""
     plan: FaultPlan
     duration_s: float
     end_s: float
-    fault_log: list[tuple[float, str, str, int, int]] = field(default_factory=list)
-    """Every fault a call met: (time_s, kind, tool, worker, task_id), in time order."""
+    fault_log: list[tuple[float, str, str, int, int]] | None = field(default_factory=list)
+    """Every fault a call met: (time_s, kind, tool, worker, task_id), in time order; None
+    when the world streamed its records and was not tracing (it grows with the run)."""
     trace: list[tuple] | None = field(default=None)
+    fault_tally: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    """Faulted calls counted by (kind, tool, worker), kept in every mode: bounded by the
+    fleet and the fault catalogue, not by the length of the run."""
 
 
 class World:
@@ -193,7 +199,17 @@ class World:
         max_actions: int = 100,
         drain_s: float = DAY_S,
         trace: bool = False,
+        sink: Callable[[TaskRecord], None] | None = None,
     ):
+        """Build a run.
+
+        With ``sink``, each task's record is handed to ``sink(record)`` when the task ends
+        and the world keeps no reference to it; the records of tasks still in flight when
+        the run stops are handed over at the end of :meth:`run`, in creation order.  The
+        run's output then has no records, and no fault log unless ``trace`` is on, so
+        memory stays bounded by the tasks in flight.  Without a sink every record is kept
+        and returned in :attr:`RunOutput.records`.
+        """
         self.spec = spec
         self.policy = policy
         bind = getattr(error_format, "for_run", None)  # formats that plant per-run secrets
@@ -251,8 +267,13 @@ class World:
         self.latency_mu, self.latency_sigma = _lognormal(self.latency_mean, lat.cv)
         self.templates = tuple(self._compile(i, t, plan) for i, t in enumerate(spec.workload.templates))
         self.least_loaded = fleet.dispatch == "least_loaded"
-        self.records: list[TaskRecord] = []
-        self.fault_log: list[tuple[float, str, str, int, int]] = []
+        self.sink = sink
+        self.records: list[TaskRecord] | None = [] if sink is None else None
+        self._open: dict[int, TaskRecord] = {}  # with a sink: records of started, unended tasks by id
+        # The full fault log is kept when records are (shrinking and the determinism check
+        # read both) or when tracing (the timeline draws it); a streamed run keeps the tally.
+        self.fault_log: list[tuple[float, str, str, int, int]] | None = [] if sink is None or trace else None
+        self.fault_tally: dict[tuple[str, str, int], int] = {}
         self.trace: list[tuple] | None = [] if trace else None
         self._seed_key = _rng.key(seed, S_TASK)
         self._rules: dict[tuple[int, int, int], tuple] = {}
@@ -320,7 +341,15 @@ class World:
         else:
             self.env.process(self._source())
         self.env.run(until=self.spec.duration_s + self.drain_s)
-        return RunOutput(self.records, self.plan, self.spec.duration_s, self.env.now, self.fault_log, self.trace)
+        if self.sink is not None:
+            # Tasks still in flight (unfinished at the drain limit, lost with a crashed
+            # worker) are handed over now, in creation order, so nothing is left behind.
+            unfinished, self._open = self._open, {}
+            for rec in unfinished.values():
+                self.sink(rec)
+        return RunOutput(
+            self.records, self.plan, self.spec.duration_s, self.env.now, self.fault_log, self.trace, self.fault_tally
+        )
 
     def _source(self) -> Generator:
         env = self.env
@@ -368,7 +397,10 @@ class World:
             append_steps=tpl.append_steps,
             executions=[0] * len(tpl.steps),
         )
-        self.records.append(rec)
+        if self.records is not None:
+            self.records.append(rec)
+        else:
+            self._open[task.id] = rec  # handed to the sink when the task ends
         # The policy's view of the task is built at its first failure: most tasks never fail.
         history: TaskHistory | None = None
         attempts = 0
@@ -492,6 +524,9 @@ class World:
             self.workers[index].disk_used_mb -= mb
         if self.trace is not None:
             self._emit("end", task.id, worker, rec.claim)
+        if self.sink is not None:
+            del self._open[task.id]
+            self.sink(rec)
 
     def _duration(self, spec, stream: int, task_id: int, n: int) -> float:
         """A keyed log-normal draw from a :class:`~simulated_fleet.config.Distribution`."""
@@ -647,7 +682,10 @@ class World:
 
     def _fault(self, rec: TaskRecord, kind: str, now: float, tool: str, worker: int) -> None:
         rec.note_fault(kind, now)
-        self.fault_log.append((now, kind, tool, worker, rec.id))
+        if self.fault_log is not None:
+            self.fault_log.append((now, kind, tool, worker, rec.id))
+        key = (kind, tool, worker)
+        self.fault_tally[key] = self.fault_tally.get(key, 0) + 1
         self._emit("fault", rec.id, worker, kind, tool)
 
     def _drift(self, worker: int, now: float) -> tuple[str | None, tuple[str, ...]]:

@@ -86,10 +86,10 @@ def test_unreported_task_is_data_loss(sim):
     assert b["task_counts"]["data_loss"] == 1
 
 
-def test_pages_use_the_records_own_count_when_it_has_one():
-    """pages_of reads a record's pages field when the ledger has one, else counts an escalation as one page."""
-    assert pages_of(SimpleNamespace(claim="escalated")) == 1
-    assert pages_of(SimpleNamespace(claim="success")) == 0
+def test_pages_are_the_ledgers_own_count():
+    """pages_of reads the record's pages field (the driver adds one per escalation), whatever the claim."""
+    assert pages_of(SimpleNamespace(claim="escalated", pages=1)) == 1
+    assert pages_of(SimpleNamespace(claim="success", pages=0)) == 0
     assert pages_of(SimpleNamespace(claim="success", pages=3)) == 3
 
 
