@@ -58,6 +58,10 @@ def reference(records: list[TaskRecord], fault_log: list[tuple], fleet, duration
     tool_calls = float(sum(o.calls for o in outcomes))
     pages = sum(pages_of(r) for r in records)
     unreported = sum(o.claim == "in_flight" for o in outcomes)
+    human_ms = sum(round(r.human_s * 1000.0) for r in records)
+    transport = sum(r.transport_retries for r in records)
+    compensations = sum(r.compensations for r in records)
+    ended = [r.end_s for r in records if r.end_s is not None]
     metrics = {
         "recovery_rate": len(recovered) / len(faulted) if faulted else None,
         "silent_failure_rate": sum(o.silent_failure for o in outcomes) / tasks if tasks else None,
@@ -69,7 +73,8 @@ def reference(records: list[TaskRecord], fault_log: list[tuple], fleet, duration
         "tool_calls": tool_calls,
         "tokens": float(sum(o.tokens for o in outcomes)),
         "cost_usd": sum(o.tokens for o in outcomes) / 1000.0 * fleet.usd_per_1k_tokens
-        + sum(o.calls for o in outcomes) * fleet.usd_per_tool_call,
+        + sum(o.calls for o in outcomes) * fleet.usd_per_tool_call
+        + human_ms / 3_600_000.0 * fleet.usd_per_human_hour,
         "retries": float(sum(o.retries for o in outcomes)),
         "redone_steps": float(sum(o.redone_steps for o in outcomes)),
         "duplicate_side_effects": float(sum(o.duplicate_side_effects for o in outcomes)),
@@ -93,6 +98,16 @@ def reference(records: list[TaskRecord], fault_log: list[tuple], fleet, duration
         "secrets_leaked": float(sum(r.secrets_leaked for r in records)),
         "schema_skews": float(sum(r.schema_skews for r in records)),
         "misreads": float(sum(r.misreads for r in records)),
+        "human_hours": human_ms / 3_600_000.0,
+        "remediations": float(sum(r.remediations for r in records)),
+        "failed_remediations": float(sum(r.remediations_failed for r in records)),
+        "transport_retries": float(transport),
+        "transport_amplification": tool_calls / (tool_calls - transport) if tool_calls else None,
+        "agent_amplification": (tool_calls - transport - compensations) / logical if logical else None,
+        "rollbacks": float(sum(r.rolled_back for r in records)),
+        "dead_letters": float(claims["dead_lettered"]),
+        "deduplicated_side_effects": float(sum(r.deduplicated for r in records)),
+        "makespan_s": max(ended) - min(r.arrival_s for r in records) if ended else None,
     }
     by_reason: Counter = Counter()
     by_kind: Counter = Counter()
@@ -127,6 +142,7 @@ def reference(records: list[TaskRecord], fault_log: list[tuple], fleet, duration
         "fault_hits_by_worker": {str(w): n for w, n in sorted(by_worker.items())},
         "faulted_tasks_by_first_fault": dict(sorted(first.items())),
         "recovered_tasks_by_first_fault": dict(sorted(first_recovered.items())),
+        "policy_errors_by_message": dict(sorted(Counter(r.policy_error for r in records if r.policy_error).items())),
         "task_counts": dict(sorted(counts.items())),
         "wasted_retries_by_family": dict(sorted(by_family.items())),
         "wasted_retries_by_reason": dict(sorted(by_reason.items())),
