@@ -57,6 +57,8 @@ def test_layered_retries_multiply_on_a_dependency_that_always_fails(sim, transpo
     # every try fails after 0.1 + 1.0 s; no waits
     assert r.rec.end_s == pytest.approx(1.1 * transport_attempts * dispatches, **APPROX)
     assert r.metrics["retry_amplification"] == pytest.approx(transport_attempts * dispatches)
+    assert r.metrics["transport_amplification"] == pytest.approx(transport_attempts)
+    assert r.metrics["agent_amplification"] == pytest.approx(dispatches)
 
 
 def test_transport_waits_lengthen_the_call(sim):
@@ -246,3 +248,36 @@ def test_a_policy_whose_shared_state_cannot_be_built_gives_up_tasks_with_the_rea
     r = sim.run(sim.scenario({"job": [sim.step("plan", 1)]}, faults=faults), _NoSharedState(), "generic")
     assert r.rec.claim == "failed"
     assert r.rec.policy_error == "policy raised ValueError in new_shared_state(): cannot build"
+
+
+# -- the push-contention study ------------------------------------------------------------
+
+
+def _contention(policy: str, workers: int, seed: int) -> dict:
+    from harness.params import apply_params
+    from harness.runner import run_one
+    from harness.scenario import load_scenario
+
+    scenario, params = apply_params(load_scenario("push_contention"), [("fleet.workers", workers)], source="push_contention")
+    return run_one(scenario, policy, "structured", seed, params=params).metrics
+
+
+def test_push_contention_jitter_clears_a_thundering_herd_that_lockstep_backoff_feeds():
+    """100 workers push to one branch at once.  Every variant gets every push in (they retry until success);
+    exponential backoff without jitter keeps the losers in lockstep: far more calls and a far later finish."""
+    seeds = (1, 2, 3)
+    runs = {p: [_contention(p, 100, s) for s in seeds] for p in ("backoff-none", "backoff-full-jitter", "backoff-decorrelated-jitter")}
+    for metrics in (m for ms in runs.values() for m in ms):
+        assert metrics["tasks"] == 100 and metrics["success_rate"] == 1.0
+        assert metrics["duplicate_side_effects"] == 0  # a rejected push commits nothing
+    mean = {p: {k: sum(m[k] for m in ms) / len(ms) for k in ("tool_calls", "makespan_s")} for p, ms in runs.items()}
+    for jittered in ("backoff-full-jitter", "backoff-decorrelated-jitter"):
+        assert mean[jittered]["tool_calls"] < 0.75 * mean["backoff-none"]["tool_calls"]
+        assert mean[jittered]["makespan_s"] < 0.5 * mean["backoff-none"]["makespan_s"]
+
+
+def test_push_contention_scales_with_the_fleet():
+    """A per-worker burst: 10 workers make 10 tasks, 200 make 200; contention grows faster than the fleet."""
+    small, large = _contention("backoff-full-jitter", 10, 1), _contention("backoff-full-jitter", 200, 1)
+    assert (small["tasks"], large["tasks"]) == (10, 200)
+    assert large["tool_calls"] / large["tasks"] > small["tool_calls"] / small["tasks"]
