@@ -730,6 +730,8 @@ class Policy:
     instead: Any = field(default_factory=instead_give_up)
     name: str = "composed"
     resume: bool = True
+    description: str = ""
+    """What this recipe is for, in words (``fleetchaos policies show`` prints it); not part of the repr."""
 
     def __post_init__(self) -> None:
         for part in ("retry", "stop", "wait", "instead"):

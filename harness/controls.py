@@ -101,6 +101,19 @@ class Controlled:
         """The inner policy's transport layer, passed through."""
         return getattr(self.policy, "transport", None)
 
+    @property
+    def description(self) -> str:
+        """The inner policy's description, then the controls it runs under."""
+        import inspect
+
+        inner = getattr(self.policy, "description", None) or inspect.getdoc(type(self.policy)) or ""
+        controls = [f"a shared retry budget {self.budget!r}"] if self.budget is not None else []
+        if self.breaker is not None:
+            controls.append(f"a circuit breaker per worker {self.breaker!r}")
+        first, _, rest = inner.partition("\n\n")
+        under = f" Under {' and '.join(controls)} (one per orchestrator)." if controls else ""
+        return f"{first.strip()}{under}" + (f"\n\n{rest}" if rest else "")
+
     # -- driver hooks ----------------------------------------------------------------
 
     def new_shared_state(self) -> ControlState:

@@ -412,7 +412,8 @@ def _info(name: str, source: str, origin: str, policy) -> PolicyInfo:
     import inspect
 
     cls = type(policy)
-    doc = inspect.getdoc(cls) or ""
+    own = getattr(policy, "description", None)  # a preset's own words win over its class's docstring
+    doc = own if isinstance(own, str) and own.strip() else inspect.getdoc(cls) or ""
     if dataclasses.is_dataclass(cls) and doc.startswith(f"{cls.__name__}("):
         doc = ""  # the signature dataclasses write when a class has no docstring: not a description
     first, _, rest = doc.partition("\n\n")

@@ -73,6 +73,11 @@ from ._recovery import full_jitter, unknown_branch
 
 
 def _backoff_variant(name: str, wait) -> Callable[[], Policy]:
+    description = (
+        f"Retry any failure until it succeeds (at most 60 dispatches or an hour), waiting {wait!r} "
+        "between dispatches: one wait formula, everything else equal, for contention studies."
+    )
+
     def build() -> Policy:
         return Policy(
             retry=retry_always(),
@@ -80,9 +85,10 @@ def _backoff_variant(name: str, wait) -> Callable[[], Policy]:
             wait=wait,
             instead=instead_give_up(),
             name=name,
+            description=description,
         )
 
-    build.__doc__ = f"Retry any failure until it succeeds (at most 60 dispatches or an hour), waiting {wait!r}."
+    build.__doc__ = description
     return build
 
 

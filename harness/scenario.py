@@ -23,7 +23,8 @@ MAX_FILE_BYTES = 1_000_000
 
 # Sizes one machine can simulate (measured on a run of the default world scaled to
 # 200,000 tasks / 1.08M tool calls: ~1.5 KB of resident memory per task record with its
-# verdict, ~47 us of CPU per tool call).  A task costs memory for the whole run, so
+# verdict, ~47 us of CPU per tool call).  A plain run streams its records into running
+# totals, but a report, a determinism check or a shrink keeps one per task, so
 # 5M tasks is ~7.5 GB per run: two runs side by side (one per core of a 2-core, 24 GiB
 # machine) still fit.  Tool calls cost time: 100M calls is ~80 minutes for ONE run of
 # one arm on one seed, and a 6-arm, 10-seed comparison is 60 runs.
@@ -131,7 +132,7 @@ class Scenario(WorldSpec):
         if tasks > MAX_TASKS:
             raise ValueError(
                 f"workload: about {tasks:,.0f} tasks ({how}) is more than one machine can simulate: "
-                f"the limit is {MAX_TASKS:,} tasks per run (each task's record stays in memory, ~1.5 KB); "
+                f"the limit is {MAX_TASKS:,} tasks per run (a report keeps each task's row in memory, ~1.5 KB); "
                 f"use {fix}, or split it into several scenarios"
             )
         if calls > MAX_TOOL_CALLS:
