@@ -562,12 +562,13 @@ def sweep(
 @click.option("--first-seed", type=click.IntRange(0, 2**62), help="first seed of the range [default: 1]")
 @click.option("--policy", default="failure-type-router", show_default=True, help="built-in name or pkg.module:Policy")
 @_jobs_option
+@_scheduler_option
 @click.option("--confidence", default=0.95, show_default=True, type=_Confidence(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @click.option("--report", type=click.Path(file_okay=False, path_type=Path),
               help="write ablation.json, ablation.md and ablation.png here")
-def ablation(scenario: str, seeds: int | None, first_seed: int | None, policy: str, jobs: int | None, confidence: float,
-             as_json: bool, report: Path | None) -> None:
+def ablation(scenario: str, seeds: int | None, first_seed: int | None, policy: str, jobs: int | None,
+             scheduler: str | None, confidence: float, as_json: bool, report: Path | None) -> None:
     """Field ablation: the failure-type envelope with its fields added one at a time.
 
     Runs one policy on a bare generic baseline and on each ablation step (failure_type;
@@ -578,13 +579,18 @@ def ablation(scenario: str, seeds: int | None, first_seed: int | None, policy: s
     import json
 
     from .ablation import ablation_document, run_ablation
+    from .executors import open_executor
     from .scenario import load_scenario
 
     spec = load_scenario(scenario)
     _check_policies((policy,))
     _make_report_dir(report)
     seed_list = _seed_list(spec, seeds, first_seed)
-    result = run_ablation(spec, seed_list, policy=policy, jobs=jobs or 1, confidence=confidence, scenario_ref=scenario)
+    executor = open_executor(jobs, scheduler)
+    try:
+        result = run_ablation(spec, seed_list, policy=policy, confidence=confidence, scenario_ref=scenario, executor=executor)
+    finally:
+        executor.shutdown()
     doc = ablation_document(result, policy)
     if report is not None:
         from reports.ablation import write_ablation_report

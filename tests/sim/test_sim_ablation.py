@@ -65,6 +65,15 @@ def test_cli_ablation_json_document(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ablation.json", "ablation.md", "ablation.png"]
 
 
+def test_cli_ablation_is_the_same_in_process_and_in_a_process_pool():
+    """`ablation --jobs 1` and `--jobs 2` print byte-identical documents (the executor decides nothing)."""
+    args = ["ablation", "--scenario", "field_ablation_transient", "--seeds", "2", "--json"]
+    serial = CliRunner().invoke(main, [*args, "--jobs", "1"], catch_exceptions=False)
+    pooled = CliRunner().invoke(main, [*args, "--jobs", "2"], catch_exceptions=False)
+    assert serial.exit_code == pooled.exit_code == 0
+    assert serial.stdout == pooled.stdout
+
+
 def test_schema_drift_is_counted_and_trusting_a_missing_field_costs_redone_work():
     """On a rollout, old workers' failure-type envelopes count as skew and, lacking partial_results, force redone steps."""
     from harness.policies import get_policy
