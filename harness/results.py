@@ -86,6 +86,8 @@ class RunResult(_Model):
     """Per-task values behind the distribution metrics (``time_to_recovery_s``, ``steps_to_recovery``), sorted."""
     timeline: Timeline | None = None
     versions: dict[str, str] = {}
+    recipe: str = ""
+    """The policy's repr: its parameters, or the flattened recipe of a composed policy."""
     """Versions of fleetchaos and its simulation libraries, when the run stands alone (``fleetchaos run``)."""
 
 
@@ -99,6 +101,8 @@ class ArmResult(_Model):
     per_seed: dict[str, list[float | None]]
     breakdowns: dict[str, dict[str, int]]
     pooled: dict[str, Proportion] = {}
+    recipe: str = ""
+    """The policy's repr, as its runs recorded it."""
     """Task-level rates pooled over every seed (recovered / faulted tasks, ...), with Wilson intervals."""
     samples: dict[str, list[float]] = {}
     """Per-task values pooled over seeds, sorted; at most :data:`SAMPLE_LIMIT` order statistics each."""

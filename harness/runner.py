@@ -67,7 +67,8 @@ def run_one(
         if rows is not None:
             rows.append((record.arrival_s, record.id, _task_row(outcome)))
 
-    world = World(scenario, get_policy(policy), get_format(errors), seed, trace=trace, sink=sink)
+    policy_obj = get_policy(policy)
+    world = World(scenario, policy_obj, get_format(errors), seed, trace=trace, sink=sink)
     with _gc_paused():
         output = world.run()
         acc.add_faults(output.fault_tally)
@@ -93,12 +94,28 @@ def run_one(
         params=dict(params),
         samples=acc.samples(),
         timeline=timeline,
+        recipe=policy_recipe(policy_obj),
     )
     # Assigned, not validated: validation would copy every row (pydantic builds new dicts),
     # doubling the peak memory of a run with per-task rows.  The rows are plain dicts of
     # numbers, strings and None built by _task_row, so they serialise the same either way.
     result.tasks = tasks
     return result
+
+
+def policy_recipe(policy: Any) -> str:
+    """What a result records of the policy it ran: its repr (parameters, or a composed recipe).
+
+    A class without a repr of its own would print a memory address, which differs from run
+    to run; it is recorded as ``module:QualName()`` instead, so results stay byte-identical.
+    """
+    if type(policy).__repr__ is object.__repr__:
+        cls = type(policy)
+        return f"{cls.__module__}:{cls.__qualname__}()"
+    try:
+        return repr(policy)[:2000]
+    except Exception as exc:  # a user's __repr__ may raise: the run must not
+        return f"{type(policy).__qualname__} (repr failed: {type(exc).__name__})"
 
 
 @contextmanager
@@ -242,6 +259,7 @@ def aggregate(policy: str, errors: str, runs: list[RunResult], confidence: float
         per_seed=per_seed,
         breakdowns={k: dict(sorted(v.items())) for k, v in sorted(breakdowns.items())},
         pooled=pooled_rates(breakdowns.get("task_counts", {}), confidence),
+        recipe=runs[0].recipe if runs else "",
         samples={k: thin_sorted(v, SAMPLE_LIMIT) for k, v in sorted(samples.items())},
     )
 

@@ -475,6 +475,12 @@ def compare_blocks(result: CompareResult, made: dict[str, Path] | None = None, t
     blocks += policy_error_blocks(
         [(a.policy, a.errors, a.metrics, a.breakdowns) for a in result.arms], runs=len(result.seeds)
     )
+    recipes = {a.policy: a.recipe for a in result.arms if a.recipe}
+    if recipes:
+        blocks += [
+            H2("Policies as run"),
+            UL([f"`{name}`: `{recipe}`" for name, recipe in recipes.items()]),
+        ]
 
     if result.comparisons:
         ref = result.comparisons[0]

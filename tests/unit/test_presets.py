@@ -303,3 +303,19 @@ def test_failure_type_timeouts_pay_the_timeout_cost():
     policy, shared = _controlled(budget=AwsRetryQuota())
     policy.decide(Observation(False, "failed", 0, FailureTypeError(failure_type="timeout")), hist(shared=shared))
     assert shared.budget.available == 490
+
+
+def test_results_record_each_policys_recipe_without_memory_addresses():
+    """A result records the policy's repr; a class without one is named, never shown with its address."""
+    from harness.runner import policy_recipe
+
+    class Plain:
+        name = "plain"
+
+    class BadRepr:
+        def __repr__(self):
+            raise ValueError("no")
+
+    assert policy_recipe(Plain()).endswith("Plain()") and "0x" not in policy_recipe(Plain())
+    assert policy_recipe(BadRepr()) == "test_results_record_each_policys_recipe_without_memory_addresses.<locals>.BadRepr (repr failed: ValueError)"
+    assert policy_recipe(get_policy("backoff-full-jitter")).startswith("Policy(name='backoff-full-jitter', retry=retry_always()")
