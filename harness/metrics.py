@@ -93,43 +93,66 @@ def compute(
     """
     outcomes = [judge(r) for r in records]
     tasks = len(outcomes)
-    faulted = [o for o in outcomes if o.faulted]
-    recovered = [o for o in faulted if o.recovered]
-    wasted_by_reason: Counter[str] = Counter()
-    faults_by_kind: Counter[str] = Counter()
+    faulted: list[TaskOutcome] = []
+    recovered: list[TaskOutcome] = []
     claims: Counter[str] = Counter()
-    for r in records:
-        wasted_by_reason.update(r.wasted_reasons)
-        faults_by_kind.update(r.fault_hits)
+    # One pass over the outcomes and one over the records (a run has thousands of tasks;
+    # a pass per metric cost as much as judging them).  Every sum is of ints, as before.
+    silent = successes = false_alarms = policy_errors = 0
+    wasted = calls = tokens = retries = redone = duplicates = 0
     for o in outcomes:
         claims[o.claim] += 1
+        if o.faulted:
+            faulted.append(o)
+            if o.recovered:
+                recovered.append(o)
+        silent += o.silent_failure
+        successes += o.truth == "full" and o.claim == "success"
+        false_alarms += o.false_alarm
+        policy_errors += o.policy_error is not None
+        wasted += o.wasted_retries
+        calls += o.calls
+        tokens += o.tokens
+        retries += o.retries
+        redone += o.redone_steps
+        duplicates += o.duplicate_side_effects
+    wasted_by_reason: Counter[str] = Counter()
+    faults_by_kind: Counter[str] = Counter()
+    pages = logical = secrets = skews = misreads = 0
+    for r in records:
+        if r.wasted_reasons:
+            wasted_by_reason.update(r.wasted_reasons)
+        if r.fault_hits:
+            faults_by_kind.update(r.fault_hits)
+        pages += pages_of(r)
+        logical += sum(map(len, r.commits))
+        secrets += r.secrets_leaked
+        skews += r.schema_skews
+        misreads += r.misreads
     metrics: dict[str, float | None] = {
         "recovery_rate": len(recovered) / len(faulted) if faulted else None,
-        "silent_failure_rate": sum(o.silent_failure for o in outcomes) / tasks if tasks else None,
-        "wasted_retries": float(sum(o.wasted_retries for o in outcomes)),
+        "silent_failure_rate": silent / tasks if tasks else None,
+        "wasted_retries": float(wasted),
         "tasks": float(tasks),
         "faulted_tasks": float(len(faulted)),
         "recovered_tasks": float(len(recovered)),
-        "success_rate": sum(o.truth == "full" and o.claim == "success" for o in outcomes) / tasks if tasks else None,
-        "tool_calls": float(sum(o.calls for o in outcomes)),
-        "tokens": float(sum(o.tokens for o in outcomes)),
-        "cost_usd": sum(o.tokens for o in outcomes) / 1000.0 * fleet.usd_per_1k_tokens
-        + sum(o.calls for o in outcomes) * fleet.usd_per_tool_call,
-        "retries": float(sum(o.retries for o in outcomes)),
-        "redone_steps": float(sum(o.redone_steps for o in outcomes)),
-        "duplicate_side_effects": float(sum(o.duplicate_side_effects for o in outcomes)),
+        "success_rate": successes / tasks if tasks else None,
+        "tool_calls": float(calls),
+        "tokens": float(tokens),
+        "cost_usd": tokens / 1000.0 * fleet.usd_per_1k_tokens + calls * fleet.usd_per_tool_call,
+        "retries": float(retries),
+        "redone_steps": float(redone),
+        "duplicate_side_effects": float(duplicates),
         "escalations": float(claims["escalated"]),
-        "false_alarms": float(sum(o.false_alarm for o in outcomes)),
+        "false_alarms": float(false_alarms),
         "unfinished_tasks": float(claims["in_flight"]),
-        "policy_errors": float(sum(o.policy_error is not None for o in outcomes)),
+        "policy_errors": float(policy_errors),
         "mean_steps_to_recovery": _mean([o.steps_to_recovery for o in recovered]),  # type: ignore[misc]
         "mean_time_to_recovery_s": _mean([o.time_to_recovery_s for o in recovered]),  # type: ignore[misc]
     }
     steps = [float(o.steps_to_recovery) for o in recovered if o.steps_to_recovery is not None]
     times = [o.time_to_recovery_s for o in recovered if o.time_to_recovery_s is not None]
-    unreported = sum(o.claim in UNREPORTED_CLAIMS for o in outcomes)
-    pages = sum(pages_of(r) for r in records)
-    logical = sum(len(step) for r in records for step in r.commits)
+    unreported = sum(claims[c] for c in UNREPORTED_CLAIMS)
     metrics.update(
         {
             "data_loss_tasks": float(unreported),
@@ -143,9 +166,9 @@ def compute(
             "p95_time_to_recovery_s": percentile(times, 95),
             "logical_calls": float(logical),
             "retry_amplification": metrics["tool_calls"] / logical if logical else None,  # type: ignore[operator]
-            "secrets_leaked": float(sum(r.secrets_leaked for r in records)),
-            "schema_skews": float(sum(r.schema_skews for r in records)),
-            "misreads": float(sum(r.misreads for r in records)),
+            "secrets_leaked": float(secrets),
+            "schema_skews": float(skews),
+            "misreads": float(misreads),
         }
     )
     breakdowns = {
@@ -195,10 +218,18 @@ def detail_breakdowns(
     """
     faulted_by_kind: Counter[str] = Counter()
     recovered_by_kind: Counter[str] = Counter()
-    for o in outcomes:
-        if o.faulted and o.first_fault is not None:
-            faulted_by_kind[o.first_fault] += 1
-            recovered_by_kind[o.first_fault] += o.recovered
+    faulted = recovered = successes = silent = escalated = data_loss = 0
+    for o in outcomes:  # one pass for the breakdowns and the task counts
+        if o.faulted:
+            faulted += 1
+            recovered += o.recovered
+            if o.first_fault is not None:
+                faulted_by_kind[o.first_fault] += 1
+                recovered_by_kind[o.first_fault] += o.recovered
+        successes += o.truth == "full" and o.claim == "success"
+        silent += o.silent_failure
+        escalated += o.claim == "escalated"
+        data_loss += o.claim in UNREPORTED_CLAIMS
     by_code: Counter[str] = Counter()
     by_tool: Counter[str] = Counter()
     by_worker: Counter[int] = Counter()
@@ -208,12 +239,12 @@ def detail_breakdowns(
         by_worker[worker] += 1
     counts = {
         "tasks": len(outcomes),
-        "faulted": sum(o.faulted for o in outcomes),
-        "recovered": sum(o.recovered for o in outcomes),
-        "successes": sum(o.truth == "full" and o.claim == "success" for o in outcomes),
-        "silent_failures": sum(o.silent_failure for o in outcomes),
-        "escalated": sum(o.claim == "escalated" for o in outcomes),
-        "data_loss": sum(o.claim in UNREPORTED_CLAIMS for o in outcomes),
+        "faulted": faulted,
+        "recovered": recovered,
+        "successes": successes,
+        "silent_failures": silent,
+        "escalated": escalated,
+        "data_loss": data_loss,
     }
     by_family: Counter[str] = Counter()
     for r in records:
