@@ -51,7 +51,8 @@ def judge(record: TaskRecord) -> TaskOutcome:
     truth = record.truth
     claim = record.claim
     full = truth == TRUTH_FULL
-    recovered = record.faulted and full and claim == "success"
+    faulted = record.faulted
+    recovered = faulted and full and claim == "success"
     steps = time = None
     if recovered:
         steps = record.step_executions - record.step_executions_at_first_fault
@@ -65,7 +66,7 @@ def judge(record: TaskRecord) -> TaskOutcome:
         end_s=record.end_s,
         truth=truth,
         claim=claim,
-        faulted=record.faulted,
+        faulted=faulted,
         first_fault=record.first_fault,
         recovered=recovered,
         silent_failure=claim == "success" and not full,
@@ -78,6 +79,6 @@ def judge(record: TaskRecord) -> TaskOutcome:
         duplicate_side_effects=record.duplicate_side_effects,
         steps_to_recovery=steps,
         time_to_recovery_s=time,
-        faults=";".join(f"{k}={v}" for k, v in sorted(record.fault_hits.items())),
+        faults=";".join(f"{k}={v}" for k, v in sorted(record.fault_hits.items())) if faulted else "",
         policy_error=record.policy_error,
     )

@@ -44,16 +44,42 @@ def key(*parts: int) -> int:
 
 def uniform(k: int) -> float:
     """A uniform float in [0, 1) from a key."""
-    return (mix(k) >> 11) * _TWO_POW_MINUS_53
+    # mix() inlined (here and below): these run several times per tool call, and a
+    # Python call costs as much as the arithmetic.  Same numbers as mix().
+    z = (k + _GOLDEN) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return ((z ^ (z >> 31)) >> 11) * _TWO_POW_MINUS_53
 
 
 def draw(k: int, stream: int) -> float:
     """The uniform draw of one named stream for an already-folded key."""
-    return (mix(k ^ stream) >> 11) * _TWO_POW_MINUS_53
+    z = ((k ^ stream) + _GOLDEN) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return ((z ^ (z >> 31)) >> 11) * _TWO_POW_MINUS_53
+
+
+_BOX_MULLER_PARTNER = 0x5851F42D4C957F2D
+"""XORed into a stream to give the second uniform of a Box-Muller pair."""
 
 
 def normal(k: int, stream: int) -> float:
-    """A standard normal draw (Box-Muller) for a key and stream."""
-    u1 = draw(k, stream) or _TWO_POW_MINUS_53
-    u2 = draw(k, stream ^ 0x5851F42D4C957F2D)
-    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+    """A standard normal draw (Box-Muller) for a key and stream.
+
+    The same number as ``sqrt(-2 ln u1) cos(2 pi u2)`` with ``u1 = draw(k, stream)``
+    (0 replaced by 2**-53) and ``u2 = draw(k, stream ^ partner)``, with both draws inlined.
+    """
+    z = ((k ^ stream) + _GOLDEN) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    u1 = ((z ^ (z >> 31)) >> 11) * _TWO_POW_MINUS_53 or _TWO_POW_MINUS_53
+    z = ((k ^ stream ^ _BOX_MULLER_PARTNER) + _GOLDEN) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    u2 = ((z ^ (z >> 31)) >> 11) * _TWO_POW_MINUS_53
+    return _sqrt(-2.0 * _log(u1)) * _cos(_TWO_PI * u2)
+
+
+_sqrt, _log, _cos = math.sqrt, math.log, math.cos
+_TWO_PI = 2.0 * math.pi

@@ -96,6 +96,7 @@ class Worker:
         "_crash_ptr",
         "disk_capacity_mb",
         "disk_used_mb",
+        "credentials_expire_s",
     )
 
     def __init__(
@@ -122,6 +123,8 @@ class Worker:
         self._crash_ptr = 0
         self.disk_capacity_mb = disk_capacity_mb
         self.disk_used_mb = 0.0
+        self.credentials_expire_s = 0.0  # when the current credentials stop working (see _update_expiry)
+        self._update_expiry()
 
     def disk_refuses(self, now: float, mb: float) -> bool:
         """Whether a write of ``mb`` fails: the disk was filled by a fault, or task workspaces fill it."""
@@ -173,10 +176,7 @@ class Worker:
 
     def credentials_expired(self, now: float) -> bool:
         """Whether the worker's API credentials are invalid at ``now``."""
-        if now >= self.credentials_issued_s + self.credential_lifetime_s:
-            return True
-        ptr = self._key_ptr
-        return ptr < len(self.key_expiries) and self.key_expiries[ptr] <= now
+        return now >= self.credentials_expire_s
 
     def refresh_credentials(self, now: float) -> None:
         """Issue fresh credentials: revocations before ``now`` no longer apply."""
@@ -186,3 +186,12 @@ class Worker:
         while ptr < len(expiries) and expiries[ptr] <= now:
             ptr += 1
         self._key_ptr = ptr
+        self._update_expiry()
+
+    def _update_expiry(self) -> None:
+        # Checked on every API call, so kept as one instant rather than recomputed:
+        # expired at ``now`` iff now >= issued + lifetime or now >= the next revocation.
+        expire = self.credentials_issued_s + self.credential_lifetime_s
+        if self._key_ptr < len(self.key_expiries):
+            expire = min(expire, self.key_expiries[self._key_ptr])
+        self.credentials_expire_s = expire

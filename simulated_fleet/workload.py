@@ -9,6 +9,7 @@ Names come from a Faker instance seeded per run (``seed_instance``, never the gl
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import random
 from dataclasses import dataclass
@@ -118,8 +119,10 @@ def arrivals(spec: WorkloadSpec, seed: int, horizon_s: float, orchestrators: int
     base = spec.tasks_per_day / DAY_S
     amp = spec.diurnal_amplitude
     peak = base * (1.0 + amp)
-    weights = [t.weight for t in spec.templates]
-    indices = range(len(weights))
+    # Cumulative weights once, not per task: choices() with weights= accumulates them on
+    # every call and then draws exactly as with these cum_weights.
+    cum_weights = list(itertools.accumulate(t.weight for t in spec.templates))
+    indices = range(len(cum_weights))
     t = 0.0
     task_id = 0
     while True:
@@ -130,7 +133,7 @@ def arrivals(spec: WorkloadSpec, seed: int, horizon_s: float, orchestrators: int
             rate = base * (1.0 + amp * math.cos(2.0 * math.pi * (t - PEAK_HOUR_S) / DAY_S))
             if rng.random() * peak > rate:
                 continue
-        template = rng.choices(indices, weights)[0]
+        template = rng.choices(indices, cum_weights=cum_weights)[0]
         yield Task(
             id=task_id,
             arrival_s=t,

@@ -77,6 +77,10 @@ FAIL_FAST_S = {
 
 _NO_ITEMS: frozenset[int] = frozenset()
 
+#: What ``_attempt`` returns for a dispatch that saw every step through when the format
+#: shows success as a bare "ok" (see ``formats.plain_success``): no report to build or render.
+_PLAIN_OK = AttemptReport(task_id=-1, worker=-1, start_step=0, failed_step=-1, step_names=())
+
 #: A slow call that hits the fleet's call timeout committed its side effect with this probability.
 SLOW_CALL_COMMITTED_P = 0.5
 
@@ -261,6 +265,11 @@ class World:
                 self.shared = [new_shared() for _ in range(fleet.orchestrators)]
             except Exception as exc:  # a broken user policy is contained: every task records why
                 self._hooks_error = f"policy raised {type(exc).__name__} in new_shared_state(): {exc}"[:500]
+        # A plain successful dispatch needs no report or rendering, unless the policy
+        # observes every outcome (shared controls count successes too).
+        self.plain_success = (
+            bool(getattr(getattr(error_format, "render", None), "plain_success", False)) and self._observe is None
+        )
         self.call_timeout_s = fleet.call_timeout_s
         lat = fleet.network_latency
         self.latency_mean = 2.0 * lat.mean_s  # a call is one round trip
@@ -277,6 +286,7 @@ class World:
         self.trace: list[tuple] | None = [] if trace else None
         self._seed_key = _rng.key(seed, S_TASK)
         self._rules: dict[tuple[int, int, int], tuple] = {}
+        self._template_rules: dict[tuple[int, int], tuple[tuple, ...]] = {}
         self._branch_heads = [0] * plan.git_branches
         self._quota_day = -1
         self._quota_used = 0
@@ -327,6 +337,14 @@ class World:
                 tuple(r for r in hits if r.kind in ("silent_suppression", "fabricated_defaults")),
             )
             self._rules[cache_key] = rules
+        return rules
+
+    def _step_rules(self, worker: int, tpl: _Template) -> tuple[tuple, ...]:
+        """``_rules_for`` of every step of ``tpl`` on ``worker``: one lookup per dispatch, not per step."""
+        rules = self._template_rules.get((worker, tpl.index))
+        if rules is None:
+            rules = tuple(self._rules_for(worker, tpl, si) for si in range(len(tpl.steps)))
+            self._template_rules[(worker, tpl.index)] = rules
         return rules
 
     # -- running -----------------------------------------------------------------------
@@ -435,6 +453,9 @@ class World:
             w.in_flight -= 1
             if report is None:  # lost with a crashed worker, and nobody is waiting for it
                 return
+            if report is _PLAIN_OK:  # rendering it would give the bare "ok" observation
+                rec.claim = "success"
+                break
             obs = self.fmt.render(report)
             rec.secrets_leaked += obs.secrets
             if obs.envelope is not None and obs.envelope.schema_version != SCHEMA_VERSION:
@@ -709,14 +730,16 @@ class World:
     ) -> Generator:
         """Run the task's steps from ``start`` on ``w`` until one is seen as failed.
 
-        Returns the dispatch's AttemptReport, or None when the dispatch was lost with a
-        crashed worker and the orchestrator has no dispatch timeout to notice.
+        Returns the dispatch's AttemptReport (``_PLAIN_OK`` for a success the format shows
+        as a bare "ok"), or None when the dispatch was lost with a crashed worker and the
+        orchestrator has no dispatch timeout to notice.
         """
         env = self.env
         dispatched = env.now
         partial_ok = self.fmt.partial_step_ok
         task_key = _rng.mix(self._seed_key ^ task.id)
         steps = tpl.steps
+        step_rules = self._step_rules(w.index, tpl)
         masked: list[tuple[int, int, str]] = []
         cut = self._partitioned(task.orchestrator, w.index, dispatched)
         if cut is not None:
@@ -736,9 +759,7 @@ class World:
             req = w.slots.request()
             yield req
             now = env.now
-            persistent, transient, batch_rules, masking = self._rules.get((w.index, tpl.index, si)) or self._rules_for(
-                w.index, tpl, si
-            )
+            persistent, transient, batch_rules, masking = step_rules[si]
             step_key = _rng.mix(task_key ^ (si << 40) ^ exec_no)
             batch_failed = (
                 self._batch_failures(batch_rules, step, task_key, si, step_key, w.index, now)
@@ -748,7 +769,8 @@ class World:
             garbage = bool(step.needs) and any(min(rec.commits[n]) == 0 for n in step.needs)
             longest = 0.0
             failed: list[tuple[int, str]] = []
-            finish: dict[int, float] = {}  # item -> call duration, for a crash mid-step
+            # item -> call duration, for a crash mid-step (only a worker that can crash needs it)
+            finish: dict[int, float] | None = {} if w.crash_spans else None
             succeeded: list[int] = []
             hollow: list[int] = []  # looked successful, took no effect (masked failures)
             committed_anyway: list[int] = []
@@ -769,7 +791,8 @@ class World:
                     )
                 if duration > longest:
                     longest = duration
-                finish[item] = duration
+                if finish is not None:
+                    finish[item] = duration
                 if kind is None or kind == "timeout" or kind == "latency_spike" or kind in ("silent_suppression", "fabricated_defaults"):
                     rec.tokens += step.tokens
                 if kind is None:
@@ -788,7 +811,7 @@ class World:
                         committed_anyway.append(item)
                     if wait is not None and (token_at is None or wait < token_at):
                         token_at = wait
-            crash_at = w.next_crash_after(now) if w.crash_spans else math.inf
+            crash_at = w.next_crash_after(now) if finish is not None else math.inf
             if crash_at < now + longest:
                 # Calls that finished before the crash took effect; the rest, and the report, are lost.
                 for item in succeeded:
@@ -841,6 +864,8 @@ class World:
                 tuple(sorted(set(skip) | set(looks_done))),
                 retry_after=retry_after, item_failures=tuple(failed), masked=masked, alternatives=alternatives,
             )
+        if self.plain_success:
+            return _PLAIN_OK
         return self._report(task, tpl, w, start, -1, None, (), masked=masked)
 
     def _report(self, task, tpl, w, start, failed_step, failure, done_items, *, retry_after=None,
@@ -971,7 +996,7 @@ class World:
                     break
         if w.crash_spans and w.down(now):
             return "node_crash", latency + FAIL_FAST_S["node_crash"], False, None
-        if step.uses_api and w.credentials_expired(now):
+        if step.uses_api and now >= w.credentials_expire_s:  # w.credentials_expired(now), inlined
             return "expired_key", latency + FAIL_FAST_S["expired_key"], False, None
         for rule in persistent:
             if self._persistent_hit(rule, task_key, si, item, w.index, step.name, now, sources):

@@ -37,6 +37,18 @@ class ErrorFormat(Protocol):
         ...
 
 
+def plain_success(render):
+    """Mark a ``render`` that shows every completed dispatch as the bare
+    ``Observation(ok=True, status="ok", worker=report.worker)`` and nothing else.
+
+    The world then skips building the report of a successful dispatch (most
+    dispatches) and rendering it.  The mark is on the function, so a subclass or a
+    wrapper that overrides ``render`` does not inherit it and is always asked.
+    """
+    render.plain_success = True
+    return render
+
+
 class GenericFormat:
     """A bare status word: the orchestrator learns only that the call failed.
 
@@ -49,6 +61,7 @@ class GenericFormat:
     misread_factor = 1.0  # a bare "failed" in a stream of tool text is easy to gloss over
     failure_flag = False
 
+    @plain_success
     def render(self, report: AttemptReport) -> Observation:
         if report.completed:
             return Observation(ok=True, status="ok", worker=report.worker)
@@ -66,6 +79,7 @@ class StructuredFormat:
     misread_factor = 0.2  # an error_code and category are explicit, but an LLM can still misread
     failure_flag = True  # recoverable/category are machine-readable: a guardrail can check them
 
+    @plain_success
     def render(self, report: AttemptReport) -> Observation:
         if report.completed:
             return Observation(ok=True, status="ok", worker=report.worker)

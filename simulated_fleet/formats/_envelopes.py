@@ -16,6 +16,7 @@ from ..envelopes import FailureTypeError, ItemStatus, RunHealth, SubagentResult,
 from ..observation import Observation
 from ..sanitise import sanitise
 from ..truth import FAILURES, AttemptReport
+from ._base import plain_success
 from ._text import _Bound
 from ._vendor import vendor_text
 
@@ -126,6 +127,7 @@ class FailureTypeFormat:
     misread_factor = 0.2  # an explicit failure_type enum, as explicit as an AgentToolError's code
     failure_flag = True  # failure_type is machine-readable: a guardrail can check it
 
+    @plain_success
     def render(self, report: AttemptReport) -> Observation:
         """A FailureTypeError with the fields this format carries."""
         if report.completed:
@@ -200,6 +202,7 @@ class SubagentResultFormat(_Bound):
     misread_factor = 0.2  # an explicit failed/partial status field
     failure_flag = True  # status is machine-readable: a guardrail can check it
 
+    @plain_success
     def render(self, report: AttemptReport) -> Observation:
         """A SubagentResult for the dispatch."""
         if report.completed:
@@ -246,6 +249,7 @@ class ToolEnvelopeFormat(_Bound):
     misread_factor = 0.05  # a failure count and a blocking_failure flag are hard to misread
     failure_flag = True  # blocking_failure is exactly what a final-answer guardrail checks
 
+    @plain_success
     def render(self, report: AttemptReport) -> Observation:
         """A ToolEnvelope for the dispatch."""
         if report.completed:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..observation import Observation
 from ..sanitise import PlantedSecrets
 from ..truth import AttemptReport
+from ._base import plain_success
 from ._vendor import planted, vendor_text
 
 
@@ -51,6 +52,7 @@ class RawFormat(_Bound):
     misread_factor = 3.0  # the failure is buried in trace text: the easiest format to gloss over
     failure_flag = False  # free text: nothing a guardrail can check without parsing
 
+    @plain_success
     def render(self, report: AttemptReport) -> Observation:
         """The dispatch as the vendor's SDK reports it."""
         if report.completed:
@@ -76,6 +78,7 @@ class EmptySuccessFormat:
     misread_factor = 0.0  # nothing is reported as failed, so there is nothing to misread
     failure_flag = False
 
+    @plain_success
     def render(self, report: AttemptReport) -> Observation:
         """``ok`` with an empty result, whatever happened."""
         if report.completed:
@@ -103,6 +106,7 @@ class FabricatedDefaultsFormat:
     misread_factor = 0.0  # nothing is reported as failed, so there is nothing to misread
     failure_flag = False
 
+    @plain_success
     def render(self, report: AttemptReport) -> Observation:
         """``ok`` with default values, whatever happened."""
         if report.completed:
