@@ -959,7 +959,11 @@ class AdaptiveThrottle:
     def request(self, state: ThrottleWindow, now_s: float, draw: float) -> tuple[ThrottleWindow, bool]:
         """One attempt at ``now_s`` with a uniform ``draw`` in [0, 1): (new state, allowed); counted either way."""
         allowed = draw >= self.reject_probability(state, now_s)
-        return self._add(state, now_s, 1, 0), allowed
+        return self.on_request(state, now_s), allowed
+
+    def on_request(self, state: ThrottleWindow, now_s: float) -> ThrottleWindow:
+        """Count one request at ``now_s`` whose admission was decided elsewhere (sent, or refused locally)."""
+        return self._add(state, now_s, 1, 0)
 
     def on_accept(self, state: ThrottleWindow, now_s: float) -> ThrottleWindow:
         """The backend accepted a request (it was served, not rejected for overload)."""

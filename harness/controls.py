@@ -25,6 +25,7 @@ from simulated_fleet.observation import (
     TaskHistory,
     UseAlternative,
 )
+from simulated_fleet.truth import FAILURES
 
 from .blocks import (
     AdaptiveThrottle,
@@ -41,8 +42,14 @@ from .blocks import (
 #: Actions that send the task out again, so a retry budget must pay for them.
 RETRY_ACTIONS = (Retry, Reroute, RefreshCredentials, UseAlternative, Remediate)
 
-#: Error codes that mean the backend refused the request for overload (not "accepted" for adaptive throttling).
-OVERLOAD_CODES = frozenset({"RATE_LIMITED", "QUOTA_EXHAUSTED"})
+#: Error codes that mean the backend refused the request for overload (not "accepted" for
+#: adaptive throttling): the contract's codes for a 429 and an exhausted quota, and the
+#: failure-type contract's ``rate_limited``.
+OVERLOAD_CODES = frozenset({FAILURES["rate_limit"].error_code, FAILURES["quota_exhausted"].error_code, "RATE_LIMITED"})
+
+#: Error codes of a timed-out call (the AWS quota charges a retry after one more): the
+#: contract's code and the failure-type contract's ``timeout``.
+TIMEOUT_CODES = frozenset({FAILURES["timeout"].error_code, "TIMEOUT"})
 
 Budget = AwsRetryQuota | GrpcRetryThrottle | EnvoyRetryBudget | AdaptiveThrottle
 
@@ -132,7 +139,7 @@ class Controlled:
         elif isinstance(budget, GrpcRetryThrottle):
             shared.budget = budget.on_success(shared.budget) if ok else budget.on_failure(shared.budget)
         elif isinstance(budget, AdaptiveThrottle):
-            shared.budget, _ = budget.request(shared.budget, now_s, 1.0)  # counted; it was sent, so never refused here
+            shared.budget = budget.on_request(shared.budget, now_s)  # every dispatch sent is a request
             if ok or code_of(observation) not in OVERLOAD_CODES:
                 shared.budget = budget.on_accept(shared.budget, now_s)
         if shared.board is not None:
@@ -173,7 +180,7 @@ class Controlled:
         """Ask the budget for one retry; True when it may go out."""
         budget = self.budget
         if isinstance(budget, AwsRetryQuota):
-            timed_out = code_of(observation) in ("TOOL_TIMEOUT", "TIMEOUT") or observation.status == "timeout"
+            timed_out = code_of(observation) in TIMEOUT_CODES or observation.status == "timeout"
             shared.budget, paid = budget.acquire(shared.budget, timeout=timed_out)
             if paid is None:
                 return False
@@ -188,7 +195,7 @@ class Controlled:
             # one refused here is counted now (SRE counts locally rejected requests too).
             if history.rng.random() >= budget.reject_probability(shared.budget, history.now_s):
                 return True
-            shared.budget, _ = budget.request(shared.budget, history.now_s, 1.0)
+            shared.budget = budget.on_request(shared.budget, history.now_s)
             return False
         return True
 
@@ -203,4 +210,4 @@ class Controlled:
         return f"Controlled({', '.join(parts)})"
 
 
-__all__ = ["Controlled", "ControlState", "OVERLOAD_CODES", "RETRY_ACTIONS"]
+__all__ = ["Controlled", "ControlState", "OVERLOAD_CODES", "RETRY_ACTIONS", "TIMEOUT_CODES"]

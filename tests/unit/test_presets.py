@@ -274,6 +274,17 @@ def test_adaptive_throttle_refuses_with_the_sre_probability():
     assert all(isinstance(accepted.decide(ate(), hist(shared=fresh, now=5.0, seed=s)), Retry) for s in range(50))
 
 
+@pytest.mark.parametrize("kind", ["rate_limit", "quota_exhausted"])
+def test_adaptive_throttle_counts_the_contracts_overload_codes_as_refused(kind):
+    """The codes come from the error contract: a 429 and an exhausted quota are requests, not accepts."""
+    from simulated_fleet.truth import FAILURES
+
+    policy, shared = _controlled(budget=AdaptiveThrottle())
+    policy.observe(ate(code=FAILURES[kind].error_code), shared, 1.0, 1)
+    policy.observe(ate(code=FAILURES["network_blip"].error_code), shared, 1.0, 2)
+    assert shared.budget.totals() == (2, 1)
+
+
 def test_breaker_opens_after_failures_and_diverts_dispatches():
     policy, shared = _controlled(breaker=CircuitBreaker(failure_threshold=2, cooldown_s=30.0))
     failed_on_0 = Observation(False, "failed", 0)
