@@ -15,6 +15,13 @@ def full_jitter(history: TaskHistory, base_s: float, cap_s: float) -> float:
     return history.rng.uniform(0.0, min(cap_s, base_s * 2.0**history.retries))
 
 
+def hinted_delay(retry_after_s: float | None, history: TaskHistory, base_s: float, cap_s: float) -> float:
+    """The retry-after hint plus a little jitter (so waiters do not all return at once), else full-jitter backoff."""
+    if retry_after_s is not None:
+        return retry_after_s + history.rng.uniform(0.0, base_s)
+    return full_jitter(history, base_s, cap_s)
+
+
 def unknown_branch(history: TaskHistory, retries: int, base_s: float, cap_s: float, reason: str) -> Action:
     """What a policy does with a failure it cannot read: back off and retry ``retries`` times, then escalate."""
     if history.retries < retries:

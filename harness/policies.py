@@ -28,7 +28,7 @@ from simulated_fleet.observation import (
 )
 from simulated_fleet.envelopes import FailureTypeError
 
-from ._recovery import full_jitter, resume_from_refs, resume_point, unknown_branch
+from ._recovery import full_jitter, hinted_delay, resume_from_refs, resume_point, unknown_branch
 
 
 
@@ -98,11 +98,8 @@ class StructuredDecisionTree:
             return Reroute(0.0, start, done)
         if envelope.category == "auth":
             return RefreshCredentials(start, done)
-        if envelope.retry_after_ms is not None:
-            delay = envelope.retry_after_ms / 1000.0 + history.rng.uniform(0.0, self.base_s)
-        else:
-            delay = full_jitter(history, self.base_s, self.cap_s)
-        return Retry(delay, start, done)
+        hint = envelope.retry_after_ms / 1000.0 if envelope.retry_after_ms is not None else None
+        return Retry(hinted_delay(hint, history, self.base_s, self.cap_s), start, done)
 
 
 @dataclass(frozen=True, slots=True)

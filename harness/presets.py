@@ -66,7 +66,7 @@ from .blocks import (
     wait_retry_after,
 )
 from .controls import Controlled
-from ._recovery import full_jitter, unknown_branch
+from ._recovery import full_jitter, hinted_delay, unknown_branch
 
 # =======================================================================================
 # Backoff variants: one wait formula each, everything else equal
@@ -166,9 +166,7 @@ class CategoryTreeWithRemediation:
             return Reroute(0.0, start, done)
         if category == "dependency":  # a missing source: another one, if the contract names it
             return UseAlternative(0.0, start, done)
-        hint = retry_after_s_of(observation)
-        delay = hint + history.rng.uniform(0.0, self.base_s) if hint is not None else full_jitter(history, self.base_s, self.cap_s)
-        return Retry(delay, start, done)
+        return Retry(hinted_delay(retry_after_s_of(observation), history, self.base_s, self.cap_s), start, done)
 
 
 # =======================================================================================
@@ -316,9 +314,12 @@ def _controlled(name: str, **controls) -> Callable[[], Controlled]:
     return build
 
 
-def recovery_matrix() -> Controlled:
-    """The recovery matrix under a shared AWS-style retry budget."""
-    return Controlled(RecoveryMatrix(), budget=AwsRetryQuota(), name="recovery-matrix")
+def _matrix(name: str, batch_mode: str) -> Callable[[], Controlled]:
+    def build() -> Controlled:
+        return Controlled(RecoveryMatrix(batch_mode=batch_mode, name=name), budget=AwsRetryQuota(), name=name)  # type: ignore[arg-type]
+
+    build.__doc__ = f"The recovery matrix ({batch_mode} batches) under a shared AWS-style retry budget."
+    return build
 
 
 #: Named presets, merged into :data:`harness.policies.POLICIES`.
@@ -326,15 +327,9 @@ PRESETS: dict[str, Callable[[], RecoveryPolicy]] = {
     **BACKOFF_VARIANTS,
     "category-tree-remediation": CategoryTreeWithRemediation,
     "coordinator": Coordinator,
-    "recovery-matrix": recovery_matrix,
-    "recovery-matrix-fail-fast": lambda: Controlled(
-        RecoveryMatrix(batch_mode="fail_fast", name="recovery-matrix-fail-fast"), budget=AwsRetryQuota(),
-        name="recovery-matrix-fail-fast",
-    ),
-    "recovery-matrix-all-or-nothing": lambda: Controlled(
-        RecoveryMatrix(batch_mode="all_or_nothing", name="recovery-matrix-all-or-nothing"), budget=AwsRetryQuota(),
-        name="recovery-matrix-all-or-nothing",
-    ),
+    "recovery-matrix": _matrix("recovery-matrix", "best_effort"),
+    "recovery-matrix-fail-fast": _matrix("recovery-matrix-fail-fast", "fail_fast"),
+    "recovery-matrix-all-or-nothing": _matrix("recovery-matrix-all-or-nothing", "all_or_nothing"),
     "budget-aws": _controlled("budget-aws", budget=AwsRetryQuota()),
     "budget-grpc": _controlled("budget-grpc", budget=GrpcRetryThrottle()),
     "budget-envoy": _controlled("budget-envoy", budget=EnvoyRetryBudget()),
