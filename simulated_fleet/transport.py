@@ -18,7 +18,7 @@ from typing import Literal
 TRANSPORT_KINDS = frozenset({"network_blip", "timeout", "latency_spike", "rate_limit", "node_crash"})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class TransportRetry:
     """Retry a failed tool call inside the transport, up to ``attempts`` tries in all.
 
@@ -44,6 +44,14 @@ class TransportRetry:
         unknown = set(self.on) - TRANSPORT_KINDS
         if unknown:
             raise ValueError(f"TransportRetry.on: {sorted(unknown)} are not transport-level failures ({sorted(TRANSPORT_KINDS)})")
+
+    def __repr__(self) -> str:
+        # ``on`` sorted: a frozenset's own repr follows string hashing, which is salted per
+        # process, and results record this repr (the policy's recipe) byte for byte.
+        return (
+            f"TransportRetry(attempts={self.attempts!r}, base_s={self.base_s!r}, cap_s={self.cap_s!r}, "
+            f"jitter={self.jitter!r}, on=frozenset({sorted(self.on)!r}))"
+        )
 
     def wait_s(self, retries_so_far: int, uniform: float) -> float:
         """The wait before the next try, given a uniform draw in [0, 1)."""

@@ -283,3 +283,27 @@ def test_cookbook_policy_is_short_and_runs(tmp_path, monkeypatch):
     metrics, _, _ = compute(output.records, spec.fleet, duration_s=output.duration_s)
     assert metrics["tasks"] > 0 and metrics["faulted_tasks"] > 0
     assert metrics["policy_errors"] == 0, [r.policy_error for r in output.records if r.policy_error]
+
+
+def test_recipes_do_not_depend_on_string_hashing():
+    """Results record each policy's recipe; it must read the same in every process.
+
+    A frozenset's repr follows string hashing, which Python salts per process (the
+    transport layer's ``on`` once made ``layered-transport``'s results differ between
+    two runs of the same seed).
+    """
+    import os
+    import subprocess
+
+    script = (
+        "from harness.policies import POLICIES, get_policy\n"
+        "from harness.runner import policy_recipe\n"
+        "for name in sorted(POLICIES): print(name, policy_recipe(get_policy(name)))\n"
+    )
+    outputs = []
+    for hash_seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+        outputs.append(done.stdout)
+    assert "layered-transport" in outputs[0]
+    assert outputs[0] == outputs[1] == outputs[2]
