@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+import operator
+from operator import attrgetter
 
 from simulated_fleet.config import DAY_S, FleetSpec
 from simulated_fleet.ledger import TRUTH_FULL, TaskRecord
 from simulated_fleet.truth import FAILURES, REPORTING_KINDS
 
-from .oracle import TaskOutcome, judge
+from .oracle import TaskOutcome, Verdict, judge, verdict
 from .results import rounded
 from .stats import percentile
 
@@ -120,42 +122,53 @@ def error_code(kind: str) -> str:
     return REPORTING_KINDS.get(kind, kind.upper())
 
 
-#: Per-task integer counts a run sums: name -> count(record, outcome).  Every metric and
-#: breakdown that is a sum over tasks, or a ratio of such sums, reads these totals.
-#: Adding such a metric is one entry here and one line in :meth:`RunAccumulator.metrics`
-#: (or :meth:`RunAccumulator.breakdowns`); the runner, the world and the wrappers below
-#: need no change.
-TASK_COUNTS: dict[str, Callable[[TaskRecord, TaskOutcome], int]] = {
-    "tasks": lambda r, o: 1,
-    "faulted": lambda r, o: o.faulted,
-    "recovered": lambda r, o: o.recovered,
-    "successes": lambda r, o: o.truth == TRUTH_FULL and o.claim == "success",
-    "silent_failures": lambda r, o: o.silent_failure,
-    "false_alarms": lambda r, o: o.false_alarm,
-    "escalated": lambda r, o: o.claim == "escalated",
-    "unfinished": lambda r, o: o.claim == "in_flight",
-    "data_loss": lambda r, o: o.claim in UNREPORTED_CLAIMS,
-    "policy_errors": lambda r, o: o.policy_error is not None,
-    "calls": lambda r, o: o.calls,
-    "tokens": lambda r, o: o.tokens,
-    "retries": lambda r, o: o.retries,
-    "wasted_retries": lambda r, o: o.wasted_retries,
-    "redone_steps": lambda r, o: o.redone_steps,
-    "duplicate_side_effects": lambda r, o: o.duplicate_side_effects,
-    "pages": lambda r, o: pages_of(r),
-    "logical_calls": lambda r, o: sum(len(step) for step in r.commits),
-    "secrets_leaked": lambda r, o: r.secrets_leaked,
-    "schema_skews": lambda r, o: r.schema_skews,
-    "misreads": lambda r, o: r.misreads,
-    "human_ms": lambda r, o: round(r.human_s * 1000.0),  # whole milliseconds: an integer sum, exact in any order
-    "remediations": lambda r, o: r.remediations,
-    "remediations_failed": lambda r, o: r.remediations_failed,
-    "transport_retries": lambda r, o: r.transport_retries,
-    "compensations": lambda r, o: r.compensations,
-    "rollbacks": lambda r, o: r.rolled_back,
-    "dead_letters": lambda r, o: o.claim == "dead_lettered",
-    "deduplicated": lambda r, o: r.deduplicated,
-}
+#: Per-task integer counts a run sums, in the order :func:`task_counts` returns them.
+#: Every metric and breakdown that is a sum over tasks, or a ratio of such sums, reads
+#: these totals.  Adding such a metric is one name here, one value in
+#: :func:`task_counts` and one line in :meth:`RunAccumulator.metrics` (or
+#: :meth:`RunAccumulator.breakdowns`); the runner, the world and the wrappers below need
+#: no change.
+TASK_COUNTS: tuple[str, ...] = (
+    "tasks", "faulted", "recovered", "successes", "silent_failures", "false_alarms", "escalated",
+    "unfinished", "data_loss", "dead_letters", "policy_errors", "pages", "logical_calls", "human_ms",
+    "duplicate_side_effects",
+    # straight off the record (RECORD_COUNTS)
+    "calls", "tokens", "retries", "wasted_retries", "redone_steps", "secrets_leaked", "schema_skews",
+    "misreads", "remediations", "remediations_failed", "transport_retries", "compensations", "rollbacks",
+    "deduplicated",
+)
+
+#: The tail of TASK_COUNTS read straight off the record: TaskRecord attribute names, in order.
+RECORD_COUNTS: tuple[str, ...] = (
+    "calls", "tokens", "retries", "wasted_retries", "redone_steps", "secrets_leaked", "schema_skews",
+    "misreads", "remediations", "remediations_failed", "transport_retries", "compensations", "rolled_back",
+    "deduplicated",
+)
+_record_counts = attrgetter(*RECORD_COUNTS)  # one C call for all of them: this runs once per task
+
+
+def task_counts(record: TaskRecord, judged: Verdict) -> tuple[int, ...]:
+    """One task's value of each of :data:`TASK_COUNTS`, in that order (booleans count as 0 or 1)."""
+    claim = record.claim
+    return (
+        1,
+        judged.faulted,
+        judged.recovered,
+        judged.truth == TRUTH_FULL and claim == "success",
+        judged.silent_failure,
+        judged.false_alarm,
+        claim == "escalated",
+        claim == "in_flight",
+        claim in UNREPORTED_CLAIMS,
+        claim == "dead_lettered",
+        record.policy_error is not None,
+        pages_of(record),
+        sum(map(len, record.commits)),
+        round(record.human_s * 1000.0),  # whole milliseconds: an integer sum, exact in any order
+        record.duplicate_side_effects,
+        *_record_counts(record),
+    )
+
 
 #: The TASK_COUNTS totals the ``task_counts`` breakdown reports: the numerators and
 #: denominators of the pooled task-level rates (harness.runner.POOLED_RATES).
@@ -185,7 +198,7 @@ class RunAccumulator:
         """``fleet`` prices ``cost_usd``; ``duration_s`` (the horizon) gives ``human_pages_per_day``."""
         self.fleet = fleet
         self.duration_s = duration_s
-        self.totals: dict[str, int] = dict.fromkeys(TASK_COUNTS, 0)
+        self._sums: list[int] = [0] * len(TASK_COUNTS)  # in TASK_COUNTS order
         self.claims: Counter[str] = Counter()
         self.wasted_by_reason: Counter[str] = Counter()
         self.fault_hits_by_kind: Counter[str] = Counter()
@@ -201,13 +214,23 @@ class RunAccumulator:
         # only per-task values kept, because exact percentiles and samples need them all.
         self._recoveries: list[tuple[float, int, int, float]] = []
 
+    @property
+    def totals(self) -> dict[str, int]:
+        """The sum of each of :data:`TASK_COUNTS` over the tasks folded in so far."""
+        return dict(zip(TASK_COUNTS, self._sums))
+
     def add(self, record: TaskRecord) -> TaskOutcome:
-        """Judge one task and fold it in; returns the oracle's outcome (for per-task rows)."""
-        outcome = judge(record)
-        totals = self.totals
-        for name, count in TASK_COUNTS.items():
-            totals[name] += count(record, outcome)
-        self.claims[outcome.claim] += 1
+        """Judge one task and fold it in; returns the oracle's full outcome (for per-task rows)."""
+        return judge(record, self.fold(record))
+
+    def fold(self, record: TaskRecord) -> Verdict:
+        """Judge one task and fold it in; returns the oracle's verdict.
+
+        The per-task hot path of every run: everything here is a handful of operations.
+        """
+        judged = verdict(record)
+        self._sums = list(map(operator.add, self._sums, task_counts(record, judged)))
+        self.claims[record.claim] += 1
         if record.wasted_reasons:
             self.wasted_by_reason.update(record.wasted_reasons)
         if record.fault_hits:
@@ -217,14 +240,14 @@ class RunAccumulator:
         if record.end_s is not None:  # max and min: the same whatever order records arrive in
             self.last_end_s = max(self.last_end_s, record.end_s)
         self.first_arrival_s = min(self.first_arrival_s, record.arrival_s)
-        if outcome.faulted and outcome.first_fault is not None:
-            self.faulted_by_first[outcome.first_fault] += 1
-            self.recovered_by_first[outcome.first_fault] += outcome.recovered  # a 0 entry is kept
-        if outcome.recovered:
+        if judged.faulted and record.first_fault is not None:
+            self.faulted_by_first[record.first_fault] += 1
+            self.recovered_by_first[record.first_fault] += judged.recovered  # a 0 entry is kept
+        if judged.recovered:
             self._recoveries.append(
-                (record.arrival_s, record.id, outcome.steps_to_recovery, outcome.time_to_recovery_s)  # type: ignore[arg-type]
+                (record.arrival_s, record.id, judged.steps_to_recovery, judged.time_to_recovery_s)  # type: ignore[arg-type]
             )
-        return outcome
+        return judged
 
     def add_faults(self, tally: Mapping[tuple[str, str, int], int]) -> None:
         """Fold in faulted calls counted by (kind, tool, worker) (``RunOutput.fault_tally``)."""
@@ -313,6 +336,7 @@ class RunAccumulator:
 
     def breakdowns(self) -> dict[str, dict[str, int]]:
         """Every breakdown, sorted by name (see :func:`compute_run`)."""
+        totals = self.totals
         by_family: Counter[str] = Counter()
         for reason, n in self.wasted_by_reason.items():
             by_family[WASTE_FAMILIES.get(reason, reason)] += n
@@ -334,7 +358,7 @@ class RunAccumulator:
             "fault_hits_by_error_code": dict(sorted(by_code.items())),
             "fault_hits_by_tool": dict(sorted(by_tool.items())),
             "fault_hits_by_worker": {str(w): n for w, n in sorted(by_worker.items())},
-            "task_counts": dict(sorted((name, self.totals[name]) for name in POOLED_COUNTS)),
+            "task_counts": dict(sorted((name, totals[name]) for name in POOLED_COUNTS)),
         }
         return dict(sorted(out.items()))
 

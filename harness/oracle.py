@@ -7,6 +7,7 @@ every metric; nothing downstream looks at the simulation again.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from simulated_fleet.ledger import TRUTH_FULL, TaskRecord
 
@@ -40,7 +41,27 @@ class TaskOutcome:
     policy_error: str | None
 
 
-def judge(record: TaskRecord) -> TaskOutcome:
+class Verdict(NamedTuple):
+    """The oracle's verdict on one task: what a run's metrics need of it, and no more.
+
+    A plain tuple, built once per task on the hot path; :class:`TaskOutcome` adds the
+    task's identity and effort for per-task rows.
+    """
+
+    truth: str
+    faulted: bool
+    recovered: bool
+    silent_failure: bool
+    false_alarm: bool
+    steps_to_recovery: int | None
+    time_to_recovery_s: float | None
+
+
+#: Claims that report a failure to the caller (a false alarm when the work did complete).
+FAILURE_CLAIMS = frozenset({"failed", "partial", "escalated", "dead_lettered"})
+
+
+def verdict(record: TaskRecord) -> Verdict:
     """The oracle's verdict on one task.
 
     * recovered: the task met a fault, yet every item of every step took effect and the
@@ -51,12 +72,21 @@ def judge(record: TaskRecord) -> TaskOutcome:
     truth = record.truth
     claim = record.claim
     full = truth == TRUTH_FULL
-    faulted = record.faulted
+    faulted = bool(record.fault_hits)
     recovered = faulted and full and claim == "success"
     steps = time = None
     if recovered:
         steps = record.step_executions - record.step_executions_at_first_fault
         time = (record.end_s or 0.0) - (record.first_fault_s or 0.0)
+    return Verdict(truth, faulted, recovered, claim == "success" and not full, full and claim in FAILURE_CLAIMS, steps, time)
+
+
+def judge(record: TaskRecord, judged: Verdict | None = None) -> TaskOutcome:
+    """The oracle's verdict on one task with the task's identity and effort (a per-task row).
+
+    ``judged`` is the task's :func:`verdict` when the caller already has it.
+    """
+    v = verdict(record) if judged is None else judged
     return TaskOutcome(
         id=record.id,
         template=record.template,
@@ -64,21 +94,21 @@ def judge(record: TaskRecord) -> TaskOutcome:
         worker=record.worker,
         arrival_s=record.arrival_s,
         end_s=record.end_s,
-        truth=truth,
-        claim=claim,
-        faulted=faulted,
+        truth=v.truth,
+        claim=record.claim,
+        faulted=v.faulted,
         first_fault=record.first_fault,
-        recovered=recovered,
-        silent_failure=claim == "success" and not full,
-        false_alarm=full and claim in ("failed", "partial", "escalated", "dead_lettered"),
+        recovered=v.recovered,
+        silent_failure=v.silent_failure,
+        false_alarm=v.false_alarm,
         calls=record.calls,
         tokens=record.tokens,
         retries=record.retries,
         wasted_retries=record.wasted_retries,
         redone_steps=record.redone_steps,
         duplicate_side_effects=record.duplicate_side_effects,
-        steps_to_recovery=steps,
-        time_to_recovery_s=time,
-        faults=";".join(f"{k}={v}" for k, v in sorted(record.fault_hits.items())) if faulted else "",
+        steps_to_recovery=v.steps_to_recovery,
+        time_to_recovery_s=v.time_to_recovery_s,
+        faults=";".join(f"{k}={n}" for k, n in sorted(record.fault_hits.items())) if v.faulted else "",
         policy_error=record.policy_error,
     )

@@ -63,9 +63,10 @@ def run_one(
     rows: list[tuple[float, int, dict]] | None = [] if keep_tasks else None
 
     def sink(record) -> None:
-        outcome = acc.add(record)
-        if rows is not None:
-            rows.append((record.arrival_s, record.id, _task_row(outcome)))
+        if rows is None:
+            acc.fold(record)  # the verdict only: no per-task outcome is built
+        else:
+            rows.append((record.arrival_s, record.id, _task_row(acc.add(record))))
 
     policy_obj = get_policy(policy)
     world = World(scenario, policy_obj, get_format(errors), seed, trace=trace, sink=sink)

@@ -4,6 +4,7 @@ fleet-wide API token bucket through which rate limiting emerges from load."""
 from __future__ import annotations
 
 import math
+from collections import deque
 
 import simpy
 
@@ -79,6 +80,47 @@ class TokenBucket:
         return t - now
 
 
+class SlotPool:
+    """A worker's tool slots, served first come first served, as a ``simpy.Resource`` would.
+
+    A ``Resource`` request costs two SimPy events even when a slot is free (the request,
+    then the release), and a tool-slot grab is on the simulation's hottest path.  Here a
+    free slot is taken at once, with no event; only a dispatch that finds every slot busy
+    waits, on an event that the release hands the slot over with.  Waiters are served in
+    arrival order, and a released slot goes straight to the longest waiter, as with
+    ``Resource``.
+    """
+
+    __slots__ = ("env", "capacity", "count", "_waiting")
+
+    def __init__(self, env: simpy.Environment, capacity: int):
+        self.env = env
+        self.capacity = capacity
+        self.count = 0  # slots in use
+        self._waiting: deque[simpy.Event] = deque()
+
+    def acquire(self) -> simpy.Event | None:
+        """Take a slot: None if one was free (taken now), else an event that fires when it is handed over."""
+        if self.count < self.capacity:
+            self.count += 1
+            return None
+        event = self.env.event()
+        self._waiting.append(event)
+        return event
+
+    def release(self) -> None:
+        """Give a slot back: to the longest waiter if there is one, else to the pool."""
+        if self._waiting:
+            self._waiting.popleft().succeed()
+        else:
+            self.count -= 1
+
+    @property
+    def queued(self) -> int:
+        """Dispatches waiting for a slot."""
+        return len(self._waiting)
+
+
 class Worker:
     """One worker node: tool slots, a disk that can fill, and API credentials."""
 
@@ -111,7 +153,7 @@ class Worker:
         disk_capacity_mb: float = math.inf,
     ):
         self.index = index
-        self.slots = simpy.Resource(env, capacity=tool_slots)
+        self.slots = SlotPool(env, tool_slots)
         self.disk_full_spans = disk_full_spans
         self._disk_ptr = 0
         self.key_expiries = key_expiries

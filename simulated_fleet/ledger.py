@@ -85,18 +85,18 @@ class TaskRecord:
     @property
     def truth(self) -> str:
         """full: every item of every step took effect; none: nothing did; else partial."""
-        done = total = 0
-        for step in self.commits:
-            for count in step:
-                total += 1
-                done += count > 0
-        if done == total:
+        # Counts are never negative, so an item took effect iff its count is non-zero.
+        # all/any over map run in C: this is read once per task.
+        commits = self.commits
+        if all(map(all, commits)):
             return TRUTH_FULL
-        return TRUTH_NONE if done == 0 else TRUTH_PARTIAL
+        return TRUTH_PARTIAL if any(map(any, commits)) else TRUTH_NONE
 
     @property
     def duplicate_side_effects(self) -> int:
         """Extra commits of non-idempotent side effects (a note posted twice, a push repeated)."""
+        if not self.append_steps:
+            return 0
         return sum(max(0, c - 1) for s in self.append_steps for c in self.commits[s])
 
     def note_fault(self, kind: str, now: float) -> None:

@@ -756,8 +756,9 @@ class World:
             if min(commits) > 0:
                 rec.redone_steps += 1
             rec.step_executions += 1
-            req = w.slots.request()
-            yield req
+            wait = w.slots.acquire()
+            if wait is not None:
+                yield wait
             now = env.now
             persistent, transient, batch_rules, masking = step_rules[si]
             step_key = _rng.mix(task_key ^ (si << 40) ^ exec_no)
@@ -820,14 +821,14 @@ class World:
                 for item in committed_anyway:
                     if finish[item] <= crash_at - now:
                         commits[item] += 1
-                yield from self._lose_dispatch(rec, w, req, now, crash_at, step, si)
+                yield from self._lose_dispatch(rec, w, now, crash_at, step, si)
                 if self.heartbeat_timeout_s is None:
                     yield env.event()  # nobody will ever notice: the task is lost
                     return None
                 yield env.timeout(self.heartbeat_timeout_s)
                 return self._report(task, tpl, w, start, start, "node_crash", done, masked=masked)
             yield env.timeout(longest)
-            w.slots.release(req)
+            w.slots.release()
             for item, branch, head in pushes:
                 if self._branch_heads[branch] == head:
                     self._branch_heads[branch] = head + 1
@@ -925,11 +926,11 @@ class World:
                 rec.deduplicated += count - 1
                 commits[item] = 1
 
-    def _lose_dispatch(self, rec, w, req, now, crash_at, step, si) -> Generator:
+    def _lose_dispatch(self, rec, w, now, crash_at, step, si) -> Generator:
         """The worker crashes mid-step: calls that finished before the crash took effect,
         the rest did not, and no report leaves the worker."""
         yield self.env.timeout(crash_at - now)
-        w.slots.release(req)
+        w.slots.release()
         self._fault(rec, "node_crash", crash_at, step.name, w.index)
 
     def _batch_failures(self, rules, step, task_key, si, step_key, worker, now) -> frozenset[int]:

@@ -24,7 +24,7 @@ from simulated_fleet.config import (
     WorldSpec,
 )
 from simulated_fleet.faults import CallRule, _disjoint, build_plan
-from simulated_fleet.fleet import TokenBucket, Worker
+from simulated_fleet.fleet import SlotPool, TokenBucket, Worker
 
 # ---------------------------------------------------------------------------------------
 # keyed streams
@@ -537,3 +537,68 @@ def test_fault_plan_describe():
         "worker 2: API key expires at 300s",
         "fleet: API rate x0.05 from 60s to 120s",
     ]
+
+
+def _grants(pool_kind: str, capacity: int, jobs: list[tuple[float, float]]) -> list[tuple[float, int]]:
+    """(time, job) of each slot grant when ``jobs`` (arrival, hold) contend for ``capacity`` slots."""
+    env = simpy.Environment()
+    grants: list[tuple[float, int]] = []
+    if pool_kind == "resource":
+        res = simpy.Resource(env, capacity=capacity)
+
+        def job(i, hold):
+            with res.request() as req:
+                yield req
+                grants.append((env.now, i))
+                yield env.timeout(hold)
+    else:
+        pool = SlotPool(env, capacity)
+
+        def job(i, hold):
+            wait = pool.acquire()
+            if wait is not None:
+                yield wait
+            grants.append((env.now, i))
+            yield env.timeout(hold)
+            pool.release()
+
+    def source():
+        for i, (arrival, hold) in enumerate(jobs):
+            yield env.timeout(arrival - env.now)
+            env.process(job(i, hold))
+
+    env.process(source())
+    env.run()
+    return grants
+
+
+@pytest.mark.parametrize("capacity", [1, 2, 3])
+def test_slot_pool_grants_like_a_simpy_resource(capacity):
+    """Same grants, same instants, same order as simpy.Resource under heavy contention."""
+    import random
+
+    rng = random.Random(capacity)
+    t = 0.0
+    jobs = []
+    for _ in range(300):
+        t += rng.expovariate(1.0)
+        jobs.append((t, rng.expovariate(1.0 / (1.5 * capacity))))
+    resource = _grants("resource", capacity, jobs)
+    assert _grants("pool", capacity, jobs) == resource
+    assert sum(1 for (when, i) in resource if when > jobs[i][0]) > 50  # many jobs really waited
+
+
+def test_slot_pool_takes_a_free_slot_without_an_event_and_hands_over_in_order():
+    env = simpy.Environment()
+    pool = SlotPool(env, 2)
+    assert pool.acquire() is None and pool.acquire() is None
+    assert pool.count == 2 and pool.queued == 0
+    first, second = pool.acquire(), pool.acquire()
+    assert first is not None and second is not None and pool.queued == 2
+    pool.release()  # handed straight to the longest waiter: still two in use
+    assert first.triggered and not second.triggered and pool.count == 2 and pool.queued == 1
+    pool.release()
+    assert second.triggered and pool.queued == 0
+    pool.release()
+    pool.release()
+    assert pool.count == 0
