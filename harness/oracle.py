@@ -90,7 +90,7 @@ def judge(record: TaskRecord, judged: Verdict | None = None) -> TaskOutcome:
     return TaskOutcome(
         id=record.id,
         template=record.template,
-        title=record.title,
+        title=str(record.title),
         worker=record.worker,
         arrival_s=record.arrival_s,
         end_s=record.end_s,

@@ -20,7 +20,8 @@ class TaskRecord:
 
     id: int
     template: str
-    title: str
+    title: object
+    """The task's title (a :class:`~simulated_fleet.workload.Title`, or text): ``str(title)`` reads it."""
     orchestrator: int
     arrival_s: float
     commits: list[list[int]]

@@ -3,7 +3,8 @@
 Arrivals are a non-homogeneous Poisson process (busier in the afternoon), drawn by
 thinning from one seeded stream, so the same seed gives the same tasks in every arm.
 Names come from a Faker instance seeded per run (``seed_instance``, never the global
-``Faker.seed``) and are drawn into small pools once, keeping per-task work tiny.
+``Faker.seed``) and are drawn into small pools once, and only when a title is shown,
+keeping per-task work tiny.
 """
 
 from __future__ import annotations
@@ -20,24 +21,6 @@ from .config import DAY_S, WorkloadSpec
 
 S_WORKLOAD = _rng.stream_id("workload")
 PEAK_HOUR_S = 14 * 3600.0
-
-
-@dataclass(frozen=True, slots=True)
-class Task:
-    """One unit of work sent to the fleet."""
-
-    id: int
-    arrival_s: float
-    template: int
-    orchestrator: int
-    title: str
-
-
-@functools.cache
-def _faker():  # constructing Faker is slow; each run re-seeds its own instance
-    from faker import Faker
-
-    return Faker("en_US")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,15 +43,90 @@ class NamePools:
             topics=tuple(fake.catch_phrase() for _ in range(size)),
         )
 
-    def title(self, template_name: str, rng: random.Random) -> str:
-        """A task title in the style of the template."""
+    def text(self, template_name: str, picks: tuple[int, ...]) -> str:
+        """The title of a task in the style of its template, from the pool entries it picked."""
         if template_name == "coding":
-            return f"fix {rng.choice(self.files)} in {rng.choice(self.repos)}"
+            return f"fix {self.files[picks[0]]} in {self.repos[picks[1]]}"
         if template_name == "research":
-            return f"research: {rng.choice(self.topics)}"
+            return f"research: {self.topics[picks[0]]}"
         if template_name == "crm_sync":
-            return f"sync contacts of {rng.choice(self.companies)}"
-        return f"{template_name}: {rng.choice(self.topics)}"
+            return f"sync contacts of {self.companies[picks[0]]}"
+        return f"{template_name}: {self.topics[picks[0]]}"
+
+
+class TitleSource:
+    """A run's task titles: which pool entries each task picks, drawn now; the names, later.
+
+    Building the Faker pools costs about 10 ms, a sixth of a 3,000-call run, and only
+    per-task rows (tasks.csv, the report) ever show a title.  So a task's picks are drawn
+    from the workload's stream as it arrives (the same draws as picking from the pools
+    themselves), and the pools are built the first time a title is read.
+    """
+
+    __slots__ = ("seed", "size", "_pools")
+
+    def __init__(self, seed: int, size: int = 40):
+        self.seed = seed
+        self.size = size
+        self._pools: NamePools | None = None
+
+    def __repr__(self) -> str:  # no memory address: event logs and fingerprints include titles
+        return f"TitleSource(seed={self.seed}, size={self.size})"
+
+    def __eq__(self, other: object) -> bool:  # the seed and size decide every name
+        return isinstance(other, TitleSource) and (self.seed, self.size) == (other.seed, other.size)
+
+    def __hash__(self) -> int:
+        return hash((self.seed, self.size))
+
+    def __deepcopy__(self, memo) -> "TitleSource":
+        return self  # its only state is a cache of what the seed determines
+
+    def pools(self) -> NamePools:
+        """The run's name pools, built on first use."""
+        if self._pools is None:
+            self._pools = NamePools.build(self.seed, self.size)
+        return self._pools
+
+    def pick(self, template_name: str, rng: random.Random) -> "Title":
+        """A task's title: ``rng`` chooses pool entries exactly as ``rng.choice(pool)`` would."""
+        entries = range(self.size)  # choice() draws an index below len(seq): the same for a range
+        if template_name == "coding":
+            picks: tuple[int, ...] = (rng.choice(entries), rng.choice(entries))
+        else:
+            picks = (rng.choice(entries),)
+        return Title(self, template_name, picks)
+
+
+@dataclass(frozen=True, slots=True)
+class Title:
+    """A task's title, resolved to text (``str(title)``) only when something shows it."""
+
+    source: TitleSource
+    template_name: str
+    picks: tuple[int, ...]
+
+    def __str__(self) -> str:
+        return self.source.pools().text(self.template_name, self.picks)
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One unit of work sent to the fleet."""
+
+    id: int
+    arrival_s: float
+    template: int
+    orchestrator: int
+    title: Title | str
+    """The task's title; ``str(task.title)`` is its text."""
+
+
+@functools.cache
+def _faker():  # constructing Faker is slow; each run re-seeds its own instance
+    from faker import Faker
+
+    return Faker("en_US")
 
 
 def closed_loop_task(
@@ -79,7 +137,7 @@ def closed_loop_task(
     task_id: int,
     now: float,
     orchestrators: int,
-    pools: NamePools,
+    titles: TitleSource,
 ) -> tuple[Task, float]:
     """The ``n``-th task of closed-loop ``client`` and the think time before it."""
     rng = random.Random(_rng.key(seed, S_WORKLOAD, client, n))
@@ -91,7 +149,7 @@ def closed_loop_task(
         think_s = think.mean_s
     weights = [t.weight for t in spec.templates]
     template = rng.choices(range(len(weights)), weights)[0]
-    title = pools.title(spec.templates[template].name, rng)
+    title = titles.pick(spec.templates[template].name, rng)
     return Task(task_id, now, template, client % orchestrators, title), think_s
 
 
@@ -103,7 +161,7 @@ def explicit_task_count(spec: WorkloadSpec, workers: int) -> int:
 def arrivals(spec: WorkloadSpec, seed: int, horizon_s: float, orchestrators: int, workers: int = 1) -> Iterator[Task]:
     """Tasks in arrival order over ``[0, horizon_s)`` (``workers`` sizes per-worker bursts)."""
     rng = random.Random(_rng.key(seed, S_WORKLOAD))
-    pools = NamePools.build(seed)
+    titles = TitleSource(seed)
     names = [t.name for t in spec.templates]
     if spec.arrivals is not None:
         ordered = sorted(enumerate(spec.arrivals), key=lambda p: (p[1].at_s, p[0]))
@@ -113,7 +171,7 @@ def arrivals(spec: WorkloadSpec, seed: int, horizon_s: float, orchestrators: int
                 return
             template = names.index(a.template)
             for _ in range(a.count * (workers if a.per_worker else 1)):
-                yield Task(task_id, a.at_s, template, task_id % orchestrators, pools.title(a.template, rng))
+                yield Task(task_id, a.at_s, template, task_id % orchestrators, titles.pick(a.template, rng))
                 task_id += 1
         return
     base = spec.tasks_per_day / DAY_S
@@ -139,6 +197,6 @@ def arrivals(spec: WorkloadSpec, seed: int, horizon_s: float, orchestrators: int
             arrival_s=t,
             template=template,
             orchestrator=task_id % orchestrators,
-            title=pools.title(names[template], rng),
+            title=titles.pick(names[template], rng),
         )
         task_id += 1

@@ -44,7 +44,7 @@ from .observation import (
 )
 from .transport import TransportRetry
 from .truth import AttemptReport
-from .workload import NamePools, Task, arrivals, closed_loop_task
+from .workload import Task, TitleSource, arrivals, closed_loop_task
 
 S_LATENCY = _rng.stream_id("call:latency")
 S_DURATION = _rng.stream_id("call:duration")
@@ -353,9 +353,9 @@ class World:
         """Simulate the horizon, then let in-flight tasks drain for up to ``drain_s``."""
         workload = self.spec.workload
         if workload.clients is not None and workload.arrivals is None:
-            pools = NamePools.build(self.seed)
+            titles = TitleSource(self.seed)
             for client in range(workload.clients):
-                self.env.process(self._client(client, pools))
+                self.env.process(self._client(client, titles))
         else:
             self.env.process(self._source())
         self.env.run(until=self.spec.duration_s + self.drain_s)
@@ -378,7 +378,7 @@ class World:
             self._next_task_id = task.id + 1
             env.process(self._task(task))
 
-    def _client(self, client: int, pools: NamePools) -> Generator:
+    def _client(self, client: int, titles: TitleSource) -> Generator:
         """A closed-loop client: submit, wait for the task to end, think, repeat."""
         env = self.env
         spec = self.spec
@@ -387,7 +387,7 @@ class World:
             task_id = self._next_task_id
             self._next_task_id += 1
             task, think_s = closed_loop_task(
-                spec.workload, self.seed, client, n, task_id, env.now, spec.fleet.orchestrators, pools
+                spec.workload, self.seed, client, n, task_id, env.now, spec.fleet.orchestrators, titles
             )
             if env.now + think_s >= spec.duration_s:
                 return

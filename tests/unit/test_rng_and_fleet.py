@@ -602,3 +602,28 @@ def test_slot_pool_takes_a_free_slot_without_an_event_and_hands_over_in_order():
     pool.release()
     pool.release()
     assert pool.count == 0
+
+
+@pytest.mark.parametrize("template", ["coding", "research", "crm_sync", "triage"])
+def test_a_title_picks_what_choosing_from_the_pools_would(template):
+    """Titles drawn lazily read exactly as drawing from built pools with the same stream."""
+    import random
+
+    from simulated_fleet.workload import NamePools, TitleSource
+
+    pools = NamePools.build(7)
+    lazy, eager = random.Random(11), random.Random(11)
+    source = TitleSource(7)
+    titles = [source.pick(template, lazy) for _ in range(30)]
+    assert source._pools is None  # nothing built until a title is read
+    for title in titles:
+        if template == "coding":
+            expected = f"fix {eager.choice(pools.files)} in {eager.choice(pools.repos)}"
+        elif template == "research":
+            expected = f"research: {eager.choice(pools.topics)}"
+        elif template == "crm_sync":
+            expected = f"sync contacts of {eager.choice(pools.companies)}"
+        else:
+            expected = f"{template}: {eager.choice(pools.topics)}"
+        assert str(title) == expected
+    assert lazy.random() == eager.random()  # the stream is left where picking from the pools leaves it
