@@ -46,8 +46,7 @@ from .transport import TransportRetry
 from .truth import AttemptReport
 from .workload import Task, TitleSource, arrivals, closed_loop_task
 
-S_LATENCY = _rng.stream_id("call:latency")
-S_DURATION = _rng.stream_id("call:duration")
+S_CALL_TIMES = _rng.stream_id("call:latency+duration")  # one Box-Muller pair per call
 S_COMMIT = _rng.stream_id("call:timeout_committed")
 S_SLOW_COMMIT = _rng.stream_id("call:slow_committed")
 S_POLICY = _rng.stream_id("policy")
@@ -983,8 +982,9 @@ class World:
 
     def _call(self, task_key, k, step, tpl, si, item, w, now, persistent, transient, masking, batch_failed, sources):
         """One tool call: (failure kind or None, duration, committed, token instant)."""
+        z_latency, z_duration = _rng.normal_pair(k, S_CALL_TIMES)
         if self.latency_sigma > 0.0:
-            latency = math.exp(self.latency_mu + self.latency_sigma * _rng.normal(k, S_LATENCY))
+            latency = math.exp(self.latency_mu + self.latency_sigma * z_latency)
         else:
             latency = self.latency_mean
         spikes = self.plan.latency[w.index]
@@ -1030,7 +1030,7 @@ class World:
         if item in batch_failed:
             return "partial_batch", latency + FAIL_FAST_S["partial_batch"], False, None
         if step.sigma > 0.0:
-            duration = latency + math.exp(step.mu + step.sigma * _rng.normal(k, S_DURATION))
+            duration = latency + math.exp(step.mu + step.sigma * z_duration)
         else:
             duration = latency + step.mean_s
         limit = self.call_timeout_s

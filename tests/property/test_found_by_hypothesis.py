@@ -48,7 +48,10 @@ class Guarded(StructuredDecisionTree):
 
 
 #: Hypothesis's minimal world for "structured errors and policy claim success for failed
-#: work": three coding tasks at t=0 on one worker whose disk is full from 0 s to 87 s.
+#: work": three coding tasks at t=0 on one worker whose disk is full for the first minute.
+#: Hypothesis found it with the disk full for 87 s and seed 2495514; when a tool call's
+#: latency and duration came to share one Box-Muller pair, every duration changed, so the
+#: cleanup time and the seed were searched again for the same three outcomes below.
 MISREAD_WORLD = {
     "name": "found-by-hypothesis",
     "duration_s": 87.0,
@@ -57,9 +60,9 @@ MISREAD_WORLD = {
         "network_latency": {"mean_s": 0.5, "cv": 0.0}, "api_rate_per_s": 1.0, "api_burst": 1.0,
     },
     "workload": {"arrivals": [{"at_s": 0.0, "template": "coding"}] * 3},
-    "faults": [{"kind": "disk_full", "events": [{"worker": 0, "at_s": 0.0}], "cleanup_after_s": 87.0}],
+    "faults": [{"kind": "disk_full", "events": [{"worker": 0, "at_s": 0.0}], "cleanup_after_s": 60.0}],
 }
-MISREAD_SEED = 2495514
+MISREAD_SEED = 344
 
 
 def _records(policy, misread_probability: float):
@@ -69,10 +72,10 @@ def _records(policy, misread_probability: float):
 
 
 def test_without_a_guardrail_a_misread_failure_is_claimed_as_success():
-    """The minimal counterexample: task 2's failed dispatch is misread (p = 0.05 x 0.2) and claimed done with partial truth."""
+    """The minimal counterexample: task 1's failed dispatch is misread (p = 0.05 x 0.2) and claimed done with partial truth."""
     records = _records(Unguarded(), 0.05)
     assert [(r.claim, r.truth, r.misreads) for r in records] == [
-        ("success", "full", 0), ("success", "full", 0), ("success", "partial", 1),
+        ("success", "full", 0), ("success", "partial", 1), ("success", "full", 0),
     ]
 
 
@@ -80,7 +83,7 @@ def test_the_guardrail_catches_that_misread_and_the_task_completes():
     """Behind the guardrail the same misread is caught, the policy recovers, and every task is truly done."""
     records = _records(Guarded(), 0.05)
     assert [(r.claim, r.truth) for r in records] == [("success", "full")] * 3
-    assert [r.misreads_caught for r in records] == [0, 0, 1]
+    assert [r.misreads_caught for r in records] == [0, 1, 0]
 
 
 def test_without_misreading_the_unguarded_policy_completes_every_task():

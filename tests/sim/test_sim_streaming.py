@@ -175,7 +175,7 @@ CASES = [
     ("default", lambda: load_scenario("default"), "structured", "structured", 3, {}),
     ("default-blind", lambda: load_scenario("default"), "blind-retry", "generic", 4, {}),
     ("crash_and_partition", lambda: load_scenario("crash_and_partition"), "structured", "structured", 2, {}),
-    ("crash-lost-tasks", _lost_with_crashes, "backoff", "generic", 1, {}),
+    ("crash-lost-tasks", _lost_with_crashes, "backoff", "generic", 8, {}),  # seed 8 loses a task
     ("closed_loop_quota", lambda: load_scenario("closed_loop_quota"), "structured", "structured", 1, {}),
     ("closed_loop_quota-blind", lambda: load_scenario("closed_loop_quota"), "blind-retry", "generic", 2, {}),
     ("flaky_network-cut-short", lambda: _cut_short("flaky_network"), "structured", "structured", 1,
