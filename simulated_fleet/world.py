@@ -752,7 +752,7 @@ class World:
             executions[si] += 1
             exec_no = executions[si]
             commits = rec.commits[si]
-            if min(commits) > 0:
+            if 0 not in commits:  # every item already took effect: the step is done again
                 rec.redone_steps += 1
             rec.step_executions += 1
             wait = w.slots.acquire()
@@ -766,7 +766,9 @@ class World:
                 if batch_rules and step.fan_out > 1
                 else _NO_ITEMS
             )
-            garbage = bool(step.needs) and any(min(rec.commits[n]) == 0 for n in step.needs)
+            garbage = False  # an earlier step this one reads is incomplete: its output is wrong
+            if step.needs:
+                garbage = any(0 in rec.commits[n] for n in step.needs)
             longest = 0.0
             failed: list[tuple[int, str]] = []
             # item -> call duration, for a crash mid-step (only a worker that can crash needs it)
