@@ -17,7 +17,7 @@ class TokenBucket:
     refused with the time until one will be available: the retry-after hint.
     """
 
-    __slots__ = ("rate", "burst", "tokens", "last", "windows", "_by_start", "_ptr")
+    __slots__ = ("rate", "burst", "tokens", "last", "windows")
 
     def __init__(self, rate_per_s: float, burst: float, windows: list[tuple[float, float, float]]):
         self.rate = rate_per_s
@@ -25,20 +25,6 @@ class TokenBucket:
         self.tokens = burst
         self.last = 0.0
         self.windows = windows
-        # Every API call refills the bucket; most refills cross no window, and then the
-        # plain product is exactly what the windowed sum gives.  Windows sorted by start,
-        # with a pointer past those that ended before the last refill, tell which is which.
-        self._by_start = sorted(windows)
-        self._ptr = 0
-
-    def _calm(self, a: float, b: float) -> bool:
-        """Whether no window overlaps ``(a, b)`` (``a`` never decreases from call to call)."""
-        by_start = self._by_start
-        ptr = self._ptr
-        while ptr < len(by_start) and by_start[ptr][1] <= a:
-            ptr += 1
-        self._ptr = ptr
-        return ptr == len(by_start) or by_start[ptr][0] >= b
 
     def _refill_amount(self, a: float, b: float) -> float:
         amount = self.rate * (b - a)
@@ -59,12 +45,11 @@ class TokenBucket:
 
     def take(self, now: float) -> float:
         """Take one token: 0.0 on success, else the seconds until a token is available."""
-        last = self.last
-        if now > last:
-            if self.windows and not self._calm(last, now):
-                self.tokens = min(self.burst, self.tokens + self._refill_amount(last, now))
+        if now > self.last:
+            if self.windows:
+                self.tokens = min(self.burst, self.tokens + self._refill_amount(self.last, now))
             else:
-                self.tokens = min(self.burst, self.tokens + self.rate * (now - last))
+                self.tokens = min(self.burst, self.tokens + self.rate * (now - self.last))
             self.last = now
         if self.tokens >= 1.0:
             self.tokens -= 1.0

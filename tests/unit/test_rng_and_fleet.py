@@ -627,31 +627,3 @@ def test_a_title_picks_what_choosing_from_the_pools_would(template):
             expected = f"{template}: {eager.choice(pools.topics)}"
         assert str(title) == expected
     assert lazy.random() == eager.random()  # the stream is left where picking from the pools leaves it
-
-
-class _AlwaysWindowedBucket(TokenBucket):
-    """The bucket without its shortcut: every refill sums over every window."""
-
-    __slots__ = ()
-
-    def _calm(self, a: float, b: float) -> bool:
-        return False
-
-
-def test_token_bucket_shortcut_gives_exactly_the_windowed_refill():
-    """Refills that cross no window take the plain product: the same floats, bit for bit."""
-    import random
-
-    rng = random.Random(5)
-    for _ in range(30):
-        windows = []
-        for _ in range(rng.randint(1, 5)):
-            start = rng.uniform(0, 1000)
-            windows.append((start, start + rng.uniform(1, 200), rng.choice([0.0, 0.02, 0.5])))
-        rate, burst = rng.uniform(0.5, 5), rng.randint(1, 20)
-        fast, slow = TokenBucket(rate, burst, list(windows)), _AlwaysWindowedBucket(rate, burst, list(windows))
-        now = 0.0
-        for _ in range(400):
-            now += rng.expovariate(0.4)  # about 1,000 s: through, between and past the windows
-            assert fast.take(now) == slow.take(now)
-            assert fast.tokens == slow.tokens
