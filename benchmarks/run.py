@@ -9,8 +9,11 @@
 Figures (see docs/performance.md for the latest ones and the machine they came from):
 
 1. ratio: simulated tool calls per second of a full run (world, faults, formats, policy
-   decisions, ledger, oracle and metrics) against a bare-SimPy skeleton of the same event
-   pattern (benchmarks/skeleton.py), in one process.  Target: at least 0.5x.
+   decisions, ledger, oracle and metrics) against the issue's bare-SimPy skeleton (one
+   process per task; per tool call one request and release of the worker's slot Resource
+   and one timeout; benchmarks/skeleton.py), in one process.  Target: at least 0.5x.  Also
+   printed, without a target: the ratio against a leaner per-step skeleton (a fan-out
+   step's calls share one request, timeout and release).
 2. scaling: the default scenario's fleet and workload scaled from 12 nodes / 10k tool calls
    to 1,000 nodes / 1M tool calls, each size in a fresh process on one core.  Targets:
    cost per call flat (largest within 1.5x of smallest), 1M calls under 60 s, peak RSS
@@ -101,10 +104,11 @@ def ratio(seeds: int, workers: int, calls: int) -> dict:
         "seeds": seeds,
         "harness_calls": h_calls,
         "harness_calls_per_s": round(harness_rate),
-        "skeleton_calls_per_s": round(skeleton_rate),
-        "ratio": round(harness_rate / skeleton_rate, 3),
-        "per_call_skeleton_calls_per_s": round(per_call_rate),
-        "ratio_per_call_skeleton": round(harness_rate / per_call_rate, 3),
+        "harness_us_per_call": round(1e6 / harness_rate, 2),
+        "skeleton_calls_per_s": round(per_call_rate),
+        "ratio": round(harness_rate / per_call_rate, 3),
+        "per_step_skeleton_calls_per_s": round(skeleton_rate),
+        "ratio_per_step_skeleton": round(harness_rate / skeleton_rate, 3),
     }
 
 
@@ -237,7 +241,8 @@ def machine() -> dict:
 
 def _line(name: str, value: str, target: str, ok: bool | None) -> None:
     mark = "" if ok is None else ("ok" if ok else "MISSED")
-    print(f"  {name:44s} {value:>16s}   target {target:14s} {mark}")
+    aim = f"target {target:14s} {mark}" if target else ""
+    print(f"  {name:44s} {value:>16s}   {aim}".rstrip())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -276,10 +281,10 @@ def main(argv: list[str] | None = None) -> int:
             r = ratio(seeds, workers, calls)
             out.setdefault("ratio", []).append(r)
             _line(f"{label}", f"{r['ratio']:.2f}x", ">= 0.50x", r["ratio"] >= 0.5)
-            _line("  same, against the per-call skeleton", f"{r['ratio_per_call_skeleton']:.2f}x", ">= 0.50x",
-                  r["ratio_per_call_skeleton"] >= 0.5)
-            print(f"  {'':44s} harness {r['harness_calls_per_s']:,} calls/s; skeleton {r['skeleton_calls_per_s']:,} "
-                  f"(per step), {r['per_call_skeleton_calls_per_s']:,} (per call) calls/s")
+            _line("  against the per-step skeleton (no target)", f"{r['ratio_per_step_skeleton']:.2f}x", "", None)
+            print(f"  {'':44s} harness {r['harness_calls_per_s']:,} calls/s ({r['harness_us_per_call']} us/call); "
+                  f"skeleton {r['skeleton_calls_per_s']:,} calls/s, per-step skeleton "
+                  f"{r['per_step_skeleton_calls_per_s']:,}")
 
     if "scaling" in only:
         print("2. scaling, one core, one fresh process per size")

@@ -1,15 +1,16 @@
-"""A bare-SimPy skeleton of the harness's event pattern, the yardstick for its speed.
+"""Bare-SimPy skeletons of the fleet's event pattern, the yardsticks for the harness's speed.
 
-One SimPy process per task; per step execution one request of the worker's slot
-``Resource``, one timeout and one release (a fan-out step's items share one slot and one
-timeout, exactly as in ``simulated_fleet.world``).  No faults, formats, policies or
-ledger: what is left is SimPy's own cost of the same events.  Tasks, templates and
-workers come from the same scenario, so both models see the same load.
+``per_call=True`` is the issue's skeleton, the one the 0.5x target is set against: one
+SimPy process per task; per tool call one request of the worker's slot ``Resource``, one
+timeout and one release.  The default, per step, is leaner: a fan-out step's items share
+one request, timeout and release, as a dispatch's calls share one slot and one timeout in
+the harness.  No faults, formats, policies or ledger: what is left is SimPy's own cost of
+the events.  Tasks, templates and workers come from the same scenario, so all models see
+the same load.
 
-``per_call=True`` is the issue's literal reading instead: one request, timeout and
-release per tool call, so a fan-out step of 5 items costs 5 of each.  It charges the
-skeleton more events per call than the harness does, so its ratio flatters the harness;
-the per-step skeleton is the strict yardstick.
+The harness uses fewer SimPy events than either skeleton: a free tool slot is taken with
+no event (``simulated_fleet.fleet.SlotPool``), so a step costs one timeout, plus a wait
+event only when every slot of the worker is busy.
 """
 
 from __future__ import annotations
