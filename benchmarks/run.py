@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/run.py --quick     # smaller sizes, to check the script itself
     .venv/bin/python benchmarks/run.py --only ratio,scaling
     .venv/bin/python benchmarks/run.py --profile   # where a full run spends its time (cProfile)
+    .venv/bin/python benchmarks/run.py --sample    # the same by sampling (pyinstrument, the bench extra)
     .venv/bin/python benchmarks/run.py --json out.json
 
 Figures (see docs/performance.md for the latest ones and the machine they came from):
@@ -215,6 +216,63 @@ def profile(seeds: int, workers: int, calls: int, top: int = 25) -> None:
         print(f"{100 * tottime / total:6.1f} {100 * cumtime / total:6.1f} {ncalls:9d}  {name} ({where})")
 
 
+def profile_sampled(seeds: int, workers: int, calls: int, top: int = 25) -> int:
+    """pyinstrument (0.2 ms sampling) of full runs: own time by file, then by function.
+
+    A sampling profiler does not inflate small functions the way cProfile does, so these
+    shares are the ones docs/performance.md quotes.  Needs the ``bench`` extra.
+    """
+    try:
+        from pyinstrument import Profiler
+    except ImportError:
+        print("--sample needs pyinstrument: .venv/bin/pip install -e '.[bench]'", file=sys.stderr)
+        return 2
+    from collections import Counter
+
+    from harness.runner import run_one
+
+    spec = _scenario(scaled(workers, calls))
+    run_one(spec, "structured", "structured", 0)
+    profiler = Profiler(interval=0.0002)
+    profiler.start()
+    for seed in range(1, seeds + 1):
+        run_one(spec, "structured", "structured", seed)
+    profiler.stop()
+    root = profiler.last_session.root_frame()
+    by_file: Counter[str] = Counter()
+    by_function: Counter[tuple[str, str]] = Counter()
+
+    def synthetic(frame) -> bool:  # pyinstrument's "[self]" leaves hold a frame's own time
+        return (frame.identifier or "").startswith("[self]")
+
+    def where(path: str | None) -> str:
+        path = path or "builtin"
+        for marker, label in (("site-packages/simpy", "simpy"), ("/simulated_fleet/", "simulated_fleet/"),
+                              ("/harness/", "harness/")):
+            if marker in path:
+                return label if label == "simpy" else label + path.split(marker, 1)[1]
+        if "site-packages/" in path:
+            return path.split("site-packages/", 1)[1].split("/", 1)[0]
+        return "stdlib:" + Path(path).name if path.endswith(".py") else path
+
+    stack = [root]
+    while stack:
+        frame = stack.pop()
+        children = [c for c in frame.children if not synthetic(c)]
+        own = frame.time - sum(c.time for c in children)
+        by_file[where(frame.file_path)] += own
+        by_function[(where(frame.file_path), frame.function)] += own
+        stack.extend(children)
+    total = root.time
+    print(f"own time by file ({seeds} runs, {workers + 2} nodes, ~{calls:,} calls each)")
+    for name, own in by_file.most_common(15):
+        print(f"{100 * own / total:6.1f}%  {name}")
+    print("own time by function")
+    for (name, function), own in by_function.most_common(top):
+        print(f"{100 * own / total:6.1f}%  {function} ({name})")
+    return 0
+
+
 # -- report --------------------------------------------------------------------------------
 
 
@@ -251,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes: checks the script, not the targets")
     parser.add_argument("--only", default="ratio,scaling,speedup,demo", help="comma-separated figures")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of full runs and stop")
+    parser.add_argument("--sample", action="store_true",
+                        help="print a pyinstrument (sampling) profile of full runs and stop (the bench extra)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--child-scaling", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -258,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
         workers, calls = map(int, args.child_scaling.split(","))
         _scaling_child(workers, calls, "structured", "structured")
         return 0
+    if args.sample:
+        return profile_sampled(seeds=1 if args.quick else 3, workers=100, calls=32_500)
     if args.profile:
         profile(seeds=2 if args.quick else 5, workers=100, calls=50_000 if not args.quick else 10_000)
         return 0
