@@ -1,6 +1,6 @@
 """fleetchaos speed and memory figures, each printed next to its target.
 
-    .venv/bin/python benchmarks/run.py             # every figure (a few minutes on 2 cores)
+    .venv/bin/python benchmarks/run.py             # every figure (about 1.5 minutes on 2 cores)
     .venv/bin/python benchmarks/run.py --quick     # smaller sizes, to check the script itself
     .venv/bin/python benchmarks/run.py --only ratio,scaling
     .venv/bin/python benchmarks/run.py --profile   # where a full run spends its time (cProfile)
@@ -106,8 +106,9 @@ def ratio(seeds: int, workers: int, calls: int) -> dict:
         "harness_calls": h_calls,
         "harness_calls_per_s": round(harness_rate),
         "harness_us_per_call": round(1e6 / harness_rate, 2),
-        "skeleton_calls_per_s": round(per_call_rate),
-        "ratio": round(harness_rate / per_call_rate, 3),
+        # Named for their skeleton: before the third pass "ratio" meant the per-step one.
+        "per_call_skeleton_calls_per_s": round(per_call_rate),
+        "ratio_per_call_skeleton": round(harness_rate / per_call_rate, 3),
         "per_step_skeleton_calls_per_s": round(skeleton_rate),
         "ratio_per_step_skeleton": round(harness_rate / skeleton_rate, 3),
     }
@@ -342,10 +343,10 @@ def main(argv: list[str] | None = None) -> int:
         }.items():
             r = ratio(seeds, workers, calls)
             out.setdefault("ratio", []).append(r)
-            _line(f"{label}", f"{r['ratio']:.2f}x", ">= 0.50x", r["ratio"] >= 0.5)
+            _line(f"{label}", f"{r['ratio_per_call_skeleton']:.2f}x", ">= 0.50x", r["ratio_per_call_skeleton"] >= 0.5)
             _line("  against the per-step skeleton (no target)", f"{r['ratio_per_step_skeleton']:.2f}x", "", None)
             print(f"  {'':44s} harness {r['harness_calls_per_s']:,} calls/s ({r['harness_us_per_call']} us/call); "
-                  f"skeleton {r['skeleton_calls_per_s']:,} calls/s, per-step skeleton "
+                  f"skeleton {r['per_call_skeleton_calls_per_s']:,} calls/s, per-step skeleton "
                   f"{r['per_step_skeleton_calls_per_s']:,}")
 
     if "scaling" in only:

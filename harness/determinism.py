@@ -36,7 +36,8 @@ def fingerprint(scenario: Scenario, policy: str, errors: str, seed: int) -> str:
         "end_s": output.end_s,
         "trace": output.trace,
         "fault_log": output.fault_log,
-        "records": [dataclasses.asdict(r) for r in output.records],
+        # A title is kept as its picks until read: the text (from the Faker pools) is what is hashed.
+        "records": [{**dataclasses.asdict(r), "title": str(r.title)} for r in output.records],
     }
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=_plain, allow_nan=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -81,14 +81,23 @@ class TokenBucket:
 
 
 class SlotPool:
-    """A worker's tool slots, served first come first served, as a ``simpy.Resource`` would.
+    """A worker's tool slots: the grants of a ``simpy.Resource``, in the same order, at a fraction of its cost.
 
     A ``Resource`` request costs two SimPy events even when a slot is free (the request,
     then the release), and a tool-slot grab is on the simulation's hottest path.  Here a
-    free slot is taken at once, with no event; only a dispatch that finds every slot busy
-    waits, on an event that the release hands the slot over with.  Waiters are served in
-    arrival order, and a released slot goes straight to the longest waiter, as with
-    ``Resource``.
+    free slot is taken with no event when nothing else is due at this instant, and the
+    order of everything is kept exactly as a ``Resource`` would have it:
+
+    * a free slot taken while other events are due now resumes the process after them
+      (an already-triggered event), as a granted request would;
+    * a released slot goes to the longest waiter when a release event is processed, one
+      waiter per release, as ``Resource`` hands it over; a request that arrives in
+      between first grants the longest waiter, then queues behind the others.
+
+    ``tests/unit/test_rng_and_fleet.py`` checks the grants against ``simpy.Resource``
+    with ties (integer times) and without, and a whole world against one built on
+    ``Resource``.  The one difference: a process resumed by an event that other
+    processes also wait on may run before them (the world has no such events).
     """
 
     __slots__ = ("env", "capacity", "count", "_waiting")
@@ -96,24 +105,39 @@ class SlotPool:
     def __init__(self, env: simpy.Environment, capacity: int):
         self.env = env
         self.capacity = capacity
-        self.count = 0  # slots in use
+        self.count = 0  # slots granted and not yet released
         self._waiting: deque[simpy.Event] = deque()
 
     def acquire(self) -> simpy.Event | None:
-        """Take a slot: None if one was free (taken now), else an event that fires when it is handed over."""
-        if self.count < self.capacity:
+        """Take a slot: None if it was taken now, else an event to wait for (it fires when the slot is granted)."""
+        env = self.env
+        if self._waiting:
+            if self.count < self.capacity:  # a release is pending: the longest waiter goes first
+                self.count += 1
+                self._waiting.popleft().succeed()
+        elif self.count < self.capacity:
             self.count += 1
-            return None
-        event = self.env.event()
+            if env.peek() > env.now:
+                return None  # nothing else is due now: carrying on is what the request's event would do
+            granted = env.event()
+            granted.succeed()  # resume after the events already due now
+            return granted
+        event = env.event()
         self._waiting.append(event)
         return event
 
     def release(self) -> None:
-        """Give a slot back: to the longest waiter if there is one, else to the pool."""
+        """Give a slot back; the longest waiter gets it when the release event is processed."""
+        self.count -= 1
         if self._waiting:
+            released = self.env.event()
+            released.callbacks.append(self._grant_next)
+            released.succeed()
+
+    def _grant_next(self, _released: simpy.Event) -> None:
+        if self._waiting and self.count < self.capacity:
+            self.count += 1
             self._waiting.popleft().succeed()
-        else:
-            self.count -= 1
 
     @property
     def queued(self) -> int:

@@ -101,3 +101,22 @@ def test_directions_and_error_codes():
     assert direction("no_such_metric") is None
     assert error_code("expired_key") == "AUTH_EXPIRED"
     assert error_code("some_new_kind") == "SOME_NEW_KIND"
+
+
+def test_task_counts_give_one_value_per_name():
+    """RunAccumulator sums task_counts with map(), which would stop quietly at a missing value."""
+    from harness.metrics import RECORD_COUNTS, TASK_COUNTS, task_counts
+    from harness.oracle import verdict
+    from simulated_fleet.ledger import TaskRecord
+
+    record = TaskRecord(id=0, template="t", title="t", orchestrator=0, arrival_s=0.0, commits=[[1, 0]],
+                        append_steps=(0,), executions=[1], claim="partial", calls=7, tokens=11, retries=2,
+                        rolled_back=True, deduplicated=3)  # fmt: skip
+    counts = task_counts(record, verdict(record))
+    assert len(counts) == len(TASK_COUNTS) == len(set(TASK_COUNTS))
+    values = dict(zip(TASK_COUNTS, counts))
+    assert (values["tasks"], values["calls"], values["tokens"], values["retries"]) == (1, 7, 11, 2)
+    assert (values["rollbacks"], values["deduplicated"], values["logical_calls"]) == (1, 3, 2)
+    # The tail read straight off the record lines up with its attribute names (one is renamed).
+    renamed = {"rolled_back": "rollbacks"}
+    assert [renamed.get(name, name) for name in RECORD_COUNTS] == list(TASK_COUNTS[-len(RECORD_COUNTS):])

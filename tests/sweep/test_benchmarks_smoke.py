@@ -24,5 +24,6 @@ def test_benchmark_script_runs_and_writes_its_figures(tmp_path):
     assert "target >= 0.50x" in done.stdout and "target flat" in done.stdout
     doc = json.loads(out.read_text())
     assert {"machine", "ratio", "scaling"} <= set(doc)
-    assert all(r["harness_calls"] > 0 and r["skeleton_calls_per_s"] > 0 for r in doc["ratio"])
+    assert all(r["harness_calls"] > 0 and r["per_call_skeleton_calls_per_s"] > 0 for r in doc["ratio"])
+    assert all(0 < r["ratio_per_step_skeleton"] < r["ratio_per_call_skeleton"] for r in doc["ratio"])
     assert all(r["calls"] > 0 and r["peak_rss"] > 0 for r in doc["scaling"])

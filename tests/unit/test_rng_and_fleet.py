@@ -573,16 +573,26 @@ def _grants(pool_kind: str, capacity: int, jobs: list[tuple[float, float]]) -> l
 
 
 @pytest.mark.parametrize("capacity", [1, 2, 3])
-def test_slot_pool_grants_like_a_simpy_resource(capacity):
-    """Same grants, same instants, same order as simpy.Resource under heavy contention."""
+@pytest.mark.parametrize("ties", [False, True], ids=["continuous-times", "integer-times"])
+def test_slot_pool_grants_like_a_simpy_resource(capacity, ties):
+    """Same grants, same instants, same order as simpy.Resource under heavy contention.
+
+    With integer times, arrivals, releases and new requests fall on the same instants, so
+    the order of events due at one instant matters (a free slot must not be taken before
+    events already due, a released slot passes on when its release event is processed).
+    """
     import random
 
     rng = random.Random(capacity)
     t = 0.0
     jobs = []
     for _ in range(300):
-        t += rng.expovariate(1.0)
-        jobs.append((t, rng.expovariate(1.0 / (1.5 * capacity))))
+        if ties:
+            t += rng.choice([0, 0, 1, 2])
+            jobs.append((t, float(rng.choice([1, 2, 3]))))
+        else:
+            t += rng.expovariate(1.0)
+            jobs.append((t, rng.expovariate(1.0 / (1.5 * capacity))))
     resource = _grants("resource", capacity, jobs)
     assert _grants("pool", capacity, jobs) == resource
     assert sum(1 for (when, i) in resource if when > jobs[i][0]) > 50  # many jobs really waited
@@ -591,17 +601,94 @@ def test_slot_pool_grants_like_a_simpy_resource(capacity):
 def test_slot_pool_takes_a_free_slot_without_an_event_and_hands_over_in_order():
     env = simpy.Environment()
     pool = SlotPool(env, 2)
-    assert pool.acquire() is None and pool.acquire() is None
+    assert pool.acquire() is None and pool.acquire() is None  # nothing else due now: no event
     assert pool.count == 2 and pool.queued == 0
     first, second = pool.acquire(), pool.acquire()
     assert first is not None and second is not None and pool.queued == 2
-    pool.release()  # handed straight to the longest waiter: still two in use
+    pool.release()  # handed to the longest waiter when the release event is processed
+    assert not first.triggered and pool.count == 1
+    env.step()
     assert first.triggered and not second.triggered and pool.count == 2 and pool.queued == 1
     pool.release()
-    assert second.triggered and pool.queued == 0
+    env.run()
+    assert second.triggered and pool.queued == 0 and pool.count == 2
     pool.release()
     pool.release()
     assert pool.count == 0
+
+
+def test_a_free_slot_taken_while_events_are_due_waits_behind_them():
+    env = simpy.Environment()
+    pool = SlotPool(env, 1)
+    env.timeout(0)  # another event due at this instant
+    granted = pool.acquire()
+    assert granted is not None and granted.triggered and pool.count == 1
+
+
+def _resource_backed_pool():
+    """A SlotPool stand-in built on simpy.Resource, the semantics SlotPool must reproduce."""
+
+    class ResourcePool:
+        def __init__(self, env, capacity):
+            self.env = env
+            self.resource = simpy.Resource(env, capacity=capacity)
+            self.held: dict = {}
+
+        def acquire(self):
+            request = self.resource.request()
+            self.held.setdefault(self.env.active_process, []).append(request)
+            return request
+
+        def release(self):
+            self.resource.release(self.held[self.env.active_process].pop())
+
+    return ResourcePool
+
+
+TIED_WORLD = {
+    # Every time is an integer or a half: two tasks reach the shared branch at the same instant.
+    "name": "same-instant-pushes",
+    "duration_s": 600,
+    "fleet": {
+        "orchestrators": 1, "workers": 2, "tool_slots": 1, "network_latency": {"mean_s": 0.5, "cv": 0},
+        "api_rate_per_s": 100, "api_burst": 100, "misread_probability": 0,
+    },
+    "workload": {
+        "templates": [
+            {"name": "slowpush", "steps": [
+                {"tool": "plan", "duration": {"mean_s": 3, "cv": 0}, "tokens": 0},
+                {"tool": "git_push", "duration": {"mean_s": 1, "cv": 0}, "uses_api": False, "side_effect": "append",
+                 "tokens": 0}]},
+            {"name": "fastpush", "steps": [
+                {"tool": "plan", "duration": {"mean_s": 1, "cv": 0}, "tokens": 0},
+                {"tool": "git_push", "duration": {"mean_s": 1, "cv": 0}, "uses_api": False, "side_effect": "append",
+                 "tokens": 0}]},
+        ],
+        "arrivals": [{"at_s": 0, "template": "slowpush", "count": 3}, {"at_s": 0, "template": "fastpush", "count": 3},
+                     {"at_s": 2, "template": "fastpush", "count": 2}],
+    },
+    "faults": [{"kind": "git_push_conflict", "branches": 1}],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("policy", ["blind-retry", "backoff", "structured"])
+def test_a_world_on_slot_pools_runs_as_one_on_simpy_resources(monkeypatch, policy):
+    """Ties everywhere (constant durations, simultaneous arrivals, one shared branch): the
+    same records, call for call, as the world built on simpy.Resource."""
+    import json
+
+    from harness.runner import run_one
+    from harness.scenario import Scenario
+    from simulated_fleet import fleet
+
+    scenario = Scenario.model_validate(TIED_WORLD)
+    pooled = run_one(scenario, policy, "structured", 1, keep_tasks=True)
+    monkeypatch.setattr(fleet, "SlotPool", _resource_backed_pool())
+    on_resources = run_one(scenario, policy, "structured", 1, keep_tasks=True)
+    assert json.dumps([pooled.metrics, pooled.tasks], sort_keys=True) == json.dumps(
+        [on_resources.metrics, on_resources.tasks], sort_keys=True
+    )
+    assert pooled.breakdowns["fault_hits_by_kind"].get("git_push_conflict", 0) > 0  # the pushes really contend
 
 
 @pytest.mark.parametrize("template", ["coding", "research", "crm_sync", "triage"])
