@@ -178,6 +178,10 @@ POOLED_COUNTS = ("tasks", "faulted", "recovered", "successes", "silent_failures"
 RECORD_BREAKDOWNS = ("wasted_retries_by_reason", "fault_hits_by_kind", "claims")
 
 
+#: Tasks whose counts are summed together: bounded memory, one C-level column sum per block.
+_SUM_EVERY = 256
+
+
 class RunAccumulator:
     """Running aggregates of one run: task records folded in one at a time, in any order.
 
@@ -199,6 +203,7 @@ class RunAccumulator:
         self.fleet = fleet
         self.duration_s = duration_s
         self._sums: list[int] = [0] * len(TASK_COUNTS)  # in TASK_COUNTS order
+        self._pending: list[tuple[int, ...]] = []  # counts of tasks not yet summed (at most _SUM_EVERY)
         self.claims: Counter[str] = Counter()
         self.wasted_by_reason: Counter[str] = Counter()
         self.fault_hits_by_kind: Counter[str] = Counter()
@@ -217,7 +222,15 @@ class RunAccumulator:
     @property
     def totals(self) -> dict[str, int]:
         """The sum of each of :data:`TASK_COUNTS` over the tasks folded in so far."""
+        self._sum_pending()
         return dict(zip(TASK_COUNTS, self._sums))
+
+    def _sum_pending(self) -> None:
+        # Column sums of a block of tasks' counts run in C (zip and sum); integers, so the
+        # totals are exact whatever the blocking.
+        if self._pending:
+            self._sums = list(map(operator.add, self._sums, map(sum, zip(*self._pending))))
+            self._pending.clear()
 
     def add(self, record: TaskRecord) -> TaskOutcome:
         """Judge one task and fold it in; returns the oracle's full outcome (for per-task rows)."""
@@ -229,7 +242,10 @@ class RunAccumulator:
         The per-task hot path of every run: everything here is a handful of operations.
         """
         judged = verdict(record)
-        self._sums = list(map(operator.add, self._sums, task_counts(record, judged)))
+        pending = self._pending
+        pending.append(task_counts(record, judged))
+        if len(pending) >= _SUM_EVERY:
+            self._sum_pending()
         self.claims[record.claim] += 1
         if record.wasted_reasons:
             self.wasted_by_reason.update(record.wasted_reasons)
@@ -237,9 +253,11 @@ class RunAccumulator:
             self.fault_hits_by_kind.update(record.fault_hits)
         if record.policy_error is not None:
             self.policy_errors[record.policy_error] += 1
-        if record.end_s is not None:  # max and min: the same whatever order records arrive in
-            self.last_end_s = max(self.last_end_s, record.end_s)
-        self.first_arrival_s = min(self.first_arrival_s, record.arrival_s)
+        # The latest end and the earliest arrival: the same whatever order records arrive in.
+        if record.end_s is not None and record.end_s > self.last_end_s:
+            self.last_end_s = record.end_s
+        if record.arrival_s < self.first_arrival_s:
+            self.first_arrival_s = record.arrival_s
         if judged.faulted and record.first_fault is not None:
             self.faulted_by_first[record.first_fault] += 1
             self.recovered_by_first[record.first_fault] += judged.recovered  # a 0 entry is kept

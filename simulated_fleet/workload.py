@@ -9,6 +9,7 @@ keeping per-task work tiny.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import math
@@ -180,9 +181,12 @@ def arrivals(spec: WorkloadSpec, seed: int, horizon_s: float, orchestrators: int
     amp = spec.diurnal_amplitude
     peak = base * (1.0 + amp)
     # Cumulative weights once, not per task: choices() with weights= accumulates them on
-    # every call and then draws exactly as with these cum_weights.
+    # every call, then bisects them with one random() scaled by their total.  That last
+    # step is done here directly (the same draw and the same index), without choices()'s
+    # argument checks and list on every task.
     cum_weights = list(itertools.accumulate(t.weight for t in spec.templates))
-    indices = range(len(cum_weights))
+    total = cum_weights[-1] + 0.0
+    last = len(cum_weights) - 1
     t = 0.0
     task_id = 0
     while True:
@@ -193,7 +197,7 @@ def arrivals(spec: WorkloadSpec, seed: int, horizon_s: float, orchestrators: int
             rate = base * (1.0 + amp * math.cos(2.0 * math.pi * (t - PEAK_HOUR_S) / DAY_S))
             if rng.random() * peak > rate:
                 continue
-        template = rng.choices(indices, cum_weights=cum_weights)[0]
+        template = bisect.bisect(cum_weights, rng.random() * total, 0, last)
         yield Task(
             id=task_id,
             arrival_s=t,

@@ -714,3 +714,20 @@ def test_a_title_picks_what_choosing_from_the_pools_would(template):
             expected = f"{template}: {eager.choice(pools.topics)}"
         assert str(title) == expected
     assert lazy.random() == eager.random()  # the stream is left where picking from the pools leaves it
+
+
+def test_bisecting_cumulative_weights_draws_what_random_choices_draws():
+    """The workload picks a task's template with bisect over cumulative weights: the same
+    index and the same use of the stream as ``rng.choices(..., cum_weights=...)``."""
+    import bisect
+    import itertools
+    import random
+
+    for seed in range(100):
+        shape = random.Random(seed)
+        weights = [shape.uniform(0.1, 5.0) for _ in range(shape.randint(1, 6))]
+        cum = list(itertools.accumulate(weights))
+        chooser, bisector = random.Random(seed * 7), random.Random(seed * 7)
+        for _ in range(100):
+            expected = chooser.choices(range(len(cum)), cum_weights=cum)[0]
+            assert bisect.bisect(cum, bisector.random() * (cum[-1] + 0.0), 0, len(cum) - 1) == expected
