@@ -49,6 +49,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from simulated_fleet.faults import CALL_KINDS
+
 from .errors import UserError
 from .scenario import Scenario
 
@@ -59,10 +61,6 @@ MAX_TRIALS = 500
 #: Tolerance when matching a task by its arrival time (task rows round to 6 digits).
 ARRIVAL_TOLERANCE_S = 1e-3
 
-_CALL_KINDS = (
-    "missing_dependency", "validation_error", "not_found", "permission_denied",
-    "network_blip", "timeout", "partial_batch", "silent_suppression", "fabricated_defaults",
-)
 _STATE_KINDS = ("disk_full", "expired_key", "node_crash")
 _OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne, "<": operator.lt, ">": operator.gt,
@@ -478,7 +476,7 @@ def materialise(scenario: Scenario, output) -> tuple[list, list[tuple[float, str
         rules_by_kind.setdefault(rule.kind, []).append(rule)
     calls: set[CallEvent] = set()
     for at_s, kind, tool, worker, task_id in output.fault_log:
-        if kind not in _CALL_KINDS or kind not in rules_by_kind:
+        if kind not in CALL_KINDS or kind not in rules_by_kind:
             continue  # state faults, rate limits, emergent timeouts: from the plan or kept below
         template = templates.get(task_id, "")
         sources = tuple(
@@ -499,7 +497,7 @@ def materialise(scenario: Scenario, output) -> tuple[list, list[tuple[float, str
     kept = [
         KeptFault(i, k, _frozen(plan.resolved[i]))
         for i, k in kinds.items()
-        if k not in _CALL_KINDS and k not in _STATE_KINDS and k != "rate_limit"
+        if k not in CALL_KINDS and k not in _STATE_KINDS and k != "rate_limit"
     ]
     arrivals = sorted((r.arrival_s, r.template) for r in output.records)
     return sorted(events + state + rates + kept, key=_event_key), arrivals, kinds
@@ -595,7 +593,7 @@ def shrink(
         notes.append(f"stopped at the trial budget ({max_trials}); the run below is the smallest failing one found")
     minimal = s.build(current)
     _m, _o, final = s.run(minimal)
-    met = sorted({CallEvent(t, k, w, tool, ()) for t, k, tool, w, _task in final.fault_log if k in _CALL_KINDS})
+    met = sorted({CallEvent(t, k, w, tool, ()) for t, k, tool, w, _task in final.fault_log if k in CALL_KINDS})
     return ShrinkResult(
         met=met,
         scenario=minimal.model_copy(update={

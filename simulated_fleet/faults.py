@@ -30,6 +30,7 @@ from .fault_specs import (
     Window,
     _CallFault,
 )
+from .truth import MASKING_KINDS
 
 S_DISK = _rng.stream_id("fault:disk_full")
 S_KEY = _rng.stream_id("fault:expired_key")
@@ -38,10 +39,13 @@ S_CRASH = _rng.stream_id("fault:node_crash")
 S_BURST = _rng.stream_id("fault:burst")
 S_SWARM = _rng.stream_id("fault:swarm")
 
-#: Per-call fault kinds, in the order a call meets them (see ``World._call``).
+#: Per-call fault kinds by the stage of ``World._call`` that meets them, in that order
+#: (the masking kinds, met last, are :data:`simulated_fleet.truth.MASKING_KINDS`).
 PERSISTENT_KINDS = ("missing_dependency", "validation_error", "not_found", "permission_denied")
-TRANSIENT_KINDS = ("network_blip", "timeout", "partial_batch")
-MASKING_KINDS = ("silent_suppression", "fabricated_defaults")
+TRANSIENT_KINDS = ("network_blip", "timeout")
+BATCH_KINDS = ("partial_batch",)
+#: Every per-call fault kind.
+CALL_KINDS = PERSISTENT_KINDS + TRANSIENT_KINDS + BATCH_KINDS + MASKING_KINDS
 
 
 class Spans:

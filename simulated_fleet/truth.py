@@ -44,7 +44,7 @@ FAILURES: dict[str, FailureContract] = {
 }
 
 #: Kinds that make a call look successful while nothing took effect.
-MASKING_KINDS = frozenset({"silent_suppression", "fabricated_defaults"})
+MASKING_KINDS = ("silent_suppression", "fabricated_defaults")
 
 #: Kinds that never change the truth of a call but only how it is reported.
 REPORTING_KINDS = {"schema_drift": "SCHEMA_VERSION_SKEW"}

@@ -22,7 +22,7 @@ import simpy
 from . import _rng
 from .config import DAY_S, WorldSpec
 from .envelope import SCHEMA_VERSION
-from .faults import FaultPlan, build_plan
+from .faults import BATCH_KINDS, PERSISTENT_KINDS, TRANSIENT_KINDS, FaultPlan, build_plan
 from .fleet import TokenBucket, Worker
 from .formats import ErrorFormat
 from .ledger import TaskRecord
@@ -43,7 +43,7 @@ from .observation import (
     UseAlternative,
 )
 from .transport import TransportRetry
-from .truth import AttemptReport
+from .truth import MASKING_KINDS, AttemptReport
 from .workload import Task, TitleSource, arrivals, closed_loop_task
 
 S_CALL_TIMES = _rng.stream_id("call:latency+duration")  # one Box-Muller pair per call
@@ -329,11 +329,9 @@ class World:
         if rules is None:
             tool = tpl.names[si]
             hits = [r for r in self.plan.rules if r.applies(worker, tool, tpl.name)]
-            rules = (
-                tuple(r for r in hits if r.kind in ("missing_dependency", "validation_error", "not_found", "permission_denied")),
-                tuple(r for r in hits if r.kind in ("network_blip", "timeout")),
-                tuple(r for r in hits if r.kind == "partial_batch"),
-                tuple(r for r in hits if r.kind in ("silent_suppression", "fabricated_defaults")),
+            rules = tuple(
+                tuple(r for r in hits if r.kind in kinds)
+                for kinds in (PERSISTENT_KINDS, TRANSIENT_KINDS, BATCH_KINDS, MASKING_KINDS)
             )
             self._rules[cache_key] = rules
         return rules
@@ -795,7 +793,7 @@ class World:
                     longest = duration
                 if finish is not None:
                     finish[item] = duration
-                if kind is None or kind == "timeout" or kind == "latency_spike" or kind in ("silent_suppression", "fabricated_defaults"):
+                if kind is None or kind == "timeout" or kind == "latency_spike" or kind in MASKING_KINDS:
                     rec.tokens += step.tokens
                 if kind is None:
                     if step.pushes:
@@ -803,7 +801,7 @@ class World:
                         pushes.append((item, branch, self._branch_heads[branch]))
                     else:
                         succeeded.append(item)
-                elif kind == "silent_suppression" or kind == "fabricated_defaults":
+                elif kind in MASKING_KINDS:
                     masked.append((si, item, kind))
                     self._fault(rec, kind, now, step.name, w.index)
                     hollow.append(item)
