@@ -77,23 +77,25 @@ class EmptySuccessFormat:
     partial_step_ok = True
     misread_factor = 0.0  # nothing is reported as failed, so there is nothing to misread
     failure_flag = False
+    failure_text = "{}"
+    """What a failed call shows instead of its error."""
 
     @plain_success
     def render(self, report: AttemptReport) -> Observation:
-        """``ok`` with an empty result, whatever happened."""
+        """``ok`` with :attr:`failure_text` as the result, whatever happened."""
         if report.completed:
             return Observation(ok=True, status="ok", worker=report.worker)
-        return Observation(ok=True, status="ok", worker=report.worker, text="{}")
+        return Observation(ok=True, status="ok", worker=report.worker, text=self.failure_text)
 
     def __repr__(self) -> str:
-        return "EmptySuccessFormat()"
+        return f"{type(self).__name__}()"
 
 
 #: The plausible values a suppressing tool returns instead of its error.
 DEFAULTS_TEXT = '{"results": [], "count": 0, "revenue": 0, "customers": 0, "status": "synced"}'
 
 
-class FabricatedDefaultsFormat:
+class FabricatedDefaultsFormat(EmptySuccessFormat):
     """Silent suppression with plausible defaults: the failure looks like real, zero-valued data.
 
     Mechanically the same as ``empty-success`` (``ok`` is True, nothing is retried); it
@@ -102,16 +104,4 @@ class FabricatedDefaultsFormat:
     """
 
     name = "fabricated-defaults"
-    partial_step_ok = True
-    misread_factor = 0.0  # nothing is reported as failed, so there is nothing to misread
-    failure_flag = False
-
-    @plain_success
-    def render(self, report: AttemptReport) -> Observation:
-        """``ok`` with default values, whatever happened."""
-        if report.completed:
-            return Observation(ok=True, status="ok", worker=report.worker)
-        return Observation(ok=True, status="ok", worker=report.worker, text=DEFAULTS_TEXT)
-
-    def __repr__(self) -> str:
-        return "FabricatedDefaultsFormat()"
+    failure_text = DEFAULTS_TEXT
