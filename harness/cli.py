@@ -16,7 +16,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from ._history_cli import HistorySession, history_options
+from ._messages import _did_you_mean
 from .errors import UserError
+from .names import allow_local_policies, check_formats, check_policies
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
@@ -44,44 +46,6 @@ def _stderr() -> Console:
 
 def _split(value: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value.split(",") if v.strip())
-
-
-def _guess(name: str, known) -> str:
-    import difflib
-
-    match = difflib.get_close_matches(name, list(known), n=1)
-    return f"; did you mean {match[0]!r}?" if match else ""
-
-
-def _check_formats(names: tuple[str, ...]) -> None:
-    from simulated_fleet.formats import FORMATS
-
-    for name in names:
-        if name not in FORMATS:
-            raise UserError(f"--errors: unknown error format {name!r} (known: {', '.join(sorted(FORMATS))}){_guess(name, FORMATS)}")
-
-
-def _allow_local_policies(names: tuple[str, ...]) -> None:
-    """Let ``module:Policy`` paths find modules in the working directory, as ``python -m`` does.
-
-    Appended, not prepended, so an installed package is never shadowed.  This is what makes
-    the replay command a test suite prints work from the suite's folder.
-    """
-    if any(":" in name for name in names):
-        cwd = os.getcwd()
-        if cwd not in sys.path and "" not in sys.path:
-            sys.path.append(cwd)
-
-
-def _check_policies(names: tuple[str, ...]) -> None:
-    from .policies import POLICIES, get_policy
-
-    _allow_local_policies(names)
-    for name in names:
-        try:
-            get_policy(name)
-        except LookupError as exc:
-            raise UserError(f"--policy: {exc}{_guess(name, POLICIES)}") from None
 
 
 def _make_report_dir(path: Path | None, option: str = "--report") -> None:
@@ -231,8 +195,8 @@ def run(
     from .scenario import load_scenario
 
     spec = load_scenario(scenario)
-    _check_policies((policy,))
-    _check_formats((errors,))
+    check_policies((policy,), "--policy")
+    check_formats((errors,), "--errors")
     spec, applied = _apply_single_params(spec, scenario, params)
     _make_report_dir(report)
     if check_determinism:
@@ -318,8 +282,8 @@ def compare(
         raise UserError("--policies: give at least one policy")
     if not format_names:
         raise UserError("--errors: give at least one error format")
-    _check_policies(policy_names)
-    _check_formats(format_names)
+    check_policies(policy_names, "--policies")
+    check_formats(format_names, "--errors")
     _make_report_dir(report)
     seed_list = _seed_list(spec, seeds, first_seed)
     if check_determinism:
@@ -583,7 +547,7 @@ def ablation(scenario: str, seeds: int | None, first_seed: int | None, policy: s
     from .scenario import load_scenario
 
     spec = load_scenario(scenario)
-    _check_policies((policy,))
+    check_policies((policy,), "--policy")
     _make_report_dir(report)
     seed_list = _seed_list(spec, seeds, first_seed)
     executor = open_executor(jobs, scheduler)
@@ -720,7 +684,7 @@ def schema(what: str, name: str | None, markdown: bool) -> None:
 
         if name is not None and name not in ENVELOPES:
             raise UserError(f"schema envelope: unknown envelope {name!r} (known: {', '.join(sorted(ENVELOPES))})"
-                            f"{_guess(name, ENVELOPES)}")
+                            f"{_did_you_mean(name, ENVELOPES)}")
         doc = ENVELOPES[name or "agent-tool-error"].model_json_schema()
     click.echo(json.dumps(doc, indent=2, sort_keys=True))
 
@@ -788,7 +752,7 @@ def policies_show(name: str, as_json: bool) -> None:
     """
     from .policies import DRIVER_ATTRIBUTES, PolicyLookupError, describe_policy, suggest
 
-    _allow_local_policies((name,))
+    allow_local_policies((name,))
     try:
         info = describe_policy(name)
     except PolicyLookupError as exc:
@@ -907,8 +871,8 @@ def shrink(scenario: str, params: tuple[str, ...], policy: str, errors: str, see
         raise UserError("shrink: give exactly one of --task-silent N or --property EXPR")
     prop = parse_property(expression) if expression is not None else None
     spec = load_scenario(scenario)
-    _check_policies((policy,))
-    _check_formats((errors,))
+    check_policies((policy,), "--policy")
+    check_formats((errors,), "--errors")
     spec, _applied = _apply_single_params(spec, scenario, params)
     err = _stderr()
     result = do_shrink(spec, policy, errors, seed, task_silent=task_silent, prop=prop, max_trials=max_trials,

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 
 from .errors import UserError
+from .names import check_metric
 from .metrics import DIRECTIONLESS, METRICS, direction
 from .results import RunResult
 
@@ -59,12 +60,7 @@ def parse_fail_on(spec: str) -> FailOn:
             "or recovery_rate:-0.02 (absolute)"
         )
     name, sign, number, pct = m.groups()
-    if name not in METRICS:
-        import difflib
-
-        guess = difflib.get_close_matches(name, list(METRICS), n=1)
-        hint = f"; did you mean {guess[0]!r}?" if guess else f" (known: {', '.join(METRICS)})"
-        raise UserError(f"--fail-on {spec!r}: unknown metric {name!r}{hint}")
+    check_metric(name, f"--fail-on {spec!r}")
     if name in DIRECTIONLESS:
         raise UserError(f"--fail-on {spec!r}: {name} has no better direction, so it cannot regress; gate on another metric")
     higher = direction(name)

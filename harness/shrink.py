@@ -52,6 +52,7 @@ from typing import Any
 from simulated_fleet.faults import CALL_KINDS
 
 from .errors import UserError
+from .names import check_metric
 from .scenario import Scenario
 
 #: Width of the window a materialised per-call fault is active in (simulated seconds).
@@ -122,8 +123,6 @@ class MetricProperty:
 
 def parse_property(text: str) -> MetricProperty:
     """Parse ``METRIC OP NUMBER`` (OP one of < <= > >= == !=); a UserError names the mistake."""
-    from .metrics import METRICS
-
     match = _PROPERTY.match(text or "")
     if match is None:
         raise UserError(
@@ -131,12 +130,7 @@ def parse_property(text: str) -> MetricProperty:
             "'silent_failure_rate>0' (OP: <, <=, >, >=, ==, !=)"
         )
     name, op, number = match.groups()
-    if name not in METRICS:
-        import difflib
-
-        guess = difflib.get_close_matches(name, list(METRICS), n=1)
-        hint = f"; did you mean {guess[0]!r}?" if guess else ""
-        raise UserError(f"--property {text!r}: unknown metric {name!r} (metrics: {', '.join(METRICS)}){hint}")
+    check_metric(name, f"--property {text!r}")
     value = float(number)
     if not math.isfinite(value):
         raise UserError(f"--property {text!r}: the threshold must be a finite number")

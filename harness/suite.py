@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 from .assertions import Estimate
 from .errors import UserError
+from .names import check_formats, check_policies
 from .results import CompareResult, RunResult
 from .stats import DEFAULT_CONFIDENCE, mean_ci, wilson
 
@@ -322,22 +323,10 @@ def load_ref(scenario: ScenarioRef, save_dir: Path | None = None) -> tuple["Scen
 
 
 def _check_arm(policy: str, errors: str) -> None:
-    import difflib
-
-    from simulated_fleet.formats import FORMATS
-
-    from .policies import get_policy
-
     if not isinstance(policy, str):
         raise UserError(f"policy: give a built-in name or an import path 'pkg.module:Policy', got {policy!r}")
-    try:
-        get_policy(policy)
-    except LookupError as exc:
-        raise UserError(f"policy: {exc}") from None
-    if errors not in FORMATS:
-        guess = difflib.get_close_matches(str(errors), list(FORMATS), n=1)
-        hint = f"; did you mean {guess[0]!r}?" if guess else ""
-        raise UserError(f"errors: unknown error format {errors!r} (known: {', '.join(sorted(FORMATS))}){hint}")
+    check_policies((policy,), "policy")
+    check_formats((errors,), "errors")
 
 
 def run_scenario(

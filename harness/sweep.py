@@ -11,7 +11,6 @@ the same whatever the executor, the job count, or how often the sweep was resume
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from collections.abc import Callable, Mapping
@@ -23,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import UserError
+from .names import check_formats, check_metric, check_policies
 from .params import ParamError, apply_params, format_value, grid_points, parse_path
 from .results import RunResult, SweepEntry, SweepResult
 
@@ -148,38 +148,6 @@ class SweepPlan:
     """:func:`scenario_hash` of each base scenario, in ``scenario_names`` order."""
 
 
-def _check_metric(name: str) -> None:
-    from .metrics import METRICS
-
-    if name not in METRICS:
-        guess = difflib.get_close_matches(name, list(METRICS), n=1)
-        hint = f"; did you mean {guess[0]!r}?" if guess else ""
-        raise UserError(f"--metric: unknown metric {name!r} (known: {', '.join(METRICS)}){hint}")
-
-
-def _check_names(policies: list[str], formats: list[str]) -> None:
-    from simulated_fleet.formats import FORMATS
-
-    from .policies import POLICIES, get_policy
-
-    for name in policies:
-        try:
-            get_policy(name)
-        except LookupError as exc:
-            guess = difflib.get_close_matches(name, list(POLICIES), n=1)
-            raise UserError(f"--policies: {exc}" + (f"; did you mean {guess[0]!r}?" if guess else "")) from None
-    for name in formats:
-        if name not in FORMATS:
-            guess = difflib.get_close_matches(name, list(FORMATS), n=1)
-            raise UserError(
-                f"--errors: unknown error format {name!r} (known: {', '.join(sorted(FORMATS))})"
-                + (f"; did you mean {guess[0]!r}?" if guess else "")
-            )
-    for what, names in (("--policies", policies), ("--errors", formats)):
-        if len(set(names)) != len(names):
-            raise UserError(f"{what}: {', '.join(names)} names one twice; give each once")
-
-
 def _numeric(values: list[Any]) -> bool:
     return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
 
@@ -193,8 +161,9 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
     if not spec.metric_names():
         raise UserError("--metric: empty; give a metric name such as recovery_rate (comma-separated for several)")
     for name in spec.metric_names():
-        _check_metric(name)
-    _check_names(spec.policies, spec.errors)
+        check_metric(name, "--metric")
+    check_policies(spec.policies, "--policies")
+    check_formats(spec.errors, "--errors")
     for path in spec.params:
         parse_path(path)
     if len(set(spec.scenarios)) != len(spec.scenarios):

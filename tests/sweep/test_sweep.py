@@ -188,6 +188,7 @@ def test_progress_bar_draws_only_on_a_terminal():
         (("--metric", "recovry_rate"), "did you mean 'recovery_rate'?"),
         (("--policies", "blind-retyr"), "did you mean 'blind-retry'?"),
         (("--errors", "structurd"), "did you mean 'structured'?"),
+        (("--errors", "generic,generic"), "--errors: generic, generic names one twice"),
         (("--scenario", "defualt"), "did you mean 'default'?"),
         (("--x", "fleet.workers"), "--x fleet.workers: not a swept parameter"),
         (("--scheduler", "localhost:8786"), "expected an address like tcp://HOST:PORT"),
@@ -195,7 +196,7 @@ def test_progress_bar_draws_only_on_a_terminal():
         (("--file", "missing.yaml"), "--file missing.yaml: no such file"),
     ],
     ids=["unknown-field", "invalid-value", "duplicate-value", "param-twice", "metric-typo", "policy-typo",
-         "format-typo", "scenario-typo", "x-not-swept", "bad-scheduler", "resume-no-history", "missing-file"],
+         "format-typo", "format-twice", "scenario-typo", "x-not-swept", "bad-scheduler", "resume-no-history", "missing-file"],
 )
 def test_sweep_user_mistakes_exit_2_with_one_message(cli, args, message):
     """A mistake in a sweep gives exit 2 and one message naming the fix, before any run starts."""
@@ -203,6 +204,28 @@ def test_sweep_user_mistakes_exit_2_with_one_message(cli, args, message):
     assert result.exit_code == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_compare_refuses_an_arm_named_twice(cli, small):
+    """A format or policy named twice is one message and exit 2 (it once crashed the paired comparison)."""
+    for option, names in (("--errors", "generic,generic,structured"), ("--policies", "backoff,structured,backoff")):
+        result = cli("compare", "--scenario", small, "--seeds", "2", "--jobs", "1", "--no-history", option, names)
+        assert result.exit_code == 2, result.output
+        assert f"{option}: {names.replace(',', ', ')} names one twice; give each once" in result.stderr
+
+
+def test_sweep_finds_a_policy_module_in_the_working_directory(cli, small, tmp_path):
+    """``module:Policy`` from the working directory works in sweep as it does in run and compare."""
+    (tmp_path / "fc_sweep_local_policy.py").write_text(
+        "from simulated_fleet.observation import GiveUp\n\n"
+        "class Quitter:\n"
+        "    def decide(self, obs, history):\n"
+        "        return GiveUp('failed')\n"
+    )
+    result = cli("sweep", "--scenario", small, "--policies", "fc_sweep_local_policy:Quitter", "--errors", "structured",
+                 "--param", "fleet.workers=3,4", "--seeds", "1", "--jobs", "1", "--no-history")
+    assert result.exit_code == 0, result.output
+    assert "fc_sweep_local_policy:Quitter" in result.stdout
 
 
 def test_invalid_sweep_file_names_file_and_field(cli, tmp_path):

@@ -1,0 +1,71 @@
+"""The names a user gives for policies, error formats and metrics: one check and one message each.
+
+Every command (``run``, ``compare``, ``sweep``, ``shrink``, the gate, the suite API)
+checks names through here, so a mistyped name gets the same message, with the same
+suggestion, wherever it was typed, and a ``module:Policy`` path finds a module in the
+working directory everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+
+from ._messages import _did_you_mean
+from .errors import UserError
+
+
+def allow_local_policies(names: Iterable[str]) -> None:
+    """Let ``module:Policy`` paths find modules in the working directory, as ``python -m`` does.
+
+    Appended, not prepended, so an installed package is never shadowed.  This is what makes
+    the replay command a test suite prints work from the suite's folder.
+    """
+    if any(":" in name for name in names):
+        cwd = os.getcwd()
+        if cwd not in sys.path and "" not in sys.path:
+            sys.path.append(cwd)
+
+
+def _once_each(names: tuple[str, ...], where: str) -> None:
+    # An arm named twice would run twice under one label, and its paired comparison
+    # would meet twice the seeds it expects.
+    if len(set(names)) != len(names):
+        raise UserError(f"{where}: {', '.join(names)} names one twice; give each once")
+
+
+def check_policies(names: Iterable[str], where: str) -> None:
+    """Each name, given once, loads as a policy (built-in, ``module:Policy`` or entry point), or a UserError says why."""
+    from .policies import get_policy, suggest
+
+    names = tuple(names)
+    _once_each(names, where)
+    allow_local_policies(names)
+    for name in names:
+        try:
+            get_policy(name)
+        except LookupError as exc:
+            guess = suggest(name) if ":" not in name else None
+            raise UserError(f"{where}: {exc}" + (f"; did you mean {guess!r}?" if guess else "")) from None
+
+
+def check_formats(names: Iterable[str], where: str) -> None:
+    """Each name, given once, is a known error format, or a UserError lists them."""
+    from simulated_fleet.formats import FORMATS
+
+    names = tuple(names)
+    _once_each(names, where)
+    for name in names:
+        if name not in FORMATS:
+            raise UserError(
+                f"{where}: unknown error format {name!r} (known: {', '.join(sorted(FORMATS))}){_did_you_mean(name, FORMATS)}"
+            )
+
+
+def check_metric(name: str, where: str) -> None:
+    """``name`` is a metric of :data:`harness.metrics.METRICS`, or a UserError lists them."""
+    from .metrics import METRICS
+
+    if name not in METRICS:
+        raise UserError(f"{where}: unknown metric {name!r} (known: {', '.join(METRICS)}){_did_you_mean(name, METRICS)}")
