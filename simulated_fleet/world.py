@@ -161,8 +161,9 @@ def _canonical(action) -> Action:
     if isinstance(action, (Retry, Reroute, RefreshCredentials, UseAlternative, Remediate)):
         start = _index(action.resume_from, "resume_from")
         done = tuple(sorted({_index(i, "done_items entry") for i in action.done_items}))
-        if isinstance(action, (RefreshCredentials, Remediate)):
-            return type(action)(start, done)
+        for cls in (RefreshCredentials, Remediate):  # the base class, as for every action: the driver dispatches on it
+            if isinstance(action, cls):
+                return cls(start, done)
         delay = _number(action.delay_s, "delay_s")
         for cls in (Reroute, UseAlternative, Retry):
             if isinstance(action, cls):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simulated_fleet.observation import GiveUp, Retry
+from simulated_fleet.observation import GiveUp, RefreshCredentials, Remediate, Retry
 
 APPROX = dict(abs=1e-6)
 
@@ -188,6 +188,37 @@ def test_action_subclass_is_honoured(sim):
     """A subclass of GiveUp is treated as GiveUp (claim failed), without crashing the run."""
     r = _run_is_contained(sim, GivesUpViaSubclass())
     assert r.records[0].calls == 1 and r.records[0].retries == 0
+
+
+class MyRefresh(RefreshCredentials):
+    """A user's own subclass of RefreshCredentials."""
+
+
+class MyRemediate(Remediate):
+    """A user's own subclass of Remediate."""
+
+
+class SubclassThenGiveUp:
+    """First a subclassed action, then give up: each task meets the action once."""
+
+    def __init__(self, action_cls):
+        self.action_cls = action_cls
+        self.name = f"{action_cls.__name__}-then-give-up"
+
+    def decide(self, observation, history):
+        return self.action_cls() if history.attempts == 1 else GiveUp()
+
+
+@pytest.mark.parametrize("action_cls", [MyRefresh, MyRemediate])
+def test_refresh_and_remediate_subclasses_are_honoured(sim, action_cls):
+    """Subclasses of RefreshCredentials and Remediate run as their base action (they once crashed the run)."""
+    r = sim.run(broken_world(sim), SubclassThenGiveUp(action_cls), "generic")  # must not raise
+    first = r.records[0]
+    assert r.metrics["policy_errors"] == 0.0 and first.retries == 1
+    if action_cls is MyRefresh:
+        assert first.refreshes == 1 and first.claim == "success"  # fresh credentials fix the expired key
+    else:
+        assert first.remediations == 1
 
 
 class GivesUpClaimingSuccess:
