@@ -44,7 +44,6 @@ from __future__ import annotations
 import math
 import operator
 import re
-from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -439,17 +438,12 @@ def _state_spec(e: StateEvent) -> dict:
 
 
 def _active(rule, at_s: float, worker: int) -> bool:
-    """Whether a compiled call rule is active at ``at_s`` on ``worker`` (without moving its pointers)."""
-
-    def inside(spans) -> bool:
-        i = bisect_right(spans.spans, (at_s, math.inf)) - 1
-        return i >= 0 and spans.spans[i][0] <= at_s < spans.spans[i][1]
-
-    if rule.spans is not None and not inside(rule.spans):
+    """Whether a compiled call rule's windows and bursts are in force at ``at_s`` on ``worker``."""
+    if rule.spans is not None and not rule.spans.active(at_s):
         return False
     if rule.worker_spans is not None:
         spans = rule.worker_spans.get(worker)
-        if spans is None or not inside(spans):
+        if spans is None or not spans.active(at_s):
             return False
     return True
 

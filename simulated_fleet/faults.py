@@ -13,6 +13,7 @@ whether a moment is inside a schedule is amortised O(1).
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from . import _rng
@@ -49,23 +50,43 @@ CALL_KINDS = PERSISTENT_KINDS + TRANSIENT_KINDS + BATCH_KINDS + MASKING_KINDS
 
 
 class Spans:
-    """Sorted, disjoint [start, end) intervals with a forward-only membership test."""
+    """Sorted, disjoint [start, end) intervals, looked up by binary search.
 
-    __slots__ = ("spans", "_ptr")
+    Queries may come in any order: a transport layer's retry meets the fleet as it will
+    stand a few seconds ahead, and the step then goes on at its own instant.
+    """
+
+    __slots__ = ("spans", "_ends")
 
     def __init__(self, spans: list[tuple[float, float]]):
         self.spans = _merge(spans)
-        self._ptr = 0
+        self._ends = [end for _, end in self.spans]
+
+    def _at(self, now: float) -> int:
+        """The index of the first span that ends after ``now`` (``len(spans)`` if none does)."""
+        return bisect_right(self._ends, now)
 
     def active(self, now: float) -> bool:
-        """Whether ``now`` is inside a span (``now`` must not decrease between calls)."""
+        """Whether ``now`` is inside a span."""
+        i = bisect_right(self._ends, now)
+        return i < len(self.spans) and self.spans[i][0] <= now
+
+    def next_start_after(self, now: float) -> float:
+        """The start of the first span that starts strictly after ``now`` (inf if none)."""
         spans = self.spans
-        ptr = self._ptr
-        n = len(spans)
-        while ptr < n and spans[ptr][1] <= now:
-            ptr += 1
-        self._ptr = ptr
-        return ptr < n and spans[ptr][0] <= now
+        i = self._at(now)
+        if i < len(spans) and spans[i][0] <= now:
+            i += 1
+        return spans[i][0] if i < len(spans) else math.inf
+
+    def end_at(self, now: float) -> bool:
+        """End the span in force at ``now`` there (a remediation freed the disk); False if none is."""
+        i = self._at(now)
+        if i < len(self.spans) and self.spans[i][0] <= now:
+            self.spans[i] = (self.spans[i][0], now)
+            self._ends[i] = now
+            return True
+        return False
 
     def __bool__(self) -> bool:
         return bool(self.spans)

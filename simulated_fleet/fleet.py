@@ -8,6 +8,8 @@ from collections import deque
 
 import simpy
 
+from .faults import Spans
+
 
 class TokenBucket:
     """The fleet's shared API rate limit, refilled lazily (no SimPy process).
@@ -151,15 +153,14 @@ class Worker:
     __slots__ = (
         "index",
         "slots",
-        "disk_full_spans",
-        "_disk_ptr",
+        "disk_faults",
         "key_expiries",
         "_key_ptr",
         "credentials_issued_s",
         "credential_lifetime_s",
         "in_flight",
+        "crashes",
         "crash_spans",
-        "_crash_ptr",
         "disk_capacity_mb",
         "disk_used_mb",
         "credentials_expire_s",
@@ -178,15 +179,14 @@ class Worker:
     ):
         self.index = index
         self.slots = SlotPool(env, tool_slots)
-        self.disk_full_spans = disk_full_spans
-        self._disk_ptr = 0
+        self.disk_faults = Spans(disk_full_spans)  # when a fault fills the disk
         self.key_expiries = key_expiries
         self._key_ptr = 0
         self.credentials_issued_s = 0.0
         self.credential_lifetime_s = credential_lifetime_s
         self.in_flight = 0
-        self.crash_spans = crash_spans or []
-        self._crash_ptr = 0
+        self.crashes = Spans(crash_spans or [])  # crashed from start until restarted
+        self.crash_spans = self.crashes.spans  # the list itself: a cheap "can it crash at all" on every call
         self.disk_capacity_mb = disk_capacity_mb
         self.disk_used_mb = 0.0
         self.credentials_expire_s = 0.0  # when the current credentials stop working (see _update_expiry)
@@ -196,49 +196,21 @@ class Worker:
         """Whether a write of ``mb`` fails: the disk was filled by a fault, or task workspaces fill it."""
         return self.disk_full(now) or self.disk_used_mb + mb > self.disk_capacity_mb
 
-    def _crash_index(self, now: float) -> int:
-        spans = self.crash_spans
-        ptr = self._crash_ptr
-        while ptr < len(spans) and spans[ptr][1] <= now:
-            ptr += 1
-        self._crash_ptr = ptr
-        return ptr
-
     def down(self, now: float) -> bool:
         """Whether the worker is crashed (not yet restarted) at ``now``."""
-        if not self.crash_spans:
-            return False
-        ptr = self._crash_index(now)
-        return ptr < len(self.crash_spans) and self.crash_spans[ptr][0] <= now
+        return self.crashes.active(now)
 
     def next_crash_after(self, now: float) -> float:
         """The start of the next crash strictly after ``now`` (inf if none)."""
-        if not self.crash_spans:
-            return math.inf
-        spans = self.crash_spans
-        ptr = self._crash_index(now)
-        while ptr < len(spans) and spans[ptr][0] <= now:
-            ptr += 1
-        return spans[ptr][0] if ptr < len(spans) else math.inf
+        return self.crashes.next_start_after(now)
 
     def disk_full(self, now: float) -> bool:
-        """Whether the disk is full at ``now`` (time only moves forward)."""
-        spans = self.disk_full_spans
-        if not spans:
-            return False
-        ptr = self._disk_ptr
-        while ptr < len(spans) and spans[ptr][1] <= now:
-            ptr += 1
-        self._disk_ptr = ptr
-        return ptr < len(spans) and spans[ptr][0] <= now
+        """Whether a fault has filled the disk at ``now``."""
+        return self.disk_faults.active(now)
 
     def clear_disk_fault(self, now: float) -> bool:
         """Free a disk a fault filled (a remediation): the span in force ends at ``now``; False if none was."""
-        if not self.disk_full(now):
-            return False
-        ptr = self._disk_ptr
-        self.disk_full_spans[ptr] = (self.disk_full_spans[ptr][0], now)
-        return True
+        return self.disk_faults.end_at(now)
 
     def credentials_expired(self, now: float) -> bool:
         """Whether the worker's API credentials are invalid at ``now``."""

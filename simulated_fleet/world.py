@@ -288,8 +288,7 @@ class World:
         self._rules: dict[tuple[int, int, int], tuple] = {}
         self._template_rules: dict[tuple[int, int], tuple[tuple, ...]] = {}
         self._branch_heads = [0] * plan.git_branches
-        self._quota_day = -1
-        self._quota_used = 0
+        self._quota_used: dict[int, int] = {}  # day -> calls counted against the quota (any order of days)
         self._next_task_id = 0
 
     @staticmethod
@@ -1014,11 +1013,10 @@ class World:
             quota = self.plan.quota_per_day
             if quota:
                 day = int(now // DAY_S)
-                if day != self._quota_day:
-                    self._quota_day, self._quota_used = day, 0
-                if self._quota_used >= quota:
+                used = self._quota_used.get(day, 0)
+                if used >= quota:
                     return "quota_exhausted", latency + FAIL_FAST_S["quota_exhausted"], False, (day + 1) * DAY_S
-                self._quota_used += 1
+                self._quota_used[day] = used + 1
         for rule in transient:
             p = rule.constant
             if p is None:

@@ -80,6 +80,17 @@ def test_transport_recovers_a_blip_the_agent_never_sees(sim):
     assert r.rec.end_s == pytest.approx(1.1 + 1.0 + 1.1, **APPROX)
 
 
+def test_a_transport_retry_ahead_in_time_leaves_the_rest_of_the_step_at_its_own_instant(sim):
+    """A blip window [0, 2) and a 2-item step at t=0.  Item 0's first try fails and its
+    transport retry runs at 2.1 s, after the window; item 1 still starts at 0 s, inside it,
+    and must meet the blip too (looking ahead once moved the window's pointer past it)."""
+    faults = [{"kind": "network_blip", "probability": 1.0, "tools": ["dep"], "windows": [{"start_s": 0, "duration_s": 2}]}]
+    policy = LayeredBackoff(max_retries=0, transport=TransportRetry(attempts=2, base_s=1.0, jitter="none"))
+    r = sim.run(sim.scenario({"job": [sim.step("dep", 1.0, fan_out=2)]}, faults=faults), policy, "generic")
+    assert r.rec.fault_hits == {"network_blip": 2}  # both first tries, at 0 s
+    assert r.rec.calls == 4 and r.rec.transport_retries == 2 and r.rec.claim == "success"
+
+
 def test_transport_layer_leaves_application_errors_to_the_agent(sim):
     """An expired key is not a transport failure: one call per dispatch."""
     faults = [{"kind": "expired_key", "events": [{"worker": 0, "at_s": 0}]}]
