@@ -814,12 +814,10 @@ class World:
             crash_at = w.next_crash_after(now) if finish is not None else math.inf
             if crash_at < now + longest:
                 # Calls that finished before the crash took effect; the rest, and the report, are lost.
-                for item in succeeded:
-                    if finish[item] <= crash_at - now and not garbage:
-                        commits[item] += 1
-                for item in committed_anyway:
-                    if finish[item] <= crash_at - now:
-                        commits[item] += 1
+                if not garbage:
+                    for item in succeeded + committed_anyway:
+                        if finish[item] <= crash_at - now:
+                            commits[item] += 1
                 yield from self._lose_dispatch(rec, w, now, crash_at, step, si)
                 if self.heartbeat_timeout_s is None:
                     yield env.event()  # nobody will ever notice: the task is lost
@@ -838,13 +836,14 @@ class World:
                 written = step.disk_mb * (len(succeeded) + len(committed_anyway))
                 w.disk_used_mb += written
                 workspace[w.index] = workspace.get(w.index, 0.0) + written
-            if garbage and succeeded:
-                rec.wrong_input_steps += 1  # ran on incomplete inputs: its output is wrong
-            elif not garbage:
-                for item in succeeded:
+            if garbage:
+                # Ran on incomplete inputs: what it did is wrong, so nothing took effect (as in
+                # the transport layer's tries, and for calls that failed yet committed).
+                if succeeded:
+                    rec.wrong_input_steps += 1
+            else:
+                for item in succeeded + committed_anyway:
                     commits[item] += 1
-            for item in committed_anyway:
-                commits[item] += 1
             if self.idempotent and si in tpl.append_steps:
                 self._deduplicate(rec, commits)
             if not failed:

@@ -20,7 +20,7 @@ import pytest
 from harness.policies import BlindRetry, resume_point
 from simulated_fleet.faults import build_plan
 from simulated_fleet.formats import GenericFormat
-from simulated_fleet.observation import Escalate, Retry
+from simulated_fleet.observation import Escalate, GiveUp, Retry
 
 APPROX = dict(abs=1e-6)
 
@@ -232,6 +232,35 @@ def test_dependency_chain_generic_propagates_wrong_output(sim):
     assert rec.wrong_input_steps == 2
     assert rec.claim == "success" and rec.truth == "partial" and r.out.silent_failure
     assert rec.end_s == pytest.approx(35.3, **APPROX)
+
+
+class _GiveUpAtOnce:
+    name = "give-up-at-once"
+
+    def decide(self, observation, history):
+        return GiveUp()
+
+
+def test_a_call_on_incomplete_inputs_that_times_out_yet_commits_takes_no_effect(sim):
+    """One dispatch: search is partial (generic says ok), synth runs on it, publish runs on
+    the wrong synth and times out though its post went through.  Like a successful call on
+    incomplete inputs, what it did is wrong, so nothing took effect."""
+    world = sim.scenario(
+        {"research": [
+            sim.step("search", 10, fan_out=5),
+            sim.step("synth", 20, needs=["search"]),
+            sim.step("publish", 5, needs=["synth"], side_effect="append"),
+        ]},
+        faults=[
+            {"kind": "partial_batch", "probability": 1.0, "failures": 2, "windows": [{"start_s": 0, "duration_s": 1}]},
+            {"kind": "timeout", "probability": 1.0, "tools": ["publish"], "committed_probability": 1.0},
+        ],
+    )  # fmt: skip
+    r = sim.run(world, _GiveUpAtOnce(), "generic")
+    rec = r.rec
+    assert rec.fault_hits == {"partial_batch": 2, "timeout": 1} and rec.claim == "failed"
+    assert rec.commits[0].count(1) == 3 and rec.commits[1:] == [[0], [0]]
+    assert rec.wrong_input_steps == 1  # synth "succeeded" on wrong inputs; publish failed
 
 
 def test_dependency_chain_structured_completes_inputs_first(sim):
