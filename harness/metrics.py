@@ -70,9 +70,6 @@ METRICS: dict[str, bool] = {
     "makespan_s": False,
 }
 
-#: Metrics that are proportions in [0, 1].
-RATES = ("recovery_rate", "silent_failure_rate", "success_rate", "data_loss_rate", "escalation_rate")
-
 #: Metrics with no better direction (workload size): no verdict, no regression gate.
 DIRECTIONLESS = frozenset({"tasks", "logical_calls", "rollbacks", "deduplicated_side_effects"})
 

@@ -10,6 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+#: Metrics that are proportions in [0, 1] (reports show them as percentages).
+RATES = ("recovery_rate", "silent_failure_rate", "success_rate", "data_loss_rate", "escalation_rate")
+
 DIGITS = 6
 
 #: Most per-task values an arm keeps per sample (evenly spaced order statistics beyond that).

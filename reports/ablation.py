@@ -50,6 +50,8 @@ def ablation_chart(doc: dict, path: Path) -> Path:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    from .charts import PNG_METADATA, UNDEFINED, keep_bar_slots
+
     steps = doc["steps"]
     labels = [s["format"].replace("ablation:", "") for s in steps]
     fig = Figure(figsize=(11, 3.6))
@@ -57,19 +59,25 @@ def ablation_chart(doc: dict, path: Path) -> Path:
     axes = fig.subplots(1, len(PANELS))
     for ax, (metric, label) in zip(axes, PANELS):
         xs = list(range(len(steps)))
-        values = [s["metrics"].get(metric) or 0.0 for s in steps]
+        # A step whose mean is undefined (None: recovery with no faulted task) gets no bar, and "n/a".
+        drawn = [(x, s, s["metrics"][metric]) for x, s in zip(xs, steps) if s["metrics"].get(metric) is not None]
         errs_lo, errs_hi = [], []
-        for s, v in zip(steps, values):
+        for _, s, v in drawn:
             lo, hi = (s["ci"].get(metric) or [None, None])
             errs_lo.append(max(0.0, v - lo) if lo is not None else 0.0)
             errs_hi.append(max(0.0, hi - v) if hi is not None else 0.0)
-        ax.bar(xs, values, color="#4878a8", yerr=[errs_lo, errs_hi], capsize=3)
+        if drawn:
+            ax.bar([x for x, _, _ in drawn], [v for _, _, v in drawn], color="#4878a8", yerr=[errs_lo, errs_hi], capsize=3)
+        if len(drawn) < len(xs):
+            keep_bar_slots(ax, len(xs))
+        for x in sorted(set(xs) - {x for x, _, _ in drawn}):
+            ax.annotate(UNDEFINED, (x, 0.0), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
         ax.set_xticks(xs)
         ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=7)
         ax.set_title(label, fontsize=9)
     fig.suptitle(f"field ablation: {doc['scenario']} ({len(doc['seeds'])} seeds)", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, format="png", dpi=100, metadata={"Software": None})
+    fig.savefig(path, format="png", dpi=100, metadata=PNG_METADATA)
     return path
 
 

@@ -74,24 +74,46 @@ def _hours(seconds: float) -> float:
 # -- bars per arm ------------------------------------------------------------------------
 
 
+#: The label of an arm whose mean is undefined (None: e.g. recovery_rate with no faulted task); it gets no bar.
+UNDEFINED = "n/a"
+
+
+def keep_bar_slots(ax, n: int, width: float = 0.8) -> None:
+    """Hold the x range of ``n`` bars at 0..n-1 as if every one were drawn (matplotlib's default 5% margin).
+
+    Called when some bar is left out (an undefined mean), so its slot and ``n/a`` label stay in view.
+    """
+    lo, hi = -width / 2, n - 1 + width / 2
+    pad = 0.05 * (hi - lo)
+    ax.set_xlim(lo - pad, hi + pad)
+
+
 def _bar_with_ci(ax, result: CompareResult, metric: str, scale: float, digits: int = 1) -> None:
+    """One bar per arm with its interval and value; an arm whose mean is None gets no bar and reads ``n/a``."""
     labels = _labels(result)
-    means, lows, highs, colours = [], [], [], []
-    for arm in result.arms:
+    xs, means, lows, highs, colours = [], [], [], [], []
+    for x, arm in enumerate(result.arms):
         mean = arm.metrics.get(metric)
+        if mean is None:
+            continue
         lo, hi = arm.ci.get(metric, [None, None])
-        m = 0.0 if mean is None else mean * scale
+        m = mean * scale
+        xs.append(x)
         means.append(m)
         lows.append(0.0 if lo is None else max(0.0, m - lo * scale))
         highs.append(0.0 if hi is None else max(0.0, hi * scale - m))
         colours.append(errors_colour(result, arm.errors))
-    xs = range(len(labels))
-    ax.bar(xs, means, color=colours, yerr=[lows, highs], capsize=4, edgecolor="black", linewidth=0.5)
-    ax.set_xticks(list(xs), labels, fontsize=8)
+    if xs:
+        ax.bar(xs, means, color=colours, yerr=[lows, highs], capsize=4, edgecolor="black", linewidth=0.5)
+    if len(xs) < len(labels):
+        keep_bar_slots(ax, len(labels))
+    ax.set_xticks(list(range(len(labels))), labels, fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
-    for x, m, h in zip(xs, means, highs):
-        ax.annotate(f"{m:.{digits}f}", (x, m + h), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
+    values = {x: (f"{m:.{digits}f}", m + h) for x, m, h in zip(xs, means, highs)}
+    for x in range(len(labels)):
+        text, y = values.get(x, (UNDEFINED, 0.0))
+        ax.annotate(text, (x, y), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
     ax.margins(y=0.12)
 
 
@@ -188,7 +210,7 @@ def pareto_chart(result: CompareResult, path: Path) -> Path | None:
         )  # fmt: skip
         if i in front:
             ax.scatter([x], [y], s=260, facecolors="none", edgecolors="#333333", linewidths=1.2, zorder=2)
-    ax.set_xlabel("cost per run (USD: model tokens + tool calls, one seed)")
+    ax.set_xlabel("cost per run (USD: model tokens + tool calls + paged human hours, one seed)")
     ax.set_ylabel("recovery rate (% of faulted tasks)")
     ax.set_title(f"Cost against recovery, {result.scenario}: {_ci_text(result)}\ncircled arms are on the Pareto front", fontsize=10)
     ax.grid(alpha=0.3)
@@ -408,6 +430,12 @@ def error_code_series(t: Timeline, width_s: float) -> tuple[list[float], dict[st
     return [i * width_s for i in range(bins)], dict(sorted(counts.items()))
 
 
+#: The spike rule of the error-code chart (:func:`harness.stats.spikes`): a bin at least
+#: SPIKE_MIN_COUNT and above the mean + SPIKE_SD standard deviations of its code's series.
+SPIKE_SD = 3.0
+SPIKE_MIN_COUNT = 5
+
+
 def error_codes_chart(timelines: list[Timeline], path: Path) -> Path | None:
     """Faulted calls per error code over time for each traced run, spikes marked."""
     if not timelines or not any(t.faults for t in timelines):
@@ -423,7 +451,7 @@ def error_codes_chart(timelines: list[Timeline], path: Path) -> Path | None:
         top = max([1] + [max(c) for c in series.values()])
         for code, counts in series.items():
             ax.stairs(counts, hours, color=colour[code], linewidth=1.4, label=code)
-            marks = spikes(counts)
+            marks = spikes(counts, k=SPIKE_SD, min_count=SPIKE_MIN_COUNT)
             ax.scatter([_hours(starts[i] + width / 2) for i in marks], [counts[i] + 0.05 * top for i in marks], marker="v",
                        s=40, color=colour[code], edgecolors="black", linewidths=0.6, zorder=4)  # fmt: skip
         ax.set_ylabel(f"faulted calls\nper {width / 60:.0f} min")
@@ -436,7 +464,7 @@ def error_codes_chart(timelines: list[Timeline], path: Path) -> Path | None:
     axes[-1].set_xlabel("simulated time (hours)")
     handles = [Line2D([], [], color=colour[c], linewidth=1.6, label=c) for c in codes]
     handles.append(Line2D([], [], color="#555555", marker="v", linestyle="none", markeredgecolor="black",
-                          label="spike: bin above mean + 3 sd of its code, and at least 5"))  # fmt: skip
+                          label=f"spike: bin above mean + {SPIKE_SD:g} sd of its code, and at least {SPIKE_MIN_COUNT}"))  # fmt: skip
     handles.append(Line2D([], [], color="#333333", linestyle="--", linewidth=0.8, label="arrivals stop (drain follows)"))
     fig.legend(handles=handles, loc="outside right center", fontsize=8, frameon=False)
     fig.suptitle("Error codes over time (the structured contract's code of each faulted call)", fontsize=10)

@@ -16,21 +16,20 @@ from rich.table import Table
 
 from harness.results import SweepEntry, SweepResult
 
-from .tables import COLUMNS, fmt, fmt_ci
+from .charts import PNG_METADATA
+from .tables import COLUMNS, RATES, fmt, fmt_ci
 
-PNG_METADATA = {"Software": None}
 #: Most panels one curve chart draws; further points are listed in the summary only.
 MAX_PANELS = 12
 POLICY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 POLICY_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 FORMAT_STYLES = {"structured": "-", "generic": "--"}
 _OTHER_STYLES = (":", "-.")
-#: Metrics that are proportions, drawn in percent.
-PERCENT_METRICS = ("recovery_rate", "silent_failure_rate", "success_rate")
 
 
 def _kind(metric: str) -> str:
-    return "pct" if metric in PERCENT_METRICS else "num"
+    """How a metric is shown: rates (:data:`reports.tables.RATES`) in percent, the rest as numbers."""
+    return "pct" if metric in RATES else "num"
 
 
 def value_text(value: Any) -> str:
@@ -93,7 +92,7 @@ def curve_chart(result: SweepResult, path: Path, metric: str | None = None) -> P
     if x is None:
         return None
     metric = metric or metric_names(result)[0]
-    scale = 100.0 if metric in PERCENT_METRICS else 1.0
+    scale = 100.0 if _kind(metric) == "pct" else 1.0
     panels = list(_panels(result).items())[:MAX_PANELS]
     cols = min(3, len(panels))
     rows = -(-len(panels) // cols)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from harness.results import CompareResult, RunResult
+from harness.results import RATES, CompareResult, RunResult
 
 #: Metrics shown in the comparison table, with their headers and formats.
 COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -115,6 +115,6 @@ def run_table(result: RunResult) -> Table:
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, value in result.metrics.items():
-        kind = "pct" if key.endswith("_rate") else "num"
+        kind = "pct" if key in RATES else "num"
         table.add_row(key, fmt(value, kind))
     return table

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from harness.results import ArmResult, CompareResult, RunResult, Timeline
+from harness.stats import MIN_SEEDS
 
 from . import charts
-from .tables import COLUMNS, fmt, fmt_ci, policy_error_tasks
+from .tables import COLUMNS, RATES, fmt, policy_error_tasks
 
 #: Modelling assumptions every report states, so readers can judge the figures.
 ASSUMPTIONS: tuple[str, ...] = (
@@ -41,10 +42,12 @@ ASSUMPTIONS: tuple[str, ...] = (
     "Structured errors carry error_code, category, recoverable, suggested_action, partial_success, retry_after_ms, "
     "context and schema_version; a policy can only resume from what partial_success reveals.",
     "Escalation hands the task to a human and ends automatic recovery; it is reported honestly, not counted as recovered. "
-    "Until the simulator counts pages itself, each escalation counts as one human page.",
+    "Each escalation pages a human once, and the human's response time is drawn from the fleet's human_response "
+    "(charged as human hours; the human's own work is outside the simulation).",
     "A task that never reports back (lost with a crashed worker, or still running at the drain limit) counts as data loss.",
     "Tasks are dispatched round-robin (or to the least-loaded worker when the scenario says so); a reroute goes to the next worker.",
-    "Costs are modelled, not measured: tokens per API call that ran and a price per tool call, both from the scenario's fleet settings.",
+    "Costs are modelled, not measured: model tokens per API call that ran, a price per tool call and a price per hour "
+    "of paged human time, all from the scenario's fleet settings.",
     "An LLM orchestrator misreads a reported failure as a success with the fleet's misread_probability (default 0.05) "
     "times the error format's misread_factor (raw 3, generic 1, envelopes 0.2, tool-envelope 0.05); a guardrail policy "
     "blocks the misread when the format carries a machine-readable failure flag (docs/formats.md).",
@@ -58,7 +61,8 @@ READING_NOTES: tuple[str, ...] = (
     "Verdicts compare each arm with the reference arm on the same seeds: the per-seed differences are paired "
     "(both arms met the same faults), and their mean gets a Student-t interval. 'better' or 'worse' means the whole "
     "interval lies on one side of zero, in the metric's good or bad direction; 'inconclusive' means it contains zero.",
-    "With fewer than 5 paired seeds a verdict reads 'too few seeds': no winner is named. Compare arms on 10 seeds or more.",
+    f"With fewer than {MIN_SEEDS} paired seeds a verdict reads 'too few seeds': no winner is named. "
+    "Compare arms on 10 seeds or more.",
     "Pooled rates count every task of every seed as one trial and carry Wilson score intervals. Tasks of one simulated "
     "day share fault windows, so they are not fully independent and these intervals are narrower than the truth; "
     "prefer the across-seed intervals and the paired verdicts.",
@@ -255,10 +259,6 @@ def dumps(model) -> str:
     return _encode(json.loads(model.model_dump_json()), 0, False) + "\n"
 
 
-def _dump(model) -> str:
-    return dumps(model)
-
-
 # -- per-task CSV ------------------------------------------------------------------------
 
 
@@ -356,7 +356,7 @@ def _interval(lo: float | None, hi: float | None, pct: bool, digits: int = 1) ->
 
 
 def _is_rate(metric: str) -> bool:
-    return metric.endswith("_rate")
+    return metric in RATES
 
 
 def _metric_cell(arm: ArmResult, metric: str, digits: int = 1) -> str:
@@ -448,7 +448,7 @@ def compare_blocks(result: CompareResult, made: dict[str, Path] | None = None, t
     if reference is not None and len(result.arms) > 1:
         setup.append(f"Reference arm for verdicts: {charts.arm_label(reference)}")
     blocks += [H2("Setup"), UL(setup)]
-    if n < 5:
+    if n < MIN_SEEDS:
         blocks.append(
             P(f"Only {n} seed{'s' if n != 1 else ''}: too few to name a winner. Intervals are wide or missing; "
               "run with `--seeds 10` or more before deciding.")  # fmt: skip
@@ -650,6 +650,16 @@ def policy_error_blocks(arms: list[tuple[str, str, dict, dict]], runs: int) -> l
     return [H2("Policy errors"), intro, *blocks]
 
 
+def _write_pages(out_dir: Path, blocks: list[Block], title: str, made: dict[str, Path]) -> list[Path]:
+    """Write ``blocks`` as summary.md (charts linked) and report.html (the ``made`` charts embedded); both paths."""
+    summary = out_dir / "summary.md"
+    summary.write_text(to_markdown(blocks), encoding="utf-8")
+    page = out_dir / "report.html"
+    images = {p.name: p.read_bytes() for p in made.values()}
+    page.write_text(to_html(blocks, title, images), encoding="utf-8")
+    return [summary, page]
+
+
 def compare_markdown(result: CompareResult) -> str:
     """The Markdown summary of a comparison (charts linked by their file names)."""
     return to_markdown(compare_blocks(result))
@@ -672,13 +682,7 @@ def write_compare_report(result: CompareResult, out_dir: Path, *, tasks_csv: Pat
     written += list(made.values())
     csv_name = tasks_csv.name if tasks_csv is not None else None
     blocks = compare_blocks(result, made, csv_name)
-    summary = out_dir / "summary.md"
-    summary.write_text(to_markdown(blocks), encoding="utf-8")
-    written.append(summary)
-    page = out_dir / "report.html"
-    images = {p.name: p.read_bytes() for p in made.values()}
-    page.write_text(to_html(blocks, f"fleetchaos comparison: {result.scenario}", images), encoding="utf-8")
-    written.append(page)
+    written += _write_pages(out_dir, blocks, f"fleetchaos comparison: {result.scenario}", made)
     if tasks_csv is not None:
         written.append(tasks_csv)
     return written
@@ -770,13 +774,7 @@ def write_run_report(result: RunResult, out_dir: Path) -> list[Path]:
         made["ecdf"] = ecdf
     written += list(made.values())
     blocks = run_blocks(result, made, csv_path.name if csv_path else None)
-    summary = out_dir / "summary.md"
-    summary.write_text(to_markdown(blocks), encoding="utf-8")
-    written.append(summary)
-    page = out_dir / "report.html"
-    images = {p.name: p.read_bytes() for p in made.values()}
-    page.write_text(to_html(blocks, f"fleetchaos run: {result.scenario}", images), encoding="utf-8")
-    written.append(page)
+    written += _write_pages(out_dir, blocks, f"fleetchaos run: {result.scenario}", made)
     return written
 
 
