@@ -9,7 +9,6 @@ finally checks the new runs against the baseline.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from pathlib import Path
 from typing import Any, Callable
@@ -58,11 +57,6 @@ def history_options(command: Callable) -> Callable:
     return command
 
 
-def scenario_hash(spec) -> str:
-    """A short digest of a validated scenario, so stored groups say which scenario they ran."""
-    return hashlib.sha256(spec.model_dump_json().encode("utf-8")).hexdigest()[:16]
-
-
 class HistorySession:
     """One command's use of the history: store runs, then gate them against a baseline."""
 
@@ -104,6 +98,8 @@ class HistorySession:
         """Open the group this command's runs are stored in."""
         if self.store is None:
             return
+        from .scenario import scenario_hash
+
         meta = {"scenario_hash": scenario_hash(spec), **meta}
         self.group_id = self.store.new_group(kind, spec.name, label=self.label, meta=meta)
 

@@ -10,8 +10,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+#: Task-level rates: name -> (numerator, denominator) keys of a run's ``task_counts``
+#: breakdown.  Pooled over seeds with Wilson intervals (``harness.runner.pooled_rates``, the
+#: suite's ``pooled``).
+POOLED_RATES: dict[str, tuple[str, str]] = {
+    "recovery_rate": ("recovered", "faulted"),
+    "silent_failure_rate": ("silent_failures", "tasks"),
+    "success_rate": ("successes", "tasks"),
+    "escalation_rate": ("escalated", "tasks"),
+    "data_loss_rate": ("data_loss", "tasks"),
+}
+
 #: Metrics that are proportions in [0, 1] (reports show them as percentages).
-RATES = ("recovery_rate", "silent_failure_rate", "success_rate", "data_loss_rate", "escalation_rate")
+RATES = tuple(POOLED_RATES)
 
 DIGITS = 6
 
@@ -171,28 +182,3 @@ class SweepResult(_Model):
     """The swept parameter the report's curves are drawn against."""
     entries: list[SweepEntry]
     versions: dict[str, str] = {}
-
-    def entry(self, scenario: str, params: dict[str, Any], policy: str, errors: str) -> SweepEntry:
-        """The entry of ``policy`` on ``errors`` at one point."""
-        for e in self.entries:
-            if e.scenario == scenario and e.params == params and e.policy == policy and e.errors == errors:
-                return e
-        raise KeyError(f"no entry {policy} on {errors} at {scenario} {params}")
-
-    def as_compare(self, scenario: str, params: dict[str, Any]) -> CompareResult:
-        """One point of the sweep as a comparison (for the comparison tables and charts)."""
-        arms = [
-            ArmResult(**e.model_dump(exclude={"scenario", "params"}))
-            for e in self.entries
-            if e.scenario == scenario and e.params == params
-        ]
-        if not arms:
-            raise KeyError(f"no point {scenario} {params}")
-        label = ", ".join(f"{k}={v}" for k, v in params.items())
-        return CompareResult(
-            scenario=f"{scenario} ({label})" if label else scenario,
-            seeds=self.seeds,
-            confidence=self.confidence,
-            arms=arms,
-            versions=self.versions,
-        )

@@ -17,10 +17,10 @@ from typing import Any
 from simulated_fleet.formats import get_format
 from simulated_fleet.world import World
 
-from .executors import MAX_CHUNK, chunk_size, chunked, default_jobs, map_chunks, open_executor, workers_of
+from .executors import MAX_CHUNK, chunk_size, chunked, map_chunks, open_executor, workers_of
 from .metrics import METRICS, RunAccumulator, direction
 from .policies import get_policy
-from .results import SAMPLE_LIMIT, ArmResult, Comparison, CompareResult, Proportion, RunResult, rounded
+from .results import POOLED_RATES, SAMPLE_LIMIT, ArmResult, Comparison, CompareResult, Proportion, RunResult, rounded
 from .scenario import Scenario
 from .stats import DEFAULT_CONFIDENCE, MIN_SEEDS, mean_ci, paired_difference, thin_sorted, verdict, wilson
 
@@ -263,16 +263,6 @@ def aggregate(policy: str, errors: str, runs: list[RunResult], confidence: float
         recipe=runs[0].recipe if runs else "",
         samples={k: thin_sorted(v, SAMPLE_LIMIT) for k, v in sorted(samples.items())},
     )
-
-
-#: Pooled task-level rates: name -> (numerator, denominator) keys of the ``task_counts`` breakdown.
-POOLED_RATES: dict[str, tuple[str, str]] = {
-    "recovery_rate": ("recovered", "faulted"),
-    "silent_failure_rate": ("silent_failures", "tasks"),
-    "success_rate": ("successes", "tasks"),
-    "escalation_rate": ("escalated", "tasks"),
-    "data_loss_rate": ("data_loss", "tasks"),
-}
 
 
 def pooled_rates(counts: dict[str, int], confidence: float) -> dict[str, Proportion]:

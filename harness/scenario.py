@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -253,3 +254,13 @@ def load_scenario(ref: str) -> Scenario:
     raise ScenarioError(
         f"--scenario: unknown scenario {ref!r} (catalogue: {', '.join(names)}; or give a .yaml path){hint}"
     )
+
+
+def scenario_hash(scenario: Scenario) -> str:
+    """A stable digest of a validated scenario (its canonical JSON), 16 hex digits.
+
+    What stored groups and sweeps record of the scenario they ran, and what the suite's
+    run cache keys on: the same scenario gives the same digest in every command.
+    """
+    text = json.dumps(scenario.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Union
 from .assertions import Estimate
 from .errors import UserError
 from .names import check_formats, check_policies
-from .results import CompareResult, RunResult
+from .results import POOLED_RATES, CompareResult, RunResult
 from .stats import DEFAULT_CONFIDENCE, mean_ci, wilson
 
 if TYPE_CHECKING:
@@ -45,13 +45,7 @@ DEFAULT_SEEDS = 5
 
 #: Proportions of tasks: metric -> (numerator, denominator) keys of a run's ``task_counts``
 #: breakdown.  Runs without that breakdown fall back to ``rate x denominator metric``.
-PROPORTIONS: dict[str, tuple[str, str]] = {
-    "recovery_rate": ("recovered", "faulted"),
-    "silent_failure_rate": ("silent_failures", "tasks"),
-    "success_rate": ("successes", "tasks"),
-    "escalation_rate": ("escalated", "tasks"),
-    "data_loss_rate": ("data_loss", "tasks"),
-}
+PROPORTIONS = POOLED_RATES
 
 #: The figures a suite gates on, with True when higher is better.
 HEADLINE: dict[str, bool] = {
@@ -354,7 +348,9 @@ def run_scenario(
     spec, ref = load_ref(scenario, save_dir)
     seed_list = resolve_seeds(seeds)
     _check_arm(policy, errors)
-    content = hashlib.sha256(spec.model_dump_json().encode("utf-8")).hexdigest()
+    from .scenario import scenario_hash
+
+    content = scenario_hash(spec)
     runs = []
     for seed in seed_list:
         key = (content, ref, policy, errors, seed, keep_tasks)

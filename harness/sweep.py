@@ -118,11 +118,6 @@ def scenario_source(ref: str) -> str:
     return f"scenarios/{ref}.yaml" if ref in catalogue.names() else ref
 
 
-def scenario_hash(scenario) -> str:
-    """A stable digest of a validated scenario (its canonical JSON), 16 hex digits."""
-    text = json.dumps(scenario.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
 
 @dataclass
 class SweepPlan:
@@ -135,8 +130,6 @@ class SweepPlan:
     x: str | None
     variants: list[Any]
     """:class:`harness.runner.Variant` per (scenario, grid point)."""
-    digests: list[str]
-    """The base scenario's hash, per variant."""
     jobs: list[Any]
     """:class:`harness.runner.RunJob` per run, ordered by variant, policy, format, seed."""
     keys: list[str]
@@ -156,7 +149,7 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
     """Load every scenario and apply every grid point; all user mistakes surface here."""
     from .history import run_key
     from .runner import RunJob, Variant
-    from .scenario import load_scenario
+    from .scenario import load_scenario, scenario_hash
 
     if not spec.metric_names():
         raise UserError("--metric: empty; give a metric name such as recovery_rate (comma-separated for several)")
@@ -174,7 +167,6 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
     seeds = spec.seed_list()
     points = grid_points(spec.params)
     variants: list[Variant] = []
-    digests: list[str] = []
     names: list[str] = []
     scenario_digests: list[str] = []
     grid: dict[str, list[Any]] = {}
@@ -197,7 +189,6 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
                 )
             seen[marker] = point
             variants.append(Variant(scenario, ref, canonical))
-            digests.append(digest)
         if not grid and spec.params:
             # The grid as validated, read from the first scenario's points.
             for i, path in enumerate(spec.params):
@@ -225,7 +216,7 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
         [scenario_digests, list(grid.items()), spec.policies, spec.errors, seeds], separators=(",", ":")
     )
     sweep_id = hashlib.sha256(ident.encode("utf-8")).hexdigest()[:16]
-    return SweepPlan(spec, names, grid, x, variants, digests, jobs, keys, sweep_id, seeds, scenario_digests)
+    return SweepPlan(spec, names, grid, x, variants, jobs, keys, sweep_id, seeds, scenario_digests)
 
 
 SWEEP_KIND = "sweep"
