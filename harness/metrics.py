@@ -168,7 +168,7 @@ def task_counts(record: TaskRecord, judged: Verdict) -> tuple[int, ...]:
 
 
 #: The TASK_COUNTS totals the ``task_counts`` breakdown reports: the numerators and
-#: denominators of the pooled task-level rates (harness.runner.POOLED_RATES).
+#: denominators of the pooled task-level rates (harness.results.POOLED_RATES).
 POOLED_COUNTS = ("tasks", "faulted", "recovered", "successes", "silent_failures", "escalated", "data_loss")
 
 #: The breakdowns :func:`compute` returns (from the records alone), in its order.
@@ -267,11 +267,6 @@ class RunAccumulator:
     def add_faults(self, tally: Mapping[tuple[str, str, int], int]) -> None:
         """Fold in faulted calls counted by (kind, tool, worker) (``RunOutput.fault_tally``)."""
         self.fault_calls.update(tally)
-
-    def add_fault_log(self, fault_log: Iterable[tuple]) -> None:
-        """Fold in a fault log of ``(time_s, kind, tool, worker, task_id)`` entries."""
-        for _, kind, tool, worker, _ in fault_log:
-            self.fault_calls[(kind, tool, worker)] += 1
 
     def _recovered(self) -> tuple[list[int], list[float]]:
         """Steps and times to recovery of the recovered tasks, in creation order."""
@@ -400,29 +395,6 @@ def compute(
     outcomes = [acc.add(r) for r in records]
     every = acc.breakdowns()
     return acc.metrics(), {name: every[name] for name in RECORD_BREAKDOWNS}, outcomes
-
-
-def detail_breakdowns(
-    records: Iterable[TaskRecord], outcomes: object, fault_log: Iterable[tuple]
-) -> dict[str, dict[str, int]]:
-    """Breakdowns by fault kind, error code, tool and worker, and the task counts behind the rates.
-
-    * ``faulted_tasks_by_first_fault`` / ``recovered_tasks_by_first_fault``: tasks by the
-      kind of the first fault they met (recovery by fault kind is their ratio);
-    * ``fault_hits_by_error_code`` / ``_by_tool`` / ``_by_worker``: faulted calls from the
-      run's fault log ``(time_s, kind, tool, worker, task_id)``;
-    * ``task_counts``: numerators and denominators of the pooled task-level rates;
-    * ``policy_errors_by_message``: tasks by the policy error the driver recorded (a raise,
-      an invalid action, the action cap), so a report can name what a broken policy did.
-
-    Kept for callers of the list-based API; ``outcomes`` is not read (the records are
-    judged again through :class:`RunAccumulator`).
-    """
-    acc = RunAccumulator(None)
-    for r in records:
-        acc.add(r)
-    acc.add_fault_log(fault_log)
-    return {k: v for k, v in acc.breakdowns().items() if k not in RECORD_BREAKDOWNS}
 
 
 def compute_run(output, fleet: FleetSpec) -> tuple[dict[str, float | None], dict[str, dict[str, int]], list[TaskOutcome]]:

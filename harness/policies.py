@@ -13,7 +13,7 @@ import importlib.metadata
 from dataclasses import dataclass, field
 from typing import Callable
 
-from simulated_fleet.envelope import AgentToolError, parse_item_ref, parse_step_ref
+from simulated_fleet.envelope import AgentToolError
 from simulated_fleet.observation import (
     Action,
     Escalate,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from .fault_specs import (  # noqa: F401  (re-exported: config is where users look)
     FAULT_MODELS,
@@ -20,13 +20,10 @@ from .fault_specs import (  # noqa: F401  (re-exported: config is where users lo
     RateLimit,
     Timeout,
     Window,
+    _Strict,
 )
 
 DAY_S = 86_400.0
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Distribution(_Strict):

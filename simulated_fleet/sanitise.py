@@ -37,11 +37,6 @@ def sanitise(text: str) -> str:
     return text
 
 
-def sanitise_map(context: dict[str, str]) -> dict[str, str]:
-    """A context map with every value sanitised (keys are the format's own, never vendor text)."""
-    return {key: sanitise(value) for key, value in context.items()}
-
-
 @dataclass(frozen=True, slots=True)
 class PlantedSecrets:
     """The secrets one run plants in vendor error text, a few of each shape."""
