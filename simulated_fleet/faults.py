@@ -122,6 +122,8 @@ class CallRule:
 
     def probability_at(self, now: float, worker: int) -> float:
         """The rule's probability for a call starting at ``now`` on ``worker``."""
+        if self.constant is not None:
+            return self.constant
         if self.spans is not None and not self.spans.active(now):
             return 0.0
         if self.worker_spans is not None:

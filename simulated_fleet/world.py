@@ -254,6 +254,7 @@ class World:
         self.transport = transport if transport is not None and transport.attempts > 1 else None
         self.human = fleet.human_response
         self.remediation = fleet.remediation
+        self._dependency_draws: dict[tuple[int, int, str], float] = {}  # (rule stream, worker, tool) -> its draw
         self._installed: set[tuple[int, str]] = set()  # (worker, tool) a remediation agent installed
         self._observe = getattr(policy, "observe", None)
         self._choose = getattr(policy, "choose_worker", None)
@@ -965,7 +966,12 @@ class World:
         if kind == "missing_dependency":
             if self._installed and (worker, tool) in self._installed:
                 return False  # a remediation agent installed it
-            return _rng.draw(_rng.key(self.seed, worker, _rng.stream_id(tool)), rule.stream) < p
+            # One draw per rule, worker and tool for the whole run: keyed the same every call.
+            cache_key = (rule.stream, worker, tool)
+            u = self._dependency_draws.get(cache_key)
+            if u is None:
+                u = self._dependency_draws[cache_key] = _rng.draw(_rng.key(self.seed, worker, _rng.stream_id(tool)), rule.stream)
+            return u < p
         if kind == "validation_error":
             return _rng.draw(_rng.mix(task_key ^ (si << 40)), rule.stream) < p
         if kind == "permission_denied":
