@@ -10,9 +10,15 @@ from simulated_fleet.envelope import AgentToolError, parse_item_ref, parse_step_
 from simulated_fleet.observation import Action, Escalate, Retry, TaskHistory
 
 
+def exponential(base_s: float, cap_s: float, n: int) -> float:
+    """``min(cap_s, base_s * 2**n)``: exponential backoff before jitter."""
+    # 2**n overflows float past n ~ 1023; the cap is reached long before
+    return cap_s if n >= 1000 else min(cap_s, base_s * 2.0**n)
+
+
 def full_jitter(history: TaskHistory, base_s: float, cap_s: float) -> float:
     """Exponential backoff with full jitter: uniform in [0, min(cap, base * 2**retries))."""
-    return history.rng.uniform(0.0, min(cap_s, base_s * 2.0**history.retries))
+    return history.rng.uniform(0.0, exponential(base_s, cap_s, history.retries))
 
 
 def hinted_delay(retry_after_s: float | None, history: TaskHistory, base_s: float, cap_s: float) -> float:

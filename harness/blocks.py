@@ -47,7 +47,7 @@ from simulated_fleet.observation import (
     UseAlternative,
 )
 
-from ._recovery import resume_from_refs, resume_point
+from ._recovery import exponential, full_jitter, resume_from_refs, resume_point
 
 __all__ = [
     "AdaptiveThrottle",
@@ -569,12 +569,7 @@ class wait_exponential(_WaitBase):
 
     def __call__(self, observation: Observation, history: TaskHistory) -> float:
         """``min(cap_s, base_s * 2**history.retries)``."""
-        return _exp(self.base_s, self.cap_s, history.retries)
-
-
-def _exp(base_s: float, cap_s: float, n: int) -> float:
-    # 2**n overflows float past n ~ 1023; the cap is reached long before
-    return cap_s if n >= 1000 else min(cap_s, base_s * 2.0**n)
+        return exponential(self.base_s, self.cap_s, history.retries)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -586,7 +581,7 @@ class wait_full_jitter(_WaitBase):
 
     def __call__(self, observation: Observation, history: TaskHistory) -> float:
         """A uniform draw in ``[0, min(cap_s, base_s * 2**history.retries))``."""
-        return history.rng.uniform(0.0, _exp(self.base_s, self.cap_s, history.retries))
+        return full_jitter(history, self.base_s, self.cap_s)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -598,7 +593,7 @@ class wait_equal_jitter(_WaitBase):
 
     def __call__(self, observation: Observation, history: TaskHistory) -> float:
         """Half of the capped exponential fixed, half drawn uniformly."""
-        half = _exp(self.base_s, self.cap_s, history.retries) / 2.0
+        half = exponential(self.base_s, self.cap_s, history.retries) / 2.0
         return half + history.rng.uniform(0.0, half)
 
 
