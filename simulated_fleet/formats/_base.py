@@ -71,6 +71,23 @@ class GenericFormat:
         return "GenericFormat()"
 
 
+def progress_refs(report: AttemptReport) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(completed step references, completed item references of the failed step)."""
+    names = report.step_names
+    failed = report.failed_step
+    steps = tuple(step_ref(i, names[i]) for i in range(failed))
+    items = tuple(item_ref(failed, names[failed], k) for k in report.done_items)
+    return steps, items
+
+
+def retry_after_ms(report: AttemptReport) -> int | None:
+    """The retry-after hint in whole milliseconds, rounded up (never a hint shorter than the real wait, ignoring float noise)."""
+    if report.retry_after_s is None or not math.isfinite(report.retry_after_s):
+        return None
+    return math.ceil(round(report.retry_after_s * 1000.0, 6))
+
+
+
 class StructuredFormat:
     """The AgentToolError envelope: code, category, recoverability, partial success, hints."""
 
@@ -85,21 +102,13 @@ class StructuredFormat:
             return Observation(ok=True, status="ok", worker=report.worker)
         kind = report.failure or "fatal"
         contract = FAILURES.get(kind)
-        names = report.step_names
-        failed = report.failed_step
-        partial = PartialSuccess(
-            completed_steps=tuple(step_ref(i, names[i]) for i in range(failed)),
-            artifacts=tuple(item_ref(failed, names[failed], k) for k in report.done_items),
-        )
-        context = {"worker": f"worker-{report.worker}", "tool": names[failed]}
+        steps, items = progress_refs(report)
+        partial = PartialSuccess(completed_steps=steps, artifacts=items)
+        context = {"worker": f"worker-{report.worker}", "tool": report.step_names[report.failed_step]}
         if kind in ("timeout", "latency_spike"):
             context["outcome"] = "unknown"  # the side effect may or may not have committed
         if report.alternatives_left:
             context["alternatives_left"] = str(report.alternatives_left)
-        retry_after_ms = None
-        if report.retry_after_s is not None and math.isfinite(report.retry_after_s):
-            # Round up (never a hint shorter than the real wait), ignoring float noise.
-            retry_after_ms = math.ceil(round(report.retry_after_s * 1000.0, 6))
         if contract is None:
             envelope = AgentToolError(
                 error_code="UNCLASSIFIED",
@@ -116,7 +125,7 @@ class StructuredFormat:
                 recoverable=contract.recoverable,
                 suggested_action=contract.suggested_action,
                 partial_success=partial,
-                retry_after_ms=retry_after_ms,
+                retry_after_ms=retry_after_ms(report),
                 context=context,
             )
         if report.schema_version is not None:

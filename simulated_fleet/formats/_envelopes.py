@@ -9,14 +9,11 @@ any vendor text through the sanitiser before it crosses the boundary.
 
 from __future__ import annotations
 
-import math
-
-from ..envelope import item_ref, step_ref
 from ..envelopes import FailureTypeError, ItemStatus, RunHealth, SubagentResult, ToolEnvelope
 from ..observation import Observation
 from ..sanitise import sanitise
 from ..truth import FAILURES, AttemptReport
-from ._base import plain_success
+from ._base import plain_success, progress_refs, retry_after_ms
 from ._text import _Bound
 from ._vendor import vendor_text
 
@@ -82,22 +79,6 @@ DRIFT: dict[str, dict[str, tuple[str, ...]]] = {
         "context": ("metadata",),
     },
 }
-
-
-def progress_refs(report: AttemptReport) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(completed step references, completed item references of the failed step)."""
-    names = report.step_names
-    failed = report.failed_step
-    steps = tuple(step_ref(i, names[i]) for i in range(failed))
-    items = tuple(item_ref(failed, names[failed], k) for k in report.done_items)
-    return steps, items
-
-
-def retry_after_ms(report: AttemptReport) -> int | None:
-    """The retry-after hint in whole milliseconds, rounded up (as the structured format does)."""
-    if report.retry_after_s is None or not math.isfinite(report.retry_after_s):
-        return None
-    return math.ceil(round(report.retry_after_s * 1000.0, 6))
 
 
 def _drifted(envelope, report: AttemptReport, contract: str):
