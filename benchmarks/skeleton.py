@@ -15,13 +15,12 @@ event only when every slot of the worker is busy.
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass
 
 import simpy
 
-from simulated_fleet.config import WorldSpec
+from simulated_fleet.config import WorldSpec, lognormal_params
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +41,7 @@ def skeleton_tasks(spec: WorldSpec, seed: int) -> list[SkeletonTask]:
     for tpl in spec.workload.templates:
         steps = []
         for s in tpl.steps:
-            sigma2 = math.log1p(s.duration.cv**2)
-            steps.append((s.fan_out, math.log(s.duration.mean_s) - sigma2 / 2.0, math.sqrt(sigma2)))
+            steps.append((s.fan_out, *lognormal_params(s.duration.mean_s, s.duration.cv)))
         compiled.append(tuple(steps))
     n = spec.fleet.workers
     return [

@@ -6,6 +6,7 @@ They are read once when a run is built; the hot path never touches them.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -24,6 +25,12 @@ from .fault_specs import (  # noqa: F401  (re-exported: config is where users lo
 )
 
 DAY_S = 86_400.0
+
+
+def lognormal_params(mean: float, cv: float) -> tuple[float, float]:
+    """(mu, sigma) of the log-normal with this mean and coefficient of variation."""
+    sigma2 = math.log1p(cv * cv)
+    return math.log(mean) - sigma2 / 2.0, math.sqrt(sigma2)
 
 
 class Distribution(_Strict):

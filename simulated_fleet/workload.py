@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
 from . import _rng
-from .config import DAY_S, WorkloadSpec
+from .config import DAY_S, WorkloadSpec, lognormal_params
 
 S_WORKLOAD = _rng.stream_id("workload")
 PEAK_HOUR_S = 14 * 3600.0
@@ -146,8 +146,8 @@ def closed_loop_task(
     rng = random.Random(_rng.key(seed, S_WORKLOAD, client, n))
     think = spec.think
     if think.cv > 0:
-        sigma2 = math.log1p(think.cv * think.cv)
-        think_s = math.exp(math.log(think.mean_s) - sigma2 / 2.0 + math.sqrt(sigma2) * rng.gauss(0.0, 1.0))
+        mu, sigma = lognormal_params(think.mean_s, think.cv)
+        think_s = math.exp(mu + sigma * rng.gauss(0.0, 1.0))
     else:
         think_s = think.mean_s
     weights = [t.weight for t in spec.templates]

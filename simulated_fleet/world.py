@@ -20,7 +20,7 @@ from typing import Callable, Generator
 import simpy
 
 from . import _rng
-from .config import DAY_S, WorldSpec
+from .config import DAY_S, WorldSpec, lognormal_params
 from .envelope import SCHEMA_VERSION
 from .faults import BATCH_KINDS, PERSISTENT_KINDS, TRANSIENT_KINDS, FaultPlan, build_plan
 from .fleet import TokenBucket, Worker
@@ -125,11 +125,6 @@ class _Template:
     append_steps: tuple[int, ...]
     deadline_s: float | None
     budget_calls: int | None
-
-
-def _lognormal(mean: float, cv: float) -> tuple[float, float]:
-    sigma2 = math.log1p(cv * cv)
-    return math.log(mean) - sigma2 / 2.0, math.sqrt(sigma2)
 
 
 def _number(value, what: str) -> float:
@@ -274,7 +269,7 @@ class World:
         self.call_timeout_s = fleet.call_timeout_s
         lat = fleet.network_latency
         self.latency_mean = 2.0 * lat.mean_s  # a call is one round trip
-        self.latency_mu, self.latency_sigma = _lognormal(self.latency_mean, lat.cv)
+        self.latency_mu, self.latency_sigma = lognormal_params(self.latency_mean, lat.cv)
         self.templates = tuple(self._compile(i, t, plan) for i, t in enumerate(spec.workload.templates))
         self.least_loaded = fleet.dispatch == "least_loaded"
         self.sink = sink
@@ -297,7 +292,7 @@ class World:
         steps = []
         names = [s.tool for s in template.steps]
         for s in template.steps:
-            mu, sigma = _lognormal(s.duration.mean_s, s.duration.cv)
+            mu, sigma = lognormal_params(s.duration.mean_s, s.duration.cv)
             steps.append(
                 _Step(
                     name=s.tool,
@@ -551,7 +546,7 @@ class World:
         """A keyed log-normal draw from a :class:`~simulated_fleet.config.Distribution`."""
         if spec.cv <= 0.0:
             return spec.mean_s
-        mu, sigma = _lognormal(spec.mean_s, spec.cv)
+        mu, sigma = lognormal_params(spec.mean_s, spec.cv)
         return math.exp(mu + sigma * _rng.normal(_rng.key(self._seed_key, stream, task_id, n), stream))
 
     def _chosen_worker(self, proposed: int, shared, rec: TaskRecord) -> int:
