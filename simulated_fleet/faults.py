@@ -17,6 +17,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from . import _rng
+from .config import DAY_S
 from .fault_specs import (
     Burst,
     DiskFull,
@@ -242,7 +243,7 @@ def burst_spans(burst: Burst, seed: int, index: int, unit: int, horizon_s: float
 
 def poisson_times(seed: int, stream: int, index: int, worker: int, per_day: float, horizon_s: float) -> list[float]:
     """Event times of a Poisson process with ``per_day`` events per simulated day."""
-    rate = per_day / 86_400.0
+    rate = per_day / DAY_S
     if rate <= 0.0:  # also a positive per_day so small that the rate underflows to zero
         return []
     times: list[float] = []
@@ -329,7 +330,7 @@ def build_plan(spec, seed: int) -> FaultPlan:
                 plan.crashes[event.worker].append((event.at_s, event.at_s + fault.down_s))
         elif isinstance(fault, RateLimit):
             spans = list(expand_windows(fault.windows, horizon))
-            count = int(round(fault.per_day * horizon / 86_400.0))
+            count = int(round(fault.per_day * horizon / DAY_S))
             for i in range(count):
                 start = _rng.uniform(_rng.key(seed, S_RATE, index, i)) * max(horizon - fault.window_s, 0.0)
                 spans.append((start, start + fault.window_s))

@@ -142,7 +142,10 @@ def closed_loop_task(
     orchestrators: int,
     titles: TitleSource,
 ) -> tuple[Task, float]:
-    """The ``n``-th task of closed-loop ``client`` and the think time before it."""
+    """The ``n``-th task of closed-loop ``client`` and the think time before it.
+
+    The client thinks from ``now``, so the task arrives at ``now`` plus the think time.
+    """
     rng = random.Random(_rng.key(seed, S_WORKLOAD, client, n))
     think = spec.think
     if think.cv > 0:
@@ -153,7 +156,7 @@ def closed_loop_task(
     weights = [t.weight for t in spec.templates]
     template = rng.choices(range(len(weights)), weights)[0]
     title = titles.pick(spec.templates[template].name, rng)
-    return Task(task_id, now, template, client % orchestrators, title), think_s
+    return Task(task_id, now + think_s, template, client % orchestrators, title), think_s
 
 
 def explicit_task_count(spec: WorkloadSpec, workers: int) -> int:

@@ -385,7 +385,6 @@ class World:
             if env.now + think_s >= spec.duration_s:
                 return
             yield env.timeout(think_s)
-            task = Task(task.id, env.now, task.template, task.orchestrator, task.title)
             yield env.process(self._task(task))
             n += 1
 
@@ -928,20 +927,19 @@ class World:
         self._fault(rec, "node_crash", crash_at, step.name, w.index)
 
     def _batch_failures(self, rules, step, task_key, si, step_key, worker, now) -> frozenset[int]:
-        """Items of a fan-out step chosen to fail together by a partial-batch rule."""
-        if not rules or step.fan_out < 2:
-            return frozenset()
+        """Items of a fan-out step chosen to fail together by a partial-batch rule (the caller
+        asks only for fan-out steps with such rules)."""
         for rule in rules:
             key = _rng.mix(task_key ^ (si << 40)) if rule.spec.persistent else step_key
             if _rng.draw(key, rule.stream) < rule.probability_at(now, worker):
                 order = sorted(range(step.fan_out), key=lambda i: _rng.draw(key, S_BATCH + i))
                 return frozenset(order[: min(rule.spec.failures, step.fan_out)])
-        return frozenset()
+        return _NO_ITEMS
 
     def _alternatives_left(self, tpl, si, failed, sources, worker) -> int:
         best = 0
-        for rule in self.plan.rules:
-            if rule.kind == "not_found" and rule.applies(worker, tpl.names[si], tpl.name):
+        for rule in self._rules_for(worker, tpl, si)[0]:  # the persistent rules that apply here
+            if rule.kind == "not_found":
                 for item, kind in failed:
                     if kind == "not_found":
                         best = max(best, rule.spec.alternatives - sources.get((si, item), 0))

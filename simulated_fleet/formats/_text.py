@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import copy
+
 from ..observation import Observation
 from ..sanitise import PlantedSecrets
 from ..truth import AttemptReport
@@ -23,8 +25,7 @@ class _Bound:
 
     def for_run(self, seed: int):
         """A copy of this format bound to the planted secrets of the run with ``seed``."""
-        fresh = type(self).__new__(type(self))
-        fresh.__dict__.update(self.__dict__)
+        fresh = copy.copy(self)
         fresh.seed = seed
         fresh._secrets = None
         return fresh
