@@ -143,6 +143,73 @@ def test_fuzz_command_lines_never_give_a_traceback(workdir, monkeypatch, args):
     _assert_clean(_invoke(workdir, monkeypatch, args), args)
 
 
+# ---- --jobs / --seeds / --seed values (the fuzzer's are overridden by SAFE) ----------------------
+
+HUGE = str(10**30)
+#: compare, sweep and ablation take ``--jobs`` in 1..512 and ``--seeds`` in 1..10000.
+BAD_COUNTS = [(option, value) for option, values in (("--jobs", ["0", "-1", "x", "513", HUGE]),
+                                                     ("--seeds", ["0", "-3", "x", "10001"])) for value in values]  # fmt: skip
+
+
+def _safe_without(command: str, option: str) -> list[str]:
+    """SAFE[command] less ``option`` and its value, so the value under test is the only one given."""
+    safe, out = SAFE[command], []
+    i = 0
+    while i < len(safe):
+        if safe[i] == option:
+            i += 2
+            continue
+        out.append(safe[i])
+        i += 1
+    return out
+
+
+def _assert_one_usage_error(result, args, *needles: str) -> None:
+    """Exit 2, no traceback, nothing run or printed, exactly one error line naming the problem.
+
+    ``needles`` are what click's own message says; the option name alone is required of
+    any other single ``error:`` line (a later check such as the executor's may word it its way).
+    """
+    _assert_clean(result, args)
+    assert result.exit_code == 2, (args, result.exit_code, result.output)
+    assert isinstance(result.exception, SystemExit), (args, repr(result.exception))
+    errors = [line for line in result.stderr.splitlines() if line.lower().startswith("error:")]
+    assert len(errors) == 1, (args, result.stderr)
+    [error] = errors
+    if error.startswith("Error:"):  # click's usage error
+        for needle in needles:
+            assert needle in error, (args, error)
+    else:
+        assert needles[0].split("'")[1] in error, (args, error)  # the option's name
+        assert len([line for line in result.stderr.splitlines() if line.strip()]) == 1, (args, result.stderr)
+    assert result.stdout == "", (args, result.stdout)  # nothing ran, nothing was printed
+
+
+@pytest.mark.parametrize("option, value", BAD_COUNTS)
+@pytest.mark.parametrize("command", ["compare", "sweep", "ablation"])
+def test_invalid_jobs_or_seeds_is_one_usage_error(workdir, monkeypatch, command, option, value):
+    """--jobs 0/-1/x/513/10**30 and --seeds 0/-3/x/10001: exit 2, one 'Invalid value' message, never a traceback."""
+    args = [command, *_safe_without(command, option), option, value]
+    result = _invoke(workdir, monkeypatch, args)
+    _assert_one_usage_error(result, args, f"Invalid value for '{option}'", value)
+
+
+@pytest.mark.parametrize("option, value", [("--jobs", "0"), ("--jobs", "x"), ("--seeds", "-3"), ("--seeds", "x")])
+def test_run_has_no_jobs_or_seeds_option(workdir, monkeypatch, option, value):
+    """run takes one --seed and runs in this process: --jobs and --seeds are unknown options (exit 2, one message)."""
+    args = ["run", *SAFE["run"], option, value]
+    result = _invoke(workdir, monkeypatch, args)
+    _assert_one_usage_error(result, args, f"No such option '{option}'")
+
+
+@pytest.mark.parametrize("value", ["-1", "-3", "x", str(2**63), HUGE])
+def test_invalid_run_seed_is_one_usage_error(workdir, monkeypatch, value):
+    """run --seed outside 0..2**63-1 or not a number: exit 2, one 'Invalid value' message (0 is a valid seed)."""
+    args = ["run", *SAFE["run"], "--seed", value]
+    result = _invoke(workdir, monkeypatch, args)
+    _assert_one_usage_error(result, args, "Invalid value for '--seed'", value)
+
+
 # ---- policy import paths ----------------------------------------------------------------------
 
 BROKEN_MODULES = {

@@ -837,6 +837,12 @@ def test_items_finished_before_the_crash_took_effect(sim):
     r = sim.run(_fan_crash(sim, crash=True), BlindRetry(0), "generic", seed)
     # the finished items ended at 4.1 < 10 (crash): they committed.
     assert r.rec.commits == base.rec.commits
+    # ... and the crash really happened: without it the hanging items time out at 30 s (as
+    # in the base run); with it the dispatch is lost at 10 s, noticed at 10 + 60 = 70 s.
+    assert base.rec.fault_hits.get("node_crash", 0) == 0 and base.rec.end_s == pytest.approx(30.0, **APPROX)
+    assert r.rec.fault_hits == {"node_crash": 1}
+    assert [(round(t, 6), kind, worker) for t, kind, _, worker, _ in r.output.fault_log] == [(10.0, "node_crash", 0)]
+    assert r.rec.end_s == pytest.approx(70.0, **APPROX) and r.rec.claim == "failed" != base.rec.claim
 
 
 def test_late_crash_is_noticed_a_heartbeat_timeout_after_the_crash(sim):

@@ -38,6 +38,9 @@ def test_groups_and_runs_round_trip(tmp_path):
         assert (group.id, group.kind, group.label, group.status, group.runs) == (gid, "compare", "nightly", "running", 2)
         store.finish_group(gid)
         assert store.group(gid).status == "complete"
+        # synchronous is per connection (a fresh one reads SQLite's default, itself often FULL
+        # and so proving nothing): ask the store's own.  2 = FULL, an fsync at every commit.
+        assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

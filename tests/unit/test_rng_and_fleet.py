@@ -131,6 +131,11 @@ def test_uniform_top_value_below_one():
     """The largest possible mixed value maps strictly below 1."""
     # uniform uses the top 53 bits: (2**64 - 1) >> 11 = 2**53 - 1 -> (2**53 - 1) / 2**53
     assert ((2**64 - 1) >> 11) * 2.0**-53 < 1.0
+    # and the real function at that edge: this key mixes to the largest 64-bit value
+    top = 3558559446808474027
+    assert _rng.mix(top) == 2**64 - 1
+    assert _rng.uniform(top) == 1.0 - 2.0**-53 == 0.9999999999999999
+    assert _rng.uniform(top) < 1.0
 
 
 def test_draw_in_unit_interval():
@@ -731,3 +736,70 @@ def test_bisecting_cumulative_weights_draws_what_random_choices_draws():
         for _ in range(100):
             expected = chooser.choices(range(len(cum)), cum_weights=cum)[0]
             assert bisect.bisect(cum, bisector.random() * (cum[-1] + 0.0), 0, len(cum) - 1) == expected
+
+
+def _reference_arrivals(spec, seed: int, horizon_s: float, orchestrators: int) -> list[tuple]:
+    """The Poisson workload drawn the plain way: ``rng.choices(range(n), cum_weights=...)`` per task.
+
+    Mirrors :func:`simulated_fleet.workload.arrivals` draw for draw: an exponential gap at
+    the peak rate, diurnal thinning with one ``rng.random()``, then the template, then the
+    title picks (``TitleSource.pick``, which consumes the same stream).
+    """
+    import itertools
+    import random
+
+    from simulated_fleet.config import DAY_S
+    from simulated_fleet.workload import PEAK_HOUR_S, S_WORKLOAD, TitleSource
+
+    rng = random.Random(_rng.key(seed, S_WORKLOAD))
+    titles = TitleSource(seed)
+    names = [t.name for t in spec.templates]
+    cum = list(itertools.accumulate(t.weight for t in spec.templates))
+    base = spec.tasks_per_day / DAY_S
+    amp = spec.diurnal_amplitude
+    peak = base * (1.0 + amp)
+    out, t = [], 0.0
+    while True:
+        t += rng.expovariate(peak)
+        if t >= horizon_s:
+            return out
+        if amp > 0:
+            rate = base * (1.0 + amp * math.cos(2.0 * math.pi * (t - PEAK_HOUR_S) / DAY_S))
+            if rng.random() * peak > rate:
+                continue
+        template = rng.choices(range(len(cum)), cum_weights=cum)[0]
+        title = titles.pick(names[template], rng)
+        out.append((len(out), t, template, len(out) % orchestrators, names[template], title.picks))
+
+
+@pytest.mark.parametrize(
+    "weights, amplitude",
+    [
+        (None, 0.5),  # the default templates (coding 0.55, research 0.3, crm_sync 0.15), diurnal
+        (None, 0.0),  # flat arrivals: no thinning draw
+        ([("triage", 0.05), ("coding", 3.0), ("crm_sync", 0.4), ("research", 1.7), ("ops", 0.01)], 0.8),
+    ],
+    ids=["default", "flat", "five-uneven"],
+)
+def test_arrivals_pick_the_templates_random_choices_would_pick(weights, amplitude):
+    """workload.arrivals() itself: every task's time, template, orchestrator and title picks equal
+    a reference loop that draws the template with ``rng.choices(..., cum_weights=...)`` on the same stream."""
+    from collections import Counter
+
+    from simulated_fleet.config import TemplateSpec, WorkloadSpec
+    from simulated_fleet.workload import arrivals
+
+    kw: dict = {"tasks_per_day": 2000, "diurnal_amplitude": amplitude}
+    if weights is not None:
+        kw["templates"] = [TemplateSpec(name=n, weight=w, steps=[{"tool": "t", "duration": {"mean_s": 1}}]) for n, w in weights]
+    spec = WorkloadSpec(**kw)
+    for seed in (1, 7, 123):
+        got = [
+            (task.id, task.arrival_s, task.template, task.orchestrator, task.title.template_name, task.title.picks)
+            for task in arrivals(spec, seed, 86_400.0, 3)
+        ]
+        expected = _reference_arrivals(spec, seed, 86_400.0, 3)
+        assert len(got) > 1000  # about 2,000 tasks a day
+        assert got == expected
+        # every template really drawn, so a wrong index could not hide behind an unused one
+        assert len(Counter(g[2] for g in got)) == len(spec.templates)
