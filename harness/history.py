@@ -4,10 +4,10 @@ One *group* per command invocation (a run, a comparison, a sweep), one *run* row
 finished simulated run (scenario, policy, error format, seed, swept parameters, metrics
 JSON and the whole :class:`~harness.results.RunResult` without its per-task rows).
 
-Crash safety: the database runs in WAL mode with ``synchronous=FULL``, and every write
-is one short ``BEGIN IMMEDIATE`` transaction, so a run is either stored whole or not at
-all; a process killed mid-write (even ``kill -9``) leaves the store readable, and the
-next connection rolls the unfinished write back.  ``UNIQUE(group_id, key)`` makes
+Crash safety: the database runs in WAL mode and every write is one short ``BEGIN
+IMMEDIATE`` transaction, so a run is either stored whole or not at all; a process killed
+mid-write (even ``kill -9``) leaves the store readable, and the next connection rolls the
+unfinished write back.  ``synchronous=FULL`` adds the same for an OS crash or power loss.  ``UNIQUE(group_id, key)`` makes
 :meth:`HistoryStore.add_run` idempotent, so a resumed sweep never stores a run twice.
 
 Nothing secret is stored: no environment, no command line, no credentials; only names,
