@@ -23,7 +23,7 @@ from simulated_fleet.fault_specs import Burst, NodeEvent, Ramp, Window
 
 from . import _yaml
 from .fault_catalogue import fault_kinds, parameters
-from .scenario import MAX_FILE_BYTES, MAX_RATE_WINDOWS, MAX_SCHEDULE_SPANS, MAX_TASKS, MAX_TOOL_CALLS, Scenario
+from .scenario import MAX_FILE_BYTES, MAX_SCHEDULE_SPANS, MAX_TASKS, MAX_TOOL_CALLS, Scenario
 
 #: The models a scenario file is made of, with the key they appear under.
 SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
@@ -132,8 +132,8 @@ def render() -> str:
         f"{MAX_TOOL_CALLS:,} tool calls per run",
         "  (about 80 minutes of CPU for one run), estimated before any fault or retry from",
         "  `tasks_per_day` x days (or the closed-loop clients) and the templates' calls per task;",
-        f"  and fault schedules that expand to more than {MAX_SCHEDULE_SPANS:,} windows, burst phases and",
-        f"  node events per run, or to more than {MAX_RATE_WINDOWS:,} rate-limit windows.",
+        f"  and fault schedules that expand to more than {MAX_SCHEDULE_SPANS:,} windows (rate-limit ones",
+        "  included), burst phases and node events per run.",
         "* A mistake is reported as `FILE: PATH: RULE (got VALUE); FIX`, one line per problem,",
         "  with a \"did you mean\" for misspelt fields, fault kinds, templates, tools and choices.",
         "",

@@ -367,14 +367,26 @@ def build_plan(spec, seed: int) -> FaultPlan:
 
 
 def _disjoint(windows: list[tuple[float, float, float]]) -> list[tuple[float, float, float]]:
-    """Split overlapping rate windows into disjoint ones whose factors multiply."""
+    """Split overlapping rate windows into disjoint ones whose factors multiply.
+
+    A sweep over the edges: the windows in force between two neighbouring edges are kept
+    by index, and their factors multiply in the windows' order (so the floats do not
+    depend on how the sweep met them).
+    """
     edges = sorted({t for s, e, _ in windows for t in (s, e)})
+    starts = sorted(range(len(windows)), key=lambda i: windows[i][0])
+    active: dict[int, float] = {}
+    nxt = 0
     out: list[tuple[float, float, float]] = []
     for a, b in zip(edges, edges[1:]):
+        while nxt < len(starts) and windows[starts[nxt]][0] <= a:
+            active[starts[nxt]] = windows[starts[nxt]][2]
+            nxt += 1
+        for i in [i for i in active if windows[i][1] <= a]:
+            del active[i]  # ended at or before a: no longer covers [a, b)
         factor = 1.0
-        for s, e, f in windows:
-            if s <= a and b <= e:
-                factor *= f
+        for i in sorted(active):
+            factor *= active[i]
         if factor < 1.0:
             if out and out[-1][1] == a and out[-1][2] == factor:
                 out[-1] = (out[-1][0], b, factor)

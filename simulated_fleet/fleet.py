@@ -4,6 +4,7 @@ fleet-wide API token bucket through which rate limiting emerges from load."""
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections import deque
 
 import simpy
@@ -14,36 +15,52 @@ from .faults import Spans
 class TokenBucket:
     """The fleet's shared API rate limit, refilled lazily (no SimPy process).
 
-    The refill rate is ``rate_per_s`` multiplied by the factor of any rate-limit window
+    The refill rate is ``rate_per_s`` multiplied by the factor of the rate-limit window
     in force, integrated exactly across window edges.  A request that finds no token is
     refused with the time until one will be available: the retry-after hint.
+
+    ``windows`` are ``(start, end, factor)``, disjoint and sorted (as the fault plan gives
+    them); each lookup is a binary search, so every API call costs the same however many
+    windows a scenario has.
     """
 
-    __slots__ = ("rate", "burst", "tokens", "last", "windows")
+    __slots__ = ("rate", "burst", "tokens", "last", "windows", "_ends")
 
     def __init__(self, rate_per_s: float, burst: float, windows: list[tuple[float, float, float]]):
+        if any(later[0] < earlier[1] for earlier, later in zip(windows, windows[1:])):
+            raise ValueError("TokenBucket: rate-limit windows must be disjoint and sorted by start")
         self.rate = rate_per_s
         self.burst = burst
         self.tokens = burst
         self.last = 0.0
         self.windows = windows
+        self._ends = [end for _, end, _ in windows]
 
     def _refill_amount(self, a: float, b: float) -> float:
         amount = self.rate * (b - a)
-        for start, end, factor in self.windows:
+        windows = self.windows
+        # From the first window that ends after a, up to the first that starts at or after b:
+        # the others overlap (a, b) by nothing.
+        for i in range(bisect_right(self._ends, a), len(windows)):
+            start, end, factor = windows[i]
+            if start >= b:
+                break
             lo = start if start > a else a
             hi = end if end < b else b
             if hi > lo:
                 amount -= self.rate * (1.0 - factor) * (hi - lo)
         return amount
 
+    def _window_at(self, t: float) -> int:
+        """The index of the first window that ends after ``t`` (the one in force, if any)."""
+        return bisect_right(self._ends, t)
+
     def rate_at(self, now: float) -> float:
         """The refill rate in force at ``now``."""
-        rate = self.rate
-        for start, end, factor in self.windows:
-            if start <= now < end:
-                rate *= factor
-        return rate
+        i = self._window_at(now)
+        if i < len(self.windows) and self.windows[i][0] <= now:
+            return self.rate * self.windows[i][2]
+        return self.rate
 
     def take(self, now: float) -> float:
         """Take one token: 0.0 on success, else the seconds until a token is available."""
@@ -67,12 +84,11 @@ class TokenBucket:
         need = 1.0 - self.tokens
         t = now
         # Walk forward across window edges until the refill covers the shortfall.
-        for _ in range(len(self.windows) * 2 + 2):
+        windows = self.windows
+        for _ in range(len(windows) * 2 + 2):
             rate = self.rate_at(t)
-            edge = min(
-                [e for s, e, _ in self.windows if s <= t < e] + [s for s, _, _ in self.windows if s > t]
-                or [math.inf]
-            )
+            i = self._window_at(t)  # the next edge: the end of the window in force, else the next start
+            edge = math.inf if i == len(windows) else (windows[i][1] if windows[i][0] <= t else windows[i][0])
             if rate > 0 and t + need / rate <= edge:
                 return t + need / rate - now
             if edge == math.inf:

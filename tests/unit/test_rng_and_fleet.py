@@ -803,3 +803,89 @@ def test_arrivals_pick_the_templates_random_choices_would_pick(weights, amplitud
         assert got == expected
         # every template really drawn, so a wrong index could not hide behind an unused one
         assert len(Counter(g[2] for g in got)) == len(spec.templates)
+
+
+class _LinearScanBucket(TokenBucket):
+    """The bucket as it was before binary search: every lookup scans every window."""
+
+    __slots__ = ()
+
+    def _refill_amount(self, a: float, b: float) -> float:
+        amount = self.rate * (b - a)
+        for start, end, factor in self.windows:
+            lo, hi = max(start, a), min(end, b)
+            if hi > lo:
+                amount -= self.rate * (1.0 - factor) * (hi - lo)
+        return amount
+
+    def rate_at(self, now: float) -> float:
+        rate = self.rate
+        for start, end, factor in self.windows:
+            if start <= now < end:
+                rate *= factor
+        return rate
+
+    def _window_at(self, t: float) -> int:
+        for i, (_, end, _) in enumerate(self.windows):
+            if end > t:
+                return i
+        return len(self.windows)
+
+
+def test_token_bucket_binary_search_gives_the_linear_scans_floats():
+    """Takes, refusals and retry-after hints, bit for bit, over random disjoint windows
+    (touching ones, zero factors, requests inside, between and past them)."""
+    import random
+
+    rng = random.Random(11)
+    for _ in range(40):
+        windows, t = [], 0.0
+        for _ in range(rng.randint(1, 12)):
+            t += rng.choice([0.0, rng.uniform(0.1, 50.0)])  # 0.0: touching the previous window
+            end = t + rng.uniform(0.5, 40.0)
+            windows.append((t, end, rng.choice([0.0, 0.02, 0.5])))
+            t = end
+        rate, burst = rng.uniform(0.2, 3.0), rng.randint(1, 5)
+        fast, slow = TokenBucket(rate, burst, list(windows)), _LinearScanBucket(rate, burst, list(windows))
+        now = 0.0
+        for _ in range(300):
+            now += rng.expovariate(1.0)
+            assert fast.take(now) == slow.take(now)
+            assert fast.tokens == slow.tokens
+            if rng.random() < 0.1:
+                assert fast.charge_refusal(now, 0.5) == slow.charge_refusal(now, 0.5)
+
+
+def test_token_bucket_refuses_overlapping_windows():
+    with pytest.raises(ValueError, match="disjoint and sorted"):
+        TokenBucket(1.0, 1.0, [(0.0, 10.0, 0.5), (5.0, 20.0, 0.5)])
+
+
+def test_disjoint_rate_windows_match_the_pairwise_definition():
+    """The sweep gives, float for float, what multiplying every covering window per elementary span gives."""
+    import random
+
+    from simulated_fleet.faults import _disjoint
+
+    def pairwise(windows):
+        edges = sorted({t for s, e, _ in windows for t in (s, e)})
+        out = []
+        for a, b in zip(edges, edges[1:]):
+            factor = 1.0
+            for s, e, f in windows:
+                if s <= a and b <= e:
+                    factor *= f
+            if factor < 1.0:
+                if out and out[-1][1] == a and out[-1][2] == factor:
+                    out[-1] = (out[-1][0], b, factor)
+                else:
+                    out.append((a, b, factor))
+        return out
+
+    rng = random.Random(3)
+    for _ in range(200):
+        windows = []
+        for _ in range(rng.randint(0, 15)):
+            start = float(rng.randint(0, 60))  # integers: many shared and touching edges
+            windows.append((start, start + rng.randint(1, 30), rng.choice([0.0, 0.3, 0.5, 0.9, 1.0])))
+        assert _disjoint(windows) == pairwise(windows)
