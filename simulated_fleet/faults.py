@@ -12,6 +12,7 @@ whether a moment is inside a schedule is amortised O(1).
 
 from __future__ import annotations
 
+import heapq
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -93,6 +94,43 @@ class Spans:
         return bool(self.spans)
 
 
+class SpanTable:
+    """Spans that may overlap, each with a payload; the payload in force at an instant.
+
+    ``entries`` are ``(start, end, *payload)``.  Where spans overlap, the first in sorted
+    order wins (a worker in two latency spikes at once suffers the earlier one).  Built
+    into disjoint pieces once, so a lookup is a binary search however many spans there are.
+    """
+
+    __slots__ = ("entries", "_pieces", "_ends")
+
+    def __init__(self, entries: list[tuple]):
+        self.entries = sorted(entries)
+        self._pieces: list[tuple] = []
+        edges = sorted({t for entry in self.entries for t in entry[:2]})
+        active: list[int] = []  # heap of indices into entries: the smallest is the first in sorted order
+        nxt = 0
+        for a, b in zip(edges, edges[1:]):
+            while nxt < len(self.entries) and self.entries[nxt][0] <= a:
+                heapq.heappush(active, nxt)
+                nxt += 1
+            while active and self.entries[active[0]][1] <= a:
+                heapq.heappop(active)  # the winner ended; later ones may still be in force
+            if active:
+                self._pieces.append((a, b, self.entries[active[0]][2:]))
+        self._ends = [end for _, end, _ in self._pieces]
+
+    def at(self, now: float) -> tuple | None:
+        """The payload of the first entry in force at ``now``, or None."""
+        i = bisect_right(self._ends, now)
+        if i < len(self._pieces) and self._pieces[i][0] <= now:
+            return self._pieces[i][2]
+        return None
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+
 @dataclass(slots=True)
 class CallRule:
     """A compiled per-call fault.  ``spans`` None means always active."""
@@ -162,8 +200,10 @@ class FaultPlan:
     crashes: list[list[tuple[float, float]]] = field(default_factory=list)
     rate_windows: list[tuple[float, float, float]] = field(default_factory=list)
     partitions: list[Partition] = field(default_factory=list)
-    latency: list[list[tuple[float, float, float, float]]] = field(default_factory=list)
-    drift: list[list[tuple[float, float, str, tuple[str, ...]]]] = field(default_factory=list)
+    latency: list = field(default_factory=list)
+    """Per worker: (start, end, factor, add) spikes while building, then a :class:`SpanTable`."""
+    drift: list = field(default_factory=list)
+    """Per worker: (start, end, version, missing fields) while building, then a :class:`SpanTable`."""
     git_branches: int = 0
     git_tools: frozenset[str] = frozenset()
     quota_per_day: int = 0
@@ -360,8 +400,8 @@ def build_plan(spec, seed: int) -> FaultPlan:
         plan.disk_full[w] = _merge(plan.disk_full[w])
         plan.crashes[w] = _merge(plan.crashes[w])
         plan.key_expiries[w].sort()
-        plan.latency[w].sort()
-        plan.drift[w].sort()
+        plan.latency[w] = SpanTable(plan.latency[w])
+        plan.drift[w] = SpanTable(plan.drift[w])
     plan.rate_windows = _disjoint(rate)
     return plan
 

@@ -702,10 +702,8 @@ class World:
         self._emit("fault", rec.id, worker, kind, tool)
 
     def _drift(self, worker: int, now: float) -> tuple[str | None, tuple[str, ...]]:
-        for start, end, version, missing in self.plan.drift[worker]:
-            if start <= now < end:
-                return version, missing
-        return None, ()
+        drift = self.plan.drift[worker].at(now)
+        return drift if drift is not None else (None, ())
 
     # -- one dispatch ------------------------------------------------------------------
 
@@ -988,11 +986,11 @@ class World:
         spikes = self.plan.latency[w.index]
         spiked = False
         if spikes:
-            for start, end, factor, add in spikes:
-                if start <= now < end:
-                    latency = latency * factor + add
-                    spiked = True
-                    break
+            spike = spikes.at(now)
+            if spike is not None:
+                factor, add = spike
+                latency = latency * factor + add
+                spiked = True
         if w.crash_spans and w.down(now):
             return "node_crash", latency + FAIL_FAST_S["node_crash"], False, None
         if step.uses_api and now >= w.credentials_expire_s:  # w.credentials_expired(now), inlined

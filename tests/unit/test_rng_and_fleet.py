@@ -889,3 +889,24 @@ def test_disjoint_rate_windows_match_the_pairwise_definition():
             start = float(rng.randint(0, 60))  # integers: many shared and touching edges
             windows.append((start, start + rng.randint(1, 30), rng.choice([0.0, 0.3, 0.5, 0.9, 1.0])))
         assert _disjoint(windows) == pairwise(windows)
+
+
+def test_span_table_gives_the_first_span_in_force_as_a_scan_would():
+    """Overlapping spans with payloads: the binary search returns, at every instant, what a
+    scan of the sorted spans for the first one in force returns (edges, gaps, nesting)."""
+    import random
+
+    from simulated_fleet.faults import SpanTable
+
+    rng = random.Random(8)
+    for _ in range(200):
+        entries = []
+        for _ in range(rng.randint(0, 12)):
+            start = float(rng.randint(0, 50))
+            entries.append((start, start + rng.randint(1, 20), rng.choice([2.0, 3.0, 5.0]), rng.choice([0.0, 1.5])))
+        table = SpanTable(entries)
+        ordered = sorted(entries)
+        for now in [x / 2 for x in range(0, 150)]:
+            expected = next((e[2:] for e in ordered if e[0] <= now < e[1]), None)
+            assert table.at(now) == expected, (entries, now)
+        assert bool(table) == bool(entries)
