@@ -93,6 +93,11 @@ class Spans:
     def __bool__(self) -> bool:
         return bool(self.spans)
 
+    def __eq__(self, other: object) -> bool:  # plans compare by value (the same seed gives the same plan)
+        return isinstance(other, Spans) and self.spans == other.spans
+
+    __hash__ = None  # type: ignore[assignment]
+
 
 class SpanTable:
     """Spans that may overlap, each with a payload; the payload in force at an instant.
@@ -129,6 +134,11 @@ class SpanTable:
 
     def __bool__(self) -> bool:
         return bool(self.entries)
+
+    def __eq__(self, other: object) -> bool:  # plans compare by value (the same seed gives the same plan)
+        return isinstance(other, SpanTable) and self.entries == other.entries
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking value: not a dict key
 
 
 @dataclass(slots=True)
