@@ -19,6 +19,14 @@ from numbers import Real
 __all__ = ["Estimate", "RateAssertionError", "assert_rate", "fmt_number"]
 
 
+def seeds_text(seeds) -> str:
+    """Seeds for messages and tables: ``1-5`` for a run of three or more, else ``1,3``."""
+    seeds = list(seeds)
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ",".join(map(str, seeds))
+
+
 def fmt_number(value: float | None) -> str:
     """A figure for messages and tables: four significant digits, ``n/a`` for None."""
     if value is None:

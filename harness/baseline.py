@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .assertions import Estimate, RateAssertionError, assert_rate, fmt_number
+from .assertions import Estimate, RateAssertionError, assert_rate, fmt_number, seeds_text
 from .errors import UserError
 
 if TYPE_CHECKING:
@@ -94,19 +94,13 @@ class Baseline:
                 else:
                     assert_rate(est, at_most=base)
             except RateAssertionError as exc:
-                seeds = _seed_text(entry.seeds)
+                seeds = seeds_text(entry.seeds) or "?"
                 message = (
                     f"{metric} regressed against the baseline {entry.origin} "
                     f"({fmt_number(base)} on seeds {seeds}):\n{exc}"
                 )
             out.append({"metric": metric, "baseline": base, "regressed": bool(message), "message": message})
         return out
-
-
-def _seed_text(seeds: list[int]) -> str:
-    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[0] + len(seeds))):
-        return f"{seeds[0]}-{seeds[-1]}"
-    return ",".join(map(str, seeds)) or "?"
 
 
 def _str(doc: dict, key: str, where: str) -> str:

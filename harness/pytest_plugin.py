@@ -352,14 +352,10 @@ def _interval(est) -> str:
     return fmt_number(est.value)
 
 
-def _seed_text(seeds: tuple[int, ...]) -> str:
-    if len(seeds) > 2 and list(seeds) == list(range(seeds[0], seeds[0] + len(seeds))):
-        return f"{seeds[0]}-{seeds[-1]}"
-    return ",".join(map(str, seeds))
-
-
 def _row(result: "ScenarioResult", verdicts: list[dict[str, Any]]) -> dict[str, Any]:
     """One line of the terminal summary, as plain data (it crosses xdist's wire)."""
+    from .assertions import seeds_text
+
     if not verdicts:
         baseline = "-"
     else:
@@ -369,7 +365,7 @@ def _row(result: "ScenarioResult", verdicts: list[dict[str, Any]]) -> dict[str, 
         "scenario": result.scenario,
         "policy": result.policy,
         "errors": result.errors,
-        "seeds": _seed_text(result.seeds),
+        "seeds": seeds_text(result.seeds),
         "recovery": _interval(result.recovery_rate),
         "silent": _interval(result.silent_failure_rate),
         "wasted": _interval(result.wasted_retries),
