@@ -124,11 +124,11 @@ def error_code(kind: str) -> str:
 #: these totals.  Adding such a metric is one name here, one value in
 #: :func:`task_counts` and one line in :meth:`RunAccumulator.metrics` (or
 #: :meth:`RunAccumulator.breakdowns`); the runner, the world and the wrappers below need
-#: no change.
+#: no change.  Counts of claims and policy errors are not here: the accumulator's ``claims``
+#: and ``policy_errors`` counters already hold them (:meth:`RunAccumulator.totals`).
 TASK_COUNTS: tuple[str, ...] = (
-    "tasks", "faulted", "recovered", "successes", "silent_failures", "false_alarms", "escalated",
-    "unfinished", "data_loss", "dead_letters", "policy_errors", "pages", "logical_calls", "human_ms",
-    "duplicate_side_effects",
+    "tasks", "faulted", "recovered", "successes", "silent_failures", "false_alarms",
+    "pages", "logical_calls", "human_ms", "duplicate_side_effects",
     # straight off the record (RECORD_COUNTS)
     "calls", "tokens", "retries", "wasted_retries", "redone_steps", "secrets_leaked", "schema_skews",
     "misreads", "remediations", "remediations_failed", "transport_retries", "compensations", "rollbacks",
@@ -154,11 +154,6 @@ def task_counts(record: TaskRecord, judged: Verdict) -> tuple[int, ...]:
         judged.truth == TRUTH_FULL and claim == "success",
         judged.silent_failure,
         judged.false_alarm,
-        claim == "escalated",
-        claim == "in_flight",
-        claim in UNREPORTED_CLAIMS,
-        claim == "dead_lettered",
-        record.policy_error is not None,
         pages_of(record),
         sum(map(len, record.commits)),
         round(record.human_s * 1000.0),  # whole milliseconds: an integer sum, exact in any order
@@ -218,9 +213,17 @@ class RunAccumulator:
 
     @property
     def totals(self) -> dict[str, int]:
-        """The sum of each of :data:`TASK_COUNTS` over the tasks folded in so far."""
+        """The sum of each of :data:`TASK_COUNTS` over the tasks folded in so far, and the
+        task counts the claim and policy-error counters give."""
         self._sum_pending()
-        return dict(zip(TASK_COUNTS, self._sums))
+        totals = dict(zip(TASK_COUNTS, self._sums))
+        claims = self.claims
+        totals["escalated"] = claims["escalated"]
+        totals["unfinished"] = claims["in_flight"]
+        totals["data_loss"] = sum(claims[claim] for claim in UNREPORTED_CLAIMS)
+        totals["dead_letters"] = claims["dead_lettered"]
+        totals["policy_errors"] = sum(self.policy_errors.values())  # one entry per task with an error
+        return totals
 
     def _sum_pending(self) -> None:
         # Column sums of a block of tasks' counts run in C (zip and sum); integers, so the
