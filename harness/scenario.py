@@ -180,23 +180,27 @@ def _depth(data) -> int:
     return deepest
 
 
-def parse_scenario(text: str, source: str) -> Scenario:
-    """Validate a YAML or JSON document into a Scenario."""
+def parse_document(text: str, source: str, what: str = "scenario", needs: str = "a scenario needs at least a name (name: my_world)") -> dict:
+    """A YAML or JSON document as a mapping, within the size, depth and YAML limits.
+
+    ``what`` names the kind of file in messages; ``needs`` says what an empty one lacks.
+    Every problem is a :class:`ScenarioError` naming ``source``, the place and the fix.
+    """
     if len(text.encode("utf-8", "replace")) > MAX_FILE_BYTES:
-        raise ScenarioError(f"{source}: file is larger than {MAX_FILE_BYTES} bytes; scenario files are small documents")
+        raise ScenarioError(f"{source}: file is larger than {MAX_FILE_BYTES} bytes; {what} files are small documents")
     try:
         data = json.loads(text) if source.endswith(".json") else load_yaml(text)
     except YamlLimitError as exc:
         raise ScenarioError(f"{source}: {exc}") from None
     except RecursionError:
-        raise ScenarioError(f"{source}: nested too deeply to be a scenario file") from None
+        raise ScenarioError(f"{source}: nested too deeply to be a {what} file") from None
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         first = " ".join(str(exc).split())
         mark = getattr(exc, "problem_mark", None)
         if mark is not None and getattr(exc, "problem", None):
             context = f" ({exc.context})" if getattr(exc, "context", None) else ""  # type: ignore[attr-defined]
             fix = (
-                "scenario files hold plain data only: remove the tag"
+                f"{what} files hold plain data only: remove the tag"
                 if "constructor for the tag" in str(exc.problem)  # type: ignore[attr-defined]
                 else "check the indentation, quotes and brackets there"
             )
@@ -209,14 +213,17 @@ def parse_scenario(text: str, source: str) -> Scenario:
             "write plain numbers and quote anything else"
         ) from None
     if _depth(data) > MAX_DEPTH:
-        raise ScenarioError(f"{source}: nested deeper than {MAX_DEPTH} levels; scenario files are shallow documents")
+        raise ScenarioError(f"{source}: nested deeper than {MAX_DEPTH} levels; {what} files are shallow documents")
     if data is None:
-        raise ScenarioError(
-            f"{source}: (top level): expected a mapping of fields, but the file is empty; "
-            "a scenario needs at least a name (name: my_world)"
-        )
+        raise ScenarioError(f"{source}: (top level): expected a mapping of fields, but the file is empty; {needs}")
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: (top level): expected a mapping of fields, got {type(data).__name__}")
+    return data
+
+
+def parse_scenario(text: str, source: str) -> Scenario:
+    """Validate a YAML or JSON document into a Scenario."""
+    data = parse_document(text, source)
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:

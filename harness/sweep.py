@@ -87,8 +87,7 @@ class SweepSpec(BaseModel):
 
 def load_sweep_file(path: str | Path) -> SweepSpec:
     """Read and validate a sweep file; a user error names the file, field and fix."""
-    from ._yaml import YamlLimitError, load_yaml
-    from .scenario import format_validation_error
+    from .scenario import format_validation_error, parse_document
 
     source = str(path)
     try:
@@ -97,14 +96,7 @@ def load_sweep_file(path: str | Path) -> SweepSpec:
         raise UserError(f"--file {source}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"--file {source}: cannot read: {exc}") from None
-    try:
-        data = json.loads(text) if source.endswith(".json") else load_yaml(text)
-    except (YamlLimitError, RecursionError, ValueError) as exc:
-        raise UserError(f"{source}: not a valid sweep file: {' '.join(str(exc).split())[:300]}") from None
-    except Exception as exc:  # noqa: BLE001 - YAML syntax errors of every kind
-        raise UserError(f"{source}: not valid YAML: {' '.join(str(exc).split())[:300]}") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{source}: (top level): expected a mapping of fields (scenarios, policies, errors, seeds, params, ...)")
+    data = parse_document(text, source, "sweep", "give at least one field (scenarios, policies, errors, seeds, params, ...)")
     try:
         return SweepSpec.model_validate(data)
     except ValidationError as exc:

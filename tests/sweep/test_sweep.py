@@ -228,6 +228,26 @@ def test_sweep_finds_a_policy_module_in_the_working_directory(cli, small, tmp_pa
     assert "fc_sweep_local_policy:Quitter" in result.stdout
 
 
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("policies: [structured\n", "not valid YAML: line 2, column 1"),
+        ("", "expected a mapping of fields, but the file is empty; give at least one field"),
+        ("- structured\n", "(top level): expected a mapping of fields, got list"),
+        ("a: &x 1\nb: *x\n", "anchors"),
+    ],
+    ids=["broken-yaml", "empty", "list", "alias"],
+)
+def test_a_sweep_file_is_read_as_strictly_as_a_scenario(cli, tmp_path, text, message):
+    """Sweep files go through the scenario reader: line and column, the same limits, one message, exit 2."""
+    bad = tmp_path / "sweep.yaml"
+    bad.write_text(text)
+    result = cli("sweep", "--file", str(bad))
+    assert result.exit_code == 2
+    assert f"{bad}: " in result.stderr and message in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
 def test_invalid_sweep_file_names_file_and_field(cli, tmp_path):
     """A sweep file with an unknown field gives exit 2 naming the file and the field."""
     bad = tmp_path / "bad.yaml"
