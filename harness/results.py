@@ -24,6 +24,9 @@ POOLED_RATES: dict[str, tuple[str, str]] = {
 #: Metrics that are proportions in [0, 1] (reports show them as percentages).
 RATES = tuple(POOLED_RATES)
 
+#: The three figures every table leads with, with their confidence intervals.
+HEADLINE_METRICS = ("recovery_rate", "silent_failure_rate", "wasted_retries")
+
 DIGITS = 6
 
 #: Most per-task values an arm keeps per sample (evenly spaced order statistics beyond that).

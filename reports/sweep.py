@@ -14,7 +14,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from rich.table import Table
 
-from harness.results import SweepEntry, SweepResult
+from harness.results import HEADLINE_METRICS, SweepEntry, SweepResult
 
 from .charts import PNG_METADATA
 from .tables import COLUMNS, RATES, fmt, fmt_ci
@@ -187,7 +187,7 @@ def sweep_markdown(result: SweepResult, charts: str | list[str] | None) -> str:
         cells = []
         for key, _, kind in columns:
             text = fmt(e.metrics.get(key), kind)
-            if key in ("recovery_rate", "silent_failure_rate", "wasted_retries") or key in metric_names(result):
+            if key in HEADLINE_METRICS or key in metric_names(result):
                 text += fmt_ci(e.ci.get(key, [None, None]), kind)
             cells.append(text)
         lines.append(f"| {e.scenario} | {params_text(e.params)} | {e.policy} | {e.errors} | " + " | ".join(cells) + " |")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from harness.results import RATES, CompareResult, RunResult
+from harness.results import HEADLINE_METRICS, RATES, CompareResult, RunResult
 
 #: Metrics shown in the comparison table, with their headers and formats.
 COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -95,7 +95,7 @@ def compare_table(result: CompareResult) -> Table:
         cells = []
         for key, _, kind in COLUMNS:
             text = fmt(arm.metrics.get(key), kind)
-            if key in ("recovery_rate", "silent_failure_rate", "wasted_retries"):
+            if key in HEADLINE_METRICS:
                 text += fmt_ci(arm.ci.get(key, [None, None]), kind)
             cells.append(text)
         table.add_row(arm.policy, arm.errors, *cells)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from harness.results import ArmResult, CompareResult, RunResult, Timeline
+from harness.results import HEADLINE_METRICS, ArmResult, CompareResult, RunResult, Timeline
 from harness.stats import MIN_SEEDS
 
 from . import charts
@@ -459,7 +459,7 @@ def compare_blocks(result: CompareResult, made: dict[str, Path] | None = None, t
         P(f"Mean per seed with its {pct}% confidence interval [low, high] across seeds."),
         TABLE(
             ["policy", "errors"] + [h for _, h, _ in COLUMNS],
-            [[a.policy, a.errors] + [_metric_cell(a, key) if key in ("recovery_rate", "silent_failure_rate", "wasted_retries")
+            [[a.policy, a.errors] + [_metric_cell(a, key) if key in HEADLINE_METRICS
                                       else fmt(a.metrics.get(key), kind) for key, _, kind in COLUMNS]
              for a in result.arms],
             align_right=2,
