@@ -92,7 +92,8 @@ class HistorySession:
         self.store = None if no_history else history.open_store(history_path)
         self.path = None if self.store is None else self.store.path
         self.group_id: int | None = None
-        self.runs: list[RunResult] = []
+        self.runs: list[RunResult] = []  # kept for the gate, only when there is a baseline
+        self.finished = 0
 
     def start(self, kind: str, spec, meta: dict[str, Any]) -> None:
         """Open the group this command's runs are stored in."""
@@ -104,8 +105,10 @@ class HistorySession:
         self.group_id = self.store.new_group(kind, spec.name, label=self.label, meta=meta)
 
     def add(self, result: RunResult) -> None:
-        """Keep one finished run for the gate and store it (in its own transaction)."""
-        self.runs.append(result.model_copy(update={"tasks": [], "timeline": None, "samples": {}}))
+        """Store one finished run (in its own transaction), and keep it for the gate if there is one."""
+        self.finished += 1
+        if self.baseline_group is not None:
+            self.runs.append(result.model_copy(update={"tasks": [], "timeline": None, "samples": {}}))
         if self.store is not None and self.group_id is not None:
             self.store.add_run(self.group_id, result)
 

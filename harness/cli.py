@@ -326,7 +326,7 @@ def compare(
         status = "interrupted"
         where = session.where()
         if where is not None:
-            _stderr().print(f"kept the {len(session.runs)} finished runs in {where}", highlight=False)
+            _stderr().print(f"kept the {session.finished} finished runs in {where}", highlight=False)
         raise
     finally:
         executor.shutdown()
