@@ -57,7 +57,7 @@ def scaled(workers: int, calls: int) -> dict:
     """
     import yaml
 
-    import scenarios as catalogue
+    import fleetchaos.catalogue as catalogue
 
     doc = yaml.safe_load(catalogue.path("default").read_text())
     factor = workers / doc["fleet"]["workers"]
@@ -70,7 +70,7 @@ def scaled(workers: int, calls: int) -> dict:
 
 
 def _scenario(doc: dict):
-    from harness.scenario import Scenario
+    from fleetchaos.scenario.load import Scenario
 
     return Scenario.model_validate(doc)
 
@@ -80,7 +80,7 @@ def _scenario(doc: dict):
 
 def ratio(seeds: int, workers: int, calls: int) -> dict:
     """Tool calls per second of full runs against the skeleton, same scenario and seeds."""
-    from harness.runner import run_one
+    from fleetchaos.runs.runner import run_one
     from skeleton import run_skeleton, skeleton_tasks
 
     spec = _scenario(scaled(workers, calls))
@@ -119,7 +119,7 @@ def ratio(seeds: int, workers: int, calls: int) -> dict:
 
 def _scaling_child(workers: int, calls: int, policy: str, errors: str) -> None:
     """Runs in a fresh process: one full run, then its figures as JSON on stdout."""
-    from harness.runner import run_one
+    from fleetchaos.runs.runner import run_one
 
     spec = _scenario(scaled(workers, calls))
     t0, c0 = time.perf_counter(), time.process_time()
@@ -154,8 +154,8 @@ def _have(tool: str) -> bool:
 
 def speedup(runs: int) -> dict:
     """A sweep of ``runs`` runs of the default scenario, serial and on 2 local processes."""
-    from harness.executors import LocalProcessExecutor, SerialExecutor
-    from harness.sweep import SweepSpec, plan_sweep, run_sweep
+    from fleetchaos.runs.executors import LocalProcessExecutor, SerialExecutor
+    from fleetchaos.runs.sweep import SweepSpec, plan_sweep, run_sweep
 
     seeds = max(1, runs // 20)
     spec = SweepSpec(policies=["blind-retry", "structured"], seeds=seeds,
@@ -199,7 +199,7 @@ def profile(seeds: int, workers: int, calls: int, top: int = 25) -> None:
     import cProfile
     import pstats
 
-    from harness.runner import run_one
+    from fleetchaos.runs.runner import run_one
 
     spec = _scenario(scaled(workers, calls))
     run_one(spec, "structured", "structured", 0)
@@ -230,7 +230,7 @@ def profile_sampled(seeds: int, workers: int, calls: int, top: int = 25) -> int:
         return 2
     from collections import Counter
 
-    from harness.runner import run_one
+    from fleetchaos.runs.runner import run_one
 
     spec = _scenario(scaled(workers, calls))
     run_one(spec, "structured", "structured", 0)

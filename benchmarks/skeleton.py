@@ -9,7 +9,7 @@ the events.  Tasks, templates and workers come from the same scenario, so all mo
 the same load.
 
 The harness uses fewer SimPy events than either skeleton: a free tool slot is taken with
-no event (``simulated_fleet.fleet.SlotPool``), so a step costs one timeout, plus a wait
+no event (``fleetchaos.sim.fleet.SlotPool``), so a step costs one timeout, plus a wait
 event only when every slot of the worker is busy.
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import simpy
 
-from simulated_fleet.config import WorldSpec, lognormal_params
+from fleetchaos.sim.config import WorldSpec, lognormal_params
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +35,7 @@ class SkeletonTask:
 
 def skeleton_tasks(spec: WorldSpec, seed: int) -> list[SkeletonTask]:
     """The scenario's tasks (same arrival process and templates), dispatched round-robin."""
-    from simulated_fleet.workload import arrivals
+    from fleetchaos.sim.workload import arrivals
 
     compiled = []
     for tpl in spec.workload.templates:

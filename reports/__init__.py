@@ -1,12 +1,12 @@
 """Rendering only: terminal tables, charts, and report folders from harness result models.
 
-Never imports SimPy: it reads :mod:`harness.results` and :mod:`harness.stats` and nothing
+Never imports SimPy: it reads :mod:`fleetchaos.results.models` and :mod:`fleetchaos.results.stats` and nothing
 else of the harness.
 """
 
-from .sweep import curve_chart, sweep_markdown, sweep_table, write_sweep_report
-from .tables import compare_table, run_table
-from .writer import (
+from fleetchaos.reports.sweep import curve_chart, sweep_markdown, sweep_table, write_sweep_report
+from fleetchaos.reports.tables import compare_table, run_table
+from fleetchaos.reports.writer import (
     ASSUMPTIONS,
     TaskCsvWriter,
     compare_markdown,

@@ -1,6 +1,6 @@
 """The field-ablation report: a table, a chart and the JSON document, from the ablation dict.
 
-Reads only the plain document :func:`harness.ablation.ablation_document` builds (no
+Reads only the plain document :func:`fleetchaos.runs.ablation.ablation_document` builds (no
 SimPy, no result models).  The chart uses matplotlib's object API on the Agg canvas and
 writes byte-stable PNGs (no Software metadata).
 """
@@ -50,7 +50,7 @@ def ablation_chart(doc: dict, path: Path) -> Path:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from .charts import PNG_METADATA, UNDEFINED, keep_bar_slots
+    from fleetchaos.reports.charts import PNG_METADATA, UNDEFINED, keep_bar_slots
 
     steps = doc["steps"]
     labels = [s["format"].replace("ablation:", "") for s in steps]

@@ -20,8 +20,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from harness.results import ArmResult, CompareResult, Timeline
-from harness.stats import spikes
+from fleetchaos.results.models import ArmResult, CompareResult, Timeline
+from fleetchaos.results.stats import spikes
 
 PALETTE = {"generic": "#c0504d", "structured": "#4f81bd"}
 EXTRA_COLOURS = ("#9bbb59", "#8064a2", "#f79646", "#4bacc6", "#7f7f7f", "#2c4d75", "#772c2a")
@@ -430,7 +430,7 @@ def error_code_series(t: Timeline, width_s: float) -> tuple[list[float], dict[st
     return [i * width_s for i in range(bins)], dict(sorted(counts.items()))
 
 
-#: The spike rule of the error-code chart (:func:`harness.stats.spikes`): a bin at least
+#: The spike rule of the error-code chart (:func:`fleetchaos.results.stats.spikes`): a bin at least
 #: SPIKE_MIN_COUNT and above the mean + SPIKE_SD standard deviations of its code's series.
 SPIKE_SD = 3.0
 SPIKE_MIN_COUNT = 5

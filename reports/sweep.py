@@ -14,10 +14,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from rich.table import Table
 
-from harness.results import HEADLINE_METRICS, SweepEntry, SweepResult
+from fleetchaos.results.models import HEADLINE_METRICS, SweepEntry, SweepResult
 
-from .charts import PNG_METADATA
-from .tables import COLUMNS, RATES, fmt, fmt_ci
+from fleetchaos.reports.charts import PNG_METADATA
+from fleetchaos.reports.tables import COLUMNS, RATES, fmt, fmt_ci
 
 #: Most panels one curve chart draws; further points are listed in the summary only.
 MAX_PANELS = 12

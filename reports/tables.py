@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from harness.results import HEADLINE_METRICS, RATES, CompareResult, RunResult
+from fleetchaos.results.models import HEADLINE_METRICS, RATES, CompareResult, RunResult
 
 #: Metrics shown in the comparison table, with their headers and formats.
 COLUMNS: tuple[tuple[str, str, str], ...] = (

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from harness.results import HEADLINE_METRICS, ArmResult, CompareResult, RunResult, Timeline
-from harness.stats import MIN_SEEDS
+from fleetchaos.results.models import HEADLINE_METRICS, ArmResult, CompareResult, RunResult, Timeline
+from fleetchaos.results.stats import MIN_SEEDS
 
-from . import charts
-from .tables import COLUMNS, RATES, fmt, policy_error_tasks
+from fleetchaos.reports import charts
+from fleetchaos.reports.tables import COLUMNS, RATES, fmt, policy_error_tasks
 
 #: Modelling assumptions every report states, so readers can judge the figures.
 ASSUMPTIONS: tuple[str, ...] = (

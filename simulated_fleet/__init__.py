@@ -5,7 +5,7 @@ harness plugs into: :class:`RecoveryPolicy`, the action types, :class:`Observati
 and :class:`ErrorFormat`.
 """
 
-from .config import (
+from fleetchaos.sim.config import (
     Arrival,
     DAY_S,
     DiskFull,
@@ -23,11 +23,11 @@ from .config import (
     WorkloadSpec,
     WorldSpec,
 )
-from .envelope import SCHEMA_VERSION, AgentToolError, PartialSuccess
-from .faults import FaultPlan, build_plan
-from .formats import FORMATS, ErrorFormat, GenericFormat, StructuredFormat, get_format
-from .ledger import TRUTH_FULL, TRUTH_NONE, TRUTH_PARTIAL, TaskRecord
-from .observation import (
+from fleetchaos.sim.envelope import SCHEMA_VERSION, AgentToolError, PartialSuccess
+from fleetchaos.sim.faults import FaultPlan, build_plan
+from fleetchaos.sim.formats import FORMATS, ErrorFormat, GenericFormat, StructuredFormat, get_format
+from fleetchaos.sim.ledger import TRUTH_FULL, TRUTH_NONE, TRUTH_PARTIAL, TaskRecord
+from fleetchaos.sim.observation import (
     ACTION_TYPES,
     Action,
     Escalate,
@@ -39,8 +39,8 @@ from .observation import (
     Retry,
     TaskHistory,
 )
-from .truth import FAILURES, AttemptReport, FailureContract
-from .world import RunOutput, World
+from fleetchaos.sim.truth import FAILURES, AttemptReport, FailureContract
+from fleetchaos.sim.world import RunOutput, World
 
 __all__ = [
     "Arrival",

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from .fault_specs import (  # noqa: F401  (re-exported: config is where users look)
+from fleetchaos.sim.fault_specs import (  # noqa: F401  (re-exported: config is where users look)
     FAULT_MODELS,
     DiskFull,
     ExpiredKey,

@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .envelope import SCHEMA_VERSION, AgentToolError
+from fleetchaos.sim.envelope import SCHEMA_VERSION, AgentToolError
 
 FailureType = Literal["timeout", "auth_error", "not_found", "rate_limited", "permanent", "unavailable"]
 

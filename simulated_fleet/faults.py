@@ -17,9 +17,9 @@ import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from . import _rng
-from .config import DAY_S
-from .fault_specs import (
+from fleetchaos.sim import _rng
+from fleetchaos.sim.config import DAY_S
+from fleetchaos.sim.fault_specs import (
     Burst,
     DiskFull,
     ExpiredKey,
@@ -33,7 +33,7 @@ from .fault_specs import (
     Window,
     _CallFault,
 )
-from .truth import MASKING_KINDS
+from fleetchaos.sim.truth import MASKING_KINDS
 
 S_DISK = _rng.stream_id("fault:disk_full")
 S_KEY = _rng.stream_id("fault:expired_key")
@@ -43,7 +43,7 @@ S_BURST = _rng.stream_id("fault:burst")
 S_SWARM = _rng.stream_id("fault:swarm")
 
 #: Per-call fault kinds by the stage of ``World._call`` that meets them, in that order
-#: (the masking kinds, met last, are :data:`simulated_fleet.truth.MASKING_KINDS`).
+#: (the masking kinds, met last, are :data:`fleetchaos.sim.truth.MASKING_KINDS`).
 PERSISTENT_KINDS = ("missing_dependency", "validation_error", "not_found", "permission_denied")
 TRANSIENT_KINDS = ("network_blip", "timeout")
 BATCH_KINDS = ("partial_batch",)

@@ -9,7 +9,7 @@ from collections import deque
 
 import simpy
 
-from .faults import Spans
+from fleetchaos.sim.faults import Spans
 
 
 class TokenBucket:

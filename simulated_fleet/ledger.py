@@ -21,7 +21,7 @@ class TaskRecord:
     id: int
     template: str
     title: object
-    """The task's title (a :class:`~simulated_fleet.workload.Title`, or text): ``str(title)`` reads it."""
+    """The task's title (a :class:`~fleetchaos.sim.workload.Title`, or text): ``str(title)`` reads it."""
     orchestrator: int
     arrival_s: float
     commits: list[list[int]]

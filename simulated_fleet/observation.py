@@ -20,8 +20,8 @@ class Observation:
 
     ``status`` is the word the orchestrator reads (``"ok"`` or ``"failed"``);
     ``envelope`` is present only when the format carries a structured error (an
-    :class:`~simulated_fleet.envelope.AgentToolError` or one of the contracts in
-    :mod:`simulated_fleet.envelopes`); ``text`` is the unstructured body a raw or
+    :class:`~fleetchaos.sim.envelope.AgentToolError` or one of the contracts in
+    :mod:`fleetchaos.sim.envelopes`); ``text`` is the unstructured body a raw or
     suppressing format returns; ``secrets`` counts the planted secrets this rendering
     let through to the orchestrator.
     """
@@ -171,7 +171,7 @@ class RecoveryPolicy(Protocol):
       format's failure flag says a step failed;
     * ``idempotency_keys`` (bool): calls carry idempotency keys, so a retried call whose
       side effect already took effect does not take effect twice;
-    * ``transport`` (:class:`simulated_fleet.transport.TransportRetry`): a transport layer
+    * ``transport`` (:class:`fleetchaos.sim.transport.TransportRetry`): a transport layer
       under the agent runtime that retries failed tool calls itself, before the policy
       ever sees them;
     * ``new_shared_state()``: a fresh mutable object per orchestrator and run, handed to

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import _rng
+from fleetchaos.sim import _rng
 
 REDACTED = "[REDACTED]"
 

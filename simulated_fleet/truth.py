@@ -1,7 +1,7 @@
 """Ground-truth vocabulary: why a call failed, and what one dispatch of a task did.
 
 Only the simulator and the oracle see these objects.  An error format turns an
-:class:`AttemptReport` into an :class:`~simulated_fleet.observation.Observation`, which
+:class:`AttemptReport` into an :class:`~fleetchaos.sim.observation.Observation`, which
 is all a recovery policy ever gets.
 """
 

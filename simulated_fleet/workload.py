@@ -17,8 +17,8 @@ import random
 from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
-from . import _rng
-from .config import DAY_S, WorkloadSpec, lognormal_params
+from fleetchaos.sim import _rng
+from fleetchaos.sim.config import DAY_S, WorkloadSpec, lognormal_params
 
 S_WORKLOAD = _rng.stream_id("workload")
 PEAK_HOUR_S = 14 * 3600.0

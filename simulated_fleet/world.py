@@ -19,14 +19,14 @@ from typing import Callable, Generator
 
 import simpy
 
-from . import _rng
-from .config import DAY_S, WorldSpec, lognormal_params
-from .envelope import SCHEMA_VERSION
-from .faults import BATCH_KINDS, PERSISTENT_KINDS, TRANSIENT_KINDS, FaultPlan, build_plan
-from .fleet import TokenBucket, Worker
-from .formats import ErrorFormat
-from .ledger import TaskRecord
-from .observation import (
+from fleetchaos.sim import _rng
+from fleetchaos.sim.config import DAY_S, WorldSpec, lognormal_params
+from fleetchaos.sim.envelope import SCHEMA_VERSION
+from fleetchaos.sim.faults import BATCH_KINDS, PERSISTENT_KINDS, TRANSIENT_KINDS, FaultPlan, build_plan
+from fleetchaos.sim.fleet import TokenBucket, Worker
+from fleetchaos.sim.formats import ErrorFormat
+from fleetchaos.sim.ledger import TaskRecord
+from fleetchaos.sim.observation import (
     ACTION_TYPES,
     Action,
     DeadLetter,
@@ -42,9 +42,9 @@ from .observation import (
     TaskHistory,
     UseAlternative,
 )
-from .transport import TransportRetry
-from .truth import MASKING_KINDS, AttemptReport
-from .workload import Task, TitleSource, arrivals, closed_loop_task
+from fleetchaos.sim.transport import TransportRetry
+from fleetchaos.sim.truth import MASKING_KINDS, AttemptReport
+from fleetchaos.sim.workload import Task, TitleSource, arrivals, closed_loop_task
 
 S_CALL_TIMES = _rng.stream_id("call:latency+duration")  # one Box-Muller pair per call
 S_COMMIT = _rng.stream_id("call:timeout_committed")
@@ -542,7 +542,7 @@ class World:
             self.sink(rec)
 
     def _duration(self, spec, stream: int, task_id: int, n: int) -> float:
-        """A keyed log-normal draw from a :class:`~simulated_fleet.config.Distribution`."""
+        """A keyed log-normal draw from a :class:`~fleetchaos.sim.config.Distribution`."""
         if spec.cv <= 0.0:
             return spec.mean_s
         mu, sigma = lognormal_params(spec.mean_s, spec.cv)

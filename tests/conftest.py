@@ -8,8 +8,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import scenarios as catalogue
-from harness.cli import main
+import fleetchaos.catalogue as catalogue
+from fleetchaos.cli.main import main
 
 pytest_plugins = ["pytester"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.policies import StructuredDecisionTree, full_jitter
-from simulated_fleet.observation import Action, Escalate, Observation, Retry, TaskHistory
+from fleetchaos.policies.builtins import StructuredDecisionTree, full_jitter
+from fleetchaos.sim.observation import Action, Escalate, Observation, Retry, TaskHistory
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import assert_rate, load_scenario
+from fleetchaos import assert_rate, load_scenario
 
 # A production day on the 12-node fleet, 5 seeds (the ini default), our policy (ini).
 DAY = pytest.mark.fleetchaos(scenario="default")

@@ -9,8 +9,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness import Scenario, run_one
-from harness.strategies import fault_mixes, scenarios
+from fleetchaos import Scenario, run_one
+from fleetchaos.testing.strategies import fault_mixes, scenarios
 
 
 @given(scenario=scenarios(max_workers=3, max_tasks=8), seed=st.integers(0, 10_000))

@@ -14,13 +14,13 @@ final-answer guardrail has a machine-readable failure to check).  docs/formats.m
 lists every format and why each sets these as it does.
 
 Formats whose text carries vendor error messages have ``for_run(seed)``: the world
-binds them to the run's planted secrets (see :mod:`simulated_fleet.sanitise`).
+binds them to the run's planted secrets (see :mod:`fleetchaos.sim.sanitise`).
 """
 
 from __future__ import annotations
 
-from ._base import AgentToolErrorFormat, ErrorFormat, GenericFormat, StructuredFormat
-from ._envelopes import (
+from fleetchaos.sim.formats._base import AgentToolErrorFormat, ErrorFormat, GenericFormat, StructuredFormat
+from fleetchaos.sim.formats._envelopes import (
     ABLATION_STEPS,
     AblationAlternatives,
     AblationFailureType,
@@ -30,7 +30,7 @@ from ._envelopes import (
     SubagentResultFormat,
     ToolEnvelopeFormat,
 )
-from ._text import EmptySuccessFormat, FabricatedDefaultsFormat, RawFormat
+from fleetchaos.sim.formats._text import EmptySuccessFormat, FabricatedDefaultsFormat, RawFormat
 
 #: Built-in formats by name.
 FORMATS: dict[str, type] = {

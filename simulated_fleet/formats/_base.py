@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 from typing import Protocol, runtime_checkable
 
-from ..envelope import AgentToolError, PartialSuccess, item_ref, step_ref
-from ..observation import Observation
-from ..truth import FAILURES, AttemptReport
+from fleetchaos.sim.envelope import AgentToolError, PartialSuccess, item_ref, step_ref
+from fleetchaos.sim.observation import Observation
+from fleetchaos.sim.truth import FAILURES, AttemptReport
 
 
 @runtime_checkable

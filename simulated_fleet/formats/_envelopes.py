@@ -9,13 +9,13 @@ any vendor text through the sanitiser before it crosses the boundary.
 
 from __future__ import annotations
 
-from ..envelopes import FailureTypeError, ItemStatus, RunHealth, SubagentResult, ToolEnvelope
-from ..observation import Observation
-from ..sanitise import sanitise
-from ..truth import FAILURES, AttemptReport
-from ._base import plain_success, progress_refs, retry_after_ms
-from ._text import _Bound
-from ._vendor import vendor_text
+from fleetchaos.sim.envelopes import FailureTypeError, ItemStatus, RunHealth, SubagentResult, ToolEnvelope
+from fleetchaos.sim.observation import Observation
+from fleetchaos.sim.sanitise import sanitise
+from fleetchaos.sim.truth import FAILURES, AttemptReport
+from fleetchaos.sim.formats._base import plain_success, progress_refs, retry_after_ms
+from fleetchaos.sim.formats._text import _Bound
+from fleetchaos.sim.formats._vendor import vendor_text
 
 #: Fault kind -> failure type of the failure-type contract (the router's handler).
 FAILURE_TYPES: dict[str, str] = {

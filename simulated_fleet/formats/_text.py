@@ -1,7 +1,7 @@
 """Unstructured formats: the raw vendor blob, and the two ways of hiding a failure.
 
 * ``raw``: the vendor's message and stack trace, verbatim, secrets included.  A policy
-  may parse it (see :mod:`harness.raw_errors`), but the wording differs per vendor.
+  may parse it (see :mod:`fleetchaos.policies.raw_errors`), but the wording differs per vendor.
 * ``empty-success``: the failure is swallowed and an empty result returned as a success.
 * ``fabricated-defaults``: the failure is swallowed and plausible default values returned.
 """
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import copy
 
-from ..observation import Observation
-from ..sanitise import PlantedSecrets
-from ..truth import AttemptReport
-from ._base import plain_success
-from ._vendor import planted, vendor_text
+from fleetchaos.sim.observation import Observation
+from fleetchaos.sim.sanitise import PlantedSecrets
+from fleetchaos.sim.truth import AttemptReport
+from fleetchaos.sim.formats._base import plain_success
+from fleetchaos.sim.formats._vendor import planted, vendor_text
 
 
 class _Bound:

@@ -5,16 +5,16 @@ by a stable hash of the tool's name, the way a real fleet calls different vendor
 APIs.  Each style words the same failure differently: the JVM and Python texts carry an
 HTTP status, the Node text carries only an errno-like code.  Every text plants one
 secret of each shape (API key, bearer token, e-mail, home path, internal URL) from the
-run's :class:`~simulated_fleet.sanitise.PlantedSecrets`.
+run's :class:`~fleetchaos.sim.sanitise.PlantedSecrets`.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from .. import _rng
-from ..sanitise import PlantedSecrets
-from ..truth import AttemptReport
+from fleetchaos.sim import _rng
+from fleetchaos.sim.sanitise import PlantedSecrets
+from fleetchaos.sim.truth import AttemptReport
 
 VENDORS = ("jvm", "python", "node")
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import main
+from fleetchaos.cli.main import main
 
 
 @pytest.fixture

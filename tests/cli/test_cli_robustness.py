@@ -10,9 +10,9 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import scenarios as catalogue
-from harness.cli import main
-from simulated_fleet.sanitise import PlantedSecrets
+import fleetchaos.catalogue as catalogue
+from fleetchaos.cli.main import main
+from fleetchaos.sim.sanitise import PlantedSecrets
 
 OK_CODES = {0, 1, 2}
 
@@ -60,7 +60,7 @@ _number = st.one_of(
 _path = st.sampled_from(["tiny.yaml", "afile.txt", "bad.json", "empty.json", "list.json", "bad.yaml", "alias.yaml",
                          "missing.yaml", ".", "/", "", "no/such/dir/x.db", "afile.txt/x"])  # fmt: skip
 _policy = st.sampled_from(["backoff", "structured", "blind-retyr", "os:path", "no_such_mod:P", ":", "a:", ":b",
-                           "harness.policies:POLICIES", "harness.runner:RunJob", "harness.policies:Backoff"])  # fmt: skip
+                           "fleetchaos.policies.builtins:POLICIES", "fleetchaos.runs.runner:RunJob", "fleetchaos.policies.builtins:Backoff"])  # fmt: skip
 _bad_dir = st.sampled_from(["afile.txt", "afile.txt/sub", "/proc/fc/report"])
 _format = st.sampled_from(["generic", "structured", "raw", "genric", "ablation:nope", "ablation:", ""])
 _param = st.one_of(
@@ -320,7 +320,7 @@ def test_check_determinism_on_compare_checks_every_arm_and_stores_nothing(workdi
 def test_check_determinism_names_the_arm_and_seed_that_differ(workdir, monkeypatch, tmp_path):
     """A policy with state that outlives a run: exit 1, naming policy, errors and seed, and the replay command."""
     (tmp_path / "fc_drifting.py").write_text(
-        "from simulated_fleet.observation import Retry\n"
+        "from fleetchaos.sim.observation import Retry\n"
         "STATE = [0]\n"
         "class Drifting:\n    name = 'drifting'\n"
         "    def decide(self, observation, history):\n"
@@ -341,7 +341,7 @@ def test_check_determinism_names_the_arm_and_seed_that_differ(workdir, monkeypat
 def test_sweep_check_determinism_checks_every_grid_point(workdir, monkeypatch, tmp_path):
     """sweep --check-determinism: exit 0 over a grid of built-in arms; exit 1 naming the swept --param of a drifting arm."""
     (tmp_path / "fc_drifting2.py").write_text(
-        "from simulated_fleet.observation import Retry\n"
+        "from fleetchaos.sim.observation import Retry\n"
         "STATE = [0]\n"
         "class Drifting:\n    name = 'drifting'\n"
         "    def decide(self, observation, history):\n"

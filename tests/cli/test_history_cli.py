@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.history import open_store
+from fleetchaos.gates.history import open_store
 
 
 

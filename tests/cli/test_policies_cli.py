@@ -14,13 +14,13 @@ import textwrap
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import main
-from harness.policies import ENTRY_POINT_GROUP, POLICIES
+from fleetchaos.cli.main import main
+from fleetchaos.policies.builtins import ENTRY_POINT_GROUP, POLICIES
 
 POLICY_MODULE = '''
 from dataclasses import dataclass
 
-from simulated_fleet.observation import Escalate
+from fleetchaos.sim.observation import Escalate
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def test_show_built_in(cli):
     result = cli("policies", "show", "structured")
     assert result.exit_code == 0
     out = result.stdout
-    assert "source:      built-in (harness.policies:StructuredDecisionTree)" in out
+    assert "source:      built-in (fleetchaos.policies.builtins:StructuredDecisionTree)" in out
     assert "description: The category decision tree of a structured error contract." in out
     assert "* auth: refresh the worker's credentials" in out
     for line in ("max_retries     = 5", "max_same        = 3", "cap_s           = 120.0"):
@@ -109,7 +109,7 @@ def test_show_local_import_path_and_recipe(cli):
     local = cli("policies", "show", "fc_cli_local_policies:Careful", "--json")
     assert local.exit_code == 0, local.output
     assert json.loads(local.stdout)["source"] == "import path"
-    recipe = cli("policies", "show", "harness.blocks:Policy")
+    recipe = cli("policies", "show", "fleetchaos.policies.blocks:Policy")
     assert "recipe:      Policy(name='composed', retry=retry_always()" in recipe.stdout
 
 

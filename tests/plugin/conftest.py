@@ -10,9 +10,9 @@ import pytest
 # importing (and assertion-rewriting) them again.
 import hypothesis  # noqa: F401
 
-import harness.baseline  # noqa: F401
-import harness.runner  # noqa: F401
-import harness.suite  # noqa: F401
+import fleetchaos.gates.baseline  # noqa: F401
+import fleetchaos.runs.runner  # noqa: F401
+import fleetchaos.testing.suite  # noqa: F401
 import reports  # noqa: F401
 
 #: One busy hour on three workers: ~65 tasks, blips, one key revocation, one full disk.

@@ -10,15 +10,15 @@ HEAVY = ("simpy", "matplotlib", "faker", "hypothesis", "scipy")
 
 PROBE = """
 import json, sys
-import harness.pytest_plugin
-import harness
-harness.__all__
+import fleetchaos.testing.pytest_plugin
+import fleetchaos
+fleetchaos.__all__
 print(json.dumps(sorted(m for m in {heavy!r} if m in sys.modules)))
 """
 
 
 def test_importing_the_plugin_imports_no_simulation_charts_or_hypothesis():
-    """A fresh interpreter that imports harness.pytest_plugin (and harness) has none of the heavy modules loaded."""
+    """A fresh interpreter that imports fleetchaos.testing.pytest_plugin (and harness) has none of the heavy modules loaded."""
     out = subprocess.run(
         [sys.executable, "-c", PROBE.format(heavy=HEAVY)], capture_output=True, text=True, check=True, timeout=60
     )

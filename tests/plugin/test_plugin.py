@@ -10,7 +10,7 @@ from importlib.metadata import entry_points
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import main
+from fleetchaos.cli.main import main
 
 
 def _replay(command: str) -> dict:
@@ -26,8 +26,8 @@ def test_entry_points_name_the_plugin_and_the_strategies_hook():
     """The distribution registers the pytest plugin (pytest11) and the hypothesis setup hook."""
     pytest11 = {ep.name: ep.value for ep in entry_points(group="pytest11")}
     hypothesis = {ep.name: ep.value for ep in entry_points(group="hypothesis")}
-    assert pytest11["fleetchaos"] == "harness.pytest_plugin"
-    assert hypothesis["fleetchaos"] == "harness.strategies:_hypothesis_setup_hook"
+    assert pytest11["fleetchaos"] == "fleetchaos.testing.pytest_plugin"
+    assert hypothesis["fleetchaos"] == "fleetchaos.testing.strategies:_hypothesis_setup_hook"
 
 
 def test_plugin_is_loaded_and_its_marker_registered(chaos_dir):
@@ -52,7 +52,7 @@ def test_fixture_runs_a_scenario_by_name_by_path_and_as_an_object(chaos_dir):
     chaos_dir.makepyfile(
         **{
             "sub/test_pt_refs.py": """
-            from harness import load_scenario
+            from fleetchaos import load_scenario
 
             def test_by_name(fleetchaos):
                 r = fleetchaos.run("default", seeds=1)
@@ -274,8 +274,8 @@ def test_a_report_folder_is_the_baseline_of_the_next_run(chaos_dir):
 
 def test_a_run_history_group_is_a_baseline(chaos_dir):
     """--fleetchaos-baseline names a group of the run history (--fleetchaos-history PATH) as the CLI's --baseline does."""
-    from harness.history import open_store
-    from harness.suite import run_scenario
+    from fleetchaos.gates.history import open_store
+    from fleetchaos.testing.suite import run_scenario
 
     runs = run_scenario(str(chaos_dir.path / "small.yaml"), policy="blind-retry", errors="generic", seeds=3).runs
     with open_store(chaos_dir.path / "hist.db") as store:
@@ -309,7 +309,7 @@ def test_failing_assert_rate_gives_figure_interval_seeds_and_a_replay_that_repro
     chaos_dir.makepyfile(
         """
         import pytest
-        from harness import assert_rate
+        from fleetchaos import assert_rate
 
         pytestmark = pytest.mark.fleetchaos(scenario="small.yaml", seeds=3, policy="blind-retry", errors="generic")
 
@@ -371,7 +371,7 @@ def test_summary_rows_survive_the_report_serialisation_xdist_uses(chaos_dir):
     """A test's rows ride on its call report as plain JSON data, so pytest-xdist carries them to the controller."""
     from _pytest.reports import TestReport
 
-    from harness.pytest_plugin import _SessionState
+    from fleetchaos.testing.pytest_plugin import _SessionState
 
     chaos_dir.makepyfile(
         """

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from harness.policies import StructuredDecisionTree
-from harness.runner import run_one
-from harness.scenario import Scenario
-from simulated_fleet.formats import get_format
-from simulated_fleet.world import World
+from fleetchaos.policies.builtins import StructuredDecisionTree
+from fleetchaos.runs.runner import run_one
+from fleetchaos.scenario.load import Scenario
+from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.world import World
 
 
 def _tiny_world(fault: dict) -> Scenario:

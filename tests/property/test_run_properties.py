@@ -1,4 +1,4 @@
-"""Properties of whole runs over small generated worlds (harness.strategies).
+"""Properties of whole runs over small generated worlds (fleetchaos.testing.strategies).
 
 Each property runs a modest number of examples on small fleets and short horizons;
 ``deadline=None`` because a run's wall time depends on the machine, not on correctness.
@@ -9,12 +9,12 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.policies import POLICIES, StructuredDecisionTree
-from harness.runner import run_one
-from harness.strategies import scenarios
-from harness.suite import PROPORTIONS, ScenarioResult
-from simulated_fleet.formats import FORMATS, get_format
-from simulated_fleet.world import World
+from fleetchaos.policies.builtins import POLICIES, StructuredDecisionTree
+from fleetchaos.runs.runner import run_one
+from fleetchaos.testing.strategies import scenarios
+from fleetchaos.testing.suite import PROPORTIONS, ScenarioResult
+from fleetchaos.sim.formats import FORMATS, get_format
+from fleetchaos.sim.world import World
 
 CLAIMS = {"success", "partial", "failed", "escalated", "dead_lettered", "in_flight"}
 RATE_METRICS = ("recovery_rate", "silent_failure_rate", "success_rate")

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import scenarios as catalogue
-from harness.cli import main
-from reports.writer import POLICY_ERROR_MESSAGES, policy_error_blocks, to_markdown
+import fleetchaos.catalogue as catalogue
+from fleetchaos.cli.main import main
+from fleetchaos.reports.writer import POLICY_ERROR_MESSAGES, policy_error_blocks, to_markdown
 
 #: Importable from the test's working directory (the CLI appends it to sys.path for ``module:Name``).
 BROKEN = "fc_broken_report_policies"
@@ -26,7 +26,7 @@ BROKEN_SOURCE = textwrap.dedent(
     """Three deliberately broken policies."""
     from dataclasses import dataclass
 
-    from simulated_fleet.observation import Retry
+    from fleetchaos.sim.observation import Retry
 
 
     @dataclass(frozen=True)

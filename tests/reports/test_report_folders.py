@@ -16,11 +16,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import scenarios as catalogue
-from harness.cli import main
-from harness.results import CompareResult
-from reports import dumps, load_results
-from reports.charts import pareto_front
+import fleetchaos.catalogue as catalogue
+from fleetchaos.cli.main import main
+from fleetchaos.results.models import CompareResult
+from fleetchaos.reports import dumps, load_results
+from fleetchaos.reports.charts import pareto_front
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,7 +65,7 @@ def shared(tmp_path_factory) -> Path:
                                         catch_exceptions=False)  # fmt: skip
             assert result.exit_code == 0, result.stderr
             env = {**os.environ, "PYTHONHASHSEED": "12345"}
-            proc = subprocess.run([sys.executable, "-m", "harness.cli", *COMPARE, "--scenario", small, "--report",
+            proc = subprocess.run([sys.executable, "-m", "fleetchaos.cli", *COMPARE, "--scenario", small, "--report",
                                    str(root / "b")], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
             assert proc.returncode == 0, proc.stderr
             (root / "done").touch()
@@ -164,7 +164,7 @@ def test_report_command_rebuilds_the_same_bytes_without_simpy(reports, tmp_path)
     """`fleetchaos report RESULTS.json -o DIR` in a fresh process rebuilds the folder byte for byte, never importing SimPy."""
     out = tmp_path / "again"
     code = (
-        "import sys; from harness.cli import main; "
+        "import sys; from fleetchaos.cli.main import main; "
         f"main(['report', {str(reports[0] / 'results.json')!r}, '-o', {str(out)!r}], standalone_mode=False); "
         "assert 'simpy' not in sys.modules, 'simpy was imported'"
     )

@@ -10,13 +10,13 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from harness.results import ArmResult, CompareResult, SweepEntry, SweepResult
-from harness.stats import MIN_SEEDS
-from reports import sweep as sweep_report
-from reports import writer
-from reports.ablation import ablation_chart
-from reports.charts import SPIKE_MIN_COUNT, SPIKE_SD, _bar_with_ci, error_codes_chart, pareto_chart, recovery_chart
-from harness.results import RATES
+from fleetchaos.results.models import ArmResult, CompareResult, SweepEntry, SweepResult
+from fleetchaos.results.stats import MIN_SEEDS
+from fleetchaos.reports import sweep as sweep_report
+from fleetchaos.reports import writer
+from fleetchaos.reports.ablation import ablation_chart
+from fleetchaos.reports.charts import SPIKE_MIN_COUNT, SPIKE_SD, _bar_with_ci, error_codes_chart, pareto_chart, recovery_chart
+from fleetchaos.results.models import RATES
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -122,7 +122,7 @@ def test_cost_axis_names_every_part_of_cost_usd(tmp_path, monkeypatch):
 
 def test_rates_are_harness_rates_and_format_as_percentages():
     """Every rate metric is one of RATES; the writer and the sweep agree on every one."""
-    from harness.metrics import METRICS
+    from fleetchaos.results.metrics import METRICS
 
     assert set(RATES) == {name for name in METRICS if name.endswith("_rate")}
     for metric in RATES:
@@ -134,7 +134,7 @@ def test_rates_are_harness_rates_and_format_as_percentages():
 
 def test_reports_import_rates_without_simpy():
     """The rate definition reports use does not pull in SimPy (a report is rebuilt from JSON without it)."""
-    code = "import sys, reports, reports.sweep, reports.ablation; assert 'simpy' not in sys.modules"
+    code = "import sys, reports, fleetchaos.reports.sweep, reports.ablation; assert 'simpy' not in sys.modules"
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
 
@@ -189,7 +189,7 @@ def test_report_text_follows_the_statistics_constants():
 
 def test_spike_legend_states_the_rule_the_markers_use(tmp_path, monkeypatch):
     """The error-code chart's spike legend quotes the k and minimum count the spike markers were found with."""
-    from harness.results import Timeline
+    from fleetchaos.results.models import Timeline
 
     figures = []
     monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: figures.append(fig))

@@ -1,4 +1,4 @@
-"""Shrinking failing runs (harness/shrink.py and `fleetchaos shrink`).
+"""Shrinking failing runs (harness/testing/shrink.py and `fleetchaos shrink`).
 
 The planted failure: a day of ~200 tasks with hundreds of network blips, ambiguous
 timeouts, rate-limit cuts, full disks and expired keys, plus one silent-suppression fault
@@ -18,12 +18,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from harness.cli import main
-from harness.policies import get_policy
-from harness.scenario import Scenario, load_scenario
-from harness.shrink import CallEvent, ddmin, parse_property, shrink
-from simulated_fleet.formats import get_format
-from simulated_fleet.world import World
+from fleetchaos.cli.main import main
+from fleetchaos.policies.builtins import get_policy
+from fleetchaos.scenario.load import Scenario, load_scenario
+from fleetchaos.testing.shrink import CallEvent, ddmin, parse_property, shrink
+from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.world import World
 
 PLANTED = {
     "name": "planted",
@@ -101,8 +101,8 @@ def test_planted_failure_shrinks_to_the_one_planted_fault(planted):
 
 def test_minimal_scenario_still_fails(planted, tmp_path):
     """The minimal scenario, written to YAML and read back, still has the task end as a silent failure."""
-    from harness.runner import run_one
-    from harness.shrink import scenario_yaml
+    from fleetchaos.runs.runner import run_one
+    from fleetchaos.testing.shrink import scenario_yaml
 
     _output, _hits, result = planted
     path = tmp_path / "minimal.yaml"
@@ -168,7 +168,7 @@ def test_shrink_is_deterministic():
 
 def test_trial_budget_returns_the_smallest_failing_run_so_far():
     """With a tiny trial budget shrinking stops early and the run it returns still fails."""
-    from harness.shrink import _Shrinker
+    from fleetchaos.testing.shrink import _Shrinker
 
     scenario = Scenario.model_validate(PLANTED)
     result = shrink(scenario, "structured", "structured", PLANTED_SEED, task_silent=PLANTED_TASK, max_trials=6)

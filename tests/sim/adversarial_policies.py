@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from simulated_fleet.observation import Retry
+from fleetchaos.sim.observation import Retry
 
 #: Module-level state a misbehaving policy appends to on every decision.
 SHARED: list[int] = []

@@ -10,7 +10,7 @@ Every world built here is deterministic by construction:
   explicit ``events``;
 * ``api_burst`` is huge unless a test is about rate limits.
 
-Fail-fast durations (``simulated_fleet.world.FAIL_FAST_S``) on top of the round trip:
+Fail-fast durations (``fleetchaos.sim.world.FAIL_FAST_S``) on top of the round trip:
 network blip 1.0 s, rate limit 0.1 s, full disk 0.5 s, expired key 0.3 s.  A timeout
 lasts exactly its ``timeout_s`` (no round trip added).
 
@@ -25,15 +25,15 @@ from typing import Any
 
 import pytest
 
-from harness.metrics import compute
-from harness.oracle import TaskOutcome
-from harness.policies import get_policy
-from harness.scenario import Scenario
-from simulated_fleet.formats import ErrorFormat, get_format
-from simulated_fleet.ledger import TaskRecord
-from simulated_fleet.observation import Action, Observation, TaskHistory
-from simulated_fleet.truth import AttemptReport
-from simulated_fleet.world import RunOutput, World
+from fleetchaos.results.metrics import compute
+from fleetchaos.results.oracle import TaskOutcome
+from fleetchaos.policies.builtins import get_policy
+from fleetchaos.scenario.load import Scenario
+from fleetchaos.sim.formats import ErrorFormat, get_format
+from fleetchaos.sim.ledger import TaskRecord
+from fleetchaos.sim.observation import Action, Observation, TaskHistory
+from fleetchaos.sim.truth import AttemptReport
+from fleetchaos.sim.world import RunOutput, World
 
 #: One network round trip with ``network_latency {mean_s: 0.05, cv: 0}``.
 RTT = 0.1

@@ -7,10 +7,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from harness.ablation import STEPS, ablation_document, run_ablation
-from harness.cli import main
-from harness.scenario import load_scenario
-from simulated_fleet.formats import ABLATION_FORMATS
+from fleetchaos.runs.ablation import STEPS, ablation_document, run_ablation
+from fleetchaos.cli.main import main
+from fleetchaos.scenario.load import load_scenario
+from fleetchaos.sim.formats import ABLATION_FORMATS
 
 SEEDS = [1, 2, 3, 4]
 
@@ -76,9 +76,9 @@ def test_cli_ablation_is_the_same_in_process_and_in_a_process_pool():
 
 def test_schema_drift_is_counted_and_trusting_a_missing_field_costs_redone_work():
     """On a rollout, old workers' failure-type envelopes count as skew and, lacking partial_results, force redone steps."""
-    from harness.policies import get_policy
-    from simulated_fleet.formats import get_format
-    from simulated_fleet.world import World
+    from fleetchaos.policies.builtins import get_policy
+    from fleetchaos.sim.formats import get_format
+    from fleetchaos.sim.world import World
 
     spec = load_scenario("schema_drift_rollout")
     steady = spec.model_copy(update={"faults": [f for f in spec.faults if f.kind != "schema_drift"]})

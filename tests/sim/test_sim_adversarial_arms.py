@@ -7,8 +7,8 @@ import json
 import pytest
 
 import adversarial_policies
-from harness.runner import compare
-from harness.scenario import load_scenario
+from fleetchaos.runs.runner import compare
+from fleetchaos.scenario.load import load_scenario
 
 BUILTIN = ("backoff", "structured")
 FORMATS = ("generic", "structured")

@@ -8,13 +8,13 @@ import json
 import pytest
 from click.testing import CliRunner
 
-import scenarios as catalogue
-from harness.cli import main
-from harness.policies import get_policy
-from harness.scenario import load_scenario
-from simulated_fleet.formats import get_format
-from simulated_fleet.truth import REPORTING_KINDS
-from simulated_fleet.world import World
+import fleetchaos.catalogue as catalogue
+from fleetchaos.cli.main import main
+from fleetchaos.policies.builtins import get_policy
+from fleetchaos.scenario.load import load_scenario
+from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.truth import REPORTING_KINDS
+from fleetchaos.sim.world import World
 
 #: The stories of the reference documents and the issue, by catalogue name.
 STORIES = {
@@ -101,7 +101,7 @@ def test_scenario_runs_and_exercises_its_faults(name, compared, tmp_path_factory
 
 def test_the_catalogue_covers_every_fault_kind():
     """Across the catalogue, every fault kind is declared by some scenario."""
-    from simulated_fleet.fault_specs import FAULT_MODELS
+    from fleetchaos.sim.fault_specs import FAULT_MODELS
 
     declared = {f.kind for name in catalogue.names() for f in load_scenario(name).faults}
     assert declared == set(FAULT_MODELS)
@@ -164,7 +164,7 @@ def test_schema_drift_rollout_shows_older_envelopes():
 
 def test_swarm_worlds_draw_different_parameters_per_seed():
     """Two seeds of the swarm scenario resolve its ranges to different fault parameters."""
-    from simulated_fleet.faults import build_plan
+    from fleetchaos.sim.faults import build_plan
 
     sc = load_scenario("swarm_worlds")
     assert all(f.swarm for f in sc.faults)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.runner import compare
-from harness.scenario import load_scenario
+from fleetchaos.runs.runner import compare
+from fleetchaos.scenario.load import load_scenario
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from harness.policies import get_policy
-from harness.runner import BUILTIN_FORMATS, BUILTIN_POLICIES, run_one
-from harness.scenario import load_scenario
-from simulated_fleet.formats import get_format
-from simulated_fleet.world import World
+from fleetchaos.policies.builtins import get_policy
+from fleetchaos.runs.runner import BUILTIN_FORMATS, BUILTIN_POLICIES, run_one
+from fleetchaos.scenario.load import load_scenario
+from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.world import World
 
 
 @pytest.fixture(scope="module")

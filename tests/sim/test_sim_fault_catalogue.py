@@ -23,12 +23,12 @@ import dataclasses
 
 import pytest
 
-from harness.policies import BlindRetry, resume_point
-from simulated_fleet.fault_specs import FAULT_MODELS
-from simulated_fleet.formats import GenericFormat, StructuredFormat
-from simulated_fleet.observation import Escalate, GiveUp, Reroute, Retry, UseAlternative
-from simulated_fleet.truth import FAILURES, MASKING_KINDS, REPORTING_KINDS, AttemptReport
-from simulated_fleet.world import FAIL_FAST_S
+from fleetchaos.policies.builtins import BlindRetry, resume_point
+from fleetchaos.sim.fault_specs import FAULT_MODELS
+from fleetchaos.sim.formats import GenericFormat, StructuredFormat
+from fleetchaos.sim.observation import Escalate, GiveUp, Reroute, Retry, UseAlternative
+from fleetchaos.sim.truth import FAILURES, MASKING_KINDS, REPORTING_KINDS, AttemptReport
+from fleetchaos.sim.world import FAIL_FAST_S
 
 APPROX = dict(abs=1e-6)
 GENERIC, STRUCTURED = GenericFormat(), StructuredFormat()

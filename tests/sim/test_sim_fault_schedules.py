@@ -17,10 +17,10 @@ import dataclasses
 
 import pytest
 
-from harness.policies import BlindRetry, resume_point
-from simulated_fleet.faults import build_plan
-from simulated_fleet.formats import GenericFormat
-from simulated_fleet.observation import Escalate, GiveUp, Retry
+from fleetchaos.policies.builtins import BlindRetry, resume_point
+from fleetchaos.sim.faults import build_plan
+from fleetchaos.sim.formats import GenericFormat
+from fleetchaos.sim.observation import Escalate, GiveUp, Retry
 
 APPROX = dict(abs=1e-6)
 

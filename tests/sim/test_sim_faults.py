@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.policies import BlindRetry
-from simulated_fleet.observation import RefreshCredentials, Reroute, Retry
+from fleetchaos.policies.builtins import BlindRetry
+from fleetchaos.sim.observation import RefreshCredentials, Reroute, Retry
 
 APPROX = dict(abs=1e-9)
 

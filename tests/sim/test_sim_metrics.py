@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.metrics import METRICS
-from harness.runner import run_one
+from fleetchaos.results.metrics import METRICS
+from fleetchaos.runs.runner import run_one
 
 APPROX = dict(abs=1e-6)
 
@@ -101,7 +101,7 @@ def test_metrics_structured_by_hand(sim):
 
 
 def test_run_one_reports_the_same_metrics(sim):
-    """harness.runner.run_one on the tiny world gives the metrics and task rows computed by hand."""
+    """fleetchaos.runs.runner.run_one on the tiny world gives the metrics and task rows computed by hand."""
     res = run_one(three_task_world(sim), "blind-retry", "generic", 0, keep_tasks=True)
     assert res.metrics["recovery_rate"] == 0.5
     assert res.metrics["silent_failure_rate"] == round(1 / 3, 6)

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.metrics import DIRECTIONLESS, METRICS, compute_run, direction, error_code, pages_of
+from fleetchaos.results.metrics import DIRECTIONLESS, METRICS, compute_run, direction, error_code, pages_of
 
 APPROX = dict(abs=1e-6)
 
@@ -105,9 +105,9 @@ def test_directions_and_error_codes():
 
 def test_task_counts_give_one_value_per_name():
     """RunAccumulator sums task_counts with map(), which would stop quietly at a missing value."""
-    from harness.metrics import RECORD_COUNTS, TASK_COUNTS, task_counts
-    from harness.oracle import verdict
-    from simulated_fleet.ledger import TaskRecord
+    from fleetchaos.results.metrics import RECORD_COUNTS, TASK_COUNTS, task_counts
+    from fleetchaos.results.oracle import verdict
+    from fleetchaos.sim.ledger import TaskRecord
 
     record = TaskRecord(id=0, template="t", title="t", orchestrator=0, arrival_s=0.0, commits=[[1, 0]],
                         append_steps=(0,), executions=[1], claim="partial", calls=7, tokens=11, retries=2,

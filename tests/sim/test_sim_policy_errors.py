@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simulated_fleet.observation import GiveUp, RefreshCredentials, Remediate, Retry
+from fleetchaos.sim.observation import GiveUp, RefreshCredentials, Remediate, Retry
 
 APPROX = dict(abs=1e-6)
 

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness.blocks import AwsRetryQuota, CircuitBreaker
-from harness.controls import Controlled
-from harness.policies import BlindRetry
-from harness.presets import LayeredBackoff
-from simulated_fleet.observation import DeadLetter, Escalate, GiveUp, Remediate, Retry, Rollback
-from simulated_fleet.transport import TransportRetry
+from fleetchaos.policies.blocks import AwsRetryQuota, CircuitBreaker
+from fleetchaos.policies.controls import Controlled
+from fleetchaos.policies.builtins import BlindRetry
+from fleetchaos.policies.presets import LayeredBackoff
+from fleetchaos.sim.observation import DeadLetter, Escalate, GiveUp, Remediate, Retry, Rollback
+from fleetchaos.sim.transport import TransportRetry
 
 APPROX = dict(abs=1e-6)
 
@@ -265,9 +265,9 @@ def test_a_policy_whose_shared_state_cannot_be_built_gives_up_tasks_with_the_rea
 
 
 def _contention(policy: str, workers: int, seed: int) -> dict:
-    from harness.params import apply_params
-    from harness.runner import run_one
-    from harness.scenario import load_scenario
+    from fleetchaos.scenario.params import apply_params
+    from fleetchaos.runs.runner import run_one
+    from fleetchaos.scenario.load import load_scenario
 
     scenario, params = apply_params(load_scenario("push_contention"), [("fleet.workers", workers)], source="push_contention")
     return run_one(scenario, policy, "structured", seed, params=params).metrics

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.policies import StructuredDecisionTree
-from simulated_fleet.observation import Escalate, Retry
+from fleetchaos.policies.builtins import StructuredDecisionTree
+from fleetchaos.sim.observation import Escalate, Retry
 
 APPROX = dict(abs=1e-6)
 

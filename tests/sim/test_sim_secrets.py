@@ -7,8 +7,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from harness.cli import main
-from simulated_fleet.sanitise import PlantedSecrets
+from fleetchaos.cli.main import main
+from fleetchaos.sim.sanitise import PlantedSecrets
 
 FORMATS = "raw,structured,failure-type,subagent-result,tool-envelope,empty-success"
 

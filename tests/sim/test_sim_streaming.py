@@ -19,20 +19,20 @@ from collections import Counter
 
 import pytest
 
-import scenarios as catalogue
-from harness import runner
-from harness.determinism import check_determinism
-from harness.metrics import WASTE_FAMILIES, RunAccumulator, compute_run, error_code, pages_of
-from harness.oracle import judge
-from harness.params import apply_params
-from harness.policies import get_policy
-from harness.results import rounded
-from harness.scenario import load_scenario
-from harness.stats import percentile
-from simulated_fleet.config import DAY_S
-from simulated_fleet.formats import get_format
-from simulated_fleet.ledger import TaskRecord
-from simulated_fleet.world import World
+import fleetchaos.catalogue as catalogue
+from fleetchaos.runs import runner
+from fleetchaos.runs.determinism import check_determinism
+from fleetchaos.results.metrics import WASTE_FAMILIES, RunAccumulator, compute_run, error_code, pages_of
+from fleetchaos.results.oracle import judge
+from fleetchaos.scenario.params import apply_params
+from fleetchaos.policies.builtins import get_policy
+from fleetchaos.results.models import rounded
+from fleetchaos.scenario.load import load_scenario
+from fleetchaos.results.stats import percentile
+from fleetchaos.sim.config import DAY_S
+from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.ledger import TaskRecord
+from fleetchaos.sim.world import World
 
 
 def creation_order(record) -> tuple[float, int]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from harness.metrics import WASTE_FAMILIES, compute_run
-from harness.runner import run_one
-from harness.scenario import load_scenario
-from simulated_fleet.world import WASTE_REASONS
+from fleetchaos.results.metrics import WASTE_FAMILIES, compute_run
+from fleetchaos.runs.runner import run_one
+from fleetchaos.scenario.load import load_scenario
+from fleetchaos.sim.world import WASTE_REASONS
 
 
 def test_every_recorded_reason_has_a_family():
@@ -30,7 +30,7 @@ def test_families_add_up_to_the_wasted_retries_of_a_run():
 
 
 #: The families as docs/metrics.md (``wasted_retries``) states them, written out by hand so
-#: that a swap in harness.metrics.WASTE_FAMILIES cannot pass by being read back.
+#: that a swap in fleetchaos.results.metrics.WASTE_FAMILIES cannot pass by being read back.
 DOCUMENTED_FAMILIES = {
     # "a permanent error not addressed"
     "credentials still expired": "retried a permanent error",

@@ -8,11 +8,11 @@ import sqlite3
 import pytest
 import yaml
 
-from harness.executors import LocalProcessExecutor, SerialExecutor
-from harness.results import SweepResult
-from harness.runner import compare
-from harness.scenario import load_scenario
-from harness.sweep import SweepSpec, plan_sweep, run_sweep
+from fleetchaos.runs.executors import LocalProcessExecutor, SerialExecutor
+from fleetchaos.results.models import SweepResult
+from fleetchaos.runs.runner import compare
+from fleetchaos.scenario.load import load_scenario
+from fleetchaos.runs.sweep import SweepSpec, plan_sweep, run_sweep
 
 #: A quick sweep: 2 fault rates x 2 policies x 2 formats x 2 seeds = 16 runs.
 GRID = ("--param", "faults[0].probability=0,0.3", "--policies", "blind-retry,structured", "--seeds", "2")
@@ -62,7 +62,7 @@ def test_results_are_byte_identical_across_executors(small):
     distributed = pytest.importorskip(
         "distributed", reason="the dask extra is not installed (pip install -e '.[dev,dask]', as `make test` does)"
     )
-    from harness.executors import DaskExecutor
+    from fleetchaos.runs.executors import DaskExecutor
 
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
         dask = DaskExecutor(cluster.scheduler_address)
@@ -102,7 +102,7 @@ def test_a_swept_run_replays_with_run_param(cli, small):
 
 def test_interrupted_sweep_resumes_to_the_same_result(cli, small, monkeypatch, tmp_path):
     """Ctrl-C keeps finished runs in the history (exit 130); --resume runs only the rest, same bytes."""
-    import harness.runner as runner
+    import fleetchaos.runs.runner as runner
 
     history = str(tmp_path / "h.db")
     full = cli("sweep", "--scenario", small, *GRID, "--jobs", "1", "--json", "--no-history").stdout
@@ -132,7 +132,7 @@ def test_interrupted_sweep_resumes_to_the_same_result(cli, small, monkeypatch, t
 
 def test_report_draws_byte_stable_curves(cli, small, tmp_path):
     """sweep --report writes results, a summary and a curve chart; writing the same result again gives the same bytes."""
-    from reports.sweep import write_sweep_report
+    from fleetchaos.reports.sweep import write_sweep_report
 
     a, b = tmp_path / "a", tmp_path / "b"
     assert cli("sweep", "--scenario", small, *GRID, "--jobs", "1", "--report", str(a), "--no-history",
@@ -166,7 +166,7 @@ def test_progress_bar_draws_only_on_a_terminal():
 
     from rich.console import Console
 
-    from harness._progress import progress_bar
+    from fleetchaos.cli.progress import progress_bar
 
     term = io.StringIO()
     with progress_bar(4, "sweep", console=Console(file=term, force_terminal=True, width=100)) as advance:
@@ -217,7 +217,7 @@ def test_compare_refuses_an_arm_named_twice(cli, small):
 def test_sweep_finds_a_policy_module_in_the_working_directory(cli, small, tmp_path):
     """``module:Policy`` from the working directory works in sweep as it does in run and compare."""
     (tmp_path / "fc_sweep_local_policy.py").write_text(
-        "from simulated_fleet.observation import GiveUp\n\n"
+        "from fleetchaos.sim.observation import GiveUp\n\n"
         "class Quitter:\n"
         "    def decide(self, obs, history):\n"
         "        return GiveUp('failed')\n"

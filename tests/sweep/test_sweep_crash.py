@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import scenarios as catalogue
+import fleetchaos.catalogue as catalogue
 
 #: 4 fault rates x 3 policies x 2 formats x 3 seeds = 72 runs: a few seconds on 2 cores.
 GRID = ["--param", "faults[0].probability=0,0.1,0.2,0.5", "--seeds", "3"]
@@ -36,7 +36,7 @@ def medium(tmp_path_factory) -> str:
 
 
 def _sweep(scenario: str, history: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "harness.cli", "sweep", "--scenario", scenario, *GRID, "--jobs", "2",
+    return [sys.executable, "-m", "fleetchaos.cli", "sweep", "--scenario", scenario, *GRID, "--jobs", "2",
             "--history", str(history), *extra]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simulated_fleet.observation import Escalate, GiveUp
+from fleetchaos.sim.observation import Escalate, GiveUp
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from harness.assertions import Estimate, RateAssertionError, assert_rate
-from harness.errors import UserError
-from harness.results import RunResult
-from harness.stats import mean_ci, wilson
-from harness.suite import ScenarioResult, resolve_seeds
+from fleetchaos.gates.assertions import Estimate, RateAssertionError, assert_rate
+from fleetchaos.errors import UserError
+from fleetchaos.results.models import RunResult
+from fleetchaos.results.stats import mean_ci, wilson
+from fleetchaos.testing.suite import ScenarioResult, resolve_seeds
 
 
 def est(value, low, high, **kw) -> Estimate:

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from harness.baseline import load_baseline
-from harness.errors import UserError
-from harness.results import RunResult
-from harness.suite import ScenarioResult
+from fleetchaos.gates.baseline import load_baseline
+from fleetchaos.errors import UserError
+from fleetchaos.results.models import RunResult
+from fleetchaos.testing.suite import ScenarioResult
 
 
 def compare_doc(recovery=0.9, silent=0.0, wasted=2.0) -> dict:
@@ -120,7 +120,7 @@ def test_a_missing_baseline_or_an_empty_folder_is_a_user_error(tmp_path):
 
 def test_a_history_group_is_a_baseline_averaged_over_its_seeds(tmp_path):
     """A label, id or 'latest' names a run-history group; its runs are averaged per arm."""
-    from harness.history import open_store
+    from fleetchaos.gates.history import open_store
 
     db = tmp_path / "history.db"
     with open_store(db) as store:
@@ -139,7 +139,7 @@ def test_a_history_group_is_a_baseline_averaged_over_its_seeds(tmp_path):
 
 def test_an_unknown_history_group_or_a_missing_history_is_a_user_error(tmp_path):
     """A group name that is not stored, or no history file at all, says where it looked."""
-    from harness.history import open_store
+    from fleetchaos.gates.history import open_store
 
     db = tmp_path / "history.db"
     with pytest.raises(UserError, match="no run history at .*history.db"):

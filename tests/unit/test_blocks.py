@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import blocks as B
-from harness.blocks import (
+from fleetchaos.policies import blocks as B
+from fleetchaos.policies.blocks import (
     AdaptiveThrottle,
     AwsRetryQuota,
     BreakerBoard,
@@ -58,10 +58,10 @@ from harness.blocks import (
     wait_retry_after,
     wait_sum,
 )
-from harness.policies import full_jitter
-from simulated_fleet.envelope import AgentToolError, PartialSuccess
-from simulated_fleet.envelopes import FailureTypeError, SubagentResult, ToolEnvelope
-from simulated_fleet.observation import (
+from fleetchaos.policies.builtins import full_jitter
+from fleetchaos.sim.envelope import AgentToolError, PartialSuccess
+from fleetchaos.sim.envelopes import FailureTypeError, SubagentResult, ToolEnvelope
+from fleetchaos.sim.observation import (
     Escalate,
     GiveUp,
     Observation,
@@ -466,7 +466,7 @@ def test_blocks_are_frozen_and_slotted():
 
 
 def test_module_is_pure():
-    """harness/blocks.py imports neither simpy nor a clock, nor module-level random."""
+    """harness/policies/blocks.py imports neither simpy nor a clock, nor module-level random."""
     tree = ast.parse(Path(B.__file__).read_text())
     names = set()
     for node in ast.walk(tree):

@@ -6,15 +6,15 @@ import json
 
 import pytest
 
-from harness.policies import FailureTypeRouter, resume_from_refs
-from harness.raw_errors import parse_raw
-from simulated_fleet.envelope import SCHEMA_VERSION, AgentToolError
-from simulated_fleet.envelopes import ENVELOPES, FailureTypeError, SubagentResult, ToolEnvelope
-from simulated_fleet.formats import ABLATION_FORMATS, FORMATS, get_format
-from simulated_fleet.formats._vendor import VENDORS, vendor_of, vendor_text
-from simulated_fleet.observation import Escalate, RefreshCredentials, Reroute, Retry, TaskHistory, UseAlternative
-from simulated_fleet.sanitise import REDACTED, PlantedSecrets, sanitise
-from simulated_fleet.truth import AttemptReport
+from fleetchaos.policies.builtins import FailureTypeRouter, resume_from_refs
+from fleetchaos.policies.raw_errors import parse_raw
+from fleetchaos.sim.envelope import SCHEMA_VERSION, AgentToolError
+from fleetchaos.sim.envelopes import ENVELOPES, FailureTypeError, SubagentResult, ToolEnvelope
+from fleetchaos.sim.formats import ABLATION_FORMATS, FORMATS, get_format
+from fleetchaos.sim.formats._vendor import VENDORS, vendor_of, vendor_text
+from fleetchaos.sim.observation import Escalate, RefreshCredentials, Reroute, Retry, TaskHistory, UseAlternative
+from fleetchaos.sim.sanitise import REDACTED, PlantedSecrets, sanitise
+from fleetchaos.sim.truth import AttemptReport
 
 STEPS = ("plan", "edit", "search", "write")
 

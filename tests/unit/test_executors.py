@@ -7,8 +7,8 @@ from concurrent.futures import Executor
 
 import pytest
 
-from harness.errors import UserError
-from harness.executors import (
+from fleetchaos.errors import UserError
+from fleetchaos.runs.executors import (
     LocalProcessExecutor,
     SerialExecutor,
     chunk_size,
@@ -114,7 +114,7 @@ def test_scheduler_address_must_look_like_one():
 def test_unreachable_scheduler_is_a_user_error():
     """A scheduler that does not answer gives one message with the address, not a traceback."""
     pytest.importorskip("distributed", reason="the dask extra (fleetchaos[dask]) is not installed")
-    from harness.executors import DaskExecutor
+    from fleetchaos.runs.executors import DaskExecutor
 
     with pytest.raises(UserError, match="cannot connect to a Dask scheduler"):
         DaskExecutor("tcp://127.0.0.1:9", timeout_s=0.5)

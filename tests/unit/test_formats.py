@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from harness.policies import resume_point
-from simulated_fleet.envelope import SCHEMA_VERSION, AgentToolError, PartialSuccess
-from simulated_fleet.formats import FORMATS, GenericFormat, StructuredFormat, get_format
-from simulated_fleet.observation import Observation
-from simulated_fleet.truth import FAILURE_KINDS, FAILURES, AttemptReport
+from fleetchaos.policies.builtins import resume_point
+from fleetchaos.sim.envelope import SCHEMA_VERSION, AgentToolError, PartialSuccess
+from fleetchaos.sim.formats import FORMATS, GenericFormat, StructuredFormat, get_format
+from fleetchaos.sim.observation import Observation
+from fleetchaos.sim.truth import FAILURE_KINDS, FAILURES, AttemptReport
 
 STEPS = ("plan", "edit", "search", "write")
 

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from harness.errors import UserError
-from harness.history import SCHEMA_VERSION, key_of, open_store, run_key
-from harness.results import RunResult
+from fleetchaos.errors import UserError
+from fleetchaos.gates.history import SCHEMA_VERSION, key_of, open_store, run_key
+from fleetchaos.results.models import RunResult
 
 
 def result(seed: int, policy: str = "structured", recovery: float = 0.8, **extra) -> RunResult:
@@ -109,8 +109,8 @@ def test_missing_and_foreign_files_are_user_errors(tmp_path):
 WRITER = textwrap.dedent(
     """
     import sys
-    from harness.history import open_store
-    from harness.results import RunResult
+    from fleetchaos.gates.history import open_store
+    from fleetchaos.results.models import RunResult
 
     store = open_store(sys.argv[1])
     gid = store.new_group("sweep", "default")

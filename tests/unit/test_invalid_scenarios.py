@@ -18,10 +18,10 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import scenarios as catalogue
-from harness.cli import main
-from harness.errors import ScenarioError
-from harness.scenario import (
+import fleetchaos.catalogue as catalogue
+from fleetchaos.cli.main import main
+from fleetchaos.errors import ScenarioError
+from fleetchaos.scenario.load import (
     MAX_FILE_BYTES,
     MAX_SCHEDULE_SPANS,
     MAX_TASKS,
@@ -211,7 +211,7 @@ _documents = st.recursive(
 
 def _valid_documents() -> list[dict]:
     """Every catalogue scenario as a plain dict (what a user's file holds)."""
-    from harness.scenario import load_scenario
+    from fleetchaos.scenario.load import load_scenario
 
     return [load_scenario(name).model_dump(mode="json", exclude_defaults=True) for name in catalogue.names()]
 
@@ -306,7 +306,7 @@ def test_fuzz_raw_text_never_crashes_the_loader(text):
 
 def test_estimated_size_of_open_and_closed_loops():
     """The size estimate: tasks_per_day x days (or clients over think + task time) and calls per task."""
-    from harness.scenario import estimated_size
+    from fleetchaos.scenario.load import estimated_size
 
     open_loop = parse_scenario(f"name: x\nduration_s: 172800\nworkload:\n  tasks_per_day: 100\n  templates:\n    - name: t\n      steps: [{STEP}, {{tool: fan, duration: {{mean_s: 10}}, fan_out: 4}}]\n", "w.yaml")
     assert estimated_size(open_loop) == (200.0, 1000.0)
@@ -319,7 +319,7 @@ def test_world_spec_refuses_duplicate_template_names():
     """WorldSpec itself refuses two templates with the same name (arrivals and faults name templates)."""
     from pydantic import ValidationError
 
-    from simulated_fleet.config import WorldSpec
+    from fleetchaos.sim.config import WorldSpec
 
     step = {"tool": "work", "duration": {"mean_s": 10}}
     with pytest.raises(ValidationError):
@@ -329,7 +329,7 @@ def test_world_spec_refuses_duplicate_template_names():
 def test_a_year_of_rate_limit_windows_validates():
     """36,500 rate-limit windows (refused while the token bucket scanned every window on
     every API call) are within the schedule limit now that lookups are binary searches."""
-    from harness.scenario import parse_scenario
+    from fleetchaos.scenario.load import parse_scenario
 
     text = "name: x\nduration_s: 31536000\nworkload: {tasks_per_day: 10}\nfaults:\n  - kind: rate_limit\n    per_day: 100\n"
     assert parse_scenario(text, "world.yaml").faults[0].per_day == 100

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.params import (
+from fleetchaos.scenario.params import (
     ParamError,
     apply_params,
     format_value,
@@ -14,7 +14,7 @@ from harness.params import (
     parse_value,
     split_values,
 )
-from harness.scenario import load_scenario
+from fleetchaos.scenario.load import load_scenario
 
 SOURCE = "scenarios/default.yaml"
 

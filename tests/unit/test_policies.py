@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.policies import (
+from fleetchaos.policies.builtins import (
     POLICIES,
     Backoff,
     BlindRetry,
@@ -17,8 +17,8 @@ from harness.policies import (
     get_policy,
     resume_point,
 )
-from simulated_fleet.envelope import AgentToolError, PartialSuccess
-from simulated_fleet.observation import (
+from fleetchaos.sim.envelope import AgentToolError, PartialSuccess
+from fleetchaos.sim.observation import (
     Escalate,
     GiveUp,
     Observation,
@@ -401,7 +401,7 @@ def test_get_policy_builtin_names(name, cls):
 
 def test_builtin_registry_holds_the_built_ins_and_the_presets():
     """The registry holds the five hand-written policies, then every named preset."""
-    from harness.presets import PRESETS
+    from fleetchaos.policies.presets import PRESETS
 
     assert list(POLICIES)[:5] == ["blind-retry", "backoff", "structured", "failure-type-router", "raw-parse"]
     assert list(POLICIES)[5:] == list(PRESETS)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.policies import (
+from fleetchaos.policies.builtins import (
     BUILT_IN,
     DRIVER_ATTRIBUTES,
     ENTRY_POINT,
@@ -38,7 +38,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "policies.md"
 POLICY_MODULE = '''
 from dataclasses import dataclass
 
-from simulated_fleet.observation import Escalate
+from fleetchaos.sim.observation import Escalate
 
 
 @dataclass(frozen=True)
@@ -217,9 +217,9 @@ def test_description_of_an_entry_point(installed):
 
 
 def test_description_of_a_blocks_recipe():
-    """A harness.blocks.Policy shows its flattened recipe, and its parts as parameters (as reprs in JSON)."""
-    info = describe_policy("harness.blocks:Policy")
-    assert info.source == IMPORT_PATH and info.origin == "harness.blocks:Policy"
+    """A fleetchaos.policies.blocks.Policy shows its flattened recipe, and its parts as parameters (as reprs in JSON)."""
+    info = describe_policy("fleetchaos.policies.blocks:Policy")
+    assert info.source == IMPORT_PATH and info.origin == "fleetchaos.policies.blocks:Policy"
     assert info.recipe.startswith("Policy(name='composed', retry=retry_always(), stop=stop_after_attempt(4)")
     assert info.to_dict()["parameters"]["stop"] == "stop_after_attempt(4)"
 
@@ -235,7 +235,7 @@ def test_list_goes_on_past_broken_entry_points(installed):
 
 def test_driver_attributes_follow_the_recovery_policy_protocol():
     """Every optional attribute the RecoveryPolicy docstring documents is one `policies show` reports."""
-    from simulated_fleet.observation import RecoveryPolicy
+    from fleetchaos.sim.observation import RecoveryPolicy
 
     documented = re.findall(r"^\s*\* ``(\w+)", RecoveryPolicy.__doc__ or "", flags=re.M)
     assert set(documented) <= set(DRIVER_ATTRIBUTES), set(documented) - set(DRIVER_ATTRIBUTES)
@@ -255,11 +255,11 @@ def test_cookbook_policy_is_short_and_runs(tmp_path, monkeypatch):
     """The custom policy in the docs is under 20 lines, builds with no arguments and runs through a simulation."""
     import yaml
 
-    import scenarios as catalogue
-    from harness.metrics import compute
-    from harness.scenario import load_scenario
-    from simulated_fleet.formats import get_format
-    from simulated_fleet.world import World
+    import fleetchaos.catalogue as catalogue
+    from fleetchaos.results.metrics import compute
+    from fleetchaos.scenario.load import load_scenario
+    from fleetchaos.sim.formats import get_format
+    from fleetchaos.sim.world import World
 
     code = cookbook_policy()
     assert len(code.strip().splitlines()) < 20, code
@@ -296,8 +296,8 @@ def test_recipes_do_not_depend_on_string_hashing():
     import subprocess
 
     script = (
-        "from harness.policies import POLICIES, get_policy\n"
-        "from harness.runner import policy_recipe\n"
+        "from fleetchaos.policies.builtins import POLICIES, get_policy\n"
+        "from fleetchaos.runs.runner import policy_recipe\n"
         "for name in sorted(POLICIES): print(name, policy_recipe(get_policy(name)))\n"
     )
     outputs = []

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from harness.blocks import AdaptiveThrottle, AwsRetryQuota, CircuitBreaker, EnvoyRetryBudget, GrpcRetryThrottle
-from harness.controls import Controlled, ControlState
-from harness.policies import POLICIES, BlindRetry, get_policy
-from harness.presets import (
+from fleetchaos.policies.blocks import AdaptiveThrottle, AwsRetryQuota, CircuitBreaker, EnvoyRetryBudget, GrpcRetryThrottle
+from fleetchaos.policies.controls import Controlled, ControlState
+from fleetchaos.policies.builtins import POLICIES, BlindRetry, get_policy
+from fleetchaos.policies.presets import (
     BACKOFF_VARIANTS,
     PRESETS,
     CategoryTreeWithRemediation,
@@ -19,9 +19,9 @@ from harness.presets import (
     RecoveryMatrix,
     tool_of,
 )
-from simulated_fleet.envelope import AgentToolError, PartialSuccess
-from simulated_fleet.envelopes import FailureTypeError, SubagentResult
-from simulated_fleet.observation import (
+from fleetchaos.sim.envelope import AgentToolError, PartialSuccess
+from fleetchaos.sim.envelopes import FailureTypeError, SubagentResult
+from fleetchaos.sim.observation import (
     DeadLetter,
     Escalate,
     GiveUp,
@@ -34,7 +34,7 @@ from simulated_fleet.observation import (
     TaskHistory,
     UseAlternative,
 )
-from simulated_fleet.transport import TRANSPORT_KINDS, TransportRetry
+from fleetchaos.sim.transport import TRANSPORT_KINDS, TransportRetry
 
 
 def hist(retries=0, streak=1, remediations=0, refreshes=0, seed=7, shared=None, now=0.0, worker=0, load=(0, 0)):
@@ -277,7 +277,7 @@ def test_adaptive_throttle_refuses_with_the_sre_probability():
 @pytest.mark.parametrize("kind", ["rate_limit", "quota_exhausted"])
 def test_adaptive_throttle_counts_the_contracts_overload_codes_as_refused(kind):
     """The codes come from the error contract: a 429 and an exhausted quota are requests, not accepts."""
-    from simulated_fleet.truth import FAILURES
+    from fleetchaos.sim.truth import FAILURES
 
     policy, shared = _controlled(budget=AdaptiveThrottle())
     policy.observe(ate(code=FAILURES[kind].error_code), shared, 1.0, 1)
@@ -318,7 +318,7 @@ def test_failure_type_timeouts_pay_the_timeout_cost():
 
 def test_results_record_each_policys_recipe_without_memory_addresses():
     """A result records the policy's repr; a class without one is named, never shown with its address."""
-    from harness.runner import policy_recipe
+    from fleetchaos.runs.runner import policy_recipe
 
     class Plain:
         name = "plain"

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from harness.errors import UserError
-from harness.gate import check, parse_fail_on, parse_fail_ons, worsening
-from harness.results import RunResult
+from fleetchaos.errors import UserError
+from fleetchaos.gates.regression import check, parse_fail_on, parse_fail_ons, worsening
+from fleetchaos.results.models import RunResult
 
 
 def result(policy: str, errors: str, seed: int, **metrics: float | None) -> RunResult:

@@ -11,8 +11,8 @@ import zlib
 import pytest
 import simpy
 
-from simulated_fleet import _rng
-from simulated_fleet.config import (
+from fleetchaos.sim import _rng
+from fleetchaos.sim.config import (
     DiskFull,
     ExpiredKey,
     FleetSpec,
@@ -23,8 +23,8 @@ from simulated_fleet.config import (
     Window,
     WorldSpec,
 )
-from simulated_fleet.faults import CallRule, _disjoint, build_plan
-from simulated_fleet.fleet import SlotPool, TokenBucket, Worker
+from fleetchaos.sim.faults import CallRule, _disjoint, build_plan
+from fleetchaos.sim.fleet import SlotPool, TokenBucket, Worker
 
 # ---------------------------------------------------------------------------------------
 # keyed streams
@@ -682,9 +682,9 @@ def test_a_world_on_slot_pools_runs_as_one_on_simpy_resources(monkeypatch, polic
     same records, call for call, as the world built on simpy.Resource."""
     import json
 
-    from harness.runner import run_one
-    from harness.scenario import Scenario
-    from simulated_fleet import fleet
+    from fleetchaos.runs.runner import run_one
+    from fleetchaos.scenario.load import Scenario
+    from fleetchaos.sim import fleet
 
     scenario = Scenario.model_validate(TIED_WORLD)
     pooled = run_one(scenario, policy, "structured", 1, keep_tasks=True)
@@ -701,7 +701,7 @@ def test_a_title_picks_what_choosing_from_the_pools_would(template):
     """Titles drawn lazily read exactly as drawing from built pools with the same stream."""
     import random
 
-    from simulated_fleet.workload import NamePools, TitleSource
+    from fleetchaos.sim.workload import NamePools, TitleSource
 
     pools = NamePools.build(7)
     lazy, eager = random.Random(11), random.Random(11)
@@ -741,15 +741,15 @@ def test_bisecting_cumulative_weights_draws_what_random_choices_draws():
 def _reference_arrivals(spec, seed: int, horizon_s: float, orchestrators: int) -> list[tuple]:
     """The Poisson workload drawn the plain way: ``rng.choices(range(n), cum_weights=...)`` per task.
 
-    Mirrors :func:`simulated_fleet.workload.arrivals` draw for draw: an exponential gap at
+    Mirrors :func:`fleetchaos.sim.workload.arrivals` draw for draw: an exponential gap at
     the peak rate, diurnal thinning with one ``rng.random()``, then the template, then the
     title picks (``TitleSource.pick``, which consumes the same stream).
     """
     import itertools
     import random
 
-    from simulated_fleet.config import DAY_S
-    from simulated_fleet.workload import PEAK_HOUR_S, S_WORKLOAD, TitleSource
+    from fleetchaos.sim.config import DAY_S
+    from fleetchaos.sim.workload import PEAK_HOUR_S, S_WORKLOAD, TitleSource
 
     rng = random.Random(_rng.key(seed, S_WORKLOAD))
     titles = TitleSource(seed)
@@ -786,8 +786,8 @@ def test_arrivals_pick_the_templates_random_choices_would_pick(weights, amplitud
     a reference loop that draws the template with ``rng.choices(..., cum_weights=...)`` on the same stream."""
     from collections import Counter
 
-    from simulated_fleet.config import TemplateSpec, WorkloadSpec
-    from simulated_fleet.workload import arrivals
+    from fleetchaos.sim.config import TemplateSpec, WorkloadSpec
+    from fleetchaos.sim.workload import arrivals
 
     kw: dict = {"tasks_per_day": 2000, "diurnal_amplitude": amplitude}
     if weights is not None:
@@ -865,7 +865,7 @@ def test_disjoint_rate_windows_match_the_pairwise_definition():
     """The sweep gives, float for float, what multiplying every covering window per elementary span gives."""
     import random
 
-    from simulated_fleet.faults import _disjoint
+    from fleetchaos.sim.faults import _disjoint
 
     def pairwise(windows):
         edges = sorted({t for s, e, _ in windows for t in (s, e)})
@@ -896,7 +896,7 @@ def test_span_table_gives_the_first_span_in_force_as_a_scan_would():
     scan of the sorted spans for the first one in force returns (edges, gaps, nesting)."""
     import random
 
-    from simulated_fleet.faults import SpanTable
+    from fleetchaos.sim.faults import SpanTable
 
     rng = random.Random(8)
     for _ in range(200):

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from harness.errors import ScenarioError, UserError
-from harness.scenario import MAX_FILE_BYTES, Scenario, load_scenario, parse_scenario
-from simulated_fleet.config import DiskFull, ExpiredKey, NetworkBlip, RateLimit, Timeout
+from fleetchaos.errors import ScenarioError, UserError
+from fleetchaos.scenario.load import MAX_FILE_BYTES, Scenario, load_scenario, parse_scenario
+from fleetchaos.sim.config import DiskFull, ExpiredKey, NetworkBlip, RateLimit, Timeout
 
 SOURCE = "my_world.yaml"
 

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import main
-from harness.errors import UserError
-from harness.fault_catalogue import EFFECTS, fault_kind, fault_kinds, parameters, type_name
-from harness.scenario import Scenario
-from harness.scenario_docs import SCHEDULE, SECTIONS, render
-from simulated_fleet.config import FleetSpec
-from simulated_fleet.fault_specs import FAULT_MODELS, Window
-from simulated_fleet.truth import FAILURES
+from fleetchaos.cli.main import main
+from fleetchaos.errors import UserError
+from fleetchaos.scenario.fault_catalogue import EFFECTS, fault_kind, fault_kinds, parameters, type_name
+from fleetchaos.scenario.load import Scenario
+from fleetchaos.scenario.docs import SCHEDULE, SECTIONS, render
+from fleetchaos.sim.config import FleetSpec
+from fleetchaos.sim.fault_specs import FAULT_MODELS, Window
+from fleetchaos.sim.truth import FAILURES
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "scenarios.md"
 
@@ -44,7 +44,7 @@ def test_docs_cover_every_field_and_fault_kind():
 
 def test_docs_list_the_catalogue():
     """Each catalogue scenario appears in the docs with its description."""
-    import scenarios as catalogue
+    import fleetchaos.catalogue as catalogue
 
     text = render()
     for name in catalogue.names():
@@ -63,7 +63,7 @@ def test_every_fault_kind_has_an_effect_and_a_contract():
 
 def test_effects_name_only_existing_parameters():
     """Parameters an effect sentence names (its own, or fleet.X) exist, so the prose follows renames."""
-    from simulated_fleet.envelope import AgentToolError
+    from fleetchaos.sim.envelope import AgentToolError
 
     fleet = set(FleetSpec.model_fields)
     for kind, effect in EFFECTS.items():

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from harness.stats import DEFAULT_CONFIDENCE, mean_ci, wilson
+from fleetchaos.results.stats import DEFAULT_CONFIDENCE, mean_ci, wilson
 
 # Quantiles used below (tables / scipy.stats.t.ppf):
 T975_DF4 = 2.7764451051977934  # t_{0.975, 4}

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from harness.stats import (
+from fleetchaos.results.stats import (
     BETTER,
     INCONCLUSIVE,
     NO_DIRECTION,

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from harness.scenario import Scenario
-from harness.strategies import CORE_KINDS, fault_mixes, fault_schedules, fault_specs, fleets, scenarios
-from simulated_fleet.config import DiskFull, ExpiredKey, FleetSpec, NetworkBlip, RateLimit, Timeout
+from fleetchaos.scenario.load import Scenario
+from fleetchaos.testing.strategies import CORE_KINDS, fault_mixes, fault_schedules, fault_specs, fleets, scenarios
+from fleetchaos.sim.config import DiskFull, ExpiredKey, FleetSpec, NetworkBlip, RateLimit, Timeout
 
 FAST = settings(max_examples=30, deadline=None)
 KIND_CLASSES = (NetworkBlip, Timeout, RateLimit, DiskFull, ExpiredKey)
@@ -102,15 +102,15 @@ PROBE = """
 import json, sys
 {first}
 from hypothesis import strategies as st
-from simulated_fleet.config import FleetSpec
+from fleetchaos.sim.config import FleetSpec
 value = st.from_type(FleetSpec).example()
-print(json.dumps([type(value).__name__, "harness.strategies" in sys.modules]))
+print(json.dumps([type(value).__name__, "fleetchaos.testing.strategies" in sys.modules]))
 """
 
 
-@pytest.mark.parametrize("first", ["import hypothesis", "import harness.strategies"])
+@pytest.mark.parametrize("first", ["import hypothesis", "import fleetchaos.testing.strategies"])
 def test_registration_works_whichever_module_is_imported_first(first):
-    """Importing hypothesis runs the hook, and importing harness.strategies first does not break it."""
+    """Importing hypothesis runs the hook, and importing fleetchaos.testing.strategies first does not break it."""
     out = subprocess.run(
         [sys.executable, "-c", PROBE.format(first=first)], capture_output=True, text=True, check=True, timeout=60
     )

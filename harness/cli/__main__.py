@@ -1,0 +1,5 @@
+"""``python -m fleetchaos.cli``: the command line."""
+
+from fleetchaos.cli.main import main
+
+main(prog_name="fleetchaos")

@@ -1,0 +1,1 @@
+"""Gates: the run history, the one regression rule, baselines and statistical assertions."""

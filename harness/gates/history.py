@@ -1,0 +1,343 @@
+"""The run history: a SQLite store that every run, compare and sweep appends to.
+
+One *group* per command invocation (a run, a comparison, a sweep), one *run* row per
+finished simulated run (scenario, policy, error format, seed, swept parameters, metrics
+JSON and the whole :class:`~fleetchaos.results.models.RunResult` without its per-task rows).
+
+Crash safety: the database runs in WAL mode and every write is one short ``BEGIN
+IMMEDIATE`` transaction, so a run is either stored whole or not at all; a process killed
+mid-write (even ``kill -9``) leaves the store readable, and the next connection rolls the
+unfinished write back.  ``synchronous=FULL`` adds the same for an OS crash or power loss.  ``UNIQUE(group_id, key)`` makes
+:meth:`HistoryStore.add_run` idempotent, so a resumed sweep never stores a run twice.
+
+Nothing secret is stored: no environment, no command line, no credentials; only names,
+seeds, parameters, metrics, versions and a hash of the scenario.
+
+Typical use::
+
+    with open_store("fleetchaos-out/history.db") as store:
+        gid = store.new_group("compare", "default", meta={"seeds": [1, 2]})
+        for result in results:
+            store.add_run(gid, result)      # as each run finishes
+        store.finish_group(gid)
+        store.runs(gid)                     # -> list[StoredRun]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from fleetchaos.errors import UserError
+from fleetchaos.results.models import RunResult
+
+#: Where run and compare write unless told otherwise (relative to the working directory).
+DEFAULT_PATH = Path("fleetchaos-out") / "history.db"
+#: Environment variable that overrides :data:`DEFAULT_PATH`.
+ENV_VAR = "FLEETCHAOS_HISTORY"
+#: Version of the tables below, kept in SQLite's ``user_version``.
+SCHEMA_VERSION = 1
+
+RUNNING = "running"
+COMPLETE = "complete"
+INTERRUPTED = "interrupted"
+FAILED = "failed"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS groups (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind       TEXT NOT NULL,
+    scenario   TEXT NOT NULL,
+    label      TEXT,
+    status     TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    meta       TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    group_id   INTEGER NOT NULL REFERENCES groups(id),
+    key        TEXT NOT NULL,
+    scenario   TEXT NOT NULL,
+    policy     TEXT NOT NULL,
+    errors     TEXT NOT NULL,
+    seed       INTEGER NOT NULL,
+    params     TEXT NOT NULL,
+    metrics    TEXT NOT NULL,
+    result     TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (group_id, key)
+);
+CREATE INDEX IF NOT EXISTS runs_by_key ON runs(key);
+CREATE INDEX IF NOT EXISTS groups_by_label ON groups(label);
+"""
+
+
+def default_path() -> Path:
+    """The history file used when the user does not pass ``--history``: ``$FLEETCHAOS_HISTORY`` or :data:`DEFAULT_PATH`."""
+    env = os.environ.get(ENV_VAR)
+    return Path(env) if env else DEFAULT_PATH
+
+
+def run_key(scenario: str, policy: str, errors: str, seed: int, params: dict[str, Any] | None = None) -> str:
+    """The identity of one run inside a group: the same key means the same simulated run."""
+    return json.dumps([scenario, policy, errors, int(seed), params or {}], sort_keys=True, separators=(",", ":"))
+
+
+def key_of(result: RunResult) -> str:
+    """:func:`run_key` of a result."""
+    return run_key(result.scenario, result.policy, result.errors, result.seed, result.params)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """One stored command invocation: a run, a comparison or a sweep."""
+
+    id: int
+    kind: str
+    scenario: str
+    label: str | None
+    status: str
+    created_at: str
+    meta: dict[str, Any]
+    runs: int
+
+    @property
+    def ref(self) -> str:
+        """How to name this group on the command line (``--baseline``)."""
+        return f"#{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """One stored run: its identity, metrics and whole result (without per-task rows)."""
+
+    id: int
+    group_id: int
+    key: str
+    scenario: str
+    policy: str
+    errors: str
+    seed: int
+    params: dict[str, Any]
+    metrics: dict[str, float | None]
+    created_at: str
+    result_json: str = field(repr=False)
+
+    @property
+    def result(self) -> RunResult:
+        """The stored :class:`RunResult`."""
+        return RunResult.model_validate_json(self.result_json)
+
+
+class HistoryStore:
+    """A connection to one history file.  Use :func:`open_store` to get one."""
+
+    def __init__(self, path: Path, *, create: bool = True):
+        self.path = Path(path)
+        if not create and not self.path.is_file():
+            raise UserError(
+                f"{self.path}: no history here; run or compare without --no-history first, or pass --history PATH"
+            )
+        if create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise UserError(
+                    f"{self.path}: history written by a newer fleetchaos (schema {version}, this one reads {SCHEMA_VERSION}); "
+                    "upgrade fleetchaos or pass another --history"
+                )
+            if version < SCHEMA_VERSION:
+                with self._transaction():
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            self._db.execute(statement)
+                    self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            self._close_quietly()
+            raise UserError(f"{self.path}: not a fleetchaos history ({exc}); pass another --history PATH") from None
+
+    # -- plumbing ----------------------------------------------------------------------
+
+    def _close_quietly(self) -> None:
+        db = getattr(self, "_db", None)
+        if db is not None:
+            try:
+                db.close()
+            except sqlite3.Error:
+                pass
+
+    def _transaction(self):
+        return _Transaction(self._db)
+
+    def close(self) -> None:
+        """Close the connection (every write is already committed)."""
+        self._db.close()
+
+    def __enter__(self) -> HistoryStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- writing -----------------------------------------------------------------------
+
+    def new_group(self, kind: str, scenario: str, *, label: str | None = None, meta: dict[str, Any] | None = None) -> int:
+        """Start a group (status ``running``) and return its id."""
+        with self._transaction():
+            cur = self._db.execute(
+                "INSERT INTO groups (kind, scenario, label, status, created_at, meta) VALUES (?, ?, ?, ?, ?, ?)",
+                (kind, scenario, label, RUNNING, _now(), json.dumps(meta or {}, sort_keys=True)),
+            )
+            return int(cur.lastrowid)  # type: ignore[arg-type]
+
+    def add_run(self, group_id: int, result: RunResult) -> bool:
+        """Store one finished run in its own transaction; False if the group already holds it."""
+        stored = result.model_copy(update={"tasks": [], "timeline": None})
+        key = key_of(result)
+        with self._transaction():
+            cur = self._db.execute(
+                "INSERT INTO runs (group_id, key, scenario, policy, errors, seed, params, metrics, result, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (group_id, key) DO NOTHING",
+                (
+                    group_id,
+                    key,
+                    result.scenario,
+                    result.policy,
+                    result.errors,
+                    result.seed,
+                    json.dumps(result.params, sort_keys=True),
+                    json.dumps(result.metrics),
+                    stored.model_dump_json(),
+                    _now(),
+                ),
+            )
+            return cur.rowcount == 1
+
+    def finish_group(self, group_id: int, status: str = COMPLETE) -> None:
+        """Mark a group ``complete`` (or ``interrupted`` / ``failed``)."""
+        with self._transaction():
+            self._db.execute("UPDATE groups SET status = ? WHERE id = ?", (status, group_id))
+
+    # -- reading -----------------------------------------------------------------------
+
+    def groups(self, *, limit: int | None = None) -> list[Group]:
+        """Stored groups, newest first."""
+        sql = (
+            "SELECT g.id, g.kind, g.scenario, g.label, g.status, g.created_at, g.meta, "
+            "(SELECT COUNT(*) FROM runs r WHERE r.group_id = g.id) FROM groups g ORDER BY g.id DESC"
+        )
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [_group(row) for row in self._db.execute(sql)]
+
+    def group(self, group_id: int) -> Group | None:
+        """The group with this id, or None."""
+        row = self._db.execute(
+            "SELECT g.id, g.kind, g.scenario, g.label, g.status, g.created_at, g.meta, "
+            "(SELECT COUNT(*) FROM runs r WHERE r.group_id = g.id) FROM groups g WHERE g.id = ?",
+            (group_id,),
+        ).fetchone()
+        return None if row is None else _group(row)
+
+    def resolve(self, ref: str) -> Group:
+        """The group a user names: ``7`` or ``#7`` (an id), ``latest`` (the newest group), or a label (its newest group).
+
+        Raises :class:`UserError` naming the known groups when nothing matches.
+        """
+        text = ref.strip()
+        found: Group | None = None
+        if text.lstrip("#").isdigit():
+            found = self.group(int(text.lstrip("#")))
+        elif text == "latest":
+            newest = self.groups(limit=1)
+            found = newest[0] if newest else None
+        else:
+            row = self._db.execute("SELECT id FROM groups WHERE label = ? ORDER BY id DESC LIMIT 1", (text,)).fetchone()
+            found = None if row is None else self.group(int(row[0]))
+        if found is None:
+            known = ", ".join(f"{g.ref}" + (f" ({g.label})" if g.label else "") for g in self.groups(limit=10))
+            raise UserError(
+                f"no run group {ref!r} in {self.path} (newest: {known or 'none stored yet'}); "
+                "name one by id (7 or #7), 'latest' or its label; see `fleetchaos history`"
+            )
+        return found
+
+    def runs(self, group_id: int) -> list[StoredRun]:
+        """The runs of a group in the order they were stored."""
+        rows = self._db.execute(
+            "SELECT id, group_id, key, scenario, policy, errors, seed, params, metrics, created_at, result "
+            "FROM runs WHERE group_id = ? ORDER BY id",
+            (group_id,),
+        )
+        return [
+            StoredRun(
+                id=r[0],
+                group_id=r[1],
+                key=r[2],
+                scenario=r[3],
+                policy=r[4],
+                errors=r[5],
+                seed=r[6],
+                params=json.loads(r[7]),
+                metrics=json.loads(r[8]),
+                created_at=r[9],
+                result_json=r[10],
+            )
+            for r in rows
+        ]
+
+    def has_run(self, key: str, group_id: int | None = None) -> bool:
+        """Whether a run with this :func:`run_key` is stored (in ``group_id``, or in any group)."""
+        if group_id is None:
+            row = self._db.execute("SELECT 1 FROM runs WHERE key = ? LIMIT 1", (key,)).fetchone()
+        else:
+            row = self._db.execute("SELECT 1 FROM runs WHERE key = ? AND group_id = ? LIMIT 1", (key, group_id)).fetchone()
+        return row is not None
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any exception (Ctrl-C included)."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.db.execute("COMMIT")
+        else:
+            self.db.execute("ROLLBACK")
+
+
+def _group(row) -> Group:
+    return Group(
+        id=row[0],
+        kind=row[1],
+        scenario=row[2],
+        label=row[3],
+        status=row[4],
+        created_at=row[5],
+        meta=json.loads(row[6]),
+        runs=row[7],
+    )
+
+
+def open_store(path: str | Path | None = None, *, create: bool = True) -> HistoryStore:
+    """Open (and with ``create``, create) the history at ``path`` (default: :func:`default_path`)."""
+    return HistoryStore(Path(path) if path is not None else default_path(), create=create)

@@ -1,0 +1,1 @@
+"""Recovery policies: built-ins, composable blocks, retry controls, presets and the registry."""

@@ -1,0 +1,213 @@
+"""Shared retry controls wired into the driver: retry budgets and circuit breakers over any policy.
+
+:mod:`fleetchaos.policies.blocks` holds the controls as pure transitions over frozen state.  A
+:class:`Controlled` policy keeps that state where the driver lets a policy keep state
+across tasks: one :class:`ControlState` per orchestrator (``new_shared_state``), updated
+after every dispatch (``observe``), read when a retry is decided (``decide``) and when a
+dispatch picks its worker (``choose_worker``).  Everything stays reproducible: the only
+draws are the adaptive throttle's, and they come from the task's seeded ``history.rng``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from fleetchaos.sim.observation import (
+    Action,
+    Escalate,
+    GiveUp,
+    Observation,
+    RefreshCredentials,
+    Remediate,
+    Reroute,
+    Retry,
+    TaskHistory,
+    UseAlternative,
+)
+from fleetchaos.sim.truth import FAILURES
+
+from fleetchaos.policies.blocks import (
+    AdaptiveThrottle,
+    AwsRetryQuota,
+    BreakerBoard,
+    CircuitBreaker,
+    EnvoyLoad,
+    EnvoyRetryBudget,
+    GrpcRetryThrottle,
+    breaker_key,
+    code_of,
+)
+
+#: Actions that send the task out again, so a retry budget must pay for them.
+RETRY_ACTIONS = (Retry, Reroute, RefreshCredentials, UseAlternative, Remediate)
+
+#: Error codes that mean the backend refused the request for overload (not "accepted" for
+#: adaptive throttling): the contract's codes for a 429 and an exhausted quota, and the
+#: failure-type contract's ``rate_limited``.
+OVERLOAD_CODES = frozenset({FAILURES["rate_limit"].error_code, FAILURES["quota_exhausted"].error_code, "RATE_LIMITED"})
+
+#: Error codes of a timed-out call (the AWS quota charges a retry after one more): the
+#: contract's code and the failure-type contract's ``timeout``.
+TIMEOUT_CODES = frozenset({FAILURES["timeout"].error_code, "TIMEOUT"})
+
+Budget = AwsRetryQuota | GrpcRetryThrottle | EnvoyRetryBudget | AdaptiveThrottle
+
+
+@dataclass(slots=True)
+class ControlState:
+    """One orchestrator's shared control state (mutable; the driver keeps one per orchestrator and run)."""
+
+    budget: Any = None
+    """The budget's frozen state (QuotaState, GrpcTokens, ThrottleWindow), or None."""
+    board: BreakerBoard | None = None
+    paid: dict[int, int] = field(default_factory=dict)
+    """AWS quota: what each task's outstanding retry paid, refunded when it succeeds."""
+    refused: int = 0
+    """Retries the budget refused."""
+    diverted: int = 0
+    """Dispatches moved off a worker whose breaker was open."""
+
+
+@dataclass(frozen=True, slots=True)
+class Controlled:
+    """``policy`` under shared controls: a retry budget and/or per-worker circuit breakers.
+
+    * ``budget``: an :class:`~fleetchaos.policies.blocks.AwsRetryQuota` (each retry pays 5 tokens, 10
+      after a timeout; a success refunds), a :class:`~fleetchaos.policies.blocks.GrpcRetryThrottle`
+      (failures drain, successes refill, retries only above half), an
+      :class:`~fleetchaos.policies.blocks.EnvoyRetryBudget` (retries in flight at most a share of the
+      orchestrator's dispatches in flight) or an :class:`~fleetchaos.policies.blocks.AdaptiveThrottle`
+      (the SRE formula: refuse a retry with probability ``(requests - K*accepts)/(requests+1)``).
+      A refused retry becomes ``when_refused`` (give up, or escalate to a human).
+    * ``breaker``: a :class:`~fleetchaos.policies.blocks.CircuitBreaker` per worker.  Dispatches skip
+      workers whose breaker is open (the next allowed one in rotation), and a retry on an
+      open worker becomes a reroute.
+
+    Everything the inner policy decides is otherwise kept as it is.
+    """
+
+    policy: Any
+    budget: Budget | None = None
+    breaker: CircuitBreaker | None = None
+    when_refused: Literal["give_up", "escalate"] = "give_up"
+    name: str = "controlled"
+
+    @property
+    def guardrail(self) -> bool:
+        """The inner policy's final-answer guardrail, passed through."""
+        return bool(getattr(self.policy, "guardrail", False))
+
+    @property
+    def idempotency_keys(self) -> bool:
+        """The inner policy's idempotency keys, passed through."""
+        return bool(getattr(self.policy, "idempotency_keys", False))
+
+    @property
+    def transport(self) -> Any:
+        """The inner policy's transport layer, passed through."""
+        return getattr(self.policy, "transport", None)
+
+    @property
+    def description(self) -> str:
+        """The inner policy's description, then the controls it runs under."""
+        import inspect
+
+        inner = getattr(self.policy, "description", None) or inspect.getdoc(type(self.policy)) or ""
+        controls = [f"a shared retry budget {self.budget!r}"] if self.budget is not None else []
+        if self.breaker is not None:
+            controls.append(f"a circuit breaker per worker {self.breaker!r}")
+        first, _, rest = inner.partition("\n\n")
+        under = f" Under {' and '.join(controls)} (one per orchestrator)." if controls else ""
+        return f"{first.strip()}{under}" + (f"\n\n{rest}" if rest else "")
+
+    # -- driver hooks ----------------------------------------------------------------
+
+    def new_shared_state(self) -> ControlState:
+        """Fresh state for one orchestrator: a full budget, all breakers closed."""
+        return ControlState(
+            budget=self.budget.initial_state() if self.budget is not None and hasattr(self.budget, "initial_state") else None,
+            board=BreakerBoard(self.breaker) if self.breaker is not None else None,
+        )
+
+    def observe(self, observation: Observation, shared: ControlState, now_s: float, task_id: int) -> None:
+        """Count one dispatch's outcome in the budget and the worker's breaker."""
+        budget = self.budget
+        ok = observation.ok
+        if isinstance(budget, AwsRetryQuota) and ok:
+            shared.budget = budget.on_success(shared.budget, shared.paid.pop(task_id, None))
+        elif isinstance(budget, GrpcRetryThrottle):
+            shared.budget = budget.on_success(shared.budget) if ok else budget.on_failure(shared.budget)
+        elif isinstance(budget, AdaptiveThrottle):
+            shared.budget = budget.on_request(shared.budget, now_s)  # every dispatch sent is a request
+            if ok or code_of(observation) not in OVERLOAD_CODES:
+                shared.budget = budget.on_accept(shared.budget, now_s)
+        if shared.board is not None:
+            key = breaker_key(worker=observation.worker)
+            board = shared.board
+            shared.board = board.on_success(key, now_s) if ok else board.on_failure(key, now_s)
+
+    def choose_worker(self, proposed: int, workers: int, shared: ControlState, now_s: float) -> int:
+        """The first worker from ``proposed`` on whose breaker lets a call through (``proposed`` if none does)."""
+        if shared.board is None:
+            return proposed
+        for step in range(workers):
+            candidate = (proposed + step) % workers
+            board, allowed = shared.board.allow(breaker_key(worker=candidate), now_s)
+            if allowed:
+                shared.board = board
+                shared.diverted += step > 0
+                return candidate
+        return proposed
+
+    def decide(self, observation: Observation, history: TaskHistory) -> Action:
+        """The inner policy's action, unless the budget refuses the retry or the worker's breaker is open."""
+        action = self.policy.decide(observation, history)
+        if not isinstance(action, RETRY_ACTIONS):
+            return action
+        shared: ControlState | None = history.shared  # type: ignore[assignment]
+        if shared is None:
+            return action
+        if self.budget is not None and not self._pay(observation, history, shared):
+            shared.refused += 1
+            return Escalate("retry budget exhausted") if self.when_refused == "escalate" else GiveUp()
+        if isinstance(action, Retry) and shared.board is not None:
+            if shared.board.state(breaker_key(worker=history.worker)).mode == "open":
+                return Reroute(action.delay_s, action.resume_from, action.done_items)
+        return action
+
+    def _pay(self, observation: Observation, history: TaskHistory, shared: ControlState) -> bool:
+        """Ask the budget for one retry; True when it may go out."""
+        budget = self.budget
+        if isinstance(budget, AwsRetryQuota):
+            timed_out = code_of(observation) in TIMEOUT_CODES or observation.status == "timeout"
+            shared.budget, paid = budget.acquire(shared.budget, timeout=timed_out)
+            if paid is None:
+                return False
+            shared.paid[history.task_id] = paid
+            return True
+        if isinstance(budget, GrpcRetryThrottle):
+            return budget.allows_retry(shared.budget)
+        if isinstance(budget, EnvoyRetryBudget):
+            return budget.allows_retry(EnvoyLoad(history.dispatches_in_flight, history.retries_in_flight))
+        if isinstance(budget, AdaptiveThrottle):
+            # A retry that goes out is counted as a request when its dispatch is observed;
+            # one refused here is counted now (SRE counts locally rejected requests too).
+            if history.rng.random() >= budget.reject_probability(shared.budget, history.now_s):
+                return True
+            shared.budget = budget.on_request(shared.budget, history.now_s)
+            return False
+        return True
+
+    def __repr__(self) -> str:
+        parts = [f"name={self.name!r}", f"policy={self.policy!r}"]
+        if self.budget is not None:
+            parts.append(f"budget={self.budget!r}")
+        if self.breaker is not None:
+            parts.append(f"breaker={self.breaker!r}")
+        if self.when_refused != "give_up":
+            parts.append(f"when_refused={self.when_refused!r}")
+        return f"Controlled({', '.join(parts)})"
+
+
+__all__ = ["Controlled", "ControlState", "OVERLOAD_CODES", "RETRY_ACTIONS", "TIMEOUT_CODES"]

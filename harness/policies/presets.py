@@ -1,0 +1,340 @@
+"""Named recipes: the reference documents' recovery policies and the classic retry controls.
+
+Every preset is a pure decision function (a frozen dataclass or a :class:`~fleetchaos.policies.blocks.Policy`
+joined from blocks); anything that must outlive one task (a retry budget, circuit
+breakers) lives in the driver-kept shared state of :class:`~fleetchaos.policies.controls.Controlled`.
+
+* backoff variants (``retry-fixed``, ``backoff-none``, ``backoff-full-jitter``,
+  ``backoff-equal-jitter``, ``backoff-decorrelated-jitter``, ``retry-after``): retry any
+  failure with one wait formula, for contention studies;
+* ``category-tree-remediation``: a category decision tree with an escalation ladder
+  (retry, then a remediation agent, then a human), repeated recoverable failures fatal;
+* ``coordinator``: retry transient failures once, then report what is missing, never invent it;
+* ``recovery-matrix`` (and ``-fail-fast``, ``-all-or-nothing``): a policy per failure class,
+  a retry budget, idempotency keys, human approval for high-risk tools, a dead-letter
+  queue for poison tasks, and a final-answer guardrail;
+* ``budget-aws``, ``budget-grpc``, ``budget-envoy``, ``throttle-sre``, ``breaker-worker``:
+  backoff under one shared control each;
+* ``layered-transport``: backoff over a transport layer that retries each call itself;
+* ``escalate-all``: page a human on every failure (what escalating everything costs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Literal
+
+from fleetchaos.sim.observation import (
+    Action,
+    DeadLetter,
+    Escalate,
+    GiveUp,
+    Observation,
+    RecoveryPolicy,
+    RefreshCredentials,
+    Remediate,
+    Reroute,
+    Retry,
+    Rollback,
+    TaskHistory,
+    UseAlternative,
+)
+from fleetchaos.sim.transport import TransportRetry
+
+from fleetchaos.policies.blocks import (
+    AdaptiveThrottle,
+    AwsRetryQuota,
+    CircuitBreaker,
+    EnvoyRetryBudget,
+    GrpcRetryThrottle,
+    Policy,
+    category_of,
+    code_of,
+    instead_give_up,
+    resume_of,
+    retry_after_s_of,
+    retry_always,
+    retryable_of,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_decorrelated_jitter,
+    wait_equal_jitter,
+    wait_exponential,
+    wait_fixed,
+    wait_full_jitter,
+    wait_max,
+    wait_retry_after,
+)
+from fleetchaos.policies.controls import Controlled
+from fleetchaos.policies._recovery import full_jitter, hinted_delay, unknown_branch
+
+# =======================================================================================
+# Backoff variants: one wait formula each, everything else equal
+
+
+def _backoff_variant(name: str, wait) -> Callable[[], Policy]:
+    description = (
+        f"Retry any failure until it succeeds (at most 60 dispatches or an hour), waiting {wait!r} "
+        "between dispatches: one wait formula, everything else equal, for contention studies."
+    )
+
+    def build() -> Policy:
+        return Policy(
+            retry=retry_always(),
+            stop=stop_after_attempt(60) | stop_after_delay(3600.0),
+            wait=wait,
+            instead=instead_give_up(),
+            name=name,
+            description=description,
+        )
+
+    build.__doc__ = description
+    return build
+
+
+BACKOFF_VARIANTS: dict[str, Callable[[], Policy]] = {
+    "retry-fixed": _backoff_variant("retry-fixed", wait_fixed(2.0)),
+    "backoff-none": _backoff_variant("backoff-none", wait_exponential(1.0, 60.0)),
+    "backoff-full-jitter": _backoff_variant("backoff-full-jitter", wait_full_jitter(1.0, 60.0)),
+    "backoff-equal-jitter": _backoff_variant("backoff-equal-jitter", wait_equal_jitter(1.0, 60.0)),
+    "backoff-decorrelated-jitter": _backoff_variant("backoff-decorrelated-jitter", wait_decorrelated_jitter(1.0, 60.0)),
+    "retry-after": _backoff_variant("retry-after", wait_max(wait_retry_after(), wait_full_jitter(1.0, 60.0))),
+}
+
+
+def tool_of(observation: Observation) -> str | None:
+    """The failed tool's name, from the envelope's context or metadata; None if the format does not say."""
+    for attr in ("context", "metadata"):
+        values = getattr(observation.envelope, attr, None)
+        if values and "tool" in values:
+            return str(values["tool"])
+    return None
+
+
+def _is_transient(observation: Observation) -> bool:
+    return category_of(observation) in ("transient", "timeout", "rate_limited", "unavailable")
+
+
+# =======================================================================================
+# The category decision tree with a remediation agent and an escalation ladder
+
+
+@dataclass(frozen=True, slots=True)
+class CategoryTreeWithRemediation:
+    """A category decision tree whose escalation ladder is retry, then a remediation agent, then a human.
+
+    * transient: back off (honouring retry-after) and retry, resuming from partial success;
+    * resource (a lost or full worker): reroute to another worker, resuming;
+    * auth, a full disk, or a missing tool: send a remediation agent to the worker (minutes;
+      it may fail), then retry there; after ``max_remediations`` the ladder goes up to a human;
+    * validation, or not recoverable: a human (page), at once;
+    * a recoverable failure repeated ``max_same`` times in a row, or more than
+      ``max_retries`` retries in all: it has become fatal, so a human.
+
+    Without a structured envelope only the unknown branch is left: back off and retry
+    ``unknown_retries`` times, then page.
+    """
+
+    max_retries: int = 4
+    max_same: int = 3
+    max_remediations: int = 1
+    base_s: float = 2.0
+    cap_s: float = 120.0
+    unknown_retries: int = 1
+    guardrail: bool = True
+    name: str = "category-tree-remediation"
+
+    def decide(self, observation: Observation, history: TaskHistory) -> Action:
+        """Climb the ladder: retry, remediate, page."""
+        category = category_of(observation)
+        code = code_of(observation)
+        if category is None:
+            return unknown_branch(history, self.unknown_retries, self.base_s, self.cap_s, "unclassified failure")
+        machine_fixable = category == "auth" or code in ("DISK_FULL", "DEPENDENCY_MISSING")
+        if retryable_of(observation) is False and not machine_fixable:
+            return Escalate(f"{code}: not recoverable")
+        if category in ("validation", "fatal"):
+            return Escalate(f"{code}: {category}, needs a human")
+        if history.retries >= self.max_retries or history.same_failure_streak >= self.max_same:
+            return Escalate(f"{code}: repeated recoverable failure is fatal")
+        start, done = resume_of(observation)
+        if machine_fixable:
+            if history.remediations < self.max_remediations:
+                return Remediate(start, done)
+            return Escalate(f"{code}: remediation did not help")
+        if category == "resource":
+            return Reroute(0.0, start, done)
+        if category == "dependency":  # a missing source: another one, if the contract names it
+            return UseAlternative(0.0, start, done)
+        return Retry(hinted_delay(retry_after_s_of(observation), history, self.base_s, self.cap_s), start, done)
+
+
+# =======================================================================================
+# The coordinator of subagents
+
+
+@dataclass(frozen=True, slots=True)
+class Coordinator:
+    """A coordinator of subagents: retry a transient failure once, then report what is missing.
+
+    It never claims work it was not shown: with usable partial results it reports the
+    task partial, otherwise failed.  It does not page anyone; its report goes to the
+    user who asked.  A failure it cannot classify counts as not transient.
+    """
+
+    transient_retries: int = 1
+    base_s: float = 2.0
+    cap_s: float = 60.0
+    name: str = "coordinator"
+
+    def decide(self, observation: Observation, history: TaskHistory) -> Action:
+        """One retry for transient failures, then an honest partial or failed report."""
+        start, done = resume_of(observation)
+        if _is_transient(observation) and retryable_of(observation) is not False and history.retries < self.transient_retries:
+            hint = retry_after_s_of(observation)
+            delay = hint if hint is not None else full_jitter(history, self.base_s, self.cap_s)
+            return Retry(delay, start, done)
+        if start > 0 or done:
+            return GiveUp("partial")
+        return GiveUp("failed")
+
+
+# =======================================================================================
+# The recovery policy matrix
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryMatrix:
+    """One recovery per failure class, with the guardrails around it.
+
+    * transient (timeouts, rate limits, network): back off, honouring retry-after, and
+      retry up to ``max_retries`` times, resuming; calls carry idempotency keys, so an
+      ambiguous timeout retried does not post twice;
+    * a failure on a high-risk tool (``high_risk_tools``): a human approves before any
+      retry (an escalation, paged);
+    * auth: refresh credentials once; resource: reroute; dependency: an alternative source;
+    * a batch with failed items, once retries are spent: ``batch_mode`` decides:
+      ``best_effort`` keeps what succeeded (reported partial), ``fail_fast`` stops at once
+      (reported failed), ``all_or_nothing`` compensates what was committed (rollback);
+    * a poison task (``poison_after`` failed dispatches with non-transient errors):
+      dead-letter queue;
+    * a final-answer guardrail blocks a success claim while the failure flag is up.
+
+    A shared retry budget goes on top (see the ``recovery-matrix`` preset).
+    """
+
+    max_retries: int = 3
+    base_s: float = 2.0
+    cap_s: float = 60.0
+    batch_mode: Literal["best_effort", "fail_fast", "all_or_nothing"] = "best_effort"
+    high_risk_tools: tuple[str, ...] = ("git_push", "deploy", "payment", "crm_write")
+    poison_after: int = 3
+    unknown_retries: int = 1
+    guardrail: bool = True
+    idempotency_keys: bool = True
+    name: str = "recovery-matrix"
+
+    def decide(self, observation: Observation, history: TaskHistory) -> Action:
+        """Route the failure to its row of the matrix."""
+        category = category_of(observation)
+        if category is None and observation.envelope is None:
+            return unknown_branch(history, self.unknown_retries, self.base_s, self.cap_s, "unclassified failure")
+        code = code_of(observation) or "UNKNOWN"
+        tool = tool_of(observation)
+        if tool is not None and tool in self.high_risk_tools:
+            return Escalate(f"{code} on high-risk tool {tool}: needs human approval")
+        start, done = resume_of(observation)
+        batch = code == "BATCH_ITEM_FAILED" or bool(done)
+        if history.retries >= self.max_retries:
+            return self._spent(batch, code)
+        if _is_transient(observation) and retryable_of(observation) is not False:
+            hint = retry_after_s_of(observation)
+            delay = max(hint or 0.0, full_jitter(history, self.base_s, self.cap_s))
+            return Retry(delay, start, done)
+        if history.attempts >= self.poison_after:
+            return DeadLetter(f"{code}: failed {history.attempts} times")
+        if category == "auth" and history.refreshes == 0:
+            return RefreshCredentials(start, done)
+        if category == "resource":
+            return Reroute(0.0, start, done)
+        if category in ("dependency", "not_found") and retryable_of(observation) is not False:
+            return UseAlternative(0.0, start, done)
+        return self._spent(batch, code)
+
+    def _spent(self, batch: bool, code: str) -> Action:
+        if batch and self.batch_mode == "best_effort":
+            return GiveUp("partial")
+        if batch and self.batch_mode == "all_or_nothing":
+            return Rollback(f"{code}: all-or-nothing batch")
+        if batch:
+            return GiveUp("failed")
+        return DeadLetter(f"{code}: no recovery left")
+
+
+@dataclass(frozen=True, slots=True)
+class EscalateAll:
+    """Page a human on every failure: no automatic recovery at all."""
+
+    name: str = "escalate-all"
+
+    def decide(self, observation: Observation, history: TaskHistory) -> Action:
+        """Always escalate."""
+        return Escalate("every failure goes to a human")
+
+
+@dataclass(frozen=True, slots=True)
+class LayeredBackoff:
+    """Exponential backoff at the agent level over a transport layer that retries each call itself.
+
+    The agent retries a failed dispatch ``max_retries`` times; under it the transport
+    tries each failed call ``transport.attempts`` times.  A dependency that always fails
+    costs their product in calls.
+    """
+
+    max_retries: int = 3
+    base_s: float = 2.0
+    cap_s: float = 60.0
+    transport: TransportRetry = TransportRetry()
+    name: str = "layered-transport"
+
+    def decide(self, observation: Observation, history: TaskHistory) -> Action:
+        """Back off with full jitter and retry the dispatch, up to ``max_retries``."""
+        if history.retries < self.max_retries:
+            return Retry(full_jitter(history, self.base_s, self.cap_s))
+        return GiveUp()
+
+
+def _controlled(name: str, **controls) -> Callable[[], Controlled]:
+    def build() -> Controlled:
+        from fleetchaos.policies.builtins import Backoff  # the registry imports this module: import the class when first built
+
+        return Controlled(Backoff(max_retries=5), name=name, **controls)
+
+    build.__doc__ = f"Backoff (5 retries, full jitter) under {', '.join(f'{k}={v!r}' for k, v in controls.items())}."
+    return build
+
+
+def _matrix(name: str, batch_mode: str) -> Callable[[], Controlled]:
+    def build() -> Controlled:
+        return Controlled(RecoveryMatrix(batch_mode=batch_mode, name=name), budget=AwsRetryQuota(), name=name)  # type: ignore[arg-type]
+
+    build.__doc__ = f"The recovery matrix ({batch_mode} batches) under a shared AWS-style retry budget."
+    return build
+
+
+#: Named presets, merged into :data:`fleetchaos.policies.builtins.POLICIES`.
+PRESETS: dict[str, Callable[[], RecoveryPolicy]] = {
+    **BACKOFF_VARIANTS,
+    "category-tree-remediation": CategoryTreeWithRemediation,
+    "coordinator": Coordinator,
+    "recovery-matrix": _matrix("recovery-matrix", "best_effort"),
+    "recovery-matrix-fail-fast": _matrix("recovery-matrix-fail-fast", "fail_fast"),
+    "recovery-matrix-all-or-nothing": _matrix("recovery-matrix-all-or-nothing", "all_or_nothing"),
+    "budget-aws": _controlled("budget-aws", budget=AwsRetryQuota()),
+    "budget-grpc": _controlled("budget-grpc", budget=GrpcRetryThrottle()),
+    "budget-envoy": _controlled("budget-envoy", budget=EnvoyRetryBudget()),
+    "throttle-sre": _controlled("throttle-sre", budget=AdaptiveThrottle()),
+    "breaker-worker": _controlled("breaker-worker", breaker=CircuitBreaker()),
+    "layered-transport": LayeredBackoff,
+    "escalate-all": EscalateAll,
+}

@@ -1,0 +1,1 @@
+"""Results: the oracle, per-run metrics, statistics and the result models reports read."""

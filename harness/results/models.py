@@ -1,0 +1,187 @@
+"""Result models shared by the runner, the CLI and the reports.
+
+Light to import (pydantic only): ``reports`` reads these without pulling in SimPy.
+Floats are rounded to 6 decimals so a result serialises to the same bytes everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+#: Task-level rates: name -> (numerator, denominator) keys of a run's ``task_counts``
+#: breakdown.  Pooled over seeds with Wilson intervals (``fleetchaos.runs.runner.pooled_rates``, the
+#: suite's ``pooled``).
+POOLED_RATES: dict[str, tuple[str, str]] = {
+    "recovery_rate": ("recovered", "faulted"),
+    "silent_failure_rate": ("silent_failures", "tasks"),
+    "success_rate": ("successes", "tasks"),
+    "escalation_rate": ("escalated", "tasks"),
+    "data_loss_rate": ("data_loss", "tasks"),
+}
+
+#: Metrics that are proportions in [0, 1] (reports show them as percentages).
+RATES = tuple(POOLED_RATES)
+
+#: The three figures every table leads with, with their confidence intervals.
+HEADLINE_METRICS = ("recovery_rate", "silent_failure_rate", "wasted_retries")
+
+DIGITS = 6
+
+#: Most per-task values an arm keeps per sample (evenly spaced order statistics beyond that).
+SAMPLE_LIMIT = 2000
+
+
+def rounded(value: float | None) -> float | None:
+    """A float rounded for stable output (None stays None)."""
+    return None if value is None else round(float(value), DIGITS)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Timeline(_Model):
+    """What the fleet did during one traced run: the raw data of the timeline and error-code charts.
+
+    Times are simulated seconds.  ``disk_full[w]`` and ``key_expiries[w]`` are worker
+    ``w``'s scheduled faults, ``rate_windows`` the fleet-wide API rate cuts
+    ``(start_s, end_s, capacity_factor)``; the event lists come from the run's trace.
+    """
+
+    label: str
+    policy: str
+    errors: str
+    seed: int
+    replay: str
+    workers: int
+    duration_s: float
+    """The horizon: tasks arrive until then."""
+    end_s: float
+    """When the simulation stopped (the horizon plus the drain limit); spans are clipped to it."""
+    disk_full: list[list[tuple[float, float]]]
+    key_expiries: list[list[float]]
+    rate_windows: list[tuple[float, float, float]]
+    dispatches: list[tuple[float, int, int, int]]
+    """(time_s, worker, task_id, attempt number): attempt 1 is the first dispatch, later ones are retries."""
+    faults: list[tuple[float, int, str, str, str]]
+    """(time_s, worker, fault kind, error code, tool): one per faulted call."""
+    actions: list[tuple[float, int, int, str]]
+    """(time_s, worker, task_id, action): every recovery action other than a plain Retry."""
+    crashes: list[list[tuple[float, float]]] = []
+    """Per worker: (down_s, back_s) spans in which the worker was crashed."""
+    partitions: list[tuple[float, float, list[int] | None]] = []
+    """(start_s, end_s, workers cut off, None for all) of each network partition span."""
+
+
+class Proportion(_Model):
+    """A task-level proportion pooled over seeds, with its Wilson interval."""
+
+    successes: int
+    trials: int
+    rate: float | None
+    low: float | None
+    high: float | None
+
+
+class RunResult(_Model):
+    """One policy on one error format, one scenario, one seed."""
+
+    scenario: str
+    policy: str
+    errors: str
+    seed: int
+    metrics: dict[str, float | None]
+    breakdowns: dict[str, dict[str, int]]
+    fault_schedule: list[str]
+    replay: str
+    tasks: list[dict[str, Any]] = []
+    params: dict[str, Any] = {}
+    """Swept scenario parameters applied to this run (dotted path -> value); empty outside sweeps."""
+    samples: dict[str, list[float]] = {}
+    """Per-task values behind the distribution metrics (``time_to_recovery_s``, ``steps_to_recovery``), sorted."""
+    timeline: Timeline | None = None
+    versions: dict[str, str] = {}
+    recipe: str = ""
+    """The policy's repr: its parameters, or the flattened recipe of a composed policy."""
+    """Versions of fleetchaos and its simulation libraries, when the run stands alone (``fleetchaos run``)."""
+
+
+class ArmResult(_Model):
+    """One arm of a comparison (a policy on an error format) across seeds."""
+
+    policy: str
+    errors: str
+    metrics: dict[str, float | None]
+    ci: dict[str, list[float | None]]
+    per_seed: dict[str, list[float | None]]
+    breakdowns: dict[str, dict[str, int]]
+    pooled: dict[str, Proportion] = {}
+    recipe: str = ""
+    """The policy's repr, as its runs recorded it."""
+    """Task-level rates pooled over every seed (recovered / faulted tasks, ...), with Wilson intervals."""
+    samples: dict[str, list[float]] = {}
+    """Per-task values pooled over seeds, sorted; at most :data:`SAMPLE_LIMIT` order statistics each."""
+
+
+class Comparison(_Model):
+    """One arm against the reference arm on one metric: paired per-seed differences and a verdict."""
+
+    policy: str
+    errors: str
+    reference_policy: str
+    reference_errors: str
+    metric: str
+    higher_is_better: bool | None
+    n: int
+    mean_difference: float | None
+    ci: list[float | None]
+    verdict: str
+
+
+class CompareResult(_Model):
+    """Every arm of a comparison on the same scenario and seeds."""
+
+    scenario: str
+    seeds: list[int]
+    confidence: float
+    arms: list[ArmResult]
+    description: str = ""
+    versions: dict[str, str] = {}
+    comparisons: list[Comparison] = []
+    timelines: list[Timeline] = []
+    scenario_config: dict[str, Any] = {}
+    """The validated scenario the comparison ran, so a report states every modelling parameter."""
+
+    def arm(self, policy: str, errors: str) -> ArmResult:
+        """The arm of ``policy`` on ``errors``."""
+        for a in self.arms:
+            if a.policy == policy and a.errors == errors:
+                return a
+        raise KeyError(f"no arm {policy} on {errors}")
+
+
+class SweepEntry(ArmResult):
+    """One arm (policy on error format) at one point of a sweep: a scenario with parameters."""
+
+    scenario: str
+    params: dict[str, Any]
+
+
+class SweepResult(_Model):
+    """Every arm at every point of a sweep, each across the same seeds."""
+
+    scenarios: list[str]
+    grid: dict[str, list[Any]]
+    """Each swept parameter (dotted path) with its values, in sweep order."""
+    policies: list[str]
+    errors: list[str]
+    seeds: list[int]
+    confidence: float
+    metric: str
+    """The metric the report draws against the swept parameter."""
+    x: str | None = None
+    """The swept parameter the report's curves are drawn against."""
+    entries: list[SweepEntry]
+    versions: dict[str, str] = {}

@@ -1,0 +1,1 @@
+"""Runs: one world per seed, comparisons, executors, sweeps, ablation, determinism and traces."""

@@ -1,0 +1,423 @@
+"""Runs: one world per (scenario, policy, error format, seed), and comparisons of arms."""
+
+from __future__ import annotations
+
+import gc
+import shlex
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from concurrent.futures import Executor
+from dataclasses import dataclass, fields
+from importlib.metadata import PackageNotFoundError, version
+from itertools import product
+from typing import Any
+
+from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.world import World
+
+from fleetchaos.runs.executors import MAX_CHUNK, chunk_size, chunked, map_chunks, open_executor, workers_of
+from fleetchaos.results.metrics import METRICS, RunAccumulator, direction
+from fleetchaos.results.oracle import TaskOutcome
+from fleetchaos.policies.builtins import get_policy
+from fleetchaos.results.models import POOLED_RATES, SAMPLE_LIMIT, ArmResult, Comparison, CompareResult, Proportion, RunResult, rounded
+from fleetchaos.scenario.load import Scenario
+from fleetchaos.results.stats import DEFAULT_CONFIDENCE, MIN_SEEDS, mean_ci, paired_difference, thin_sorted, verdict, wilson
+
+BUILTIN_POLICIES = ("blind-retry", "backoff", "structured")
+BUILTIN_FORMATS = ("generic", "structured")
+
+
+def replay_command(
+    scenario_ref: str, policy: str, errors: str, seed: int, params: Sequence[tuple[str, Any]] = ()
+) -> str:
+    """The command line that reproduces one run exactly (swept parameters as ``--param``)."""
+    from fleetchaos.scenario.params import format_value
+
+    extra = "".join(f" --param {shlex.quote(f'{path}={format_value(value)}')}" for path, value in params)
+    return f"fleetchaos run --scenario {scenario_ref}{extra} --policy {policy} --errors {errors} --seed {seed}"
+
+
+def run_one(
+    scenario: Scenario,
+    policy: str,
+    errors: str,
+    seed: int,
+    *,
+    scenario_ref: str | None = None,
+    keep_tasks: bool = False,
+    params: Sequence[tuple[str, Any]] = (),
+    trace: bool = False,
+    trace_label: str = "traced run",
+) -> RunResult:
+    """Simulate one arm on one seed and judge every task.
+
+    ``params`` only labels the result (and its replay command): they must already be
+    applied to ``scenario`` (see :func:`fleetchaos.scenario.params.apply_params`).  With ``trace`` the
+    run records its events and the result carries a :class:`~fleetchaos.results.models.Timeline`
+    (labelled ``trace_label``) for the timeline charts.
+    """
+    acc = RunAccumulator(scenario.fleet, duration_s=scenario.duration_s)
+    # Per-task rows, when wanted, are built as each task ends (its record is dropped) and
+    # put back in the world's creation order, (arrival_s, id), once the run is over.
+    rows: list[tuple[float, int, dict]] | None = [] if keep_tasks else None
+
+    def sink(record) -> None:
+        if rows is None:
+            acc.fold(record)  # the verdict only: no per-task outcome is built
+        else:
+            rows.append((record.arrival_s, record.id, _task_row(acc.add(record))))
+
+    policy_obj = get_policy(policy)
+    world = World(scenario, policy_obj, get_format(errors), seed, trace=trace, sink=sink)
+    with _gc_paused():
+        output = world.run()
+        acc.add_faults(output.fault_tally)
+        metrics, breakdowns = acc.metrics(), acc.breakdowns()
+    tasks = [row for _, _, row in sorted(rows, key=lambda x: (x[0], x[1]))] if rows is not None else []
+    replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params)
+    timeline = None
+    if trace:
+        from fleetchaos.runs.traces import timeline_of
+
+        timeline = timeline_of(
+            output, label=trace_label, policy=policy, errors=errors, seed=seed, replay=replay, workers=scenario.fleet.workers
+        )
+    result = RunResult(
+        scenario=scenario.name,
+        policy=policy,
+        errors=errors,
+        seed=seed,
+        metrics={k: rounded(v) for k, v in metrics.items()},
+        breakdowns=breakdowns,
+        fault_schedule=output.plan.describe(),
+        replay=replay,
+        params=dict(params),
+        samples=acc.samples(),
+        timeline=timeline,
+        recipe=policy_recipe(policy_obj),
+    )
+    # Assigned, not validated: validation would copy every row (pydantic builds new dicts),
+    # doubling the peak memory of a run with per-task rows.  The rows are plain dicts of
+    # numbers, strings and None built by _task_row, so they serialise the same either way.
+    result.tasks = tasks
+    return result
+
+
+def policy_recipe(policy: Any) -> str:
+    """What a result records of the policy it ran: its repr (parameters, or a composed recipe).
+
+    A class without a repr of its own would print a memory address, which differs from run
+    to run; it is recorded as ``module:QualName()`` instead, so results stay byte-identical.
+    """
+    if type(policy).__repr__ is object.__repr__:
+        cls = type(policy)
+        return f"{cls.__module__}:{cls.__qualname__}()"
+    try:
+        return repr(policy)[:2000]
+    except Exception as exc:  # a user's __repr__ may raise: the run must not
+        return f"{type(policy).__qualname__} (repr failed: {type(exc).__name__})"
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for the length of one run.
+
+    A run allocates hundreds of thousands of small, acyclic objects (records, events,
+    reports) that reference counting frees; the cyclic collector only rescans them, at a
+    cost that grows with the run (17% of a 300k-call run, see docs/performance.md).
+    The previous state is restored afterwards; the collector's next pass frees any cycles.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+#: The fields of a per-task row, in TaskOutcome's order.
+_ROW_FIELDS = tuple(f.name for f in fields(TaskOutcome))
+
+
+def _task_row(outcome: TaskOutcome) -> dict:
+    # Every field is a plain value, so a shallow read is what asdict() gives, without its
+    # deep copy of each (a sixth of a run that keeps per-task rows).
+    row = {name: getattr(outcome, name) for name in _ROW_FIELDS}
+    for key in ("arrival_s", "end_s", "time_to_recovery_s"):
+        row[key] = rounded(row[key])
+    return row
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """A scenario as runs see it: a base scenario with swept parameters already applied."""
+
+    scenario: Scenario
+    ref: str | None = None
+    """How the user named the base scenario (catalogue name or path), for replay commands."""
+    params: tuple[tuple[str, Any], ...] = ()
+    """(dotted path, value) of each swept parameter, in grid order."""
+    keep_tasks: bool = False
+    """Runs carry their per-task rows (for a report's tasks.csv)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunJob:
+    """One run to do: an arm (policy on error format) of a variant, on one seed."""
+
+    variant: int
+    """Index into the variants list the job belongs with."""
+    policy: str
+    errors: str
+    seed: int
+
+
+# Runs in one process never overlap: a threaded executor (a Dask worker with several
+# threads) would otherwise interleave runs that share per-process caches.
+_RUN_LOCK = threading.Lock()
+
+
+def _run_chunk(chunk: tuple[Variant, tuple[tuple[int, str, str, int], ...]]) -> list[tuple[int, RunResult]]:
+    """Run one chunk (runs of one variant) in a worker; results tagged with their job index."""
+    variant, items = chunk
+    out = []
+    with _RUN_LOCK:
+        for index, policy, errors, seed in items:
+            result = run_one(
+                variant.scenario, policy, errors, seed, scenario_ref=variant.ref, params=variant.params,
+                keep_tasks=variant.keep_tasks,
+            )
+            out.append((index, result))
+    return out
+
+
+def run_jobs(
+    variants: Sequence[Variant],
+    jobs: Sequence[RunJob],
+    *,
+    executor: Executor,
+    on_result: Callable[[int, RunResult], None] | None = None,
+    max_chunk: int | None = None,
+) -> list[RunResult]:
+    """Run every job on ``executor``; results in job order, whatever order they finish in.
+
+    Jobs are batched into chunks of one variant each, so a worker receives a scenario once
+    per chunk.  ``on_result(index, result)`` is called in this thread as each run finishes
+    (to store it or move a progress bar).  On Ctrl-C or an error, pending chunks are
+    cancelled and the exception propagates; runs already handed to ``on_result`` stay handed.
+    """
+    limit = max_chunk or getattr(executor, "max_chunk", None) or MAX_CHUNK
+    size = chunk_size(len(jobs), workers_of(executor), limit)
+    by_variant: dict[int, list[tuple[int, str, str, int]]] = {}
+    for index, job in enumerate(jobs):
+        by_variant.setdefault(job.variant, []).append((index, job.policy, job.errors, job.seed))
+    chunks = [
+        (variants[v], tuple(part)) for v, items in by_variant.items() for part in chunked(items, size)
+    ]
+    results: list[RunResult | None] = [None] * len(jobs)
+
+    def done(batch: list[tuple[int, RunResult]]) -> None:
+        for index, result in batch:
+            results[index] = result
+            if on_result is not None:
+                on_result(index, result)
+
+    map_chunks(executor, _run_chunk, chunks, done)
+    return results  # type: ignore[return-value]  # every slot is filled once map_chunks returns
+
+
+def versions() -> dict[str, str]:
+    """Versions of fleetchaos and the libraries that shape its results."""
+    out = {}
+    for name in ("fleetchaos", "simpy", "pydantic"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "unknown"
+    return out
+
+
+def aggregate(policy: str, errors: str, runs: list[RunResult], confidence: float) -> ArmResult:
+    """Means and confidence intervals across the seeds of one arm."""
+    metrics: dict[str, float | None] = {}
+    ci: dict[str, list[float | None]] = {}
+    per_seed: dict[str, list[float | None]] = {}
+    for name in METRICS:
+        values = [r.metrics.get(name) for r in runs]
+        mean, lo, hi = mean_ci(values, confidence)
+        metrics[name] = rounded(mean)
+        ci[name] = [rounded(lo), rounded(hi)]
+        per_seed[name] = values
+    breakdowns: dict[str, Counter] = {}
+    for r in runs:
+        for key, counts in r.breakdowns.items():
+            breakdowns.setdefault(key, Counter()).update(counts)
+    samples: dict[str, list[float]] = {}
+    for r in runs:
+        for key, values in r.samples.items():
+            samples.setdefault(key, []).extend(values)
+    return ArmResult(
+        policy=policy,
+        errors=errors,
+        metrics=metrics,
+        ci=ci,
+        per_seed=per_seed,
+        breakdowns={k: dict(sorted(v.items())) for k, v in sorted(breakdowns.items())},
+        pooled=pooled_rates(breakdowns.get("task_counts", {}), confidence),
+        recipe=runs[0].recipe if runs else "",
+        samples={k: thin_sorted(v, SAMPLE_LIMIT) for k, v in sorted(samples.items())},
+    )
+
+
+def pooled_rates(counts: dict[str, int], confidence: float) -> dict[str, Proportion]:
+    """Task-level rates pooled over seeds with Wilson intervals (each task one trial)."""
+    out = {}
+    for name, (num, den) in POOLED_RATES.items():
+        if den not in counts:
+            continue
+        k, n = int(counts.get(num, 0)), int(counts[den])
+        lo, hi = wilson(k, n, confidence) if n else (None, None)
+        out[name] = Proportion(successes=k, trials=n, rate=rounded(k / n) if n else None, low=rounded(lo), high=rounded(hi))
+    return out
+
+
+#: Metrics a comparison gives a verdict on (each arm against the reference arm).
+VERDICT_METRICS = (
+    "recovery_rate",
+    "silent_failure_rate",
+    "wasted_retries",
+    "data_loss_rate",
+    "escalation_rate",
+    "human_pages_per_day",
+    "mean_time_to_recovery_s",
+    "retry_amplification",
+    "cost_usd",
+)
+
+
+def paired_comparisons(
+    arms: list[ArmResult],
+    confidence: float,
+    *,
+    reference: int = 0,
+    metrics: tuple[str, ...] = VERDICT_METRICS,
+    min_seeds: int = MIN_SEEDS,
+) -> list[Comparison]:
+    """Every arm against ``arms[reference]`` on ``metrics``: paired per-seed differences and verdicts.
+
+    The arms must share their seeds (in the same order), as the arms of one comparison do.
+    """
+    if len(arms) < 2:
+        return []
+    ref = arms[reference]
+    out = []
+    for arm in arms:
+        if arm is ref:
+            continue
+        for name in metrics:
+            if name not in arm.per_seed or name not in ref.per_seed:
+                continue
+            diff = paired_difference(arm.per_seed[name], ref.per_seed[name], confidence)
+            out.append(
+                Comparison(
+                    policy=arm.policy,
+                    errors=arm.errors,
+                    reference_policy=ref.policy,
+                    reference_errors=ref.errors,
+                    metric=name,
+                    higher_is_better=direction(name),
+                    n=diff.n,
+                    mean_difference=rounded(diff.mean),
+                    ci=[rounded(diff.low), rounded(diff.high)],
+                    verdict=verdict(diff, direction(name), min_seeds),
+                )
+            )
+    return out
+
+
+def representative_arms(arms: list[ArmResult]) -> list[tuple[str, ArmResult]]:
+    """The arms a report traces: the best and the worst by mean recovery rate (one if they coincide)."""
+    ranked = [a for a in arms if a.metrics.get("recovery_rate") is not None] or list(arms)
+    if not ranked:
+        return []
+
+    def key(arm: ArmResult) -> float:
+        return arm.metrics.get("recovery_rate") or 0.0
+
+    best = max(ranked, key=key)
+    worst = min(ranked, key=key)
+    if best is worst:
+        return [("best recovery", best)]
+    return [("best recovery", best), ("worst recovery", worst)]
+
+
+def traced_timelines(
+    scenario: Scenario, arms: list[ArmResult], seed: int, scenario_ref: str | None = None
+) -> list:
+    """Timelines of ``seed`` for the best and the worst arm, each run again with tracing on."""
+    out = []
+    for label, arm in representative_arms(arms):
+        traced = run_one(scenario, arm.policy, arm.errors, seed, scenario_ref=scenario_ref, trace=True, trace_label=label)
+        out.append(traced.timeline)
+    return out
+
+
+def compare(
+    scenario: Scenario,
+    seeds: list[int],
+    *,
+    policies: tuple[str, ...] = BUILTIN_POLICIES,
+    formats: tuple[str, ...] = BUILTIN_FORMATS,
+    jobs: int = 1,
+    confidence: float = DEFAULT_CONFIDENCE,
+    scenario_ref: str | None = None,
+    scheduler: str | None = None,
+    executor: Executor | None = None,
+    on_result: Callable[[RunResult], None] | None = None,
+    keep_tasks: bool = False,
+    trace: bool = False,
+) -> CompareResult:
+    """Every policy on every error format, each on the same seeds (so the same faults).
+
+    Runs go to ``executor`` if given (the caller owns it), else to a Dask cluster at
+    ``scheduler``, else to ``jobs`` local processes (in-process when ``jobs`` is 1).
+    ``on_result`` receives each run as it finishes.  The result does not depend on the
+    executor or the number of jobs.  With ``keep_tasks`` the runs handed to
+    ``on_result`` carry their per-task rows (dropped right after, so memory stays flat).
+    With ``trace`` the first seed of the best and the worst arm is run again with tracing
+    on and the comparison carries their timelines.
+    """
+    arms = list(product(policies, formats))
+    job_list = [RunJob(0, p, e, s) for (p, e) in arms for s in seeds]
+    variants = [Variant(scenario, scenario_ref, keep_tasks=keep_tasks)]
+
+    def hand_on(_index: int, result: RunResult) -> None:
+        if on_result is not None:
+            on_result(result)
+        result.tasks = []
+
+    owned = executor is None
+    pool = open_executor(jobs, scheduler) if executor is None else executor
+    try:
+        results = run_jobs(variants, job_list, executor=pool, on_result=hand_on)
+    finally:
+        if owned:
+            pool.shutdown()
+    by_arm: dict[tuple[str, str], list[RunResult]] = {}
+    for r in results:
+        by_arm.setdefault((r.policy, r.errors), []).append(r)
+    arm_results = [aggregate(p, e, by_arm[(p, e)], confidence) for (p, e) in arms]
+    return CompareResult(
+        scenario=scenario.name,
+        description=scenario.description,
+        seeds=list(seeds),
+        confidence=confidence,
+        arms=arm_results,
+        versions=versions(),
+        comparisons=paired_comparisons(arm_results, confidence),
+        timelines=traced_timelines(scenario, arm_results, seeds[0], scenario_ref) if trace and seeds else [],
+        scenario_config=scenario.model_dump(mode="json"),
+    )

@@ -1,0 +1,73 @@
+"""Turns one traced run of the simulator into a :class:`~fleetchaos.results.models.Timeline`.
+
+A traced run records every dispatch, recovery action and task end
+(``World(..., trace=True)``); with the run's fault plan and fault log that is what the
+fleet timeline and the error-code chart draw.  Only the events those charts need are
+kept, so a timeline stays small enough to travel inside ``results.json``.
+"""
+
+from __future__ import annotations
+
+from fleetchaos.results.metrics import error_code
+from fleetchaos.results.models import Timeline, rounded
+
+#: Recovery actions a timeline keeps (a plain Retry shows as the next dispatch instead).
+TIMELINE_ACTIONS = frozenset({"Reroute", "RefreshCredentials", "Escalate", "GiveUp", "UseAlternative"})
+
+
+def _t(value: float) -> float:
+    return rounded(value)  # type: ignore[return-value]
+
+
+def timeline_of(output, *, label: str, policy: str, errors: str, seed: int, replay: str, workers: int) -> Timeline:
+    """The timeline of one run from its :class:`fleetchaos.sim.world.RunOutput`.
+
+    ``output.trace`` must have been recorded (``World(..., trace=True)``).  Unknown trace
+    events are ignored, so a simulator that traces more does not break the charts.  Fault
+    spans are clipped to the end of the simulation.
+    """
+    if output.trace is None:
+        raise ValueError("timeline_of needs a traced run: build the World with trace=True")
+    plan = output.plan
+    end = float(output.end_s)
+
+    def span(a: float, b: float) -> tuple[float, float]:
+        return (_t(min(a, end)), _t(min(b, end)))
+
+    attempts: dict[int, int] = {}
+    dispatches: list[tuple[float, int, int, int]] = []
+    actions: list[tuple[float, int, int, str]] = []
+    for event in output.trace:
+        t, kind = event[0], event[1]
+        if kind == "dispatch":
+            task, worker = int(event[2]), int(event[3])
+            attempts[task] = attempts.get(task, 0) + 1
+            dispatches.append((_t(t), worker, task, attempts[task]))
+        elif kind == "action" and str(event[4]) in TIMELINE_ACTIONS:
+            actions.append((_t(t), int(event[3]), int(event[2]), str(event[4])))
+    faults = [
+        (_t(t), int(worker), str(kind), error_code(str(kind)), str(tool))
+        for t, kind, tool, worker, _task in output.fault_log
+    ]
+    partitions = []
+    for p in getattr(plan, "partitions", []):
+        cut = None if p.workers is None else sorted(p.workers)
+        partitions.extend((*span(a, b), cut) for a, b in p.spans.spans if a < end)
+    return Timeline(
+        label=label,
+        policy=policy,
+        errors=errors,
+        seed=seed,
+        replay=replay,
+        workers=workers,
+        duration_s=_t(output.duration_s),
+        end_s=_t(end),
+        disk_full=[[span(a, b) for a, b in spans if a < end] for spans in plan.disk_full],
+        key_expiries=[[_t(t) for t in times if t < end] for times in plan.key_expiries],
+        rate_windows=[(*span(a, b), rounded(f)) for a, b, f in plan.rate_windows if a < end],  # type: ignore[misc]
+        dispatches=dispatches,
+        faults=faults,
+        actions=actions,
+        crashes=[[span(a, b) for a, b in spans if a < end] for spans in getattr(plan, "crashes", [])],
+        partitions=sorted(partitions, key=lambda x: (x[0], x[1])),
+    )

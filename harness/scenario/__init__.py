@@ -1,0 +1,1 @@
+"""Scenario files: loading, safe YAML, validation messages, parameters, the fault catalogue and docs."""

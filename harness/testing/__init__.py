@@ -1,0 +1,1 @@
+"""Testing: the pytest plugin, scenario suites, hypothesis strategies and shrinking."""

@@ -1,0 +1,423 @@
+"""The fleetchaos pytest plugin: chaos scenarios as pytest tests.
+
+Registered through the ``pytest11`` entry point, so installing fleetchaos is enough.
+
+* fixture ``fleetchaos``: ``fleetchaos.run(scenario, policy=..., errors=..., seeds=...)``
+  simulates a scenario (catalogue name, file path or :class:`~fleetchaos.scenario.load.Scenario`)
+  and returns a :class:`~fleetchaos.testing.suite.ScenarioResult` whose figures carry intervals;
+* fixture ``fleetchaos_result``: the run the test's marker describes;
+* marker ``@pytest.mark.fleetchaos(scenario=..., seeds=..., policy=..., errors=...,
+  confidence=...)``: the defaults of ``fleetchaos.run()`` for that test (the closest
+  marker wins key by key, so a module ``pytestmark`` can name the scenario);
+* options ``--fleetchaos-seed N`` (consecutive seeds from N), ``--fleetchaos-report DIR``
+  (a report folder per scenario run), ``--fleetchaos-baseline REF`` (fail a run whose
+  headline figures regress against a stored baseline: results JSON, a report folder, or a
+  run-history group) and ``--fleetchaos-history PATH`` (where history groups are read);
+* ini options ``fleetchaos_seeds``, ``fleetchaos_policy``, ``fleetchaos_errors``,
+  ``fleetchaos_confidence``: suite-wide defaults;
+* a terminal summary table of every scenario run.
+
+Light to import: this module imports pytest and the standard library only.  SimPy,
+matplotlib, Faker and hypothesis are imported when a scenario first runs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from fleetchaos.testing.suite import ScenarioResult
+
+__all__ = ["COLUMNS", "MARKER_KEYS", "FleetChaos", "summary_lines"]
+
+#: Keyword arguments the ``fleetchaos`` marker accepts.
+MARKER_KEYS = ("scenario", "seeds", "policy", "errors", "confidence")
+
+_RUNS_KEY = pytest.StashKey[list]()
+_STATE_KEY = pytest.StashKey["_SessionState"]()
+
+
+@dataclass(eq=False)  # a plugin object must stay hashable
+class _SessionState:
+    """What the plugin keeps for one pytest session, registered as a plugin object.
+
+    ``cache`` holds runs already simulated (a run is a pure function of scenario, arm and
+    seed); ``rows`` the summary rows collected from test reports, in the process that
+    prints (the xdist controller, or the only process).
+    """
+
+    cache: dict = field(default_factory=dict)
+    rows: list = field(default_factory=list)
+    baseline: Any = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Collect the scenario rows of each finished test."""
+        rows = getattr(report, "fleetchaos", None)
+        if not rows or report.when != "call":
+            return
+        if hasattr(report, "wasxfail"):
+            outcome = "xfail" if report.skipped else "XPASS"
+        else:
+            outcome = "passed" if report.passed else ("skipped" if report.skipped else "FAILED")
+        for row in rows:
+            self.rows.append({"test": report.nodeid, "outcome": outcome, **row})
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+        """A table of the scenarios run: arm, seeds, headline figures with intervals, baseline verdict."""
+        if not self.rows:
+            return
+        rows = sorted(self.rows, key=lambda r: r["test"])
+        terminalreporter.write_sep("=", "fleetchaos scenarios")
+        for line in summary_lines(rows):
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(
+            "figures: mean over seeds [confidence interval]; a failing gate's message names the "
+            "fleetchaos run command that replays it"
+        )
+        report_dir = config.getoption("fleetchaos_report")
+        if report_dir:
+            terminalreporter.write_line(f"reports written to {os.path.abspath(report_dir)}")
+
+
+# -- options, marker, ini -----------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The ``--fleetchaos-*`` options and the suite-wide ini defaults."""
+    group = parser.getgroup("fleetchaos", "fleetchaos chaos scenarios")
+    group.addoption(
+        "--fleetchaos-seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run every scenario test on consecutive seeds starting at N (as many as it asks for)",
+    )
+    group.addoption(
+        "--fleetchaos-report",
+        default=None,
+        metavar="DIR",
+        help="write a report folder (results.json, summary.md, charts, per-seed tasks.csv) per scenario run into DIR",
+    )
+    group.addoption(
+        "--fleetchaos-baseline",
+        default=None,
+        metavar="REF",
+        help="fail scenario runs whose recovery rate, silent-failure rate or wasted retries regress against "
+        "this baseline: a results.json or report folder, or a run-history group (7, #7, latest, a label)",
+    )
+    group.addoption(
+        "--fleetchaos-history",
+        default=None,
+        metavar="PATH",
+        help="run-history file the baseline group is read from [default: $FLEETCHAOS_HISTORY or fleetchaos-out/history.db]",
+    )
+    parser.addini("fleetchaos_seeds", "default seeds of a scenario test: a count (1..N) or a comma-separated list", default="5")
+    parser.addini("fleetchaos_policy", "default recovery policy of scenario tests", default="structured")
+    parser.addini("fleetchaos_errors", "default error format of scenario tests", default="structured")
+    parser.addini("fleetchaos_confidence", "confidence level of the intervals", default="0.95")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the marker (so ``--strict-markers`` accepts it) and the session state."""
+    config.addinivalue_line(
+        "markers",
+        "fleetchaos(scenario=None, seeds=None, policy=None, errors=None, confidence=None): "
+        "configure the fleetchaos fixture for this test (a chaos scenario, its seeds, the recovery "
+        "policy and the error format)",
+    )
+    _ini_seeds(config)  # a mistake in the ini file stops pytest at once, not in every test
+    _ini_confidence(config)
+    seed = config.getoption("fleetchaos_seed", None)
+    if seed is not None and seed < 0:
+        raise pytest.UsageError(f"--fleetchaos-seed: must be a seed >= 0, got {seed}")
+    state = _SessionState()
+    baseline = config.getoption("fleetchaos_baseline", None)
+    if baseline:
+        from fleetchaos.gates.baseline import load_baseline
+        from fleetchaos.errors import UserError
+
+        try:
+            state.baseline = load_baseline(baseline, history=config.getoption("fleetchaos_history", None))
+        except UserError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    config.stash[_STATE_KEY] = state
+    config.pluginmanager.register(state, "fleetchaos-session")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    """One header line when a fleetchaos option is in force."""
+    parts = []
+    seed = config.getoption("fleetchaos_seed")
+    if seed is not None:
+        parts.append(f"seeds from {seed}")
+    if config.getoption("fleetchaos_report"):
+        parts.append(f"reports in {config.getoption('fleetchaos_report')}")
+    if config.getoption("fleetchaos_baseline"):
+        parts.append(f"baseline {config.getoption('fleetchaos_baseline')}")
+    return [f"fleetchaos: {', '.join(parts)}"] if parts else None
+
+
+def _ini_seeds(config: pytest.Config) -> int | list[int]:
+    raw = str(config.getini("fleetchaos_seeds")).strip()
+    try:
+        if "," in raw:
+            return [int(s) for s in raw.split(",") if s.strip()]
+        return int(raw)
+    except ValueError:
+        raise pytest.UsageError(f"ini fleetchaos_seeds: expected a count or a comma-separated list of seeds, got {raw!r}") from None
+
+
+def _ini_confidence(config: pytest.Config) -> float:
+    raw = str(config.getini("fleetchaos_confidence")).strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0.5 <= value < 1.0:
+        raise pytest.UsageError(f"ini fleetchaos_confidence: expected a level in [0.5, 1) such as 0.95, got {raw!r}")
+    return value
+
+
+def _marker_config(node: pytest.Item) -> dict[str, Any]:
+    """The test's marker arguments, the closest marker winning key by key."""
+    merged: dict[str, Any] = {}
+    for mark in reversed(list(node.iter_markers("fleetchaos"))):
+        if len(mark.args) > 1:
+            pytest.fail(f"@pytest.mark.fleetchaos: at most one positional argument (the scenario), got {mark.args!r}", pytrace=False)
+        unknown = sorted(set(mark.kwargs) - set(MARKER_KEYS))
+        if unknown:
+            pytest.fail(
+                f"@pytest.mark.fleetchaos: unknown argument(s) {', '.join(unknown)} (known: {', '.join(MARKER_KEYS)})",
+                pytrace=False,
+            )
+        if mark.args:
+            merged["scenario"] = mark.args[0]
+        merged.update(mark.kwargs)
+    return merged
+
+
+# -- the fixture --------------------------------------------------------------------------
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:120] or "test"
+
+
+class FleetChaos:
+    """What the ``fleetchaos`` fixture gives a test: runs scenarios, remembers the results.
+
+    Arguments not given to :meth:`run` come from the test's ``fleetchaos`` marker, then
+    from the ini options, then from the built-in defaults (policy ``structured`` on error
+    format ``structured``, seeds 1..5).
+    """
+
+    def __init__(self, request: pytest.FixtureRequest):
+        self._request = request
+        self._config = request.config
+        self._state: _SessionState = request.config.stash[_STATE_KEY]
+        self.marker: dict[str, Any] = _marker_config(request.node)
+        self.results: list[ScenarioResult] = []
+
+    def _resolve_path(self, ref: str | Path) -> str | Path:
+        """A relative scenario path: next to the test file, else the rootdir, else as given."""
+        import fleetchaos.catalogue as catalogue
+
+        if isinstance(ref, str) and ref in catalogue.names():
+            return ref
+        path = Path(ref)
+        if path.is_absolute():
+            return path
+        for base in (Path(self._request.path).parent, self._config.rootpath):
+            if (base / path).exists():
+                return base / path
+        return path
+
+    def _save_dir(self) -> Path:
+        cache = getattr(self._config, "cache", None)
+        if cache is not None:
+            return Path(cache.mkdir("fleetchaos-scenarios"))
+        factory = self._request.getfixturevalue("tmp_path_factory")
+        return factory.getbasetemp() / "fleetchaos-scenarios"
+
+    def run(
+        self,
+        scenario: Any = None,
+        *,
+        policy: str | None = None,
+        errors: str | None = None,
+        seeds: int | list[int] | None = None,
+        confidence: float | None = None,
+    ) -> "ScenarioResult":
+        """Simulate ``scenario`` with ``policy`` on ``errors`` for each seed; figures with intervals.
+
+        ``scenario`` is a catalogue name, a path (relative to the test file or the rootdir)
+        or a Scenario object.  With ``--fleetchaos-report`` it writes a report folder; with
+        ``--fleetchaos-baseline`` the test fails, once its body has run, if a headline
+        figure regressed.
+        """
+        from fleetchaos.errors import UserError
+        from fleetchaos.testing.suite import resolve_seeds, run_scenario
+
+        mark = self.marker
+        scenario = scenario if scenario is not None else mark.get("scenario")
+        if scenario is None:
+            pytest.fail(
+                "fleetchaos: no scenario; pass one to fleetchaos.run(...) or mark the test "
+                "@pytest.mark.fleetchaos(scenario='default')",
+                pytrace=False,
+            )
+        policy = policy or mark.get("policy") or self._config.getini("fleetchaos_policy")
+        errors = errors or mark.get("errors") or self._config.getini("fleetchaos_errors")
+        if seeds is None:
+            seeds = mark.get("seeds")
+        if seeds is None:
+            seeds = _ini_seeds(self._config)
+        if confidence is None:
+            confidence = mark.get("confidence")
+        if confidence is None:
+            confidence = _ini_confidence(self._config)
+        report_dir = self._config.getoption("fleetchaos_report")
+        try:
+            seed_list = resolve_seeds(seeds, self._config.getoption("fleetchaos_seed"))
+            if isinstance(scenario, (str, Path)):
+                scenario = self._resolve_path(scenario)
+            result = run_scenario(
+                scenario,
+                policy=policy,
+                errors=errors,
+                seeds=seed_list,
+                confidence=confidence,
+                keep_tasks=report_dir is not None,
+                save_dir=self._save_dir(),
+                cache=self._state.cache,
+            )
+        except UserError as exc:
+            pytest.fail(f"fleetchaos: {exc}", pytrace=False)
+        self.results.append(result)
+        verdicts = self._baseline_verdicts(result)
+        row = _row(result, verdicts)
+        if report_dir is not None:
+            row["report"] = str(self._write_report(result, Path(report_dir)))
+        # A regression fails the test after its body has run (see pytest_runtest_call).
+        row["regressions"] = [v["message"] for v in verdicts if v["regressed"]]
+        self._request.node.stash.setdefault(_RUNS_KEY, []).append(row)
+        return result
+
+    def _write_report(self, result: "ScenarioResult", root: Path) -> Path:
+        from fleetchaos.reports import write_compare_report, write_run_report
+
+        arm = _slug(f"{result.scenario}.{result.policy}.{result.errors}")
+        out = root / _slug(self._request.node.nodeid) / arm
+        if len(result.runs) == 1:  # one seed: a run report, as `fleetchaos run --report` writes
+            write_run_report(result.runs[0], out)
+            return out
+        write_compare_report(result.to_compare_result(), out)
+        for run in result.runs:
+            write_run_report(run, out / f"seed-{run.seed}")
+        return out
+
+    def _baseline_verdicts(self, result: "ScenarioResult") -> list[dict[str, Any]]:
+        baseline = self._state.baseline
+        return [] if baseline is None else baseline.verdicts(result)
+
+
+@pytest.fixture
+def fleetchaos(request: pytest.FixtureRequest) -> FleetChaos:
+    """Runs chaos scenarios: ``fleetchaos.run(scenario, policy=, errors=, seeds=)`` returns figures with intervals."""
+    return FleetChaos(request)
+
+
+@pytest.fixture
+def fleetchaos_result(fleetchaos: FleetChaos) -> "ScenarioResult":
+    """The result of the scenario configured by the test's ``@pytest.mark.fleetchaos`` marker."""
+    return fleetchaos.run()
+
+
+# -- reporting ----------------------------------------------------------------------------
+
+
+def _interval(est) -> str:
+    from fleetchaos.gates.assertions import fmt_number
+
+    if est.value is None:
+        return "n/a"
+    if est.has_interval:
+        return f"{fmt_number(est.value)} [{fmt_number(est.low)}, {fmt_number(est.high)}]"
+    return fmt_number(est.value)
+
+
+def _row(result: "ScenarioResult", verdicts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One line of the terminal summary, as plain data (it crosses xdist's wire)."""
+    from fleetchaos.gates.assertions import seeds_text
+
+    if not verdicts:
+        baseline = "-"
+    else:
+        bad = [v["metric"] for v in verdicts if v["regressed"]]
+        baseline = "regressed: " + ", ".join(bad) if bad else "ok"
+    return {
+        "scenario": result.scenario,
+        "policy": result.policy,
+        "errors": result.errors,
+        "seeds": seeds_text(result.seeds),
+        "recovery": _interval(result.recovery_rate),
+        "silent": _interval(result.silent_failure_rate),
+        "wasted": _interval(result.wasted_retries),
+        "baseline": baseline,
+        "replays": list(result.replay),
+    }
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """Fail a test whose scenario runs regressed against the baseline, once its body has passed."""
+    result = yield
+    regressions = [m for row in item.stash.get(_RUNS_KEY, []) for m in row.get("regressions", [])]
+    if regressions:
+        pytest.fail("\n".join(regressions), pytrace=False)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Attach the test's scenario rows to its call report (xdist carries them to the controller)."""
+    report = yield
+    if report.when == "call":
+        rows = item.stash.get(_RUNS_KEY, None)
+        if rows:
+            report.fleetchaos = list(rows)
+            if report.failed:
+                lines = [cmd for r in rows for cmd in r["replays"]]
+                report.sections.append(("fleetchaos replay", "\n".join(lines)))
+    return report
+
+
+COLUMNS = (
+    ("test", "test"),
+    ("outcome", "outcome"),
+    ("scenario", "scenario"),
+    ("policy", "policy"),
+    ("errors", "errors"),
+    ("seeds", "seeds"),
+    ("recovery", "recovery rate"),
+    ("silent", "silent failures"),
+    ("wasted", "wasted retries"),
+    ("baseline", "baseline"),
+)
+
+
+def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The summary table as text lines (one header, one line per scenario run)."""
+    table = [[h for _, h in COLUMNS]] + [[str(r.get(k, "")) for k, _ in COLUMNS] for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
