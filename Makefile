@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all bench install clean
+.PHONY: demo test test-all check bench install clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -18,10 +18,15 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/fleetchaos compare --scenario default --seeds 10 --report fleetchaos-out/demo
 
-test: $(STAMP)
+# Lint, layout and types first: a failure here fails `make test` (and CI) before the suite runs.
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: check
 	$(BIN)/python -m pytest -q -m "not slow" -n 2
 
-test-all: $(STAMP)
+test-all: check
 	$(BIN)/python -m pytest -q -n 2
 
 # Speed and memory figures next to their targets (see docs/performance.md); takes a few minutes.

@@ -80,8 +80,9 @@ def _scenario(doc: dict):
 
 def ratio(seeds: int, workers: int, calls: int) -> dict:
     """Tool calls per second of full runs against the skeleton, same scenario and seeds."""
-    from fleetchaos.runs.runner import run_one
     from skeleton import run_skeleton, skeleton_tasks
+
+    from fleetchaos.runs.runner import run_one
 
     spec = _scenario(scaled(workers, calls))
     run_one(spec, "structured", "structured", 0)  # warm caches (Faker, imports)
@@ -126,8 +127,17 @@ def _scaling_child(workers: int, calls: int, policy: str, errors: str) -> None:
     result = run_one(spec, policy, errors, 1)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kB on Linux
-    print(json.dumps({"calls": int(result.metrics["tool_calls"] or 0), "tasks": int(result.metrics["tasks"] or 0),
-                      "seconds": seconds, "cpu_s": cpu, "peak_rss": rss}))
+    print(
+        json.dumps(
+            {
+                "calls": int(result.metrics["tool_calls"] or 0),
+                "tasks": int(result.metrics["tasks"] or 0),
+                "seconds": seconds,
+                "cpu_s": cpu,
+                "peak_rss": rss,
+            }
+        )
+    )
 
 
 def scaling(points: list[tuple[int, int]]) -> list[dict]:
@@ -158,8 +168,11 @@ def speedup(runs: int) -> dict:
     from fleetchaos.runs.sweep import SweepSpec, plan_sweep, run_sweep
 
     seeds = max(1, runs // 20)
-    spec = SweepSpec(policies=["blind-retry", "structured"], seeds=seeds,
-                     params={"faults[0].probability": [0.0, 0.05, 0.1, 0.2, 0.5]})
+    spec = SweepSpec(
+        policies=["blind-retry", "structured"],
+        seeds=seeds,
+        params={"faults[0].probability": [0.0, 0.05, 0.1, 0.2, 0.5]},
+    )
     plan = plan_sweep(spec)
     t0, c0 = time.perf_counter(), time.process_time()
     serial = run_sweep(plan, executor=SerialExecutor())
@@ -172,9 +185,14 @@ def speedup(runs: int) -> dict:
     after = os.times()
     cpu_parallel = sum(after[i] - before[i] for i in range(4))  # this process and its workers
     assert serial.model_dump_json() == parallel.model_dump_json(), "parallel results differ from serial"
-    return {"runs": len(plan.jobs), "serial_s": round(t_serial, 2), "parallel_s": round(t_parallel, 2),
-            "speedup": round(t_serial / t_parallel, 2), "serial_cpu_s": round(cpu_serial, 2),
-            "parallel_cpu_s": round(cpu_parallel, 2)}
+    return {
+        "runs": len(plan.jobs),
+        "serial_s": round(t_serial, 2),
+        "parallel_s": round(t_parallel, 2),
+        "speedup": round(t_serial / t_parallel, 2),
+        "serial_cpu_s": round(cpu_serial, 2),
+        "parallel_cpu_s": round(cpu_parallel, 2),
+    }
 
 
 # -- 4. make demo --------------------------------------------------------------------------
@@ -248,8 +266,11 @@ def profile_sampled(seeds: int, workers: int, calls: int, top: int = 25) -> int:
 
     def where(path: str | None) -> str:
         path = path or "builtin"
-        for marker, label in (("site-packages/simpy", "simpy"), ("/simulated_fleet/", "simulated_fleet/"),
-                              ("/harness/", "harness/")):
+        for marker, label in (
+            ("site-packages/simpy", "simpy"),
+            ("/simulated_fleet/", "simulated_fleet/"),
+            ("/harness/", "harness/"),
+        ):
             if marker in path:
                 return label if label == "simpy" else label + path.split(marker, 1)[1]
         if "site-packages/" in path:
@@ -293,7 +314,7 @@ def machine() -> dict:
     for name in ("fleetchaos", "simpy", "pydantic", "faker", "distributed"):
         try:
             libs[name] = version(name)
-        except Exception:  # noqa: BLE001 - an optional library that is not installed
+        except Exception:
             libs[name] = "not installed"
     return {"nproc": os.cpu_count(), "cpu": model, "python": platform.python_version(), **libs}
 
@@ -310,8 +331,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes: checks the script, not the targets")
     parser.add_argument("--only", default="ratio,scaling,speedup,demo", help="comma-separated figures")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of full runs and stop")
-    parser.add_argument("--sample", action="store_true",
-                        help="print a pyinstrument (sampling) profile of full runs and stop (the bench extra)")
+    parser.add_argument(
+        "--sample",
+        action="store_true",
+        help="print a pyinstrument (sampling) profile of full runs and stop (the bench extra)",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--child-scaling", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -327,13 +351,17 @@ def main(argv: list[str] | None = None) -> int:
     only = set(args.only.split(","))
     out: dict = {"machine": machine()}
     m = out["machine"]
-    print(f"machine: {m['nproc']} cores, {m['cpu']}; Python {m['python']}; simpy {m['simpy']}, "
-          f"pydantic {m['pydantic']}, faker {m['faker']}, distributed {m['distributed']}")
+    print(
+        f"machine: {m['nproc']} cores, {m['cpu']}; Python {m['python']}; simpy {m['simpy']}, "
+        f"pydantic {m['pydantic']}, faker {m['faker']}, distributed {m['distributed']}"
+    )
     load = os.getloadavg()[0]
     out["load_before"] = round(load, 2)
     if load > 0.5:
-        print(f"WARNING: the machine is busy (1-minute load {load:.1f} on {m['nproc']} cores): wall-clock figures "
-              "(speed-up, demo, 1M-call wall time) are unreliable; CPU-time figures hold better")
+        print(
+            f"WARNING: the machine is busy (1-minute load {load:.1f} on {m['nproc']} cores): wall-clock figures "
+            "(speed-up, demo, 1M-call wall time) are unreliable; CPU-time figures hold better"
+        )
 
     if "ratio" in only:
         print("1. throughput, one process (structured policy on structured errors)")
@@ -345,9 +373,11 @@ def main(argv: list[str] | None = None) -> int:
             out.setdefault("ratio", []).append(r)
             _line(f"{label}", f"{r['ratio_per_call_skeleton']:.2f}x", ">= 0.50x", r["ratio_per_call_skeleton"] >= 0.5)
             _line("  against the per-step skeleton (no target)", f"{r['ratio_per_step_skeleton']:.2f}x", "", None)
-            print(f"  {'':44s} harness {r['harness_calls_per_s']:,} calls/s ({r['harness_us_per_call']} us/call); "
-                  f"skeleton {r['per_call_skeleton_calls_per_s']:,} calls/s, per-step skeleton "
-                  f"{r['per_step_skeleton_calls_per_s']:,}")
+            print(
+                f"  {'':44s} harness {r['harness_calls_per_s']:,} calls/s ({r['harness_us_per_call']} us/call); "
+                f"skeleton {r['per_call_skeleton_calls_per_s']:,} calls/s, per-step skeleton "
+                f"{r['per_step_skeleton_calls_per_s']:,}"
+            )
 
     if "scaling" in only:
         print("2. scaling, one core, one fresh process per size")
@@ -359,26 +389,38 @@ def main(argv: list[str] | None = None) -> int:
         base = rows[0]["us_per_call"]
         for r in rows:
             flat = r["us_per_call"] <= 1.5 * base
-            _line(f"{r['nodes']:>5} nodes, {r['calls']:>9,} calls: cost per call", f"{r['us_per_call']:.1f} us",
-                  "flat (<=1.5x)", flat)
-            _line(f"{'':>5}        {'':>9}  wall time / peak RSS",
-                  f"{r['seconds']:.1f} s / {r['peak_rss'] / 2**20:.0f} MiB", "", None)
+            _line(
+                f"{r['nodes']:>5} nodes, {r['calls']:>9,} calls: cost per call",
+                f"{r['us_per_call']:.1f} us",
+                "flat (<=1.5x)",
+                flat,
+            )
+            _line(
+                f"{'':>5}        {'':>9}  wall time / peak RSS",
+                f"{r['seconds']:.1f} s / {r['peak_rss'] / 2**20:.0f} MiB",
+                "",
+                None,
+            )
         big = [r for r in rows if r["nodes"] >= 1000 and r["calls"] >= 900_000]
         for r in big:
             _line("1,000 nodes, 1M calls: wall time", f"{r['seconds']:.1f} s", "< 60 s", r["seconds"] < 60)
-            _line("1,000 nodes, 1M calls: peak RSS", f"{r['peak_rss'] / 2**20:.0f} MiB", "< 1024 MiB",
-                  r["peak_rss"] < GIB)
+            _line(
+                "1,000 nodes, 1M calls: peak RSS", f"{r['peak_rss'] / 2**20:.0f} MiB", "< 1024 MiB", r["peak_rss"] < GIB
+            )
 
     if "speedup" in only:
         print("3. parallel sweep (median of 3 measurements)")
-        tries = sorted((speedup(40 if args.quick else 200) for _ in range(1 if args.quick else 3)),
-                       key=lambda r: r["speedup"])
+        tries = sorted(
+            (speedup(40 if args.quick else 200) for _ in range(1 if args.quick else 3)), key=lambda r: r["speedup"]
+        )
         s = tries[len(tries) // 2]
         out["speedup"] = {**s, "all": [t["speedup"] for t in tries]}
         _line(f"{s['runs']}-run sweep, 2 processes vs serial", f"{s['speedup']:.2f}x", ">= 1.80x", s["speedup"] >= 1.8)
         print(f"  {'':44s} all measurements: {', '.join(f'{t:.2f}x' for t in out['speedup']['all'])}")
-        print(f"  {'':44s} serial {s['serial_s']} s, 2 processes {s['parallel_s']} s (wall); "
-              f"CPU {s['serial_cpu_s']} s serial, {s['parallel_cpu_s']} s parallel (all processes)")
+        print(
+            f"  {'':44s} serial {s['serial_s']} s, 2 processes {s['parallel_s']} s (wall); "
+            f"CPU {s['serial_cpu_s']} s serial, {s['parallel_cpu_s']} s parallel (all processes)"
+        )
 
     if "demo" in only:
         print("4. make demo")

@@ -40,7 +40,7 @@ _EXPORTS = {
     "wilson": "fleetchaos.results.stats",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - a sorted list, checked by tests
 
 
 def __getattr__(name: str) -> Any:

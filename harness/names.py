@@ -12,8 +12,8 @@ import os
 import sys
 from collections.abc import Iterable
 
-from fleetchaos.scenario.messages import _did_you_mean
 from fleetchaos.errors import UserError
+from fleetchaos.scenario.messages import _did_you_mean
 
 
 def allow_local_policies(names: Iterable[str]) -> None:

@@ -63,11 +63,13 @@ def ablation_chart(doc: dict, path: Path) -> Path:
         drawn = [(x, s, s["metrics"][metric]) for x, s in zip(xs, steps) if s["metrics"].get(metric) is not None]
         errs_lo, errs_hi = [], []
         for _, s, v in drawn:
-            lo, hi = (s["ci"].get(metric) or [None, None])
+            lo, hi = s["ci"].get(metric) or [None, None]
             errs_lo.append(max(0.0, v - lo) if lo is not None else 0.0)
             errs_hi.append(max(0.0, hi - v) if hi is not None else 0.0)
         if drawn:
-            ax.bar([x for x, _, _ in drawn], [v for _, _, v in drawn], color="#4878a8", yerr=[errs_lo, errs_hi], capsize=3)
+            ax.bar(
+                [x for x, _, _ in drawn], [v for _, _, v in drawn], color="#4878a8", yerr=[errs_lo, errs_hi], capsize=3
+            )
         if len(drawn) < len(xs):
             keep_bar_slots(ax, len(xs))
         for x in sorted(set(xs) - {x for x, _, _ in drawn}):

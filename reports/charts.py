@@ -119,7 +119,10 @@ def _bar_with_ci(ax, result: CompareResult, metric: str, scale: float, digits: i
 
 def _errors_handles(result: CompareResult) -> list[Patch]:
     formats = list(dict.fromkeys(a.errors for a in result.arms))
-    return [Patch(facecolor=errors_colour(result, e), edgecolor="black", linewidth=0.5, label=f"{e} errors") for e in formats]
+    return [
+        Patch(facecolor=errors_colour(result, e), edgecolor="black", linewidth=0.5, label=f"{e} errors")
+        for e in formats
+    ]
 
 
 def _errors_legend(ax, result: CompareResult) -> None:
@@ -127,7 +130,7 @@ def _errors_legend(ax, result: CompareResult) -> None:
 
 
 def _ci_text(result: CompareResult) -> str:
-    pct = int(round(result.confidence * 100))
+    pct = round(result.confidence * 100)
     n = len(result.seeds)
     if n < 2:
         return f"{n} seed{'' if n == 1 else 's'}, no interval"
@@ -174,9 +177,7 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
     """
     front = []
     for i, (c, r) in enumerate(points):
-        dominated = any(
-            (c2 <= c and r2 >= r) and (c2 < c or r2 > r) for j, (c2, r2) in enumerate(points) if j != i
-        )
+        dominated = any((c2 <= c and r2 >= r) and (c2 < c or r2 > r) for j, (c2, r2) in enumerate(points) if j != i)
         if not dominated:
             front.append(i)
     return sorted(front, key=lambda i: (points[i][0], -points[i][1]))
@@ -184,7 +185,9 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
 
 def pareto_chart(result: CompareResult, path: Path) -> Path | None:
     """Mean cost per simulated day against recovery rate per arm, with CI bars and the Pareto front marked."""
-    arms = [a for a in result.arms if a.metrics.get("cost_usd") is not None and a.metrics.get("recovery_rate") is not None]
+    arms = [
+        a for a in result.arms if a.metrics.get("cost_usd") is not None and a.metrics.get("recovery_rate") is not None
+    ]
     if not arms:
         return None
     fig = Figure(figsize=(8.5, 5.2), layout="constrained")
@@ -193,7 +196,15 @@ def pareto_chart(result: CompareResult, path: Path) -> Path | None:
     front = pareto_front(points)  # type: ignore[arg-type]
     fx = [points[i][0] for i in front]
     fy = [points[i][1] for i in front]
-    ax.plot(fx, fy, color="#555555", linewidth=1.2, linestyle="--", zorder=1, label="Pareto front (no arm cheaper and better)")
+    ax.plot(
+        fx,
+        fy,
+        color="#555555",
+        linewidth=1.2,
+        linestyle="--",
+        zorder=1,
+        label="Pareto front (no arm cheaper and better)",
+    )
     for i, arm in enumerate(arms):
         x, y = points[i]
         clo, chi = arm.ci.get("cost_usd", [None, None])
@@ -212,7 +223,10 @@ def pareto_chart(result: CompareResult, path: Path) -> Path | None:
             ax.scatter([x], [y], s=260, facecolors="none", edgecolors="#333333", linewidths=1.2, zorder=2)
     ax.set_xlabel("cost per run (USD: model tokens + tool calls + paged human hours, one seed)")
     ax.set_ylabel("recovery rate (% of faulted tasks)")
-    ax.set_title(f"Cost against recovery, {result.scenario}: {_ci_text(result)}\ncircled arms are on the Pareto front", fontsize=10)
+    ax.set_title(
+        f"Cost against recovery, {result.scenario}: {_ci_text(result)}\ncircled arms are on the Pareto front",
+        fontsize=10,
+    )
     ax.grid(alpha=0.3)
     ax.margins(x=0.15, y=0.15)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), framealpha=0.9)
@@ -288,7 +302,9 @@ def ecdf_chart(result: CompareResult, path: Path) -> Path | None:
         total = arm.breakdowns.get("task_counts", {}).get("recovered", n)
         style = LINESTYLES[_policy_index(result, arm.policy) % len(LINESTYLES)]
         label = f"{arm_label(arm)} (n={total})"
-        ax.step(xs, ys, where="post", color=errors_colour(result, arm.errors), linestyle=style, linewidth=1.6, label=label)
+        ax.step(
+            xs, ys, where="post", color=errors_colour(result, arm.errors), linestyle=style, linewidth=1.6, label=label
+        )
         drawn = True
     if not drawn:
         return None
@@ -357,27 +373,59 @@ def timeline_chart(t: Timeline, path: Path) -> Path:
     fig = Figure(figsize=(13, max(4.0, 0.42 * len(lanes) + 2.6)), layout="constrained")
     ax = fig.subplots()
     h = 0.8
-    for start, stop, factor in t.rate_windows:
+    for start, stop, _factor in t.rate_windows:
         ax.axvspan(_hours(start), _hours(stop), color="#9467bd", alpha=0.13, linewidth=0)
     for start, stop, cut in t.partitions:
         for w in lanes if cut is None else [w for w in cut if w in row]:
-            ax.broken_barh([(_hours(start), _hours(stop - start))], (row[w] - h / 2, h), facecolors="#bcbd22", alpha=0.35)
+            ax.broken_barh(
+                [(_hours(start), _hours(stop - start))], (row[w] - h / 2, h), facecolors="#bcbd22", alpha=0.35
+            )
     for w in lanes:
         y = row[w] - h / 2
         if w < len(t.disk_full) and t.disk_full[w]:
-            ax.broken_barh([(_hours(a), _hours(b - a)) for a, b in t.disk_full[w]], (y, h), facecolors="#ff7f0e", alpha=0.35)
+            ax.broken_barh(
+                [(_hours(a), _hours(b - a)) for a, b in t.disk_full[w]], (y, h), facecolors="#ff7f0e", alpha=0.35
+            )
         spans = _key_expired_spans(t, w, end)
         if spans:
             ax.broken_barh([(_hours(a), _hours(b - a)) for a, b in spans], (y, h), facecolors="#e377c2", alpha=0.35)
-            ax.scatter([_hours(a) for a, _ in spans], [row[w]] * len(spans), marker="|", s=160, color="#a0006e", linewidths=1.5, zorder=4)
+            ax.scatter(
+                [_hours(a) for a, _ in spans],
+                [row[w]] * len(spans),
+                marker="|",
+                s=160,
+                color="#a0006e",
+                linewidths=1.5,
+                zorder=4,
+            )
         if w < len(t.crashes) and t.crashes[w]:
-            ax.broken_barh([(_hours(a), _hours(b - a)) for a, b in t.crashes[w]], (y, h), facecolors="#000000", alpha=0.3)
+            ax.broken_barh(
+                [(_hours(a), _hours(b - a)) for a, b in t.crashes[w]], (y, h), facecolors="#000000", alpha=0.3
+            )
     first = [(d[0], d[1]) for d in t.dispatches if d[3] == 1 and d[1] in row]
     again = [(d[0], d[1]) for d in t.dispatches if d[3] > 1 and d[1] in row]
-    ax.scatter([_hours(x) for x, _ in first], [row[w] + 0.18 for _, w in first], marker="|", s=22, color="#9a9a9a", linewidths=0.7, zorder=3)
-    ax.scatter([_hours(x) for x, _ in again], [row[w] + 0.18 for _, w in again], marker="|", s=40, color="#1f3b73", linewidths=1.0, zorder=3)
+    ax.scatter(
+        [_hours(x) for x, _ in first],
+        [row[w] + 0.18 for _, w in first],
+        marker="|",
+        s=22,
+        color="#9a9a9a",
+        linewidths=0.7,
+        zorder=3,
+    )
+    ax.scatter(
+        [_hours(x) for x, _ in again],
+        [row[w] + 0.18 for _, w in again],
+        marker="|",
+        s=40,
+        color="#1f3b73",
+        linewidths=1.0,
+        zorder=3,
+    )
     faults = [(f[0], f[1]) for f in t.faults if f[1] in row]
-    ax.scatter([_hours(x) for x, _ in faults], [row[w] - 0.2 for _, w in faults], marker=".", s=14, color="#d62728", zorder=3)
+    ax.scatter(
+        [_hours(x) for x, _ in faults], [row[w] - 0.2 for _, w in faults], marker=".", s=14, color="#d62728", zorder=3
+    )
     shaded = [
         (bool(t.rate_windows), Patch(facecolor="#9467bd", alpha=0.3, label="API rate cut (fleet-wide)")),
         (any(t.disk_full[w] for w in lanes if w < len(t.disk_full)), Patch(facecolor="#ff7f0e", alpha=0.45, label="disk full")),
@@ -423,7 +471,7 @@ def bin_width_s(duration_s: float) -> float:
 def error_code_series(t: Timeline, width_s: float) -> tuple[list[float], dict[str, list[int]]]:
     """(bin starts in seconds, error code -> faulted calls per bin) over the traced run."""
     end = max([t.duration_s] + [f[0] for f in t.faults])
-    bins = int(math.floor(end / width_s)) + 1
+    bins = math.floor(end / width_s) + 1
     counts: dict[str, list[int]] = {}
     for time_s, _, _, code, _ in t.faults:
         counts.setdefault(code, [0] * bins)[int(time_s // width_s)] += 1
@@ -465,7 +513,9 @@ def error_codes_chart(timelines: list[Timeline], path: Path) -> Path | None:
     handles = [Line2D([], [], color=colour[c], linewidth=1.6, label=c) for c in codes]
     handles.append(Line2D([], [], color="#555555", marker="v", linestyle="none", markeredgecolor="black",
                           label=f"spike: bin above mean + {SPIKE_SD:g} sd of its code, and at least {SPIKE_MIN_COUNT}"))  # fmt: skip
-    handles.append(Line2D([], [], color="#333333", linestyle="--", linewidth=0.8, label="arrivals stop (drain follows)"))
+    handles.append(
+        Line2D([], [], color="#333333", linestyle="--", linewidth=0.8, label="arrivals stop (drain follows)")
+    )
     fig.legend(handles=handles, loc="outside right center", fontsize=8, frameon=False)
     fig.suptitle("Error codes over time (the structured contract's code of each faulted call)", fontsize=10)
     return _save(fig, path)

@@ -14,10 +14,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from rich.table import Table
 
-from fleetchaos.results.models import HEADLINE_METRICS, SweepEntry, SweepResult
-
 from fleetchaos.reports.charts import PNG_METADATA
 from fleetchaos.reports.tables import COLUMNS, RATES, fmt, fmt_ci
+from fleetchaos.results.models import HEADLINE_METRICS, SweepEntry, SweepResult
 
 #: Most panels one curve chart draws; further points are listed in the summary only.
 MAX_PANELS = 12
@@ -54,7 +53,7 @@ def chart_name(metric: str) -> str:
 
 def sweep_table(result: SweepResult) -> Table:
     """One row per point and arm: the chosen metric with its interval, and the headline metrics."""
-    pct = int(round(result.confidence * 100))
+    pct = round(result.confidence * 100)
     table = Table(
         title=f"sweep: {len(result.entries)} arms x {len(result.seeds)} seeds, mean per seed ± {pct}% CI half-width",
         header_style="bold",
@@ -130,10 +129,19 @@ def curve_chart(result: SweepResult, path: Path, metric: str | None = None) -> P
                 points.sort()
                 px = [p[0] for p in points]
                 colour = colours[policy]
-                ax.plot(px, [p[1] for p in points], styles[errors], color=colour, marker=markers[policy], markersize=4,
-                        linewidth=1.4, label=f"{policy} on {errors}")
-                ax.fill_between(px, [p[2] for p in points], [p[3] for p in points], color=colour, alpha=0.12,
-                                linewidth=0)
+                ax.plot(
+                    px,
+                    [p[1] for p in points],
+                    styles[errors],
+                    color=colour,
+                    marker=markers[policy],
+                    markersize=4,
+                    linewidth=1.4,
+                    label=f"{policy} on {errors}",
+                )
+                ax.fill_between(
+                    px, [p[2] for p in points], [p[3] for p in points], color=colour, alpha=0.12, linewidth=0
+                )
         title = scenario + "".join(f", {k}={v}" for k, v in rest)
         ax.set_title(title, fontsize=9)
         ax.set_xlabel(x, fontsize=8)
@@ -149,7 +157,7 @@ def curve_chart(result: SweepResult, path: Path, metric: str | None = None) -> P
     handles, labels = axes[0][0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="outside lower center", ncols=min(3, len(labels)), fontsize=8)
-    pct = int(round(result.confidence * 100))
+    pct = round(result.confidence * 100)
     fig.suptitle(f"{metric} against {x}: mean of {len(result.seeds)} seeds, {pct}% CI band", fontsize=10)
     FigureCanvasAgg(fig)
     fig.savefig(path, format="png", dpi=100, metadata=PNG_METADATA)
@@ -161,7 +169,7 @@ def sweep_markdown(result: SweepResult, charts: str | list[str] | None) -> str:
     if isinstance(charts, str):
         charts = [charts]
     charts = charts or []
-    pct = int(round(result.confidence * 100))
+    pct = round(result.confidence * 100)
     lines = [
         f"# fleetchaos sweep: {', '.join(result.scenarios)}",
         "",
@@ -177,9 +185,8 @@ def sweep_markdown(result: SweepResult, charts: str | list[str] | None) -> str:
     for chart in charts:
         metric = chart.removeprefix("curve_").removesuffix(".png")
         lines += [f"![{metric} against {result.x}]({chart})", ""]
-    if charts:
-        if len(_panels(result)) > MAX_PANELS:
-            lines += [f"The chart draws the first {MAX_PANELS} panels; every point is in the tables below.", ""]
+    if charts and len(_panels(result)) > MAX_PANELS:
+        lines += [f"The chart draws the first {MAX_PANELS} panels; every point is in the tables below.", ""]
     columns = [(m, m, _kind(m)) for m in metric_names(result) if m not in {c[0] for c in COLUMNS}] + list(COLUMNS)
     header = "| scenario | params | policy | errors | " + " | ".join(h for _, h, _ in columns) + " |"
     lines += [header, "|---|---|---|---|" + "---:|" * len(columns)]
@@ -190,7 +197,9 @@ def sweep_markdown(result: SweepResult, charts: str | list[str] | None) -> str:
             if key in HEADLINE_METRICS or key in metric_names(result):
                 text += fmt_ci(e.ci.get(key, [None, None]), kind)
             cells.append(text)
-        lines.append(f"| {e.scenario} | {params_text(e.params)} | {e.policy} | {e.errors} | " + " | ".join(cells) + " |")
+        lines.append(
+            f"| {e.scenario} | {params_text(e.params)} | {e.policy} | {e.errors} | " + " | ".join(cells) + " |"
+        )
     lines += ["", "## Versions", ""]
     lines += [f"- {k} {v}" for k, v in result.versions.items()]
     lines += [

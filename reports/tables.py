@@ -68,7 +68,9 @@ def policy_error_lines(result: CompareResult | RunResult, limit: int = 80) -> li
         if len(top) > limit:
             top = top[: limit - 1] + "…"
         more = f" (+{len(messages) - 1} other message{'s' if len(messages) > 2 else ''})" if len(messages) > 1 else ""
-        lines.append(f"  {policy} on {errors}: {tasks} task{'s' if tasks != 1 else ''}" + (f", {top}{more}" if top else ""))
+        lines.append(
+            f"  {policy} on {errors}: {tasks} task{'s' if tasks != 1 else ''}" + (f", {top}{more}" if top else "")
+        )
     if lines:
         lines.insert(0, "policy errors (each task given up, the run went on; --report names every message):")
     return lines
@@ -76,7 +78,7 @@ def policy_error_lines(result: CompareResult | RunResult, limit: int = 80) -> li
 
 def compare_table(result: CompareResult) -> Table:
     """One row per arm; rates with their confidence intervals; arms with policy errors named below it."""
-    pct = int(round(result.confidence * 100))
+    pct = round(result.confidence * 100)
     broken = policy_error_lines(result)
     table = Table(
         title=f"{result.scenario}: {len(result.seeds)} seeds, mean per seed ± {pct}% CI half-width",

@@ -15,15 +15,15 @@ import html
 import json
 import re
 import shutil
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
-
-from fleetchaos.results.models import HEADLINE_METRICS, ArmResult, CompareResult, RunResult, Timeline
-from fleetchaos.results.stats import MIN_SEEDS
+from typing import Any
 
 from fleetchaos.reports import charts
 from fleetchaos.reports.tables import COLUMNS, RATES, fmt, policy_error_tasks
+from fleetchaos.results.models import HEADLINE_METRICS, ArmResult, CompareResult, RunResult, Timeline
+from fleetchaos.results.stats import MIN_SEEDS
 
 #: Modelling assumptions every report states, so readers can judge the figures.
 ASSUMPTIONS: tuple[str, ...] = (
@@ -209,8 +209,7 @@ def to_html(blocks: list[Block], title: str, images: dict[str, bytes]) -> str:
             data = base64.b64encode(images[b.text]).decode("ascii")
             alt = html.escape(b.items[0], quote=True)
             out.append(
-                f'<figure><img alt="{alt}" src="data:image/png;base64,{data}">'
-                f"<figcaption>{alt}</figcaption></figure>"
+                f'<figure><img alt="{alt}" src="data:image/png;base64,{data}"><figcaption>{alt}</figcaption></figure>'
             )
         elif b.kind == "table":
             head = "".join(f"<th>{_inline(h)}</th>" for h in b.headers)
@@ -429,15 +428,19 @@ def _render_compare_charts(result: CompareResult, out_dir: Path) -> dict[str, Pa
     return {k: v for k, v in made.items() if v is not None}
 
 
-def compare_blocks(result: CompareResult, made: dict[str, Path] | None = None, tasks_csv: str | None = None) -> list[Block]:
+def compare_blocks(
+    result: CompareResult, made: dict[str, Path] | None = None, tasks_csv: str | None = None
+) -> list[Block]:
     """The blocks of a comparison report; ``made`` maps chart keys to the PNGs written (None: link every chart)."""
-    pct = int(round(result.confidence * 100))
+    pct = round(result.confidence * 100)
     n = len(result.seeds)
     blocks = [H1(f"fleetchaos comparison: {result.scenario}")]
     if result.description.strip():
         blocks.append(P(" ".join(result.description.split())))
     reference = result.arms[0] if result.arms else None
-    seeds = ", ".join(map(str, result.seeds)) if n <= 30 else f"{n} seeds from {min(result.seeds)} to {max(result.seeds)}"
+    seeds = (
+        ", ".join(map(str, result.seeds)) if n <= 30 else f"{n} seeds from {min(result.seeds)} to {max(result.seeds)}"
+    )
     setup = [
         f"Scenario: `{result.scenario}`",
         f"Seeds: {seeds} ({n} independent simulated runs per arm; every arm meets the same faults for a seed)",
@@ -450,8 +453,10 @@ def compare_blocks(result: CompareResult, made: dict[str, Path] | None = None, t
     blocks += [H2("Setup"), UL(setup)]
     if n < MIN_SEEDS:
         blocks.append(
-            P(f"Only {n} seed{'s' if n != 1 else ''}: too few to name a winner. Intervals are wide or missing; "
-              "run with `--seeds 10` or more before deciding.")  # fmt: skip
+            P(
+                f"Only {n} seed{'s' if n != 1 else ''}: too few to name a winner. Intervals are wide or missing; "
+                "run with `--seeds 10` or more before deciding."
+            )
         )
 
     blocks += [
@@ -459,17 +464,28 @@ def compare_blocks(result: CompareResult, made: dict[str, Path] | None = None, t
         P(f"Mean per seed with its {pct}% confidence interval [low, high] across seeds."),
         TABLE(
             ["policy", "errors"] + [h for _, h, _ in COLUMNS],
-            [[a.policy, a.errors] + [_metric_cell(a, key) if key in HEADLINE_METRICS
-                                      else fmt(a.metrics.get(key), kind) for key, _, kind in COLUMNS]
-             for a in result.arms],
+            [
+                [a.policy, a.errors]
+                + [
+                    _metric_cell(a, key) if key in HEADLINE_METRICS else fmt(a.metrics.get(key), kind)
+                    for key, _, kind in COLUMNS
+                ]
+                for a in result.arms
+            ],
             align_right=2,
-        ),  # fmt: skip
+        ),
         TABLE(
             ["policy", "errors"] + [h for _, h, _ in DETAIL_COLUMNS],
-            [[a.policy, a.errors] + [_metric_cell(a, key, d) if _is_rate(key) else _num(a.metrics.get(key), d)
-                                      for key, _, d in DETAIL_COLUMNS] for a in result.arms],
+            [
+                [a.policy, a.errors]
+                + [
+                    _metric_cell(a, key, d) if _is_rate(key) else _num(a.metrics.get(key), d)
+                    for key, _, d in DETAIL_COLUMNS
+                ]
+                for a in result.arms
+            ],
             align_right=2,
-        ),  # fmt: skip
+        ),
     ]
 
     blocks += policy_error_blocks(
@@ -486,15 +502,26 @@ def compare_blocks(result: CompareResult, made: dict[str, Path] | None = None, t
         ref = result.comparisons[0]
         blocks += [
             H2("Verdicts against the reference arm"),
-            P(f"Each arm minus {ref.reference_policy} on {ref.reference_errors}, seed by seed on the same seeds: "
-              f"mean difference with its {pct}% interval, and the verdict in the metric's direction."),  # fmt: skip
+            P(
+                f"Each arm minus {ref.reference_policy} on {ref.reference_errors}, seed by seed on the same seeds: "
+                f"mean difference with its {pct}% interval, and the verdict in the metric's direction."
+            ),
             TABLE(
                 ["arm", "metric", "better", "paired seeds", "mean difference", f"{pct}% interval", "verdict"],
-                [[f"{c.policy} on {c.errors}", c.metric, {True: "higher", False: "lower", None: "-"}[c.higher_is_better],
-                  str(c.n), _diff(c.metric, c.mean_difference), _diff_ci(c.metric, c.ci), c.verdict]
-                 for c in result.comparisons],
+                [
+                    [
+                        f"{c.policy} on {c.errors}",
+                        c.metric,
+                        {True: "higher", False: "lower", None: "-"}[c.higher_is_better],
+                        str(c.n),
+                        _diff(c.metric, c.mean_difference),
+                        _diff_ci(c.metric, c.ci),
+                        c.verdict,
+                    ]
+                    for c in result.comparisons
+                ],
                 align_right=3,
-            ),  # fmt: skip
+            ),
         ]
 
     pooled_names = sorted({k for a in result.arms for k in a.pooled})
@@ -503,7 +530,7 @@ def compare_blocks(result: CompareResult, made: dict[str, Path] | None = None, t
             H2("Pooled task-level rates"),
             P(f"Every task of every seed counted as one trial, with the Wilson {pct}% interval (see How to read)."),
             TABLE(
-                ["policy", "errors"] + pooled_names,
+                ["policy", "errors", *pooled_names],
                 [[a.policy, a.errors] + [_proportion(a.pooled.get(k)) for k in pooled_names] for a in result.arms],
                 align_right=2,
             ),
@@ -524,9 +551,13 @@ def compare_blocks(result: CompareResult, made: dict[str, Path] | None = None, t
     for i, t in enumerate(result.timelines):
         key = f"timeline{i}"
         if key in made:
-            blocks.append(IMG(made[key].name, f"Fleet timeline, {t.label}: {t.policy} on {t.errors} errors, seed {t.seed}"))
+            blocks.append(
+                IMG(made[key].name, f"Fleet timeline, {t.label}: {t.policy} on {t.errors} errors, seed {t.seed}")
+            )
     if "error_codes" in made:
-        blocks.append(IMG(made["error_codes"].name, "Faulted calls per error code over time in the traced runs, spikes marked"))
+        blocks.append(
+            IMG(made["error_codes"].name, "Faulted calls per error code over time in the traced runs, spikes marked")
+        )
     if not result.timelines:
         blocks.append(P("No traced run is stored in these results, so there is no fleet timeline or error-code chart: "
                         "`fleetchaos compare --report DIR` records one for the best and the worst arm."))  # fmt: skip
@@ -557,7 +588,7 @@ def _diff(metric: str, value: float | None) -> str:
 
 
 def _diff_ci(metric: str, ci: list[float | None]) -> str:
-    lo, hi = (ci + [None, None])[:2]
+    lo, hi = ([*ci, None, None])[:2]
     if lo is None or hi is None:
         return "-"
     if _is_rate(metric):
@@ -581,7 +612,10 @@ def _breakdown_blocks(result: CompareResult) -> list[Block]:
             rows.append([a.policy, a.errors] + [
                 (f"{100 * d[k][0] / d[k][1]:.0f}% ({d[k][0]}/{d[k][1]})" if d.get(k, (0, 0))[1] else "-") for k in kinds
             ])  # fmt: skip
-        blocks += [H3("Recovery by kind of first fault (recovered / faulted tasks)"), TABLE(["policy", "errors"] + kinds, rows, 2)]
+        blocks += [
+            H3("Recovery by kind of first fault (recovered / faulted tasks)"),
+            TABLE(["policy", "errors", *kinds], rows, 2),
+        ]
     sections = (
         ("wasted_retries_by_reason", "Wasted retries by reason"),
         ("fault_hits_by_error_code", "Faulted calls by error code"),
@@ -798,7 +832,9 @@ def load_results(path: Path) -> CompareResult | RunResult:
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     if not isinstance(doc, dict):
-        raise ValueError(f"{path}: expected a JSON object from `fleetchaos run` or `compare`, got a {type(doc).__name__}")
+        raise ValueError(
+            f"{path}: expected a JSON object from `fleetchaos run` or `compare`, got a {type(doc).__name__}"
+        )
     model = CompareResult if "arms" in doc else RunResult
     try:
         return model.model_validate(doc)

@@ -60,9 +60,7 @@ class FleetSpec(_Strict):
     )
     credential_refresh_s: float = Field(default=20.0, ge=0, description="time a refresh takes")
     network_latency: Distribution = Distribution(mean_s=0.08, cv=0.5)
-    api_rate_per_s: float = Field(
-        default=0.5, gt=0, description="refill rate of the fleet-wide API token bucket"
-    )
+    api_rate_per_s: float = Field(default=0.5, gt=0, description="refill rate of the fleet-wide API token bucket")
     api_burst: float = Field(default=30, ge=1, description="size of the fleet-wide API token bucket")
     dispatch: Literal["round_robin", "least_loaded"] = "round_robin"
     heartbeat_timeout_s: float | None = Field(
@@ -80,7 +78,7 @@ class FleetSpec(_Strict):
         le=10,
         description="tokens a refused (429) request still takes from the bucket; > 0 lets retry storms persist",
     )
-    overrides: list["WorkerOverride"] = Field(default_factory=list, description="per-worker capacities")
+    overrides: list[WorkerOverride] = Field(default_factory=list, description="per-worker capacities")
     misread_probability: float = Field(
         default=0.05,
         ge=0,
@@ -96,7 +94,7 @@ class FleetSpec(_Strict):
         description="an escalation pages a human, who takes over the task this long after the page",
     )
     usd_per_human_hour: float = Field(default=120.0, ge=0, description="price of an hour of a paged human's time")
-    remediation: "RemediationSpec" = Field(
+    remediation: RemediationSpec = Field(
         default_factory=lambda: RemediationSpec(), description="the remediation agent a policy may send to a worker"
     )
 
@@ -147,7 +145,7 @@ class TemplateSpec(_Strict):
     budget_calls: int | None = Field(default=None, gt=0, description="the orchestrator stops after this many calls")
 
     @model_validator(mode="after")
-    def _needs_are_earlier_steps(self) -> "TemplateSpec":
+    def _needs_are_earlier_steps(self) -> TemplateSpec:
         for i, step in enumerate(self.steps):
             earlier = [s.tool for s in self.steps[:i]]
             for need in step.needs:
@@ -188,7 +186,11 @@ DEFAULT_TEMPLATES: tuple[TemplateSpec, ...] = (
         steps=[
             StepSpec(tool="fetch_contacts", duration=_d(8), tokens=800),
             StepSpec(
-                tool="update_contact", duration=_d(4), fan_out=5, side_effect="idempotent", tokens=600,
+                tool="update_contact",
+                duration=_d(4),
+                fan_out=5,
+                side_effect="idempotent",
+                tokens=600,
                 needs=["fetch_contacts"],
             ),
             StepSpec(tool="post_note", duration=_d(3), side_effect="append", tokens=600),
@@ -218,9 +220,7 @@ class WorkloadSpec(_Strict):
     """
 
     tasks_per_day: float = Field(default=600, gt=0, le=5_000_000)
-    diurnal_amplitude: float = Field(
-        default=0.5, ge=0, le=1, description="0 = flat arrivals; 1 = no arrivals at 02:00"
-    )
+    diurnal_amplitude: float = Field(default=0.5, ge=0, le=1, description="0 = flat arrivals; 1 = no arrivals at 02:00")
     templates: list[TemplateSpec] = Field(default_factory=lambda: list(DEFAULT_TEMPLATES), min_length=1)
     arrivals: list[Arrival] | None = Field(default=None, description="explicit tasks instead of a process")
     clients: int | None = Field(
@@ -233,7 +233,7 @@ class WorkloadSpec(_Strict):
     think: Distribution = Distribution(mean_s=300, cv=1.0)
 
     @model_validator(mode="after")
-    def _arrival_templates_exist(self) -> "WorkloadSpec":
+    def _arrival_templates_exist(self) -> WorkloadSpec:
         seen: dict[str, int] = {}
         for i, template in enumerate(self.templates):
             if template.name in seen:
@@ -246,7 +246,9 @@ class WorkloadSpec(_Strict):
         known = [t.name for t in self.templates]
         for i, a in enumerate(self.arrivals or ()):
             if a.template not in known:
-                raise ValueError(f"workload.arrivals[{i}].template: unknown template {a.template!r} (known: {', '.join(known)})")
+                raise ValueError(
+                    f"workload.arrivals[{i}].template: unknown template {a.template!r} (known: {', '.join(known)})"
+                )
         return self
 
 
@@ -259,7 +261,7 @@ class WorldSpec(_Strict):
     faults: list[FaultSpec] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _targets_exist(self) -> "WorldSpec":
+    def _targets_exist(self) -> WorldSpec:
         n = self.fleet.workers
         span = f"fleet has {n} workers: 0..{n - 1}"
         for o in self.fleet.overrides:

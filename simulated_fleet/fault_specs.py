@@ -16,7 +16,7 @@ one suite explores many worlds.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic import ValidationError as _PydanticValidationError
@@ -34,7 +34,7 @@ class Window(_Strict):
     every_s: float | None = Field(default=None, gt=0, description="repeat period (default: once)")
 
     @model_validator(mode="after")
-    def _fits_period(self) -> "Window":
+    def _fits_period(self) -> Window:
         if self.every_s is not None and self.duration_s > self.every_s:
             raise ValueError(
                 f"duration_s {self.duration_s:g} is longer than every_s {self.every_s:g}; "
@@ -65,7 +65,7 @@ class Ramp(_Strict):
     to_probability: float = Field(ge=0, le=1)
 
     @model_validator(mode="after")
-    def _ordered(self) -> "Ramp":
+    def _ordered(self) -> Ramp:
         if self.end_s <= self.start_s:
             raise ValueError(f"ramp end_s {self.end_s:g} must be after start_s {self.start_s:g}")
         return self
@@ -85,20 +85,20 @@ class _Fault(_Strict):
     )
 
     @model_validator(mode="after")
-    def _swarm_fields(self) -> "_Fault":
+    def _swarm_fields(self) -> _Fault:
         for name, (low, high) in (self.swarm or {}).items():
             field = type(self).model_fields.get(name)
             if field is None or name in ("kind", "swarm") or field.annotation not in (float, int):
-                numeric = sorted(
-                    n for n, f in type(self).model_fields.items() if f.annotation in (float, int)
-                )
+                numeric = sorted(n for n, f in type(self).model_fields.items() if f.annotation in (float, int))
                 raise ValueError(
                     f"swarm.{name}: not a numeric parameter of {self.kind} (numeric: {', '.join(numeric)})"
                 )
             if low > high:
                 raise ValueError(f"swarm.{name}: low {low:g} is above high {high:g}")
             if field.annotation is int and not (float(low).is_integer() and float(high).is_integer()):
-                raise ValueError(f"swarm.{name}: {name} is a whole number, so the range needs whole-number ends (got [{low:g}, {high:g}])")
+                raise ValueError(
+                    f"swarm.{name}: {name} is a whole number, so the range needs whole-number ends (got [{low:g}, {high:g}])"
+                )
             # Each end must be a value the parameter itself accepts (a probability range up to 1.5 is not).
             base = self.model_dump(exclude={"swarm"})
             for end in (low, high):
@@ -106,7 +106,9 @@ class _Fault(_Strict):
                     type(self).model_validate({**base, name: int(end) if field.annotation is int else end})
                 except _PydanticValidationError as exc:
                     rule = exc.errors()[0]["msg"].removeprefix("Value error, ")
-                    raise ValueError(f"swarm.{name}: end {end:g} of the range [{low:g}, {high:g}] is not a valid {name} ({rule})") from None
+                    raise ValueError(
+                        f"swarm.{name}: end {end:g} of the range [{low:g}, {high:g}] is not a valid {name} ({rule})"
+                    ) from None
         return self
 
 
@@ -289,26 +291,24 @@ class QuotaExhausted(_Fault):
 
 
 FaultSpec = Annotated[
-    Union[
-        NetworkBlip,
-        Timeout,
-        RateLimit,
-        DiskFull,
-        ExpiredKey,
-        GitPushConflict,
-        MissingDependency,
-        ValidationError,
-        NotFound,
-        PermissionDenied,
-        PartialBatch,
-        SilentSuppression,
-        FabricatedDefaults,
-        SchemaDrift,
-        NodeCrash,
-        NetworkPartition,
-        LatencySpike,
-        QuotaExhausted,
-    ],
+    NetworkBlip
+    | Timeout
+    | RateLimit
+    | DiskFull
+    | ExpiredKey
+    | GitPushConflict
+    | MissingDependency
+    | ValidationError
+    | NotFound
+    | PermissionDenied
+    | PartialBatch
+    | SilentSuppression
+    | FabricatedDefaults
+    | SchemaDrift
+    | NodeCrash
+    | NetworkPartition
+    | LatencySpike
+    | QuotaExhausted,
     Field(discriminator="kind"),
 ]
 

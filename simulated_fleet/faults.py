@@ -13,6 +13,7 @@ whether a moment is inside a schedule is amortised O(1).
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -58,7 +59,7 @@ class Spans:
     stand a few seconds ahead, and the step then goes on at its own instant.
     """
 
-    __slots__ = ("spans", "_ends")
+    __slots__ = ("_ends", "spans")
 
     def __init__(self, spans: list[tuple[float, float]]):
         self.spans = _merge(spans)
@@ -107,7 +108,7 @@ class SpanTable:
     into disjoint pieces once, so a lookup is a binary search however many spans there are.
     """
 
-    __slots__ = ("entries", "_pieces", "_ends")
+    __slots__ = ("_ends", "_pieces", "entries")
 
     def __init__(self, entries: list[tuple]):
         self.entries = sorted(entries)
@@ -115,7 +116,7 @@ class SpanTable:
         edges = sorted({t for entry in self.entries for t in entry[:2]})
         active: list[int] = []  # heap of indices into entries: the smallest is the first in sorted order
         nxt = 0
-        for a, b in zip(edges, edges[1:]):
+        for a, b in itertools.pairwise(edges):
             while nxt < len(self.entries) and self.entries[nxt][0] <= a:
                 heapq.heappush(active, nxt)
                 nxt += 1
@@ -317,7 +318,7 @@ def resolve_swarm(fault, seed: int, index: int):
         u = _rng.uniform(_rng.key(seed, S_SWARM, index, _rng.stream_id(name)))
         value = low + u * (high - low)
         if type(fault).model_fields[name].annotation is int:
-            value = int(round(value))
+            value = round(value)
         updates[name] = value
     return type(fault).model_validate({**fault.model_dump(), **updates, "swarm": None})
 
@@ -380,7 +381,7 @@ def build_plan(spec, seed: int) -> FaultPlan:
                 plan.crashes[event.worker].append((event.at_s, event.at_s + fault.down_s))
         elif isinstance(fault, RateLimit):
             spans = list(expand_windows(fault.windows, horizon))
-            count = int(round(fault.per_day * horizon / DAY_S))
+            count = round(fault.per_day * horizon / DAY_S)
             for i in range(count):
                 start = _rng.uniform(_rng.key(seed, S_RATE, index, i)) * max(horizon - fault.window_s, 0.0)
                 spans.append((start, start + fault.window_s))
@@ -396,7 +397,9 @@ def build_plan(spec, seed: int) -> FaultPlan:
             )
         elif isinstance(fault, LatencySpike):
             for w in targets:
-                plan.latency[w].extend((s, e, fault.factor, fault.add_s) for s, e in expand_windows(fault.windows, horizon))
+                plan.latency[w].extend(
+                    (s, e, fault.factor, fault.add_s) for s, e in expand_windows(fault.windows, horizon)
+                )
         elif isinstance(fault, SchemaDrift):
             spans = expand_windows(fault.windows, horizon) if fault.windows else [(0.0, math.inf)]
             for w in targets:
@@ -428,7 +431,7 @@ def _disjoint(windows: list[tuple[float, float, float]]) -> list[tuple[float, fl
     active: dict[int, float] = {}
     nxt = 0
     out: list[tuple[float, float, float]] = []
-    for a, b in zip(edges, edges[1:]):
+    for a, b in itertools.pairwise(edges):
         while nxt < len(starts) and windows[starts[nxt]][0] <= a:
             active[starts[nxt]] = windows[starts[nxt]][2]
             nxt += 1

@@ -3,6 +3,7 @@ fleet-wide API token bucket through which rate limiting emerges from load."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from bisect import bisect_right
 from collections import deque
@@ -24,10 +25,10 @@ class TokenBucket:
     windows a scenario has.
     """
 
-    __slots__ = ("rate", "burst", "tokens", "last", "windows", "_ends")
+    __slots__ = ("_ends", "burst", "last", "rate", "tokens", "windows")
 
     def __init__(self, rate_per_s: float, burst: float, windows: list[tuple[float, float, float]]):
-        if any(later[0] < earlier[1] for earlier, later in zip(windows, windows[1:])):
+        if any(later[0] < earlier[1] for earlier, later in itertools.pairwise(windows)):
             raise ValueError("TokenBucket: rate-limit windows must be disjoint and sorted by start")
         self.rate = rate_per_s
         self.burst = burst
@@ -118,7 +119,7 @@ class SlotPool:
     processes also wait on may run before them (the world has no such events).
     """
 
-    __slots__ = ("env", "capacity", "count", "_waiting")
+    __slots__ = ("_waiting", "capacity", "count", "env")
 
     def __init__(self, env: simpy.Environment, capacity: int):
         self.env = env
@@ -167,19 +168,19 @@ class Worker:
     """One worker node: tool slots, a disk that can fill, and API credentials."""
 
     __slots__ = (
-        "index",
-        "slots",
-        "disk_faults",
-        "key_expiries",
         "_key_ptr",
-        "credentials_issued_s",
-        "credential_lifetime_s",
-        "in_flight",
-        "crashes",
         "crash_spans",
-        "disk_capacity_mb",
-        "disk_used_mb",
+        "crashes",
+        "credential_lifetime_s",
         "credentials_expire_s",
+        "credentials_issued_s",
+        "disk_capacity_mb",
+        "disk_faults",
+        "disk_used_mb",
+        "in_flight",
+        "index",
+        "key_expiries",
+        "slots",
     )
 
     def __init__(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, Union, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -156,7 +156,7 @@ class GiveUp:
     claim: Literal["failed", "partial"] = "failed"
 
 
-Action = Union[Retry, Reroute, RefreshCredentials, UseAlternative, Remediate, Escalate, Rollback, DeadLetter, GiveUp]
+Action = Retry | Reroute | RefreshCredentials | UseAlternative | Remediate | Escalate | Rollback | DeadLetter | GiveUp
 ACTION_TYPES = (Retry, Reroute, RefreshCredentials, UseAlternative, Remediate, Escalate, Rollback, DeadLetter, GiveUp)
 
 

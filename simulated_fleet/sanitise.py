@@ -23,7 +23,9 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     "bearer_token": re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
     "api_key": re.compile(r"\b(?:sk|pk|rk|api|key)[-_](?:live|test|prod)?[-_]?[A-Za-z0-9]{16,}\b"),
     "email": re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b"),
-    "home_path": re.compile(r"(?:/home|/Users)/[^/\s\"']+(?:/[^\s\"':,)]*)?|[A-Za-z]:\\Users\\[^\\\s\"']+(?:\\[^\s\"':,)]*)?"),
+    "home_path": re.compile(
+        r"(?:/home|/Users)/[^/\s\"']+(?:/[^\s\"':,)]*)?|[A-Za-z]:\\Users\\[^\\\s\"']+(?:\\[^\s\"':,)]*)?"
+    ),
     "internal_url": re.compile(
         r"\bhttps?://[^\s\"'/]*(?:\.internal|\.corp|\.local|\.lan|\.svc\.cluster\.local)\b[^\s\"']*"
     ),
@@ -48,7 +50,7 @@ class PlantedSecrets:
     internal_urls: tuple[str, ...]
 
     @classmethod
-    def for_run(cls, seed: int, per_kind: int = 4) -> "PlantedSecrets":
+    def for_run(cls, seed: int, per_kind: int = 4) -> PlantedSecrets:
         """The pool of one run, drawn from a Faker instance seeded from ``seed`` alone."""
         from faker import Faker
 
@@ -60,9 +62,7 @@ class PlantedSecrets:
             tokens=tuple(fake.sha256() for _ in range(per_kind)),
             emails=tuple(fake.unique.email() for _ in range(per_kind)),
             home_paths=tuple(f"/home/{u}/fleet/{fake.word()}" for u in users),
-            internal_urls=tuple(
-                f"https://{fake.domain_word()}.corp.internal/api/v{1 + i}" for i in range(per_kind)
-            ),
+            internal_urls=tuple(f"https://{fake.domain_word()}.corp.internal/api/v{1 + i}" for i in range(per_kind)),
         )
 
     def all(self) -> tuple[str, ...]:

@@ -43,7 +43,9 @@ class TransportRetry:
             raise ValueError(f"TransportRetry.jitter must be none, full or equal, got {self.jitter!r}")
         unknown = set(self.on) - TRANSPORT_KINDS
         if unknown:
-            raise ValueError(f"TransportRetry.on: {sorted(unknown)} are not transport-level failures ({sorted(TRANSPORT_KINDS)})")
+            raise ValueError(
+                f"TransportRetry.on: {sorted(unknown)} are not transport-level failures ({sorted(TRANSPORT_KINDS)})"
+            )
 
     def __repr__(self) -> str:
         # ``on`` sorted: a frozenset's own repr follows string hashing, which is salted per

@@ -14,8 +14,9 @@ import functools
 import itertools
 import math
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from fleetchaos.sim import _rng
 from fleetchaos.sim.config import DAY_S, WorkloadSpec, lognormal_params
@@ -34,7 +35,7 @@ class NamePools:
     topics: tuple[str, ...]
 
     @classmethod
-    def build(cls, seed: int, size: int = 40) -> "NamePools":
+    def build(cls, seed: int, size: int = 40) -> NamePools:
         fake = _faker()
         fake.seed_instance(seed)
         return cls(
@@ -64,7 +65,7 @@ class TitleSource:
     themselves), and the pools are built the first time a title is read.
     """
 
-    __slots__ = ("seed", "size", "_pools")
+    __slots__ = ("_pools", "seed", "size")
 
     def __init__(self, seed: int, size: int = 40):
         self.seed = seed
@@ -80,7 +81,7 @@ class TitleSource:
     def __hash__(self) -> int:
         return hash((self.seed, self.size))
 
-    def __deepcopy__(self, memo) -> "TitleSource":
+    def __deepcopy__(self, memo) -> TitleSource:
         return self  # its only state is a cache of what the seed determines
 
     def pools(self) -> NamePools:
@@ -89,7 +90,7 @@ class TitleSource:
             self._pools = NamePools.build(self.seed, self.size)
         return self._pools
 
-    def pick(self, template_name: str, rng: random.Random) -> "Title":
+    def pick(self, template_name: str, rng: random.Random) -> Title:
         """A task's title: ``rng`` chooses pool entries exactly as ``rng.choice(pool)`` would."""
         entries = range(self.size)  # choice() draws an index below len(seq): the same for a range
         if template_name == "coding":

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
-from typing import Callable, Generator
 
 import simpy
 
@@ -466,7 +466,10 @@ class World:
                     orchestrator=task.orchestrator,
                     shared=shared,
                 )
-            if self.misread_p > 0.0 and _rng.uniform(_rng.key(self._seed_key, S_MISREAD, task.id, attempts)) < self.misread_p:
+            if (
+                self.misread_p > 0.0
+                and _rng.uniform(_rng.key(self._seed_key, S_MISREAD, task.id, attempts)) < self.misread_p
+            ):
                 if self.guarded:
                     rec.misreads_caught += 1  # the guardrail saw the failure flag and blocked the success claim
                 else:
@@ -567,7 +570,9 @@ class World:
         except Exception as exc:
             rec.policy_error = rec.policy_error or f"policy observe() raised {type(exc).__name__}: {exc}"[:500]
 
-    def _remediate(self, rec: TaskRecord, w: Worker, report: AttemptReport, tpl: _Template, task_id: int, n: int) -> Generator:
+    def _remediate(
+        self, rec: TaskRecord, w: Worker, report: AttemptReport, tpl: _Template, task_id: int, n: int
+    ) -> Generator:
         """A remediation agent works on ``w`` for minutes; it may repair the last failure's cause."""
         spec = self.remediation
         took = self._duration(spec.duration, S_REMEDIATION, task_id, n)
@@ -774,13 +779,34 @@ class World:
                     continue
                 rec.calls += 1
                 kind, duration, committed, wait = self._call(
-                    task_key, step_key ^ (item << 32), step, tpl, si, item, w, now,
-                    persistent, transient, masking, batch_failed, sources,
+                    task_key,
+                    step_key ^ (item << 32),
+                    step,
+                    tpl,
+                    si,
+                    item,
+                    w,
+                    now,
+                    persistent,
+                    transient,
+                    masking,
+                    batch_failed,
+                    sources,
                 )
                 if kind is not None and self.transport is not None and kind in self.transport.on:
                     kind, duration, committed, wait = self._transport_retry(
-                        rec, (kind, duration, committed, wait), task_key, step_key ^ (item << 32), step, tpl, si, item,
-                        w, now, (persistent, transient, masking, batch_failed, sources), garbage,
+                        rec,
+                        (kind, duration, committed, wait),
+                        task_key,
+                        step_key ^ (item << 32),
+                        step,
+                        tpl,
+                        si,
+                        item,
+                        w,
+                        now,
+                        (persistent, transient, masking, batch_failed, sources),
+                        garbage,
                     )
                 if duration > longest:
                     longest = duration
@@ -842,7 +868,7 @@ class World:
             if not failed:
                 continue
             failed.sort()
-            for item, kind in failed:
+            for _item, kind in failed:
                 self._fault(rec, kind, now, step.name, w.index)
             looks_done = succeeded + hollow
             if partial_ok and looks_done:
@@ -852,16 +878,37 @@ class World:
             if failed[0][1] == "not_found":
                 alternatives = self._alternatives_left(tpl, si, failed, sources, w.index)
             return self._report(
-                task, tpl, w, start, si, failed[0][1],
+                task,
+                tpl,
+                w,
+                start,
+                si,
+                failed[0][1],
                 tuple(sorted(set(skip) | set(looks_done))),
-                retry_after=retry_after, item_failures=tuple(failed), masked=masked, alternatives=alternatives,
+                retry_after=retry_after,
+                item_failures=tuple(failed),
+                masked=masked,
+                alternatives=alternatives,
             )
         if self.plain_success:
             return _PLAIN_OK
         return self._report(task, tpl, w, start, -1, None, (), masked=masked)
 
-    def _report(self, task, tpl, w, start, failed_step, failure, done_items, *, retry_after=None,
-                item_failures=(), masked=(), alternatives=0) -> AttemptReport:
+    def _report(
+        self,
+        task,
+        tpl,
+        w,
+        start,
+        failed_step,
+        failure,
+        done_items,
+        *,
+        retry_after=None,
+        item_failures=(),
+        masked=(),
+        alternatives=0,
+    ) -> AttemptReport:
         version, dropped = self._drift(w.index, self.env.now) if self.plan.drift[w.index] else (None, ())
         return AttemptReport(
             task_id=task.id,
@@ -905,8 +952,9 @@ class World:
             elapsed += duration + pause
             rec.calls += 1
             rec.transport_retries += 1
-            kind, duration, committed, wait = self._call(task_key, _rng.mix(k ^ (S_TRANSPORT + n)), step, tpl, si, item, w,
-                                                         now + elapsed, *rules)
+            kind, duration, committed, wait = self._call(
+                task_key, _rng.mix(k ^ (S_TRANSPORT + n)), step, tpl, si, item, w, now + elapsed, *rules
+            )
         return kind, elapsed + duration, committed, wait
 
     @staticmethod
@@ -943,8 +991,17 @@ class World:
                         best = max(best, rule.spec.alternatives - sources.get((si, item), 0))
         return best
 
-    def _persistent_hit(self, rule, task_key: int, si: int, item: int, worker: int, tool: str, now: float,
-                        sources: dict[tuple[int, int], int]) -> bool:
+    def _persistent_hit(
+        self,
+        rule,
+        task_key: int,
+        si: int,
+        item: int,
+        worker: int,
+        tool: str,
+        now: float,
+        sources: dict[tuple[int, int], int],
+    ) -> bool:
         """Whether a persistent fault (the same cause every time) hits this call.
 
         The draw ignores the execution number: the same task, step, item (and source, or
@@ -961,7 +1018,9 @@ class World:
             cache_key = (rule.stream, worker, tool)
             u = self._dependency_draws.get(cache_key)
             if u is None:
-                u = self._dependency_draws[cache_key] = _rng.draw(_rng.key(self.seed, worker, _rng.stream_id(tool)), rule.stream)
+                u = self._dependency_draws[cache_key] = _rng.draw(
+                    _rng.key(self.seed, worker, _rng.stream_id(tool)), rule.stream
+                )
             return u < p
         if kind == "validation_error":
             return _rng.draw(_rng.mix(task_key ^ (si << 40)), rule.stream) < p

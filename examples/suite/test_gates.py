@@ -53,7 +53,10 @@ def test_survives_a_flakier_network(fleetchaos):
 
 @DAY
 @pytest.mark.fleetchaos(errors="generic")
-@pytest.mark.xfail(strict=True, reason="a bare 'failed' passes partial batches on as done and has no flag for the guardrail: why we require the envelope")
+@pytest.mark.xfail(
+    strict=True,
+    reason="a bare 'failed' passes partial batches on as done and has no flag for the guardrail: why we require the envelope",
+)
 def test_generic_errors_would_pass_partial_work_on_as_done(fleetchaos_result):
     """Documents the risk we avoid: on generic errors the same policy reports partial work as done."""
     assert_rate(fleetchaos_result.silent_failure_rate, at_most=0.0)

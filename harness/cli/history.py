@@ -10,8 +10,9 @@ finally checks the new runs against the baseline.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
@@ -73,7 +74,9 @@ class HistorySession:
 
         self.rules = parse_fail_ons(fail_on)
         if self.rules and baseline_ref is None:
-            raise UserError("--fail-on needs --baseline REF: the stored run group to compare with (see `fleetchaos history`)")
+            raise UserError(
+                "--fail-on needs --baseline REF: the stored run group to compare with (see `fleetchaos history`)"
+            )
         if label is not None and not label.strip():
             raise UserError("--label: give a non-empty name")
         if label is not None and (label.strip().lstrip("#").isdigit() or label.strip() == "latest"):

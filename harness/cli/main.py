@@ -16,9 +16,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from fleetchaos.cli.history import HistorySession, history_options
-from fleetchaos.scenario.messages import _did_you_mean
 from fleetchaos.errors import UserError
 from fleetchaos.names import allow_local_policies, check_formats, check_policies
+from fleetchaos.scenario.messages import _did_you_mean
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
@@ -55,19 +55,23 @@ def _make_report_dir(path: Path | None, option: str = "--report") -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UserError(f"{option} {path}: cannot create the report folder ({exc.strerror or exc}); choose another path") from None
+        raise UserError(
+            f"{option} {path}: cannot create the report folder ({exc.strerror or exc}); choose another path"
+        ) from None
 
 
 def _apply_single_params(spec, ref: str, options: tuple[str, ...]):
     """Apply ``--param PATH=VALUE`` options that each give exactly one value."""
-    from fleetchaos.scenario.params import apply_params, parse_param_option
     from fleetchaos.runs.sweep import scenario_source
+    from fleetchaos.scenario.params import apply_params, parse_param_option
 
     pairs = []
     for option in options:
         path, values = parse_param_option(option)
         if len(values) != 1:
-            raise UserError(f"--param {option}: run takes one value per parameter; use `fleetchaos sweep` to sweep several")
+            raise UserError(
+                f"--param {option}: run takes one value per parameter; use `fleetchaos sweep` to sweep several"
+            )
         pairs.append((path, values[0]))
     return apply_params(spec, pairs, source=scenario_source(ref))
 
@@ -135,9 +139,10 @@ _param_option = click.option(
     help="set a scenario value by dotted path, e.g. faults[0].probability=0.1 or fleet.workers=50",
 )
 _determinism_option = click.option(
-    "--check-determinism", is_flag=True,
+    "--check-determinism",
+    is_flag=True,
     help="only check: run every arm on every seed twice, traced, and compare SHA-256 hashes of the event "
-         "logs (exit 0 if identical, 1 naming the arm and seed that differ); nothing is stored",
+    "logs (exit 0 if identical, 1 naming the arm and seed that differ); nothing is stored",
 )
 
 
@@ -158,7 +163,9 @@ def _check_determinism(spec, scenario_ref: str, arms: list[tuple[str, str]], see
     for mismatch in mismatches:
         err.print(f"[red]error:[/red] {escape(mismatch.message())}", highlight=False)
     if mismatches:
-        err.print(f"determinism check failed: {len(mismatches)} of {runs} runs differ between two runs", highlight=False)
+        err.print(
+            f"determinism check failed: {len(mismatches)} of {runs} runs differ between two runs", highlight=False
+        )
         sys.exit(1)
     err.print(f"determinism check passed: {runs} runs, each run twice, identical event logs", highlight=False)
 
@@ -167,9 +174,13 @@ def _check_determinism(spec, scenario_ref: str, arms: list[tuple[str, str]], see
 @_scenario_option
 @_param_option
 @click.option("--policy", default="structured", show_default=True, help="built-in name or pkg.module:Policy")
-@click.option("--errors", default="structured", show_default=True,
-              help="error format: generic, structured, raw, empty-success, fabricated-defaults, agent-tool-error, "
-                   "failure-type, subagent-result, tool-envelope or an ablation:... step (docs/formats.md)")
+@click.option(
+    "--errors",
+    default="structured",
+    show_default=True,
+    help="error format: generic, structured, raw, empty-success, fabricated-defaults, agent-tool-error, "
+    "failure-type, subagent-result, tool-envelope or an ablation:... step (docs/formats.md)",
+)
 @click.option("--seed", default=1, show_default=True, type=click.IntRange(0, 2**63 - 1))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
@@ -238,7 +249,9 @@ def run(
 
 @main.command()
 @_scenario_option
-@click.option("--seeds", type=click.IntRange(1, 10_000), help="number of seeds [default: the scenario's seeds, else 10]")
+@click.option(
+    "--seeds", type=click.IntRange(1, 10_000), help="number of seeds [default: the scenario's seeds, else 10]"
+)
 @click.option("--first-seed", type=click.IntRange(0, 2**62), help="first seed of the range [default: 1]")
 @click.option("--policies", default="blind-retry,backoff,structured", show_default=True, help="comma-separated")
 @click.option("--errors", "formats", default="generic,structured", show_default=True, help="comma-separated")
@@ -353,24 +366,37 @@ def compare(
 
 
 @main.command()
-@click.option("--file", "sweep_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="a sweep file (YAML/JSON) with scenarios, policies, errors, seeds, params, metric, x")
+@click.option(
+    "--file",
+    "sweep_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="a sweep file (YAML/JSON) with scenarios, policies, errors, seeds, params, metric, x",
+)
 @click.option("--scenario", "scenario_refs", help="comma-separated catalogue names or paths [default: default]")
 @_param_option
 @click.option("--seeds", type=click.IntRange(1, 10_000), help="number of seeds [default: 10]")
 @click.option("--first-seed", type=click.IntRange(0, 2**62), help="[default: 1]")
 @click.option("--policies", help="comma-separated [default: blind-retry,backoff,structured]")
 @click.option("--errors", "formats", help="comma-separated [default: generic,structured]")
-@click.option("--metric", help="the metric the report draws against the swept parameter; comma-separated for several [default: recovery_rate]")
-@click.option("--x", "x_param", metavar="PATH", help="the swept parameter on the curves' x axis [default: the first numeric one]")
+@click.option(
+    "--metric",
+    help="the metric the report draws against the swept parameter; comma-separated for several [default: recovery_rate]",
+)
+@click.option(
+    "--x", "x_param", metavar="PATH", help="the swept parameter on the curves' x axis [default: the first numeric one]"
+)
 @_jobs_option
 @_scheduler_option
 @click.option("--confidence", type=_Confidence(0.5, 0.999), help="[default: 0.95]")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
-@click.option("--history", "history_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="run-history store each finished run is written to as it completes "
-                   "[default: $FLEETCHAOS_HISTORY or fleetchaos-out/history.db]")
+@click.option(
+    "--history",
+    "history_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="run-history store each finished run is written to as it completes "
+    "[default: $FLEETCHAOS_HISTORY or fleetchaos-out/history.db]",
+)
 @click.option("--no-history", is_flag=True, help="do not store runs (a crash or Ctrl-C then keeps nothing)")
 @click.option("--resume", is_flag=True, help="continue the same sweep stored in the history: skip the runs it holds")
 @_determinism_option
@@ -401,12 +427,12 @@ def sweep(
     policy and error format, with confidence bands.  Each finished run is stored in the
     run history as it completes; after Ctrl-C or a crash, --resume runs only the rest.
     """
-    from fleetchaos.cli.progress import progress_bar
-    from fleetchaos.runs.executors import open_executor
-    from fleetchaos.scenario.params import parse_param_option
     from pydantic import ValidationError
 
+    from fleetchaos.cli.progress import progress_bar
+    from fleetchaos.runs.executors import open_executor
     from fleetchaos.runs.sweep import SweepSpec, load_sweep_file, open_group, plan_sweep, run_sweep
+    from fleetchaos.scenario.params import parse_param_option
 
     base = load_sweep_file(sweep_file).model_dump(exclude_unset=True) if sweep_file else {}
     overrides: dict = {}
@@ -416,8 +442,13 @@ def sweep(
         overrides["policies"] = list(_split(policies))
     if formats is not None:
         overrides["errors"] = list(_split(formats))
-    for key, value in (("seeds", seeds), ("first_seed", first_seed), ("metric", metric), ("x", x_param),
-                       ("confidence", confidence)):
+    for key, value in (
+        ("seeds", seeds),
+        ("first_seed", first_seed),
+        ("metric", metric),
+        ("x", x_param),
+        ("confidence", confidence),
+    ):
         if value is not None:
             overrides[key] = value
     grid = dict(base.get("params", {}))
@@ -475,8 +506,10 @@ def sweep(
                 highlight=False,
             )
         elif resume:
-            err.print(f"nothing of this sweep is stored in {store.path} yet: running all {len(plan.keys)} runs",
-                      highlight=False)
+            err.print(
+                f"nothing of this sweep is stored in {store.path} yet: running all {len(plan.keys)} runs",
+                highlight=False,
+            )
     todo = len(plan.keys) - len(done)
     finished = 0
 
@@ -520,19 +553,34 @@ def sweep(
 
 
 @main.command()
-@click.option("--scenario", default="field_ablation", show_default=True,
-              help="catalogue name or path to a .yaml/.json file")
-@click.option("--seeds", type=click.IntRange(1, 10_000), help="number of seeds [default: the scenario's seeds, else 10]")
+@click.option(
+    "--scenario", default="field_ablation", show_default=True, help="catalogue name or path to a .yaml/.json file"
+)
+@click.option(
+    "--seeds", type=click.IntRange(1, 10_000), help="number of seeds [default: the scenario's seeds, else 10]"
+)
 @click.option("--first-seed", type=click.IntRange(0, 2**62), help="first seed of the range [default: 1]")
 @click.option("--policy", default="failure-type-router", show_default=True, help="built-in name or pkg.module:Policy")
 @_jobs_option
 @_scheduler_option
 @click.option("--confidence", default=0.95, show_default=True, type=_Confidence(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
-@click.option("--report", type=click.Path(file_okay=False, path_type=Path),
-              help="write ablation.json, ablation.md and ablation.png here")
-def ablation(scenario: str, seeds: int | None, first_seed: int | None, policy: str, jobs: int | None,
-             scheduler: str | None, confidence: float, as_json: bool, report: Path | None) -> None:
+@click.option(
+    "--report",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="write ablation.json, ablation.md and ablation.png here",
+)
+def ablation(
+    scenario: str,
+    seeds: int | None,
+    first_seed: int | None,
+    policy: str,
+    jobs: int | None,
+    scheduler: str | None,
+    confidence: float,
+    as_json: bool,
+    report: Path | None,
+) -> None:
     """Field ablation: the failure-type envelope with its fields added one at a time.
 
     Runs one policy on a bare generic baseline and on each ablation step (failure_type;
@@ -552,7 +600,9 @@ def ablation(scenario: str, seeds: int | None, first_seed: int | None, policy: s
     seed_list = _seed_list(spec, seeds, first_seed)
     executor = open_executor(jobs, scheduler)
     try:
-        result = run_ablation(spec, seed_list, policy=policy, confidence=confidence, scenario_ref=scenario, executor=executor)
+        result = run_ablation(
+            spec, seed_list, policy=policy, confidence=confidence, scenario_ref=scenario, executor=executor
+        )
     finally:
         executor.shutdown()
     doc = ablation_document(result, policy)
@@ -613,7 +663,6 @@ def scenarios() -> None:
 def scenarios_list() -> None:
     """List catalogue scenarios."""
     import fleetchaos.catalogue as catalogue
-
     from fleetchaos.scenario.load import load_scenario
 
     for name in catalogue.names():
@@ -627,7 +676,6 @@ def scenarios_list() -> None:
 def scenarios_show(name: str) -> None:
     """Print a catalogue scenario's file."""
     import fleetchaos.catalogue as catalogue
-
     from fleetchaos.scenario.load import load_scenario
 
     load_scenario(name)  # validates, and gives the did-you-mean message for typos
@@ -683,8 +731,10 @@ def schema(what: str, name: str | None, markdown: bool) -> None:
         from fleetchaos.sim.envelopes import ENVELOPES
 
         if name is not None and name not in ENVELOPES:
-            raise UserError(f"schema envelope: unknown envelope {name!r} (known: {', '.join(sorted(ENVELOPES))})"
-                            f"{_did_you_mean(name, ENVELOPES)}")
+            raise UserError(
+                f"schema envelope: unknown envelope {name!r} (known: {', '.join(sorted(ENVELOPES))})"
+                f"{_did_you_mean(name, ENVELOPES)}"
+            )
         doc = ENVELOPES[name or "agent-tool-error"].model_json_schema()
     click.echo(json.dumps(doc, indent=2, sort_keys=True))
 
@@ -796,8 +846,15 @@ def faults_list(as_json: bool) -> None:
         import json
 
         doc = [
-            {"kind": k.kind, "category": k.category, "error_code": k.error_code, "recoverable": k.recoverable,
-             "suggested_action": k.suggested_action, "effect": k.effect, "parameters": [p.name for p in k.parameters]}
+            {
+                "kind": k.kind,
+                "category": k.category,
+                "error_code": k.error_code,
+                "recoverable": k.recoverable,
+                "suggested_action": k.suggested_action,
+                "effect": k.effect,
+                "parameters": [p.name for p in k.parameters],
+            }
             for k in kinds
         ]
         click.echo(json.dumps(doc, indent=2))
@@ -843,17 +900,46 @@ def faults_show(kind: str) -> None:
 @click.option("--policy", default="structured", show_default=True, help="built-in name or pkg.module:Policy")
 @click.option("--errors", default="structured", show_default=True, help="error format (as for run)")
 @click.option("--seed", default=1, show_default=True, type=click.IntRange(0, 2**63 - 1))
-@click.option("--task-silent", type=click.IntRange(0), metavar="N",
-              help="the failure: task N of the run ended as a silent failure")
-@click.option("--property", "expression", metavar="EXPR",
-              help="the failure: a metric comparison that holds on the run, e.g. 'recovery_rate<0.7'")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("test_regression.py"),
-              show_default=True, help="regression test to write; the minimal scenario goes next to it (.yaml)")
-@click.option("--max-trials", default=500, show_default=True, type=click.IntRange(1, 100_000),
-              help="bound on the number of trial runs")
+@click.option(
+    "--task-silent",
+    type=click.IntRange(0),
+    metavar="N",
+    help="the failure: task N of the run ended as a silent failure",
+)
+@click.option(
+    "--property",
+    "expression",
+    metavar="EXPR",
+    help="the failure: a metric comparison that holds on the run, e.g. 'recovery_rate<0.7'",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("test_regression.py"),
+    show_default=True,
+    help="regression test to write; the minimal scenario goes next to it (.yaml)",
+)
+@click.option(
+    "--max-trials",
+    default=500,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="bound on the number of trial runs",
+)
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
-def shrink(scenario: str, params: tuple[str, ...], policy: str, errors: str, seed: int, task_silent: int | None,
-           expression: str | None, output: Path, max_trials: int, as_json: bool) -> None:
+def shrink(
+    scenario: str,
+    params: tuple[str, ...],
+    policy: str,
+    errors: str,
+    seed: int,
+    task_silent: int | None,
+    expression: str | None,
+    output: Path,
+    max_trials: int,
+    as_json: bool,
+) -> None:
     """Reduce a failing run to a minimal one and write a pytest regression test for it.
 
     The run is materialised (explicit tasks and fault events), then reduced by delta
@@ -875,8 +961,16 @@ def shrink(scenario: str, params: tuple[str, ...], policy: str, errors: str, see
     check_formats((errors,), "--errors")
     spec, _applied = _apply_single_params(spec, scenario, params)
     err = _stderr()
-    result = do_shrink(spec, policy, errors, seed, task_silent=task_silent, prop=prop, max_trials=max_trials,
-                       progress=lambda line: err.print(line, highlight=False, markup=False))
+    result = do_shrink(
+        spec,
+        policy,
+        errors,
+        seed,
+        task_silent=task_silent,
+        prop=prop,
+        max_trials=max_trials,
+        progress=lambda line: err.print(line, highlight=False, markup=False),
+    )
     yaml_path = output.with_suffix(".yaml")
     output.parent.mkdir(parents=True, exist_ok=True)
     yaml_path.write_text(scenario_yaml(result.scenario), encoding="utf-8")

@@ -7,9 +7,8 @@ no worker process is forked while the thread holds a lock.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable
 
 from rich.console import Console
 

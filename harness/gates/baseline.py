@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fleetchaos.gates.assertions import Estimate, RateAssertionError, assert_rate, fmt_number, seeds_text
 from fleetchaos.errors import UserError
+from fleetchaos.gates.assertions import Estimate, RateAssertionError, assert_rate, fmt_number, seeds_text
 
 if TYPE_CHECKING:
     from fleetchaos.testing.suite import ScenarioResult
@@ -70,7 +70,7 @@ class Baseline:
         """The stored arm, or None when the baseline has none."""
         return self.entries.get((scenario, policy, errors))
 
-    def verdicts(self, result: "ScenarioResult") -> list[dict[str, Any]]:
+    def verdicts(self, result: ScenarioResult) -> list[dict[str, Any]]:
         """One verdict per gated metric: ``{"metric", "baseline", "regressed", "message"}``.
 
         Empty when the baseline has no entry for the result's arm.  A metric undefined on
@@ -139,7 +139,13 @@ def _entries(doc: Any, origin: str) -> list[BaselineEntry]:
                 raise UserError(f"{where}: expected a mapping")
             out.append(
                 BaselineEntry(
-                    scenario, _str(arm, "policy", where), _str(arm, "errors", where), _metrics(arm, where), seeds, origin, True
+                    scenario,
+                    _str(arm, "policy", where),
+                    _str(arm, "errors", where),
+                    _metrics(arm, where),
+                    seeds,
+                    origin,
+                    True,
                 )
             )
         return out
@@ -222,7 +228,9 @@ def _load_history(ref: str, history: str | Path | None) -> Baseline:
         entry = BaselineEntry(run.scenario, run.policy, run.errors, dict(run.metrics), [run.seed], name, False)
         found.setdefault((run.scenario, run.policy, run.errors), []).append(entry)
     if not found:
-        raise UserError(f"--fleetchaos-baseline: {name} in {store_path} holds no runs; pick another (see `fleetchaos history`)")
+        raise UserError(
+            f"--fleetchaos-baseline: {name} in {store_path} holds no runs; pick another (see `fleetchaos history`)"
+        )
     return Baseline(source=f"{name} in {store_path}", entries={k: _merge(v, name) for k, v in sorted(found.items())})
 
 

@@ -25,11 +25,12 @@ Typical use::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,7 @@ def key_of(result: RunResult) -> str:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,10 +176,8 @@ class HistoryStore:
     def _close_quietly(self) -> None:
         db = getattr(self, "_db", None)
         if db is not None:
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 db.close()
-            except sqlite3.Error:
-                pass
 
     def _transaction(self):
         return _Transaction(self._db)
@@ -195,7 +194,9 @@ class HistoryStore:
 
     # -- writing -----------------------------------------------------------------------
 
-    def new_group(self, kind: str, scenario: str, *, label: str | None = None, meta: dict[str, Any] | None = None) -> int:
+    def new_group(
+        self, kind: str, scenario: str, *, label: str | None = None, meta: dict[str, Any] | None = None
+    ) -> int:
         """Start a group (status ``running``) and return its id."""
         with self._transaction():
             cur = self._db.execute(
@@ -305,7 +306,9 @@ class HistoryStore:
         if group_id is None:
             row = self._db.execute("SELECT 1 FROM runs WHERE key = ? LIMIT 1", (key,)).fetchone()
         else:
-            row = self._db.execute("SELECT 1 FROM runs WHERE key = ? AND group_id = ? LIMIT 1", (key, group_id)).fetchone()
+            row = self._db.execute(
+                "SELECT 1 FROM runs WHERE key = ? AND group_id = ? LIMIT 1", (key, group_id)
+            ).fetchone()
         return row is not None
 
 

@@ -62,7 +62,9 @@ def parse_fail_on(spec: str) -> FailOn:
     name, sign, number, pct = m.groups()
     check_metric(name, f"--fail-on {spec!r}")
     if name in DIRECTIONLESS:
-        raise UserError(f"--fail-on {spec!r}: {name} has no better direction, so it cannot regress; gate on another metric")
+        raise UserError(
+            f"--fail-on {spec!r}: {name} has no better direction, so it cannot regress; gate on another metric"
+        )
     higher = direction(name)
     worse_sign = "-" if higher else "+"
     if sign and sign != worse_sign:

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
+from fleetchaos.policies._recovery import exponential, full_jitter, resume_from_refs, resume_point
 from fleetchaos.sim.envelope import AgentToolError
 from fleetchaos.sim.observation import (
     Action,
@@ -46,8 +47,6 @@ from fleetchaos.sim.observation import (
     TaskHistory,
     UseAlternative,
 )
-
-from fleetchaos.policies._recovery import exponential, full_jitter, resume_from_refs, resume_point
 
 __all__ = [
     "AdaptiveThrottle",
@@ -182,7 +181,7 @@ def _block_repr(obj: Any) -> str:
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             parts.append(repr(value))
         elif value != f.default:
-            parts.append(f"{f.name}={repr(value)}")
+            parts.append(f"{f.name}={value!r}")
     return f"{type(obj).__name__}({', '.join(parts)})"
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
+from fleetchaos.policies._recovery import full_jitter, hinted_delay, resume_from_refs, resume_point, unknown_branch
 from fleetchaos.sim.envelope import AgentToolError
+from fleetchaos.sim.envelopes import FailureTypeError
 from fleetchaos.sim.observation import (
     Action,
     Escalate,
@@ -26,10 +28,6 @@ from fleetchaos.sim.observation import (
     TaskHistory,
     UseAlternative,
 )
-from fleetchaos.sim.envelopes import FailureTypeError
-
-from fleetchaos.policies._recovery import full_jitter, hinted_delay, resume_from_refs, resume_point, unknown_branch
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,7 +288,9 @@ def _from_import_path(name: str) -> RecoveryPolicy:
     try:
         module = importlib.import_module(module_name)
     except (Exception, SystemExit) as exc:  # a module may raise anything, or call sys.exit(), on import
-        raise PolicyLookupError(f"policy {name!r}: cannot import {module_name!r} ({type(exc).__name__}: {exc})") from None
+        raise PolicyLookupError(
+            f"policy {name!r}: cannot import {module_name!r} ({type(exc).__name__}: {exc})"
+        ) from None
     try:
         target = getattr(module, attr)
     except AttributeError:
@@ -395,7 +395,9 @@ def list_policies() -> list[PolicyInfo]:
     for name, registered in policy_entry_points().items():
         origin = "; ".join(f"{ep.value} (package {_dist_name(ep)})" for ep in registered)
         if name in POLICIES:
-            infos.append(PolicyInfo(name, ENTRY_POINT, origin, shadowed=f"the built-in {name!r} wins over this entry point"))
+            infos.append(
+                PolicyInfo(name, ENTRY_POINT, origin, shadowed=f"the built-in {name!r} wins over this entry point")
+            )
             continue
         try:
             infos.append(_info(name, ENTRY_POINT, origin, _from_entry_point(name, registered)))

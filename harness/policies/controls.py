@@ -13,6 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from fleetchaos.policies.blocks import (
+    AdaptiveThrottle,
+    AwsRetryQuota,
+    BreakerBoard,
+    CircuitBreaker,
+    EnvoyLoad,
+    EnvoyRetryBudget,
+    GrpcRetryThrottle,
+    breaker_key,
+    code_of,
+)
 from fleetchaos.sim.observation import (
     Action,
     Escalate,
@@ -26,18 +37,6 @@ from fleetchaos.sim.observation import (
     UseAlternative,
 )
 from fleetchaos.sim.truth import FAILURES
-
-from fleetchaos.policies.blocks import (
-    AdaptiveThrottle,
-    AwsRetryQuota,
-    BreakerBoard,
-    CircuitBreaker,
-    EnvoyLoad,
-    EnvoyRetryBudget,
-    GrpcRetryThrottle,
-    breaker_key,
-    code_of,
-)
 
 #: Actions that send the task out again, so a retry budget must pay for them.
 RETRY_ACTIONS = (Retry, Reroute, RefreshCredentials, UseAlternative, Remediate)
@@ -126,7 +125,9 @@ class Controlled:
     def new_shared_state(self) -> ControlState:
         """Fresh state for one orchestrator: a full budget, all breakers closed."""
         return ControlState(
-            budget=self.budget.initial_state() if self.budget is not None and hasattr(self.budget, "initial_state") else None,
+            budget=self.budget.initial_state()
+            if self.budget is not None and hasattr(self.budget, "initial_state")
+            else None,
             board=BreakerBoard(self.breaker) if self.breaker is not None else None,
         )
 
@@ -171,9 +172,12 @@ class Controlled:
         if self.budget is not None and not self._pay(observation, history, shared):
             shared.refused += 1
             return Escalate("retry budget exhausted") if self.when_refused == "escalate" else GiveUp()
-        if isinstance(action, Retry) and shared.board is not None:
-            if shared.board.state(breaker_key(worker=history.worker)).mode == "open":
-                return Reroute(action.delay_s, action.resume_from, action.done_items)
+        if (
+            isinstance(action, Retry)
+            and shared.board is not None
+            and shared.board.state(breaker_key(worker=history.worker)).mode == "open"
+        ):
+            return Reroute(action.delay_s, action.resume_from, action.done_items)
         return action
 
     def _pay(self, observation: Observation, history: TaskHistory, shared: ControlState) -> bool:
@@ -210,4 +214,4 @@ class Controlled:
         return f"Controlled({', '.join(parts)})"
 
 
-__all__ = ["Controlled", "ControlState", "OVERLOAD_CODES", "RETRY_ACTIONS", "TIMEOUT_CODES"]
+__all__ = ["OVERLOAD_CODES", "RETRY_ACTIONS", "TIMEOUT_CODES", "ControlState", "Controlled"]

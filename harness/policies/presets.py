@@ -21,26 +21,11 @@ breakers) lives in the driver-kept shared state of :class:`~fleetchaos.policies.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
 
-from fleetchaos.sim.observation import (
-    Action,
-    DeadLetter,
-    Escalate,
-    GiveUp,
-    Observation,
-    RecoveryPolicy,
-    RefreshCredentials,
-    Remediate,
-    Reroute,
-    Retry,
-    Rollback,
-    TaskHistory,
-    UseAlternative,
-)
-from fleetchaos.sim.transport import TransportRetry
-
+from fleetchaos.policies._recovery import full_jitter, hinted_delay, unknown_branch
 from fleetchaos.policies.blocks import (
     AdaptiveThrottle,
     AwsRetryQuota,
@@ -66,7 +51,22 @@ from fleetchaos.policies.blocks import (
     wait_retry_after,
 )
 from fleetchaos.policies.controls import Controlled
-from fleetchaos.policies._recovery import full_jitter, hinted_delay, unknown_branch
+from fleetchaos.sim.observation import (
+    Action,
+    DeadLetter,
+    Escalate,
+    GiveUp,
+    Observation,
+    RecoveryPolicy,
+    RefreshCredentials,
+    Remediate,
+    Reroute,
+    Retry,
+    Rollback,
+    TaskHistory,
+    UseAlternative,
+)
+from fleetchaos.sim.transport import TransportRetry
 
 # =======================================================================================
 # Backoff variants: one wait formula each, everything else equal
@@ -190,7 +190,11 @@ class Coordinator:
     def decide(self, observation: Observation, history: TaskHistory) -> Action:
         """One retry for transient failures, then an honest partial or failed report."""
         start, done = resume_of(observation)
-        if _is_transient(observation) and retryable_of(observation) is not False and history.retries < self.transient_retries:
+        if (
+            _is_transient(observation)
+            and retryable_of(observation) is not False
+            and history.retries < self.transient_retries
+        ):
             hint = retry_after_s_of(observation)
             delay = hint if hint is not None else full_jitter(history, self.base_s, self.cap_s)
             return Retry(delay, start, done)
@@ -294,7 +298,7 @@ class LayeredBackoff:
     max_retries: int = 3
     base_s: float = 2.0
     cap_s: float = 60.0
-    transport: TransportRetry = TransportRetry()
+    transport: TransportRetry = TransportRetry()  # noqa: RUF009 - frozen, so one shared default is safe
     name: str = "layered-transport"
 
     def decide(self, observation: Observation, history: TaskHistory) -> Action:
@@ -306,7 +310,9 @@ class LayeredBackoff:
 
 def _controlled(name: str, **controls) -> Callable[[], Controlled]:
     def build() -> Controlled:
-        from fleetchaos.policies.builtins import Backoff  # the registry imports this module: import the class when first built
+        from fleetchaos.policies.builtins import (
+            Backoff,
+        )  # the registry imports this module: import the class when first built
 
         return Controlled(Backoff(max_retries=5), name=name, **controls)
 

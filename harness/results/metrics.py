@@ -10,18 +10,17 @@ Definitions, denominators and directions are in docs/metrics.md; keep the two in
 from __future__ import annotations
 
 import math
+import operator
 from collections import Counter
 from collections.abc import Iterable, Mapping
-import operator
 from operator import attrgetter
 
+from fleetchaos.results.models import rounded
+from fleetchaos.results.oracle import TaskOutcome, Verdict, judge, verdict
+from fleetchaos.results.stats import percentile
 from fleetchaos.sim.config import DAY_S, FleetSpec
 from fleetchaos.sim.ledger import TRUTH_FULL, TaskRecord
 from fleetchaos.sim.truth import FAILURES, REPORTING_KINDS
-
-from fleetchaos.results.oracle import TaskOutcome, Verdict, judge, verdict
-from fleetchaos.results.models import rounded
-from fleetchaos.results.stats import percentile
 
 #: Metric name -> True when higher is better.  The order is the display order.
 METRICS: dict[str, bool] = {
@@ -127,18 +126,48 @@ def error_code(kind: str) -> str:
 #: no change.  Counts of claims and policy errors are not here: the accumulator's ``claims``
 #: and ``policy_errors`` counters already hold them (:meth:`RunAccumulator.totals`).
 TASK_COUNTS: tuple[str, ...] = (
-    "tasks", "faulted", "recovered", "successes", "silent_failures", "false_alarms",
-    "pages", "logical_calls", "human_ms", "duplicate_side_effects",
+    "tasks",
+    "faulted",
+    "recovered",
+    "successes",
+    "silent_failures",
+    "false_alarms",
+    "pages",
+    "logical_calls",
+    "human_ms",
+    "duplicate_side_effects",
     # straight off the record (RECORD_COUNTS)
-    "calls", "tokens", "retries", "wasted_retries", "redone_steps", "secrets_leaked", "schema_skews",
-    "misreads", "remediations", "remediations_failed", "transport_retries", "compensations", "rollbacks",
+    "calls",
+    "tokens",
+    "retries",
+    "wasted_retries",
+    "redone_steps",
+    "secrets_leaked",
+    "schema_skews",
+    "misreads",
+    "remediations",
+    "remediations_failed",
+    "transport_retries",
+    "compensations",
+    "rollbacks",
     "deduplicated",
 )
 
 #: The tail of TASK_COUNTS read straight off the record: TaskRecord attribute names, in order.
 RECORD_COUNTS: tuple[str, ...] = (
-    "calls", "tokens", "retries", "wasted_retries", "redone_steps", "secrets_leaked", "schema_skews",
-    "misreads", "remediations", "remediations_failed", "transport_retries", "compensations", "rolled_back",
+    "calls",
+    "tokens",
+    "retries",
+    "wasted_retries",
+    "redone_steps",
+    "secrets_leaked",
+    "schema_skews",
+    "misreads",
+    "remediations",
+    "remediations_failed",
+    "transport_retries",
+    "compensations",
+    "rolled_back",
     "deduplicated",
 )
 _record_counts = attrgetter(*RECORD_COUNTS)  # one C call for all of them: this runs once per task
@@ -400,7 +429,9 @@ def compute(
     return acc.metrics(), {name: every[name] for name in RECORD_BREAKDOWNS}, outcomes
 
 
-def compute_run(output, fleet: FleetSpec) -> tuple[dict[str, float | None], dict[str, dict[str, int]], list[TaskOutcome]]:
+def compute_run(
+    output, fleet: FleetSpec
+) -> tuple[dict[str, float | None], dict[str, dict[str, int]], list[TaskOutcome]]:
     """(metrics, breakdowns, outcomes) of a whole run: :func:`compute` plus the fault-log breakdowns.
 
     ``output`` is a :class:`fleetchaos.sim.world.RunOutput` of a world that kept its

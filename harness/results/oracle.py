@@ -78,7 +78,9 @@ def verdict(record: TaskRecord) -> Verdict:
     if recovered:
         steps = record.step_executions - record.step_executions_at_first_fault
         time = (record.end_s or 0.0) - (record.first_fault_s or 0.0)
-    return Verdict(truth, faulted, recovered, claim == "success" and not full, full and claim in FAILURE_CLAIMS, steps, time)
+    return Verdict(
+        truth, faulted, recovered, claim == "success" and not full, full and claim in FAILURE_CLAIMS, steps, time
+    )
 
 
 def judge(record: TaskRecord, judged: Verdict | None = None) -> TaskOutcome:

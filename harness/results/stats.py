@@ -19,7 +19,9 @@ from scipy.stats import t as student_t
 DEFAULT_CONFIDENCE = 0.95
 
 
-def mean_ci(values: list[float], confidence: float = DEFAULT_CONFIDENCE) -> tuple[float | None, float | None, float | None]:
+def mean_ci(
+    values: list[float], confidence: float = DEFAULT_CONFIDENCE
+) -> tuple[float | None, float | None, float | None]:
     """(mean, low, high) of the mean of ``values``; the interval is None with fewer than 2 values.
 
     ``None`` entries (a rate with an empty denominator in some seed) are left out.

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from concurrent.futures import Executor
 
-from fleetchaos.sim.formats import ABLATION_FORMATS
-
-from fleetchaos.runs.runner import compare
 from fleetchaos.results.models import CompareResult, rounded
-from fleetchaos.scenario.load import Scenario
 from fleetchaos.results.stats import DEFAULT_CONFIDENCE, paired_difference
+from fleetchaos.runs.runner import compare
+from fleetchaos.scenario.load import Scenario
+from fleetchaos.sim.formats import ABLATION_FORMATS
 
 #: The ablation's default scenario (scenarios/field_ablation.yaml).
 DEFAULT_SCENARIO = "field_ablation"
@@ -42,8 +41,14 @@ def run_ablation(
 ) -> CompareResult:
     """One policy on every ablation step, all on the same seeds (a compare with one policy)."""
     return compare(
-        scenario, seeds, policies=(policy,), formats=steps, jobs=jobs, confidence=confidence,
-        scenario_ref=scenario_ref, executor=executor,
+        scenario,
+        seeds,
+        policies=(policy,),
+        formats=steps,
+        jobs=jobs,
+        confidence=confidence,
+        scenario_ref=scenario_ref,
+        executor=executor,
     )
 
 

@@ -14,11 +14,10 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from fleetchaos.sim.formats import get_format
-from fleetchaos.sim.world import World
-
 from fleetchaos.policies.builtins import get_policy
 from fleetchaos.scenario.load import Scenario
+from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.world import World
 
 
 def _plain(value):
@@ -75,7 +74,9 @@ def check_runs(runs) -> list[Mismatch]:
     return mismatches
 
 
-def check_determinism(scenario: Scenario, scenario_ref: str, arms: list[tuple[str, str]], seeds: list[int]) -> list[Mismatch]:
+def check_determinism(
+    scenario: Scenario, scenario_ref: str, arms: list[tuple[str, str]], seeds: list[int]
+) -> list[Mismatch]:
     """Run every arm (policy, error format) on every seed twice; the runs whose fingerprints differ."""
     from fleetchaos.runs.runner import replay_command
 

@@ -79,7 +79,7 @@ class SerialExecutor(Executor):
             result = fn(*args, **kwargs)
         except (KeyboardInterrupt, SystemExit):
             raise
-        except BaseException as exc:  # noqa: BLE001 - carried by the future, as a pool would
+        except BaseException as exc:
             future.set_exception(exc)
         else:
             future.set_result(result)

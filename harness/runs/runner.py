@@ -7,23 +7,39 @@ import shlex
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from concurrent.futures import Executor
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from importlib.metadata import PackageNotFoundError, version
 from itertools import product
 from typing import Any
 
+from fleetchaos.policies.builtins import get_policy
+from fleetchaos.results.metrics import METRICS, RunAccumulator, direction
+from fleetchaos.results.models import (
+    POOLED_RATES,
+    SAMPLE_LIMIT,
+    ArmResult,
+    CompareResult,
+    Comparison,
+    Proportion,
+    RunResult,
+    rounded,
+)
+from fleetchaos.results.oracle import TaskOutcome
+from fleetchaos.results.stats import (
+    DEFAULT_CONFIDENCE,
+    MIN_SEEDS,
+    mean_ci,
+    paired_difference,
+    thin_sorted,
+    verdict,
+    wilson,
+)
+from fleetchaos.runs.executors import MAX_CHUNK, chunk_size, chunked, map_chunks, open_executor, workers_of
+from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.world import World
-
-from fleetchaos.runs.executors import MAX_CHUNK, chunk_size, chunked, map_chunks, open_executor, workers_of
-from fleetchaos.results.metrics import METRICS, RunAccumulator, direction
-from fleetchaos.results.oracle import TaskOutcome
-from fleetchaos.policies.builtins import get_policy
-from fleetchaos.results.models import POOLED_RATES, SAMPLE_LIMIT, ArmResult, Comparison, CompareResult, Proportion, RunResult, rounded
-from fleetchaos.scenario.load import Scenario
-from fleetchaos.results.stats import DEFAULT_CONFIDENCE, MIN_SEEDS, mean_ci, paired_difference, thin_sorted, verdict, wilson
 
 BUILTIN_POLICIES = ("blind-retry", "backoff", "structured")
 BUILTIN_FORMATS = ("generic", "structured")
@@ -82,7 +98,13 @@ def run_one(
         from fleetchaos.runs.traces import timeline_of
 
         timeline = timeline_of(
-            output, label=trace_label, policy=policy, errors=errors, seed=seed, replay=replay, workers=scenario.fleet.workers
+            output,
+            label=trace_label,
+            policy=policy,
+            errors=errors,
+            seed=seed,
+            replay=replay,
+            workers=scenario.fleet.workers,
         )
     result = RunResult(
         scenario=scenario.name,
@@ -187,7 +209,12 @@ def _run_chunk(chunk: tuple[Variant, tuple[tuple[int, str, str, int], ...]]) -> 
     with _RUN_LOCK:
         for index, policy, errors, seed in items:
             result = run_one(
-                variant.scenario, policy, errors, seed, scenario_ref=variant.ref, params=variant.params,
+                variant.scenario,
+                policy,
+                errors,
+                seed,
+                scenario_ref=variant.ref,
+                params=variant.params,
                 keep_tasks=variant.keep_tasks,
             )
             out.append((index, result))
@@ -214,9 +241,7 @@ def run_jobs(
     by_variant: dict[int, list[tuple[int, str, str, int]]] = {}
     for index, job in enumerate(jobs):
         by_variant.setdefault(job.variant, []).append((index, job.policy, job.errors, job.seed))
-    chunks = [
-        (variants[v], tuple(part)) for v, items in by_variant.items() for part in chunked(items, size)
-    ]
+    chunks = [(variants[v], tuple(part)) for v, items in by_variant.items() for part in chunked(items, size)]
     results: list[RunResult | None] = [None] * len(jobs)
 
     def done(batch: list[tuple[int, RunResult]]) -> None:
@@ -280,7 +305,9 @@ def pooled_rates(counts: dict[str, int], confidence: float) -> dict[str, Proport
             continue
         k, n = int(counts.get(num, 0)), int(counts[den])
         lo, hi = wilson(k, n, confidence) if n else (None, None)
-        out[name] = Proportion(successes=k, trials=n, rate=rounded(k / n) if n else None, low=rounded(lo), high=rounded(hi))
+        out[name] = Proportion(
+            successes=k, trials=n, rate=rounded(k / n) if n else None, low=rounded(lo), high=rounded(hi)
+        )
     return out
 
 
@@ -354,13 +381,13 @@ def representative_arms(arms: list[ArmResult]) -> list[tuple[str, ArmResult]]:
     return [("best recovery", best), ("worst recovery", worst)]
 
 
-def traced_timelines(
-    scenario: Scenario, arms: list[ArmResult], seed: int, scenario_ref: str | None = None
-) -> list:
+def traced_timelines(scenario: Scenario, arms: list[ArmResult], seed: int, scenario_ref: str | None = None) -> list:
     """Timelines of ``seed`` for the best and the worst arm, each run again with tracing on."""
     out = []
     for label, arm in representative_arms(arms):
-        traced = run_one(scenario, arm.policy, arm.errors, seed, scenario_ref=scenario_ref, trace=True, trace_label=label)
+        traced = run_one(
+            scenario, arm.policy, arm.errors, seed, scenario_ref=scenario_ref, trace=True, trace_label=label
+        )
         out.append(traced.timeline)
     return out
 

@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from fleetchaos.errors import UserError
 from fleetchaos.names import check_formats, check_metric, check_policies
-from fleetchaos.scenario.params import ParamError, apply_params, format_value, grid_points, parse_path
 from fleetchaos.results.models import RunResult, SweepEntry, SweepResult
+from fleetchaos.scenario.params import ParamError, apply_params, format_value, grid_points, parse_path
 
 DEFAULT_POLICIES = ("blind-retry", "backoff", "structured")
 DEFAULT_FORMATS = ("generic", "structured")
@@ -96,7 +96,9 @@ def load_sweep_file(path: str | Path) -> SweepSpec:
         raise UserError(f"--file {source}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"--file {source}: cannot read: {exc}") from None
-    data = parse_document(text, source, "sweep", "give at least one field (scenarios, policies, errors, seeds, params, ...)")
+    data = parse_document(
+        text, source, "sweep", "give at least one field (scenarios, policies, errors, seeds, params, ...)"
+    )
     try:
         return SweepSpec.model_validate(data)
     except ValidationError as exc:
@@ -108,7 +110,6 @@ def scenario_source(ref: str) -> str:
     import fleetchaos.catalogue as catalogue
 
     return f"scenarios/{ref}.yaml" if ref in catalogue.names() else ref
-
 
 
 @dataclass
@@ -185,7 +186,7 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
             # The grid as validated, read from the first scenario's points.
             for i, path in enumerate(spec.params):
                 values: list[Any] = []
-                for v in variants[-len(points):]:
+                for v in variants[-len(points) :]:
                     value = v.params[i][1]
                     if value not in values:
                         values.append(value)
@@ -204,9 +205,7 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
         run_key(variants[j.variant].scenario.name, j.policy, j.errors, j.seed, dict(variants[j.variant].params))
         for j in jobs
     ]
-    ident = json.dumps(
-        [scenario_digests, list(grid.items()), spec.policies, spec.errors, seeds], separators=(",", ":")
-    )
+    ident = json.dumps([scenario_digests, list(grid.items()), spec.policies, spec.errors, seeds], separators=(",", ":"))
     sweep_id = hashlib.sha256(ident.encode("utf-8")).hexdigest()[:16]
     return SweepPlan(spec, names, grid, x, variants, jobs, keys, sweep_id, seeds, scenario_digests)
 
@@ -284,9 +283,7 @@ def summarise(plan: SweepPlan, results: list[RunResult]) -> SweepResult:
     for (v, policy, errors), runs in by_arm.items():
         arm = aggregate(policy, errors, runs, spec.confidence)
         variant = plan.variants[v]
-        entries.append(
-            SweepEntry(**arm.model_dump(), scenario=variant.scenario.name, params=dict(variant.params))
-        )
+        entries.append(SweepEntry(**arm.model_dump(), scenario=variant.scenario.name, params=dict(variant.params)))
     return SweepResult(
         scenarios=plan.scenario_names,
         grid=plan.grid,

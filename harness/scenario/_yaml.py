@@ -58,7 +58,6 @@ class _LimitedLoader(yaml.SafeLoader):
             raise YamlLimitError(f"more than {MAX_NODES} YAML nodes; scenario files are small documents")
         return super().compose_node(parent, index)
 
-
     def construct_mapping(self, node, deep=False):  # type: ignore[override]
         if isinstance(node, yaml.MappingNode):
             seen = set()

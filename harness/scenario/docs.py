@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from fleetchaos.scenario import _yaml
+from fleetchaos.scenario.fault_catalogue import fault_kinds, parameters
+from fleetchaos.scenario.load import MAX_FILE_BYTES, MAX_SCHEDULE_SPANS, MAX_TASKS, MAX_TOOL_CALLS, Scenario
 from fleetchaos.sim.config import (
     Arrival,
     Distribution,
@@ -20,10 +23,6 @@ from fleetchaos.sim.config import (
     WorkloadSpec,
 )
 from fleetchaos.sim.fault_specs import Burst, NodeEvent, Ramp, Window
-
-from fleetchaos.scenario import _yaml
-from fleetchaos.scenario.fault_catalogue import fault_kinds, parameters
-from fleetchaos.scenario.load import MAX_FILE_BYTES, MAX_SCHEDULE_SPANS, MAX_TASKS, MAX_TOOL_CALLS, Scenario
 
 #: The models a scenario file is made of, with the key they appear under.
 SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
@@ -69,7 +68,6 @@ def _table(model: type[BaseModel], *, skip: tuple[str, ...] = ()) -> list[str]:
 
 def _catalogue() -> list[str]:
     import fleetchaos.catalogue as catalogue
-
     from fleetchaos.scenario.load import load_scenario
 
     lines = []
@@ -128,14 +126,13 @@ def render() -> str:
         f"* Files larger than {MAX_FILE_BYTES:,} bytes, YAML anchors and aliases (`&a`, `*a`), nesting deeper",
         f"  than {_yaml.MAX_DEPTH} levels and more than {_yaml.MAX_NODES:,} YAML nodes are refused.",
         f"* Sizes one machine cannot run are refused: more than {MAX_TASKS:,} tasks per run (each",
-        "  task's record stays in memory, about 1.5 KB) or more than "
-        f"{MAX_TOOL_CALLS:,} tool calls per run",
+        f"  task's record stays in memory, about 1.5 KB) or more than {MAX_TOOL_CALLS:,} tool calls per run",
         "  (about 80 minutes of CPU for one run), estimated before any fault or retry from",
         "  `tasks_per_day` x days (or the closed-loop clients) and the templates' calls per task;",
         f"  and fault schedules that expand to more than {MAX_SCHEDULE_SPANS:,} windows (rate-limit ones",
         "  included), burst phases and node events per run.",
         "* A mistake is reported as `FILE: PATH: RULE (got VALUE); FIX`, one line per problem,",
-        "  with a \"did you mean\" for misspelt fields, fault kinds, templates, tools and choices.",
+        '  with a "did you mean" for misspelt fields, fault kinds, templates, tools and choices.',
         "",
     ]
     for key, model in SECTIONS:
@@ -181,7 +178,9 @@ def render() -> str:
     ]
     for k in kinds:
         recoverable = "n/a" if k.recoverable is None else ("yes" if k.recoverable else "no")
-        out.append(f"| [`{k.kind}`](#{k.kind}) | `{k.error_code}` | {k.category} | {recoverable} | {k.suggested_action} |")
+        out.append(
+            f"| [`{k.kind}`](#{k.kind}) | `{k.error_code}` | {k.category} | {recoverable} | {k.suggested_action} |"
+        )
     out.append("")
     for k in kinds:
         out += [

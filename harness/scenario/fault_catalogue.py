@@ -18,11 +18,10 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from fleetchaos.errors import UserError
+from fleetchaos.scenario.messages import allowed_range
 from fleetchaos.sim.fault_specs import FAULT_MODELS
 from fleetchaos.sim.truth import FAILURES, REPORTING_KINDS
-
-from fleetchaos.scenario.messages import allowed_range
-from fleetchaos.errors import UserError
 
 #: What each fault kind does to the truth of a call or a task, in one sentence.
 EFFECTS: dict[str, str] = {
@@ -52,8 +51,7 @@ EFFECTS: dict[str, str] = {
         "always); the same call on another worker succeeds."
     ),
     "validation_error": (
-        "A chosen task's step fails on every execution, on every worker, and never takes effect: "
-        "retrying cannot help."
+        "A chosen task's step fails on every execution, on every worker, and never takes effect: retrying cannot help."
     ),
     "not_found": (
         "A chosen item's source is gone for good: it fails on every retry until the orchestrator switches "
@@ -289,7 +287,10 @@ def _describe(kind: str, model: type[BaseModel]) -> FaultKind:
     contract = FAILURES.get(kind)
     if contract is not None:
         code, category, recoverable, action = (
-            contract.error_code, contract.category, contract.recoverable, contract.suggested_action
+            contract.error_code,
+            contract.category,
+            contract.recoverable,
+            contract.suggested_action,
         )
     else:  # a reporting kind: it changes what is shown, not what happens
         code, category, recoverable, action = REPORTING_KINDS.get(kind, kind.upper()), "reporting", None, "none"
@@ -318,4 +319,14 @@ def fault_kind(kind: str) -> FaultKind:
     return _describe(kind, model)
 
 
-__all__ = ["EFFECTS", "FIELD_NOTES", "FaultKind", "Parameter", "fault_kind", "fault_kinds", "parameters", "type_name", "yaml_value"]
+__all__ = [
+    "EFFECTS",
+    "FIELD_NOTES",
+    "FaultKind",
+    "Parameter",
+    "fault_kind",
+    "fault_kinds",
+    "parameters",
+    "type_name",
+    "yaml_value",
+]

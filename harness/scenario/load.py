@@ -9,16 +9,14 @@ import math
 from pathlib import Path
 
 import yaml
-
 from pydantic import Field, ValidationError, model_validator
 
 import fleetchaos.catalogue as catalogue
+from fleetchaos.errors import ScenarioError
+from fleetchaos.scenario._yaml import MAX_DEPTH, YamlLimitError, load_yaml
 from fleetchaos.sim.config import DAY_S, WorldSpec
 from fleetchaos.sim.fault_specs import FAULT_MODELS
 from fleetchaos.sim.workload import explicit_task_count
-
-from fleetchaos.scenario._yaml import MAX_DEPTH, YamlLimitError, load_yaml
-from fleetchaos.errors import ScenarioError
 
 MAX_FILE_BYTES = 1_000_000
 
@@ -60,6 +58,7 @@ def estimated_schedule(world: WorldSpec) -> list[tuple[int, int]]:
     days = horizon / DAY_S
     out = []
     for index, fault in enumerate(world.faults):
+
         def value(name, fault=fault):
             swarm = fault.swarm or {}
             return swarm[name][1] if name in swarm else getattr(fault, name)
@@ -98,7 +97,9 @@ def estimated_size(world: WorldSpec) -> tuple[float, float]:
         tasks = float(explicit_task_count(workload, world.fleet.workers))
     elif workload.clients is not None:
         rtt = 2.0 * world.fleet.network_latency.mean_s
-        busy = sum(w * sum(s.duration.mean_s + rtt for s in t.steps) for w, t in zip(weights, workload.templates)) / total
+        busy = (
+            sum(w * sum(s.duration.mean_s + rtt for s in t.steps) for w, t in zip(weights, workload.templates)) / total
+        )
         tasks = workload.clients * world.duration_s / (workload.think.mean_s + busy)
     else:
         tasks = workload.tasks_per_day * world.duration_s / DAY_S
@@ -119,7 +120,7 @@ class Scenario(WorldSpec):
     )
 
     @model_validator(mode="after")
-    def _fits_one_machine(self) -> "Scenario":
+    def _fits_one_machine(self) -> Scenario:
         tasks, calls = estimated_size(self)
         days = self.duration_s / DAY_S
         if self.workload.clients is not None and self.workload.arrivals is None:
@@ -180,7 +181,9 @@ def _depth(data) -> int:
     return deepest
 
 
-def parse_document(text: str, source: str, what: str = "scenario", needs: str = "a scenario needs at least a name (name: my_world)") -> dict:
+def parse_document(
+    text: str, source: str, what: str = "scenario", needs: str = "a scenario needs at least a name (name: my_world)"
+) -> dict:
     """A YAML or JSON document as a mapping, within the size, depth and YAML limits.
 
     ``what`` names the kind of file in messages; ``needs`` says what an empty one lacks.

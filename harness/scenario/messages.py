@@ -69,7 +69,7 @@ def _tag_of(model: type[BaseModel]) -> str | None:
 class _Where:
     """What a location points at: the model holding the last field, and that field."""
 
-    __slots__ = ("model", "field_name", "annotation")
+    __slots__ = ("annotation", "field_name", "model")
 
     def __init__(self, model: type[BaseModel] | None, field_name: str | None, annotation: Any):
         self.model = model
@@ -335,7 +335,11 @@ def _one(err: dict, root: type[BaseModel] | None, tags: frozenset[str]) -> str:
         fix = "; write a plain number, without quotes or units"
     elif kind == "int_from_float":
         rule = "must be a whole number"
-        fix = f"; use {math.floor(value):g} or {math.ceil(value):g}" if isinstance(value, float) and math.isfinite(value) else ""
+        fix = (
+            f"; use {math.floor(value):g} or {math.ceil(value):g}"
+            if isinstance(value, float) and math.isfinite(value)
+            else ""
+        )
     elif kind in ("bool_type", "bool_parsing"):
         rule = "must be true or false"
     elif kind in ("string_type", "string_too_short", "string_too_long"):
@@ -364,7 +368,7 @@ def _one(err: dict, root: type[BaseModel] | None, tags: frozenset[str]) -> str:
         fix = "; remove some or split the scenario"
         show_value = False
     elif rule.startswith("Input should be"):
-        rule = "must be" + rule[len("Input should be"):]
+        rule = "must be" + rule[len("Input should be") :]
     shown = f" (got {_show(value)})" if show_value and "input" in err else ""
     return f"{where}: {rule}{shown}{fix}"
 
@@ -411,7 +415,7 @@ def _misspelt(errors: list, root: type[BaseModel] | None) -> set[tuple]:
             model = _model_at(root, loc[:-1])
             guess = _guess(loc[-1], model.model_fields) if model is not None else None
             if guess:
-                out.add(loc[:-1] + (guess,))
+                out.add((*loc[:-1], guess))
     return out
 
 
@@ -427,12 +431,12 @@ def format_errors(source: str, exc: ValidationError, root: type[BaseModel] | Non
             continue  # reported once, as the unknown field with its "did you mean"
         try:
             line = _one(err, root, tags)
-        except Exception:  # noqa: BLE001 - never let a message turn into a traceback
+        except Exception:
             line = f"{location(tuple(err.get('loc', ())))}: {err.get('msg', 'invalid value')}"
         if line not in seen:
             seen.add(line)
             lines.append(f"{source}: {line}")
     if len(lines) > MAX_LINES:
         hidden = len(lines) - MAX_LINES
-        lines = lines[:MAX_LINES] + [f"{source}: ... and {hidden} more problems"]
+        lines = [*lines[:MAX_LINES], f"{source}: ... and {hidden} more problems"]
     return "\n".join(lines)

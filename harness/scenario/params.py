@@ -67,7 +67,7 @@ def parse_value(text: str) -> Any:
 
     try:
         value = load_yaml(text)
-    except Exception:  # noqa: BLE001 - anything YAML refuses is taken as a plain string
+    except Exception:
         return text
     return text if value is None and text not in ("null", "~") else value
 
@@ -155,7 +155,9 @@ def set_path(document: dict, path: Path, value: Any, *, where: str = "scenario")
                 guess = difflib.get_close_matches(part, list(node), n=1)
                 hint = f"; did you mean {guess[0]!r}?" if guess else ""
                 fields = ", ".join(sorted(node))
-                raise ParamError(f"--param {text}: unknown field {part!r} in {here} of {where} (fields: {fields}){hint}")
+                raise ParamError(
+                    f"--param {text}: unknown field {part!r} in {here} of {where} (fields: {fields}){hint}"
+                )
         if last:
             node[part] = copy.deepcopy(value)
         else:

@@ -117,7 +117,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         help="run-history file the baseline group is read from [default: $FLEETCHAOS_HISTORY or fleetchaos-out/history.db]",
     )
-    parser.addini("fleetchaos_seeds", "default seeds of a scenario test: a count (1..N) or a comma-separated list", default="5")
+    parser.addini(
+        "fleetchaos_seeds", "default seeds of a scenario test: a count (1..N) or a comma-separated list", default="5"
+    )
     parser.addini("fleetchaos_policy", "default recovery policy of scenario tests", default="structured")
     parser.addini("fleetchaos_errors", "default error format of scenario tests", default="structured")
     parser.addini("fleetchaos_confidence", "confidence level of the intervals", default="0.95")
@@ -139,8 +141,8 @@ def pytest_configure(config: pytest.Config) -> None:
     state = _SessionState()
     baseline = config.getoption("fleetchaos_baseline", None)
     if baseline:
-        from fleetchaos.gates.baseline import load_baseline
         from fleetchaos.errors import UserError
+        from fleetchaos.gates.baseline import load_baseline
 
         try:
             state.baseline = load_baseline(baseline, history=config.getoption("fleetchaos_history", None))
@@ -170,7 +172,9 @@ def _ini_seeds(config: pytest.Config) -> int | list[int]:
             return [int(s) for s in raw.split(",") if s.strip()]
         return int(raw)
     except ValueError:
-        raise pytest.UsageError(f"ini fleetchaos_seeds: expected a count or a comma-separated list of seeds, got {raw!r}") from None
+        raise pytest.UsageError(
+            f"ini fleetchaos_seeds: expected a count or a comma-separated list of seeds, got {raw!r}"
+        ) from None
 
 
 def _ini_confidence(config: pytest.Config) -> float:
@@ -189,7 +193,10 @@ def _marker_config(node: pytest.Item) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for mark in reversed(list(node.iter_markers("fleetchaos"))):
         if len(mark.args) > 1:
-            pytest.fail(f"@pytest.mark.fleetchaos: at most one positional argument (the scenario), got {mark.args!r}", pytrace=False)
+            pytest.fail(
+                f"@pytest.mark.fleetchaos: at most one positional argument (the scenario), got {mark.args!r}",
+                pytrace=False,
+            )
         unknown = sorted(set(mark.kwargs) - set(MARKER_KEYS))
         if unknown:
             pytest.fail(
@@ -253,7 +260,7 @@ class FleetChaos:
         errors: str | None = None,
         seeds: int | list[int] | None = None,
         confidence: float | None = None,
-    ) -> "ScenarioResult":
+    ) -> ScenarioResult:
         """Simulate ``scenario`` with ``policy`` on ``errors`` for each seed; figures with intervals.
 
         ``scenario`` is a catalogue name, a path (relative to the test file or the rootdir)
@@ -309,7 +316,7 @@ class FleetChaos:
         self._request.node.stash.setdefault(_RUNS_KEY, []).append(row)
         return result
 
-    def _write_report(self, result: "ScenarioResult", root: Path) -> Path:
+    def _write_report(self, result: ScenarioResult, root: Path) -> Path:
         from fleetchaos.reports import write_compare_report, write_run_report
 
         arm = _slug(f"{result.scenario}.{result.policy}.{result.errors}")
@@ -322,7 +329,7 @@ class FleetChaos:
             write_run_report(run, out / f"seed-{run.seed}")
         return out
 
-    def _baseline_verdicts(self, result: "ScenarioResult") -> list[dict[str, Any]]:
+    def _baseline_verdicts(self, result: ScenarioResult) -> list[dict[str, Any]]:
         baseline = self._state.baseline
         return [] if baseline is None else baseline.verdicts(result)
 
@@ -334,7 +341,7 @@ def fleetchaos(request: pytest.FixtureRequest) -> FleetChaos:
 
 
 @pytest.fixture
-def fleetchaos_result(fleetchaos: FleetChaos) -> "ScenarioResult":
+def fleetchaos_result(fleetchaos: FleetChaos) -> ScenarioResult:
     """The result of the scenario configured by the test's ``@pytest.mark.fleetchaos`` marker."""
     return fleetchaos.run()
 
@@ -352,7 +359,7 @@ def _interval(est) -> str:
     return fmt_number(est.value)
 
 
-def _row(result: "ScenarioResult", verdicts: list[dict[str, Any]]) -> dict[str, Any]:
+def _row(result: ScenarioResult, verdicts: list[dict[str, Any]]) -> dict[str, Any]:
     """One line of the terminal summary, as plain data (it crosses xdist's wire)."""
     from fleetchaos.gates.assertions import seeds_text
 
@@ -419,5 +426,3 @@ def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return lines
-
-

@@ -48,11 +48,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleetchaos.sim.faults import CALL_KINDS
-
 from fleetchaos.errors import UserError
 from fleetchaos.names import check_metric
 from fleetchaos.scenario.load import Scenario
+from fleetchaos.sim.faults import CALL_KINDS
 
 #: Width of the window a materialised per-call fault is active in (simulated seconds).
 TINY_S = 1e-6
@@ -63,7 +62,12 @@ ARRIVAL_TOLERANCE_S = 1e-3
 
 _STATE_KINDS = ("disk_full", "expired_key", "node_crash")
 _OPS: dict[str, Callable[[float, float], bool]] = {
-    "<=": operator.le, ">=": operator.ge, "==": operator.eq, "!=": operator.ne, "<": operator.lt, ">": operator.gt,
+    "<=": operator.le,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    ">": operator.gt,
 }
 _PROPERTY = re.compile(r"^\s*([a-z_][a-z0-9_]*)\s*(<=|>=|==|!=|<|>)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
 
@@ -86,7 +90,8 @@ class TaskSilent:
     def matching(self, outcomes: Sequence) -> list:
         """The task outcomes that are this task (by arrival time and template)."""
         return [
-            o for o in outcomes
+            o
+            for o in outcomes
             if o.template == self.template and abs(o.arrival_s - self.arrival_s) <= ARRIVAL_TOLERANCE_S
         ]
 
@@ -270,8 +275,17 @@ class _Budget(Exception):
 
 
 class _Shrinker:
-    def __init__(self, scenario: Scenario, policy: str, errors: str, seed: int, prop, max_trials: int,
-                 progress: Callable[[str], None] | None, resolved: list[dict]):
+    def __init__(
+        self,
+        scenario: Scenario,
+        policy: str,
+        errors: str,
+        seed: int,
+        prop,
+        max_trials: int,
+        progress: Callable[[str], None] | None,
+        resolved: list[dict],
+    ):
         self.base = scenario
         self.policy = policy
         self.errors = errors
@@ -321,8 +335,13 @@ class _Shrinker:
             elif isinstance(e, StateEvent):
                 free.append(_state_spec(e))
             else:
-                free.append({"kind": "rate_limit", "capacity_factor": e.factor,
-                             "windows": [{"start_s": e.at_s, "duration_s": e.length_s}]})
+                free.append(
+                    {
+                        "kind": "rate_limit",
+                        "capacity_factor": e.factor,
+                        "windows": [{"start_s": e.at_s, "duration_s": e.length_s}],
+                    }
+                )
         for index, times in windows.items():
             spec = {k: v for k, v in self.resolved[index].items() if k not in ("windows", "burst", "swarm")}
             spec["windows"] = [{"start_s": t, "duration_s": TINY_S} for t in sorted(set(times))]
@@ -343,21 +362,29 @@ class _Shrinker:
         return out + queue
 
     def _plain_call(self, e: CallEvent) -> dict:
-        base = {k: v for k, v in self.resolved[e.rules[0]].items()
-                if k not in ("windows", "burst", "swarm", "ramp", "workers", "tools", "templates", "probability")}
-        return {**base, "kind": e.kind, "probability": 1.0, "workers": [e.worker], "tools": [e.tool],
-                "windows": [{"start_s": e.at_s, "duration_s": TINY_S}]}
+        base = {
+            k: v
+            for k, v in self.resolved[e.rules[0]].items()
+            if k not in ("windows", "burst", "swarm", "ramp", "workers", "tools", "templates", "probability")
+        }
+        return {
+            **base,
+            "kind": e.kind,
+            "probability": 1.0,
+            "workers": [e.worker],
+            "tools": [e.tool],
+            "windows": [{"start_s": e.at_s, "duration_s": TINY_S}],
+        }
 
     # -- trials -------------------------------------------------------------------
 
     def run(self, scenario: Scenario):
         """Simulate one scenario: (metrics, outcomes, output)."""
+        from fleetchaos.policies.builtins import get_policy
+        from fleetchaos.results.metrics import compute_run
+        from fleetchaos.results.models import rounded
         from fleetchaos.sim.formats import get_format
         from fleetchaos.sim.world import World
-
-        from fleetchaos.results.metrics import compute_run
-        from fleetchaos.policies.builtins import get_policy
-        from fleetchaos.results.models import rounded
 
         output = World(scenario, get_policy(self.policy), get_format(self.errors), self.seed).run()
         metrics, _breakdowns, outcomes = compute_run(output, scenario.fleet)
@@ -522,7 +549,11 @@ def task_property(outcomes: Sequence, task_id: int) -> TaskSilent:
     o = match[0]
     if not o.silent_failure:
         silent = [x.id for x in outcomes if x.silent_failure][:10]
-        hint = f"silent failures in this run: tasks {', '.join(map(str, silent))}" if silent else "this run has no silent failures"
+        hint = (
+            f"silent failures in this run: tasks {', '.join(map(str, silent))}"
+            if silent
+            else "this run has no silent failures"
+        )
         raise UserError(
             f"--task-silent {task_id}: task {task_id} did not end as a silent failure (truth {o.truth}, "
             f"claim {o.claim}); {hint}"
@@ -584,11 +615,13 @@ def shrink(
     met = sorted({CallEvent(t, k, w, tool, ()) for t, k, tool, w, _task in final.fault_log if k in CALL_KINDS})
     return ShrinkResult(
         met=met,
-        scenario=minimal.model_copy(update={
-            "name": f"{scenario.name}-shrunk",
-            "description": f"Minimal run shrunk from {scenario.name} (policy {policy}, errors {errors}, seed {seed}) "
-                           f"on which {prop.describe()}.",
-        }),
+        scenario=minimal.model_copy(
+            update={
+                "name": f"{scenario.name}-shrunk",
+                "description": f"Minimal run shrunk from {scenario.name} (policy {policy}, errors {errors}, seed {seed}) "
+                f"on which {prop.describe()}.",
+            }
+        ),
         policy=policy,
         errors=errors,
         seed=seed,
@@ -612,8 +645,10 @@ def _verify(s: _Shrinker, c: Candidate, kinds: dict[int, str], notes: list[str])
     if s.fails(c):
         return c
     events = list(c.events)
-    materialised = sorted({e.kind for e in events if isinstance(e, (CallEvent, StateEvent))}
-                          | ({"rate_limit"} if any(isinstance(e, RateEvent) for e in events) else set()))
+    materialised = sorted(
+        {e.kind for e in events if isinstance(e, (CallEvent, StateEvent))}
+        | ({"rate_limit"} if any(isinstance(e, RateEvent) for e in events) else set())
+    )
     for kind in materialised:
         events = [e for e in events if not (isinstance(e, (CallEvent, StateEvent, RateEvent)) and _kind(e) == kind)]
         events += [KeptFault(i, k, _frozen(s.resolved[i])) for i, k in kinds.items() if k == kind]
@@ -666,9 +701,12 @@ def _reduce(s: _Shrinker, c: Candidate) -> Candidate:
                 half = round(cur.length_s / 2, 3)
                 if half < 1:
                     break
-                smaller = (StateEvent(cur.at_s, cur.kind, cur.worker, half) if isinstance(cur, StateEvent)
-                           else RateEvent(cur.at_s, half, cur.factor))
-                trial = Candidate(c.events[:i] + (smaller,) + c.events[i + 1:], c.arrivals, c.duration_s, c.workers)
+                smaller = (
+                    StateEvent(cur.at_s, cur.kind, cur.worker, half)
+                    if isinstance(cur, StateEvent)
+                    else RateEvent(cur.at_s, half, cur.factor)
+                )
+                trial = Candidate((*c.events[:i], smaller, *c.events[i + 1 :]), c.arrivals, c.duration_s, c.workers)
                 if not s.fails(trial):
                     break
                 c = trial

@@ -41,9 +41,8 @@ def _hypothesis_setup_hook() -> None:
     """
     import hypothesis.strategies as st_
 
-    from fleetchaos.sim import config
-
     from fleetchaos.scenario.load import Scenario as _Scenario
+    from fleetchaos.sim import config
 
     def kind_of(kind: str):
         return lambda _type: fault_specs(kinds=(kind,))
@@ -69,6 +68,7 @@ from typing import Literal  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.errors import InvalidArgument  # noqa: E402
 
+from fleetchaos.scenario.load import Scenario  # noqa: E402
 from fleetchaos.sim.config import (  # noqa: E402
     DAY_S,
     DEFAULT_TEMPLATES,
@@ -86,8 +86,6 @@ from fleetchaos.sim.config import (  # noqa: E402
     Window,
     WorkloadSpec,
 )
-
-from fleetchaos.scenario.load import Scenario  # noqa: E402
 
 __all__ = [
     "CORE_KINDS",
@@ -148,16 +146,16 @@ def _window(draw: st.DrawFn, horizon_s: float) -> Window:
     return Window(start_s=start, duration_s=duration)
 
 
-def time_windows(horizon_s: float = DEFAULT_HORIZON_S, *, min_size: int = 0, max_size: int = 3) -> st.SearchStrategy[list[Window]]:
+def time_windows(
+    horizon_s: float = DEFAULT_HORIZON_S, *, min_size: int = 0, max_size: int = 3
+) -> st.SearchStrategy[list[Window]]:
     """Lists of windows, each starting and ending inside ``[0, horizon_s]``."""
     _check_world(1, horizon_s)
     return st.lists(_window(horizon_s), min_size=min_size, max_size=max_size)
 
 
 def _node_event(workers: int, horizon_s: float) -> st.SearchStrategy[NodeEvent]:
-    return st.builds(
-        NodeEvent, worker=st.integers(0, workers - 1), at_s=st.floats(0.0, horizon_s, exclude_max=True)
-    )
+    return st.builds(NodeEvent, worker=st.integers(0, workers - 1), at_s=st.floats(0.0, horizon_s, exclude_max=True))
 
 
 def node_events(
@@ -343,7 +341,9 @@ def _custom_templates(draw: st.DrawFn, max_templates: int, max_steps: int) -> li
     return out
 
 
-def templates(*, max_templates: int = 3, max_steps: int = 4, builtin: bool = True) -> st.SearchStrategy[list[TemplateSpec]]:
+def templates(
+    *, max_templates: int = 3, max_steps: int = 4, builtin: bool = True
+) -> st.SearchStrategy[list[TemplateSpec]]:
     """Task templates: the built-in coding/research/CRM templates, or small generated ones."""
     if max_templates < 1 or max_steps < 1:
         raise InvalidArgument("max_templates and max_steps must be >= 1")

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from fleetchaos.gates.assertions import Estimate
 from fleetchaos.errors import UserError
+from fleetchaos.gates.assertions import Estimate
 from fleetchaos.names import check_formats, check_policies
 from fleetchaos.results.models import POOLED_RATES, CompareResult, RunResult
 from fleetchaos.results.stats import DEFAULT_CONFIDENCE, mean_ci, wilson
@@ -110,7 +110,7 @@ def _count(run: RunResult, metric: str) -> tuple[int, int] | None:
     rate = run.metrics.get(metric)
     if not den_value or rate is None:
         return None
-    return int(round(rate * den_value)), int(round(den_value))
+    return round(rate * den_value), round(den_value)
 
 
 @dataclass(frozen=True)
@@ -264,7 +264,7 @@ class ScenarioResult:
         )
 
 
-def save_scenario(scenario: "Scenario", folder: Path) -> Path:
+def save_scenario(scenario: Scenario, folder: Path) -> Path:
     """Write ``scenario`` as JSON into ``folder`` (named by its content) and return the path.
 
     This is how a scenario built in code gets a file that ``fleetchaos run`` can replay.
@@ -288,16 +288,15 @@ def _display_path(path: Path) -> str:
         return str(path)
 
 
-def load_ref(scenario: ScenarioRef, save_dir: Path | None = None) -> tuple["Scenario", str]:
+def load_ref(scenario: ScenarioRef, save_dir: Path | None = None) -> tuple[Scenario, str]:
     """(the scenario, the ``--scenario`` value that replays it).
 
     A catalogue name replays by name, a file by its path, and a scenario object by its
     catalogue name when it equals that catalogue entry, else by a JSON copy written into
     ``save_dir`` (default ``./fleetchaos-out/scenarios``).
     """
-    from fleetchaos.scenario.load import Scenario, load_scenario
-
     import fleetchaos.catalogue as catalogue
+    from fleetchaos.scenario.load import Scenario, load_scenario
 
     if isinstance(scenario, Scenario):
         if scenario.name in catalogue.names() and load_scenario(scenario.name) == scenario:

@@ -62,6 +62,7 @@ def get_format(name: str) -> ErrorFormat:
 __all__ = [
     "ABLATION_FORMATS",
     "ABLATION_STEPS",
+    "FORMATS",
     "AblationAlternatives",
     "AblationFailureType",
     "AblationPartialResults",
@@ -69,7 +70,6 @@ __all__ = [
     "AgentToolErrorFormat",
     "EmptySuccessFormat",
     "ErrorFormat",
-    "FORMATS",
     "FabricatedDefaultsFormat",
     "FailureTypeFormat",
     "GenericFormat",

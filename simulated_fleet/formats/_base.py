@@ -87,7 +87,6 @@ def retry_after_ms(report: AttemptReport) -> int | None:
     return math.ceil(round(report.retry_after_s * 1000.0, 6))
 
 
-
 class StructuredFormat:
     """The AgentToolError envelope: code, category, recoverability, partial success, hints."""
 

@@ -10,12 +10,12 @@ any vendor text through the sanitiser before it crosses the boundary.
 from __future__ import annotations
 
 from fleetchaos.sim.envelopes import FailureTypeError, ItemStatus, RunHealth, SubagentResult, ToolEnvelope
-from fleetchaos.sim.observation import Observation
-from fleetchaos.sim.sanitise import sanitise
-from fleetchaos.sim.truth import FAILURES, AttemptReport
 from fleetchaos.sim.formats._base import plain_success, progress_refs, retry_after_ms
 from fleetchaos.sim.formats._text import _Bound
 from fleetchaos.sim.formats._vendor import vendor_text
+from fleetchaos.sim.observation import Observation
+from fleetchaos.sim.sanitise import sanitise
+from fleetchaos.sim.truth import FAILURES, AttemptReport
 
 #: Fault kind -> failure type of the failure-type contract (the router's handler).
 FAILURE_TYPES: dict[str, str] = {
@@ -39,8 +39,16 @@ FAILURE_TYPES: dict[str, str] = {
 #: Kinds whose failed call succeeds when simply tried again (after the type's own
 #: handler: a wait for a rate limit, a credential refresh for an expired key).
 RETRY_HELPS = frozenset(
-    {"network_blip", "timeout", "latency_spike", "partial_batch", "git_push_conflict", "expired_key", "rate_limit",
-     "quota_exhausted"}
+    {
+        "network_blip",
+        "timeout",
+        "latency_spike",
+        "partial_batch",
+        "git_push_conflict",
+        "expired_key",
+        "rate_limit",
+        "quota_exhausted",
+    }
 )
 
 #: Alternatives a worker can name, per kind (when it has them).
@@ -49,8 +57,21 @@ OTHER_WORKER = "reroute_to_worker_with_tool"
 
 #: Fault kind -> error category of the subagent-result contract.
 SUBAGENT_CATEGORIES: dict[str, str] = {
-    **{k: "transient" for k in ("network_blip", "timeout", "latency_spike", "partial_batch", "git_push_conflict",
-                                "rate_limit", "quota_exhausted", "disk_full", "node_crash", "network_partition")},
+    **{
+        k: "transient"
+        for k in (
+            "network_blip",
+            "timeout",
+            "latency_spike",
+            "partial_batch",
+            "git_push_conflict",
+            "rate_limit",
+            "quota_exhausted",
+            "disk_full",
+            "node_crash",
+            "network_partition",
+        )
+    },
     "expired_key": "permission",
     "permission_denied": "permission",
     "validation_error": "validation",
@@ -208,8 +229,9 @@ class SubagentResultFormat(_Bound):
         )
         envelope = _drifted(envelope, report, "subagent-result")
         text = envelope.model_dump_json()
-        return Observation(ok=False, status="failed", worker=report.worker, envelope=envelope,
-                           secrets=self.secrets.count_in(text))
+        return Observation(
+            ok=False, status="failed", worker=report.worker, envelope=envelope, secrets=self.secrets.count_in(text)
+        )
 
     def __repr__(self) -> str:
         return "SubagentResultFormat()"
@@ -252,15 +274,26 @@ class ToolEnvelopeFormat(_Bound):
             manifest = tuple(
                 ItemStatus(
                     item=i,
-                    status="ok" if i in done else ("timeout" if failed.get(i) in ("timeout", "latency_spike")
-                                                   else "error" if i in failed else "skipped"),
+                    status="ok"
+                    if i in done
+                    else (
+                        "timeout"
+                        if failed.get(i) in ("timeout", "latency_spike")
+                        else "error"
+                        if i in failed
+                        else "skipped"
+                    ),
                     error_code=FAILURES[failed[i]].error_code if failed.get(i) in FAILURES else None,
                 )
                 for i in range(report.fan_out)
             )
         text = vendor_text(report, self.secrets)
-        metadata = {"tool": tool, "worker": f"worker-{report.worker}", "call_id": f"{report.task_id}:{report.failed_step}",
-                    "detail": sanitise(text.splitlines()[1].strip() if "\n" in text else "")}
+        metadata = {
+            "tool": tool,
+            "worker": f"worker-{report.worker}",
+            "call_id": f"{report.task_id}:{report.failed_step}",
+            "detail": sanitise(text.splitlines()[1].strip() if "\n" in text else ""),
+        }
         hint = retry_after_ms(report)
         if hint is not None:
             metadata["retry_after_ms"] = str(hint)
@@ -276,8 +309,13 @@ class ToolEnvelopeFormat(_Bound):
             run_health=RunHealth(tools_ok=len(steps) + len(items), tools_failed=n_failed, blocking_failure=True),
         )
         envelope = _drifted(envelope, report, "tool-envelope")
-        return Observation(ok=False, status="failed", worker=report.worker, envelope=envelope,
-                           secrets=self.secrets.count_in(envelope.model_dump_json()))
+        return Observation(
+            ok=False,
+            status="failed",
+            worker=report.worker,
+            envelope=envelope,
+            secrets=self.secrets.count_in(envelope.model_dump_json()),
+        )
 
     def __repr__(self) -> str:
         return "ToolEnvelopeFormat()"

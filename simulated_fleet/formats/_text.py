@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import copy
 
+from fleetchaos.sim.formats._base import plain_success
+from fleetchaos.sim.formats._vendor import planted, vendor_text
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.sanitise import PlantedSecrets
 from fleetchaos.sim.truth import AttemptReport
-from fleetchaos.sim.formats._base import plain_success
-from fleetchaos.sim.formats._vendor import planted, vendor_text
 
 
 class _Bound:
@@ -59,7 +59,9 @@ class RawFormat(_Bound):
         if report.completed:
             return Observation(ok=True, status="ok", worker=report.worker)
         text = vendor_text(report, self.secrets)
-        return Observation(ok=False, status="failed", worker=report.worker, text=text, secrets=self.secrets.count_in(text))
+        return Observation(
+            ok=False, status="failed", worker=report.worker, text=text, secrets=self.secrets.count_in(text)
+        )
 
     def __repr__(self) -> str:
         return "RawFormat()"

@@ -33,8 +33,18 @@ def test_compare_json_has_the_stable_shape(cli):
         (p, e) for p in ("blind-retry", "backoff", "structured") for e in ("generic", "structured")
     ]
     for arm in doc["arms"]:
-        for key in ("recovery_rate", "wasted_retries", "silent_failure_rate", "tasks", "faulted_tasks",
-                    "tool_calls", "redone_steps", "duplicate_side_effects", "escalations", "mean_steps_to_recovery"):
+        for key in (
+            "recovery_rate",
+            "wasted_retries",
+            "silent_failure_rate",
+            "tasks",
+            "faulted_tasks",
+            "tool_calls",
+            "redone_steps",
+            "duplicate_side_effects",
+            "escalations",
+            "mean_steps_to_recovery",
+        ):
             assert key in arm["metrics"]
         assert len(arm["ci"]["recovery_rate"]) == 2
 
@@ -120,10 +130,24 @@ def test_scenario_seeds_are_the_default_and_flags_override_them(cli, tmp_path):
     """A scenario's own seeds run when no seed flags are given; --seeds/--first-seed replace them."""
     path = tmp_path / "seeded.yaml"
     path.write_text("name: seeded\nseeds: [3, 5]\nworkload: {tasks_per_day: 50}\n")
-    own = json.loads(cli("compare", "--scenario", str(path), "--jobs", "1", "--json", "--policies", "structured").stdout)
+    own = json.loads(
+        cli("compare", "--scenario", str(path), "--jobs", "1", "--json", "--policies", "structured").stdout
+    )
     assert own["seeds"] == [3, 5]
     flagged = json.loads(
-        cli("compare", "--scenario", str(path), "--seeds", "2", "--first-seed", "7", "--jobs", "1", "--json",
-            "--policies", "structured").stdout
+        cli(
+            "compare",
+            "--scenario",
+            str(path),
+            "--seeds",
+            "2",
+            "--first-seed",
+            "7",
+            "--jobs",
+            "1",
+            "--json",
+            "--policies",
+            "structured",
+        ).stdout
     )
     assert flagged["seeds"] == [7, 8]

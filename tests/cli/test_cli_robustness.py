@@ -26,7 +26,7 @@ def workdir(tmp_path_factory):
     doc["workload"]["tasks_per_day"] = 20
     (root / "tiny.yaml").write_text(yaml.safe_dump(doc))
     (root / "afile.txt").write_text("not a folder\n")
-    (root / "bad.json").write_text("{\"arms\": [1, 2")
+    (root / "bad.json").write_text('{"arms": [1, 2')
     (root / "empty.json").write_text("")
     (root / "list.json").write_text("[1, 2, 3]")
     (root / "bad.yaml").write_text("a: [1, 2\n")
@@ -66,28 +66,81 @@ _format = st.sampled_from(["generic", "structured", "raw", "genric", "ablation:n
 _param = st.one_of(
     _text.map(lambda t: f"{t}=1"),
     _text,
-    st.tuples(st.sampled_from(["fleet.workers", "faults[0].probability", "faults[9].probability", "workload.tasks_per_day",
-                               "fleet.nope", "faults[-1].kind", "name", "seeds"]),  # fmt: skip
-              st.one_of(_number, _text, st.integers(0, 40).map(str))).map(lambda pv: f"{pv[0]}={pv[1]}"),
+    st.tuples(
+        st.sampled_from(
+            [
+                "fleet.workers",
+                "faults[0].probability",
+                "faults[9].probability",
+                "workload.tasks_per_day",
+                "fleet.nope",
+                "faults[-1].kind",
+                "name",
+                "seeds",
+            ]
+        ),
+        st.one_of(_number, _text, st.integers(0, 40).map(str)),
+    ).map(lambda pv: f"{pv[0]}={pv[1]}"),
 )
 _value = st.one_of(_number, _text, _path)
 
 OPTIONS = {
-    "run": {"--scenario": _path, "--param": _param, "--policy": _policy, "--errors": _format, "--seed": _number,
-            "--json": None, "--report": _bad_dir, "--label": _text, "--baseline": _text,
-            "--fail-on": _text, "--history": _path, "--check-determinism": None},
-    "compare": {"--scenario": _path, "--seeds": st.sampled_from(["0", "1", "-3", "x", "10001"]), "--first-seed": _number,
-                "--policies": st.lists(_policy, max_size=3).map(",".join), "--errors": st.lists(_format, max_size=3).map(",".join),
-                "--jobs": st.sampled_from(["0", "1", "513", "x"]), "--confidence": _number, "--json": None,
-                "--report": _bad_dir, "--label": _text, "--baseline": _text, "--fail-on": _text,
-                "--history": _path, "--check-determinism": None},
-    "sweep": {"--file": _path, "--scenario": st.one_of(_path, _text), "--param": _param,
-              "--seeds": st.sampled_from(["0", "1", "-3", "x"]), "--first-seed": _number,
-              "--policies": st.lists(_policy, max_size=2).map(",".join), "--errors": st.lists(_format, max_size=2).map(",".join),
-              "--metric": _text, "--x": _text, "--jobs": st.sampled_from(["0", "1", "x"]), "--confidence": _number,
-              "--json": None, "--report": _bad_dir, "--history": _path, "--resume": None},
-    "ablation": {"--scenario": _path, "--seeds": st.sampled_from(["0", "1", "x"]), "--first-seed": _number,
-                 "--policy": _policy, "--jobs": st.sampled_from(["0", "1", "x"]), "--confidence": _number, "--json": None},
+    "run": {
+        "--scenario": _path,
+        "--param": _param,
+        "--policy": _policy,
+        "--errors": _format,
+        "--seed": _number,
+        "--json": None,
+        "--report": _bad_dir,
+        "--label": _text,
+        "--baseline": _text,
+        "--fail-on": _text,
+        "--history": _path,
+        "--check-determinism": None,
+    },
+    "compare": {
+        "--scenario": _path,
+        "--seeds": st.sampled_from(["0", "1", "-3", "x", "10001"]),
+        "--first-seed": _number,
+        "--policies": st.lists(_policy, max_size=3).map(",".join),
+        "--errors": st.lists(_format, max_size=3).map(",".join),
+        "--jobs": st.sampled_from(["0", "1", "513", "x"]),
+        "--confidence": _number,
+        "--json": None,
+        "--report": _bad_dir,
+        "--label": _text,
+        "--baseline": _text,
+        "--fail-on": _text,
+        "--history": _path,
+        "--check-determinism": None,
+    },
+    "sweep": {
+        "--file": _path,
+        "--scenario": st.one_of(_path, _text),
+        "--param": _param,
+        "--seeds": st.sampled_from(["0", "1", "-3", "x"]),
+        "--first-seed": _number,
+        "--policies": st.lists(_policy, max_size=2).map(",".join),
+        "--errors": st.lists(_format, max_size=2).map(",".join),
+        "--metric": _text,
+        "--x": _text,
+        "--jobs": st.sampled_from(["0", "1", "x"]),
+        "--confidence": _number,
+        "--json": None,
+        "--report": _bad_dir,
+        "--history": _path,
+        "--resume": None,
+    },
+    "ablation": {
+        "--scenario": _path,
+        "--seeds": st.sampled_from(["0", "1", "x"]),
+        "--first-seed": _number,
+        "--policy": _policy,
+        "--jobs": st.sampled_from(["0", "1", "x"]),
+        "--confidence": _number,
+        "--json": None,
+    },
     "report": {"-o": st.one_of(_path, _bad_dir), "--output": _path},
     "history": {"--history": _path, "--limit": _number, "--json": None},
     "schema": {"--markdown": None},
@@ -106,8 +159,11 @@ SAFE = {
     "ablation": ["--scenario", "tiny.yaml", "--seeds", "1", "--jobs", "1"],
 }
 POSITIONAL = {
-    "report": _path, "history": _text, "schema": st.sampled_from(["scenario", "envelope", "x", ""]),
-    "scenarios show": st.one_of(_text, st.sampled_from(["default", "defualt"])), "scenarios validate": _path,
+    "report": _path,
+    "history": _text,
+    "schema": st.sampled_from(["scenario", "envelope", "x", ""]),
+    "scenarios show": st.one_of(_text, st.sampled_from(["default", "defualt"])),
+    "scenarios validate": _path,
     "faults show": st.one_of(_text, st.sampled_from(["rate_limit", "ratelimit"])),
 }
 
@@ -261,7 +317,11 @@ def test_broken_policy_import_path_is_one_message_and_exit_2(workdir, monkeypatc
 @pytest.mark.parametrize("command", ["run", "compare", "sweep", "ablation", "report"])
 def test_a_report_folder_that_cannot_be_created_is_exit_2_before_any_run(workdir, monkeypatch, command):
     """--report (or report -o) under a file or in /proc: exit 2 naming the folder (was an internal error after the run)."""
-    args = ["report", "bad.json", "-o", "afile.txt/sub"] if command == "report" else [command, *SAFE[command], "--report", "afile.txt/sub"]
+    args = (
+        ["report", "bad.json", "-o", "afile.txt/sub"]
+        if command == "report"
+        else [command, *SAFE[command], "--report", "afile.txt/sub"]
+    )
     result = _invoke(workdir, monkeypatch, args)
     assert result.exit_code == 2, (result.output, result.exception)
     assert "afile.txt/sub: cannot create the report folder" in result.stderr, result.stderr

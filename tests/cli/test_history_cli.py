@@ -9,7 +9,6 @@ import pytest
 from fleetchaos.gates.history import open_store
 
 
-
 @pytest.fixture
 def baseline(cli, small, tmp_path) -> str:
     """A stored baseline: the structured policy on structured errors, 5 seeds, labelled 'good'."""
@@ -114,8 +113,17 @@ def bad_files(tmp_path):
         (("history", "--history", "junk.db"), "junk.db: not a fleetchaos history"),
         (("run", "--label", "7"), "a label cannot be a number"),
     ],
-    ids=["missing-results", "malformed-json", "wrong-shape", "gate-sign", "gate-form", "gate-no-baseline",
-         "no-history-file", "not-a-database", "numeric-label"],  # fmt: skip
+    ids=[
+        "missing-results",
+        "malformed-json",
+        "wrong-shape",
+        "gate-sign",
+        "gate-form",
+        "gate-no-baseline",
+        "no-history-file",
+        "not-a-database",
+        "numeric-label",
+    ],
 )
 def test_user_mistakes_exit_2_with_one_message(cli, bad_files, args, message):
     """Bad results files, gate specs, baselines and history files give exit 2 and one message, never a traceback."""

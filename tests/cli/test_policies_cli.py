@@ -77,7 +77,9 @@ def test_list_json(cli):
     doc = json.loads(result.stdout)
     assert [d["name"] for d in doc] == [*POLICIES, "broken", "careful"]
     careful = doc[-1]
-    assert careful["source"] == "entry point" and careful["origin"] == "fc_cli_ep_policies:Careful (package fc_cli_demo)"
+    assert (
+        careful["source"] == "entry point" and careful["origin"] == "fc_cli_ep_policies:Careful (package fc_cli_demo)"
+    )
     assert careful["parameters"] == {"reason": "careful", "guardrail": True} and careful["error"] is None
     assert "ModuleNotFoundError" in doc[-2]["error"]
     assert all(d["source"] == "built-in" and d["description"] for d in doc[: len(POLICIES)])
@@ -117,9 +119,18 @@ def test_show_local_import_path_and_recipe(cli):
     "name, fragments",
     [
         ("structurd", ["unknown policy 'structurd'", "did you mean 'structured'?"]),
-        ("carefull", ["unknown policy 'carefull'", "an installed entry point (broken, careful)", "did you mean 'careful'?"]),
-        ("broken", ["policy 'broken' (entry point broken = 'fc_cli_no_such_module:Policy' of package fc_cli_demo)",
-                    "cannot load it (ModuleNotFoundError", f'[project.entry-points."{ENTRY_POINT_GROUP}"]']),
+        (
+            "carefull",
+            ["unknown policy 'carefull'", "an installed entry point (broken, careful)", "did you mean 'careful'?"],
+        ),
+        (
+            "broken",
+            [
+                "policy 'broken' (entry point broken = 'fc_cli_no_such_module:Policy' of package fc_cli_demo)",
+                "cannot load it (ModuleNotFoundError",
+                f'[project.entry-points."{ENTRY_POINT_GROUP}"]',
+            ],
+        ),
         ("fc_cli_no_such_mod:P", ["cannot import 'fc_cli_no_such_mod'"]),
     ],
 )

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
-
 # pytester's in-process runs drop the modules they import when they end; importing the
 # simulation, the report writers and hypothesis (whose own pytest plugin imports it at
 # every terminal summary) here keeps them loaded, so each run does not pay for
 # importing (and assertion-rewriting) them again.
 import hypothesis  # noqa: F401
+import pytest
 
-import fleetchaos.gates.baseline  # noqa: F401
-import fleetchaos.runs.runner  # noqa: F401
+import fleetchaos.gates.baseline
+import fleetchaos.runs.runner
 import fleetchaos.testing.suite  # noqa: F401
 import reports  # noqa: F401
 

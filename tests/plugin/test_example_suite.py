@@ -20,7 +20,11 @@ def test_the_example_suite_passes_from_a_copy_and_its_replay_commands_work(tmp_p
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "CHAOS_", "FLEETCHAOS_"))}
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=suite, env=env, capture_output=True, text=True, timeout=300,
+        cwd=suite,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "7 passed, 1 xfailed" in out.stdout
@@ -28,9 +32,25 @@ def test_the_example_suite_passes_from_a_copy_and_its_replay_commands_work(tmp_p
     assert row.split()[1:8] == ["passed", "key-rotation", "team_policy:TeamPolicy", "structured", "1-3", "1", "[1,"]
     fleetchaos = Path(sys.executable).with_name("fleetchaos")
     run = subprocess.run(
-        [str(fleetchaos), "run", "--scenario", "chaos/key_rotation.yaml", "--policy", "team_policy:TeamPolicy",
-         "--errors", "structured", "--seed", "2", "--json", "--no-history"],
-        cwd=suite, env=env, capture_output=True, text=True, timeout=120,
+        [
+            str(fleetchaos),
+            "run",
+            "--scenario",
+            "chaos/key_rotation.yaml",
+            "--policy",
+            "team_policy:TeamPolicy",
+            "--errors",
+            "structured",
+            "--seed",
+            "2",
+            "--json",
+            "--no-history",
+        ],
+        cwd=suite,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["metrics"]["recovery_rate"] == 1.0

@@ -17,7 +17,7 @@ def _replay(command: str) -> dict:
     """Run a printed ``fleetchaos run ...`` command through the CLI and return its JSON."""
     args = shlex.split(command)
     assert args[:2] == ["fleetchaos", "run"], command
-    out = CliRunner().invoke(main, args[1:] + ["--json", "--no-history"], catch_exceptions=False)
+    out = CliRunner().invoke(main, [*args[1:], "--json", "--no-history"], catch_exceptions=False)
     assert out.exit_code == 0, out.output
     return json.loads(out.stdout)
 
@@ -166,8 +166,16 @@ def test_ini_options_set_suite_wide_defaults(chaos_dir):
 @pytest.mark.parametrize(
     "ini, args, message",
     [
-        ("fleetchaos_seeds = five", (), "ini fleetchaos_seeds: expected a count or a comma-separated list of seeds, got 'five'"),
-        ("fleetchaos_confidence = 95", (), "ini fleetchaos_confidence: expected a level in [[]0.5, 1) such as 0.95, got '95'"),
+        (
+            "fleetchaos_seeds = five",
+            (),
+            "ini fleetchaos_seeds: expected a count or a comma-separated list of seeds, got 'five'",
+        ),
+        (
+            "fleetchaos_confidence = 95",
+            (),
+            "ini fleetchaos_confidence: expected a level in [[]0.5, 1) such as 0.95, got '95'",
+        ),
         ("", ("--fleetchaos-seed", "-3"), "--fleetchaos-seed: must be a seed >= 0, got -3"),
     ],
 )
@@ -265,7 +273,11 @@ def test_a_report_folder_is_the_baseline_of_the_next_run(chaos_dir):
     """The --fleetchaos-report folder of one run (a run report for one seed) is a baseline the same arm passes against."""
     chaos_dir.makepyfile(test_pt_blind=BLIND.replace("seeds=3", "seeds=1"))
     chaos_dir.runpytest("--fleetchaos-report", "main").assert_outcomes(passed=1)
-    run = json.loads((chaos_dir.path / "main" / "test_pt_blind.py_test_blind" / "small.blind-retry.generic" / "results.json").read_text())
+    run = json.loads(
+        (
+            chaos_dir.path / "main" / "test_pt_blind.py_test_blind" / "small.blind-retry.generic" / "results.json"
+        ).read_text()
+    )
     assert run["seed"] == 1 and run["policy"] == "blind-retry"
     result = chaos_dir.runpytest("--fleetchaos-baseline", "main")
     result.assert_outcomes(passed=1)
@@ -286,7 +298,9 @@ def test_a_run_history_group_is_a_baseline(chaos_dir):
     chaos_dir.makepyfile(test_pt_blind=BLIND)
     result = chaos_dir.runpytest("--fleetchaos-baseline", "main", "--fleetchaos-history", "hist.db")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*recovery_rate regressed against the baseline history #1 (main) (0.95 on seeds 1-3):"])
+    result.stdout.fnmatch_lines(
+        ["*recovery_rate regressed against the baseline history #1 (main) (0.95 on seeds 1-3):"]
+    )
 
 
 def test_a_missing_or_invalid_baseline_is_a_usage_error(chaos_dir):
@@ -297,7 +311,9 @@ def test_a_missing_or_invalid_baseline_is_a_usage_error(chaos_dir):
     result.stderr.fnmatch_lines(["*--fleetchaos-baseline: nowhere.json: no such file or folder"])
     result = chaos_dir.runpytest("--fleetchaos-baseline", "main", "--fleetchaos-history", "none.db")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--fleetchaos-baseline: main: no such file or folder, and no run history at none.db*"])
+    result.stderr.fnmatch_lines(
+        ["*--fleetchaos-baseline: main: no such file or folder, and no run history at none.db*"]
+    )
     (chaos_dir.path / "bad.json").write_text('{"hello": 1}')
     result = chaos_dir.runpytest("--fleetchaos-baseline", "bad.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -342,7 +358,12 @@ def test_failing_assert_rate_gives_figure_interval_seeds_and_a_replay_that_repro
         mp.chdir(chaos_dir.path)
         replayed = _replay(command)["metrics"]["recovery_rate"]
     assert replayed == pytest.approx(min(per_seed), abs=5e-4)
-    result.stdout.fnmatch_lines(["*- fleetchaos replay -*", "fleetchaos run --scenario small.yaml --policy blind-retry --errors generic --seed 1"])
+    result.stdout.fnmatch_lines(
+        [
+            "*- fleetchaos replay -*",
+            "fleetchaos run --scenario small.yaml --policy blind-retry --errors generic --seed 1",
+        ]
+    )
 
 
 def test_terminal_summary_lists_every_scenario_run(chaos_dir):
@@ -384,5 +405,7 @@ def test_summary_rows_survive_the_report_serialisation_xdist_uses(chaos_dir):
     wire = json.loads(json.dumps(call._to_json()))  # what xdist sends: plain JSON-able data
     state = _SessionState()
     state.pytest_runtest_logreport(TestReport._from_json(wire))
-    assert [(r["outcome"], r["scenario"], r["policy"], r["seeds"]) for r in state.rows] == [("passed", "small", "backoff", "1,2")]
+    assert [(r["outcome"], r["scenario"], r["policy"], r["seeds"]) for r in state.rows] == [
+        ("passed", "small", "backoff", "1,2")
+    ]
     assert state.rows[0]["replays"][1].endswith("--policy backoff --errors structured --seed 2")

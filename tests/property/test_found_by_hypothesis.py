@@ -56,8 +56,13 @@ MISREAD_WORLD = {
     "name": "found-by-hypothesis",
     "duration_s": 87.0,
     "fleet": {
-        "orchestrators": 1, "workers": 1, "tool_slots": 1, "credential_refresh_s": 0.0,
-        "network_latency": {"mean_s": 0.5, "cv": 0.0}, "api_rate_per_s": 1.0, "api_burst": 1.0,
+        "orchestrators": 1,
+        "workers": 1,
+        "tool_slots": 1,
+        "credential_refresh_s": 0.0,
+        "network_latency": {"mean_s": 0.5, "cv": 0.0},
+        "api_rate_per_s": 1.0,
+        "api_burst": 1.0,
     },
     "workload": {"arrivals": [{"at_s": 0.0, "template": "coding"}] * 3},
     "faults": [{"kind": "disk_full", "events": [{"worker": 0, "at_s": 0.0}], "cleanup_after_s": 60.0}],
@@ -75,7 +80,9 @@ def test_without_a_guardrail_a_misread_failure_is_claimed_as_success():
     """The minimal counterexample: task 1's failed dispatch is misread (p = 0.05 x 0.2) and claimed done with partial truth."""
     records = _records(Unguarded(), 0.05)
     assert [(r.claim, r.truth, r.misreads) for r in records] == [
-        ("success", "full", 0), ("success", "partial", 1), ("success", "full", 0),
+        ("success", "full", 0),
+        ("success", "partial", 1),
+        ("success", "full", 0),
     ]
 
 

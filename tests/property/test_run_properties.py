@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from fleetchaos.policies.builtins import POLICIES, StructuredDecisionTree
 from fleetchaos.runs.runner import run_one
-from fleetchaos.testing.strategies import scenarios
-from fleetchaos.testing.suite import PROPORTIONS, ScenarioResult
 from fleetchaos.sim.formats import FORMATS, get_format
 from fleetchaos.sim.world import World
+from fleetchaos.testing.strategies import scenarios
+from fleetchaos.testing.suite import PROPORTIONS, ScenarioResult
 
 CLAIMS = {"success", "partial", "failed", "escalated", "dead_lettered", "in_flight"}
 RATE_METRICS = ("recovery_rate", "silent_failure_rate", "success_rate")

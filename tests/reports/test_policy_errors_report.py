@@ -140,16 +140,26 @@ def test_run_report_names_a_broken_policy(workdir):
     assert result.exit_code == 0, result.output
     assert f"{BROKEN}:Raises on structured:" in result.stdout and "policy raised RuntimeError" in result.stdout
     summary = (workdir / "one" / "summary.md").read_text()
-    assert "## Policy errors" in summary and "| raised an exception | policy raised RuntimeError: broken on purpose |" in summary
+    assert (
+        "## Policy errors" in summary
+        and "| raised an exception | policy raised RuntimeError: broken on purpose |" in summary
+    )
 
 
 def test_policy_error_section_lists_the_most_frequent_messages_first_and_sums_the_rest():
     """Messages that vary per task do not flood the report: the first ones by count, then one row for the rest."""
     messages = {f"policy raised KeyError: {i}": 1 for i in range(POLICY_ERROR_MESSAGES + 5)}
     messages["action cap reached: more than 100 actions for one task"] = 7
-    text = to_markdown(policy_error_blocks([("mine:P", "generic", {"policy_errors": 16.0}, {"policy_errors_by_message": messages})], runs=2))
+    text = to_markdown(
+        policy_error_blocks(
+            [("mine:P", "generic", {"policy_errors": 16.0}, {"policy_errors_by_message": messages})], runs=2
+        )
+    )
     rows = [line for line in text.splitlines() if line.startswith("| ") and "problem" not in line]
-    assert rows[0] == "| never gave up: hit the action cap for one task | action cap reached: more than 100 actions for one task | 7 |"
+    assert (
+        rows[0]
+        == "| never gave up: hit the action cap for one task | action cap reached: more than 100 actions for one task | 7 |"
+    )
     assert len(rows) == POLICY_ERROR_MESSAGES + 1
     assert rows[-1] == "|  | and 6 more distinct messages | 6 |"
     assert "mine:P on generic: 32 tasks ended by a policy error" in text
@@ -157,8 +167,12 @@ def test_policy_error_section_lists_the_most_frequent_messages_first_and_sums_th
 
 def test_policy_error_section_for_results_without_messages():
     """Results from before the breakdown existed still get the section, from the metric, and say how to see messages."""
-    blocks = policy_error_blocks([("old:P", "generic", {"policy_errors": 1.5}, {}), ("ok", "generic", {"policy_errors": 0.0}, {})], runs=2)
+    blocks = policy_error_blocks(
+        [("old:P", "generic", {"policy_errors": 1.5}, {}), ("ok", "generic", {"policy_errors": 0.0}, {})], runs=2
+    )
     text = to_markdown(blocks)
     assert "old:P on generic: 3 tasks ended by a policy error" in text and "were not recorded" in text
     assert "ok on generic" not in text
-    assert policy_error_blocks([("ok", "generic", {"policy_errors": 0.0}, {"policy_errors_by_message": {}})], runs=3) == []
+    assert (
+        policy_error_blocks([("ok", "generic", {"policy_errors": 0.0}, {"policy_errors_by_message": {}})], runs=3) == []
+    )

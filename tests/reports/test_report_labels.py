@@ -10,13 +10,19 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from fleetchaos.results.models import ArmResult, CompareResult, SweepEntry, SweepResult
-from fleetchaos.results.stats import MIN_SEEDS
 from fleetchaos.reports import sweep as sweep_report
 from fleetchaos.reports import writer
 from fleetchaos.reports.ablation import ablation_chart
-from fleetchaos.reports.charts import SPIKE_MIN_COUNT, SPIKE_SD, _bar_with_ci, error_codes_chart, pareto_chart, recovery_chart
-from fleetchaos.results.models import RATES
+from fleetchaos.reports.charts import (
+    SPIKE_MIN_COUNT,
+    SPIKE_SD,
+    _bar_with_ci,
+    error_codes_chart,
+    pareto_chart,
+    recovery_chart,
+)
+from fleetchaos.results.models import RATES, ArmResult, CompareResult, SweepEntry, SweepResult
+from fleetchaos.results.stats import MIN_SEEDS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -79,10 +85,14 @@ def test_recovery_chart_with_an_undefined_arm_is_byte_stable(tmp_path):
 
 
 def _ablation_doc() -> dict:
-    step = {"metrics": {"recovery_rate": 0.5, "wasted_retries": 3.0, "silent_failure_rate": 0.01},
-            "ci": {"recovery_rate": [0.4, 0.6], "wasted_retries": [2.0, 4.0], "silent_failure_rate": [0.0, 0.02]}}
-    undefined = {"metrics": {"recovery_rate": None, "wasted_retries": 0.0, "silent_failure_rate": 0.0},
-                 "ci": {"recovery_rate": [None, None], "wasted_retries": [0.0, 0.0], "silent_failure_rate": [0.0, 0.0]}}
+    step = {
+        "metrics": {"recovery_rate": 0.5, "wasted_retries": 3.0, "silent_failure_rate": 0.01},
+        "ci": {"recovery_rate": [0.4, 0.6], "wasted_retries": [2.0, 4.0], "silent_failure_rate": [0.0, 0.02]},
+    }
+    undefined = {
+        "metrics": {"recovery_rate": None, "wasted_retries": 0.0, "silent_failure_rate": 0.0},
+        "ci": {"recovery_rate": [None, None], "wasted_retries": [0.0, 0.0], "silent_failure_rate": [0.0, 0.0]},
+    }
     return {"scenario": "quiet", "seeds": [1, 2, 3], "policy": "p",
             "steps": [{"format": "generic", **undefined}, {"format": "ablation:failure_type", **step}]}  # fmt: skip
 
@@ -99,7 +109,7 @@ def test_ablation_chart_draws_no_bar_for_an_undefined_mean(tmp_path, monkeypatch
     monkeypatch.setattr(Figure, "savefig", keep)
     path = ablation_chart(_ablation_doc(), tmp_path / "a.png")
     assert path.read_bytes() == ablation_chart(_ablation_doc(), tmp_path / "b.png").read_bytes()
-    recovery, wasted, silent = figures[0].axes
+    recovery, wasted, _silent = figures[0].axes
     assert [(round(b.get_x() + b.get_width() / 2), b.get_height()) for b in _bars(recovery)] == [(1, 0.5)]
     assert [(round(t.xy[0]), t.get_text()) for t in recovery.texts] == [(0, "n/a")]
     assert len(_bars(wasted)) == 2 and not wasted.texts  # 0.0 is a value, drawn as one

@@ -21,9 +21,9 @@ from click.testing import CliRunner
 from fleetchaos.cli.main import main
 from fleetchaos.policies.builtins import get_policy
 from fleetchaos.scenario.load import Scenario, load_scenario
-from fleetchaos.testing.shrink import CallEvent, ddmin, parse_property, shrink
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.world import World
+from fleetchaos.testing.shrink import CallEvent, ddmin, parse_property, shrink
 
 PLANTED = {
     "name": "planted",
@@ -36,8 +36,12 @@ PLANTED = {
         {"kind": "rate_limit", "per_day": 2, "window_s": 2700, "capacity_factor": 0.02},
         {"kind": "disk_full", "per_worker_per_day": 0.3, "cleanup_after_s": 14400},
         {"kind": "expired_key", "per_worker_per_day": 0.2},
-        {"kind": "silent_suppression", "probability": 1.0, "tools": ["git_push"],
-         "windows": [{"start_s": 10000, "duration_s": 3000}]},
+        {
+            "kind": "silent_suppression",
+            "probability": 1.0,
+            "tools": ["git_push"],
+            "windows": [{"start_s": 10000, "duration_s": 3000}],
+        },
     ],
 }
 PLANTED_SEED = 3
@@ -63,7 +67,10 @@ def _write(path: Path, doc: dict) -> Path:
 def _pytest(test_file: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file.name)],
-        cwd=test_file.parent, capture_output=True, text=True, timeout=120,
+        cwd=test_file.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -108,8 +115,11 @@ def test_minimal_scenario_still_fails(planted, tmp_path):
     path = tmp_path / "minimal.yaml"
     path.write_text(scenario_yaml(result.scenario), encoding="utf-8")
     run = run_one(load_scenario(str(path)), "structured", "structured", PLANTED_SEED, keep_tasks=True)
-    matching = [t for t in run.tasks if t["template"] == result.prop.template
-                and abs(t["arrival_s"] - result.prop.arrival_s) < 1e-3]
+    matching = [
+        t
+        for t in run.tasks
+        if t["template"] == result.prop.template and abs(t["arrival_s"] - result.prop.arrival_s) < 1e-3
+    ]
     assert matching and matching[0]["silent_failure"]
 
 
@@ -117,21 +127,40 @@ def test_cli_writes_a_regression_test_that_fails_before_and_passes_after_a_fix(t
     """`fleetchaos shrink` writes a test that fails on the bug and passes once the planted fault is gone."""
     scenario = _write(tmp_path / "planted.yaml", PLANTED)
     out = tmp_path / "regress" / "test_planted_regression.py"
-    res = CliRunner().invoke(main, [
-        "shrink", "--scenario", str(scenario), "--policy", "structured", "--errors", "structured",
-        "--seed", str(PLANTED_SEED), "--task-silent", str(PLANTED_TASK), "-o", str(out), "--json",
-    ])
+    res = CliRunner().invoke(
+        main,
+        [
+            "shrink",
+            "--scenario",
+            str(scenario),
+            "--policy",
+            "structured",
+            "--errors",
+            "structured",
+            "--seed",
+            str(PLANTED_SEED),
+            "--task-silent",
+            str(PLANTED_TASK),
+            "-o",
+            str(out),
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     summary = json.loads(res.stdout)
     assert summary["fault_events"]["minimal"] == 1 and summary["fault_events"]["original"] >= 200
-    assert summary["schedule"][0].endswith(f"silent_suppression on git_push at {summary['scenario']['faults'][0]['windows'][0]['start_s']:.1f} s")
+    assert summary["schedule"][0].endswith(
+        f"silent_suppression on git_push at {summary['scenario']['faults'][0]['windows'][0]['start_s']:.1f} s"
+    )
     minimal = out.with_suffix(".yaml")
     assert minimal.exists() and out.exists()
     before = _pytest(out)
     assert before.returncode == 1, before.stdout
     assert "ended as a silent failure" in before.stdout and "fleetchaos run --scenario" in before.stdout
     doc = yaml.safe_load(minimal.read_text())
-    doc["faults"] = [f for f in doc["faults"] if f["kind"] != "silent_suppression"]  # the fix: the tool stops swallowing
+    doc["faults"] = [
+        f for f in doc["faults"] if f["kind"] != "silent_suppression"
+    ]  # the fix: the tool stops swallowing
     minimal.write_text(yaml.safe_dump(doc), encoding="utf-8")
     after = _pytest(out)
     assert after.returncode == 0, after.stdout
@@ -141,16 +170,32 @@ def test_metric_property_shrinks_a_generic_partial_fan_out_to_one_blip(tmp_path)
     """silent_failure_rate>0 under the generic format shrinks to one blip on a fan-out step; the structured arm passes."""
     scenario = _write(tmp_path / "fanout.yaml", FANOUT)
     out = tmp_path / "test_fanout_regression.py"
-    res = CliRunner().invoke(main, [
-        "shrink", "--scenario", str(scenario), "--policy", "blind-retry", "--errors", "generic", "--seed", "1",
-        "--property", "silent_failure_rate>0", "-o", str(out),
-    ])
+    res = CliRunner().invoke(
+        main,
+        [
+            "shrink",
+            "--scenario",
+            str(scenario),
+            "--policy",
+            "blind-retry",
+            "--errors",
+            "generic",
+            "--seed",
+            "1",
+            "--property",
+            "silent_failure_rate>0",
+            "-o",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     schedule = res.stdout.split("minimal schedule:\n", 1)[1].strip().splitlines()
     assert len(schedule) == 1 and "network_blip on search" in schedule[0], res.stdout
     assert _pytest(out).returncode == 1
     text = out.read_text()
-    fixed = text.replace("POLICY = 'blind-retry'", "POLICY = 'structured'").replace("ERRORS = 'generic'", "ERRORS = 'structured'")
+    fixed = text.replace("POLICY = 'blind-retry'", "POLICY = 'structured'").replace(
+        "ERRORS = 'generic'", "ERRORS = 'structured'"
+    )
     assert fixed != text
     out.write_text(fixed)
     assert _pytest(out).returncode == 0
@@ -206,8 +251,23 @@ def test_ddmin_finds_a_one_minimal_subset():
 def test_user_mistakes_exit_2_with_one_message(tmp_path, args, message):
     """Bad property syntax, a task that was not a silent failure, a property the run does not fail: exit 2."""
     scenario = _write(tmp_path / "planted.yaml", PLANTED)
-    res = CliRunner().invoke(main, ["shrink", "--scenario", str(scenario), "--policy", "structured", "--errors",
-                                    "structured", "--seed", str(PLANTED_SEED), "-o", str(tmp_path / "t.py"), *args])
+    res = CliRunner().invoke(
+        main,
+        [
+            "shrink",
+            "--scenario",
+            str(scenario),
+            "--policy",
+            "structured",
+            "--errors",
+            "structured",
+            "--seed",
+            str(PLANTED_SEED),
+            "-o",
+            str(tmp_path / "t.py"),
+            *args,
+        ],
+    )
     assert res.exit_code == 2, res.output
     assert message in res.stderr
     assert res.stderr.count("error:") == 1

@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
+from fleetchaos.policies.builtins import get_policy
 from fleetchaos.results.metrics import compute
 from fleetchaos.results.oracle import TaskOutcome
-from fleetchaos.policies.builtins import get_policy
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.formats import ErrorFormat, get_format
 from fleetchaos.sim.ledger import TaskRecord

@@ -7,8 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from fleetchaos.runs.ablation import STEPS, ablation_document, run_ablation
 from fleetchaos.cli.main import main
+from fleetchaos.runs.ablation import STEPS, ablation_document, run_ablation
 from fleetchaos.scenario.load import load_scenario
 from fleetchaos.sim.formats import ABLATION_FORMATS
 
@@ -55,7 +55,8 @@ def test_alternatives_step_is_worthless_without_not_found_or_permanent_faults():
 def test_cli_ablation_json_document(tmp_path):
     """`fleetchaos ablation --json --report` prints one document and writes json, md and a PNG."""
     result = CliRunner().invoke(
-        main, ["ablation", "--scenario", "field_ablation_transient", "--seeds", "2", "--json", "--report", str(tmp_path)],
+        main,
+        ["ablation", "--scenario", "field_ablation_transient", "--seeds", "2", "--json", "--report", str(tmp_path)],
         catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output

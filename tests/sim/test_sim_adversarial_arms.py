@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
+import adversarial_policies
 import pytest
 
-import adversarial_policies
 from fleetchaos.runs.runner import compare
 from fleetchaos.scenario.load import load_scenario
 
@@ -22,7 +22,10 @@ ADVERSARIES = {
     "adversarial_policies:SleepsAtTheFloatLimit": (None, True),
     "adversarial_policies:NeverGivesUp": ("action cap reached: more than 100 actions for one task", False),
     "adversarial_policies:MutatesSharedState": ("action cap reached: more than 100 actions for one task", False),
-    "adversarial_policies:MutatesObservation": ("policy raised FrozenInstanceError: cannot assign to field 'ok'", False),
+    "adversarial_policies:MutatesObservation": (
+        "policy raised FrozenInstanceError: cannot assign to field 'ok'",
+        False,
+    ),
 }
 
 

@@ -50,8 +50,20 @@ def compare_json(name: str, memo: dict[str, dict], tmp_path_factory) -> dict:
         history = tmp_path_factory.mktemp("history") / "history.db"
         result = CliRunner(env={"FLEETCHAOS_HISTORY": str(history)}).invoke(
             main,
-            ["compare", "--scenario", name, "--seeds", "1", "--jobs", "1",
-             "--policies", "structured,blind-retry", "--errors", "structured,generic", "--json"],
+            [
+                "compare",
+                "--scenario",
+                name,
+                "--seeds",
+                "1",
+                "--jobs",
+                "1",
+                "--policies",
+                "structured,blind-retry",
+                "--errors",
+                "structured,generic",
+                "--json",
+            ],
             catch_exceptions=False,
         )
         assert result.exit_code == 0, result.output
@@ -118,7 +130,10 @@ def test_research_fanout_hides_gaps_behind_generic_ok(compared, tmp_path_factory
     """5 parallel sources: the generic format passes partial searches on as success, the envelope far less often."""
     sc = load_scenario("research_fanout")
     assert sc.workload.templates[0].steps[0].fan_out == 5
-    arms = {(a["policy"], a["errors"]): a["metrics"] for a in compare_json("research_fanout", compared, tmp_path_factory)["arms"]}
+    arms = {
+        (a["policy"], a["errors"]): a["metrics"]
+        for a in compare_json("research_fanout", compared, tmp_path_factory)["arms"]
+    }
     generic = arms[("blind-retry", "generic")]["silent_failure_rate"]
     assert generic > 0.05
     assert arms[("structured", "structured")]["silent_failure_rate"] < generic / 5
@@ -130,7 +145,10 @@ def test_crm_sync_403_fails_3_of_5_writes(compared, tmp_path_factory):
     (denied,) = [f for f in sc.faults if f.kind == "permission_denied"]
     assert denied.items == [2, 3, 4] and denied.tools == ["update_contact"]
     assert sc.workload.templates[0].steps[1].fan_out == 5
-    arms = {(a["policy"], a["errors"]): a["metrics"] for a in compare_json("crm_sync_403", compared, tmp_path_factory)["arms"]}
+    arms = {
+        (a["policy"], a["errors"]): a["metrics"]
+        for a in compare_json("crm_sync_403", compared, tmp_path_factory)["arms"]
+    }
     generic = arms[("blind-retry", "generic")]["silent_failure_rate"]
     assert generic > 0.1
     assert arms[("structured", "structured")]["silent_failure_rate"] < generic / 5

@@ -109,12 +109,29 @@ class AlwaysReroute:
 
 def test_fail_fast_extras_used_by_the_hand_computations():
     """The fail-fast durations the hand computations in this file rely on."""
-    assert {k: FAIL_FAST_S[k] for k in (
-        "missing_dependency", "validation_error", "not_found", "permission_denied",
-        "partial_batch", "node_crash", "quota_exhausted", "rate_limit", "network_blip",
-    )} == {
-        "missing_dependency": 0.2, "validation_error": 0.5, "not_found": 0.4, "permission_denied": 0.3,
-        "partial_batch": 0.5, "node_crash": 0.2, "quota_exhausted": 0.1, "rate_limit": 0.1, "network_blip": 1.0,
+    assert {
+        k: FAIL_FAST_S[k]
+        for k in (
+            "missing_dependency",
+            "validation_error",
+            "not_found",
+            "permission_denied",
+            "partial_batch",
+            "node_crash",
+            "quota_exhausted",
+            "rate_limit",
+            "network_blip",
+        )
+    } == {
+        "missing_dependency": 0.2,
+        "validation_error": 0.5,
+        "not_found": 0.4,
+        "permission_denied": 0.3,
+        "partial_batch": 0.5,
+        "node_crash": 0.2,
+        "quota_exhausted": 0.1,
+        "rate_limit": 0.1,
+        "network_blip": 1.0,
     }
 
 
@@ -130,8 +147,14 @@ def test_each_failure_kind_generic_status_word_vs_structured_contract(kind):
     """For one failed dispatch of any kind, generic shows 'failed' and structured shows the kind's contract."""
     retry = 2.5 if kind in ("rate_limit", "quota_exhausted") else None
     report = AttemptReport(
-        task_id=0, worker=1, start_step=0, failed_step=1, step_names=("fetch", "write"),
-        failure=kind, retry_after_s=retry, item_failures=((0, kind),),
+        task_id=0,
+        worker=1,
+        start_step=0,
+        failed_step=1,
+        step_names=("fetch", "write"),
+        failure=kind,
+        retry_after_s=retry,
+        item_failures=((0, kind),),
     )
     assert_generic_shows_only_failed(report)
     obs = STRUCTURED.render(report)
@@ -153,7 +176,12 @@ def test_each_failure_kind_generic_status_word_vs_structured_contract(kind):
 def test_masked_calls_render_as_plain_success_in_both_formats(kind):
     """A dispatch whose only 'failure' was masked is complete: both formats say ok, with no envelope."""
     report = AttemptReport(
-        task_id=0, worker=0, start_step=0, failed_step=-1, step_names=("fetch", "write"), masked=((0, 0, kind),),
+        task_id=0,
+        worker=0,
+        start_step=0,
+        failed_step=-1,
+        step_names=("fetch", "write"),
+        masked=((0, 0, kind),),
     )
     for fmt in (GENERIC, STRUCTURED):
         obs = fmt.render(report)
@@ -185,7 +213,12 @@ def test_git_push_conflict_loser_is_rejected_and_retries_on_the_new_head(sim):
     #        task 0 writes first (head 0 -> 1); task 1 finds head 1 != 0 -> GIT_PUSH_REJECTED, no commit
     # t=5.1  task 1 retries (blind, no delay): reads head 1, ends 10.2, writes (head 2)
     t0, t1 = r.records
-    assert t0.claim == "success" and t0.commits == [[1]] and t0.fault_hits == {} and t0.end_s == pytest.approx(5.1, **APPROX)
+    assert (
+        t0.claim == "success"
+        and t0.commits == [[1]]
+        and t0.fault_hits == {}
+        and t0.end_s == pytest.approx(5.1, **APPROX)
+    )
     assert t1.claim == "success" and t1.commits == [[1]] and t1.truth == "full"
     assert t1.calls == 2 and t1.retries == 1 and t1.fault_hits == {"git_push_conflict": 1}
     assert t1.wasted_retries == 0 and t1.duplicate_side_effects == 0
@@ -193,12 +226,18 @@ def test_git_push_conflict_loser_is_rejected_and_retries_on_the_new_head(sim):
     assert r.output.fault_log == [(0, "git_push_conflict", "git_push", 1, 1)]  # noted at the call's start
     # what the formats show for the rejected dispatch
     [report] = failures(r)
-    assert (report.task_id, report.failure, report.item_failures) == (1, "git_push_conflict", ((0, "git_push_conflict"),))
+    assert (report.task_id, report.failure, report.item_failures) == (
+        1,
+        "git_push_conflict",
+        ((0, "git_push_conflict"),),
+    )
     assert_generic_shows_only_failed(report)
     env = STRUCTURED.render(report).envelope
     assert shown(env) == envelope_of("git_push_conflict")
     assert shown(env) == {
-        "error_code": "GIT_PUSH_REJECTED", "category": "transient", "recoverable": True,
+        "error_code": "GIT_PUSH_REJECTED",
+        "category": "transient",
+        "recoverable": True,
         "suggested_action": "fetch_rebase_and_retry",
     }
     assert env.retry_after_ms is None and env.partial_success.completed_steps == ()
@@ -242,7 +281,9 @@ def test_git_push_contention_grows_with_the_number_of_workers(sim, n):
 
 def build_job(sim):
     """plan (10 s) -> build (20 s, no API) -> push (5 s, append)."""
-    return {"job": [sim.step("plan", 10), sim.step("build", 20, uses_api=False), sim.step("push", 5, side_effect="append")]}
+    return {
+        "job": [sim.step("plan", 10), sim.step("build", 20, uses_api=False), sim.step("push", 5, side_effect="append")]
+    }
 
 
 def missing_world(sim, probability: float = 1.0):
@@ -279,7 +320,9 @@ def test_missing_dependency_structured_tree_escalates_for_triage(sim):
     r = sim.run(missing_world(sim), "structured", "structured")
     [d] = r.log
     assert shown(d.observation.envelope) == {
-        "error_code": "DEPENDENCY_MISSING", "category": "dependency", "recoverable": True,
+        "error_code": "DEPENDENCY_MISSING",
+        "category": "dependency",
+        "recoverable": True,
         "suggested_action": "reroute_or_provision",
     }
     assert isinstance(d.action, Escalate)
@@ -308,7 +351,9 @@ def test_missing_dependency_following_the_suggestion_reroutes_and_recovers(sim):
 
 def invalid_world(sim, workers: int = 1):
     return sim.scenario(
-        build_job(sim), faults=[{"kind": "validation_error", "probability": 1.0, "tools": ["build"]}], workers=workers,
+        build_job(sim),
+        faults=[{"kind": "validation_error", "probability": 1.0, "tools": ["build"]}],
+        workers=workers,
     )
 
 
@@ -325,7 +370,9 @@ def test_validation_error_retrying_never_helps(sim):
     report = r.reports[0]
     assert_generic_shows_only_failed(report)
     assert shown(STRUCTURED.render(report).envelope) == {
-        "error_code": "VALIDATION_FAILED", "category": "validation", "recoverable": False,
+        "error_code": "VALIDATION_FAILED",
+        "category": "validation",
+        "recoverable": False,
         "suggested_action": "fix_input_upstream",
     }
 
@@ -372,10 +419,15 @@ def fetch_job(sim):
 def gone_world(sim, alternatives: int, missing_p: float):
     return sim.scenario(
         fetch_job(sim),
-        faults=[{
-            "kind": "not_found", "probability": 1.0, "tools": ["fetch"],
-            "alternatives": alternatives, "alternative_missing_probability": missing_p,
-        }],
+        faults=[
+            {
+                "kind": "not_found",
+                "probability": 1.0,
+                "tools": ["fetch"],
+                "alternatives": alternatives,
+                "alternative_missing_probability": missing_p,
+            }
+        ],
     )
 
 
@@ -385,7 +437,9 @@ def test_not_found_use_alternative_recovers(sim):
     [d] = r.log
     env = d.observation.envelope
     assert shown(env) == {
-        "error_code": "NOT_FOUND", "category": "dependency", "recoverable": True,
+        "error_code": "NOT_FOUND",
+        "category": "dependency",
+        "recoverable": True,
         "suggested_action": "use_alternative_source",
     }
     assert env.partial_success.completed_steps == ("0:plan",)
@@ -459,11 +513,13 @@ def test_envelope_distinguishes_alternatives_left_from_exhausted(sim):
 
 def crm_world(sim):
     return sim.scenario(
-        {"crm_sync": [
-            sim.step("fetch_contacts", 8),
-            sim.step("update_contact", 4, fan_out=5, side_effect="idempotent", needs=["fetch_contacts"]),
-            sim.step("post_note", 3, side_effect="append"),
-        ]},
+        {
+            "crm_sync": [
+                sim.step("fetch_contacts", 8),
+                sim.step("update_contact", 4, fan_out=5, side_effect="idempotent", needs=["fetch_contacts"]),
+                sim.step("post_note", 3, side_effect="append"),
+            ]
+        },
         faults=[{"kind": "permission_denied", "probability": 1.0, "tools": ["update_contact"], "items": [2, 3, 4]}],
     )
 
@@ -489,7 +545,9 @@ def test_permission_denied_crm_structured_escalates_with_the_partial_success(sim
     [d] = r.log
     env = d.observation.envelope
     assert shown(env) == {
-        "error_code": "PERMISSION_DENIED", "category": "auth", "recoverable": False,
+        "error_code": "PERMISSION_DENIED",
+        "category": "auth",
+        "recoverable": False,
         "suggested_action": "request_access",
     }
     assert env.partial_success.completed_steps == ("0:fetch_contacts",)
@@ -555,7 +613,9 @@ def test_partial_batch_transient_structured_retries_only_the_failed_items(sim):
     assert len(failed) == 2 and all(k == "partial_batch" for _, k in report.item_failures)
     env = d.observation.envelope
     assert shown(env) == {
-        "error_code": "BATCH_ITEM_FAILED", "category": "transient", "recoverable": True,
+        "error_code": "BATCH_ITEM_FAILED",
+        "category": "transient",
+        "recoverable": True,
         "suggested_action": "retry_failed_items",
     }
     assert env.partial_success.artifacts == tuple(f"0:search#{i}" for i in ok)
@@ -714,8 +774,11 @@ def test_schema_drift_rollout_window_versions_by_report_time(sim):
     scn = sim.scenario(
         {"job": [sim.step("a", 6), sim.step("b", 1)]},
         faults=[
-            {"kind": "network_blip", "probability": 1.0,
-             "windows": [{"start_s": 0, "duration_s": 1}, {"start_s": 7, "duration_s": 1}]},
+            {
+                "kind": "network_blip",
+                "probability": 1.0,
+                "windows": [{"start_s": 0, "duration_s": 1}, {"start_s": 7, "duration_s": 1}],
+            },
             {"kind": "schema_drift", "windows": [{"start_s": 0, "duration_s": 5}]},
         ],
     )
@@ -766,7 +829,9 @@ def test_node_crash_structured_requeues_on_a_healthy_worker(sim):
     [d] = r.log
     env = d.observation.envelope
     assert shown(env) == {
-        "error_code": "WORKER_LOST", "category": "resource", "recoverable": True,
+        "error_code": "WORKER_LOST",
+        "category": "resource",
+        "recoverable": True,
         "suggested_action": "requeue_on_healthy_worker",
     }
     assert env.partial_success.completed_steps == () and env.context == {"worker": "worker-0", "tool": "plan"}
@@ -867,10 +932,15 @@ def partition_world(sim, start_s: float = 0.0):
     return sim.scenario(
         plan_push(sim),
         arrivals=[(0.0, "job"), (0.0, "job")],
-        faults=[{
-            "kind": "network_partition", "orchestrators": [0], "workers": [0],
-            "windows": [{"start_s": start_s, "duration_s": 1000}], "connect_timeout_s": 10,
-        }],
+        faults=[
+            {
+                "kind": "network_partition",
+                "orchestrators": [0],
+                "workers": [0],
+                "windows": [{"start_s": start_s, "duration_s": 1000}],
+                "connect_timeout_s": 10,
+            }
+        ],
         workers=2,
         orchestrators=2,
     )
@@ -897,7 +967,9 @@ def test_network_partition_structured_reroutes_to_a_reachable_worker(sim):
     r = sim.run(partition_world(sim), "structured", "structured")
     [d] = r.log
     assert shown(d.observation.envelope) == {
-        "error_code": "NETWORK_PARTITION", "category": "resource", "recoverable": True,
+        "error_code": "NETWORK_PARTITION",
+        "category": "resource",
+        "recoverable": True,
         "suggested_action": "reroute_to_reachable_worker",
     }
     assert d.action == Reroute(0.0, 0, ())
@@ -961,8 +1033,9 @@ def test_latency_spike_with_call_timeout_is_an_ambiguous_timeout(sim):
                 envelopes.append(obs.envelope)
     assert 0 in committed and any(c > 0 for c in committed)  # same observation, different truths
     assert all(shown(e) == envelope_of("latency_spike") for e in envelopes)
-    assert shown(envelopes[0]) == shown(STRUCTURED.render(AttemptReport(
-        0, 0, 0, 0, ("post",), failure="timeout")).envelope)  # a spike reads as a plain TOOL_TIMEOUT
+    assert shown(envelopes[0]) == shown(
+        STRUCTURED.render(AttemptReport(0, 0, 0, 0, ("post",), failure="timeout")).envelope
+    )  # a spike reads as a plain TOOL_TIMEOUT
     assert len({e.model_dump_json() for e in envelopes}) == 1
 
 
@@ -1001,7 +1074,9 @@ def test_quota_exhausted_blind_retries_are_wasted_until_the_reset(sim):
     assert_generic_shows_only_failed(first)
     env = STRUCTURED.render(first).envelope
     assert shown(env) == {
-        "error_code": "QUOTA_EXCEEDED", "category": "resource", "recoverable": True,
+        "error_code": "QUOTA_EXCEEDED",
+        "category": "resource",
+        "recoverable": True,
         "suggested_action": "wait_for_quota_reset",
     }
     assert env.retry_after_ms == 86_379_600 and env.partial_success.completed_steps == ("0:a", "1:b")
@@ -1040,7 +1115,9 @@ def test_quota_exhausted_structured_tree_reroutes_into_the_same_quota(sim):
 )
 def test_successful_reroute_away_from_a_targeted_fault_is_not_wasted(sim, kind, reason):
     """A fault targeted at worker 0 does not hold on worker 1, so the reroute that recovers is not wasted."""
-    scn = sim.scenario({"job": [sim.step("call", 1)]}, faults=[{"kind": kind, "probability": 1.0, "workers": [0]}], workers=2)
+    scn = sim.scenario(
+        {"job": [sim.step("call", 1)]}, faults=[{"kind": kind, "probability": 1.0, "workers": [0]}], workers=2
+    )
     r = sim.run(scn, AlwaysReroute(), "generic")
     # w0 fails ; reroute to w1 (not targeted) -> the call succeeds, the task recovers
     assert r.rec.claim == "success" and r.rec.worker == 1

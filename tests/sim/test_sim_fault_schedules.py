@@ -111,8 +111,9 @@ def test_ramp_moves_the_probability_linearly(sim, upward):
         one_call(sim),
         # task 0 at 0, tasks 1..40 at 50 (64 slots: no queueing), task 41 at 100, task 42 at 150
         arrivals=[(0.0, "job")] + [(50.0, "job")] * 40 + [(100.0, "job"), (150.0, "job")],
-        faults=[{"kind": "network_blip",
-                 "ramp": {"start_s": 0, "end_s": 100, "from_probability": lo, "to_probability": hi}}],
+        faults=[
+            {"kind": "network_blip", "ramp": {"start_s": 0, "end_s": 100, "from_probability": lo, "to_probability": hi}}
+        ],
         tool_slots=64,
         duration_s=200,
     )
@@ -161,7 +162,9 @@ def test_targeting_restricts_calls_by_worker_tool_and_template(sim, target, fail
     ]
     for rec in r.records:
         assert rec.end_s == pytest.approx(1.1 if rec.id in failing and tool == "a" else 2.2, **APPROX)
-        assert rec.truth == ("none" if rec.id in failing and tool == "a" else "partial" if rec.id in failing else "full")
+        assert rec.truth == (
+            "none" if rec.id in failing and tool == "a" else "partial" if rec.id in failing else "full"
+        )
 
 
 # --------------------------------------------------------------------------------------
@@ -173,8 +176,13 @@ def test_swarm_draws_the_same_value_per_seed_and_different_values_across_seeds(s
     """connect_timeout_s drawn from [5, 50]: a cut-off dispatch lasts exactly the drawn value, fixed per seed."""
     scn = sim.scenario(
         one_call(sim),
-        faults=[{"kind": "network_partition", "windows": [{"start_s": 0, "duration_s": 1000}],
-                 "swarm": {"connect_timeout_s": [5, 50]}}],
+        faults=[
+            {
+                "kind": "network_partition",
+                "windows": [{"start_s": 0, "duration_s": 1000}],
+                "swarm": {"connect_timeout_s": [5, 50]},
+            }
+        ],
     )
     drawn = {}
     for seed in (0, 1, 2, 3, 0, 1):
@@ -213,12 +221,16 @@ def test_swarm_integer_parameter_is_rounded_and_drives_the_truth(sim):
 
 def chain_world(sim):
     return sim.scenario(
-        {"research": [
-            sim.step("search", 10, fan_out=5),
-            sim.step("synth", 20, needs=["search"]),
-            sim.step("publish", 5, needs=["synth"], side_effect="append"),
-        ]},
-        faults=[{"kind": "partial_batch", "probability": 1.0, "failures": 2, "windows": [{"start_s": 0, "duration_s": 1}]}],
+        {
+            "research": [
+                sim.step("search", 10, fan_out=5),
+                sim.step("synth", 20, needs=["search"]),
+                sim.step("publish", 5, needs=["synth"], side_effect="append"),
+            ]
+        },
+        faults=[
+            {"kind": "partial_batch", "probability": 1.0, "failures": 2, "windows": [{"start_s": 0, "duration_s": 1}]}
+        ],
     )
 
 

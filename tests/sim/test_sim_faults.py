@@ -534,8 +534,13 @@ def test_tokens_are_billed_for_calls_that_ran_not_for_fast_failures(sim):
         {"job": [sim.step("plan", 10, tokens=1000), sim.step("push", 5, side_effect="append", tokens=300)]},
         faults=[
             {"kind": "network_blip", "probability": 1.0, "windows": [{"start_s": 0, "duration_s": 0.5}]},
-            {"kind": "timeout", "probability": 1.0, "committed_probability": 0.0, "timeout_s": 30,
-             "windows": [{"start_s": 11.0, "duration_s": 1.0}]},
+            {
+                "kind": "timeout",
+                "probability": 1.0,
+                "committed_probability": 0.0,
+                "timeout_s": 30,
+                "windows": [{"start_s": 11.0, "duration_s": 1.0}],
+            },
         ],
     )
     r = sim.run(scn, "blind-retry", "generic")

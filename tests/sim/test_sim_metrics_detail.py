@@ -19,7 +19,9 @@ def three_task_world(sim):
             "batch": [sim.step("search", 10, fan_out=5), sim.step("synth", 10, uses_api=False)],
         },
         arrivals=[(0, "local"), (0, "local"), (0, "batch")],
-        faults=[{"kind": "network_blip", "probability": 1.0, "workers": [1], "windows": [{"start_s": 0, "duration_s": 0.5}]}],
+        faults=[
+            {"kind": "network_blip", "probability": 1.0, "workers": [1], "windows": [{"start_s": 0, "duration_s": 0.5}]}
+        ],
         workers=3,
         api_rate_per_s=0.01,
         api_burst=3,
@@ -34,7 +36,7 @@ def run(sim, scenario, policy, errors, **kw):
 def test_new_metrics_on_the_three_task_world(sim):
     """One recovery (2 steps, 21.3 s), 11 calls for 10 logical calls, no escalation, no data loss."""
     scn = three_task_world(sim)
-    m, b, _ = run(sim, scn, "blind-retry", "generic")
+    m, _b, _ = run(sim, scn, "blind-retry", "generic")
     assert set(m) == set(METRICS)
     # logical calls: local 1 + 1, local 1 + 1, batch 5 + 1 = 10 ; tool calls 2 + 3 + 6 = 11
     assert m["logical_calls"] == 10.0 and m["tool_calls"] == 11.0
@@ -49,7 +51,7 @@ def test_new_metrics_on_the_three_task_world(sim):
 
 def test_breakdowns_by_kind_code_tool_and_worker(sim):
     """The blip (plan, worker 1) and two 429s (search, worker 2) land in every breakdown."""
-    m, b, _ = run(sim, three_task_world(sim), "blind-retry", "generic")
+    _m, b, _ = run(sim, three_task_world(sim), "blind-retry", "generic")
     assert b["fault_hits_by_error_code"] == {"NETWORK_UNREACHABLE": 1, "RATE_LIMITED": 2}
     assert b["fault_hits_by_tool"] == {"plan": 1, "search": 2}
     assert b["fault_hits_by_worker"] == {"1": 1, "2": 2}
@@ -119,4 +121,4 @@ def test_task_counts_give_one_value_per_name():
     assert (values["rollbacks"], values["deduplicated"], values["logical_calls"]) == (1, 3, 2)
     # The tail read straight off the record lines up with its attribute names (one is renamed).
     renamed = {"rolled_back": "rollbacks"}
-    assert [renamed.get(name, name) for name in RECORD_COUNTS] == list(TASK_COUNTS[-len(RECORD_COUNTS):])
+    assert [renamed.get(name, name) for name in RECORD_COUNTS] == list(TASK_COUNTS[-len(RECORD_COUNTS) :])

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import pytest
 
 from fleetchaos.policies.blocks import AwsRetryQuota, CircuitBreaker
-from fleetchaos.policies.controls import Controlled
 from fleetchaos.policies.builtins import BlindRetry
+from fleetchaos.policies.controls import Controlled
 from fleetchaos.policies.presets import LayeredBackoff
 from fleetchaos.sim.observation import DeadLetter, Escalate, GiveUp, Remediate, Retry, Rollback
 from fleetchaos.sim.transport import TransportRetry
@@ -46,7 +46,9 @@ def always_blips(sim, tool="dep"):
 def test_layered_retries_multiply_on_a_dependency_that_always_fails(sim, transport_attempts, agent_retries):
     """Calls = transport attempts x agent dispatches: the product is measured, not assumed."""
     policy = LayeredBackoff(
-        max_retries=agent_retries, base_s=0.0, transport=TransportRetry(attempts=transport_attempts, base_s=0.0, jitter="none")
+        max_retries=agent_retries,
+        base_s=0.0,
+        transport=TransportRetry(attempts=transport_attempts, base_s=0.0, jitter="none"),
     )
     r = sim.run(sim.scenario({"job": [sim.step("dep", 1.0)]}, faults=always_blips(sim)), policy, "generic")
     dispatches = agent_retries + 1
@@ -71,7 +73,9 @@ def test_transport_waits_lengthen_the_call(sim):
 
 def test_transport_recovers_a_blip_the_agent_never_sees(sim):
     """A blip window [0, 2): try 1 fails at 1.1 s, try 2 (after 1.0 s) starts at 2.1 and succeeds: the policy is never asked."""
-    faults = [{"kind": "network_blip", "probability": 1.0, "tools": ["dep"], "windows": [{"start_s": 0, "duration_s": 2}]}]
+    faults = [
+        {"kind": "network_blip", "probability": 1.0, "tools": ["dep"], "windows": [{"start_s": 0, "duration_s": 2}]}
+    ]
     recorder = sim.Recorder(LayeredBackoff(transport=TransportRetry(attempts=3, base_s=1.0, jitter="none")))
     r = sim.run(sim.scenario({"job": [sim.step("dep", 1.0)]}, faults=faults), recorder, "generic")
     assert recorder.log == []
@@ -84,7 +88,9 @@ def test_a_transport_retry_ahead_in_time_leaves_the_rest_of_the_step_at_its_own_
     """A blip window [0, 2) and a 2-item step at t=0.  Item 0's first try fails and its
     transport retry runs at 2.1 s, after the window; item 1 still starts at 0 s, inside it,
     and must meet the blip too (looking ahead once moved the window's pointer past it)."""
-    faults = [{"kind": "network_blip", "probability": 1.0, "tools": ["dep"], "windows": [{"start_s": 0, "duration_s": 2}]}]
+    faults = [
+        {"kind": "network_blip", "probability": 1.0, "tools": ["dep"], "windows": [{"start_s": 0, "duration_s": 2}]}
+    ]
     policy = LayeredBackoff(max_retries=0, transport=TransportRetry(attempts=2, base_s=1.0, jitter="none"))
     r = sim.run(sim.scenario({"job": [sim.step("dep", 1.0, fan_out=2)]}, faults=faults), policy, "generic")
     assert r.rec.fault_hits == {"network_blip": 2}  # both first tries, at 0 s
@@ -103,7 +109,13 @@ def test_transport_layer_leaves_application_errors_to_the_agent(sim):
 
 
 def _remediation_fleet(success_probability: float) -> dict:
-    return {"remediation": {"duration": {"mean_s": 300, "cv": 0}, "success_probability": success_probability, "tokens": 1000}}
+    return {
+        "remediation": {
+            "duration": {"mean_s": 300, "cv": 0},
+            "success_probability": success_probability,
+            "tokens": 1000,
+        }
+    }
 
 
 def test_remediation_repairs_expired_credentials(sim):
@@ -156,7 +168,10 @@ def test_remediation_cannot_repair_invalid_input(sim):
 def test_escalation_pages_a_human_whose_hours_are_charged(sim):
     faults = [{"kind": "expired_key", "events": [{"worker": 0, "at_s": 0}]}]
     scenario = sim.scenario(
-        {"job": [sim.step("plan", 10)]}, faults=faults, human_response={"mean_s": 5400, "cv": 0}, usd_per_human_hour=100.0
+        {"job": [sim.step("plan", 10)]},
+        faults=faults,
+        human_response={"mean_s": 5400, "cv": 0},
+        usd_per_human_hour=100.0,
     )
     r = sim.run(scenario, Script((Escalate("help"),)), "structured")
     assert r.rec.claim == "escalated"
@@ -166,7 +181,9 @@ def test_escalation_pages_a_human_whose_hours_are_charged(sim):
 
 def test_dead_letter_parks_the_task_with_its_own_claim(sim):
     faults = [{"kind": "validation_error", "probability": 1.0, "tools": ["plan"]}]
-    r = sim.run(sim.scenario({"job": [sim.step("plan", 5)]}, faults=faults), Script((DeadLetter("poison"),)), "structured")
+    r = sim.run(
+        sim.scenario({"job": [sim.step("plan", 5)]}, faults=faults), Script((DeadLetter("poison"),)), "structured"
+    )
     assert r.rec.claim == "dead_lettered"
     assert r.breakdowns["claims"] == {"dead_lettered": 1}
     assert not r.out.silent_failure
@@ -187,8 +204,16 @@ def test_rollback_compensates_committed_items_so_nothing_is_half_done(sim):
 @pytest.mark.parametrize("keys, duplicates, deduplicated", [(False, 1, 0), (True, 0, 1)])
 def test_idempotency_keys_stop_a_timed_out_post_from_posting_twice(sim, keys, duplicates, deduplicated):
     """The first post times out at 2 s having committed; the retry commits again unless it carries a key."""
-    faults = [{"kind": "timeout", "probability": 1.0, "committed_probability": 1.0, "timeout_s": 2.0, "tools": ["post"],
-               "windows": [{"start_s": 0, "duration_s": 1}]}]
+    faults = [
+        {
+            "kind": "timeout",
+            "probability": 1.0,
+            "committed_probability": 1.0,
+            "timeout_s": 2.0,
+            "tools": ["post"],
+            "windows": [{"start_s": 0, "duration_s": 1}],
+        }
+    ]
     scenario = sim.scenario({"job": [sim.step("post", 1.0, side_effect="append")]}, faults=faults)
     r = sim.run(scenario, Script((Retry(), GiveUp()), idempotency_keys=keys), "structured")
     assert r.rec.claim == "success"
@@ -239,7 +264,9 @@ class _BrokenHooks:
 
 
 def test_broken_hooks_are_policy_errors_not_crashes(sim):
-    r = sim.run(sim.scenario({"job": [sim.step("plan", 1)]}, arrivals=[(0, "job"), (1, "job")]), _BrokenHooks(), "generic")
+    r = sim.run(
+        sim.scenario({"job": [sim.step("plan", 1)]}, arrivals=[(0, "job"), (1, "job")]), _BrokenHooks(), "generic"
+    )
     assert all(rec.claim == "success" for rec in r.records)
     assert all("choose_worker() failed" in rec.policy_error for rec in r.records)
 
@@ -265,11 +292,13 @@ def test_a_policy_whose_shared_state_cannot_be_built_gives_up_tasks_with_the_rea
 
 
 def _contention(policy: str, workers: int, seed: int) -> dict:
-    from fleetchaos.scenario.params import apply_params
     from fleetchaos.runs.runner import run_one
     from fleetchaos.scenario.load import load_scenario
+    from fleetchaos.scenario.params import apply_params
 
-    scenario, params = apply_params(load_scenario("push_contention"), [("fleet.workers", workers)], source="push_contention")
+    scenario, params = apply_params(
+        load_scenario("push_contention"), [("fleet.workers", workers)], source="push_contention"
+    )
     return run_one(scenario, policy, "structured", seed, params=params).metrics
 
 
@@ -277,7 +306,10 @@ def test_push_contention_jitter_clears_a_thundering_herd_that_lockstep_backoff_f
     """100 workers push to one branch at once.  Every variant gets every push in (they retry until success);
     exponential backoff without jitter keeps the losers in lockstep: far more calls and a far later finish."""
     seeds = (1, 2, 3)
-    runs = {p: [_contention(p, 100, s) for s in seeds] for p in ("backoff-none", "backoff-full-jitter", "backoff-decorrelated-jitter")}
+    runs = {
+        p: [_contention(p, 100, s) for s in seeds]
+        for p in ("backoff-none", "backoff-full-jitter", "backoff-decorrelated-jitter")
+    }
     for metrics in (m for ms in runs.values() for m in ms):
         assert metrics["tasks"] == 100 and metrics["success_rate"] == 1.0
         assert metrics["duplicate_side_effects"] == 0  # a rejected push commits nothing

@@ -23,18 +23,46 @@ def test_no_file_a_run_writes_holds_a_planted_secret(tmp_path):
     runner = CliRunner(env={"FLEETCHAOS_HISTORY": str(history)})
     compared = runner.invoke(
         main,
-        ["compare", "--scenario", "field_ablation", "--seeds", "1", "--jobs", "1", "--policies", "raw-parse",
-         "--errors", FORMATS, "--report", str(tmp_path / "out" / "compare")],
+        [
+            "compare",
+            "--scenario",
+            "field_ablation",
+            "--seeds",
+            "1",
+            "--jobs",
+            "1",
+            "--policies",
+            "raw-parse",
+            "--errors",
+            FORMATS,
+            "--report",
+            str(tmp_path / "out" / "compare"),
+        ],
         catch_exceptions=False,
     )
     assert compared.exit_code == 0, compared.output
     ran = runner.invoke(
-        main, ["run", "--scenario", "field_ablation", "--errors", "raw", "--seed", "1", "--policy", "raw-parse",
-               "--report", str(tmp_path / "out" / "run")],
+        main,
+        [
+            "run",
+            "--scenario",
+            "field_ablation",
+            "--errors",
+            "raw",
+            "--seed",
+            "1",
+            "--policy",
+            "raw-parse",
+            "--report",
+            str(tmp_path / "out" / "run"),
+        ],
         catch_exceptions=False,
     )
     assert ran.exit_code == 0, ran.output
-    arms = {a["errors"]: a["metrics"] for a in json.loads((tmp_path / "out" / "compare" / "results.json").read_text())["arms"]}
+    arms = {
+        a["errors"]: a["metrics"]
+        for a in json.loads((tmp_path / "out" / "compare" / "results.json").read_text())["arms"]
+    }
     assert arms["raw"]["secrets_leaked"] > 0
     assert all(arms[f]["secrets_leaked"] == 0 for f in FORMATS.split(",") if f != "raw")
     secrets = [s.encode() for s in PlantedSecrets.for_run(1).all()]

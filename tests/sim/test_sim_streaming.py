@@ -20,15 +20,15 @@ from collections import Counter
 import pytest
 
 import fleetchaos.catalogue as catalogue
+from fleetchaos.policies.builtins import get_policy
+from fleetchaos.results.metrics import WASTE_FAMILIES, RunAccumulator, compute_run, error_code, pages_of
+from fleetchaos.results.models import rounded
+from fleetchaos.results.oracle import judge
+from fleetchaos.results.stats import percentile
 from fleetchaos.runs import runner
 from fleetchaos.runs.determinism import check_determinism
-from fleetchaos.results.metrics import WASTE_FAMILIES, RunAccumulator, compute_run, error_code, pages_of
-from fleetchaos.results.oracle import judge
-from fleetchaos.scenario.params import apply_params
-from fleetchaos.policies.builtins import get_policy
-from fleetchaos.results.models import rounded
 from fleetchaos.scenario.load import load_scenario
-from fleetchaos.results.stats import percentile
+from fleetchaos.scenario.params import apply_params
 from fleetchaos.sim.config import DAY_S
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.ledger import TaskRecord
@@ -159,7 +159,9 @@ def reference(records: list[TaskRecord], fault_log: list[tuple], fleet, duration
 
 def _lost_with_crashes():
     """crash_and_partition with no heartbeat timeout: dispatches lost with a node are never noticed."""
-    scenario, _ = apply_params(load_scenario("crash_and_partition"), [("fleet.heartbeat_timeout_s", None)], source="test")
+    scenario, _ = apply_params(
+        load_scenario("crash_and_partition"), [("fleet.heartbeat_timeout_s", None)], source="test"
+    )
     return scenario
 
 
@@ -249,7 +251,9 @@ def test_run_one_streams_the_result_the_kept_records_give(label):
     _, make, policy, errors, seed, _ = next(c for c in CASES if c[0] == label)
     scenario = make()
     kept = _world(scenario, policy, errors, seed).run()
-    metrics, breakdowns, samples, outcomes = reference(kept.records, kept.fault_log, scenario.fleet, scenario.duration_s)
+    metrics, breakdowns, samples, outcomes = reference(
+        kept.records, kept.fault_log, scenario.fleet, scenario.duration_s
+    )
     result = runner.run_one(scenario, policy, errors, seed, keep_tasks=True)
     assert result.metrics == {k: rounded(v) for k, v in metrics.items()}
     assert result.breakdowns == breakdowns
@@ -299,7 +303,7 @@ def test_unfinished_tasks_are_handed_over_once_in_a_deterministic_order():
         _world(scenario, "structured", "structured", 1, drain_s=0.0, sink=handed.append).run()
         orders.append([(r.id, r.claim) for r in handed])
         unfinished = [r for r in handed if r.claim == "in_flight"]
-        assert len(unfinished) > 1 and handed[-len(unfinished):] == unfinished
+        assert len(unfinished) > 1 and handed[-len(unfinished) :] == unfinished
         assert unfinished == sorted(unfinished, key=creation_order)
     assert orders[0] == orders[1]
 
@@ -403,5 +407,8 @@ def test_run_one_holds_no_record_of_a_finished_task(monkeypatch, keep_tasks):
 
 def test_the_determinism_check_still_passes_and_sees_every_record():
     """check_determinism (kept records, trace and fault log) passes on streamed-arm scenarios."""
-    assert check_determinism(load_scenario("closed_loop_quota"), "closed_loop_quota", [("structured", "structured")], [1]) == []
+    assert (
+        check_determinism(load_scenario("closed_loop_quota"), "closed_loop_quota", [("structured", "structured")], [1])
+        == []
+    )
     assert check_determinism(_lost_with_crashes(), "crash_and_partition", [("backoff", "generic")], [1]) == []

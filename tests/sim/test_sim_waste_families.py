@@ -55,10 +55,17 @@ def test_each_documented_reason_falls_in_the_family_docs_metrics_md_gives_it():
     for reason, family in DOCUMENTED_FAMILIES.items():
         assert WASTE_FAMILIES[reason] == family, reason
     # and each documented reason is one the driver really records, under the fault kind the doc implies
-    assert {WASTE_REASONS[k] for k in ("expired_key", "missing_dependency", "validation_error", "permission_denied",
-                                       "not_found", "partial_batch")} == {  # fmt: skip
-        r for r, f in DOCUMENTED_FAMILIES.items() if f == "retried a permanent error"
-    }
+    assert {
+        WASTE_REASONS[k]
+        for k in (
+            "expired_key",
+            "missing_dependency",
+            "validation_error",
+            "permission_denied",
+            "not_found",
+            "partial_batch",
+        )
+    } == {r for r, f in DOCUMENTED_FAMILIES.items() if f == "retried a permanent error"}
     assert WASTE_REASONS["rate_limit"] == "before retry-after"
     assert {WASTE_REASONS[k] for k in ("disk_full", "quota_exhausted", "node_crash", "network_partition")} == {
         r for r, f in DOCUMENTED_FAMILIES.items() if f == "on the same exhausted resource"

@@ -18,7 +18,10 @@ def test_benchmark_script_runs_and_writes_its_figures(tmp_path):
     out = tmp_path / "bench.json"
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--only", "ratio,scaling", "--json", str(out)],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
     assert "target >= 0.50x" in done.stdout and "target flat" in done.stdout

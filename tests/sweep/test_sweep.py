@@ -6,23 +6,26 @@ import json
 import sqlite3
 
 import pytest
-import yaml
 
-from fleetchaos.runs.executors import LocalProcessExecutor, SerialExecutor
 from fleetchaos.results.models import SweepResult
+from fleetchaos.runs.executors import LocalProcessExecutor, SerialExecutor
 from fleetchaos.runs.runner import compare
-from fleetchaos.scenario.load import load_scenario
 from fleetchaos.runs.sweep import SweepSpec, plan_sweep, run_sweep
+from fleetchaos.scenario.load import load_scenario
 
 #: A quick sweep: 2 fault rates x 2 policies x 2 formats x 2 seeds = 16 runs.
 GRID = ("--param", "faults[0].probability=0,0.3", "--policies", "blind-retry,structured", "--seeds", "2")
 
 
-
 def test_plan_orders_jobs_and_canonicalises_the_grid(small):
     """A plan has one job per point, arm and seed, with the grid values as validated."""
-    spec = SweepSpec(scenarios=[small], policies=["structured"], errors=["generic"], seeds=3,
-                     params={"faults[0].probability": [0, 0.5], "fleet.workers": [4]})
+    spec = SweepSpec(
+        scenarios=[small],
+        policies=["structured"],
+        errors=["generic"],
+        seeds=3,
+        params={"faults[0].probability": [0, 0.5], "fleet.workers": [4]},
+    )
     plan = plan_sweep(spec)
     assert plan.grid == {"faults[0].probability": [0.0, 0.5], "fleet.workers": [4]}
     assert plan.x == "faults[0].probability"
@@ -47,8 +50,9 @@ def test_sweep_without_params_agrees_with_compare(small):
 
 def test_results_are_byte_identical_across_executors(small):
     """Serial, a local process pool and a local Dask cluster give byte-identical sweep and compare JSON."""
-    spec = SweepSpec(scenarios=[small], policies=["blind-retry", "structured"], seeds=2,
-                     params={"faults[0].probability": [0.0, 0.3]})
+    spec = SweepSpec(
+        scenarios=[small], policies=["blind-retry", "structured"], seeds=2, params={"faults[0].probability": [0.0, 0.3]}
+    )
     scenario = load_scenario(small)
 
     def both(executor) -> tuple[str, str]:
@@ -64,7 +68,9 @@ def test_results_are_byte_identical_across_executors(small):
     )
     from fleetchaos.runs.executors import DaskExecutor
 
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+    ) as cluster:
         dask = DaskExecutor(cluster.scheduler_address)
         try:
             assert dask.workers == 2
@@ -87,8 +93,13 @@ def test_cli_sweep_json_is_the_same_with_one_or_two_jobs(cli, small):
 
 def test_a_swept_run_replays_with_run_param(cli, small):
     """The replay command of a swept run reproduces its figures exactly."""
-    spec = SweepSpec(scenarios=[small], policies=["structured"], errors=["generic"], seeds=[5],
-                     params={"faults[0].probability": [0.3]})
+    spec = SweepSpec(
+        scenarios=[small],
+        policies=["structured"],
+        errors=["generic"],
+        seeds=[5],
+        params={"faults[0].probability": [0.3]},
+    )
     plan = plan_sweep(spec)
     stored = {}
     result = run_sweep(plan, executor=SerialExecutor(), on_result=lambda key, run: stored.setdefault(key, run))
@@ -135,8 +146,22 @@ def test_report_draws_byte_stable_curves(cli, small, tmp_path):
     from fleetchaos.reports.sweep import write_sweep_report
 
     a, b = tmp_path / "a", tmp_path / "b"
-    assert cli("sweep", "--scenario", small, *GRID, "--jobs", "1", "--report", str(a), "--no-history",
-               "--metric", "silent_failure_rate").exit_code == 0
+    assert (
+        cli(
+            "sweep",
+            "--scenario",
+            small,
+            *GRID,
+            "--jobs",
+            "1",
+            "--report",
+            str(a),
+            "--no-history",
+            "--metric",
+            "silent_failure_rate",
+        ).exit_code
+        == 0
+    )
     assert {p.name for p in a.iterdir()} == {"results.json", "summary.md", "curve_silent_failure_rate.png"}
     result = SweepResult.model_validate_json((a / "results.json").read_text())
     write_sweep_report(result, b)
@@ -153,8 +178,9 @@ def test_sweep_file_and_command_line_combine(cli, small, tmp_path):
         f"scenarios: [{small}]\npolicies: [structured]\nerrors: [structured]\nseeds: [1, 2]\n"
         "params:\n  fleet.workers: [5, 10]\n"
     )
-    doc = json.loads(cli("sweep", "--file", str(sweep_file), "--seeds", "1", "--json", "--no-history",
-                         "--jobs", "1").stdout)
+    doc = json.loads(
+        cli("sweep", "--file", str(sweep_file), "--seeds", "1", "--json", "--no-history", "--jobs", "1").stdout
+    )
     assert doc["seeds"] == [1]
     assert doc["grid"] == {"fleet.workers": [5, 10]}
     assert [(e["policy"], e["errors"]) for e in doc["entries"]] == [("structured", "structured")] * 2
@@ -195,8 +221,21 @@ def test_progress_bar_draws_only_on_a_terminal():
         (("--resume", "--no-history"), "--resume reads the run history"),
         (("--file", "missing.yaml"), "--file missing.yaml: no such file"),
     ],
-    ids=["unknown-field", "invalid-value", "duplicate-value", "param-twice", "metric-typo", "policy-typo",
-         "format-typo", "format-twice", "scenario-typo", "x-not-swept", "bad-scheduler", "resume-no-history", "missing-file"],
+    ids=[
+        "unknown-field",
+        "invalid-value",
+        "duplicate-value",
+        "param-twice",
+        "metric-typo",
+        "policy-typo",
+        "format-typo",
+        "format-twice",
+        "scenario-typo",
+        "x-not-swept",
+        "bad-scheduler",
+        "resume-no-history",
+        "missing-file",
+    ],
 )
 def test_sweep_user_mistakes_exit_2_with_one_message(cli, args, message):
     """A mistake in a sweep gives exit 2 and one message naming the fix, before any run starts."""
@@ -222,8 +261,22 @@ def test_sweep_finds_a_policy_module_in_the_working_directory(cli, small, tmp_pa
         "    def decide(self, obs, history):\n"
         "        return GiveUp('failed')\n"
     )
-    result = cli("sweep", "--scenario", small, "--policies", "fc_sweep_local_policy:Quitter", "--errors", "structured",
-                 "--param", "fleet.workers=3,4", "--seeds", "1", "--jobs", "1", "--no-history")
+    result = cli(
+        "sweep",
+        "--scenario",
+        small,
+        "--policies",
+        "fc_sweep_local_policy:Quitter",
+        "--errors",
+        "structured",
+        "--param",
+        "fleet.workers=3,4",
+        "--seeds",
+        "1",
+        "--jobs",
+        "1",
+        "--no-history",
+    )
     assert result.exit_code == 0, result.output
     assert "fc_sweep_local_policy:Quitter" in result.stdout
 

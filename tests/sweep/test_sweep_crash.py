@@ -36,14 +36,32 @@ def medium(tmp_path_factory) -> str:
 
 
 def _sweep(scenario: str, history: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "fleetchaos.cli", "sweep", "--scenario", scenario, *GRID, "--jobs", "2",
-            "--history", str(history), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "fleetchaos.cli",
+        "sweep",
+        "--scenario",
+        scenario,
+        *GRID,
+        "--jobs",
+        "2",
+        "--history",
+        str(history),
+        *extra,
+    ]
 
 
 def _start(cmd: list[str], cwd: Path) -> subprocess.Popen:
     # SIGINT back to its default: a test runner may have started us with it ignored.
-    return subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    return subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def _stored(history: Path) -> int:
@@ -126,8 +144,9 @@ def test_kill_9_mid_sweep_then_resume_stores_every_run_exactly_once(medium, tmp_
     db.close()
     assert 8 <= before < TOTAL, "the sweep finished before it could be killed; make it longer"
 
-    resumed = subprocess.run(_sweep(medium, history, "--resume", "--json"), cwd=tmp_path, capture_output=True,
-                             text=True, timeout=120)
+    resumed = subprocess.run(
+        _sweep(medium, history, "--resume", "--json"), cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert f"{before} of {TOTAL} runs already stored" in resumed.stderr
 

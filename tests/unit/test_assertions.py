@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from fleetchaos.gates.assertions import Estimate, RateAssertionError, assert_rate
 from fleetchaos.errors import UserError
+from fleetchaos.gates.assertions import Estimate, RateAssertionError, assert_rate
 from fleetchaos.results.models import RunResult
 from fleetchaos.results.stats import mean_ci, wilson
 from fleetchaos.testing.suite import ScenarioResult, resolve_seeds
@@ -110,8 +110,14 @@ def run(seed: int, **metrics) -> RunResult:
     counts = metrics.pop("counts", None)
     breakdowns = {"task_counts": counts} if counts is not None else {}
     return RunResult(
-        scenario="s", policy="p", errors="e", seed=seed, metrics=metrics, breakdowns=breakdowns,
-        fault_schedule=[], replay=f"fleetchaos run --scenario s --policy p --errors e --seed {seed}",
+        scenario="s",
+        policy="p",
+        errors="e",
+        seed=seed,
+        metrics=metrics,
+        breakdowns=breakdowns,
+        fault_schedule=[],
+        replay=f"fleetchaos run --scenario s --policy p --errors e --seed {seed}",
     )
 
 
@@ -138,8 +144,15 @@ def test_a_rate_interval_is_kept_inside_0_and_1():
 
 def test_one_seed_gives_a_proportion_its_wilson_interval_and_a_count_none():
     """With one seed a rate gets the Wilson interval of that run's tasks; a count has no interval."""
-    r = result(run(7, recovery_rate=0.75, faulted_tasks=40.0, wasted_retries=2.0,
-                   counts={"recovered": 30, "faulted": 40, "tasks": 100}))
+    r = result(
+        run(
+            7,
+            recovery_rate=0.75,
+            faulted_tasks=40.0,
+            wasted_retries=2.0,
+            counts={"recovered": 30, "faulted": 40, "tasks": 100},
+        )
+    )
     e = r.recovery_rate
     assert (e.low, e.high) == wilson(30, 40)
     assert e.method == "Wilson over 40 tasks of seed 7"
@@ -181,7 +194,13 @@ def test_an_unknown_metric_names_the_known_ones():
 
 @pytest.mark.parametrize(
     "seeds, first, expected",
-    [(None, None, [1, 2, 3, 4, 5]), (3, None, [1, 2, 3]), ([4, 9], None, [4, 9]), (2, 40, [40, 41]), ([1, 7, 9], 0, [0, 1, 2])],
+    [
+        (None, None, [1, 2, 3, 4, 5]),
+        (3, None, [1, 2, 3]),
+        ([4, 9], None, [4, 9]),
+        (2, 40, [40, 41]),
+        ([1, 7, 9], 0, [0, 1, 2]),
+    ],
 )
 def test_seeds_are_a_count_or_a_list_and_the_first_seed_option_moves_them(seeds, first, expected):
     """A count means 1..n; --fleetchaos-seed N gives as many consecutive seeds from N."""
@@ -190,8 +209,14 @@ def test_seeds_are_a_count_or_a_list_and_the_first_seed_option_moves_them(seeds,
 
 @pytest.mark.parametrize(
     "seeds, message",
-    [(0, "between 1 and 10000, got 0"), ([], "at least one seed"), ([1, 1], "distinct"), ([-1], ">= 0, got -1"),
-     (True, "got True"), ("5", "every seed must be a whole number")],
+    [
+        (0, "between 1 and 10000, got 0"),
+        ([], "at least one seed"),
+        ([1, 1], "distinct"),
+        ([-1], ">= 0, got -1"),
+        (True, "got True"),
+        ("5", "every seed must be a whole number"),
+    ],
 )
 def test_invalid_seeds_are_user_errors(seeds, message):
     """Bad seed arguments raise UserError naming the value."""

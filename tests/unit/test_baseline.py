@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from fleetchaos.gates.baseline import load_baseline
 from fleetchaos.errors import UserError
+from fleetchaos.gates.baseline import load_baseline
 from fleetchaos.results.models import RunResult
 from fleetchaos.testing.suite import ScenarioResult
 
@@ -39,9 +39,14 @@ def current(recovery: list[float], wasted: list[float] | None = None) -> Scenari
     wasted = wasted or [2.0] * len(recovery)
     runs = tuple(
         RunResult(
-            scenario="s", policy="p", errors="e", seed=i + 1,
+            scenario="s",
+            policy="p",
+            errors="e",
+            seed=i + 1,
             metrics={"recovery_rate": r, "silent_failure_rate": 0.0, "wasted_retries": w},
-            breakdowns={}, fault_schedule=[], replay=f"fleetchaos run --scenario s --policy p --errors e --seed {i + 1}",
+            breakdowns={},
+            fault_schedule=[],
+            replay=f"fleetchaos run --scenario s --policy p --errors e --seed {i + 1}",
         )
         for i, (r, w) in enumerate(zip(recovery, wasted))
     )
@@ -83,8 +88,13 @@ def test_a_run_regresses_only_when_its_whole_interval_is_worse(tmp_path):
     baseline = load_baseline(path)
     bad = {v["metric"]: v for v in baseline.verdicts(current([0.5, 0.55, 0.6]))}
     assert bad["recovery_rate"]["regressed"]
-    assert bad["recovery_rate"]["message"].startswith(f"recovery_rate regressed against the baseline {path} (0.9 on seeds 1-3):")
-    assert "replay the worst seed (1): fleetchaos run --scenario s --policy p --errors e --seed 1" in bad["recovery_rate"]["message"]
+    assert bad["recovery_rate"]["message"].startswith(
+        f"recovery_rate regressed against the baseline {path} (0.9 on seeds 1-3):"
+    )
+    assert (
+        "replay the worst seed (1): fleetchaos run --scenario s --policy p --errors e --seed 1"
+        in bad["recovery_rate"]["message"]
+    )
     assert not bad["silent_failure_rate"]["regressed"] and not bad["wasted_retries"]["regressed"]
     ok = baseline.verdicts(current([0.8, 0.95, 0.9]))
     assert [v["regressed"] for v in ok] == [False, False, False]
@@ -97,8 +107,14 @@ def test_a_run_regresses_only_when_its_whole_interval_is_worse(tmp_path):
     [
         ("{not json", "not valid JSON"),
         ('{"hello": 1}', "not a fleetchaos results document"),
-        ('{"scenario": "s", "arms": [{"policy": 1, "errors": "e", "metrics": {}}]}', "arms[0]: field 'policy' must be a string"),
-        ('{"scenario": "s", "arms": [{"policy": "p", "errors": "e", "metrics": 3}]}', "field 'metrics' must be a mapping"),
+        (
+            '{"scenario": "s", "arms": [{"policy": 1, "errors": "e", "metrics": {}}]}',
+            "arms[0]: field 'policy' must be a string",
+        ),
+        (
+            '{"scenario": "s", "arms": [{"policy": "p", "errors": "e", "metrics": 3}]}',
+            "field 'metrics' must be a mapping",
+        ),
         ("42", "expected a results document"),
     ],
 )

@@ -80,8 +80,12 @@ from fleetchaos.sim.observation import (
 def hist(retries: int = 0, streak: int = 0, elapsed: float = 0.0, seed: int = 99) -> TaskHistory:
     """A hand-built history with an explicitly seeded RNG."""
     return TaskHistory(
-        task_id=3, attempts=retries + 1, retries=retries, same_failure_streak=streak,
-        elapsed_s=elapsed, rng=random.Random(seed),
+        task_id=3,
+        attempts=retries + 1,
+        retries=retries,
+        same_failure_streak=streak,
+        elapsed_s=elapsed,
+        rng=random.Random(seed),
     )
 
 
@@ -92,8 +96,14 @@ def obs(envelope=None) -> Observation:
 
 def ate(category="transient", code="NETWORK_UNREACHABLE", recoverable=True, retry_after_ms=None, partial=None):
     """An AgentToolError."""
-    return AgentToolError(error_code=code, category=category, recoverable=recoverable, suggested_action="x",
-                          retry_after_ms=retry_after_ms, partial_success=partial)
+    return AgentToolError(
+        error_code=code,
+        category=category,
+        recoverable=recoverable,
+        suggested_action="x",
+        retry_after_ms=retry_after_ms,
+        partial_success=partial,
+    )
 
 
 GENERIC = obs()
@@ -101,8 +111,7 @@ TRANSIENT = obs(ate())
 RATE = obs(ate(code="RATE_LIMITED", retry_after_ms=2500))
 FATAL = obs(ate(category="fatal", code="DISK_CORRUPT", recoverable=False))
 # steps 0 and 1 done, items 1 and 3 of step 2 done: resume at step 2 skipping items 1, 3
-PARTIAL = obs(ate(partial=PartialSuccess(completed_steps=("0:plan", "1:edit"),
-                                         artifacts=("2:search#3", "2:search#1"))))
+PARTIAL = obs(ate(partial=PartialSuccess(completed_steps=("0:plan", "1:edit"), artifacts=("2:search#3", "2:search#1"))))
 
 
 # ---------------------------------------------------------------------------------------
@@ -381,8 +390,13 @@ def test_accept_partial_needs_evidence():
 
 def coordinator() -> Policy:
     """The coordinator recipe: retry transient failures once, else report what is missing."""
-    return Policy(retry=retry_if_category("transient"), stop=stop_after_attempt(2), wait=wait_fixed(1.0),
-                  instead=instead_accept_partial(), name="coordinator")
+    return Policy(
+        retry=retry_if_category("transient"),
+        stop=stop_after_attempt(2),
+        wait=wait_fixed(1.0),
+        instead=instead_accept_partial(),
+        name="coordinator",
+    )
 
 
 def test_policy_retries_then_falls_back():
@@ -417,10 +431,13 @@ def test_policy_is_reproducible_from_its_inputs():
 
 def test_policy_repr_is_the_flat_recipe():
     """The policy's repr records every block, flattened."""
-    p = Policy(retry=retry_if_category("transient") | retry_if_code("RATE_LIMITED"),
-               stop=stop_after_attempt(4) | stop_after_same_failure(3),
-               wait=wait_max(wait_retry_after(), wait_full_jitter(2.0, 60.0)),
-               instead=instead_escalate(), name="tree")
+    p = Policy(
+        retry=retry_if_category("transient") | retry_if_code("RATE_LIMITED"),
+        stop=stop_after_attempt(4) | stop_after_same_failure(3),
+        wait=wait_max(wait_retry_after(), wait_full_jitter(2.0, 60.0)),
+        instead=instead_escalate(),
+        name="tree",
+    )
     assert repr(p) == (
         "Policy(name='tree', retry=retry_if_category('transient') | retry_if_code('RATE_LIMITED'), "
         "stop=stop_after_attempt(4) | stop_after_same_failure(3), "
@@ -446,9 +463,13 @@ def test_failure_type_routing_from_blocks():
             category_of(observation), instead_escalate()
         )(observation, history)
 
-    p = Policy(retry=retry_if_category("timeout", "rate_limited") & retry_if_retryable(unknown=True),
-               stop=stop_after_attempt(5), wait=wait_max(wait_retry_after(), wait_exponential(1.0, 30.0)),
-               instead=route, name="router")
+    p = Policy(
+        retry=retry_if_category("timeout", "rate_limited") & retry_if_retryable(unknown=True),
+        stop=stop_after_attempt(5),
+        wait=wait_max(wait_retry_after(), wait_exponential(1.0, 30.0)),
+        instead=route,
+        name="router",
+    )
     assert p.decide(obs(FailureTypeError(failure_type="timeout")), hist(retries=1)) == Retry(2.0)
     assert isinstance(p.decide(obs(FailureTypeError(failure_type="auth_error")), hist()), RefreshCredentials)
     assert p.decide(obs(FailureTypeError(failure_type="timeout", retry_recommended=False)), hist()) == Escalate(
@@ -458,8 +479,15 @@ def test_failure_type_routing_from_blocks():
 
 def test_blocks_are_frozen_and_slotted():
     """Every block is immutable and has no __dict__."""
-    for block in (retry_if_code("A"), stop_after_attempt(2), wait_fixed(1.0), instead_escalate(),
-                  retry_always() | retry_never(), wait_max(wait_fixed(1.0)), Policy()):
+    for block in (
+        retry_if_code("A"),
+        stop_after_attempt(2),
+        wait_fixed(1.0),
+        instead_escalate(),
+        retry_always() | retry_never(),
+        wait_max(wait_fixed(1.0)),
+        Policy(),
+    ):
         assert not hasattr(block, "__dict__")
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(block, dataclasses.fields(block)[0].name, "x")
@@ -490,22 +518,22 @@ def test_all_is_sorted_and_complete():
 def test_aws_quota_hand_sequence():
     """Token accounting of a 20-token bucket against a hand-computed sequence."""
     q = AwsRetryQuota(initial=20)
-    s = q.initial_state()                      # 20
-    s, paid = q.acquire(s)                     # retry: 20 - 5 = 15
+    s = q.initial_state()  # 20
+    s, paid = q.acquire(s)  # retry: 20 - 5 = 15
     assert (s, paid) == (QuotaState(15), 5)
-    s, paid = q.acquire(s, timeout=True)       # timeout retry: 15 - 10 = 5
+    s, paid = q.acquire(s, timeout=True)  # timeout retry: 15 - 10 = 5
     assert (s, paid) == (QuotaState(5), 10)
-    s, paid = q.acquire(s, timeout=True)       # 5 < 10: refused, still 5
+    s, paid = q.acquire(s, timeout=True)  # 5 < 10: refused, still 5
     assert (s, paid) == (QuotaState(5), None)
-    s, paid = q.acquire(s)                     # 5 - 5 = 0
+    s, paid = q.acquire(s)  # 5 - 5 = 0
     assert (s, paid) == (QuotaState(0), 5)
-    s, paid = q.acquire(s)                     # 0 < 5: refused
+    s, paid = q.acquire(s)  # 0 < 5: refused
     assert paid is None
-    s = q.on_success(s, paid=5)                # retry succeeded: refund 5 -> 5
-    s = q.on_success(s)                        # first attempt succeeded: +1 -> 6
-    s = q.on_success(s, paid=10)               # refund 10 -> 16
+    s = q.on_success(s, paid=5)  # retry succeeded: refund 5 -> 5
+    s = q.on_success(s)  # first attempt succeeded: +1 -> 6
+    s = q.on_success(s, paid=10)  # refund 10 -> 16
     assert s == QuotaState(16)
-    s = q.on_success(s, paid=10)               # 26 capped at 20
+    s = q.on_success(s, paid=10)  # 26 capped at 20
     assert s == QuotaState(20)
 
 
@@ -534,19 +562,19 @@ def test_aws_quota_defaults_allow_100_retries():
 def test_grpc_throttle_hand_sequence():
     """max_tokens=10, ratio=0.1: retries allowed while tokens > 5 (hand-computed sequence)."""
     g = GrpcRetryThrottle(max_tokens=10, token_ratio=0.1)
-    s = g.initial_state()                      # 10.0
+    s = g.initial_state()  # 10.0
     seen = []
-    for _ in range(5):                         # failures: 9, 8, 7, 6, 5
+    for _ in range(5):  # failures: 9, 8, 7, 6, 5
         s = g.on_failure(s)
         seen.append((s.tokens, g.allows_retry(s)))
     assert seen == [(9.0, True), (8.0, True), (7.0, True), (6.0, True), (5.0, False)]  # 5 is not > 5
-    s = g.on_success(s)                        # 5.1 -> allowed
+    s = g.on_success(s)  # 5.1 -> allowed
     assert (s.tokens, g.allows_retry(s)) == (5.1, True)
-    s = g.on_failure(s)                        # 4.1
-    for _ in range(9):                         # 4.1 + 0.9 = 5.0: exactly, not allowed
+    s = g.on_failure(s)  # 4.1
+    for _ in range(9):  # 4.1 + 0.9 = 5.0: exactly, not allowed
         s = g.on_success(s)
     assert (s, g.allows_retry(s)) == (GrpcTokens(5000), False)
-    s = g.on_success(s)                        # 5.1
+    s = g.on_success(s)  # 5.1
     assert g.allows_retry(s)
 
 
@@ -575,20 +603,20 @@ def test_envoy_budget_hand_sequence():
     e = EnvoyRetryBudget()
     s = e.initial_state()
     for _ in range(10):
-        s = e.start_request(s)                 # 10 active, limit max(3, floor(2.0)) = 3
+        s = e.start_request(s)  # 10 active, limit max(3, floor(2.0)) = 3
     assert e.limit(s) == 3
-    s, ok1 = e.start_retry(s)                  # (11, 1)
-    s, ok2 = e.start_retry(s)                  # (12, 2)
-    s, ok3 = e.start_retry(s)                  # (13, 3): 2 < max(3, floor(2.4)) = 3
-    s, ok4 = e.start_retry(s)                  # 3 < max(3, floor(2.6)) = 3 fails: refused
+    s, ok1 = e.start_retry(s)  # (11, 1)
+    s, ok2 = e.start_retry(s)  # (12, 2)
+    s, ok3 = e.start_retry(s)  # (13, 3): 2 < max(3, floor(2.4)) = 3
+    s, ok4 = e.start_retry(s)  # 3 < max(3, floor(2.6)) = 3 fails: refused
     assert (ok1, ok2, ok3, ok4) == (True, True, True, False) and s == EnvoyLoad(13, 3)
     for _ in range(10):
-        s = e.start_request(s)                 # 23 active, limit floor(4.6) = 4
-    s, ok5 = e.start_retry(s)                  # (24, 4)
-    s, ok6 = e.start_retry(s)                  # 4 < floor(4.8) = 4 fails: refused
+        s = e.start_request(s)  # 23 active, limit floor(4.6) = 4
+    s, ok5 = e.start_retry(s)  # (24, 4)
+    s, ok6 = e.start_retry(s)  # 4 < floor(4.8) = 4 fails: refused
     assert (ok5, ok6, s) == (True, False, EnvoyLoad(24, 4))
-    s = e.finish(s, was_retry=True)            # (23, 3)
-    s = e.finish(s)                            # (22, 3)
+    s = e.finish(s, was_retry=True)  # (23, 3)
+    s = e.finish(s)  # (22, 3)
     assert s == EnvoyLoad(22, 3) and e.allows_retry(s)  # limit floor(4.4) = 4
 
 
@@ -608,18 +636,18 @@ def test_adaptive_throttle_hand_sequence():
     t = AdaptiveThrottle()
     s = t.initial_state()
     assert t.reject_probability(s, 0.0) == 0.0
-    for _ in range(10):                        # t=0: 10 requests, all accepted
+    for _ in range(10):  # t=0: 10 requests, all accepted
         s, allowed = t.request(s, 0.0, 0.0)
         assert allowed
         s = t.on_accept(s, 0.0)
     assert t.reject_probability(s, 0.0) == 0.0  # (10 - 20) / 11 < 0
-    for _ in range(30):                        # t=10: 30 requests, none accepted
+    for _ in range(30):  # t=10: 30 requests, none accepted
         s, _ = t.request(s, 10.0, 0.99)
     assert s.totals() == (40, 10)
     assert t.reject_probability(s, 10.0) == pytest.approx(20 / 41)  # (40 - 20) / 41
-    s, allowed = t.request(s, 10.0, 0.48)      # 0.48 < 0.4878: rejected, still counted
+    s, allowed = t.request(s, 10.0, 0.48)  # 0.48 < 0.4878: rejected, still counted
     assert not allowed and t.reject_probability(s, 10.0) == pytest.approx(21 / 42)
-    s2, allowed = t.request(s, 10.0, 0.51)     # 0.51 >= 0.5: allowed
+    _s2, allowed = t.request(s, 10.0, 0.51)  # 0.51 >= 0.5: allowed
     assert allowed
     # t=121: the t=0 bucket (start 0 <= 1) has left the window: 31 requests, 0 accepts
     assert t.reject_probability(s, 121.0) == pytest.approx(31 / 32)
@@ -644,27 +672,27 @@ def test_breaker_hand_sequence():
     """threshold 3, cool-down 10 s, 2 half-open trials: a hand-computed walk through every state."""
     b = CircuitBreaker(failure_threshold=3, cooldown_s=10.0, half_open_trials=2)
     s = b.initial_state()
-    s = b.on_failure(s, 0.0)                   # closed, 1
-    s = b.on_failure(s, 1.0)                   # closed, 2
-    s = b.on_success(s, 2.0)                   # closed, reset to 0
+    s = b.on_failure(s, 0.0)  # closed, 1
+    s = b.on_failure(s, 1.0)  # closed, 2
+    s = b.on_success(s, 2.0)  # closed, reset to 0
     assert s == BreakerState()
-    for t in (3.0, 4.0, 5.0):                  # three in a row: open at t=5
+    for t in (3.0, 4.0, 5.0):  # three in a row: open at t=5
         s = b.on_failure(s, t)
     assert (s.mode, s.opened_at_s) == ("open", 5.0)
-    s, ok = b.allow(s, 14.9)                   # still cooling down
+    s, ok = b.allow(s, 14.9)  # still cooling down
     assert not ok
-    s, ok1 = b.allow(s, 15.0)                  # half-open, trial 1
-    s, ok2 = b.allow(s, 15.0)                  # trial 2
-    s, ok3 = b.allow(s, 15.0)                  # trials used up
+    s, ok1 = b.allow(s, 15.0)  # half-open, trial 1
+    s, ok2 = b.allow(s, 15.0)  # trial 2
+    s, ok3 = b.allow(s, 15.0)  # trials used up
     assert (ok1, ok2, ok3, s.mode) == (True, True, False, "half_open")
-    s = b.on_success(s, 15.5)                  # 1 of 2 successes
-    s = b.on_failure(s, 16.0)                  # a trial failed: open again at 16
+    s = b.on_success(s, 15.5)  # 1 of 2 successes
+    s = b.on_failure(s, 16.0)  # a trial failed: open again at 16
     assert (s.mode, s.opened_at_s) == ("open", 16.0)
     assert not b.allow(s, 25.9)[1]
     s, _ = b.allow(s, 26.0)
     s, _ = b.allow(s, 26.0)
     s = b.on_success(s, 27.0)
-    s = b.on_success(s, 27.0)                  # 2 of 2: closed
+    s = b.on_success(s, 27.0)  # 2 of 2: closed
     assert s == BreakerState() and b.allow(s, 27.0) == (s, True)
 
 

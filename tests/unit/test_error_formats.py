@@ -22,8 +22,15 @@ STEPS = ("plan", "edit", "search", "write")
 def truth(failure: str = "timeout", **kw) -> AttemptReport:
     """One dispatch stopped in step 2 ('search', fan-out 5): items 0 and 3 done, 1, 2 and 4 failed."""
     values = dict(
-        task_id=17, worker=3, start_step=0, failed_step=2, step_names=STEPS, failure=failure, fan_out=5,
-        done_items=(0, 3), item_failures=((1, failure), (2, failure), (4, failure)),
+        task_id=17,
+        worker=3,
+        start_step=0,
+        failed_step=2,
+        step_names=STEPS,
+        failure=failure,
+        fan_out=5,
+        done_items=(0, 3),
+        item_failures=((1, failure), (2, failure), (4, failure)),
     )
     values.update(kw)
     return AttemptReport(**values)
@@ -40,7 +47,12 @@ def test_same_truth_rendered_by_every_format():
     """For one truth: which formats say ok, which carry an envelope, text or leaked secrets."""
     seen = {name: render(name, truth()) for name in FORMATS}
     assert {n for n, o in seen.items() if o.ok} == {"empty-success", "fabricated-defaults"}
-    assert {n for n, o in seen.items() if o.envelope is None} == {"generic", "raw", "empty-success", "fabricated-defaults"}
+    assert {n for n, o in seen.items() if o.envelope is None} == {
+        "generic",
+        "raw",
+        "empty-success",
+        "fabricated-defaults",
+    }
     assert {n for n, o in seen.items() if o.text} == {"raw", "empty-success", "fabricated-defaults"}
     assert {n for n, o in seen.items() if o.secrets} == {"raw"}
     assert seen["raw"].secrets == 5  # one key, token, e-mail, home path and internal URL
@@ -80,10 +92,19 @@ def test_ablation_steps_add_one_field_each():
     filled = []
     for name in ABLATION_FORMATS:
         env = render(name, truth("missing_dependency")).envelope
-        filled.append({k for k in ("partial_results", "alternatives_suggested", "retry_recommended")
-                       if getattr(env, k) is not None})
-    assert filled == [set(), {"partial_results"}, {"partial_results", "alternatives_suggested"},
-                      {"partial_results", "alternatives_suggested", "retry_recommended"}]
+        filled.append(
+            {
+                k
+                for k in ("partial_results", "alternatives_suggested", "retry_recommended")
+                if getattr(env, k) is not None
+            }
+        )
+    assert filled == [
+        set(),
+        {"partial_results"},
+        {"partial_results", "alternatives_suggested"},
+        {"partial_results", "alternatives_suggested", "retry_recommended"},
+    ]
 
 
 def test_subagent_result_reveals_status_category_and_partial_data_not_vendor_secrets():
@@ -93,7 +114,9 @@ def test_subagent_result_reveals_status_category_and_partial_data_not_vendor_sec
     assert (env.status, env.error_category, env.is_retryable, env.retry_after_s) == ("partial", "transient", True, 2.5)
     assert env.partial_data == ("0:plan", "1:edit", "2:search#0", "2:search#3")
     assert "Retry after 2.5s." in env.error_message
-    assert render("subagent-result", truth("validation_error", done_items=(), failed_step=0)).envelope.status == "failed"
+    assert (
+        render("subagent-result", truth("validation_error", done_items=(), failed_step=0)).envelope.status == "failed"
+    )
 
 
 def test_tool_envelope_reveals_manifest_and_run_health():
@@ -106,8 +129,7 @@ def test_tool_envelope_reveals_manifest_and_run_health():
     assert render("tool-envelope", truth("partial_batch")).envelope.status == "partial"
 
 
-@pytest.mark.parametrize("name", ["structured", "failure-type", "subagent-result", "tool-envelope",
-                                  *ABLATION_FORMATS])
+@pytest.mark.parametrize("name", ["structured", "failure-type", "subagent-result", "tool-envelope", *ABLATION_FORMATS])
 def test_every_structured_format_honours_schema_drift(name):
     """An older worker's envelope carries its version and lacks the fields the drift names."""
     old = truth(schema_version="0.9", dropped_fields=("partial_success", "retry_after_ms"))
@@ -122,16 +144,26 @@ def test_router_trusting_a_drifted_envelope_redoes_the_work():
     """Without partial_results (an old worker) the router restarts from step 0; with it, it resumes."""
     router, history = FailureTypeRouter(), TaskHistory(task_id=1)
     new = router.decide(render("failure-type", truth()), history)
-    old = router.decide(render("failure-type", truth(schema_version="0.9", dropped_fields=("partial_success",))), history)
+    old = router.decide(
+        render("failure-type", truth(schema_version="0.9", dropped_fields=("partial_success",))), history
+    )
     assert (new.resume_from, new.done_items) == (2, (0, 3))
     assert (old.resume_from, old.done_items) == (0, ())
 
 
 @pytest.mark.parametrize(
     "kind, alternatives_left, action",
-    [("timeout", 0, Retry), ("expired_key", 0, RefreshCredentials), ("permission_denied", 0, Escalate),
-     ("not_found", 2, UseAlternative), ("not_found", 0, Escalate), ("missing_dependency", 0, Reroute),
-     ("validation_error", 0, Escalate), ("rate_limit", 0, Retry), ("disk_full", 0, Reroute)],
+    [
+        ("timeout", 0, Retry),
+        ("expired_key", 0, RefreshCredentials),
+        ("permission_denied", 0, Escalate),
+        ("not_found", 2, UseAlternative),
+        ("not_found", 0, Escalate),
+        ("missing_dependency", 0, Reroute),
+        ("validation_error", 0, Escalate),
+        ("rate_limit", 0, Retry),
+        ("disk_full", 0, Reroute),
+    ],
 )
 def test_router_maps_each_failure_type_to_its_handler(kind, alternatives_left, action):
     """The full failure-type envelope routes each kind to the 001 handler."""
@@ -148,11 +180,15 @@ def test_resume_from_refs_reads_steps_and_items():
 def test_vendor_texts_differ_and_the_parser_reads_only_some():
     """The three vendor styles word one failure differently; the brittle parser knows two of them."""
     secrets = PlantedSecrets.for_run(3)
-    tools = {vendor_of(t): t for t in ("search", "edit", "plan", "write", "compile", "checkout", "post_note", "git_push")}
+    tools = {
+        vendor_of(t): t for t in ("search", "edit", "plan", "write", "compile", "checkout", "post_note", "git_push")
+    }
     assert set(tools) == set(VENDORS)
     parsed = {}
     for vendor, tool in tools.items():
-        report = AttemptReport(task_id=1, worker=0, start_step=0, failed_step=0, step_names=(tool,), failure="rate_limit")
+        report = AttemptReport(
+            task_id=1, worker=0, start_step=0, failed_step=0, step_names=(tool,), failure="rate_limit"
+        )
         parsed[vendor] = parse_raw(vendor_text(report, secrets))
     assert parsed["jvm"].status == parsed["python"].status == 429 and parsed["node"] is None
 

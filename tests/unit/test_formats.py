@@ -60,7 +60,7 @@ def test_attempt_report_completed_flag():
 # GenericFormat
 
 
-@pytest.mark.parametrize("kind", FAILURE_KINDS + (None,))
+@pytest.mark.parametrize("kind", (*FAILURE_KINDS, None))
 def test_generic_reveals_only_failed_status(kind):
     """Generic renders every failure kind identically: status 'failed', no envelope."""
     obs = GenericFormat().render(report(failure=kind, retry_after_s=2.5))

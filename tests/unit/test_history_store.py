@@ -35,7 +35,13 @@ def test_groups_and_runs_round_trip(tmp_path):
         assert runs[1].metrics == {"recovery_rate": 0.5}
         assert runs[0].result == result(1)
         (group,) = store.groups()
-        assert (group.id, group.kind, group.label, group.status, group.runs) == (gid, "compare", "nightly", "running", 2)
+        assert (group.id, group.kind, group.label, group.status, group.runs) == (
+            gid,
+            "compare",
+            "nightly",
+            "running",
+            2,
+        )
         store.finish_group(gid)
         assert store.group(gid).status == "complete"
         # synchronous is per connection (a fresh one reads SQLite's default, itself often FULL

@@ -8,6 +8,7 @@ ScenarioError, never anything else.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import math
@@ -56,80 +57,311 @@ def _deep(levels: int) -> str:
 
 CASES: dict[str, Case] = {
     # -- the document itself ------------------------------------------------------------
-    "malformed_yaml": Case("name: x\nfleet: [1, 2\n", ("world.yaml: not valid YAML", "line 3, column 1", "expected ',' or ']'", "check the indentation")),
+    "malformed_yaml": Case(
+        "name: x\nfleet: [1, 2\n",
+        ("world.yaml: not valid YAML", "line 3, column 1", "expected ',' or ']'", "check the indentation"),
+    ),
     "malformed_json": Case('{"name": "x",', ("world.json: not valid JSON", "line 1"), source="world.json"),
     "empty_file": Case("", ("world.yaml: (top level)", "the file is empty", "name: my_world")),
     "only_a_comment": Case("# nothing here\n", ("world.yaml: (top level)", "the file is empty")),
-    "top_level_list": Case("- name: x\n- name: y\n", ("world.yaml: (top level): expected a mapping of fields, got list",)),
+    "top_level_list": Case(
+        "- name: x\n- name: y\n", ("world.yaml: (top level): expected a mapping of fields, got list",)
+    ),
     "top_level_scalar": Case("just words\n", ("world.yaml: (top level): expected a mapping of fields, got str",)),
-    "huge_document": Case("name: x\n" + "#" * (MAX_FILE_BYTES + 10), ("world.yaml: file is larger than 1000000 bytes",)),
-    "yaml_alias_bomb": Case(_bomb(), ("world.yaml: line 2", "YAML anchors (&name) are not allowed", "write the value out in full")),
+    "huge_document": Case(
+        "name: x\n" + "#" * (MAX_FILE_BYTES + 10), ("world.yaml: file is larger than 1000000 bytes",)
+    ),
+    "yaml_alias_bomb": Case(
+        _bomb(), ("world.yaml: line 2", "YAML anchors (&name) are not allowed", "write the value out in full")
+    ),
     "yaml_alias_use": Case("name: x\nworkload: *tpl\n", ("world.yaml: line 2", "YAML aliases (*name) are not allowed")),
     "deep_nesting": Case(_deep(40), ("world.yaml: line 2", "nested deeper than 32 levels")),
-    "deep_json": Case('{"name": "x", "fleet": ' + "[" * 40 + "]" * 40 + "}", ("world.json: nested deeper than 32 levels",), source="world.json"),
-    "python_object_tag": Case("name: x\nfleet: !!python/object/apply:os.system ['echo pwned']\n", ("world.yaml: not valid YAML: line 2", "python/object/apply", "remove the tag")),
-    "duplicate_key": Case("name: x\nfleet:\n  workers: 3\n  workers: 4\n", ("world.yaml: line 4", "key 'workers' appears twice", "keep one")),
-    "impossible_date": Case("name: x\nduration_s: 2024-13-45\n", ("world.yaml: not valid YAML: a value cannot be read", "month must be in 1..12", "quote anything else")),
-    "huge_integer": Case("name: x\nfleet: {workers: " + "9" * 5000 + "}\n", ("world.yaml: not valid YAML: a value cannot be read", "4300 digits")),
+    "deep_json": Case(
+        '{"name": "x", "fleet": ' + "[" * 40 + "]" * 40 + "}",
+        ("world.json: nested deeper than 32 levels",),
+        source="world.json",
+    ),
+    "python_object_tag": Case(
+        "name: x\nfleet: !!python/object/apply:os.system ['echo pwned']\n",
+        ("world.yaml: not valid YAML: line 2", "python/object/apply", "remove the tag"),
+    ),
+    "duplicate_key": Case(
+        "name: x\nfleet:\n  workers: 3\n  workers: 4\n",
+        ("world.yaml: line 4", "key 'workers' appears twice", "keep one"),
+    ),
+    "impossible_date": Case(
+        "name: x\nduration_s: 2024-13-45\n",
+        ("world.yaml: not valid YAML: a value cannot be read", "month must be in 1..12", "quote anything else"),
+    ),
+    "huge_integer": Case(
+        "name: x\nfleet: {workers: " + "9" * 5000 + "}\n",
+        ("world.yaml: not valid YAML: a value cannot be read", "4300 digits"),
+    ),
     # -- types ----------------------------------------------------------------------------
-    "missing_name": Case("description: no name\n", ("world.yaml: name: required field is missing; add it (string: the scenario's name",)),
+    "missing_name": Case(
+        "description: no name\n", ("world.yaml: name: required field is missing; add it (string: the scenario's name",)
+    ),
     "name_is_a_list": Case("name: [a, b]\n", ("world.yaml: name: must be a string; quote it",)),
-    "workers_is_text": Case("name: x\nfleet: {workers: ten}\n", ("world.yaml: fleet.workers: must be a whole number (got 'ten')", "without quotes or units")),
-    "workers_fractional": Case("name: x\nfleet: {workers: 2.5}\n", ("world.yaml: fleet.workers: must be a whole number (got 2.5); use 2 or 3",)),
-    "fleet_is_a_list": Case("name: x\nfleet: [1, 2]\n", ("world.yaml: fleet: must be a mapping of fields, got a list", "api_burst")),
-    "duration_with_units": Case("name: x\nduration_s: 1 day\n", ("world.yaml: duration_s: must be a number (got '1 day')", "without quotes or units")),
-    "fault_is_a_number": Case("name: x\nfaults: [5]\n", ("world.yaml: faults[0]: must be a mapping of fields (got 5)",)),
-    "faults_not_a_list": Case("name: x\nfaults: {kind: network_blip}\n", ("world.yaml: faults: must be a list, got a mapping", "lines starting with '- '")),
-    "infinite_probability": Case("name: x\nfaults:\n  - kind: network_blip\n    probability: .inf\n", ("world.yaml: faults[0].probability: must be a finite number", "(got .inf)")),
-    "nan_duration": Case("name: x\nduration_s: .nan\n", ("world.yaml: duration_s: must be a finite number", "(got .nan)")),
-    "nan_in_json": Case('{"name": "x", "fleet": {"api_rate_per_s": NaN}}', ("world.json: fleet.api_rate_per_s: must be a finite number", "(got .nan)"), source="world.json"),
+    "workers_is_text": Case(
+        "name: x\nfleet: {workers: ten}\n",
+        ("world.yaml: fleet.workers: must be a whole number (got 'ten')", "without quotes or units"),
+    ),
+    "workers_fractional": Case(
+        "name: x\nfleet: {workers: 2.5}\n", ("world.yaml: fleet.workers: must be a whole number (got 2.5); use 2 or 3",)
+    ),
+    "fleet_is_a_list": Case(
+        "name: x\nfleet: [1, 2]\n", ("world.yaml: fleet: must be a mapping of fields, got a list", "api_burst")
+    ),
+    "duration_with_units": Case(
+        "name: x\nduration_s: 1 day\n",
+        ("world.yaml: duration_s: must be a number (got '1 day')", "without quotes or units"),
+    ),
+    "fault_is_a_number": Case(
+        "name: x\nfaults: [5]\n", ("world.yaml: faults[0]: must be a mapping of fields (got 5)",)
+    ),
+    "faults_not_a_list": Case(
+        "name: x\nfaults: {kind: network_blip}\n",
+        ("world.yaml: faults: must be a list, got a mapping", "lines starting with '- '"),
+    ),
+    "infinite_probability": Case(
+        "name: x\nfaults:\n  - kind: network_blip\n    probability: .inf\n",
+        ("world.yaml: faults[0].probability: must be a finite number", "(got .inf)"),
+    ),
+    "nan_duration": Case(
+        "name: x\nduration_s: .nan\n", ("world.yaml: duration_s: must be a finite number", "(got .nan)")
+    ),
+    "nan_in_json": Case(
+        '{"name": "x", "fleet": {"api_rate_per_s": NaN}}',
+        ("world.json: fleet.api_rate_per_s: must be a finite number", "(got .nan)"),
+        source="world.json",
+    ),
     # -- unknown names --------------------------------------------------------------------
-    "unknown_top_field": Case("name: x\nfault:\n  - kind: network_blip\n", ("world.yaml: fault: unknown field 'fault'; did you mean 'faults'?",)),
-    "unknown_fleet_field": Case("name: x\nfleet: {wrkers: 3}\n", ("world.yaml: fleet.wrkers: unknown field 'wrkers'; did you mean 'workers'?",)),
-    "unknown_step_field": Case(f"name: x\nworkload:\n  templates:\n    - name: a\n      steps: [{{tool: a, duraton: {{mean_s: 1}}}}]\n", ("world.yaml: workload.templates[0].steps[0].duraton: unknown field 'duraton'; did you mean 'duration'?",)),
-    "unknown_field_no_match": Case("name: x\nfleet: {colour: blue}\n", ("world.yaml: fleet.colour: unknown field 'colour'; remove it (fields here:", "workers")),
-    "unknown_fault_kind": Case("name: x\nfaults:\n  - kind: disk_ful\n", ("world.yaml: faults[0]: unknown fault kind 'disk_ful'", "quota_exhausted", "did you mean 'disk_full'?")),
-    "fault_without_kind": Case("name: x\nfaults:\n  - probability: 0.1\n", ("world.yaml: faults[0]: a fault needs a kind", "fleetchaos faults list")),
-    "field_of_another_kind": Case("name: x\nfaults:\n  - kind: disk_full\n    probability: 0.1\n", ("world.yaml: faults[0].probability: unknown field 'probability'", "is a parameter of network_blip", "not of disk_full")),
-    "misspelt_fault_field": Case("name: x\nfaults:\n  - kind: timeout\n    timout_s: 5\n", ("world.yaml: faults[0].timout_s: unknown field 'timout_s'; did you mean 'timeout_s'?",)),
-    "dispatch_typo": Case("name: x\nfleet: {dispatch: round_robn}\n", ("world.yaml: fleet.dispatch: must be one of 'round_robin', 'least_loaded' (got 'round_robn'); did you mean 'round_robin'?",)),
-    "side_effect_typo": Case(f"name: x\nworkload:\n  templates:\n    - name: a\n      steps: [{{tool: a, duration: {{mean_s: 1}}, side_effect: appnd}}]\n", ("world.yaml: workload.templates[0].steps[0].side_effect: must be one of 'none', 'idempotent', 'append' (got 'appnd'); did you mean 'append'?",)),
-    "missing_field_typo": Case("name: x\nfaults:\n  - kind: schema_drift\n    missing_fields: [contxt]\n", ("world.yaml: faults[0].missing_fields[0]: must be one of", "(got 'contxt'); did you mean 'context'?")),
-    "arrival_unknown_template": Case("name: x\nworkload:\n  arrivals: [{at_s: 0, template: reserch}]\n", ("world.yaml: workload.arrivals[0].template: unknown template 'reserch' (known: coding, research, crm_sync); did you mean 'research'?",)),
-    "fault_tool_not_in_workload": Case("name: x\nfaults:\n  - kind: network_blip\n    tools: [git_psh]\n", ("world.yaml: faults[0].tools: no step uses tool 'git_psh'", "did you mean 'git_push'?")),
-    "fault_template_not_in_workload": Case("name: x\nfaults:\n  - kind: timeout\n    templates: [crm-sync]\n", ("world.yaml: faults[0].templates: unknown template 'crm-sync' (known: coding, research, crm_sync); did you mean 'crm_sync'?",)),
-    "needs_a_later_step": Case("name: x\nworkload:\n  templates:\n    - name: a\n      steps:\n        - {tool: merge, duration: {mean_s: 1}, needs: [fetch]}\n        - {tool: fetch, duration: {mean_s: 1}}\n", ("world.yaml: workload.templates[0]: template 'a': step 0 (merge) needs 'fetch', which is not an earlier step (earlier: none)", "list only steps that come before this one")),
-    "duplicate_template_name": Case(f"name: x\nworkload:\n  templates:\n    - {{name: a, steps: [{STEP}]}}\n    - {{name: a, steps: [{STEP}]}}\n", ("world.yaml: workload.templates[1].name: template name 'a' is already used by workload.templates[0]", "give each template its own name")),
+    "unknown_top_field": Case(
+        "name: x\nfault:\n  - kind: network_blip\n",
+        ("world.yaml: fault: unknown field 'fault'; did you mean 'faults'?",),
+    ),
+    "unknown_fleet_field": Case(
+        "name: x\nfleet: {wrkers: 3}\n", ("world.yaml: fleet.wrkers: unknown field 'wrkers'; did you mean 'workers'?",)
+    ),
+    "unknown_step_field": Case(
+        "name: x\nworkload:\n  templates:\n    - name: a\n      steps: [{tool: a, duraton: {mean_s: 1}}]\n",
+        ("world.yaml: workload.templates[0].steps[0].duraton: unknown field 'duraton'; did you mean 'duration'?",),
+    ),
+    "unknown_field_no_match": Case(
+        "name: x\nfleet: {colour: blue}\n",
+        ("world.yaml: fleet.colour: unknown field 'colour'; remove it (fields here:", "workers"),
+    ),
+    "unknown_fault_kind": Case(
+        "name: x\nfaults:\n  - kind: disk_ful\n",
+        ("world.yaml: faults[0]: unknown fault kind 'disk_ful'", "quota_exhausted", "did you mean 'disk_full'?"),
+    ),
+    "fault_without_kind": Case(
+        "name: x\nfaults:\n  - probability: 0.1\n",
+        ("world.yaml: faults[0]: a fault needs a kind", "fleetchaos faults list"),
+    ),
+    "field_of_another_kind": Case(
+        "name: x\nfaults:\n  - kind: disk_full\n    probability: 0.1\n",
+        (
+            "world.yaml: faults[0].probability: unknown field 'probability'",
+            "is a parameter of network_blip",
+            "not of disk_full",
+        ),
+    ),
+    "misspelt_fault_field": Case(
+        "name: x\nfaults:\n  - kind: timeout\n    timout_s: 5\n",
+        ("world.yaml: faults[0].timout_s: unknown field 'timout_s'; did you mean 'timeout_s'?",),
+    ),
+    "dispatch_typo": Case(
+        "name: x\nfleet: {dispatch: round_robn}\n",
+        (
+            "world.yaml: fleet.dispatch: must be one of 'round_robin', 'least_loaded' (got 'round_robn'); did you mean 'round_robin'?",
+        ),
+    ),
+    "side_effect_typo": Case(
+        "name: x\nworkload:\n  templates:\n    - name: a\n      steps: [{tool: a, duration: {mean_s: 1}, side_effect: appnd}]\n",
+        (
+            "world.yaml: workload.templates[0].steps[0].side_effect: must be one of 'none', 'idempotent', 'append' (got 'appnd'); did you mean 'append'?",
+        ),
+    ),
+    "missing_field_typo": Case(
+        "name: x\nfaults:\n  - kind: schema_drift\n    missing_fields: [contxt]\n",
+        ("world.yaml: faults[0].missing_fields[0]: must be one of", "(got 'contxt'); did you mean 'context'?"),
+    ),
+    "arrival_unknown_template": Case(
+        "name: x\nworkload:\n  arrivals: [{at_s: 0, template: reserch}]\n",
+        (
+            "world.yaml: workload.arrivals[0].template: unknown template 'reserch' (known: coding, research, crm_sync); did you mean 'research'?",
+        ),
+    ),
+    "fault_tool_not_in_workload": Case(
+        "name: x\nfaults:\n  - kind: network_blip\n    tools: [git_psh]\n",
+        ("world.yaml: faults[0].tools: no step uses tool 'git_psh'", "did you mean 'git_push'?"),
+    ),
+    "fault_template_not_in_workload": Case(
+        "name: x\nfaults:\n  - kind: timeout\n    templates: [crm-sync]\n",
+        (
+            "world.yaml: faults[0].templates: unknown template 'crm-sync' (known: coding, research, crm_sync); did you mean 'crm_sync'?",
+        ),
+    ),
+    "needs_a_later_step": Case(
+        "name: x\nworkload:\n  templates:\n    - name: a\n      steps:\n        - {tool: merge, duration: {mean_s: 1}, needs: [fetch]}\n        - {tool: fetch, duration: {mean_s: 1}}\n",
+        (
+            "world.yaml: workload.templates[0]: template 'a': step 0 (merge) needs 'fetch', which is not an earlier step (earlier: none)",
+            "list only steps that come before this one",
+        ),
+    ),
+    "duplicate_template_name": Case(
+        f"name: x\nworkload:\n  templates:\n    - {{name: a, steps: [{STEP}]}}\n    - {{name: a, steps: [{STEP}]}}\n",
+        (
+            "world.yaml: workload.templates[1].name: template name 'a' is already used by workload.templates[0]",
+            "give each template its own name",
+        ),
+    ),
     # -- ranges and rules -----------------------------------------------------------------
-    "negative_probability": Case("name: x\nfaults:\n  - kind: network_blip\n    probability: -0.5\n", ("world.yaml: faults[0].probability: must be >= 0 (got -0.5); allowed: 0 <= value <= 1",)),
-    "probability_above_one": Case("name: x\nfaults:\n  - kind: network_blip\n  - kind: timeout\n    probability: 1.5\n", ("world.yaml: faults[1].probability: must be <= 1 (got 1.5); allowed: 0 <= value <= 1",)),
-    "negative_rate": Case("name: x\nfaults:\n  - kind: disk_full\n    per_worker_per_day: -2\n", ("world.yaml: faults[0].per_worker_per_day: must be >= 0 (got -2); allowed: 0 <= value <= 100",)),
-    "zero_horizon": Case("name: x\nduration_s: 0\n", ("world.yaml: duration_s: must be > 0 (got 0); allowed: 0 < value <= 31536000",)),
-    "window_outside_horizon": Case("name: x\nduration_s: 3600\nfaults:\n  - kind: network_blip\n    windows: [{start_s: 7200, duration_s: 60}]\n", ("world.yaml: faults[0].windows: start_s 7200 is outside the horizon (duration_s 3600); move it before duration_s, or lengthen duration_s",)),
-    "event_outside_horizon": Case("name: x\nduration_s: 3600\nfaults:\n  - kind: node_crash\n    events: [{worker: 0, at_s: 5000}]\n", ("world.yaml: faults[0].events: at_s 5000 is outside the horizon (duration_s 3600)",)),
-    "worker_beyond_fleet": Case("name: x\nfleet: {workers: 12}\nfaults:\n  - kind: network_blip\n    workers: [14]\n", ("world.yaml: faults[0].workers: worker 14 does not exist (fleet has 12 workers: 0..11); target an existing one, or enlarge the fleet",)),
-    "event_worker_beyond_fleet": Case("name: x\nfleet: {workers: 3}\nfaults:\n  - kind: disk_full\n    events: [{worker: 3, at_s: 10}]\n", ("world.yaml: faults[0].events: worker 3 does not exist (fleet has 3 workers: 0..2)",)),
-    "override_beyond_fleet": Case("name: x\nfleet:\n  workers: 2\n  overrides: [{worker: 5, tool_slots: 4}]\n", ("world.yaml: fleet.overrides: worker 5 does not exist (fleet has 2 workers: 0..1)",)),
-    "unknown_orchestrator_in_partition": Case("name: x\nfaults:\n  - kind: network_partition\n    orchestrators: [2]\n    windows: [{start_s: 0, duration_s: 60}]\n", ("world.yaml: faults[0].orchestrators: orchestrator 2 does not exist (fleet has 2: 0..1)", "enlarge the fleet")),
-    "partition_without_windows": Case("name: x\nfaults:\n  - kind: network_partition\n", ("world.yaml: faults[0].windows: required field is missing; add it (list of Window",)),
-    "window_longer_than_period": Case("name: x\nfaults:\n  - kind: latency_spike\n    windows: [{start_s: 0, duration_s: 600, every_s: 300}]\n", ("world.yaml: faults[0].windows[0]: duration_s 600 is longer than every_s 300", "shorten duration_s or lengthen every_s")),
-    "ramp_end_before_start": Case("name: x\nfaults:\n  - kind: network_blip\n    ramp: {start_s: 500, end_s: 100, from_probability: 0, to_probability: 0.5}\n", ("world.yaml: faults[0].ramp: ramp end_s 100 must be after start_s 500; make end_s later than start_s",)),
-    "no_steps": Case("name: x\nworkload:\n  templates: [{name: a, steps: []}]\n", ("world.yaml: workload.templates[0].steps: needs at least 1 item, got 0; add one",)),
+    "negative_probability": Case(
+        "name: x\nfaults:\n  - kind: network_blip\n    probability: -0.5\n",
+        ("world.yaml: faults[0].probability: must be >= 0 (got -0.5); allowed: 0 <= value <= 1",),
+    ),
+    "probability_above_one": Case(
+        "name: x\nfaults:\n  - kind: network_blip\n  - kind: timeout\n    probability: 1.5\n",
+        ("world.yaml: faults[1].probability: must be <= 1 (got 1.5); allowed: 0 <= value <= 1",),
+    ),
+    "negative_rate": Case(
+        "name: x\nfaults:\n  - kind: disk_full\n    per_worker_per_day: -2\n",
+        ("world.yaml: faults[0].per_worker_per_day: must be >= 0 (got -2); allowed: 0 <= value <= 100",),
+    ),
+    "zero_horizon": Case(
+        "name: x\nduration_s: 0\n", ("world.yaml: duration_s: must be > 0 (got 0); allowed: 0 < value <= 31536000",)
+    ),
+    "window_outside_horizon": Case(
+        "name: x\nduration_s: 3600\nfaults:\n  - kind: network_blip\n    windows: [{start_s: 7200, duration_s: 60}]\n",
+        (
+            "world.yaml: faults[0].windows: start_s 7200 is outside the horizon (duration_s 3600); move it before duration_s, or lengthen duration_s",
+        ),
+    ),
+    "event_outside_horizon": Case(
+        "name: x\nduration_s: 3600\nfaults:\n  - kind: node_crash\n    events: [{worker: 0, at_s: 5000}]\n",
+        ("world.yaml: faults[0].events: at_s 5000 is outside the horizon (duration_s 3600)",),
+    ),
+    "worker_beyond_fleet": Case(
+        "name: x\nfleet: {workers: 12}\nfaults:\n  - kind: network_blip\n    workers: [14]\n",
+        (
+            "world.yaml: faults[0].workers: worker 14 does not exist (fleet has 12 workers: 0..11); target an existing one, or enlarge the fleet",
+        ),
+    ),
+    "event_worker_beyond_fleet": Case(
+        "name: x\nfleet: {workers: 3}\nfaults:\n  - kind: disk_full\n    events: [{worker: 3, at_s: 10}]\n",
+        ("world.yaml: faults[0].events: worker 3 does not exist (fleet has 3 workers: 0..2)",),
+    ),
+    "override_beyond_fleet": Case(
+        "name: x\nfleet:\n  workers: 2\n  overrides: [{worker: 5, tool_slots: 4}]\n",
+        ("world.yaml: fleet.overrides: worker 5 does not exist (fleet has 2 workers: 0..1)",),
+    ),
+    "unknown_orchestrator_in_partition": Case(
+        "name: x\nfaults:\n  - kind: network_partition\n    orchestrators: [2]\n    windows: [{start_s: 0, duration_s: 60}]\n",
+        ("world.yaml: faults[0].orchestrators: orchestrator 2 does not exist (fleet has 2: 0..1)", "enlarge the fleet"),
+    ),
+    "partition_without_windows": Case(
+        "name: x\nfaults:\n  - kind: network_partition\n",
+        ("world.yaml: faults[0].windows: required field is missing; add it (list of Window",),
+    ),
+    "window_longer_than_period": Case(
+        "name: x\nfaults:\n  - kind: latency_spike\n    windows: [{start_s: 0, duration_s: 600, every_s: 300}]\n",
+        (
+            "world.yaml: faults[0].windows[0]: duration_s 600 is longer than every_s 300",
+            "shorten duration_s or lengthen every_s",
+        ),
+    ),
+    "ramp_end_before_start": Case(
+        "name: x\nfaults:\n  - kind: network_blip\n    ramp: {start_s: 500, end_s: 100, from_probability: 0, to_probability: 0.5}\n",
+        ("world.yaml: faults[0].ramp: ramp end_s 100 must be after start_s 500; make end_s later than start_s",),
+    ),
+    "no_steps": Case(
+        "name: x\nworkload:\n  templates: [{name: a, steps: []}]\n",
+        ("world.yaml: workload.templates[0].steps: needs at least 1 item, got 0; add one",),
+    ),
     # -- sizes one machine cannot run -------------------------------------------------------
-    "absurd_task_count": Case("name: x\nduration_s: 31536000\nworkload: {tasks_per_day: 5000000}\n", ("world.yaml: workload: about 1,825,000,000 tasks (workload.tasks_per_day 5,000,000 x 365 days)", "more than one machine can simulate", f"the limit is {MAX_TASKS:,} tasks", "shorter duration_s")),
-    "absurd_tool_calls": Case("name: x\nworkload:\n  tasks_per_day: 4000000\n  templates:\n    - name: wide\n      steps: [{tool: scan, duration: {mean_s: 1}, fan_out: 64}]\n", ("world.yaml: workload: about 256,000,000 tool calls (4,000,000 tasks x 64.0 calls each)", f"the limit is {MAX_TOOL_CALLS:,} tool calls", "fewer fan-out items")),
-    "absurd_closed_loop": Case("name: x\nduration_s: 8640000\nworkload: {clients: 100000, think: {mean_s: 1}}\n", ("world.yaml: workload: about", "100000 closed-loop clients over 100 days", "fewer workload.clients")),
-    "schedule_too_fine": Case("name: x\nduration_s: 8640000\nfaults:\n  - kind: latency_spike\n    windows: [{start_s: 0, duration_s: 0.05, every_s: 0.1}]\n", ("world.yaml: faults[0]: the fault schedule expands to about 864,000,000 windows", f"the limit is {MAX_SCHEDULE_SPANS:,}", "longer every_s")),
-    "bursts_too_short": Case("name: x\nfaults:\n  - kind: network_blip\n    burst: {mean_good_s: 0.01, mean_bad_s: 0.01, scope: worker}\n", ("world.yaml: faults[0]: the fault schedule expands to about 43,200,000 windows, burst phases and events", "burst phases")),
+    "absurd_task_count": Case(
+        "name: x\nduration_s: 31536000\nworkload: {tasks_per_day: 5000000}\n",
+        (
+            "world.yaml: workload: about 1,825,000,000 tasks (workload.tasks_per_day 5,000,000 x 365 days)",
+            "more than one machine can simulate",
+            f"the limit is {MAX_TASKS:,} tasks",
+            "shorter duration_s",
+        ),
+    ),
+    "absurd_tool_calls": Case(
+        "name: x\nworkload:\n  tasks_per_day: 4000000\n  templates:\n    - name: wide\n      steps: [{tool: scan, duration: {mean_s: 1}, fan_out: 64}]\n",
+        (
+            "world.yaml: workload: about 256,000,000 tool calls (4,000,000 tasks x 64.0 calls each)",
+            f"the limit is {MAX_TOOL_CALLS:,} tool calls",
+            "fewer fan-out items",
+        ),
+    ),
+    "absurd_closed_loop": Case(
+        "name: x\nduration_s: 8640000\nworkload: {clients: 100000, think: {mean_s: 1}}\n",
+        ("world.yaml: workload: about", "100000 closed-loop clients over 100 days", "fewer workload.clients"),
+    ),
+    "schedule_too_fine": Case(
+        "name: x\nduration_s: 8640000\nfaults:\n  - kind: latency_spike\n    windows: [{start_s: 0, duration_s: 0.05, every_s: 0.1}]\n",
+        (
+            "world.yaml: faults[0]: the fault schedule expands to about 864,000,000 windows",
+            f"the limit is {MAX_SCHEDULE_SPANS:,}",
+            "longer every_s",
+        ),
+    ),
+    "bursts_too_short": Case(
+        "name: x\nfaults:\n  - kind: network_blip\n    burst: {mean_good_s: 0.01, mean_bad_s: 0.01, scope: worker}\n",
+        (
+            "world.yaml: faults[0]: the fault schedule expands to about 43,200,000 windows, burst phases and events",
+            "burst phases",
+        ),
+    ),
     # Rate-limit windows count as schedule spans: lookups are binary searches, so only building them costs.
-    "too_many_rate_windows": Case("name: x\nduration_s: 31536000\nworkload: {tasks_per_day: 10}\nfaults:\n  - kind: rate_limit\n    windows: [{start_s: 0, duration_s: 10, every_s: 30}]\n", ("world.yaml: faults[0]: the fault schedule expands to about 1,051,200 windows", f"the limit is {MAX_SCHEDULE_SPANS:,}", "longer every_s")),
+    "too_many_rate_windows": Case(
+        "name: x\nduration_s: 31536000\nworkload: {tasks_per_day: 10}\nfaults:\n  - kind: rate_limit\n    windows: [{start_s: 0, duration_s: 10, every_s: 30}]\n",
+        (
+            "world.yaml: faults[0]: the fault schedule expands to about 1,051,200 windows",
+            f"the limit is {MAX_SCHEDULE_SPANS:,}",
+            "longer every_s",
+        ),
+    ),
     # -- swarm ranges -----------------------------------------------------------------------
-    "swarm_unknown_parameter": Case("name: x\nfaults:\n  - kind: network_blip\n    swarm: {probabilty: [0.01, 0.1]}\n", ("world.yaml: faults[0].swarm.probabilty: not a numeric parameter of network_blip (numeric: probability); did you mean 'probability'?",)),
-    "swarm_non_numeric_parameter": Case("name: x\nfaults:\n  - kind: network_blip\n    swarm: {windows: [0, 1]}\n", ("world.yaml: faults[0].swarm.windows: not a numeric parameter of network_blip", "swarm only draws numeric parameters")),
-    "swarm_out_of_range": Case("name: x\nfaults:\n  - kind: network_blip\n    swarm: {probability: [0.1, 1.5]}\n", ("world.yaml: faults[0].swarm.probability: end 1.5 of the range [0.1, 1.5] is not a valid probability (must be less than or equal to 1)", "keep both ends")),
-    "swarm_fractional_int": Case("name: x\nfaults:\n  - kind: git_push_conflict\n    swarm: {branches: [1, 2.5]}\n", ("world.yaml: faults[0].swarm.branches: branches is a whole number, so the range needs whole-number ends (got [1, 2.5])", "use whole numbers")),
-    "swarm_reversed": Case("name: x\nfaults:\n  - kind: timeout\n    swarm: {timeout_s: [90, 10]}\n", ("world.yaml: faults[0].swarm.timeout_s: low 90 is above high 10; write the range as [low, high]",)),
-    "swarm_not_a_pair": Case("name: x\nfaults:\n  - kind: network_blip\n    swarm: {probability: [0.1]}\n", ("world.yaml: faults[0].swarm.probability: a swarm range is a list of two numbers, [low, high]",)),
+    "swarm_unknown_parameter": Case(
+        "name: x\nfaults:\n  - kind: network_blip\n    swarm: {probabilty: [0.01, 0.1]}\n",
+        (
+            "world.yaml: faults[0].swarm.probabilty: not a numeric parameter of network_blip (numeric: probability); did you mean 'probability'?",
+        ),
+    ),
+    "swarm_non_numeric_parameter": Case(
+        "name: x\nfaults:\n  - kind: network_blip\n    swarm: {windows: [0, 1]}\n",
+        (
+            "world.yaml: faults[0].swarm.windows: not a numeric parameter of network_blip",
+            "swarm only draws numeric parameters",
+        ),
+    ),
+    "swarm_out_of_range": Case(
+        "name: x\nfaults:\n  - kind: network_blip\n    swarm: {probability: [0.1, 1.5]}\n",
+        (
+            "world.yaml: faults[0].swarm.probability: end 1.5 of the range [0.1, 1.5] is not a valid probability (must be less than or equal to 1)",
+            "keep both ends",
+        ),
+    ),
+    "swarm_fractional_int": Case(
+        "name: x\nfaults:\n  - kind: git_push_conflict\n    swarm: {branches: [1, 2.5]}\n",
+        (
+            "world.yaml: faults[0].swarm.branches: branches is a whole number, so the range needs whole-number ends (got [1, 2.5])",
+            "use whole numbers",
+        ),
+    ),
+    "swarm_reversed": Case(
+        "name: x\nfaults:\n  - kind: timeout\n    swarm: {timeout_s: [90, 10]}\n",
+        ("world.yaml: faults[0].swarm.timeout_s: low 90 is above high 10; write the range as [low, high]",),
+    ),
+    "swarm_not_a_pair": Case(
+        "name: x\nfaults:\n  - kind: network_blip\n    swarm: {probability: [0.1]}\n",
+        ("world.yaml: faults[0].swarm.probability: a swarm range is a list of two numbers, [low, high]",),
+    ),
 }
 
 
@@ -199,8 +431,27 @@ _scalars = st.one_of(
 )
 _keys = st.one_of(
     st.text(max_size=10),
-    st.sampled_from(["name", "fleet", "workload", "faults", "kind", "probability", "windows", "workers", "swarm",
-                     "templates", "steps", "tool", "duration", "mean_s", "start_s", "duration_s", "every_s"]),
+    st.sampled_from(
+        [
+            "name",
+            "fleet",
+            "workload",
+            "faults",
+            "kind",
+            "probability",
+            "windows",
+            "workers",
+            "swarm",
+            "templates",
+            "steps",
+            "tool",
+            "duration",
+            "mean_s",
+            "start_s",
+            "duration_s",
+            "every_s",
+        ]
+    ),
 )
 _documents = st.recursive(
     _scalars,
@@ -224,10 +475,10 @@ def _paths(doc, prefix=()):
     yield prefix, doc
     if isinstance(doc, dict):
         for k, v in doc.items():
-            yield from _paths(v, prefix + (k,))
+            yield from _paths(v, (*prefix, k))
     elif isinstance(doc, list):
         for i, v in enumerate(doc):
-            yield from _paths(v, prefix + (i,))
+            yield from _paths(v, (*prefix, i))
 
 
 def _set(doc, path, value):
@@ -298,19 +549,23 @@ def test_fuzz_mutated_scenarios_never_crash_the_loader(doc, as_json):
 @given(text=st.text(max_size=200))
 def test_fuzz_raw_text_never_crashes_the_loader(text):
     """Arbitrary text as a YAML file gives a Scenario or a ScenarioError."""
-    try:
+    with contextlib.suppress(ScenarioError):
         parse_scenario(text, "raw.yaml")
-    except ScenarioError:
-        pass
 
 
 def test_estimated_size_of_open_and_closed_loops():
     """The size estimate: tasks_per_day x days (or clients over think + task time) and calls per task."""
     from fleetchaos.scenario.load import estimated_size
 
-    open_loop = parse_scenario(f"name: x\nduration_s: 172800\nworkload:\n  tasks_per_day: 100\n  templates:\n    - name: t\n      steps: [{STEP}, {{tool: fan, duration: {{mean_s: 10}}, fan_out: 4}}]\n", "w.yaml")
+    open_loop = parse_scenario(
+        f"name: x\nduration_s: 172800\nworkload:\n  tasks_per_day: 100\n  templates:\n    - name: t\n      steps: [{STEP}, {{tool: fan, duration: {{mean_s: 10}}, fan_out: 4}}]\n",
+        "w.yaml",
+    )
     assert estimated_size(open_loop) == (200.0, 1000.0)
-    closed = parse_scenario(f"name: x\nduration_s: 1000\nworkload:\n  clients: 3\n  think: {{mean_s: 90}}\n  templates:\n    - name: t\n      steps: [{STEP}]\n", "w.yaml")
+    closed = parse_scenario(
+        f"name: x\nduration_s: 1000\nworkload:\n  clients: 3\n  think: {{mean_s: 90}}\n  templates:\n    - name: t\n      steps: [{STEP}]\n",
+        "w.yaml",
+    )
     tasks, calls = estimated_size(closed)
     assert tasks == pytest.approx(3 * 1000 / (90 + 10 + 2 * 0.08)) and calls == tasks
 
@@ -323,7 +578,9 @@ def test_world_spec_refuses_duplicate_template_names():
 
     step = {"tool": "work", "duration": {"mean_s": 10}}
     with pytest.raises(ValidationError):
-        WorldSpec.model_validate({"workload": {"templates": [{"name": "a", "steps": [step]}, {"name": "a", "steps": [step]}]}})
+        WorldSpec.model_validate(
+            {"workload": {"templates": [{"name": "a", "steps": [step]}, {"name": "a", "steps": [step]}]}}
+        )
 
 
 def test_a_year_of_rate_limit_windows_validates():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from fleetchaos.scenario.load import load_scenario
 from fleetchaos.scenario.params import (
     ParamError,
     apply_params,
@@ -14,7 +15,6 @@ from fleetchaos.scenario.params import (
     parse_value,
     split_values,
 )
-from fleetchaos.scenario.load import load_scenario
 
 SOURCE = "scenarios/default.yaml"
 
@@ -41,7 +41,13 @@ def test_malformed_paths_are_refused(bad):
 def test_values_are_read_as_yaml_or_json():
     """Numbers, booleans, null, strings and lists are read as written."""
     assert [parse_value(v) for v in ("0.1", "1e-3", "50", "true", "null", "least_loaded", "[0, 1]")] == [
-        0.1, 0.001, 50, True, None, "least_loaded", [0, 1],
+        0.1,
+        0.001,
+        50,
+        True,
+        None,
+        "least_loaded",
+        [0, 1],
     ]
 
 
@@ -85,7 +91,10 @@ def test_apply_without_params_is_the_same_scenario(default):
         ([("fleet.wrokers", 3)], "did you mean 'workers'?"),
         ([("faults[9].probability", 0.1)], "faults has 5 entries in scenarios/default.yaml (faults[0]..faults[4])"),
         ([("fleet.workers.count", 3)], "fleet.workers is a number"),
-        ([("faults[0].probability", 1.5)], "scenarios/default.yaml with --param faults[0].probability=1.5: faults[0].probability"),
+        (
+            [("faults[0].probability", 1.5)],
+            "scenarios/default.yaml with --param faults[0].probability=1.5: faults[0].probability",
+        ),
         ([("faults[0].probability", 1.5)], "(got 1.5)"),
         ([("faults[0].probability", 1.5)], "fix: "),
     ],
@@ -101,6 +110,9 @@ def test_bad_params_name_file_field_value_and_fix(default, params, message):
 def test_grid_points_are_the_product_last_fastest():
     """The grid is every combination, the last parameter varying fastest."""
     assert grid_points({"a": [1, 2], "b": ["x", "y"]}) == [
-        (("a", 1), ("b", "x")), (("a", 1), ("b", "y")), (("a", 2), ("b", "x")), (("a", 2), ("b", "y")),
+        (("a", 1), ("b", "x")),
+        (("a", 1), ("b", "y")),
+        (("a", 2), ("b", "x")),
+        (("a", 2), ("b", "y")),
     ]
     assert grid_points({}) == [()]

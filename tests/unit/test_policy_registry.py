@@ -122,7 +122,14 @@ def installed(site):
 
 def test_entry_points_are_discovered_without_importing_them(installed):
     """Listing names reads metadata only: the registering module is imported when its policy is asked for."""
-    assert set(policy_entry_points()) == {"mine", "missing-module", "missing-attr", "needs-args", "not-a-policy", "structured"}
+    assert set(policy_entry_points()) == {
+        "mine",
+        "missing-module",
+        "missing-attr",
+        "needs-args",
+        "not-a-policy",
+        "structured",
+    }
     names = policy_names()
     assert names[: len(POLICIES)] == list(POLICIES) and "mine" in names and names.count("structured") == 1
     assert "fc_ep_policies" not in sys.modules
@@ -266,7 +273,7 @@ def test_cookbook_policy_is_short_and_runs(tmp_path, monkeypatch):
     module = types.ModuleType("fc_cookbook")  # as a reader's own module would be
     monkeypatch.setitem(sys.modules, module.__name__, module)
     # dont_inherit: the block must work as a file of its own, without this file's __future__ imports.
-    exec(compile(code, str(DOCS), "exec", dont_inherit=True), module.__dict__)  # noqa: S102 - our own documentation
+    exec(compile(code, str(DOCS), "exec", dont_inherit=True), module.__dict__)
     classes = [v for v in vars(module).values() if isinstance(v, type) and callable(getattr(v, "decide", None))
                and v.__module__ == "fc_cookbook"]  # fmt: skip
     assert len(classes) == 1, classes

@@ -6,9 +6,15 @@ import random
 
 import pytest
 
-from fleetchaos.policies.blocks import AdaptiveThrottle, AwsRetryQuota, CircuitBreaker, EnvoyRetryBudget, GrpcRetryThrottle
-from fleetchaos.policies.controls import Controlled, ControlState
+from fleetchaos.policies.blocks import (
+    AdaptiveThrottle,
+    AwsRetryQuota,
+    CircuitBreaker,
+    EnvoyRetryBudget,
+    GrpcRetryThrottle,
+)
 from fleetchaos.policies.builtins import POLICIES, BlindRetry, get_policy
+from fleetchaos.policies.controls import Controlled, ControlState
 from fleetchaos.policies.presets import (
     BACKOFF_VARIANTS,
     PRESETS,
@@ -39,17 +45,38 @@ from fleetchaos.sim.transport import TRANSPORT_KINDS, TransportRetry
 
 def hist(retries=0, streak=1, remediations=0, refreshes=0, seed=7, shared=None, now=0.0, worker=0, load=(0, 0)):
     return TaskHistory(
-        task_id=5, attempts=retries + 1, retries=retries, same_failure_streak=streak, remediations=remediations,
-        refreshes=refreshes, rng=random.Random(seed), shared=shared, now_s=now, worker=worker,
-        dispatches_in_flight=load[0], retries_in_flight=load[1],
+        task_id=5,
+        attempts=retries + 1,
+        retries=retries,
+        same_failure_streak=streak,
+        remediations=remediations,
+        refreshes=refreshes,
+        rng=random.Random(seed),
+        shared=shared,
+        now_s=now,
+        worker=worker,
+        dispatches_in_flight=load[0],
+        retries_in_flight=load[1],
     )
 
 
-def ate(category="transient", code="NETWORK_UNREACHABLE", recoverable=True, retry_after_ms=None, partial=None, tool="search"):
-    return Observation(False, "failed", 0, AgentToolError(
-        error_code=code, category=category, recoverable=recoverable, suggested_action="x",
-        retry_after_ms=retry_after_ms, partial_success=partial, context={"tool": tool},
-    ))
+def ate(
+    category="transient", code="NETWORK_UNREACHABLE", recoverable=True, retry_after_ms=None, partial=None, tool="search"
+):
+    return Observation(
+        False,
+        "failed",
+        0,
+        AgentToolError(
+            error_code=code,
+            category=category,
+            recoverable=recoverable,
+            suggested_action="x",
+            retry_after_ms=retry_after_ms,
+            partial_success=partial,
+            context={"tool": tool},
+        ),
+    )
 
 
 GENERIC = Observation(False, "failed", 0)
@@ -113,7 +140,9 @@ def test_category_tree_makes_repeated_recoverable_failures_fatal_and_caps_retrie
 
 
 def test_category_tree_retry_after_is_honoured_plus_jitter():
-    delay = CategoryTreeWithRemediation(base_s=2.0).decide(ate(code="RATE_LIMITED", retry_after_ms=5000), hist()).delay_s
+    delay = (
+        CategoryTreeWithRemediation(base_s=2.0).decide(ate(code="RATE_LIMITED", retry_after_ms=5000), hist()).delay_s
+    )
     assert 5.0 <= delay < 7.0
 
 
@@ -128,8 +157,14 @@ def test_category_tree_unknown_branch_without_an_envelope():
 
 def test_coordinator_retries_transient_once_then_reports_what_is_missing():
     c = Coordinator()
-    transient = Observation(False, "failed", 0, SubagentResult(status="failed", task_id="t", error_category="transient",
-                                                               is_retryable=True, partial_data=("0:plan",)))
+    transient = Observation(
+        False,
+        "failed",
+        0,
+        SubagentResult(
+            status="failed", task_id="t", error_category="transient", is_retryable=True, partial_data=("0:plan",)
+        ),
+    )
     assert c.decide(transient, hist(retries=0)) == Retry(c.decide(transient, hist(retries=0)).delay_s, 1, ())
     assert c.decide(transient, hist(retries=1)) == GiveUp("partial")  # it has usable partial data
     assert c.decide(ate("validation", "VALIDATION_FAILED", recoverable=False), hist()) == GiveUp("failed")
@@ -149,7 +184,9 @@ def test_coordinator_never_pages_or_claims_success():
 def test_matrix_rows():
     m = RecoveryMatrix()
     assert isinstance(m.decide(ate(), hist()), Retry)
-    assert m.decide(ate(tool="git_push"), hist()) == Escalate("NETWORK_UNREACHABLE on high-risk tool git_push: needs human approval")
+    assert m.decide(ate(tool="git_push"), hist()) == Escalate(
+        "NETWORK_UNREACHABLE on high-risk tool git_push: needs human approval"
+    )
     assert m.decide(ate("auth", "CREDENTIALS_EXPIRED", recoverable=False), hist()) == RefreshCredentials(0, ())
     assert m.decide(ate("resource", "WORKER_LOST"), hist()) == Reroute(0.0, 0, ())
     assert m.decide(ate("dependency", "NOT_FOUND"), hist()) == UseAlternative(0.0, 0, ())
@@ -162,8 +199,14 @@ def test_matrix_retry_waits_at_least_the_retry_after():
     assert delay >= 45.0
 
 
-@pytest.mark.parametrize("mode, expected", [("best_effort", GiveUp("partial")), ("fail_fast", GiveUp("failed")),
-                                            ("all_or_nothing", Rollback("BATCH_ITEM_FAILED: all-or-nothing batch"))])
+@pytest.mark.parametrize(
+    "mode, expected",
+    [
+        ("best_effort", GiveUp("partial")),
+        ("fail_fast", GiveUp("failed")),
+        ("all_or_nothing", Rollback("BATCH_ITEM_FAILED: all-or-nothing batch")),
+    ],
+)
 def test_matrix_batch_modes_once_retries_are_spent(mode, expected):
     batch = ate(code="BATCH_ITEM_FAILED", partial=PARTIAL)
     assert RecoveryMatrix(batch_mode=mode, max_retries=3).decide(batch, hist(retries=3)) == expected
@@ -189,8 +232,16 @@ def test_escalate_all_and_layered_backoff():
     assert layered.transport == TransportRetry()
 
 
-@pytest.mark.parametrize("jitter, n, lo, hi", [("none", 0, 0.5, 0.5), ("none", 3, 4.0, 4.0), ("none", 9, 8.0, 8.0),
-                                               ("full", 2, 0.0, 2.0), ("equal", 2, 1.0, 2.0)])
+@pytest.mark.parametrize(
+    "jitter, n, lo, hi",
+    [
+        ("none", 0, 0.5, 0.5),
+        ("none", 3, 4.0, 4.0),
+        ("none", 9, 8.0, 8.0),
+        ("full", 2, 0.0, 2.0),
+        ("equal", 2, 1.0, 2.0),
+    ],
+)
 def test_transport_wait_formulas(jitter, n, lo, hi):
     t = TransportRetry(base_s=0.5, cap_s=8.0, jitter=jitter)
     for u in (0.0, 0.25, 0.999999):
@@ -263,8 +314,10 @@ def test_adaptive_throttle_refuses_with_the_sre_probability():
         policy.observe(limited, shared, 5.0, 1)
     assert AdaptiveThrottle().reject_probability(shared.budget, 5.0) == pytest.approx(10 / 11)
     # each trial on a copy of that state: a refused retry is itself counted as a request
-    outcomes = [type(policy.decide(limited, hist(shared=ControlState(budget=shared.budget), now=5.0, seed=s)))
-                for s in range(400)]
+    outcomes = [
+        type(policy.decide(limited, hist(shared=ControlState(budget=shared.budget), now=5.0, seed=s)))
+        for s in range(400)
+    ]
     assert 0.86 < outcomes.count(GiveUp) / 400 < 0.95
     policy.decide(limited, hist(shared=shared, now=5.0, seed=1))
     assert shared.budget.totals() in ((10, 0), (11, 0))  # counted once more only when refused
@@ -328,5 +381,10 @@ def test_results_record_each_policys_recipe_without_memory_addresses():
             raise ValueError("no")
 
     assert policy_recipe(Plain()).endswith("Plain()") and "0x" not in policy_recipe(Plain())
-    assert policy_recipe(BadRepr()) == "test_results_record_each_policys_recipe_without_memory_addresses.<locals>.BadRepr (repr failed: ValueError)"
-    assert policy_recipe(get_policy("backoff-full-jitter")).startswith("Policy(name='backoff-full-jitter', retry=retry_always()")
+    assert (
+        policy_recipe(BadRepr())
+        == "test_results_record_each_policys_recipe_without_memory_addresses.<locals>.BadRepr (repr failed: ValueError)"
+    )
+    assert policy_recipe(get_policy("backoff-full-jitter")).startswith(
+        "Policy(name='backoff-full-jitter', retry=retry_always()"
+    )

@@ -95,7 +95,9 @@ def test_regression_line_names_metric_values_change_and_allowance():
 def test_improvements_never_fail_and_missing_values_are_skipped():
     """A better value passes whatever the threshold; a None on either side is skipped, not failed."""
     rule = parse_fail_on("recovery_rate:-0%")
-    assert not check([rule], [result("p", "e", 1, recovery_rate=0.9)], [result("p", "e", 1, recovery_rate=0.5)], "#1")[0].failed
+    assert not check([rule], [result("p", "e", 1, recovery_rate=0.9)], [result("p", "e", 1, recovery_rate=0.5)], "#1")[
+        0
+    ].failed
     c = check([rule], [result("p", "e", 1, recovery_rate=None)], [result("p", "e", 1, recovery_rate=0.5)], "#1")[0]
     assert not c.failed and c.line().startswith("skipped recovery_rate")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import subprocess
@@ -23,7 +24,7 @@ from fleetchaos.sim.config import (
     Window,
     WorldSpec,
 )
-from fleetchaos.sim.faults import CallRule, _disjoint, build_plan
+from fleetchaos.sim.faults import _disjoint, build_plan
 from fleetchaos.sim.fleet import SlotPool, TokenBucket, Worker
 
 # ---------------------------------------------------------------------------------------
@@ -393,9 +394,9 @@ def test_build_plan_poisson_times_within_horizon_and_sorted():
         assert times == sorted(times)
         assert all(0.0 <= t < 20_000 for t in times)
     for spans in plan.disk_full:
-        for (s, e) in spans:
+        for s, e in spans:
             assert 0.0 <= s < 20_000 and e > s
-        for (_, e1), (s2, _) in zip(spans, spans[1:]):
+        for (_, e1), (s2, _) in itertools.pairwise(spans):
             assert e1 < s2
     # per_day 3 over 20000 s -> round(0.694) = 1 drawn window of 1800 s, factor 0.1
     assert len(plan.rate_windows) == 1
@@ -428,7 +429,9 @@ def test_build_plan_explicit_events_honoured():
 
 def test_build_plan_overlapping_disk_events_merge():
     """Overlapping disk-full spans of one worker merge into one span."""
-    spec = world([DiskFull(events=[NodeEvent(worker=0, at_s=100.0), NodeEvent(worker=0, at_s=120.0)], cleanup_after_s=50.0)])
+    spec = world(
+        [DiskFull(events=[NodeEvent(worker=0, at_s=100.0), NodeEvent(worker=0, at_s=120.0)], cleanup_after_s=50.0)]
+    )
     assert build_plan(spec, 0).disk_full[0] == [(100.0, 170.0)]
 
 
@@ -437,8 +440,13 @@ def test_build_plan_worker_targeting_per_call_rules():
     spec = world(
         [
             NetworkBlip(probability=0.3, workers=[0, 2]),
-            Timeout(probability=0.1, committed_probability=0.25, timeout_s=30, workers=[1],
-                    windows=[Window(start_s=10, duration_s=5)]),
+            Timeout(
+                probability=0.1,
+                committed_probability=0.25,
+                timeout_s=30,
+                workers=[1],
+                windows=[Window(start_s=10, duration_s=5)],
+            ),
         ]
     )
     plan = build_plan(spec, 0)
@@ -468,7 +476,9 @@ def test_build_plan_untargeted_applies_to_all_workers():
 
 def test_call_rule_probability_in_windows():
     """A windowed call rule fires only for start <= now < end."""
-    spec = world([NetworkBlip(probability=0.2, windows=[Window(start_s=10, duration_s=5)]), NetworkBlip(probability=0.2)])
+    spec = world(
+        [NetworkBlip(probability=0.2, windows=[Window(start_s=10, duration_s=5)]), NetworkBlip(probability=0.2)]
+    )
     rule, always = build_plan(spec, 0).rules
     assert rule.probability_at(9.99, 0) == 0.0
     assert rule.probability_at(10.0, 0) == 0.2
@@ -479,16 +489,24 @@ def test_call_rule_probability_in_windows():
 
 def test_build_plan_overlapping_rate_windows_of_one_fault_merge():
     """Overlapping windows of one rate-limit fault are one cut, not two."""
-    spec = world([RateLimit(capacity_factor=0.5, windows=[Window(start_s=100, duration_s=100), Window(start_s=150, duration_s=100)])])
+    spec = world(
+        [
+            RateLimit(
+                capacity_factor=0.5, windows=[Window(start_s=100, duration_s=100), Window(start_s=150, duration_s=100)]
+            )
+        ]
+    )
     assert build_plan(spec, 0).rate_windows == [(100.0, 250.0, 0.5)]
 
 
 def test_build_plan_overlapping_rate_windows_multiply():
     """Two rate-limit faults of factor 0.5 overlapping become 0.5, 0.25, 0.5 pieces."""
-    spec = world([
-        RateLimit(capacity_factor=0.5, windows=[Window(start_s=100, duration_s=100)]),
-        RateLimit(capacity_factor=0.5, windows=[Window(start_s=150, duration_s=100)]),
-    ])
+    spec = world(
+        [
+            RateLimit(capacity_factor=0.5, windows=[Window(start_s=100, duration_s=100)]),
+            RateLimit(capacity_factor=0.5, windows=[Window(start_s=150, duration_s=100)]),
+        ]
+    )
     assert build_plan(spec, 0).rate_windows == [
         (100.0, 150.0, 0.5),
         (150.0, 200.0, 0.25),
@@ -791,7 +809,9 @@ def test_arrivals_pick_the_templates_random_choices_would_pick(weights, amplitud
 
     kw: dict = {"tasks_per_day": 2000, "diurnal_amplitude": amplitude}
     if weights is not None:
-        kw["templates"] = [TemplateSpec(name=n, weight=w, steps=[{"tool": "t", "duration": {"mean_s": 1}}]) for n, w in weights]
+        kw["templates"] = [
+            TemplateSpec(name=n, weight=w, steps=[{"tool": "t", "duration": {"mean_s": 1}}]) for n, w in weights
+        ]
     spec = WorkloadSpec(**kw)
     for seed in (1, 7, 123):
         got = [
@@ -870,7 +890,7 @@ def test_disjoint_rate_windows_match_the_pairwise_definition():
     def pairwise(windows):
         edges = sorted({t for s, e, _ in windows for t in (s, e)})
         out = []
-        for a, b in zip(edges, edges[1:]):
+        for a, b in itertools.pairwise(edges):
             factor = 1.0
             for s, e, f in windows:
                 if s <= a and b <= e:

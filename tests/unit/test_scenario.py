@@ -118,9 +118,7 @@ def test_negative_probability():
 
 def test_probability_above_one_in_second_fault():
     """A probability above 1 in the second fault names faults[1].probability and the value."""
-    msg = parse_error(
-        "name: x\nfaults:\n  - kind: network_blip\n  - kind: timeout\n    probability: 1.5\n"
-    )
+    msg = parse_error("name: x\nfaults:\n  - kind: network_blip\n  - kind: timeout\n    probability: 1.5\n")
     assert "faults[1].probability" in msg and "1.5" in msg
     assert "faults[0]" not in msg
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from fleetchaos.scenario.load import Scenario
-from fleetchaos.testing.strategies import CORE_KINDS, fault_mixes, fault_schedules, fault_specs, fleets, scenarios
 from fleetchaos.sim.config import DiskFull, ExpiredKey, FleetSpec, NetworkBlip, RateLimit, Timeout
+from fleetchaos.testing.strategies import CORE_KINDS, fault_mixes, fault_schedules, fault_specs, fleets, scenarios
 
 FAST = settings(max_examples=30, deadline=None)
 KIND_CLASSES = (NetworkBlip, Timeout, RateLimit, DiskFull, ExpiredKey)
@@ -69,6 +69,7 @@ def test_scenarios_validate_and_respect_their_bounds(scenario):
 @pytest.mark.parametrize("kind, cls", list(zip(CORE_KINDS, KIND_CLASSES)))
 def test_fault_specs_can_be_restricted_to_one_kind(kind, cls):
     """fault_specs(kinds=(k,)) draws only faults of kind k."""
+
     @FAST
     @given(fault_specs(kinds=(kind,), workers=3, horizon_s=100.0))
     def check(fault):
@@ -90,6 +91,7 @@ def test_unknown_kinds_and_bad_bounds_are_rejected():
 @pytest.mark.parametrize("cls", [FleetSpec, NetworkBlip, Timeout, RateLimit, DiskFull, ExpiredKey, Scenario])
 def test_from_type_uses_the_registered_strategies(cls):
     """The hypothesis entry point registers a strategy for each model: from_type draws valid instances."""
+
     @settings(max_examples=5, deadline=None)
     @given(st.from_type(cls))
     def check(value):
