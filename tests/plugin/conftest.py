@@ -10,9 +10,9 @@ import hypothesis  # noqa: F401
 import pytest
 
 import fleetchaos.gates.baseline
+import fleetchaos.reports
 import fleetchaos.runs.runner
 import fleetchaos.testing.suite  # noqa: F401
-import reports  # noqa: F401
 
 #: One busy hour on three workers: ~65 tasks, blips, one key revocation, one full disk.
 #: On seeds 1-3 structured errors and policy recover ~96% of faulted tasks with no wasted
