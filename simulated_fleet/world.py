@@ -392,6 +392,16 @@ class World:
         if self.trace is not None:
             self.trace.append((round(self.env.now, 6), *event))
 
+    def _emit_calls(self, task_id: int, worker: int, si: int, tool: str, start: float, calls: list[list]) -> None:
+        """Trace one step's tool calls: when they started and, per item, (item, duration, fault kind or None)."""
+        self._emit("calls", task_id, worker, si, tool, round(start, 6), tuple((i, round(d, 6), k) for i, d, k in calls))
+
+    def _emit_observation(self, task_id: int, worker: int, obs: Observation, report: AttemptReport) -> None:
+        """Trace what the orchestrator was shown: ok, status word, error code, and the truth's retry-after."""
+        code = getattr(obs.envelope, "error_code", None) if obs.envelope is not None else None
+        retry_after = None if report.retry_after_s is None else round(report.retry_after_s, 6)
+        self._emit("observe", task_id, worker, obs.ok, obs.status, code, retry_after)
+
     # -- one task --------------------------------------------------------------------
 
     def _task(self, task: Task) -> Generator:
@@ -411,6 +421,8 @@ class World:
             self.records.append(rec)
         else:
             self._open[task.id] = rec  # handed to the sink when the task ends
+        if self.trace is not None:
+            self._emit("task", task.id, tpl.name)
         # The policy's view of the task is built at its first failure: most tasks never fail.
         history: TaskHistory | None = None
         attempts = 0
@@ -450,6 +462,8 @@ class World:
                 break
             obs = self.fmt.render(report)
             rec.secrets_leaked += obs.secrets
+            if self.trace is not None:
+                self._emit_observation(task.id, worker, obs, report)
             if obs.envelope is not None and obs.envelope.schema_version != SCHEMA_VERSION:
                 rec.schema_skews += 1
             if self._observe is not None:
@@ -774,6 +788,7 @@ class World:
             committed_anyway: list[int] = []
             pushes: list[tuple[int, int, int]] = []
             token_at = None
+            traced: list[list] | None = [] if self.trace is not None else None  # [item, duration, kind] per call
             for item in range(step.fan_out):
                 if item in skip:
                     continue
@@ -810,6 +825,8 @@ class World:
                     )
                 if duration > longest:
                     longest = duration
+                if traced is not None:
+                    traced.append([item, duration, kind])
                 if finish is not None:
                     finish[item] = duration
                 if kind is None or kind == "timeout" or kind == "latency_spike" or kind in MASKING_KINDS:
@@ -837,6 +854,11 @@ class World:
                     for item in succeeded + committed_anyway:
                         if finish[item] <= crash_at - now:
                             commits[item] += 1
+                if traced is not None:  # calls still running when the worker went down were lost with it
+                    for call in traced:
+                        if call[1] > crash_at - now:
+                            call[1], call[2] = crash_at - now, "node_crash"
+                    self._emit_calls(task.id, w.index, si, step.name, now, traced)
                 yield from self._lose_dispatch(rec, w, now, crash_at, step, si)
                 if self.heartbeat_timeout_s is None:
                     yield env.event()  # nobody will ever notice: the task is lost
@@ -851,6 +873,12 @@ class World:
                     succeeded.append(item)
                 else:
                     failed.append((item, "git_push_conflict"))
+                    if traced is not None:
+                        for call in traced:
+                            if call[0] == item:
+                                call[2] = "git_push_conflict"
+            if traced is not None:
+                self._emit_calls(task.id, w.index, si, step.name, now, traced)
             if step.writes_disk and (succeeded or committed_anyway):
                 written = step.disk_mb * (len(succeeded) + len(committed_anyway))
                 w.disk_used_mb += written

@@ -60,6 +60,22 @@ def _make_report_dir(path: Path | None, option: str = "--report") -> None:
         ) from None
 
 
+def _trace_folder(folder: Path | None, spec):
+    """The ``--traces`` folder as a writer of OTLP JSON files, or None without the option."""
+    if folder is None:
+        return None
+    from fleetchaos.traces.otlp_write import TraceFolder
+
+    return TraceFolder(folder, spec.name)
+
+
+def _print_traces(traces) -> None:
+    for summary in [] if traces is None else traces.written:
+        _stderr().print(
+            f"wrote {summary.path} ({summary.traces} traces, {summary.spans} spans, OTLP JSON)", highlight=False
+        )
+
+
 def _apply_single_params(spec, ref: str, options: tuple[str, ...]):
     """Apply ``--param PATH=VALUE`` options that each give exactly one value."""
     from fleetchaos.runs.sweep import scenario_source
@@ -138,6 +154,12 @@ _param_option = click.option(
     metavar="PATH=V1,V2,...",
     help="set a scenario value by dotted path, e.g. faults[0].probability=0.1 or fleet.workers=50",
 )
+_traces_option = click.option(
+    "--traces",
+    "traces_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="write the traced run(s) here as OTLP JSON, one trace per task (docs/calibration.md)",
+)
 _determinism_option = click.option(
     "--check-determinism",
     is_flag=True,
@@ -184,6 +206,7 @@ def _check_determinism(spec, scenario_ref: str, arms: list[tuple[str, str]], see
 @click.option("--seed", default=1, show_default=True, type=click.IntRange(0, 2**63 - 1))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
+@_traces_option
 @_determinism_option
 @history_options
 def run(
@@ -194,6 +217,7 @@ def run(
     seed: int,
     as_json: bool,
     report: Path | None,
+    traces_dir: Path | None = None,
     check_determinism: bool = False,
     **history_args,
 ) -> None:
@@ -210,6 +234,7 @@ def run(
     check_formats((errors,), "--errors")
     spec, applied = _apply_single_params(spec, scenario, params)
     _make_report_dir(report)
+    _make_report_dir(traces_dir, "--traces")
     if check_determinism:
         _check_determinism(spec, scenario, [(policy, errors)], [seed])
         return
@@ -218,9 +243,11 @@ def run(
                                 "params": dict(applied), "versions": versions()})  # fmt: skip
     status = "failed"
     try:
+        traces = _trace_folder(traces_dir, spec)
         result = run_one(
             spec, policy, errors, seed, scenario_ref=scenario, keep_tasks=report is not None, params=applied,
-            trace=report is not None, trace_label="this run",
+            trace=report is not None or traces is not None, trace_label="this run",
+            on_trace=None if traces is None else lambda output: traces.write(policy, errors, seed, output),
         )  # fmt: skip
         result.versions = versions()
         session.add(result)
@@ -235,6 +262,7 @@ def run(
 
         for path in write_run_report(result, report):
             _stderr().print(f"wrote {path}", highlight=False)
+    _print_traces(traces)
     if as_json:
         click.echo(result.model_dump_json(indent=2, exclude={"tasks", "timeline", "samples"}))
     else:
@@ -260,6 +288,7 @@ def run(
 @click.option("--confidence", default=0.95, show_default=True, type=_Confidence(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
+@_traces_option
 @_determinism_option
 @history_options
 def compare(
@@ -273,6 +302,7 @@ def compare(
     confidence: float,
     as_json: bool,
     report: Path | None,
+    traces_dir: Path | None = None,
     check_determinism: bool = False,
     **history_args,
 ) -> None:
@@ -281,7 +311,8 @@ def compare(
     Each finished run is appended to the run history as it completes; --baseline and
     --fail-on gate the comparison against a stored run group (exit 1 on a regression).
     With --report, the report also gets a per-task CSV and traced runs of the best and
-    the worst arm (fleet timeline, error codes over time).
+    the worst arm (fleet timeline, error codes over time); --traces writes those traced
+    runs as OTLP JSON.
     """
     from fleetchaos.cli.progress import progress_bar
     from fleetchaos.runs.executors import open_executor
@@ -298,6 +329,7 @@ def compare(
     check_policies(policy_names, "--policies")
     check_formats(format_names, "--errors")
     _make_report_dir(report)
+    _make_report_dir(traces_dir, "--traces")
     seed_list = _seed_list(spec, seeds, first_seed)
     if check_determinism:
         _check_determinism(spec, scenario, [(p, e) for p in policy_names for e in format_names], seed_list)
@@ -318,6 +350,7 @@ def compare(
         advance(1)
 
     status = "failed"
+    traces = _trace_folder(traces_dir, spec)
     executor = open_executor(jobs, scheduler)
     try:
         total = len(seed_list) * len(policy_names) * len(format_names)
@@ -332,7 +365,8 @@ def compare(
                 executor=executor,
                 on_result=on_run,
                 keep_tasks=report is not None,
-                trace=report is not None,
+                trace=report is not None or traces is not None,
+                on_trace=None if traces is None else traces.write,
             )
         status = "complete"
     except KeyboardInterrupt:
@@ -352,6 +386,7 @@ def compare(
         csv_path = tasks_csv.close() if tasks_csv is not None else None
         for path in write_compare_report(result, report, tasks_csv=csv_path):
             _stderr().print(f"wrote {path}", highlight=False)
+    _print_traces(traces)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:

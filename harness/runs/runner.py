@@ -66,13 +66,15 @@ def run_one(
     params: Sequence[tuple[str, Any]] = (),
     trace: bool = False,
     trace_label: str = "traced run",
+    on_trace: Callable[[Any], None] | None = None,
 ) -> RunResult:
     """Simulate one arm on one seed and judge every task.
 
     ``params`` only labels the result (and its replay command): they must already be
     applied to ``scenario`` (see :func:`fleetchaos.scenario.params.apply_params`).  With ``trace`` the
     run records its events and the result carries a :class:`~fleetchaos.results.models.Timeline`
-    (labelled ``trace_label``) for the timeline charts.
+    (labelled ``trace_label``) for the timeline charts; ``on_trace``, if given, then receives
+    the world's :class:`~fleetchaos.sim.world.RunOutput` (to export its traces).
     """
     acc = RunAccumulator(scenario.fleet, duration_s=scenario.duration_s)
     # Per-task rows, when wanted, are built as each task ends (its record is dropped) and
@@ -106,6 +108,8 @@ def run_one(
             replay=replay,
             workers=scenario.fleet.workers,
         )
+        if on_trace is not None:
+            on_trace(output)
     result = RunResult(
         scenario=scenario.name,
         policy=policy,
@@ -381,12 +385,34 @@ def representative_arms(arms: list[ArmResult]) -> list[tuple[str, ArmResult]]:
     return [("best recovery", best), ("worst recovery", worst)]
 
 
-def traced_timelines(scenario: Scenario, arms: list[ArmResult], seed: int, scenario_ref: str | None = None) -> list:
-    """Timelines of ``seed`` for the best and the worst arm, each run again with tracing on."""
+def traced_timelines(
+    scenario: Scenario,
+    arms: list[ArmResult],
+    seed: int,
+    scenario_ref: str | None = None,
+    on_trace: Callable[[str, str, int, Any], None] | None = None,
+) -> list:
+    """Timelines of ``seed`` for the best and the worst arm, each run again with tracing on.
+
+    ``on_trace(policy, errors, seed, output)`` receives each traced run's world output.
+    """
     out = []
     for label, arm in representative_arms(arms):
+        hand = None
+        if on_trace is not None:
+
+            def hand(output, arm=arm) -> None:
+                on_trace(arm.policy, arm.errors, seed, output)
+
         traced = run_one(
-            scenario, arm.policy, arm.errors, seed, scenario_ref=scenario_ref, trace=True, trace_label=label
+            scenario,
+            arm.policy,
+            arm.errors,
+            seed,
+            scenario_ref=scenario_ref,
+            trace=True,
+            trace_label=label,
+            on_trace=hand,
         )
         out.append(traced.timeline)
     return out
@@ -406,6 +432,7 @@ def compare(
     on_result: Callable[[RunResult], None] | None = None,
     keep_tasks: bool = False,
     trace: bool = False,
+    on_trace: Callable[[str, str, int, Any], None] | None = None,
 ) -> CompareResult:
     """Every policy on every error format, each on the same seeds (so the same faults).
 
@@ -415,7 +442,8 @@ def compare(
     executor or the number of jobs.  With ``keep_tasks`` the runs handed to
     ``on_result`` carry their per-task rows (dropped right after, so memory stays flat).
     With ``trace`` the first seed of the best and the worst arm is run again with tracing
-    on and the comparison carries their timelines.
+    on and the comparison carries their timelines; ``on_trace(policy, errors, seed,
+    output)`` receives each of those runs' world output.
     """
     arms = list(product(policies, formats))
     job_list = [RunJob(0, p, e, s) for (p, e) in arms for s in seeds]
@@ -445,6 +473,6 @@ def compare(
         arms=arm_results,
         versions=versions(),
         comparisons=paired_comparisons(arm_results, confidence),
-        timelines=traced_timelines(scenario, arm_results, seeds[0], scenario_ref) if trace and seeds else [],
+        timelines=traced_timelines(scenario, arm_results, seeds[0], scenario_ref, on_trace) if trace and seeds else [],
         scenario_config=scenario.model_dump(mode="json"),
     )
