@@ -1,0 +1,220 @@
+"""A team's error codes and HTTP statuses, mapped to the simulator's fault kinds.
+
+A failed call is classified by its error code first (``error.type``, or the plain
+form's ``error``), compared without regard to case, then by its HTTP status; a code of
+three digits is read as an HTTP status too (OpenTelemetry's HTTP conventions put the
+status in ``error.type``).  A failure neither maps is *unmapped*: it is counted by its
+code and status and listed, never dropped in silence.
+
+A mapping file (YAML or JSON) adds to or overrides the defaults::
+
+    codes:                       # error code -> fault kind (or "ignore": not a fault)
+      CRM_WRITE_FORBIDDEN: permission_denied
+      E_SANDBOX_OOM: node_crash
+    http:                        # HTTP status -> fault kind
+      418: validation_error
+    defaults: true               # false: only this file's entries
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from fleetchaos.traces.bounded import TraceFileError
+
+#: Fault kinds a code can name (the simulator's catalogue), plus ``ignore``.
+FAULT_KINDS = (
+    "network_blip",
+    "timeout",
+    "rate_limit",
+    "disk_full",
+    "expired_key",
+    "git_push_conflict",
+    "missing_dependency",
+    "validation_error",
+    "not_found",
+    "permission_denied",
+    "partial_batch",
+    "silent_suppression",
+    "fabricated_defaults",
+    "schema_drift",
+    "node_crash",
+    "network_partition",
+    "latency_spike",
+    "quota_exhausted",
+)
+IGNORE = "ignore"
+
+#: Error codes -> kinds: POSIX errno names, exception class names, gRPC statuses, common
+#: API error types, the structured contract's codes and the simulated vendors' wire codes.
+DEFAULT_CODES: dict[str, str] = {
+    **dict.fromkeys(
+        ["ECONNRESET", "ECONNABORTED", "EPIPE", "ConnectionResetError", "ConnectionAbortedError", "BrokenPipeError",
+         "ConnectionError", "NETWORK_UNREACHABLE", "UNAVAILABLE", "ENETRESET", "APIConnectionError"],
+        "network_blip",
+    ),
+    **dict.fromkeys(
+        ["ETIMEDOUT", "TimeoutError", "timeout", "DEADLINE_EXCEEDED", "TOOL_TIMEOUT", "ReadTimeout", "APITimeoutError"],
+        "timeout",
+    ),
+    **dict.fromkeys(
+        ["ERR_RATE_LIMITED", "RATE_LIMITED", "RateLimitError", "rate_limit_exceeded", "too_many_requests",
+         "RESOURCE_EXHAUSTED", "throttled", "ThrottlingException"],
+        "rate_limit",
+    ),
+    **dict.fromkeys(["ERR_QUOTA_EXCEEDED", "QUOTA_EXCEEDED", "insufficient_quota"], "quota_exhausted"),
+    **dict.fromkeys(["ENOSPC", "EDQUOT", "DISK_FULL"], "disk_full"),
+    **dict.fromkeys(
+        ["ERR_TOKEN_EXPIRED", "AUTH_EXPIRED", "UNAUTHENTICATED", "AuthenticationError", "token_expired",
+         "invalid_api_key", "ExpiredTokenException"],
+        "expired_key",
+    ),
+    **dict.fromkeys(
+        ["EACCES", "EPERM", "PERMISSION_DENIED", "PermissionError", "PermissionDeniedError", "forbidden",
+         "AccessDeniedException"],
+        "permission_denied",
+    ),
+    **dict.fromkeys(["ERR_NOT_FOUND", "NOT_FOUND", "NotFoundError", "not_found"], "not_found"),
+    **dict.fromkeys(
+        ["ENOENT", "DEPENDENCY_MISSING", "ModuleNotFoundError", "command_not_found"],
+        "missing_dependency",
+    ),
+    **dict.fromkeys(
+        ["ERR_INVALID_ARG_VALUE", "VALIDATION_FAILED", "INVALID_ARGUMENT", "ValidationError", "ValueError",
+         "invalid_request_error", "BadRequestError", "UnprocessableEntityError"],
+        "validation_error",
+    ),
+    **dict.fromkeys(["ERR_NON_FAST_FORWARD", "GIT_PUSH_REJECTED", "non_fast_forward", "ABORTED"], "git_push_conflict"),
+    **dict.fromkeys(["ERR_BATCH_ITEM", "BATCH_ITEM_FAILED"], "partial_batch"),
+    **dict.fromkeys(["ECONNREFUSED", "WORKER_LOST"], "node_crash"),
+    **dict.fromkeys(["EHOSTUNREACH", "NETWORK_PARTITION"], "network_partition"),
+}  # fmt: skip
+
+#: HTTP statuses -> kinds, used when the code says nothing.
+DEFAULT_HTTP: dict[int, str] = {
+    400: "validation_error",
+    401: "expired_key",
+    403: "permission_denied",
+    404: "not_found",
+    408: "timeout",
+    409: "git_push_conflict",
+    422: "validation_error",
+    424: "missing_dependency",
+    429: "rate_limit",
+    502: "network_blip",
+    503: "network_blip",
+    504: "timeout",
+    507: "disk_full",
+}
+
+_STATUS = re.compile(r"^[1-5][0-9][0-9]$")
+
+
+class _MappingFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    codes: dict[str, str] = Field(default_factory=dict)
+    http: dict[int, str] = Field(default_factory=dict)
+    defaults: bool = True
+
+    @field_validator("codes", "http")
+    @classmethod
+    def _known_kinds(cls, value: dict) -> dict:
+        for key, kind in value.items():
+            if kind not in FAULT_KINDS and kind != IGNORE:
+                import difflib
+
+                guess = difflib.get_close_matches(str(kind), [*FAULT_KINDS, IGNORE], n=1)
+                hint = f"; did you mean {guess[0]!r}?" if guess else ""
+                raise ValueError(
+                    f"{key}: unknown fault kind {kind!r} (kinds: {', '.join(FAULT_KINDS)}, or ignore){hint}"
+                )
+        return value
+
+    @field_validator("http")
+    @classmethod
+    def _statuses(cls, value: dict) -> dict:
+        for status in value:
+            if not 100 <= status <= 599:
+                raise ValueError(f"{status}: not an HTTP status (100..599)")
+        return value
+
+
+class CodeMap:
+    """Classifies failed calls into fault kinds and counts what it cannot classify."""
+
+    def __init__(self, codes: dict[str, str] | None = None, http: dict[int, str] | None = None, defaults: bool = True):
+        self.codes = {k.lower(): v for k, v in ({**DEFAULT_CODES} if defaults else {}).items()}
+        self.codes.update({k.lower(): v for k, v in (codes or {}).items()})
+        self.http = {**(DEFAULT_HTTP if defaults else {}), **(http or {})}
+        self.unmapped: Counter[tuple[str | None, int | None]] = Counter()
+        self._cache: dict[tuple[str | None, int | None], str | None] = {}
+
+    def kind(self, code: str | None, http_status: int | None) -> str | None:
+        """The fault kind of a failed call (``"ignore"``: not a fault), or None when unmapped (and counted)."""
+        key = (code, http_status)
+        try:
+            kind = self._cache[key]
+        except KeyError:
+            kind = self._cache[key] = self._classify(code, http_status)
+        if kind is None:
+            self.unmapped[key] += 1
+        return kind
+
+    def _classify(self, code: str | None, http_status: int | None) -> str | None:
+        if code is not None:
+            kind = self.codes.get(code.strip().lower())
+            if kind is not None:
+                return kind
+            if http_status is None and _STATUS.match(code.strip()):
+                http_status = int(code.strip())
+        if http_status is not None:
+            return self.http.get(http_status)
+        return None
+
+    def unmapped_rows(self) -> list[tuple[str, int]]:
+        """Unmapped failures as (description, count), most frequent first."""
+        rows = []
+        for (code, status), count in self.unmapped.most_common():
+            parts = [f"code {code!r}" if code is not None else "no error code"]
+            if status is not None:
+                parts.append(f"HTTP {status}")
+            rows.append((", ".join(parts), count))
+        return rows
+
+
+def load_code_map(path: Path | None) -> CodeMap:
+    """The defaults, with a mapping file's entries on top (``path`` None: the defaults alone)."""
+    if path is None:
+        return CodeMap()
+    from fleetchaos.errors import ScenarioError
+    from fleetchaos.scenario.load import parse_document
+
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TraceFileError(f"{source}: no such file; check the --codes path") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TraceFileError(f"{source}: cannot read: {exc}") from None
+    try:
+        data = parse_document(
+            text, source, what="code mapping", needs="give codes: {CODE: kind} or http: {STATUS: kind}"
+        )
+    except ScenarioError as exc:
+        raise TraceFileError(str(exc)) from None
+    try:
+        spec = _MappingFile.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"])
+        rule = error["msg"].removeprefix("Value error, ")
+        raise TraceFileError(
+            f"{source}: {where}: {rule}; a mapping file has codes: {{CODE: kind}}, http: {{STATUS: kind}} "
+            "and defaults: true|false"
+        ) from None
+    return CodeMap(spec.codes, spec.http, spec.defaults)
