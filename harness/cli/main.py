@@ -1027,5 +1027,9 @@ def shrink(
     err.print(f"wrote {yaml_path}\nwrote {output}", highlight=False, markup=False)
 
 
+from fleetchaos.cli.calibrate import calibrate as _calibrate  # noqa: E402  (a command module registers itself below)
+
+main.add_command(_calibrate)
+
 if __name__ == "__main__":  # pragma: no cover
     main()

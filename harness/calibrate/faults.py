@@ -1,0 +1,656 @@
+"""Failures turned into fault specs: per-call rates, windows, persistent faults, per-worker events.
+
+Every function returns :class:`Fitted` entries (a fault's document and the provenance
+comment that goes above it in the YAML) and appends to ``notes`` what it could not fit.
+
+Denominators follow the order in which the simulator meets faults on a call (a crashed
+worker, then expired credentials, then persistent faults, a full disk, the rate limit,
+the quota, transient faults, a failing batch item): a kind's rate is its failures over
+the calls that got as far as its stage, so a call refused earlier is not counted as one
+the kind spared.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from fleetchaos.calibrate.changepoint import find_windows
+from fleetchaos.traces.codes import FAULT_KINDS
+
+#: Stage of each kind in a call (lower is met first); kinds not listed have no per-call stage.
+STAGE = {
+    "node_crash": 0,
+    "expired_key": 1,
+    "missing_dependency": 2,
+    "validation_error": 2,
+    "not_found": 2,
+    "permission_denied": 2,
+    "disk_full": 3,
+    "rate_limit": 4,
+    "quota_exhausted": 5,
+    "network_blip": 6,
+    "timeout": 6,
+    "partial_batch": 7,
+}
+API_KINDS = ("expired_key", "rate_limit", "quota_exhausted")
+
+#: Rate-limit refusals this close to a window's edge belong to it (a cut's first and last
+#: refusals are sparse: the bucket's burst is spent first, and callers back off).
+RATE_LIMIT_ABSORB_S = 900.0
+
+#: A rate-limit cut is placed at most this long before its first refusals.
+MAX_LEAD_S = 7200.0
+HOUR_S = 3600.0
+
+#: A worker's rate counts as its own (an extra rule) when this unlikely under the fleet's rate.
+WORKER_ALPHA = 1e-4
+
+
+@dataclass
+class Fitted:
+    """One fault as written: its document and where its values came from."""
+
+    doc: dict
+    comment: str
+
+
+@dataclass
+class Context:
+    """What the fitters share: the calls, the time frame and derived columns."""
+
+    calls: object
+    origin_s: float
+    duration_s: float
+    end_s: float
+    """Seconds from the origin to the last call's end (windows may reach into the drain)."""
+    item: object
+    group_start: object
+    api_tools: set[int]
+    bin_s: float
+    notes: list[str] = field(default_factory=list)
+
+    def sim_time(self, unix):
+        """Unix seconds as simulated seconds from the origin."""
+        return unix - self.origin_s
+
+    def kind_code(self, name: str) -> int:
+        return FAULT_KINDS.index(name)
+
+    def eligible(self, name: str):
+        """Calls that reached ``name``'s stage: no earlier-stage failure, not unmapped (and API calls for API kinds)."""
+        import numpy as np
+
+        calls = self.calls
+        stage = STAGE[name]
+        earlier = [FAULT_KINDS.index(k) for k, s in STAGE.items() if s < stage]
+        mask = (calls.kind != -2) & ~np.isin(calls.kind, earlier)
+        if name in API_KINDS:
+            mask &= np.isin(calls.tool, list(self.api_tools))
+        return mask
+
+
+def _pct(p: float) -> str:
+    return f"{100 * p:.3g}%"
+
+
+def _wilson(k: float, n: float, z: float = 1.96) -> tuple[float, float]:
+    if n <= 0:
+        return 0.0, 1.0
+    p = k / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return max(0.0, c - h), min(1.0, c + h)
+
+
+#: Per-tool rates are pooled into one when a chi-square test cannot tell them apart at this level.
+HOMOGENEITY_ALPHA = 0.01
+
+
+def _homogeneous(rows: list[tuple[int, int]]) -> tuple[bool, float]:
+    """Whether failure rates (k of n per row) are the same but for chance, and the test's p-value."""
+    from scipy import stats
+
+    rows = [(k, n) for k, n in rows if n > 0]
+    if len(rows) < 2:
+        return True, 1.0
+    table = [[k, n - k] for k, n in rows]
+    if sum(k for k, _ in rows) == 0 or all(n - k == 0 for k, n in rows):
+        return True, 1.0
+    p_value = float(stats.chi2_contingency(table)[1])
+    return p_value >= HOMOGENEITY_ALPHA, p_value
+
+
+def _rate_comment(what: str, k: int, n: int) -> str:
+    lo, hi = _wilson(k, n)
+    return f"{what}: {k:,} of {n:,} ({_pct(k / n if n else 0.0)}, 95% CI {_pct(lo)}..{_pct(hi)})"
+
+
+def _window_doc(start_s: float, end_s: float) -> dict:
+    return {"start_s": round(start_s, 3), "duration_s": round(end_s - start_s, 3)}
+
+
+def _clip_windows(ctx: Context, windows, what: str):
+    kept = [w for w in windows if w.start_s < ctx.duration_s]
+    if len(kept) < len(windows):
+        ctx.notes.append(f"{what}: {len(windows) - len(kept)} window(s) after the last arrival dropped (drain only)")
+    return kept
+
+
+def _per_worker_extras(ctx, name, base_p, units_worker, units_failed, label, tools=None) -> list[Fitted]:
+    """Extra rules for workers whose rate is well above ``base_p``."""
+    import numpy as np
+    from scipy import stats
+
+    out = []
+    for w in np.unique(units_worker).tolist():
+        mask = units_worker == w
+        n, k = int(mask.sum()), int(units_failed[mask].sum())
+        if n == 0 or k == 0:
+            continue
+        rate = k / n
+        if rate >= 2 * base_p and stats.binom.sf(k - 1, n, base_p) < WORKER_ALPHA:
+            q = (rate - base_p) / (1 - base_p) if base_p < 1 else 1.0
+            doc = {"kind": name, "probability": round(min(q, 1.0), 6), "workers": [int(w)]}
+            if tools:
+                doc["tools"] = tools
+            out.append(
+                Fitted(
+                    doc,
+                    f"worker {ctx.calls.workers[w]!r}: "
+                    + _rate_comment(label, k, n)
+                    + f" vs {_pct(base_p)} fleet-wide",
+                )
+            )
+    return out
+
+
+def _rate_rules(ctx, name: str, times, failed, tools_of_unit, worker_of_unit, label: str, extra: dict) -> list[Fitted]:
+    """Per-tool rates outside windows, windows found by change-point, and per-worker extras."""
+    import numpy as np
+
+    calls = ctx.calls
+    out: list[Fitted] = []
+    if not failed.any():
+        return out
+    windows, _baseline = find_windows(ctx.sim_time(times), failed, 0.0, ctx.end_s, ctx.bin_s)
+    windows = _clip_windows(ctx, windows, name)
+    inside = np.zeros(len(times), dtype=bool)
+    rel = ctx.sim_time(times)
+    for w in windows:
+        inside |= (rel >= w.start_s) & (rel < w.end_s)
+    out_failed, out_tools, out_workers = failed[~inside], tools_of_unit[~inside], worker_of_unit[~inside]
+    tool_rates = {}
+    for t in np.unique(out_tools).tolist():
+        mask = out_tools == t
+        tool_rates[t] = (int(out_failed[mask].sum()), int(mask.sum()))
+    pooled_k, pooled_n = int(out_failed.sum()), len(out_failed)
+    same, p_value = _homogeneous(list(tool_rates.values()))
+    if pooled_k and same:
+        p = pooled_k / pooled_n
+        doc = {"kind": name, "probability": round(p, 6), **extra}
+        out.append(
+            Fitted(
+                doc,
+                _rate_comment(f"{label} outside windows, every tool", pooled_k, pooled_n)
+                + f"; one rate for all {len(tool_rates)} tools (their rates differ no more than chance: "
+                f"chi-square p = {p_value:.2g})",
+            )
+        )
+        out += _per_worker_extras(ctx, name, p, out_workers, out_failed, label)
+    elif pooled_k:
+        for t, (k, n) in sorted(tool_rates.items(), key=lambda kv: calls.tools[kv[0]]):
+            if k == 0:
+                continue
+            p = k / n
+            doc = {"kind": name, "probability": round(p, 6), "tools": [calls.tools[t]], **extra}
+            out.append(
+                Fitted(
+                    doc,
+                    _rate_comment(f"{label} of {calls.tools[t]!r} outside windows", k, n)
+                    + f"; rates differ by tool (chi-square p = {p_value:.2g})",
+                )
+            )
+            mask = out_tools == t
+            out += _per_worker_extras(ctx, name, p, out_workers[mask], out_failed[mask], label, [calls.tools[t]])
+    for w in windows:
+        q = (w.rate - w.baseline) / (1 - w.baseline) if w.baseline < 1 else 1.0
+        doc = {
+            "kind": name,
+            "probability": round(min(max(q, 0.0), 1.0), 6),
+            "windows": [_window_doc(w.start_s, w.end_s)],
+            **extra,
+        }
+        out.append(
+            Fitted(
+                doc,
+                f"window found by change-point: {_rate_comment(label, w.failures, w.trials)} "
+                f"against {_pct(w.baseline)} outside windows",
+            )
+        )
+    return out
+
+
+def fit_transient(ctx: Context, name: str) -> list[Fitted]:
+    """network_blip and timeout: per-call probabilities (a fresh draw on every try)."""
+    calls = ctx.calls
+    mask = ctx.eligible(name)
+    failed = calls.kind[mask] == ctx.kind_code(name)
+    extra: dict = {}
+    if name == "timeout" and failed.any():
+        import numpy as np
+
+        durations = calls.duration[mask][failed]
+        extra["timeout_s"] = round(float(np.median(durations)), 3)
+        extra["committed_probability"] = 0.5
+    fits = _rate_rules(
+        ctx, name, calls.start[mask], failed, calls.tool[mask], calls.worker[mask], "failed calls", extra
+    )
+    if name == "timeout" and fits:
+        ctx.notes.append("timeout: whether a timed-out call committed its side effect is not in traces; 0.5 kept")
+    return fits
+
+
+def _units(ctx: Context, name: str, per_item: bool):
+    """Persistent kinds' units ((task, tool[, item]) keys): first execution time, worker, tool, failed?, repeats."""
+    import numpy as np
+
+    calls = ctx.calls
+    mask = ctx.eligible(name)
+    idx = np.flatnonzero(mask)
+    code = ctx.kind_code(name)
+    keys = calls.task[idx].astype(np.int64) * 1_000_003 + calls.tool[idx]
+    if per_item:
+        keys = keys * 4096 + np.minimum(ctx.item[idx], 4095)
+    order = np.lexsort((calls.start[idx], keys))
+    keys, idx = keys[order], idx[order]
+    first = np.ones(len(keys), dtype=bool)
+    first[1:] = keys[1:] != keys[:-1]
+    unit = np.cumsum(first) - 1
+    failed_call = calls.kind[idx] == code
+    n_units = int(first.sum())
+    unit_failed = np.zeros(n_units, dtype=bool)
+    np.logical_or.at(unit_failed, unit, failed_call)
+    heads = idx[first]
+    # Repeated identical failures: units that failed first and were tried again.
+    first_failed = failed_call[first]
+    tried = np.bincount(unit, minlength=n_units)
+    again_failed = np.bincount(unit, weights=failed_call.astype(float), minlength=n_units)
+    retried = first_failed & (tried > 1)
+    repeats = (int(retried.sum()), int(((again_failed == tried) & retried).sum()))
+    return calls.start[heads], calls.tool[heads], calls.worker[heads], unit_failed, ctx.item[heads], repeats
+
+
+def fit_persistent(ctx: Context, name: str) -> list[Fitted]:
+    """validation_error (per task and step), not_found and permission_denied (per task, step and item)."""
+    import numpy as np
+
+    per_item = name != "validation_error"
+    times, tools, workers, failed, items, (retried, same) = _units(ctx, name, per_item)
+    if not failed.any():
+        return []
+    unit = "task, step and item" if per_item else "task and step"
+    label = f"({unit}) keys that failed"
+    fits = _rate_rules(ctx, name, times, failed, tools, workers, label, {})
+    if retried:
+        ratio = same / retried
+        text = f"{name}: {same} of {retried} failed keys that were tried again failed every time ({_pct(ratio)})"
+        if ratio < 0.5 and retried >= 5:
+            ctx.notes.append(text + ": they look transient, not persistent; check the code mapping")
+        for f in fits:
+            f.comment += f"; persistent: {same} of {retried} retried keys failed again every time"
+    if name == "permission_denied":
+        for f in fits:
+            if "windows" in f.doc:
+                _items_in_window(ctx, f, times, failed, items)
+    del np
+    return fits
+
+
+def _items_in_window(ctx: Context, fitted: Fitted, times, failed, items) -> None:
+    """A permission change that hits some items of a fan-out step: name them when the failures pick them."""
+    import numpy as np
+
+    w = fitted.doc["windows"][0]
+    rel = ctx.sim_time(times)
+    mask = (rel >= w["start_s"]) & (rel < w["start_s"] + w["duration_s"])
+    rates = {}
+    for i in np.unique(items[mask]).tolist():
+        m = mask & (items == i)
+        rates[int(i)] = (int(failed[m].sum()), int(m.sum()))
+    if len(rates) < 2:
+        return
+    top = max(k / n for k, n in rates.values())
+    hit = sorted(i for i, (k, n) in rates.items() if k / n >= top / 2)
+    if len(hit) == len(rates):
+        return
+    k = sum(rates[i][0] for i in hit)
+    n = sum(rates[i][1] for i in hit)
+    fitted.doc["items"] = hit
+    fitted.doc["probability"] = round(k / n, 6)
+    fitted.comment += f"; the failures pick items {hit} ({_rate_comment('their keys', k, n)})"
+
+
+def fit_missing_dependency(ctx: Context) -> list[Fitted]:
+    """A tool missing on some workers: (worker, tool) pairs whose calls mostly fail with it."""
+    import numpy as np
+
+    calls = ctx.calls
+    mask = ctx.eligible("missing_dependency")
+    code = ctx.kind_code("missing_dependency")
+    out = []
+    tools = calls.tool[mask]
+    workers = calls.worker[mask]
+    failed = calls.kind[mask] == code
+    for t in np.unique(tools[failed]).tolist():
+        broken = []
+        for w in np.unique(workers[failed & (tools == t)]).tolist():
+            m = (tools == t) & (workers == w)
+            if failed[m].mean() >= 0.5:
+                broken.append((w, int(failed[m].sum()), int(m.sum())))
+        if broken:
+            doc = {"kind": "missing_dependency", "probability": 1.0, "tools": [calls.tools[t]],
+                   "workers": [w for w, _, _ in broken]}  # fmt: skip
+            detail = ", ".join(f"{calls.workers[w]!r} {k}/{n}" for w, k, n in broken)
+            out.append(Fitted(doc, f"{calls.tools[t]!r} fails on every call on these workers (failed/calls: {detail})"))
+        sporadic = int(failed[tools == t].sum()) - sum(k for _, k, _ in broken)
+        if sporadic:
+            ctx.notes.append(f"missing_dependency: {sporadic} sporadic failures of {calls.tools[t]!r} not fitted")
+    return out
+
+
+def fit_partial_batch(ctx: Context) -> list[Fitted]:
+    """Fan-out step executions in which some items failed together."""
+    import numpy as np
+
+    calls = ctx.calls
+    code = ctx.kind_code("partial_batch")
+    if not (calls.kind == code).any():
+        return []
+    starts = ctx.group_start
+    sizes = np.diff(np.append(starts, len(calls)))
+    fan = sizes > 1
+    failed_items = np.add.reduceat((calls.kind == code).astype(np.int64), starts) if len(starts) else np.zeros(0)
+    tools = calls.tool[starts]
+    out = []
+    for t in np.unique(tools[fan & (failed_items > 0)]).tolist():
+        m = fan & (tools == t)
+        k, n = int((failed_items[m] > 0).sum()), int(m.sum())
+        typical = int(np.median(failed_items[m & (failed_items > 0)]))
+        doc = {
+            "kind": "partial_batch",
+            "probability": round(k / n, 6),
+            "failures": max(1, typical),
+            "tools": [calls.tools[t]],
+        }
+        out.append(Fitted(doc, _rate_comment(f"fan-out executions of {calls.tools[t]!r} with failed items", k, n)))
+    return out
+
+
+def _runs(ctx: Context, name: str, relevant):
+    """Per worker, stretches where ``name`` failures follow each other with no clear call between.
+
+    Yields (worker, at_s, end_s or None, failures): ``at_s`` is halfway between the last
+    clear call and the first failure, ``end_s`` halfway between the last failure and the
+    next clear call (None when none came).
+    """
+    import numpy as np
+
+    calls = ctx.calls
+    code = ctx.kind_code(name)
+    stage = STAGE[name]
+    later_or_ok = np.isin(calls.kind, [-1] + [FAULT_KINDS.index(k) for k, s in STAGE.items() if s > stage])
+    idx = np.flatnonzero(relevant & ((calls.kind == code) | later_or_ok))
+    order = np.lexsort((calls.start[idx], calls.worker[idx]))
+    idx = idx[order]
+    w_col, t_col, k_col = calls.worker[idx], calls.start[idx], calls.kind[idx]
+    i = 0
+    n = len(idx)
+    while i < n:
+        if k_col[i] != code:
+            i += 1
+            continue
+        w = int(w_col[i])
+        prev = t_col[i - 1] if i > 0 and w_col[i - 1] == w else None
+        j = i
+        while j + 1 < n and w_col[j + 1] == w and k_col[j + 1] == code:
+            j += 1
+        nxt = t_col[j + 1] if j + 1 < n and w_col[j + 1] == w else None
+        at = (prev + t_col[i]) / 2 if prev is not None else t_col[i]
+        end = (t_col[j] + nxt) / 2 if nxt is not None else None
+        yield w, float(at), None if end is None else float(end), j - i + 1
+        i = j + 1
+
+
+def fit_worker_events(ctx: Context, name: str) -> list[Fitted]:
+    """expired_key, disk_full and node_crash: per-worker events from runs of identical failures."""
+    import numpy as np
+
+    calls = ctx.calls
+    code = ctx.kind_code(name)
+    if not (calls.kind == code).any():
+        return []
+    if name == "expired_key":
+        relevant = np.isin(calls.tool, list(ctx.api_tools))
+    elif name == "disk_full":
+        relevant = np.isin(calls.tool, np.unique(calls.tool[calls.kind == code]))
+    else:
+        relevant = np.ones(len(calls), dtype=bool)
+    out: list[Fitted] = []
+    dropped = 0
+    events = []
+    for w, at, end, failures in _runs(ctx, name, relevant):
+        at_s = at - ctx.origin_s
+        if at_s >= ctx.duration_s:
+            dropped += 1
+            continue
+        events.append((w, at_s, end, failures))
+    if dropped:
+        ctx.notes.append(f"{name}: {dropped} event(s) after the last arrival dropped (drain only)")
+    if name == "expired_key":
+        if events:
+            doc = {"kind": name, "events": [{"worker": int(w), "at_s": round(a, 3)} for w, a, _, _ in events]}
+            total = sum(f for *_, f in events)
+            out.append(
+                Fitted(
+                    doc,
+                    f"{len(events)} expiries: runs of {total} API calls refused with expired credentials on one worker "
+                    "until a call got through (each placed halfway between the last good call and the first refused one)",
+                )
+            )
+        return out
+    length = "cleanup_after_s" if name == "disk_full" else "down_s"
+    for w, at_s, end, failures in events:
+        span = (end - ctx.origin_s - at_s) if end is not None else (ctx.end_s - at_s)
+        doc = {"kind": name, "events": [{"worker": int(w), "at_s": round(at_s, 3)}], length: round(max(span, 1.0), 3)}
+        how = "until the next good call" if end is not None else "to the end of the traces (no good call after)"
+        out.append(Fitted(doc, f"worker {calls.workers[w]!r}: {failures} calls refused in a row, {how}"))
+    return out
+
+
+def fit_rate_limit(ctx: Context) -> tuple[list[Fitted], dict, list[str]]:
+    """Rate-limit cuts as windows of the shared API bucket, and the bucket's rate (fleet fields and their comments)."""
+    import numpy as np
+
+    calls = ctx.calls
+    mask = ctx.eligible("rate_limit")
+    code = ctx.kind_code("rate_limit")
+    times, kinds = calls.start[mask], calls.kind[mask]
+    failed = kinds == code
+    ok = kinds == -1
+    rel = ctx.sim_time(times)
+    fleet: dict = {}
+    comments: list[str] = []
+    bin_s = 600.0
+    bins = max(1, math.ceil(ctx.end_s / bin_s))
+    index = np.clip((rel // bin_s).astype(np.int64), 0, bins - 1)
+    peak = float(np.bincount(index[ok], minlength=bins).max()) / bin_s if ok.any() else 0.0
+    if not failed.any():
+        rate = max(0.5, 2.0 * peak)
+        fleet["api_rate_per_s"] = round(rate, 6)
+        comments.append(
+            f"no rate-limit failures: the shared API rate is set to twice the busiest 10 minutes "
+            f"({peak:.4g} calls/s), so it never binds"
+        )
+        return [], fleet, comments
+    windows, baseline = find_windows(rel, failed, 0.0, ctx.end_s, ctx.bin_s, absorb_s=RATE_LIMIT_ABSORB_S)
+    windows = _clip_windows(ctx, windows, "rate_limit")
+    inside = np.zeros(len(rel), dtype=bool)
+    for w in windows:
+        inside |= (rel >= w.start_s) & (rel < w.end_s)
+    busy = np.bincount(index[failed & ~inside], minlength=bins) > 0
+    if busy.any():
+        served = np.bincount(index[ok & ~inside], minlength=bins)[busy] / bin_s
+        rate = float(np.median(served))
+        comments.append(
+            f"{int((failed & ~inside).sum())} rate-limit failures outside windows: the bucket binds there; its rate is "
+            f"the median served rate of the {int(busy.sum())} 10-minute bins with refusals ({rate:.4g} calls/s)"
+        )
+    else:
+        rate = max(0.5, 2.0 * peak)
+        comments.append(
+            f"no rate-limit failures outside windows: the API rate is twice the busiest 10 minutes ({peak:.4g} calls/s)"
+        )
+    burst = 30.0
+    fleet["api_rate_per_s"] = round(max(rate, 1e-6), 6)
+    fleet["api_burst"] = burst
+    comments.append("api_burst is not observable: the model's default 30 kept")
+    out = []
+    for w in windows:
+        m = (rel >= w.start_s) & (rel < w.end_s)
+        served = int((ok & m).sum())
+        # Refusals show the cut only once the bucket's burst is spent: while they come, the
+        # bucket is empty, so what was served is the cut rate itself ...
+        factor = min(1.0, served / (rate * (w.end_s - w.start_s)))
+        # ... and the cut began as long before the first refusal as the demand of the hour
+        # before took to spend the burst at that rate.
+        before = (rel >= w.start_s - HOUR_S) & (rel < w.start_s)
+        demand = float(before.sum()) / HOUR_S
+        drain = demand - factor * rate
+        lead = min(burst / drain, MAX_LEAD_S) if drain > 0 else 0.0
+        start = max(0.0, w.start_s - lead)
+        doc = {"kind": "rate_limit", "capacity_factor": round(factor, 6), "windows": [_window_doc(start, w.end_s)]}
+        out.append(
+            Fitted(
+                doc,
+                f"window found by change-point from {w.start_s:g} s: "
+                f"{_rate_comment('API calls refused', w.failures, w.trials)}; {served} served, so the rate was cut to "
+                f"{factor:.3g} x {rate:.4g}/s; it began {lead:.0f} s before the first refusals, the time the hour "
+                f"before's demand ({demand:.3g} calls/s) took to spend the {burst:g}-call burst",
+            )
+        )
+    del baseline
+    return out, fleet, comments
+
+
+def fit_quota(ctx: Context) -> list[Fitted]:
+    """A daily API quota: the API calls served in a day before its first quota refusal."""
+    import numpy as np
+
+    calls = ctx.calls
+    code = ctx.kind_code("quota_exhausted")
+    if not (calls.kind == code).any():
+        return []
+    mask = ctx.eligible("quota_exhausted")
+    rel = ctx.sim_time(calls.start[mask])
+    kinds = calls.kind[mask]
+    days = (rel // 86_400).astype(np.int64)
+    served = []
+    for d in np.unique(days[kinds == code]).tolist():
+        m = days == d
+        order = np.argsort(rel[m], kind="stable")
+        k = kinds[m][order]
+        first = int(np.argmax(k == code))
+        served.append(int((k[:first] == -1).sum()))
+    quota = max(1, int(np.median(served)))
+    return [
+        Fitted(
+            {"kind": "quota_exhausted", "calls_per_day": quota},
+            f"API calls served before the first quota refusal, per day: {served} (median)",
+        )
+    ]
+
+
+def fit_push_conflicts(ctx: Context) -> list[Fitted]:
+    """Push conflicts: the tools that met them (the contention itself emerges in the simulator)."""
+    import numpy as np
+
+    calls = ctx.calls
+    code = ctx.kind_code("git_push_conflict")
+    if not (calls.kind == code).any():
+        return []
+    tools = sorted(calls.tools[t] for t in np.unique(calls.tool[calls.kind == code]).tolist())
+    k = int((calls.kind == code).sum())
+    ctx.notes.append("git_push_conflict: the number of shared branches is not in traces; the model's default 3 kept")
+    return [Fitted({"kind": "git_push_conflict", "tools": tools}, f"{k} pushes rejected as non-fast-forward")]
+
+
+def uses_api(calls, api_fail_codes: list[int]) -> tuple[set[int], list[str]]:
+    """Tools that call the shared API, and notes on the ones that do not.
+
+    A tool is taken not to call the API when, with no API failure of its own, it
+    succeeded on a worker whose credentials were expired at the time (inside a run of
+    expired-key refusals of other tools on that worker); every other tool is.
+    """
+    import numpy as np
+
+    failing = np.isin(calls.kind, api_fail_codes)
+    tools = set(range(len(calls.tools)))
+    if not failing.any():
+        return tools, ["no API failures (expired key, rate limit, quota) seen: every tool is taken to call the API"]
+    api = set(np.unique(calls.tool[failing]).tolist())
+    expired = FAULT_KINDS.index("expired_key")
+    notes = []
+    order = np.lexsort((calls.start, calls.worker))
+    worker, kind, tool = calls.worker[order], calls.kind[order], calls.tool[order]
+    evidence: dict[int, int] = {}
+    # A success of a tool between two expired-key refusals on the same worker: the key was expired then.
+    last_expired = np.full(len(order), False)
+    state = False
+    current = -1
+    for i in range(len(order)):
+        if worker[i] != current:
+            current, state = worker[i], False
+        if kind[i] == expired:
+            state = True
+        elif tool[i] in api and kind[i] == -1:
+            state = False  # an API call got through: the credentials were good again
+        last_expired[i] = state
+    next_expired = np.full(len(order), False)
+    state = False
+    current = -1
+    for i in range(len(order) - 1, -1, -1):
+        if worker[i] != current:
+            current, state = worker[i], False
+        if kind[i] == expired:
+            state = True
+        elif tool[i] in api and kind[i] == -1:
+            state = False
+        next_expired[i] = state
+    for t in (tool[(kind == -1) & last_expired & next_expired]).tolist():
+        if t not in api:
+            evidence[t] = evidence.get(t, 0) + 1
+    for t, n in sorted(evidence.items()):
+        notes.append(
+            f"tool {calls.tools[t]!r}: {n} calls succeeded on workers whose credentials were expired at the time: "
+            "taken not to call the shared API (uses_api: false)"
+        )
+    # The API bucket is shared: in minutes when API calls were refused as rate-limited, a tool
+    # that is never refused, over more calls than chance allows, does not take from it.
+    limited = FAULT_KINDS.index("rate_limit")
+    minute = (calls.start // 60).astype(np.int64)
+    busy = np.unique(minute[calls.kind == limited])
+    in_busy = np.isin(minute, busy)
+    api_calls = in_busy & np.isin(calls.tool, list(api))
+    if api_calls.any():
+        r = float((calls.kind[api_calls] == limited).mean())
+        for t in sorted(tools - api - set(evidence)):
+            n = int((in_busy & (calls.tool == t)).sum())
+            if n and (1.0 - r) ** n < 1e-3:
+                evidence[t] = n
+                notes.append(
+                    f"tool {calls.tools[t]!r}: never rate-limited in {n} calls made in minutes when "
+                    f"{_pct(r)} of API calls were: taken not to call the shared API (uses_api: false)"
+                )
+    return tools - set(evidence), notes

@@ -1,0 +1,255 @@
+"""Fit a scenario to trace files: the whole calibration, from records to a scenario document.
+
+Time: simulated second 0 is midnight (UTC) of the day of the first task; the horizon
+runs to the hour after the last task's arrival.  Tasks still running then drain as in
+any run.  What a trace cannot tell (side effects, tokens, the policy's own settings)
+keeps the model's defaults and is listed in :attr:`Calibration.notes`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fleetchaos.calibrate import faults as F
+from fleetchaos.calibrate.latency import LatencyFit, fit_latency
+from fleetchaos.calibrate.observed import Calls, Observations
+from fleetchaos.calibrate.templates import TemplateFit, fit_templates, step_groups, tool_slots
+from fleetchaos.traces.bounded import TraceFileError
+from fleetchaos.traces.codes import FAULT_KINDS, CodeMap
+from fleetchaos.traces.otlp_read import DEFAULT_WORKER_KEYS, ReadStats
+from fleetchaos.traces.read import read_traces
+
+DAY_S = 86_400.0
+HOUR_S = 3_600.0
+
+#: Default time bin of the change-point search (seconds).
+BIN_S = 60.0
+
+#: Kinds a trace cannot show (the call looks fine) or that this calibration does not fit.
+NOT_FITTED = {
+    "silent_suppression": "a swallowed failure looks like a success in a trace",
+    "fabricated_defaults": "a fabricated result looks like a success in a trace",
+    "schema_drift": "the envelope version a worker speaks is not a tool-call attribute",
+    "latency_spike": "slow calls are in the latency fit; spikes as windows are not fitted",
+    "network_partition": "a partition refuses dispatches, not tool calls; not fitted",
+}
+
+
+@dataclass
+class Calibration:
+    """A fitted scenario document with the provenance of its values, and what could not be fitted."""
+
+    document: dict
+    comments: dict[tuple, str]
+    """Provenance per path into the document (("faults", 3), ("fleet", "workers"), ...)."""
+    header: list[str]
+    notes: list[str]
+    unmapped: list[tuple[str, int]]
+    latency: list[LatencyFit]
+    templates: list[TemplateFit]
+    stats: ReadStats
+    origin_s: float
+    duration_s: float
+    calls: Calls = field(repr=False)
+    hourly: list[tuple[int, float, int]] = field(default_factory=list)
+    """(hour of day, exposure hours, arrivals)."""
+
+
+def _arrival_schedule(calls: Calls, origin_s: float, notes: list[str]) -> tuple[dict, str, list]:
+    import numpy as np
+
+    starts = calls.task_start[np.isfinite(calls.task_start)] - origin_s
+    first_hour, last_hour = int(starts.min() // HOUR_S), int(starts.max() // HOUR_S)
+    exposure = np.zeros(24)
+    for h in range(first_hour, last_hour + 1):
+        exposure[h % 24] += 1
+    counts = np.bincount((starts // HOUR_S).astype(np.int64) % 24, minlength=24)
+    observed = exposure > 0
+    mean_rate = counts[observed].sum() / exposure[observed].sum()
+    rates = np.where(observed, counts / np.where(observed, exposure, 1), mean_rate)
+    if not observed.all():
+        missing = [h for h in range(24) if not observed[h]]
+        notes.append(f"arrivals: hours {missing} of the day were never observed: the mean rate is used there")
+    points = [{"at_s": h * HOUR_S, "tasks_per_hour": round(float(r), 4)} for h, r in enumerate(rates)]
+    if not any(p["tasks_per_hour"] > 0 for p in points):
+        points[0]["tasks_per_hour"] = 1.0
+    comment = (
+        f"arrival profile by hour of day (UTC), step-wise, repeating daily: {len(starts):,} tasks over "
+        f"{int(exposure.sum())} observed hours; each point is that hour's arrivals / its observed hours"
+    )
+    hourly = [(h, float(exposure[h]), int(counts[h])) for h in range(24)]
+    return {"every_s": DAY_S, "interpolation": "step", "points": points}, comment, hourly
+
+
+def calibrate(
+    paths: Iterable[Path],
+    *,
+    fmt: str = "auto",
+    codes: CodeMap | None = None,
+    name: str = "calibrated",
+    bin_s: float = BIN_S,
+    worker_keys: tuple[str, ...] = DEFAULT_WORKER_KEYS,
+) -> Calibration:
+    """Read the trace files and fit a scenario to them."""
+    import numpy as np
+
+    paths = list(paths)
+    codes = codes if codes is not None else CodeMap()
+    stats = ReadStats()
+    observations = Observations(codes)
+    observations.add(read_traces(paths, fmt, stats=stats, worker_keys=worker_keys))
+    calls = observations.finish()
+    sources = ", ".join(str(p) for p in paths)
+    if len(calls) == 0:
+        raise TraceFileError(
+            f"{sources}: no tool calls found ({stats.spans} spans read); tool calls are execute_tool spans with "
+            "gen_ai.tool.name (OTLP) or records of the plain form (docs/calibration.md)"
+        )
+    del observations
+    notes: list[str] = []
+    comments: dict[tuple, str] = {}
+    starts = calls.task_start[np.isfinite(calls.task_start)]
+    origin = math.floor(float(starts.min()) / DAY_S) * DAY_S
+    duration = max(HOUR_S, math.ceil((float(starts.max()) - origin + 1e-9) / HOUR_S) * HOUR_S)
+    end_s = max(duration, float((calls.start + calls.duration).max()) - origin)
+    group_start, item = step_groups(calls)
+    templates, _task_template = fit_templates(calls, group_start)
+    api_tools, api_notes = F.uses_api(calls, [FAULT_KINDS.index(k) for k in F.API_KINDS])
+    notes += api_notes
+    ctx = F.Context(calls, origin, duration, end_s, item, group_start, api_tools, bin_s, notes)
+
+    # -- latency per tool -------------------------------------------------------------------
+    latency: dict[str, LatencyFit] = {}
+    for t, tool in enumerate(calls.tools):
+        ok = (calls.tool == t) & (calls.kind == -1)
+        sample = calls.duration[ok] if ok.any() else calls.duration[calls.tool == t]
+        if not ok.any():
+            notes.append(f"tool {tool!r}: no successful call, its duration is fitted on failed ones")
+        fit = fit_latency(tool, sample)
+        if fit is not None:
+            latency[tool] = fit
+            if fit.best_family != "lognormal":
+                notes.append(
+                    f"tool {tool!r}: a {fit.best_family} fits its durations better (KS "
+                    f"{fit.alternatives[fit.best_family]:.3f} against the log-normal's {fit.ks_d:.3f}); the simulator "
+                    "draws durations from a log-normal"
+                )
+
+    # -- fleet ----------------------------------------------------------------------------------
+    slots = tool_slots(calls, group_start)
+    fleet: dict = {
+        "workers": max(1, len(calls.workers)),
+        "tool_slots": min(max(1, slots), 64),
+        "network_latency": {"mean_s": 0.0005, "cv": 0.0},
+    }
+    comments[("fleet", "workers")] = f"workers seen in the traces: {', '.join(calls.workers[:12])}" + (
+        f" and {len(calls.workers) - 12} more" if len(calls.workers) > 12 else ""
+    )
+    comments[("fleet", "tool_slots")] = "the most steps one worker ran at once"
+    comments[("fleet", "network_latency")] = "traced call durations already include the network round trip"
+
+    # -- faults ---------------------------------------------------------------------------------
+    fitted: list[F.Fitted] = []
+    fitted += F.fit_transient(ctx, "network_blip")
+    fitted += F.fit_transient(ctx, "timeout")
+    rate_fits, rate_fleet, rate_comments = F.fit_rate_limit(ctx)
+    fitted += rate_fits
+    fleet.update(rate_fleet)
+    comments[("fleet", "api_rate_per_s")] = "; ".join(rate_comments)
+    fitted += F.fit_worker_events(ctx, "disk_full")
+    fitted += F.fit_worker_events(ctx, "expired_key")
+    fitted += F.fit_push_conflicts(ctx)
+    fitted += F.fit_missing_dependency(ctx)
+    for kind in ("validation_error", "not_found", "permission_denied"):
+        fitted += F.fit_persistent(ctx, kind)
+    fitted += F.fit_partial_batch(ctx)
+    fitted += F.fit_worker_events(ctx, "node_crash")
+    fitted += F.fit_quota(ctx)
+    for kind, why in NOT_FITTED.items():
+        k = int((calls.kind == FAULT_KINDS.index(kind)).sum())
+        if k:
+            notes.append(f"{kind}: {k} calls mapped to it, not fitted ({why})")
+    unmapped = int((calls.kind == -2).sum())
+    if unmapped:
+        notes.append(f"{unmapped} failed calls have codes the mapping does not know: not fitted (listed below)")
+
+    # -- workload ---------------------------------------------------------------------------------
+    schedule, schedule_comment, hourly = _arrival_schedule(calls, origin, notes)
+    comments[("workload", "arrival_schedule")] = schedule_comment
+    template_docs = []
+    disk_tools = set(np.unique(calls.tool[calls.kind == FAULT_KINDS.index("disk_full")]).tolist())
+    total_tasks = sum(t.tasks for t in templates)
+    for i, tpl in enumerate(templates):
+        steps = []
+        for tool, fan_out in tpl.steps:
+            fit = latency.get(tool)
+            step: dict = {"tool": tool, "duration": {"mean_s": round(fit.mean_s, 6), "cv": round(min(fit.cv, 5.0), 6)}}
+            if fan_out > 1:
+                step["fan_out"] = min(fan_out, 64)
+            t_index = calls.tools.index(tool)
+            if t_index not in api_tools:
+                step["uses_api"] = False
+            if t_index in disk_tools:
+                step["disk_mb"] = 1.0
+            steps.append(step)
+        template_docs.append({"name": tpl.name, "weight": round(tpl.tasks / total_tasks, 6), "steps": steps})
+        comments[("workload", "templates", i)] = (
+            f"{tpl.tasks:,} tasks ({tpl.clean:,} with no failure, whose tool sequence defines it); "
+            + "; ".join(
+                f"{tool}: n={latency[tool].n:,}, mean {latency[tool].mean_s:.4g} s (95% CI "
+                f"{latency[tool].mean_low_s:.4g}..{latency[tool].mean_high_s:.4g}), KS D {latency[tool].ks_d:.3f}"
+                for tool, _ in tpl.steps
+            )
+        )
+    if disk_tools:
+        notes.append(
+            "disk_mb: how much a step writes is not in traces; 1 MB for steps that met a full disk, 0 elsewhere"
+        )
+    notes.append(
+        "not in traces, model defaults kept: side effects (append/idempotent), tokens per call, step inputs (needs), "
+        "orchestrators, misread probability, heartbeat and human response times"
+    )
+
+    document = {
+        "name": name,
+        "description": f"Calibrated from {sources}: {len(calls):,} tool calls of {total_tasks:,} tasks on "
+        f"{len(calls.workers)} workers.",
+        "duration_s": duration,
+        "fleet": fleet,
+        "workload": {"arrival_schedule": schedule, "templates": template_docs},
+        "faults": [f.doc for f in fitted],
+    }
+    for i, f in enumerate(fitted):
+        comments[("faults", i)] = f.comment
+    header = [
+        f"Calibrated by `fleetchaos calibrate` from {sources}.",
+        f"{stats.spans:,} spans read: {len(calls):,} tool calls, {total_tasks:,} tasks, {len(calls.tools)} tools, "
+        f"{len(calls.workers)} workers.",
+        "Simulated second 0 is "
+        + _utc(origin)
+        + f"; the horizon runs {duration / HOUR_S:g} h, to the hour after the last arrival.",
+        "Each value's provenance (counts, 95% intervals) is in the comment above it.",
+    ]
+    return Calibration(
+        document=document,
+        comments=comments,
+        header=header,
+        notes=notes,
+        unmapped=codes.unmapped_rows(),
+        latency=list(latency.values()),
+        templates=templates,
+        stats=stats,
+        origin_s=origin,
+        duration_s=duration,
+        calls=calls,
+        hourly=hourly,
+    )
+
+
+def _utc(unix_s: float) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(unix_s, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,132 @@
+"""Task templates from the observed tool sequences, parallel items, and tool slots.
+
+A *step execution* is the calls of one task to one tool that start at the same instant
+(a fan-out step's parallel items).  A task's *signature* is its steps in order of first
+appearance with the most items each was seen with, so retries (which repeat earlier
+steps) do not lengthen it.  Tasks that met no failure give the templates; a task that
+failed is counted under the most frequent clean template its signature starts, or as its
+own template when none does.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TemplateFit:
+    """One task template: its tools in order, their parallel items, and how many tasks had it."""
+
+    name: str
+    steps: tuple[tuple[str, int], ...]
+    """(tool, fan-out) per step."""
+    tasks: int
+    clean: int
+    """Of them, tasks that met no failure (whose signature is exact)."""
+
+
+def step_groups(calls):
+    """Start index of each step execution in the (task, start)-sorted columns, and the items per call.
+
+    Returns ``(group_start, item)``: ``group_start[g]`` indexes the first call of step
+    execution ``g``; ``item[i]`` is the call's own item attribute if the trace gave one,
+    else its rank among the calls of its step execution.
+    """
+    import numpy as np
+
+    n = len(calls)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+    new = np.ones(n, dtype=bool)
+    new[1:] = (
+        (calls.task[1:] != calls.task[:-1])
+        | (calls.start[1:] != calls.start[:-1])
+        | (calls.tool[1:] != calls.tool[:-1])
+    )
+    group_start = np.flatnonzero(new)
+    group_id = np.cumsum(new) - 1
+    rank = np.arange(n) - group_start[group_id]
+    item = np.where(calls.item >= 0, calls.item, rank).astype(np.int32)
+    return group_start, item
+
+
+def fit_templates(calls, group_start) -> tuple[list[TemplateFit], list[int]]:
+    """The templates, and for every task the index of its template (-1 for a task with no calls)."""
+    import numpy as np
+
+    n_tasks = len(calls.task_ids)
+    sizes = np.diff(np.append(group_start, len(calls)))
+    g_task = calls.task[group_start]
+    g_tool = calls.tool[group_start]
+    failed_task = np.zeros(n_tasks, dtype=bool)
+    failed_task[calls.task[calls.kind != -1]] = True
+    signatures: list[tuple | None] = [None] * n_tasks
+    bounds = np.flatnonzero(np.diff(g_task)) + 1
+    starts = np.concatenate(([0], bounds)) if len(g_task) else np.zeros(0, dtype=np.int64)
+    ends = np.concatenate((bounds, [len(g_task)])) if len(g_task) else np.zeros(0, dtype=np.int64)
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        order: dict[int, int] = {}
+        for tool, size in zip(g_tool[a:b].tolist(), sizes[a:b].tolist()):
+            if order.get(tool, 0) < size:
+                order[tool] = size
+        signatures[int(g_task[a])] = tuple(order.items())
+    clean = Counter(s for t, s in enumerate(signatures) if s is not None and not failed_task[t])
+    ranked = [s for s, _ in clean.most_common()]
+    assigned: list[tuple | None] = []
+    for t, sig in enumerate(signatures):
+        if sig is None or not failed_task[t] or sig in clean:
+            assigned.append(sig)
+            continue
+        tools = [tool for tool, _ in sig]
+        match = next((c for c in ranked if [tool for tool, _ in c][: len(tools)] == tools), None)
+        assigned.append(match if match is not None else sig)
+    counts = Counter(s for s in assigned if s is not None)
+    names = _names(calls, assigned, counts)
+    fits = [
+        TemplateFit(names[sig], tuple((calls.tools[tool], size) for tool, size in sig), count, clean.get(sig, 0))
+        for sig, count in counts.most_common()
+    ]
+    index = {sig: i for i, sig in enumerate(s for s, _ in counts.most_common())}
+    return fits, [index[s] if s is not None else -1 for s in assigned]
+
+
+def _names(calls, assigned, counts) -> dict[tuple, str]:
+    """Each signature's name: the template name most of its tasks' root spans give, else template_N."""
+    votes: dict[tuple, Counter] = {}
+    for t, sig in enumerate(assigned):
+        if sig is not None and calls.task_template[t] >= 0:
+            votes.setdefault(sig, Counter())[calls.templates[calls.task_template[t]]] += 1
+    names: dict[tuple, str] = {}
+    used: set[str] = set()
+    for n, (sig, _count) in enumerate(counts.most_common(), start=1):
+        name = votes[sig].most_common(1)[0][0] if sig in votes else f"template_{n}"
+        base, k = name, 2
+        while name in used:
+            name = f"{base}_{k}"
+            k += 1
+        used.add(name)
+        names[sig] = name
+    return names
+
+
+def tool_slots(calls, group_start) -> int:
+    """The most step executions one worker ran at once (each holds one tool slot)."""
+    import numpy as np
+
+    if len(group_start) == 0:
+        return 1
+    sizes = np.diff(np.append(group_start, len(calls)))
+    ends = np.maximum.reduceat(calls.start + calls.duration, group_start) if len(calls) else np.zeros(0)
+    starts = calls.start[group_start]
+    workers = calls.worker[group_start]
+    best = 1
+    for w in np.unique(workers).tolist():
+        mask = workers == w
+        s, e = starts[mask], ends[mask]
+        times = np.concatenate((s, e))
+        steps = np.concatenate((np.ones(len(s)), -np.ones(len(e))))
+        order = np.lexsort((steps, times))  # at a tie an end comes before a start
+        best = max(best, int(np.max(np.cumsum(steps[order]))))
+    del sizes
+    return best
