@@ -1,0 +1,219 @@
+"""The fit report: the traces against one simulated run of the scenario fitted to them.
+
+Markdown and HTML in the comparison reports' style (``summary.md``, ``report.html``
+with its charts embedded, the PNGs beside them): per-tool call durations as ECDFs,
+observed and simulated; the share of failed calls by hour of day; fault kinds' shares;
+the windows the change-point search found; and everything that could not be fitted.
+The simulated side is read back through the same trace reader as the observed one.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+
+from fleetchaos.calibrate.fit import HOUR_S, Calibration
+from fleetchaos.calibrate.observed import Calls, Observations
+from fleetchaos.reports.writer import H1, H2, IMG, TABLE, UL, P, _write_pages
+from fleetchaos.traces.codes import FAULT_KINDS, CodeMap
+from fleetchaos.traces.read import read_file
+
+OBSERVED = "#7f7f7f"
+SIMULATED = "#4f81bd"
+
+
+def simulate(scenario, policy: str, errors: str, seed: int) -> tuple[Calls, dict]:
+    """One run of the fitted scenario, read back from its exported traces; and its metrics."""
+    from fleetchaos.runs.runner import run_one
+    from fleetchaos.traces.otlp_write import write_run_traces
+
+    with tempfile.TemporaryDirectory(prefix="fleetchaos-fit-") as folder:
+        path = Path(folder) / "simulated.otlp.jsonl"
+        result = run_one(
+            scenario, policy, errors, seed, trace=True,
+            on_trace=lambda out: write_run_traces(out, path, scenario=scenario.name, policy=policy, errors=errors, seed=seed),
+        )  # fmt: skip
+        observations = Observations(CodeMap())
+        observations.add(read_file(path))
+        return observations.finish(), result.metrics
+
+
+def _hourly_failure_share(calls: Calls, origin_s: float):
+    import numpy as np
+
+    hours = ((calls.start - origin_s) // HOUR_S).astype(np.int64) % 24
+    total = np.bincount(hours, minlength=24)
+    failed = np.bincount(hours[calls.kind != -1], minlength=24)
+    return np.where(total > 0, failed / np.maximum(total, 1), np.nan), total
+
+
+def _ecdf_chart(observed: Calls, simulated: Calls, path: Path) -> Path:
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    from fleetchaos.reports.charts import _save
+
+    tools = observed.tools
+    cols = min(3, len(tools))
+    rows = math.ceil(len(tools) / cols)
+    fig = Figure(figsize=(4.2 * cols, 2.8 * rows))
+    for i, tool in enumerate(tools):
+        ax = fig.add_subplot(rows, cols, i + 1)
+        for calls, colour, label in ((observed, OBSERVED, "observed"), (simulated, SIMULATED, "simulated")):
+            if tool not in calls.tools:
+                continue
+            t = calls.tools.index(tool)
+            d = np.sort(calls.duration[(calls.tool == t) & (calls.kind == -1)])
+            if len(d):
+                ax.step(d, np.arange(1, len(d) + 1) / len(d), where="post", color=colour, label=label)
+        ax.set_xscale("log")
+        ax.set_title(tool, fontsize=9)
+        ax.set_ylim(0, 1)
+        ax.tick_params(labelsize=7)
+        if i == 0:
+            ax.legend(fontsize=7, loc="lower right")
+    fig.suptitle("Successful call durations (s), ECDF: observed against simulated", fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _hourly_chart(observed: Calls, simulated: Calls, origin_s: float, path: Path) -> Path:
+    from matplotlib.figure import Figure
+
+    from fleetchaos.reports.charts import _save
+
+    fig = Figure(figsize=(8, 3.2))
+    ax = fig.add_subplot(1, 1, 1)
+    for calls, colour, label in ((observed, OBSERVED, "observed"), (simulated, SIMULATED, "simulated")):
+        share, _ = _hourly_failure_share(calls, origin_s)
+        ax.plot(range(24), 100 * share, marker="o", color=colour, label=label)
+    ax.set_xlabel("hour of day (UTC)")
+    ax.set_ylabel("failed calls (%)")
+    ax.set_xticks(range(0, 24, 2))
+    ax.legend(fontsize=8)
+    ax.set_title("Share of tool calls that failed, by hour of day", fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _share(calls: Calls, i: int) -> str:
+    n = len(calls)
+    return f"{100 * int((calls.kind == i).sum()) / n:.2f}%" if n else "n/a"
+
+
+def write_fit_report(
+    calibration: Calibration, scenario, out_dir: Path, *, policy: str, errors: str, seed: int
+) -> list[Path]:
+    """Write summary.md, report.html and the charts; returns the paths written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    observed = calibration.calls
+    simulated, metrics = simulate(scenario, policy, errors, seed)
+    sim_origin = math.floor(float(simulated.task_start.min()) / 86_400) * 86_400 if len(simulated) else 0.0
+    made = {
+        "ecdf": _ecdf_chart(observed, simulated, out_dir / "latency_ecdf.png"),
+        "hourly": _hourly_chart(observed, _shifted(simulated, sim_origin - calibration.origin_s), calibration.origin_s,
+                                out_dir / "errors_by_hour.png"),
+    }  # fmt: skip
+    blocks = [
+        H1(f"Fit report: {scenario.name}"),
+        P(" ".join(calibration.header)),
+        P(
+            f"The simulated side is one run of the fitted scenario (policy `{policy}`, error format `{errors}`, "
+            f"seed {seed}): {len(simulated):,} tool calls of {len(simulated.task_ids):,} tasks against "
+            f"{len(observed):,} calls of {len(observed.task_ids):,} tasks observed. It illustrates the fit; the "
+            "round-trip figures in docs/calibration.md measure it."
+        ),
+        H2("Call durations per tool"),
+        TABLE(
+            ["tool", "calls", "mean (s)", "cv", "mean 95% CI", "KS D", "KS p", "best family", "sim p50 / obs p50"],
+            [_latency_row(fit, simulated) for fit in calibration.latency],
+            align_right=1,
+        ),
+        P(
+            "KS D is the largest gap between the fitted log-normal's CDF and the observed one; its p-value is "
+            "optimistic, since the parameters were fitted to the same calls. 'best family' names a Weibull or gamma "
+            "fit when its KS distance is smaller."
+        ),
+        IMG(made["ecdf"].name, "Successful call durations per tool, observed and simulated (ECDF, log scale)"),
+        H2("Failures"),
+        TABLE(
+            ["fault kind", "observed share of calls", "simulated share of calls"],
+            [
+                (k, _share(observed, i), _share(simulated, i))
+                for i, k in enumerate(FAULT_KINDS)
+                if (observed.kind == i).any() or (simulated.kind == i).any()
+            ],
+        ),
+        IMG(made["hourly"].name, "Share of tool calls that failed by hour of day, observed and simulated"),
+        H2("Windows found"),
+        _windows_block(scenario),
+        H2("Not fitted"),
+        UL(calibration.notes or ["everything observed was fitted"]),
+    ]
+    if calibration.unmapped:
+        blocks += [
+            H2("Unmapped failures"),
+            P("Failed calls whose code and HTTP status the mapping does not know; map them with `--codes`."),
+            TABLE(["code", "calls"], [(text, f"{count:,}") for text, count in calibration.unmapped]),
+        ]
+    blocks += [
+        H2("Headline metrics of the simulated run"),
+        TABLE(
+            ["metric", "value"],
+            [(k, _fmt(metrics.get(k))) for k in ("recovery_rate", "silent_failure_rate", "wasted_retries")],
+        ),
+    ]
+    return [*_write_pages(out_dir, blocks, f"Fit report: {scenario.name}", made), *made.values()]
+
+
+def _shifted(calls: Calls, offset: float) -> Calls:
+    """``calls`` with their times moved by ``-offset`` (the simulated run's epoch onto the observed one)."""
+    from dataclasses import replace
+
+    return replace(calls, start=calls.start - offset, task_start=calls.task_start - offset)
+
+
+def _latency_row(fit, simulated: Calls) -> tuple[str, ...]:
+    import numpy as np
+
+    ratio = "n/a"
+    if fit.tool in simulated.tools:
+        t = simulated.tools.index(fit.tool)
+        d = simulated.duration[(simulated.tool == t) & (simulated.kind == -1)]
+        if len(d) and fit.median_s > 0:
+            ratio = f"{float(np.median(d)) / fit.median_s:.3f}"
+    return (
+        fit.tool,
+        f"{fit.n:,}",
+        f"{fit.mean_s:.4g}",
+        f"{fit.cv:.3f}",
+        f"{fit.mean_low_s:.4g}..{fit.mean_high_s:.4g}",
+        f"{fit.ks_d:.3f}",
+        f"{fit.ks_p:.2g}",
+        fit.best_family,
+        ratio,
+    )
+
+
+def _windows_block(scenario):
+    rows = []
+    for i, fault in enumerate(scenario.faults):
+        for w in getattr(fault, "windows", None) or ():
+            detail = (
+                f"capacity x{fault.capacity_factor:g}"
+                if fault.kind == "rate_limit"
+                else f"p = {getattr(fault, 'probability', 0):g}"
+            )
+            rows.append(
+                (f"faults[{i}]", fault.kind, f"{w.start_s / HOUR_S:.2f} h", f"{w.duration_s / 60:.1f} min", detail)
+            )
+    if not rows:
+        return P("No window of elevated error rate was found.")
+    return TABLE(["fault", "kind", "starts", "lasts", "inside"], rows, align_right=2)
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.4g}"
