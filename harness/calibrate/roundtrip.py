@@ -66,6 +66,20 @@ def measure(path: Path, metrics: dict) -> Side:
     )
 
 
+def measure_run(scenario, policy: str, errors: str, seed: int) -> Side:
+    """One run of ``scenario``, measured from its exported traces like either side of a round trip."""
+    from fleetchaos.runs.runner import run_one
+    from fleetchaos.traces.otlp_write import write_run_traces
+
+    with tempfile.TemporaryDirectory(prefix="fleetchaos-measure-") as folder:
+        path = Path(folder) / "run.otlp.jsonl"
+        result = run_one(
+            scenario, policy, errors, seed, trace=True,
+            on_trace=lambda out: write_run_traces(out, path, scenario=scenario.name, policy=policy, errors=errors, seed=seed),
+        )  # fmt: skip
+        return measure(path, result.metrics)
+
+
 def round_trip(scenario, policy: str, errors: str, seed: int, *, second_seed: int | None = None) -> RoundTrip:
     """Run ``scenario``, calibrate from its traces, run the calibrated scenario (on ``second_seed``, default ``seed``)."""
     from fleetchaos.runs.runner import run_one

@@ -260,11 +260,17 @@ def parse_request(
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        truncated = exc.pos >= len(text.rstrip())
+        text = text.rstrip()
+        truncated = exc.pos >= len(text)
         rule = "truncated JSON: the text ends inside a value" if truncated else f"not valid JSON: {exc.msg}"
-        where = f"column {exc.colno}" if line is not None else f"line {exc.lineno}, column {exc.colno}"
+        if line is None:  # a whole document: the error's own line (the last one when the text just stops)
+            line = text.count("\n") + 1 if truncated else exc.lineno
         raise problem(
-            source, line, None, f"{rule} ({where})", fix="an OTLP JSON file has one complete export request per line"
+            source,
+            line,
+            None,
+            f"{rule} (column {exc.colno})",
+            fix="an OTLP JSON file has one complete export request per line",
         ) from None
     except RecursionError:
         raise problem(source, line, None, "JSON nested too deeply to be an OTLP export") from None

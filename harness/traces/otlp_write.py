@@ -81,6 +81,8 @@ class _Task:
     calls: list[dict] = field(default_factory=list)
     dispatch_calls: list[dict] = field(default_factory=list)
     """The faulted call spans of the current dispatch: the observation and action go on them."""
+    observed: bool = False
+    """Whether the current dispatch's outcome was rendered (a plain success is not)."""
 
 
 @dataclass(slots=True)
@@ -116,8 +118,10 @@ class OtlpWriter:
                 self._open[event[2]] = _Task(task_id=event[2], start=t, template=str(event[3]))
             elif kind == "dispatch":
                 task = self._task(event[2], t)
+                self._close_dispatch(task)
                 task.attempt += 1
                 task.dispatch_calls = []
+                task.observed = False
             elif kind == "calls":
                 self._calls(self._task(event[2], t), event)
             elif kind == "fault" and event[4] == "network_partition":
@@ -130,6 +134,7 @@ class OtlpWriter:
             elif kind == "end":
                 task = self._open.pop(event[2], None)
                 if task is not None:
+                    self._close_dispatch(task)
                     self._finish(task, t, str(event[4]))
 
     def close(self, end_s: float) -> None:
@@ -201,7 +206,17 @@ class OtlpWriter:
         span["status"] = {"code": 2, "message": WIRE["network_partition"][1]}
         task.dispatch_calls.append(span)
 
+    def _close_dispatch(self, task: _Task) -> None:
+        """A dispatch that ends unrendered was shown as a bare success: say so on its faulted calls."""
+        if task.dispatch_calls and not task.observed:
+            for span in task.dispatch_calls:
+                span["attributes"].extend(
+                    _attributes({"fleetchaos.observation.ok": True, "fleetchaos.observation.status": "ok"})
+                )
+        task.dispatch_calls = []
+
     def _observe(self, task: _Task, event: tuple) -> None:
+        task.observed = True
         _t, _kind, _task_id, _worker, ok, status, code, retry_after = event[:8]
         pairs: dict[str, Any] = {
             "fleetchaos.observation.ok": bool(ok),

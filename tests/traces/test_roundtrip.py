@@ -1,0 +1,95 @@
+"""The round trip: simulate a catalogue scenario, export its traces, calibrate, simulate again, compare.
+
+Tolerances are sampling error, not fudge.  The two runs are independent samples (the
+calibrated run uses another seed), so a per-call share p measured over n1 and n2 calls
+may differ by chance with standard error sqrt(p(1-p)(1/n1 + 1/n2)); a duration quantile
+q_p may move within the first run's quantiles at p +- that error in probability (a
+distribution-free bound); a task-level rate differs within the same binomial error over
+tasks.  Every check allows Z = 4 standard errors: a correct calibration fails one check
+by chance about once in 16,000.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from fleetchaos.calibrate.roundtrip import measure_run, round_trip
+from fleetchaos.scenario.load import load_scenario
+
+Z = 4.0
+
+
+def _share_ok(k1: int, n1: int, k2: int, n2: int) -> tuple[bool, str]:
+    p = (k1 + k2) / (n1 + n2)
+    se = math.sqrt(max(p * (1 - p), 1e-12) * (1 / n1 + 1 / n2))
+    return abs(k1 / n1 - k2 / n2) <= Z * se, f"{k1}/{n1} vs {k2}/{n2} (tolerance {Z * se:.4f})"
+
+
+def _quantile_ok(first: tuple[int, float, float], second: tuple[int, float, float], sample) -> bool:
+    n1, _, _ = first
+    n2, q50, q95 = second
+    for p, q in ((0.5, q50), (0.95, q95)):
+        width = Z * math.sqrt(p * (1 - p) * (1 / n1 + 1 / n2))
+        low, high = np.quantile(sample, [max(0.0, p - width), min(1.0, p + width)])
+        if not low <= q <= high:
+            return False
+    return True
+
+
+def _check(rt, kinds: tuple[str, ...], tasks_metrics: tuple[str, ...]) -> list[str]:
+    a, b = rt.first, rt.second
+    problems = []
+    for kind in kinds:
+        ok, text = _share_ok(a.kind_counts.get(kind, 0), a.calls, b.kind_counts.get(kind, 0), b.calls)
+        if not ok:
+            problems.append(f"{kind}: {text}")
+    calls = rt.calibration.calls
+    for tool, first in a.quantiles.items():
+        t = calls.tools.index(tool)
+        sample = calls.duration[(calls.tool == t) & (calls.kind == -1)]
+        if tool not in b.quantiles or not _quantile_ok(first, b.quantiles[tool], sample):
+            problems.append(f"{tool}: quantiles {first} vs {b.quantiles.get(tool)}")
+    for metric in tasks_metrics:
+        x, y = a.metrics[metric], b.metrics[metric]
+        ok, text = _share_ok(round(x * a.tasks), a.tasks, round(y * b.tasks), b.tasks)
+        if not ok:
+            problems.append(f"{metric}: {x} vs {y}: {text}")
+    return problems
+
+
+def test_round_trip_crm_sync_403():
+    """crm_sync_403 (a 403 window on 3 of 5 parallel writes): kinds' shares, duration quantiles and silent failures come back."""
+    rt = round_trip(load_scenario("crm_sync_403"), "backoff", "generic", 1, second_seed=2)
+    assert not _check(rt, ("permission_denied", "validation_error", "network_blip"), ("silent_failure_rate",))
+    # The window was found by change-point detection, on the right items, where the scenario put it.
+    [window] = [f for f in rt.calibration.document["faults"] if f["kind"] == "permission_denied" and "windows" in f]
+    assert window["items"] == [2, 3, 4]
+    assert window["probability"] > 0.95
+    assert abs(window["windows"][0]["start_s"] - 36_000) <= 600
+    assert abs(window["windows"][0]["duration_s"] - 14_400) <= 1200
+    assert rt.first.metrics["silent_failure_rate"] > 0.15  # the silent failures the window causes under generic errors
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("policy", "errors"), [("backoff", "generic"), ("structured", "structured")])
+def test_round_trip_default_day(policy, errors):
+    """The default day (blips, timeouts, rate-limit cuts, full disks, expired keys): per-call kinds and durations come back.
+
+    Kinds whose failures cluster (a rate-limit cut, a key that stays expired, a full disk)
+    are not binomial over calls; they are held to the spread the original scenario itself
+    shows across ten other seeds.
+    """
+    scenario = load_scenario("default")
+    rt = round_trip(scenario, policy, errors, 1, second_seed=2)
+    assert not _check(rt, ("network_blip", "timeout"), ())
+    spread = [measure_run(scenario, policy, errors, s) for s in range(2, 12)]
+    for kind in ("rate_limit", "expired_key", "disk_full"):
+        shares = [side.kind_counts.get(kind, 0) / side.calls for side in spread]
+        second = rt.second.kind_counts.get(kind, 0) / rt.second.calls
+        assert min(shares) <= second <= max(shares), (kind, second, shares)
+    for metric in ("recovery_rate", "silent_failure_rate"):
+        values = [side.metrics[metric] for side in spread]
+        assert min(values) <= rt.second.metrics[metric] <= max(values), (metric, rt.second.metrics[metric], values)
