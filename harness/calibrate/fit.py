@@ -131,7 +131,7 @@ def calibrate(
         fit = fit_latency(tool, sample)
         if fit is not None:
             latency[tool] = fit
-            if fit.best_family != "lognormal":
+            if fit.best_family != "lognormal" and fit.ks_p < 0.01:  # only when the log-normal is rejected
                 notes.append(
                     f"tool {tool!r}: a {fit.best_family} fits its durations better (KS "
                     f"{fit.alternatives[fit.best_family]:.3f} against the log-normal's {fit.ks_d:.3f}); the simulator "
