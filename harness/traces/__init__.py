@@ -8,5 +8,6 @@
   and bounded in memory;
 * :mod:`fleetchaos.traces.codes` maps a team's error codes and HTTP statuses to fault kinds.
 
-Nothing here imports SimPy: reading and mapping traces is plain data work.
+Reading and mapping traces import neither SimPy nor NumPy (a test checks it); only the
+writer, which works on a simulated run, imports the simulator.
 """

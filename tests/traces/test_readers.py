@@ -153,3 +153,16 @@ def test_not_utf8_and_missing_and_folder(tmp_path):
     assert "not UTF-8 text" in _error(tmp_path / "bin.jsonl")
     assert "no such file" in _error(tmp_path / "nope.jsonl")
     assert "is a folder" in _error(tmp_path)
+
+
+def test_reading_imports_neither_simpy_nor_numpy():
+    """The readers and the code mapping are plain data work: importing them loads no SimPy, NumPy or SciPy."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, fleetchaos.traces.read, fleetchaos.traces.codes; "
+        "print([m for m in ('simpy', 'numpy', 'scipy') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

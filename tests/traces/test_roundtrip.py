@@ -93,3 +93,13 @@ def test_round_trip_default_day(policy, errors):
     for metric in ("recovery_rate", "silent_failure_rate"):
         values = [side.metrics[metric] for side in spread]
         assert min(values) <= rt.second.metrics[metric] <= max(values), (metric, rt.second.metrics[metric], values)
+
+
+@pytest.mark.slow
+def test_every_catalogue_scenario_calibrates_into_a_scenario_that_runs():
+    """Each catalogue scenario's exported day calibrates into a scenario that validates and runs."""
+    import fleetchaos.catalogue as catalogue
+
+    for name in catalogue.names():
+        rt = round_trip(load_scenario(name), "backoff", "generic", 1)
+        assert rt.second.calls > 0, name
