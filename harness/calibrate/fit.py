@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fleetchaos.calibrate import faults as F
+from fleetchaos.calibrate import state_faults as S
 from fleetchaos.calibrate.latency import LatencyFit, fit_latency
 from fleetchaos.calibrate.observed import Calls, Observations
 from fleetchaos.calibrate.templates import TemplateFit, fit_templates, step_groups, tool_slots
@@ -117,7 +118,7 @@ def calibrate(
     end_s = max(duration, float((calls.start + calls.duration).max()) - origin)
     group_start, item = step_groups(calls)
     templates, _task_template = fit_templates(calls, group_start)
-    api_tools, api_notes = F.uses_api(calls, [FAULT_KINDS.index(k) for k in F.API_KINDS])
+    api_tools, api_notes = S.uses_api(calls, [FAULT_KINDS.index(k) for k in F.API_KINDS])
     notes += api_notes
     ctx = F.Context(calls, origin, duration, end_s, item, group_start, api_tools, bin_s, notes)
 
@@ -155,19 +156,19 @@ def calibrate(
     fitted: list[F.Fitted] = []
     fitted += F.fit_transient(ctx, "network_blip")
     fitted += F.fit_transient(ctx, "timeout")
-    rate_fits, rate_fleet, rate_comments = F.fit_rate_limit(ctx)
+    rate_fits, rate_fleet, rate_comments = S.fit_rate_limit(ctx)
     fitted += rate_fits
     fleet.update(rate_fleet)
     comments[("fleet", "api_rate_per_s")] = "; ".join(rate_comments)
-    fitted += F.fit_worker_events(ctx, "disk_full")
-    fitted += F.fit_worker_events(ctx, "expired_key")
+    fitted += S.fit_worker_events(ctx, "disk_full")
+    fitted += S.fit_worker_events(ctx, "expired_key")
     fitted += F.fit_push_conflicts(ctx)
     fitted += F.fit_missing_dependency(ctx)
     for kind in ("validation_error", "not_found", "permission_denied"):
         fitted += F.fit_persistent(ctx, kind)
     fitted += F.fit_partial_batch(ctx)
-    fitted += F.fit_worker_events(ctx, "node_crash")
-    fitted += F.fit_quota(ctx)
+    fitted += S.fit_worker_events(ctx, "node_crash")
+    fitted += S.fit_quota(ctx)
     for kind, why in NOT_FITTED.items():
         k = int((calls.kind == FAULT_KINDS.index(kind)).sum())
         if k:

@@ -94,3 +94,38 @@ def test_hostile_files_exit_2_with_one_message(tmp_path):
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         assert len(lines) >= 1 and lines[0].startswith("error: "), (what, done.stderr)
         assert not (tmp_path / "out.yaml").exists(), what
+
+
+def test_run_and_compare_write_traces(tmp_path, monkeypatch):
+    """`run --traces DIR` writes the run's OTLP file; `compare --traces DIR` the traced best and worst arms."""
+    from click.testing import CliRunner
+
+    from fleetchaos.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    done = runner.invoke(main, ["run", "--scenario", "crm_sync_403", "--seed", "4", "--no-history", "--traces", "out"])
+    assert done.exit_code == 0, done.output
+    written = tmp_path / "out" / "crm_sync_403-structured-structured-seed4.otlp.jsonl"
+    assert written.exists() and "OTLP JSON" in done.output
+    done = runner.invoke(main, ["compare", "--scenario", "crm_sync_403", "--seeds", "2", "--jobs", "1",
+                                "--policies", "blind-retry,structured", "--errors", "generic,structured",
+                                "--no-history", "--traces", "cmp"])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert len(list((tmp_path / "cmp").glob("*.otlp.jsonl"))) == 2
+
+
+def test_calibrate_report(tmp_path, traces):
+    """`calibrate --report DIR` writes the fit report: Markdown, HTML and its charts."""
+    from click.testing import CliRunner
+
+    from fleetchaos.cli.main import main
+
+    done = CliRunner().invoke(
+        main, ["calibrate", str(traces), "-o", str(tmp_path / "s.yaml"), "--report", str(tmp_path / "r")]
+    )
+    assert done.exit_code == 0, done.output
+    names = sorted(p.name for p in (tmp_path / "r").iterdir())
+    assert names == ["errors_by_hour.png", "latency_ecdf.png", "report.html", "summary.md"]
+    summary = (tmp_path / "r" / "summary.md").read_text()
+    assert "## Windows found" in summary and "rate_limit" in summary
