@@ -759,7 +759,7 @@ def policies_list(as_json: bool) -> None:
     Entry points are loaded to describe them; one that cannot be loaded is listed with its
     error, and the list goes on.
     """
-    from fleetchaos.policies.builtins import ENTRY_POINT, list_policies
+    from fleetchaos.policies.registry import ENTRY_POINT, list_policies
 
     infos = list_policies()
     if as_json:
@@ -800,7 +800,7 @@ def policies_show(name: str, as_json: bool) -> None:
 
     NAME is a built-in name, an entry point name, or an import path pkg.module:Name.
     """
-    from fleetchaos.policies.builtins import DRIVER_ATTRIBUTES, PolicyLookupError, describe_policy, suggest
+    from fleetchaos.policies.registry import DRIVER_ATTRIBUTES, PolicyLookupError, describe_policy, suggest
 
     allow_local_policies((name,))
     try:

@@ -380,7 +380,7 @@ class _Shrinker:
 
     def run(self, scenario: Scenario):
         """Simulate one scenario: (metrics, outcomes, output)."""
-        from fleetchaos.policies.builtins import get_policy
+        from fleetchaos.policies.registry import get_policy
         from fleetchaos.results.metrics import compute_run
         from fleetchaos.results.models import rounded
         from fleetchaos.sim.formats import get_format

@@ -19,7 +19,7 @@ import yaml
 from click.testing import CliRunner
 
 from fleetchaos.cli.main import main
-from fleetchaos.policies.builtins import get_policy
+from fleetchaos.policies import get_policy
 from fleetchaos.scenario.load import Scenario, load_scenario
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.world import World
