@@ -26,7 +26,7 @@ _EXPORTS = {
     "UserError": "fleetchaos.errors",
     "assert_rate": "fleetchaos.gates.assertions",
     "compare": "fleetchaos.runs.runner",
-    "get_policy": "fleetchaos.policies.builtins",
+    "get_policy": "fleetchaos.policies.registry",
     "load_scenario": "fleetchaos.scenario.load",
     "mean_ci": "fleetchaos.results.stats",
     "open_executor": "fleetchaos.runs.executors",

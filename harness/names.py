@@ -37,7 +37,7 @@ def _once_each(names: tuple[str, ...], where: str) -> None:
 
 def check_policies(names: Iterable[str], where: str) -> None:
     """Each name, given once, loads as a policy (built-in, ``module:Policy`` or entry point), or a UserError says why."""
-    from fleetchaos.policies.builtins import get_policy, suggest
+    from fleetchaos.policies.registry import get_policy, suggest
 
     names = tuple(names)
     _once_each(names, where)

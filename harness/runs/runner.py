@@ -14,7 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from itertools import product
 from typing import Any
 
-from fleetchaos.policies.builtins import get_policy
+from fleetchaos.policies.registry import get_policy
 from fleetchaos.results.metrics import METRICS, RunAccumulator, direction
 from fleetchaos.results.models import (
     POOLED_RATES,

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from fleetchaos.scenario import _yaml
-from fleetchaos.scenario.fault_catalogue import fault_kinds, parameters
+from fleetchaos.scenario.fault_catalogue import fault_kinds
+from fleetchaos.scenario.fields import parameters
 from fleetchaos.scenario.load import MAX_FILE_BYTES, MAX_SCHEDULE_SPANS, MAX_TASKS, MAX_TOOL_CALLS, Scenario
 from fleetchaos.sim.config import (
     Arrival,

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from fleetchaos.policies.builtins import get_policy
+from fleetchaos.policies import get_policy
 from fleetchaos.results.metrics import compute
 from fleetchaos.results.oracle import TaskOutcome
 from fleetchaos.scenario.load import Scenario

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 import fleetchaos.catalogue as catalogue
 from fleetchaos.cli.main import main
-from fleetchaos.policies.builtins import get_policy
+from fleetchaos.policies import get_policy
 from fleetchaos.scenario.load import load_scenario
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.truth import REPORTING_KINDS

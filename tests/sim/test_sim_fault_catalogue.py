@@ -23,7 +23,7 @@ import dataclasses
 
 import pytest
 
-from fleetchaos.policies.builtins import BlindRetry, resume_point
+from fleetchaos.policies import BlindRetry, resume_point
 from fleetchaos.sim.fault_specs import FAULT_MODELS
 from fleetchaos.sim.formats import GenericFormat, StructuredFormat
 from fleetchaos.sim.observation import Escalate, GiveUp, Reroute, Retry, UseAlternative

@@ -20,7 +20,7 @@ from collections import Counter
 import pytest
 
 import fleetchaos.catalogue as catalogue
-from fleetchaos.policies.builtins import get_policy
+from fleetchaos.policies import get_policy
 from fleetchaos.results.metrics import WASTE_FAMILIES, RunAccumulator, compute_run, error_code, pages_of
 from fleetchaos.results.models import rounded
 from fleetchaos.results.oracle import judge

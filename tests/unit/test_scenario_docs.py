@@ -12,7 +12,8 @@ from click.testing import CliRunner
 from fleetchaos.cli.main import main
 from fleetchaos.errors import UserError
 from fleetchaos.scenario.docs import SCHEDULE, SECTIONS, render
-from fleetchaos.scenario.fault_catalogue import EFFECTS, fault_kind, fault_kinds, parameters, type_name
+from fleetchaos.scenario.fault_catalogue import EFFECTS, fault_kind, fault_kinds
+from fleetchaos.scenario.fields import parameters, type_name
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.config import FleetSpec
 from fleetchaos.sim.fault_specs import FAULT_MODELS, Window
