@@ -393,17 +393,8 @@ class World:
 
     def _repair(self, w: Worker, report: AttemptReport, tpl: Template) -> bool:
         """Repair what a machine can repair on a worker (the failure kind's ``remedy``); False if nothing."""
-        now = self.env.now
         remedy = fault_kind(report.failure).remedy if report.failure is not None else None
-        if remedy == "refresh_credentials":
-            w.refresh_credentials(now)
-            return True
-        if remedy == "clear_disk":
-            return w.clear_disk_fault(now)
-        if remedy == "install_tool" and report.failed_step >= 0:
-            self.calls.installed.add((w.index, tpl.names[report.failed_step]))
-            return True
-        return False
+        return remedy is not None and REPAIRS[remedy](self, w, report, tpl)
 
     def _rollback(self, rec: TaskRecord) -> Generator:
         """Compensate every committed item (one compensating call each, a round trip apiece, per step in reverse)."""
@@ -443,3 +434,30 @@ class World:
             return (current + 1) % n
         others = [i for i in range(n) if i != current]
         return min(others, key=lambda i: (self.workers[i].in_flight, (i - current) % n))
+
+
+# -- what a remediation agent repairs, per remedy a fault kind's record names ------------------
+
+
+def _refresh_credentials(world: World, w: Worker, report: AttemptReport, tpl: Template) -> bool:
+    w.refresh_credentials(world.env.now)
+    return True
+
+
+def _clear_disk(world: World, w: Worker, report: AttemptReport, tpl: Template) -> bool:
+    return w.clear_disk_fault(world.env.now)  # False when no fault filled the disk
+
+
+def _install_tool(world: World, w: Worker, report: AttemptReport, tpl: Template) -> bool:
+    if report.failed_step < 0:
+        return False
+    world.calls.installed.add((w.index, tpl.names[report.failed_step]))
+    return True
+
+
+#: Each remedy of :data:`fleetchaos.sim.kinds.REMEDIES` -> what it does; True when it repaired the cause.
+REPAIRS: dict[str, Callable[[World, Worker, AttemptReport, Template], bool]] = {
+    "refresh_credentials": _refresh_credentials,
+    "clear_disk": _clear_disk,
+    "install_tool": _install_tool,
+}

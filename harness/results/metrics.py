@@ -366,8 +366,9 @@ class RunAccumulator:
         """Every breakdown, sorted by name (see :func:`compute_run`)."""
         totals = self.totals
         by_family: Counter[str] = Counter()
+        families = waste_families()  # read now: every reason the judge records has a family
         for reason, n in self.wasted_by_reason.items():
-            by_family[WASTE_FAMILIES.get(reason, reason)] += n
+            by_family[families[reason]] += n
         by_code: Counter[str] = Counter()
         by_tool: Counter[str] = Counter()
         by_worker: Counter[int] = Counter()
