@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 from fleetchaos.sim import _rng
-from fleetchaos.sim.config import lognormal_params
+from fleetchaos.sim.config import FleetSpec, lognormal_params
 from fleetchaos.sim.faults import CALL_STAGES, CallRule, FaultPlan
 from fleetchaos.sim.kinds import KINDS, SOURCE, TASK_STEP, TASK_STEP_ITEM, WORKER_TOOL, FaultKind
 
@@ -170,8 +170,8 @@ class CallModel:
         "spikes",
     )
 
-    def __init__(self, plan: FaultPlan, shared: SharedView, seed: int, fleet):
-        """``fleet`` is the run's :class:`~fleetchaos.sim.config.FleetSpec`."""
+    def __init__(self, plan: FaultPlan, shared: SharedView, seed: int, fleet: FleetSpec):
+        """A run's calls: its fault plan, the capacity its API calls share, its seed and its fleet."""
         self.plan = plan
         self.shared = shared
         self.seed = seed
@@ -192,9 +192,9 @@ class CallModel:
         if rules is None:
             tool = tpl.names[si]
             hits = [r for r in self.plan.rules if r.applies(worker, tool, tpl.name)]
-            rules = tuple(tuple(r for r in hits if r.info.stage == stage) for stage in CALL_STAGES)  # type: ignore[assignment]
-            self._rules[cache_key] = rules  # type: ignore[assignment]
-        return rules  # type: ignore[return-value]
+            rules = tuple(tuple(r for r in hits if r.info.stage == stage) for stage in CALL_STAGES)
+            self._rules[cache_key] = rules
+        return rules
 
     def step_rules(self, worker: int, tpl: Template) -> tuple[StepRules, ...]:
         """:meth:`rules_for` of every step of ``tpl`` on ``worker``: one lookup per dispatch, not per step."""
@@ -236,23 +236,23 @@ class CallModel:
                 latency = latency * factor + add
                 spiked = True
         if node.down(now):
-            return NODE_CRASH, latency + NODE_CRASH.fail_fast_s, False, None  # type: ignore[operator]
+            return NODE_CRASH, latency + NODE_CRASH.fail_fast_s, False, None
         if step.uses_api and now >= node.credentials_expire_s:
-            return EXPIRED_KEY, latency + EXPIRED_KEY.fail_fast_s, False, None  # type: ignore[operator]
+            return EXPIRED_KEY, latency + EXPIRED_KEY.fail_fast_s, False, None
         persistent, transient, _, masking = rules
         for rule in persistent:
             if self.persistent_hit(rule, task_key, step, item, node.index, now, sources):
-                return rule.info, latency + rule.info.fail_fast_s, False, None  # type: ignore[operator]
+                return rule.info, latency + rule.info.fail_fast_s, False, None
         if step.writes_disk and node.disk_refuses(now, step.disk_mb):
-            return DISK_FULL, latency + DISK_FULL.fail_fast_s, False, None  # type: ignore[operator]
+            return DISK_FULL, latency + DISK_FULL.fail_fast_s, False, None
         if step.uses_api:
             shared = self.shared
             wait = shared.take_token(now)
             if wait > 0.0:
-                return RATE_LIMIT, latency + RATE_LIMIT.fail_fast_s, False, now + wait  # type: ignore[operator]
+                return RATE_LIMIT, latency + RATE_LIMIT.fail_fast_s, False, now + wait
             reset = shared.take_quota(now)
             if reset is not None:
-                return QUOTA_EXHAUSTED, latency + QUOTA_EXHAUSTED.fail_fast_s, False, reset  # type: ignore[operator]
+                return QUOTA_EXHAUSTED, latency + QUOTA_EXHAUSTED.fail_fast_s, False, reset
         for rule in transient:
             p = rule.constant
             if p is None:
@@ -260,12 +260,12 @@ class CallModel:
             if p > 0.0 and _draw(key, rule.stream) < p:
                 kind = rule.info
                 if not kind.outcome_unknown:
-                    return kind, latency + kind.fail_fast_s, False, None  # type: ignore[operator]
-                committed = _draw(key, S_COMMIT ^ rule.stream) < rule.spec.committed_probability  # type: ignore[attr-defined]
-                return kind, rule.spec.timeout_s, committed, None  # type: ignore[attr-defined]
+                    return kind, latency + kind.fail_fast_s, False, None
+                committed = _draw(key, S_COMMIT ^ rule.stream) < rule.spec.committed_probability
+                return kind, rule.spec.timeout_s, committed, None
         if item in batch_failed:
             kind = batch_failed[item]
-            return kind, latency + kind.fail_fast_s, False, None  # type: ignore[operator]
+            return kind, latency + kind.fail_fast_s, False, None
         if step.sigma > 0.0:
             duration = latency + _exp(step.mu + step.sigma * z_duration)
         else:
@@ -322,9 +322,9 @@ class CallModel:
             ) < p
         assert scope == SOURCE, scope
         source = sources.get((si, item), 0)  # each source of an item is gone or not, for good
-        if source > rule.spec.alternatives:  # type: ignore[attr-defined]
+        if source > rule.spec.alternatives:
             return True
-        q = p if source == 0 else rule.spec.alternative_missing_probability  # type: ignore[attr-defined]
+        q = p if source == 0 else rule.spec.alternative_missing_probability
         return _rng.draw(_rng.persistent_key(task_key, si, item, source), rule.stream) < q
 
     def batch_failures(
@@ -336,8 +336,8 @@ class CallModel:
         execution number, so it chooses the same items every time.
         """
         for rule in rules:
-            key = _rng.persistent_key(task_key, si) if rule.spec.persistent else step_key  # type: ignore[attr-defined]
+            key = _rng.persistent_key(task_key, si) if rule.spec.persistent else step_key
             if _rng.draw(key, rule.stream) < rule.probability_at(now, worker):
                 order = sorted(range(fan_out), key=lambda i: _rng.draw(key, S_BATCH + i))
-                return dict.fromkeys(order[: min(rule.spec.failures, fan_out)], rule.info)  # type: ignore[attr-defined]
+                return dict.fromkeys(order[: min(rule.spec.failures, fan_out)], rule.info)
         return NO_ITEMS

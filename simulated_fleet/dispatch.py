@@ -192,7 +192,7 @@ class Dispatcher:
                 # Calls that finished before the crash took effect; the rest, and the report, are lost.
                 if not garbage:
                     for item in succeeded + committed_anyway:
-                        if finish[item] <= crash_at - now:  # type: ignore[index]
+                        if finish[item] <= crash_at - now:
                             commits[item] += 1
                 yield from self._lose_dispatch(rec, w, now, crash_at, step.name)
                 if self.heartbeat_timeout_s is None:
@@ -307,15 +307,15 @@ class Dispatcher:
         transport = self.transport
         fault, duration, committed, retry_at = first
         elapsed = 0.0
-        for n in range(1, transport.attempts):  # type: ignore[union-attr]
-            if fault is None or fault.name not in transport.on:  # type: ignore[union-attr]
+        for n in range(1, transport.attempts):
+            if fault is None or fault.name not in transport.on:
                 break
             self.journal.fault(rec, fault.name, now, step.name, w.index)
             if committed and not garbage:
                 rec.commits[step.index][item] += 1  # the failed try took effect anyway; the next try repeats it
             if fault.outcome_unknown:
                 rec.tokens += step.tokens
-            pause = transport.wait_s(n - 1, _rng.draw(key, _rng.S_TRANSPORT + n))  # type: ignore[union-attr]
+            pause = transport.wait_s(n - 1, _rng.draw(key, _rng.S_TRANSPORT + n))
             if retry_at is not None:
                 pause = max(pause, retry_at - (now + elapsed + duration))
             elapsed += duration + pause
@@ -350,7 +350,7 @@ class Dispatcher:
             if rule.kind == kind and rule.info.persistent_scope == SOURCE:
                 for item, item_kind in failed:
                     if item_kind == kind:
-                        best = max(best, rule.spec.alternatives - sources.get((si, item), 0))  # type: ignore[attr-defined]
+                        best = max(best, rule.spec.alternatives - sources.get((si, item), 0))
         return best
 
     def _drift(self, worker: int, now: float) -> tuple[str | None, tuple[str, ...]]:

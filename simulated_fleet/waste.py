@@ -102,7 +102,7 @@ class RetryJudge:
     def _batch(self, last, node, task_id, orchestrator, tpl, sources, now) -> bool:
         """A persistent batch rule would choose one of the failed items again (a fresh draw would not)."""
         task_key = _rng.task_key(self.run_key, task_id)
-        rules = [r for r in self.calls.rules_for(node.index, tpl, last.step)[2] if r.spec.persistent]  # type: ignore[attr-defined]
+        rules = [r for r in self.calls.rules_for(node.index, tpl, last.step)[2] if r.spec.persistent]
         chosen = self.calls.batch_failures(
             tuple(rules), tpl.steps[last.step].fan_out, task_key, last.step, 0, node.index, now
         )

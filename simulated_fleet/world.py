@@ -313,7 +313,7 @@ class World:
             action = GiveUp() if stop else policy.decide(obs, history, rec, actions)
             retry_at = env.now + report.retry_after_s if report.retry_after_s is not None else None
             failed_items = tuple(i for i, k in report.item_failures if k == report.failure) or (0,)
-            last = LastFailure(report.failure, retry_at, report.failed_step, failed_items)  # type: ignore[arg-type]
+            last = LastFailure(report.failure, retry_at, report.failed_step, failed_items)
             kind = type(action)  # canonical: exactly one of the action classes
             if tracing:
                 emit("action", task.id, worker, kind.__name__)
@@ -325,7 +325,7 @@ class World:
                 rec.human_s = self._duration(self.human, S_HUMAN, task.id, actions)
                 break
             if kind is GiveUp:
-                rec.claim = action.claim  # type: ignore[union-attr]
+                rec.claim = action.claim
                 break
             if kind is DeadLetter:
                 rec.claim = "dead_lettered"
@@ -334,9 +334,9 @@ class World:
                 yield from self._rollback(rec)
                 rec.claim = "failed"
                 break
-            start = min(action.resume_from, len(tpl.steps) - 1)  # type: ignore[union-attr]
+            start = min(action.resume_from, len(tpl.steps) - 1)
             fan_out = tpl.steps[start].fan_out
-            done = tuple(i for i in action.done_items if i < fan_out)  # type: ignore[union-attr]
+            done = tuple(i for i in action.done_items if i < fan_out)
             if kind is RefreshCredentials:
                 if self.refresh_s > 0:
                     yield env.timeout(self.refresh_s)
@@ -356,9 +356,9 @@ class World:
                         if item not in done:
                             sources[(start, item)] = sources.get((start, item), 0) + 1
                     rec.alternatives_used += 1
-                history.last_delay_s = action.delay_s  # type: ignore[union-attr]
-                if action.delay_s > 0:  # type: ignore[union-attr]
-                    yield env.timeout(action.delay_s)  # type: ignore[union-attr]
+                history.last_delay_s = action.delay_s
+                if action.delay_s > 0:
+                    yield env.timeout(action.delay_s)
             rec.retries += 1
             history.retries += 1
         rec.end_s = env.now
