@@ -12,14 +12,21 @@ Two families:
 
 Any numeric parameter of a fault can be drawn per seed from a range with ``swarm``, so
 one suite explores many worlds.
+
+A kind's model is any class here with a ``kind`` literal: :data:`FAULT_MODELS` and the
+:data:`FaultSpec` union collect them, in the order of the kinds' records
+(:data:`fleetchaos.sim.kinds.KINDS`); a model without a record, or a record without a
+model, fails at import.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic import ValidationError as _PydanticValidationError
+
+from fleetchaos.sim.kinds import KINDS
 
 
 class _Strict(BaseModel):
@@ -290,30 +297,30 @@ class QuotaExhausted(_Fault):
     calls_per_day: int = Field(gt=0, le=100_000_000)
 
 
-FaultSpec = Annotated[
-    NetworkBlip
-    | Timeout
-    | RateLimit
-    | DiskFull
-    | ExpiredKey
-    | GitPushConflict
-    | MissingDependency
-    | ValidationError
-    | NotFound
-    | PermissionDenied
-    | PartialBatch
-    | SilentSuppression
-    | FabricatedDefaults
-    | SchemaDrift
-    | NodeCrash
-    | NetworkPartition
-    | LatencySpike
-    | QuotaExhausted,
-    Field(discriminator="kind"),
-]
+def _models(base: type[_Fault]) -> dict[str, type[_Fault]]:
+    """Every model under ``base`` that names a kind (a ``kind`` literal), by kind."""
+    found: dict[str, type[_Fault]] = {}
+    for model in base.__subclasses__():
+        if "kind" in model.model_fields:
+            found[model.model_fields["kind"].default] = model
+        found.update(_models(model))
+    return found
 
-#: Every fault model by kind, in catalogue order.
-FAULT_MODELS: dict[str, type[_Fault]] = {
-    m.model_fields["kind"].default: m  # type: ignore[misc]
-    for m in FaultSpec.__origin__.__args__  # type: ignore[attr-defined]
-}
+
+def _by_catalogue_order(models: dict[str, type[_Fault]]) -> dict[str, type[_Fault]]:
+    """The models in the order of :data:`fleetchaos.sim.kinds.KINDS`; a kind without both a record and a model fails here."""
+    missing_model = [k for k in KINDS if k not in models]
+    missing_record = [k for k in models if k not in KINDS]
+    if missing_model or missing_record:
+        raise RuntimeError(
+            "every fault kind needs a FaultKind record (fleetchaos.sim.kinds) and a model (fleetchaos.sim.fault_specs): "
+            f"no model for {missing_model}, no record for {missing_record}"
+        )
+    return {kind: models[kind] for kind in KINDS}
+
+
+#: Every fault model by kind, in catalogue order: each class above that names a ``kind``.
+FAULT_MODELS: dict[str, type[_Fault]] = _by_catalogue_order(_models(_Fault))
+
+#: One fault of a scenario's ``faults`` list: the model its ``kind`` names.
+FaultSpec = Annotated[Union[tuple(FAULT_MODELS.values())], Field(discriminator="kind")]  # noqa: UP007

@@ -187,3 +187,21 @@ class RecoveryPolicy(Protocol):
     def decide(self, observation: Observation, history: TaskHistory) -> Action:
         """Return the next action for a task whose last dispatch did not succeed."""
         ...
+
+
+__all__ = [
+    "ACTION_TYPES",
+    "Action",
+    "DeadLetter",
+    "Escalate",
+    "GiveUp",
+    "Observation",
+    "RecoveryPolicy",
+    "RefreshCredentials",
+    "Remediate",
+    "Reroute",
+    "Retry",
+    "Rollback",
+    "TaskHistory",
+    "UseAlternative",
+]

@@ -19,8 +19,8 @@ from fleetchaos.results.models import rounded
 from fleetchaos.results.oracle import TaskOutcome, Verdict, judge, verdict
 from fleetchaos.results.stats import percentile
 from fleetchaos.sim.config import DAY_S, FleetSpec
+from fleetchaos.sim.kinds import fault_kind, waste_families
 from fleetchaos.sim.ledger import TRUTH_FULL, TaskRecord
-from fleetchaos.sim.truth import FAILURES, REPORTING_KINDS
 
 #: Metric name -> True when higher is better.  The order is the display order.
 METRICS: dict[str, bool] = {
@@ -92,30 +92,16 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-#: The family of each wasted-retry reason the driver records (fleetchaos.sim.world.WASTE_REASONS).
-#: Retries past a deadline or call budget cannot happen: the orchestrator stops a task at its
-#: limit before asking the policy (TaskRecord.stopped_by), so that family has no reasons.
-WASTE_FAMILIES: dict[str, str] = {
-    "credentials still expired": "retried a permanent error",
-    "tool still missing": "retried a permanent error",
-    "input still invalid": "retried a permanent error",
-    "access still denied": "retried a permanent error",
-    "same missing source": "retried a permanent error",
-    "same failing batch items": "retried a permanent error",
-    "before retry-after": "before retry-after",
-    "same full disk": "on the same exhausted resource",
-    "same exhausted quota": "on the same exhausted resource",
-    "worker still down": "on the same exhausted resource",
-    "still partitioned": "on the same exhausted resource",
-}
+#: The family of each wasted-retry reason the driver records (each fault kind's
+#: ``FaultKind.waste`` in fleetchaos.sim.kinds).  Retries past a deadline or call budget
+#: cannot happen: the orchestrator stops a task at its limit before asking the policy
+#: (TaskRecord.stopped_by), so that family has no reasons.
+WASTE_FAMILIES: dict[str, str] = waste_families()
 
 
 def error_code(kind: str) -> str:
-    """The structured contract's error code for a fault kind (the kind upper-cased if it has none)."""
-    contract = FAILURES.get(kind)
-    if contract is not None:
-        return contract.error_code
-    return REPORTING_KINDS.get(kind, kind.upper())
+    """The structured contract's error code for a fault kind (an unknown kind is an error)."""
+    return fault_kind(kind).contract.error_code
 
 
 #: Per-task integer counts a run sums, in the order :func:`task_counts` returns them.
@@ -380,8 +366,9 @@ class RunAccumulator:
         """Every breakdown, sorted by name (see :func:`compute_run`)."""
         totals = self.totals
         by_family: Counter[str] = Counter()
+        families = waste_families()  # read now: every reason the judge records has a family
         for reason, n in self.wasted_by_reason.items():
-            by_family[WASTE_FAMILIES.get(reason, reason)] += n
+            by_family[families[reason]] += n
         by_code: Counter[str] = Counter()
         by_tool: Counter[str] = Counter()
         by_worker: Counter[int] = Counter()

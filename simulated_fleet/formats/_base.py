@@ -17,8 +17,9 @@ import math
 from typing import Protocol, runtime_checkable
 
 from fleetchaos.sim.envelope import AgentToolError, PartialSuccess, item_ref, step_ref
+from fleetchaos.sim.kinds import reported_kind
 from fleetchaos.sim.observation import Observation
-from fleetchaos.sim.truth import FAILURES, AttemptReport
+from fleetchaos.sim.truth import AttemptReport
 
 
 @runtime_checkable
@@ -88,7 +89,11 @@ def retry_after_ms(report: AttemptReport) -> int | None:
 
 
 class StructuredFormat:
-    """The AgentToolError envelope: code, category, recoverability, partial success, hints."""
+    """The AgentToolError envelope: code, category, recoverability, partial success, hints.
+
+    The four contract fields are the failure kind's :class:`~fleetchaos.sim.kinds.FailureContract`
+    (``UNCLASSIFIED``, fatal, escalate for a report that names no kind).
+    """
 
     name = "structured"
     partial_step_ok = False
@@ -99,34 +104,24 @@ class StructuredFormat:
     def render(self, report: AttemptReport) -> Observation:
         if report.completed:
             return Observation(ok=True, status="ok", worker=report.worker)
-        kind = report.failure or "fatal"
-        contract = FAILURES.get(kind)
+        kind = reported_kind(report.failure)
+        contract = kind.contract
         steps, items = progress_refs(report)
         partial = PartialSuccess(completed_steps=steps, artifacts=items)
         context = {"worker": f"worker-{report.worker}", "tool": report.step_names[report.failed_step]}
-        if kind in ("timeout", "latency_spike"):
+        if kind.outcome_unknown:
             context["outcome"] = "unknown"  # the side effect may or may not have committed
         if report.alternatives_left:
             context["alternatives_left"] = str(report.alternatives_left)
-        if contract is None:
-            envelope = AgentToolError(
-                error_code="UNCLASSIFIED",
-                category="fatal",
-                recoverable=False,
-                suggested_action="escalate",
-                partial_success=partial,
-                context=context,
-            )
-        else:
-            envelope = AgentToolError(
-                error_code=contract.error_code,
-                category=contract.category,  # type: ignore[arg-type]
-                recoverable=contract.recoverable,
-                suggested_action=contract.suggested_action,
-                partial_success=partial,
-                retry_after_ms=retry_after_ms(report),
-                context=context,
-            )
+        envelope = AgentToolError(
+            error_code=contract.error_code,
+            category=contract.category,  # type: ignore[arg-type]
+            recoverable=contract.recoverable,  # type: ignore[arg-type]  # None (a reporting kind) is refused
+            suggested_action=contract.suggested_action,
+            partial_success=partial,
+            retry_after_ms=retry_after_ms(report),
+            context=context,
+        )
         if report.schema_version is not None:
             envelope = _older(envelope, report.schema_version, report.dropped_fields)
         return Observation(ok=False, status="failed", worker=report.worker, envelope=envelope)

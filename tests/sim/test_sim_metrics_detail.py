@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from fleetchaos.results.metrics import DIRECTIONLESS, METRICS, compute_run, direction, error_code, pages_of
+from fleetchaos.sim.kinds import UnknownFaultKind
 
 APPROX = dict(abs=1e-6)
 
@@ -102,7 +103,8 @@ def test_directions_and_error_codes():
     assert all(direction(name) is None for name in DIRECTIONLESS)
     assert direction("no_such_metric") is None
     assert error_code("expired_key") == "AUTH_EXPIRED"
-    assert error_code("some_new_kind") == "SOME_NEW_KIND"
+    with pytest.raises(UnknownFaultKind, match="some_new_kind"):
+        error_code("some_new_kind")  # no made-up code for a kind without a record
 
 
 def test_task_counts_give_one_value_per_name():
