@@ -17,13 +17,14 @@ from typing import Any
 import click
 
 from fleetchaos.errors import UserError
-from fleetchaos.results.models import HEADLINE_METRICS, RunResult
+from fleetchaos.results.models import RunResult
+from fleetchaos.results.registry import GATED_METRICS, is_rate
 
 #: Exit code of a command whose regression gate failed.
 EXIT_GATE = 1
 
-#: Metrics compared (never failing) when --baseline is given without --fail-on.
-INFO_METRICS = HEADLINE_METRICS
+#: Metrics compared (never failing) when --baseline is given without --fail-on: the registry's gated ones.
+INFO_METRICS = tuple(GATED_METRICS)
 
 
 def history_options(command: Callable) -> Callable:
@@ -160,10 +161,11 @@ def fill_comparisons(result):
     return result
 
 
-def _fmt(value: float | None, rate: bool) -> str:
+def _fmt(metrics: dict, name: str) -> str:
+    value = metrics.get(name)
     if value is None:
         return "-"
-    return f"{100 * value:.1f}%" if rate else f"{value:,.1f}"
+    return f"{100 * value:.1f}%" if is_rate(name) else f"{value:,.1f}"
 
 
 def show_history(ref: str | None, history_path: Path | None, limit: int, as_json: bool, console) -> None:
@@ -215,9 +217,8 @@ def show_history(ref: str | None, history_path: Path | None, limit: int, as_json
             table.add_column(column, justify="right" if column not in ("policy", "errors") else "left")
         for r in runs:
             m = r.metrics
-            table.add_row(str(r.id), r.policy, r.errors, str(r.seed), _fmt(m.get("recovery_rate"), True),
-                          _fmt(m.get("silent_failure_rate"), True), _fmt(m.get("wasted_retries"), False),
-                          _fmt(m.get("cost_usd"), False))  # fmt: skip
+            table.add_row(str(r.id), r.policy, r.errors, str(r.seed), _fmt(m, "recovery_rate"),
+                          _fmt(m, "silent_failure_rate"), _fmt(m, "wasted_retries"), _fmt(m, "cost_usd"))  # fmt: skip
         console.print(table)
     finally:
         store.close()

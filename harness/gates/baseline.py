@@ -30,18 +30,16 @@ from typing import TYPE_CHECKING, Any
 
 from fleetchaos.errors import UserError
 from fleetchaos.gates.assertions import Estimate, RateAssertionError, assert_rate, fmt_number, seeds_text
+from fleetchaos.results.registry import GATED_METRICS as REGISTRY_GATED
+from fleetchaos.results.registry import direction
 
 if TYPE_CHECKING:
     from fleetchaos.testing.suite import ScenarioResult
 
 __all__ = ["GATED_METRICS", "Baseline", "BaselineEntry", "load_baseline"]
 
-#: The figures a baseline gates, with True when higher is better.
-GATED_METRICS: dict[str, bool] = {
-    "recovery_rate": True,
-    "silent_failure_rate": False,
-    "wasted_retries": False,
-}
+#: The figures a baseline gates (the registry's gated metrics), with True when higher is better.
+GATED_METRICS: dict[str, bool] = {name: bool(direction(name)) for name in REGISTRY_GATED}
 
 MAX_BASELINE_BYTES = 50_000_000
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 from fleetchaos.errors import UserError
 from fleetchaos.names import check_metric
-from fleetchaos.results.metrics import DIRECTIONLESS, METRICS, direction
 from fleetchaos.results.models import RunResult
+from fleetchaos.results.registry import DIRECTIONLESS, direction
 
 _SPEC = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([+-]?)\s*(\d+(?:\.\d*)?|\.\d+)\s*(%?)\s*$")
 
@@ -45,7 +45,7 @@ class FailOn:
 
     def allowed(self) -> str:
         """The threshold as the user wrote it, with the worse direction's sign."""
-        sign = "-" if METRICS[self.metric] else "+"
+        sign = "-" if direction(self.metric) else "+"
         if self.relative:
             return f"{sign}{_num(self.threshold * 100)}%"
         return f"{sign}{_num(self.threshold)}"
@@ -134,7 +134,7 @@ def _pct(x: float) -> str:
 
 def worsening(rule: FailOn, current: float, baseline: float) -> float:
     """How much worse ``current`` is than ``baseline`` in the rule's terms (negative when better)."""
-    delta = (baseline - current) if METRICS[rule.metric] else (current - baseline)
+    delta = (baseline - current) if direction(rule.metric) else (current - baseline)
     if not rule.relative:
         return delta
     if baseline == 0:
