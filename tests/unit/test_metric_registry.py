@@ -108,7 +108,7 @@ def test_the_registry_imports_without_simpy_or_pydantic():
     """The registry is standard library only, and the gate that reads it needs no simulation."""
     code = (
         "import sys, fleetchaos.results.registry; assert 'pydantic' not in sys.modules; "
-        "import fleetchaos.gates.regression; assert 'simpy' not in sys.modules"
+        "import fleetchaos.gates.session; assert 'simpy' not in sys.modules"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
