@@ -10,23 +10,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-#: Task-level rates: name -> (numerator, denominator) keys of a run's ``task_counts``
-#: breakdown.  Pooled over seeds with Wilson intervals (``fleetchaos.runs.runner.pooled_rates``, the
-#: suite's ``pooled``).
-POOLED_RATES: dict[str, tuple[str, str]] = {
-    "recovery_rate": ("recovered", "faulted"),
-    "silent_failure_rate": ("silent_failures", "tasks"),
-    "success_rate": ("successes", "tasks"),
-    "escalation_rate": ("escalated", "tasks"),
-    "data_loss_rate": ("data_loss", "tasks"),
-}
-
-#: Metrics that are proportions in [0, 1] (reports show them as percentages).
-RATES = tuple(POOLED_RATES)
-
-#: The three figures every table leads with, with their confidence intervals.
-HEADLINE_METRICS = ("recovery_rate", "silent_failure_rate", "wasted_retries")
-
 DIGITS = 6
 
 #: Most per-task values an arm keeps per sample (evenly spaced order statistics beyond that).

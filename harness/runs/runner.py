@@ -15,9 +15,8 @@ from itertools import product
 from typing import Any
 
 from fleetchaos.policies.registry import get_policy
-from fleetchaos.results.metrics import METRICS, RunAccumulator, direction
+from fleetchaos.results.metrics import RunAccumulator
 from fleetchaos.results.models import (
-    POOLED_RATES,
     SAMPLE_LIMIT,
     ArmResult,
     CompareResult,
@@ -27,6 +26,7 @@ from fleetchaos.results.models import (
     rounded,
 )
 from fleetchaos.results.oracle import TaskOutcome
+from fleetchaos.results.registry import METRICS, POOLED_RATES, VERDICT_METRICS, direction
 from fleetchaos.results.stats import (
     DEFAULT_CONFIDENCE,
     MIN_SEEDS,
@@ -309,20 +309,6 @@ def pooled_rates(counts: dict[str, int], confidence: float) -> dict[str, Proport
             successes=k, trials=n, rate=rounded(k / n) if n else None, low=rounded(lo), high=rounded(hi)
         )
     return out
-
-
-#: Metrics a comparison gives a verdict on (each arm against the reference arm).
-VERDICT_METRICS = (
-    "recovery_rate",
-    "silent_failure_rate",
-    "wasted_retries",
-    "data_loss_rate",
-    "escalation_rate",
-    "human_pages_per_day",
-    "mean_time_to_recovery_s",
-    "retry_amplification",
-    "cost_usd",
-)
 
 
 def paired_comparisons(

@@ -11,10 +11,12 @@ Registered through the ``pytest11`` entry point, so installing fleetchaos is eno
   marker wins key by key, so a module ``pytestmark`` can name the scenario);
 * options ``--fleetchaos-seed N`` (consecutive seeds from N), ``--fleetchaos-report DIR``
   (a report folder per scenario run), ``--fleetchaos-baseline REF`` (fail a run whose
-  headline figures regress against a stored baseline: results JSON, a report folder, or a
-  run-history group) and ``--fleetchaos-history PATH`` (where history groups are read);
+  figures regress against a stored baseline: results JSON, a report folder, or a
+  run-history group), ``--fleetchaos-fail-on METRIC:THRESHOLD`` (how much worse each
+  metric may get, as the CLI's ``--fail-on``; default: the registry's gated metrics at
+  their default thresholds) and ``--fleetchaos-history PATH`` (where history groups are read);
 * ini options ``fleetchaos_seeds``, ``fleetchaos_policy``, ``fleetchaos_errors``,
-  ``fleetchaos_confidence``: suite-wide defaults;
+  ``fleetchaos_confidence``, ``fleetchaos_fail_on``: suite-wide defaults;
 * a terminal summary table of every scenario run.
 
 Light to import: this module imports pytest and the standard library only.  SimPy,
@@ -54,7 +56,8 @@ class _SessionState:
 
     cache: dict = field(default_factory=dict)
     rows: list = field(default_factory=list)
-    baseline: Any = None
+    gate: Any = None
+    """The :class:`~fleetchaos.gates.session.GateSession` judging runs against the baseline, if one was given."""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect the scenario rows of each finished test."""
@@ -108,8 +111,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--fleetchaos-baseline",
         default=None,
         metavar="REF",
-        help="fail scenario runs whose recovery rate, silent-failure rate or wasted retries regress against "
-        "this baseline: a results.json or report folder, or a run-history group (7, #7, latest, a label)",
+        help="fail scenario runs that regress against this baseline, seed by seed (see --fleetchaos-fail-on): "
+        "a results.json or report folder, or a run-history group (7, #7, latest, a label)",
+    )
+    group.addoption(
+        "--fleetchaos-fail-on",
+        action="append",
+        default=None,
+        metavar="METRIC:THRESHOLD",
+        help="with --fleetchaos-baseline: fail when METRIC is worse than the baseline by more than THRESHOLD, "
+        "relative (recovery_rate:-2%%) or absolute (recovery_rate:-0.02); repeatable, replaces the ini "
+        "fleetchaos_fail_on [default: recovery_rate:-2%%, silent_failure_rate:+2%%, wasted_retries:+2%%]",
     )
     group.addoption(
         "--fleetchaos-history",
@@ -123,6 +135,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("fleetchaos_policy", "default recovery policy of scenario tests", default="structured")
     parser.addini("fleetchaos_errors", "default error format of scenario tests", default="structured")
     parser.addini("fleetchaos_confidence", "confidence level of the intervals", default="0.95")
+    parser.addini(
+        "fleetchaos_fail_on",
+        "regression thresholds against --fleetchaos-baseline: METRIC:THRESHOLD, comma-separated "
+        "[default: each gated metric at 2% of its baseline value]",
+        default="",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -139,13 +157,23 @@ def pytest_configure(config: pytest.Config) -> None:
     if seed is not None and seed < 0:
         raise pytest.UsageError(f"--fleetchaos-seed: must be a seed >= 0, got {seed}")
     state = _SessionState()
-    baseline = config.getoption("fleetchaos_baseline", None)
-    if baseline:
+    baseline = config.getoption("fleetchaos_baseline", None) or None
+    fail_on = config.getoption("fleetchaos_fail_on", None)
+    if baseline or fail_on:
         from fleetchaos.errors import UserError
-        from fleetchaos.gates.baseline import load_baseline
+        from fleetchaos.gates.session import SUITE, GateSession
 
+        source = None
+        if fail_on is None:  # the ini thresholds apply only with a baseline: a suite may set them for CI alone
+            fail_on, source = [str(config.getini("fleetchaos_fail_on"))], "ini fleetchaos_fail_on"
         try:
-            state.baseline = load_baseline(baseline, history=config.getoption("fleetchaos_history", None))
+            state.gate = GateSession(
+                SUITE,
+                baseline_ref=baseline,
+                fail_on=fail_on,
+                history_path=config.getoption("fleetchaos_history", None),
+                fail_on_source=source,
+            )
         except UserError as exc:
             raise pytest.UsageError(str(exc)) from None
     config.stash[_STATE_KEY] = state
@@ -162,6 +190,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         parts.append(f"reports in {config.getoption('fleetchaos_report')}")
     if config.getoption("fleetchaos_baseline"):
         parts.append(f"baseline {config.getoption('fleetchaos_baseline')}")
+        state = config.stash.get(_STATE_KEY, None)
+        if state is not None and state.gate is not None:
+            parts.append("gate " + ", ".join(f"{r.metric}:{r.allowed()}" for r in state.gate.rules))
     return [f"fleetchaos: {', '.join(parts)}"] if parts else None
 
 
@@ -265,8 +296,8 @@ class FleetChaos:
 
         ``scenario`` is a catalogue name, a path (relative to the test file or the rootdir)
         or a Scenario object.  With ``--fleetchaos-report`` it writes a report folder; with
-        ``--fleetchaos-baseline`` the test fails, once its body has run, if a headline
-        figure regressed.
+        ``--fleetchaos-baseline`` the test fails, once its body has run, if a gated
+        figure got worse than the baseline by more than its threshold, seed by seed.
         """
         from fleetchaos.errors import UserError
         from fleetchaos.testing.suite import resolve_seeds, run_scenario
@@ -330,8 +361,22 @@ class FleetChaos:
         return out
 
     def _baseline_verdicts(self, result: ScenarioResult) -> list[dict[str, Any]]:
-        baseline = self._state.baseline
-        return [] if baseline is None else baseline.verdicts(result)
+        """One verdict per gated metric, by the one regression rule: ``{"metric", "regressed", "message"}``.
+
+        Empty without a baseline, or when the baseline has no arm of this scenario, policy and format.
+        """
+        gate = self._state.gate
+        if gate is None or gate.baseline is None:
+            return []
+        from fleetchaos.gates.session import failure_message
+
+        entry = gate.baseline.lookup(result.scenario, result.policy, result.errors)
+        replays = {run.seed: run.replay for run in result.runs}
+        out = []
+        for check in gate.check(result.runs):
+            message = failure_message(check, entry.origin, replays) if check.failed else ""
+            out.append({"metric": check.rule.metric, "regressed": check.failed, "message": message})
+        return out
 
 
 @pytest.fixture

@@ -243,7 +243,7 @@ def test_blind(fleetchaos_result):
 
 
 def test_baseline_option_fails_a_run_that_regresses(chaos_dir):
-    """A run whose whole interval is worse than the baseline fails, naming the metric, the baseline and the replay."""
+    """A run worse than the baseline beyond the default gates fails, naming the metric, the baseline and the replay."""
     baseline = {
         "scenario": "small",
         "seeds": [1, 2, 3],
@@ -261,8 +261,9 @@ def test_baseline_option_fails_a_run_that_regresses(chaos_dir):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*recovery_rate regressed against the baseline baseline.json (0.9 on seeds 1-3):",
-            "*recovery_rate is below 0.9: the whole interval * lies below the bound",
+            "*recovery_rate regressed against the baseline baseline.json (0.9, a mean over its own seeds):",
+            "*REGRESSION recovery_rate for blind-retry on generic: * against 0.9 in baseline baseline.json "
+            "(blind-retry on generic), change -*, allowed -2% over 3 seeds; the baseline kept no per-seed values*",
             "*replay the worst seed (*): fleetchaos run --scenario small.yaml --policy blind-retry --errors generic --seed *",
         ]
     )
@@ -281,7 +282,12 @@ def test_a_report_folder_is_the_baseline_of_the_next_run(chaos_dir):
     assert run["seed"] == 1 and run["policy"] == "blind-retry"
     result = chaos_dir.runpytest("--fleetchaos-baseline", "main")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["fleetchaos: baseline main", "*test_blind*passed*  ok"])
+    result.stdout.fnmatch_lines(
+        [
+            "fleetchaos: baseline main, gate recovery_rate:-2%, silent_failure_rate:+2%, wasted_retries:+2%",
+            "*test_blind*passed*  ok",
+        ]
+    )
 
 
 def test_a_run_history_group_is_a_baseline(chaos_dir):
@@ -299,7 +305,10 @@ def test_a_run_history_group_is_a_baseline(chaos_dir):
     result = chaos_dir.runpytest("--fleetchaos-baseline", "main", "--fleetchaos-history", "hist.db")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*recovery_rate regressed against the baseline history #1 (main) (0.95 on seeds 1-3):"]
+        [
+            "*recovery_rate regressed against the baseline history #1 (main) (0.95 on seeds 1-3):",
+            "*REGRESSION recovery_rate for blind-retry on generic: * against 0.95 in baseline #1 (blind-retry on generic)*",
+        ]
     )
 
 
