@@ -20,7 +20,7 @@ _EXPORTS = {
     "InjectedTimeout": "fleetchaos.real.faults",
     "InjectionReport": "fleetchaos.real.injections",
     "NotInjectedError": "fleetchaos.real.injections",
-    "ParityReport": "fleetchaos.real.parity",
+    "ParityReport": "fleetchaos.real.parity_check",
     "RealRun": "fleetchaos.real.run",
     "Route": "fleetchaos.real.bindings",
     "Runtime": "fleetchaos.real.runtime",
@@ -29,7 +29,7 @@ _EXPORTS = {
     "UnboundCall": "fleetchaos.real.faults",
     "VirtualClock": "fleetchaos.real.clocks",
     "check_contract": "fleetchaos.real.contract",
-    "parity": "fleetchaos.real.parity",
+    "parity": "fleetchaos.real.parity_check",
     "run_real": "fleetchaos.real.run",
     "tool": "fleetchaos.real.decorator",
 }
