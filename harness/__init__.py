@@ -1,7 +1,8 @@
 """fleetchaos harness: scenarios, policies, runs, the oracle, metrics and statistics.
 
 Public names are loaded lazily so that importing a light module (the result models,
-the future pytest plugin) does not pull in SimPy or matplotlib.
+the pytest plugin) does not pull in SimPy or matplotlib, and ``@fleetchaos.tool`` in a
+production module costs a few standard-library imports (real-code mode, docs/real-code.md).
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ from typing import Any
 _EXPORTS = {
     "ArmResult": "fleetchaos.results.models",
     "Backoff": "fleetchaos.policies.builtins",
+    "Bindings": "fleetchaos.real.bindings",
     "BlindRetry": "fleetchaos.policies.builtins",
     "CompareResult": "fleetchaos.results.models",
     "Estimate": "fleetchaos.gates.assertions",
     "RateAssertionError": "fleetchaos.gates.assertions",
+    "Route": "fleetchaos.real.bindings",
     "RunResult": "fleetchaos.results.models",
+    "Runtime": "fleetchaos.real.runtime",
     "Scenario": "fleetchaos.scenario.load",
     "ScenarioError": "fleetchaos.errors",
     "ScenarioResult": "fleetchaos.testing.suite",
@@ -25,6 +29,7 @@ _EXPORTS = {
     "SweepSpec": "fleetchaos.runs.sweep",
     "UserError": "fleetchaos.errors",
     "assert_rate": "fleetchaos.gates.assertions",
+    "check_contract": "fleetchaos.real.contract",
     "compare": "fleetchaos.runs.runner",
     "get_policy": "fleetchaos.policies.registry",
     "load_scenario": "fleetchaos.scenario.load",
@@ -32,10 +37,13 @@ _EXPORTS = {
     "open_executor": "fleetchaos.runs.executors",
     "open_store": "fleetchaos.gates.history",
     "paired_difference": "fleetchaos.results.stats",
+    "parity": "fleetchaos.real.parity_check",
     "plan_sweep": "fleetchaos.runs.sweep",
     "run_one": "fleetchaos.runs.runner",
+    "run_real": "fleetchaos.real.run",
     "run_scenario": "fleetchaos.testing.suite",
     "run_sweep": "fleetchaos.runs.sweep",
+    "tool": "fleetchaos.real.decorator",
     "verdict": "fleetchaos.results.stats",
     "wilson": "fleetchaos.results.stats",
 }

@@ -34,7 +34,10 @@ _EXPORTS = {
     "tool": "fleetchaos.real.decorator",
 }
 
-__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - a sorted list, checked by tests
+__all__ = [  # ruff's order (constants, classes, functions), checked by tests
+    "SIM_ONLY",
+    *sorted(name for name in _EXPORTS if name != "SIM_ONLY"),
+]
 
 
 def __getattr__(name: str) -> Any:

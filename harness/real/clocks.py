@@ -9,7 +9,7 @@ from the clock of the calling thread, and from the real clock in every other thr
 * :class:`VirtualClock` (sync code): ``sleep(s)`` advances the clock at once and
   ``monotonic()`` reads it; the run's thread only.
 * :class:`LoopClock` (asyncio): ``monotonic()`` and ``perf_counter()`` read the virtual
-  loop's ``time()`` (a looptime loop fast-forwards to its next timer when nothing else
+  loop's ``time()`` (:class:`VirtualTimeLoop` jumps to its next timer when nothing else
   can run), so ``asyncio.sleep``, ``asyncio.wait_for``, an SDK's backoff and a tenacity
   deadline all run in one virtual time.  A blocking ``time.sleep`` in the loop's thread
   returns at once (it cannot move the loop's clock) and is counted.
@@ -32,7 +32,7 @@ from typing import Any
 
 from fleetchaos.errors import UserError
 
-__all__ = ["LoopClock", "VirtualClock", "installed", "new_virtual_loop", "originals"]
+__all__ = ["LoopClock", "VirtualClock", "VirtualTimeLoop", "installed", "new_virtual_loop", "originals"]
 
 _REAL = {
     "sleep": time.sleep,
@@ -176,19 +176,62 @@ def installed(clock: VirtualClock | LoopClock) -> Iterator[VirtualClock | LoopCl
                     setattr(time, name, fn)
 
 
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
+    """An asyncio loop whose clock jumps to its next timer when nothing else can run.
+
+    asyncio calls its selector with a timeout only when no callback is ready: then the
+    loop polls for I/O, and with none it moves its clock to the next timer at once
+    instead of waiting.  While a worker thread it started (``to_thread``,
+    ``run_in_executor``) is running, the clock stands still and the loop waits for the
+    thread in real time, so virtual timestamps do not depend on how long threads take.
+    With nothing scheduled at all, it waits for I/O or a thread's wake-up as usual.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._virtual_now = 0.0
+        self._threads: set[asyncio.Future] = set()
+        poll = self._selector.select
+
+        def select(timeout: float | None = None) -> list:
+            ready = poll(0)
+            if ready or timeout == 0:
+                return ready
+            if self._threads:
+                return poll(_THREAD_POLL_S if timeout is None else min(timeout, _THREAD_POLL_S))
+            if timeout is None:
+                return poll(None)
+            self._virtual_now += timeout
+            return []
+
+        self._selector.select = select  # type: ignore[method-assign]
+
+    def time(self) -> float:
+        """Virtual seconds since the loop was made."""
+        return self._virtual_now
+
+    def run_in_executor(self, executor: Any, func: Any, *args: Any) -> asyncio.Future:
+        """As asyncio's, and the clock waits for the thread."""
+        future = super().run_in_executor(executor, func, *args)
+        self._threads.add(future)
+        future.add_done_callback(self._threads.discard)
+        return future
+
+
+#: How long the virtual loop waits, in real seconds, between looks at a running worker thread.
+_THREAD_POLL_S = 0.005
+
+
 def new_virtual_loop() -> asyncio.AbstractEventLoop:
-    """A fresh event loop whose time fast-forwards (looptime, from the ``fleetchaos[real]`` extra)."""
+    """A fresh event loop whose clock fast-forwards (:class:`VirtualTimeLoop`).
+
+    Refused under an event-loop policy of another implementation (uvloop): the virtual
+    clock needs asyncio's own selector loop.
+    """
     policy = type(asyncio.get_event_loop_policy())
     if policy.__module__.split(".")[0] in ("uvloop", "winloop"):
         raise UserError(
             f"clock='virtual': the event-loop policy is {policy.__module__}.{policy.__name__}; the virtual clock "
-            "needs asyncio's own loop (looptime). Use the default policy for the test, or clock='real'"
+            "needs asyncio's own selector loop. Use the default policy for the test, or clock='real'"
         )
-    try:
-        import looptime
-    except ImportError:
-        raise UserError(
-            "clock='virtual' with an async entrypoint needs looptime: pip install 'fleetchaos[real]' "
-            "(or pass clock='real')"
-        ) from None
-    return looptime.new_event_loop(start=0)
+    return VirtualTimeLoop()

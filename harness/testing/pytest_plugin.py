@@ -6,6 +6,9 @@ Registered through the ``pytest11`` entry point, so installing fleetchaos is eno
   simulates a scenario (catalogue name, file path or :class:`~fleetchaos.scenario.load.Scenario`)
   and returns a :class:`~fleetchaos.testing.suite.ScenarioResult` whose figures carry intervals;
 * fixture ``fleetchaos_result``: the run the test's marker describes;
+* fixture ``fleetchaos_real``: the same scenario and seeds driving faults into the team's
+  real tools and orchestrator (:mod:`fleetchaos.real`): contract conformance, sim/real
+  parity, and the team's own orchestrator gated like a simulated run;
 * marker ``@pytest.mark.fleetchaos(scenario=..., seeds=..., policy=..., errors=...,
   confidence=...)``: the defaults of ``fleetchaos.run()`` for that test (the closest
   marker wins key by key, so a module ``pytestmark`` can name the scenario);
@@ -36,8 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = ["COLUMNS", "MARKER_KEYS", "FleetChaos", "summary_lines"]
 
-#: Keyword arguments the ``fleetchaos`` marker accepts.
-MARKER_KEYS = ("scenario", "seeds", "policy", "errors", "confidence")
+#: Keyword arguments the ``fleetchaos`` marker accepts (the last three are read by ``fleetchaos_real``).
+MARKER_KEYS = ("scenario", "seeds", "policy", "errors", "confidence", "bindings", "tasks", "clock")
 
 _RUNS_KEY = pytest.StashKey[list]()
 _STATE_KEY = pytest.StashKey["_SessionState"]()
@@ -307,14 +310,31 @@ class FleetChaos:
         except UserError as exc:
             pytest.fail(f"fleetchaos: {exc}", pytrace=False)
         self.results.append(result)
-        verdicts = self._baseline_verdicts(result)
+        report = self._write_report(result, Path(report_dir)) if report_dir is not None else None
+        self.note(result, report=report)
+        return result
+
+    def note(self, result: ScenarioResult, *, mode: str = "sim", report: Path | None = None) -> None:
+        """Add a scenario run to the test's summary rows; a simulated run is judged against the baseline.
+
+        A regression fails the test after its body has run (see ``pytest_runtest_call``).
+        """
+        verdicts = self._baseline_verdicts(result) if mode == "sim" else []
         row = _row(result, verdicts)
-        if report_dir is not None:
-            row["report"] = str(self._write_report(result, Path(report_dir)))
-        # A regression fails the test after its body has run (see pytest_runtest_call).
+        row["mode"] = mode
+        if report is not None:
+            row["report"] = str(report)
         row["regressions"] = [v["message"] for v in verdicts if v["regressed"]]
         self._request.node.stash.setdefault(_RUNS_KEY, []).append(row)
-        return result
+
+    def default_seeds(self) -> int | list[int]:
+        """The suite's default seeds (the ``fleetchaos_seeds`` ini option)."""
+        return _ini_seeds(self._config)
+
+    def report_dir(self) -> Path | None:
+        """The folder this test's reports go to (None without ``--fleetchaos-report``)."""
+        root = self._config.getoption("fleetchaos_report")
+        return None if root is None else Path(root) / _slug(self._request.node.nodeid)
 
     def _write_report(self, result: ScenarioResult, root: Path) -> Path:
         from fleetchaos.reports import write_compare_report, write_run_report
@@ -338,6 +358,14 @@ class FleetChaos:
 def fleetchaos(request: pytest.FixtureRequest) -> FleetChaos:
     """Runs chaos scenarios: ``fleetchaos.run(scenario, policy=, errors=, seeds=)`` returns figures with intervals."""
     return FleetChaos(request)
+
+
+@pytest.fixture
+def fleetchaos_real(fleetchaos: FleetChaos):
+    """Drives the scenario's faults into real code: ``check_contract``, ``parity`` and ``run`` (see docs/real-code.md)."""
+    from fleetchaos.real.fixture import FleetChaosReal
+
+    return FleetChaosReal(fleetchaos)
 
 
 @pytest.fixture
@@ -416,6 +444,7 @@ COLUMNS = (
     ("silent", "silent failures"),
     ("wasted", "wasted retries"),
     ("baseline", "baseline"),
+    ("mode", "mode"),
 )
 
 
