@@ -34,7 +34,7 @@ _EXPORTS = {
     "tool": "fleetchaos.real.decorator",
 }
 
-__all__ = [  # ruff's order (constants, classes, functions), checked by tests
+__all__ = [  # noqa: PLE0604 - ruff's order (constants, classes, functions), checked by tests
     "SIM_ONLY",
     *sorted(name for name in _EXPORTS if name != "SIM_ONLY"),
 ]
