@@ -74,6 +74,15 @@ class Bindings:
             _parse(self.refresh, "Bindings.refresh")
         object.__setattr__(self, "routes", tuple(self.routes))
 
+    def transport(self, inner: Any = None, *, module: Any = None) -> Any:
+        """A chaos transport over ``inner`` for these routes (httpx or httpx2, as ``inner`` or ``module`` is).
+
+        Inert outside a run: it forwards every request to ``inner`` untouched.
+        """
+        from fleetchaos.real.transport import chaos_transport
+
+        return chaos_transport(self, inner, module)
+
     def route(self, method: str, url: str) -> Route | None:
         """The first route a request matches (None: unbound)."""
         for route in self.routes:

@@ -46,7 +46,7 @@ class Decision:
     fired: bool = False
     """The injection point realised the fault (raised, returned the masked value, started the hang)."""
     met: bool = False
-    """The fault reached the caller (a hang its own timeout cancelled was fired, not met)."""
+    """The fault reached the caller (an exception, a masked value, or a hang its own timeout cut short)."""
     called: bool = False
     """The wrapped function ran (or the request was forwarded)."""
     committed: bool = False

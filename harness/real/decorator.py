@@ -198,6 +198,10 @@ async def _call_async(injector: Any, binding: ToolBinding, fn: Callable, args: t
     else:
         d.fire()  # the hang starts: the caller's own timeout may cancel it here
         if d.sleeps:
-            await asyncio.sleep(d.duration_s)
+            try:
+                await asyncio.sleep(d.duration_s)
+            except asyncio.CancelledError:
+                d.meet()  # met through the caller's own timeout
+                raise
     d.meet()
     raise error_for(d.fault, binding.errors)

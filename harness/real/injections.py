@@ -2,7 +2,8 @@
 
 * **drawn**: the keyed decision chose the fault for a call;
 * **fired**: the injection point realised it (raised, returned the masked value, began the hang);
-* **met**: it reached the caller (a hang the caller's own timeout cancelled was fired, not met).
+* **met**: it reached the caller (an exception or masked value it received, or a hang its own
+  timeout cut short); a call cancelled before its fault fired is drawn, not fired.
 
 Calls that reached no binding are listed too (refused by default).  :meth:`InjectionReport.assert_injected`
 fails when a tool of the run's tasks met no fault, a drawn fault never fired, or a call

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import math
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -255,7 +256,7 @@ class _Driver:
         else:
             real = (kind, duration, committed, retry_at)
         if real[0] is not None and real[0].stage != "masking":
-            self.surfaces[(rec.id, step.index, item)] = surface
+            self.surfaces[(rec.id, step.index, item)] = (surface, now + duration, retry_at, fault)
         self.log.append(
             ("call", rec.id, step.name, item, execution, attempt, _name(real[0]), real[2], "; ".join(notes))
         )
@@ -342,13 +343,38 @@ class _LoggingFormat:
         obs = self.base.render(report)
         if self.real and not report.completed:
             items = [i for i, _ in report.item_failures] or [0]
-            surface = self.driver.surfaces.pop((report.task_id, report.failed_step, items[0]), None)
-            if surface is not None:
+            now = self.driver.world.env.now
+            found = [self.driver.surfaces.pop((report.task_id, report.failed_step, i), None) for i in items]
+            seen = [_rebased(*f, now) for f in found if f is not None]
+            if found[0] is not None:
+                # The worker reports the first failed item, with the earliest retry-after any item gave.
+                surface = seen[0]
+                hints = [s.fields["retry_after_ms"] for s in seen if "retry_after_ms" in s.fields]
+                if hints:
+                    surface = dataclasses.replace(surface, fields={**surface.fields, "retry_after_ms": min(hints)})
                 obs = observation_of(surface, obs)
                 leaked = sum(1 for s in self.secrets if s in surface.text)
                 obs = dataclasses.replace(obs, secrets=leaked)
         self.driver.log.append(_seen(report.task_id, obs))
         return obs
+
+
+def _rebased(surface: Surface, call_end: float, retry_at: float | None, fault: Any, now: float) -> Surface:
+    """The tool's retry-after hint as the dispatch reports it at ``now`` (the end of the step).
+
+    A tool's hint counts from its own response; the worker reports the step's failure
+    when its slowest call ends, so it passes the hint on as the instant it points to.
+    A hint the tool passed on unchanged points exactly at the fault's instant.
+    """
+    ms = surface.fields.get("retry_after_ms")
+    if not isinstance(ms, (int, float)) or isinstance(ms, bool):
+        return surface
+    if fault is not None and retry_at is not None and ms == fault.retry_after_ms:
+        instant = retry_at
+    else:
+        instant = call_end + ms / 1000.0
+    rebased = math.ceil(round(max(0.0, instant - now) * 1000.0, 6))
+    return dataclasses.replace(surface, fields={**surface.fields, "retry_after_ms": rebased})
 
 
 def _calls_class(driver: _Driver) -> type[CallModel]:

@@ -48,9 +48,8 @@ class RealRun:
 
 
 def _label(entrypoint: Callable) -> str:
-    name = getattr(entrypoint, "__qualname__", None) or type(entrypoint).__name__
-    module = getattr(entrypoint, "__module__", None)
-    return f"real:{module}:{name}" if module else f"real:{name}"
+    """``real:NAME``: the entrypoint's name (the summary table's policy column)."""
+    return "real:" + (getattr(entrypoint, "__name__", None) or type(entrypoint).__name__)
 
 
 def _claim_of(scope: TaskScope, value: Any, claim: Callable[[Any], str]) -> None:

@@ -126,7 +126,11 @@ class _ChaosTransport:
                 self._forwarded(d, request, await self._aforward(request))
             d.fire()
             if d.sleeps:
-                await asyncio.sleep(self._hang_s(d, request))
+                try:
+                    await asyncio.sleep(self._hang_s(d, request))
+                except asyncio.CancelledError:
+                    d.meet()  # met through the caller's own timeout
+                    raise
             d.meet()
             raise self._module.ReadTimeout(_line(d), request=request)
         if d.sleeps:
