@@ -283,7 +283,7 @@ class Runtime:
             task_key=_rng.task_key(self.run_key, task.id),
             worker=task.worker,
             epochs=[0] * n,
-            called=[set() for _ in range(n)],
+            item_calls=[{} for _ in range(n)],
             unnamed=[0] * n,
         )
         with self._lock:
@@ -375,7 +375,7 @@ class Runtime:
                             rec.note_wasted(reason)
                         scope.last = None
             else:
-                execution = max(scope.epochs[si], 1)
+                execution = max(scope.item_calls[si].get(item_no, 0), 1)
                 rec.transport_retries += 1
             step_key = _rng.step_key(scope.task_key, si, execution)
             rules = self.calls.rules_for(scope.worker, tpl, si)

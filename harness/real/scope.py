@@ -4,9 +4,11 @@ A :class:`TaskScope` is what the run's context variable holds while the team's c
 works on a task.  It maps each real call to the identifiers the simulator keys its draws
 with (docs/ARCHITECTURE.md, "Determinism"): the step is the template's step whose tool is
 the binding's; the item is the binding's extractor's integer (other values are numbered
-in first-seen order, flagged "order-keyed"); the execution is a per-step epoch that
-starts again when an item already called in the current epoch is called again, so items
-a resumed retry skips keep the simulator's execution number.
+in first-seen order, flagged "order-keyed"); the execution of a call is how many times
+its item has been called in the task, so it does not depend on the order in which
+threads call the items.  It equals the simulator's execution number when a retry
+resumes after the items that succeeded (they are not called again) and when it restarts
+the step (every item is called again).
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ class TaskScope:
     task_key: int
     worker: int
     epochs: list[int]
-    called: list[set[int]]
+    """Per step, the most executions any of its items has had (the record's ``executions``)."""
+    item_calls: list[dict[int, int]]
     names: list[dict[Hashable, int]] = field(default_factory=list)
     unnamed: list[int] = field(default_factory=list)
     sources: dict[tuple[int, int], int] = field(default_factory=dict)
@@ -96,15 +99,14 @@ class TaskScope:
         return number, ordered
 
     def next_execution(self, si: int, item: int) -> tuple[int, bool]:
-        """(the execution number of a call of ``item`` at step ``si``, whether it began a new epoch)."""
-        called = self.called[si]
-        if self.epochs[si] == 0 or item in called:
-            self.epochs[si] += 1
-            called.clear()
-            called.add(item)
-            return self.epochs[si], True
-        called.add(item)
-        return self.epochs[si], False
+        """(the execution number of this call of ``item`` at step ``si``, whether the step's count grew)."""
+        counts = self.item_calls[si]
+        n = counts.get(item, 0) + 1
+        counts[item] = n
+        if n > self.epochs[si]:
+            self.epochs[si] = n
+            return n, True
+        return n, False
 
 
 #: The task the current context works on (None outside a task).
