@@ -380,10 +380,10 @@ def test_terminal_summary_lists_every_scenario_run(chaos_dir):
     result.stdout.fnmatch_lines(
         [
             "*= fleetchaos scenarios =*",
-            "test * outcome * scenario * policy * errors * seeds * recovery rate * silent failures * wasted retries * baseline",
+            "test * outcome * scenario * policy * errors * seeds * recovery rate * silent failures * wasted retries * baseline * mode",
             # (fnmatch reads [...] as a character class, so ? stands for each bracket)
-            "test_terminal_summary_lists_every_scenario_run.py::test_a * passed * small * structured * structured * 1-3 * 0.9* ?0.9*, *? * ?0, 0.0*? * 0 ?0, 0? * -",
-            "test_terminal_summary_lists_every_scenario_run.py::test_a * passed * small * blind-retry * generic * 1-3 * 0.2* ?0.1*, 0.3*? * 0.* ?0.*, 0.*? * 6* ?5*, 7*? * -",
+            "test_terminal_summary_lists_every_scenario_run.py::test_a * passed * small * structured * structured * 1-3 * 0.9* ?0.9*, *? * ?0, 0.0*? * 0 ?0, 0? * - * sim",
+            "test_terminal_summary_lists_every_scenario_run.py::test_a * passed * small * blind-retry * generic * 1-3 * 0.2* ?0.1*, 0.3*? * 0.* ?0.*, 0.*? * 6* ?5*, 7*? * - * sim",
         ]
     )
 

@@ -19,7 +19,12 @@ def _scenario(faults: list[dict], *, writes_only: bool = False, **fleet) -> obje
                         "name": "notes",
                         "steps": [
                             {"tool": "fetch", "duration": {"mean_s": 2, "cv": 0}},
-                            {"tool": "write", "duration": {"mean_s": 1, "cv": 0}, "fan_out": 4, "side_effect": "append"},
+                            {
+                                "tool": "write",
+                                "duration": {"mean_s": 1, "cv": 0},
+                                "fan_out": 4,
+                                "side_effect": "append",
+                            },
                         ][1 if writes_only else 0 :],
                     }
                 ],

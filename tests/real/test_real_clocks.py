@@ -78,7 +78,9 @@ def test_an_sdk_honouring_a_30s_retry_after_twice_costs_60_virtual_seconds():
 
     async def main():
         client = openai.AsyncOpenAI(
-            api_key="k", base_url="https://llm.test/v1", http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(api))
+            api_key="k",
+            base_url="https://llm.test/v1",
+            http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(api)),
         )
         reply = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
         return reply.choices[0].message.content
