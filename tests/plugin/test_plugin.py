@@ -138,7 +138,7 @@ def test_invalid_marker_and_arguments_fail_with_one_clear_message(chaos_dir):
     result.assert_outcomes(failed=4, errors=1)
     result.stdout.fnmatch_lines_random(
         [
-            "*@pytest.mark.fleetchaos: unknown argument(s) seed (known: scenario, seeds, policy, errors, confidence)",
+            "*@pytest.mark.fleetchaos: unknown argument(s) seed (known: scenario, seeds, policy, errors, confidence, bindings, tasks, clock)",
             "*fleetchaos: policy: unknown policy 'nope'*",
             "*fleetchaos: errors: unknown error format 'structred' (known: *generic*structured*); did you mean 'structured'?",
             "*unknown scenario 'defualt'*did you mean 'default'?",
@@ -266,7 +266,9 @@ def test_baseline_option_fails_a_run_that_regresses(chaos_dir):
             "*replay the worst seed (*): fleetchaos run --scenario small.yaml --policy blind-retry --errors generic --seed *",
         ]
     )
-    result.stdout.fnmatch_lines(["*test_blind*FAILED*regressed: recovery_rate, silent_failure_rate, wasted_retries"])
+    result.stdout.fnmatch_lines(
+        ["*test_blind*FAILED*regressed: recovery_rate, silent_failure_rate, wasted_retries *sim"]
+    )
 
 
 def test_a_report_folder_is_the_baseline_of_the_next_run(chaos_dir):
@@ -281,7 +283,7 @@ def test_a_report_folder_is_the_baseline_of_the_next_run(chaos_dir):
     assert run["seed"] == 1 and run["policy"] == "blind-retry"
     result = chaos_dir.runpytest("--fleetchaos-baseline", "main")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["fleetchaos: baseline main", "*test_blind*passed*  ok"])
+    result.stdout.fnmatch_lines(["fleetchaos: baseline main", "*test_blind*passed*  ok *sim"])
 
 
 def test_a_run_history_group_is_a_baseline(chaos_dir):

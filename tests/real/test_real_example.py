@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,12 +16,15 @@ JUNK = shutil.ignore_patterns(".pytest_cache", "__pycache__", "out")
 
 
 def test_the_real_agent_suite_passes_offline_with_its_reports(tmp_path):
-    """A copy of examples/real_agent passes its three levels in well under 10 s and writes every report."""
+    """A copy of examples/real_agent passes its three levels offline and writes every report.
+
+    Its wall time is measured, not asserted (no timed tests): about 4 s on an idle machine
+    (docs/real-code.md).
+    """
     pytest.importorskip("openai")
     suite = tmp_path / "real_agent"
     shutil.copytree(EXAMPLE, suite, ignore=JUNK)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "FLEETCHAOS_"))}
-    started = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "--fleetchaos-report", "out"],
         cwd=suite,
@@ -31,10 +33,8 @@ def test_the_real_agent_suite_passes_offline_with_its_reports(tmp_path):
         text=True,
         timeout=120,
     )
-    wall = time.perf_counter() - started
     assert out.returncode == 0, out.stdout + out.stderr
     assert "3 passed" in out.stdout
-    assert wall < 10.0
     reports = suite / "out"
     assert list(reports.glob("*/contract.md")) and list(reports.glob("*/parity-seed-1.md"))
     (run_dir,) = sorted(reports.glob("*/real-seed-1"))
