@@ -13,7 +13,10 @@ hypothesis or Faker; each name imports its module on first use.
 * running: :func:`load_scenario`, :func:`run_one`, :func:`compare`, sweeps and executors;
 * results: the result models and statistics;
 * suites: :func:`assert_rate`, :func:`run_scenario`, the run history, and
-  :mod:`fleetchaos.strategies` (hypothesis strategies for fault schedules and worlds).
+  :mod:`fleetchaos.strategies` (hypothesis strategies for fault schedules and worlds);
+* real-code mode (docs/real-code.md): :func:`tool`, :class:`Bindings`, :class:`Route`,
+  :class:`Runtime`, :func:`run_real`, :func:`check_contract`, :func:`parity`.  ``@fleetchaos.tool``
+  in a production module costs a few standard-library imports.
 """
 
 from __future__ import annotations
@@ -29,6 +32,12 @@ _OWN: dict[str, tuple[str, ...]] = {
     "fleetchaos.errors": ("ScenarioError", "UserError"),
     "fleetchaos.gates.assertions": ("Estimate", "RateAssertionError", "assert_rate"),
     "fleetchaos.gates.history": ("open_store",),
+    "fleetchaos.real.bindings": ("Bindings", "Route"),
+    "fleetchaos.real.contract": ("check_contract",),
+    "fleetchaos.real.decorator": ("tool",),
+    "fleetchaos.real.parity_check": ("parity",),
+    "fleetchaos.real.run": ("run_real",),
+    "fleetchaos.real.runtime": ("Runtime",),
     "fleetchaos.results.models": ("ArmResult", "CompareResult", "RunResult", "SweepResult"),
     "fleetchaos.results.stats": ("mean_ci", "paired_difference", "verdict", "wilson"),
     "fleetchaos.runs.executors": ("open_executor",),

@@ -38,6 +38,11 @@ def run_blocks(result: RunResult, made: dict[str, Path], tasks_csv: str | None) 
                 "Versions: " + (", ".join(f"{k} {v}" for k, v in result.versions.items()) or "not recorded"),
                 "One seed: no confidence intervals; compare arms on 10 seeds or more with `fleetchaos compare`.",
             ]
+            + (
+                [f"Mode: `{result.mode}` (the team's real code under the scenario's fault schedule)"]
+                if result.mode != "sim"
+                else []
+            )
         ),
         H2("Metrics"),
         TABLE(

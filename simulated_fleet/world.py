@@ -88,6 +88,7 @@ class World:
         drain_s: float = DAY_S,
         trace: bool = False,
         sink: Callable[[TaskRecord], None] | None = None,
+        call_model: type[CallModel] = CallModel,
     ):
         """Build a run.
 
@@ -97,6 +98,10 @@ class World:
         run's output then has no records, and no fault log unless ``trace`` is on, so
         memory stays bounded by the tasks in flight.  Without a sink every record is kept
         and returned in :attr:`RunOutput.records`.
+
+        ``call_model`` decides every tool call: :class:`~fleetchaos.sim.calls.CallModel`,
+        or a subclass that also runs each decided call on real code (real-code mode's
+        parity driver, :mod:`fleetchaos.real.parity`), so both decide with one function.
         """
         self.spec = spec
         bind = getattr(error_format, "for_run", None)  # formats that plant per-run secrets
@@ -139,7 +144,7 @@ class World:
         # read both) or when tracing (the timeline draws it); a streamed run keeps the tally.
         self.journal = Journal(lambda: env.now, keep_log=sink is None or trace, trace=trace)
         self.run_key = _rng.run_key(seed)
-        self.calls = CallModel(plan, self.shared_capacity, seed, fleet)
+        self.calls = call_model(plan, self.shared_capacity, seed, fleet)
         self.dispatcher = Dispatcher(
             env,
             plan,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 DIGITS = 6
 
@@ -89,6 +89,9 @@ class RunResult(_Model):
     recipe: str = ""
     """The policy's repr: its parameters, or the flattened recipe of a composed policy."""
     """Versions of fleetchaos and its simulation libraries, when the run stands alone (``fleetchaos run``)."""
+    mode: str = Field(default="sim", exclude_if=lambda mode: mode == "sim")
+    """``sim`` for a simulated run, ``real`` for the team's real code under the same schedule
+    (:mod:`fleetchaos.real`); left out of a simulated run's JSON, which keeps its bytes."""
 
 
 class ArmResult(_Model):

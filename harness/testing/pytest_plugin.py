@@ -6,6 +6,9 @@ Registered through the ``pytest11`` entry point, so installing fleetchaos is eno
   simulates a scenario (catalogue name, file path or :class:`~fleetchaos.scenario.load.Scenario`)
   and returns a :class:`~fleetchaos.testing.suite.ScenarioResult` whose figures carry intervals;
 * fixture ``fleetchaos_result``: the run the test's marker describes;
+* fixture ``fleetchaos_real``: the same scenario and seeds driving faults into the team's
+  real tools and orchestrator (:mod:`fleetchaos.real`): contract conformance, sim/real
+  parity, and the team's own orchestrator gated like a simulated run;
 * marker ``@pytest.mark.fleetchaos(scenario=..., seeds=..., policy=..., errors=...,
   confidence=...)``: the defaults of ``fleetchaos.run()`` for that test (the closest
   marker wins key by key, so a module ``pytestmark`` can name the scenario);
@@ -33,13 +36,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from fleetchaos.testing.summary import summary_lines, summary_row
+
 if TYPE_CHECKING:
     from fleetchaos.testing.suite import ScenarioResult
 
-__all__ = ["COLUMNS", "MARKER_KEYS", "FleetChaos", "summary_lines"]
+__all__ = ["MARKER_KEYS", "FleetChaos"]
 
-#: Keyword arguments the ``fleetchaos`` marker accepts.
-MARKER_KEYS = ("scenario", "seeds", "policy", "errors", "confidence")
+#: Keyword arguments the ``fleetchaos`` marker accepts (the last three are read by ``fleetchaos_real``).
+MARKER_KEYS = ("scenario", "seeds", "policy", "errors", "confidence", "bindings", "tasks", "clock")
 
 _RUNS_KEY = pytest.StashKey[list]()
 _STATE_KEY = pytest.StashKey["_SessionState"]()
@@ -338,14 +343,31 @@ class FleetChaos:
         except UserError as exc:
             pytest.fail(f"fleetchaos: {exc}", pytrace=False)
         self.results.append(result)
-        verdicts = self._baseline_verdicts(result)
-        row = _row(result, verdicts)
-        if report_dir is not None:
-            row["report"] = str(self._write_report(result, Path(report_dir)))
-        # A regression fails the test after its body has run (see pytest_runtest_call).
+        report = self._write_report(result, Path(report_dir)) if report_dir is not None else None
+        self.note(result, report=report)
+        return result
+
+    def note(self, result: ScenarioResult, *, mode: str = "sim", report: Path | None = None) -> None:
+        """Add a scenario run to the test's summary rows; a simulated run is judged against the baseline.
+
+        A regression fails the test after its body has run (see ``pytest_runtest_call``).
+        """
+        verdicts = self._baseline_verdicts(result) if mode == "sim" else []
+        row = summary_row(result, verdicts)
+        row["mode"] = mode
+        if report is not None:
+            row["report"] = str(report)
         row["regressions"] = [v["message"] for v in verdicts if v["regressed"]]
         self._request.node.stash.setdefault(_RUNS_KEY, []).append(row)
-        return result
+
+    def default_seeds(self) -> int | list[int]:
+        """The suite's default seeds (the ``fleetchaos_seeds`` ini option)."""
+        return _ini_seeds(self._config)
+
+    def report_dir(self) -> Path | None:
+        """The folder this test's reports go to (None without ``--fleetchaos-report``)."""
+        root = self._config.getoption("fleetchaos_report")
+        return None if root is None else Path(root) / _slug(self._request.node.nodeid)
 
     def _write_report(self, result: ScenarioResult, root: Path) -> Path:
         from fleetchaos.reports import write_compare_report, write_run_report
@@ -386,44 +408,20 @@ def fleetchaos(request: pytest.FixtureRequest) -> FleetChaos:
 
 
 @pytest.fixture
+def fleetchaos_real(fleetchaos: FleetChaos):
+    """Drives the scenario's faults into real code: ``check_contract``, ``parity`` and ``run`` (see docs/real-code.md)."""
+    from fleetchaos.real.fixture import FleetChaosReal
+
+    return FleetChaosReal(fleetchaos)
+
+
+@pytest.fixture
 def fleetchaos_result(fleetchaos: FleetChaos) -> ScenarioResult:
     """The result of the scenario configured by the test's ``@pytest.mark.fleetchaos`` marker."""
     return fleetchaos.run()
 
 
 # -- reporting ----------------------------------------------------------------------------
-
-
-def _interval(est) -> str:
-    from fleetchaos.gates.assertions import fmt_number
-
-    if est.value is None:
-        return "n/a"
-    if est.has_interval:
-        return f"{fmt_number(est.value)} [{fmt_number(est.low)}, {fmt_number(est.high)}]"
-    return fmt_number(est.value)
-
-
-def _row(result: ScenarioResult, verdicts: list[dict[str, Any]]) -> dict[str, Any]:
-    """One line of the terminal summary, as plain data (it crosses xdist's wire)."""
-    from fleetchaos.gates.assertions import seeds_text
-
-    if not verdicts:
-        baseline = "-"
-    else:
-        bad = [v["metric"] for v in verdicts if v["regressed"]]
-        baseline = "regressed: " + ", ".join(bad) if bad else "ok"
-    return {
-        "scenario": result.scenario,
-        "policy": result.policy,
-        "errors": result.errors,
-        "seeds": seeds_text(result.seeds),
-        "recovery": _interval(result.recovery_rate),
-        "silent": _interval(result.silent_failure_rate),
-        "wasted": _interval(result.wasted_retries),
-        "baseline": baseline,
-        "replays": list(result.replay),
-    }
 
 
 @pytest.hookimpl(wrapper=True)
@@ -448,26 +446,3 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                 lines = [cmd for r in rows for cmd in r["replays"]]
                 report.sections.append(("fleetchaos replay", "\n".join(lines)))
     return report
-
-
-COLUMNS = (
-    ("test", "test"),
-    ("outcome", "outcome"),
-    ("scenario", "scenario"),
-    ("policy", "policy"),
-    ("errors", "errors"),
-    ("seeds", "seeds"),
-    ("recovery", "recovery rate"),
-    ("silent", "silent failures"),
-    ("wasted", "wasted retries"),
-    ("baseline", "baseline"),
-)
-
-
-def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """The summary table as text lines (one header, one line per scenario run)."""
-    table = [[h for _, h in COLUMNS]] + [[str(r.get(k, "")) for k, _ in COLUMNS] for r in rows]
-    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return lines

@@ -138,7 +138,7 @@ def test_invalid_marker_and_arguments_fail_with_one_clear_message(chaos_dir):
     result.assert_outcomes(failed=4, errors=1)
     result.stdout.fnmatch_lines_random(
         [
-            "*@pytest.mark.fleetchaos: unknown argument(s) seed (known: scenario, seeds, policy, errors, confidence)",
+            "*@pytest.mark.fleetchaos: unknown argument(s) seed (known: scenario, seeds, policy, errors, confidence, bindings, tasks, clock)",
             "*fleetchaos: policy: unknown policy 'nope'*",
             "*fleetchaos: errors: unknown error format 'structred' (known: *generic*structured*); did you mean 'structured'?",
             "*unknown scenario 'defualt'*did you mean 'default'?",
@@ -267,7 +267,9 @@ def test_baseline_option_fails_a_run_that_regresses(chaos_dir):
             "*replay the worst seed (*): fleetchaos run --scenario small.yaml --policy blind-retry --errors generic --seed *",
         ]
     )
-    result.stdout.fnmatch_lines(["*test_blind*FAILED*regressed: recovery_rate, silent_failure_rate, wasted_retries"])
+    result.stdout.fnmatch_lines(
+        ["*test_blind*FAILED*regressed: recovery_rate, silent_failure_rate, wasted_retries *sim"]
+    )
 
 
 def test_a_report_folder_is_the_baseline_of_the_next_run(chaos_dir):
@@ -285,7 +287,7 @@ def test_a_report_folder_is_the_baseline_of_the_next_run(chaos_dir):
     result.stdout.fnmatch_lines(
         [
             "fleetchaos: baseline main, gate recovery_rate:-2%, silent_failure_rate:+2%, wasted_retries:+2%",
-            "*test_blind*passed*  ok",
+            "*test_blind*passed*  ok *sim",
         ]
     )
 
@@ -389,10 +391,10 @@ def test_terminal_summary_lists_every_scenario_run(chaos_dir):
     result.stdout.fnmatch_lines(
         [
             "*= fleetchaos scenarios =*",
-            "test * outcome * scenario * policy * errors * seeds * recovery rate * silent failures * wasted retries * baseline",
+            "test * outcome * scenario * policy * errors * seeds * recovery rate * silent failures * wasted retries * baseline * mode",
             # (fnmatch reads [...] as a character class, so ? stands for each bracket)
-            "test_terminal_summary_lists_every_scenario_run.py::test_a * passed * small * structured * structured * 1-3 * 0.9* ?0.9*, *? * ?0, 0.0*? * 0 ?0, 0? * -",
-            "test_terminal_summary_lists_every_scenario_run.py::test_a * passed * small * blind-retry * generic * 1-3 * 0.2* ?0.1*, 0.3*? * 0.* ?0.*, 0.*? * 6* ?5*, 7*? * -",
+            "test_terminal_summary_lists_every_scenario_run.py::test_a * passed * small * structured * structured * 1-3 * 0.9* ?0.9*, *? * ?0, 0.0*? * 0 ?0, 0? * - * sim",
+            "test_terminal_summary_lists_every_scenario_run.py::test_a * passed * small * blind-retry * generic * 1-3 * 0.2* ?0.1*, 0.3*? * 0.* ?0.*, 0.*? * 6* ?5*, 7*? * - * sim",
         ]
     )
 
