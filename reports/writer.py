@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fleetchaos.reports import charts
+from fleetchaos.reports.assumptions import stated_assumptions
 from fleetchaos.reports.tables import COLUMNS, RATES, fmt, policy_error_tasks
 from fleetchaos.results.models import HEADLINE_METRICS, ArmResult, CompareResult, RunResult, Timeline
 from fleetchaos.results.stats import MIN_SEEDS
@@ -48,9 +49,6 @@ ASSUMPTIONS: tuple[str, ...] = (
     "Tasks are dispatched round-robin (or to the least-loaded worker when the scenario says so); a reroute goes to the next worker.",
     "Costs are modelled, not measured: model tokens per API call that ran, a price per tool call and a price per hour "
     "of paged human time, all from the scenario's fleet settings.",
-    "An LLM orchestrator misreads a reported failure as a success with the fleet's misread_probability (default 0.05) "
-    "times the error format's misread_factor (raw 3, generic 1, envelopes 0.2, tool-envelope 0.05); a guardrail policy "
-    "blocks the misread when the format carries a machine-readable failure flag (docs/formats.md).",
     "Raw vendor errors carry secrets planted per run; secrets_leaked counts those that reached the orchestrator. "
     "Reports hold the count, never the text.",
 )
@@ -566,7 +564,7 @@ def compare_blocks(
 
     blocks += _breakdown_blocks(result)
     blocks += [H2("How to read these figures"), UL(READING_NOTES)]
-    blocks += [H2("Modelling assumptions"), UL(ASSUMPTIONS)]
+    blocks += [H2("Modelling assumptions"), UL(ASSUMPTIONS + stated_assumptions(result))]
     if result.scenario_config:
         blocks += [
             H3("The scenario as it ran (every modelling parameter)"),
@@ -777,7 +775,7 @@ def run_blocks(result: RunResult, made: dict[str, Path], tasks_csv: str | None) 
             if key in made:
                 blocks.append(IMG(made[key].name, caption))
     blocks += [H2("Scheduled faults"), UL(result.fault_schedule or ["none (per-call faults only)"])]
-    blocks += [H2("Modelling assumptions"), UL(ASSUMPTIONS)]
+    blocks += [H2("Modelling assumptions"), UL(ASSUMPTIONS + stated_assumptions(result))]
     files = ["`results.json`: this run's figures" + (" and its per-task rows" if result.tasks else "")]
     if tasks_csv:
         files.append(f"`{tasks_csv}`: one row per task (truth, claim, effort)")

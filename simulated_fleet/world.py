@@ -31,6 +31,7 @@ from fleetchaos.sim.formats import ErrorFormat
 from fleetchaos.sim.journal import Journal
 from fleetchaos.sim.kinds import fault_kind
 from fleetchaos.sim.ledger import TaskRecord
+from fleetchaos.sim.misread import misread_factor
 from fleetchaos.sim.observation import (
     DeadLetter,
     Escalate,
@@ -124,7 +125,7 @@ class World:
         bucket = TokenBucket(fleet.api_rate_per_s, fleet.api_burst, plan.rate_windows)
         self.shared_capacity = SharedCapacity(bucket, DailyQuota(plan.quota_per_day), fleet.api_reject_cost)
         self.refresh_s = fleet.credential_refresh_s
-        self.misread_p = fleet.misread_probability * getattr(error_format, "misread_factor", 1.0)
+        self.misread_p = fleet.misread_probability * misread_factor(error_format, fleet.misread_factor)
         self.policy = ContainedPolicy(policy, fleet.orchestrators, max_actions=max_actions)
         self.guarded = self.policy.guardrail and bool(getattr(error_format, "failure_flag", False))
         self.human = fleet.human_response

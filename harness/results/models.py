@@ -106,6 +106,10 @@ class RunResult(_Model):
     recipe: str = ""
     """The policy's repr: its parameters, or the flattened recipe of a composed policy."""
     """Versions of fleetchaos and its simulation libraries, when the run stands alone (``fleetchaos run``)."""
+    misread_probability: float | None = None
+    """The chance the orchestrator read a reported failure as a success in this run: the
+    scenario's ``misread_probability`` times the format's misread factor, at most 1 (an
+    assumption reports state)."""
 
 
 class ArmResult(_Model):
@@ -123,6 +127,8 @@ class ArmResult(_Model):
     """Task-level rates pooled over every seed (recovered / faulted tasks, ...), with Wilson intervals."""
     samples: dict[str, list[float]] = {}
     """Per-task values pooled over seeds, sorted; at most :data:`SAMPLE_LIMIT` order statistics each."""
+    misread_probability: float | None = None
+    """The chance this arm's orchestrator read a reported failure as a success (its runs' value)."""
 
 
 class Comparison(_Model):

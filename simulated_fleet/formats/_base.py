@@ -18,6 +18,7 @@ from typing import Protocol, runtime_checkable
 
 from fleetchaos.sim.envelope import AgentToolError, PartialSuccess, item_ref, step_ref
 from fleetchaos.sim.kinds import reported_kind
+from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.truth import AttemptReport
 
@@ -28,8 +29,10 @@ class ErrorFormat(Protocol):
 
     name: str
     partial_step_ok: bool
+    misread_setting: str | None
+    """The ``fleet.misread_factor`` setting this format is misread with (None: its own ``misread_factor``)."""
     misread_factor: float
-    """How easily a failure in this format is misread as success (multiplies the fleet's misread_probability)."""
+    """The default factor: how easily a failure in this format is misread as success (multiplies the fleet's misread_probability)."""
     failure_flag: bool
     """Whether the format carries a machine-readable failure flag a final-answer guardrail can check."""
 
@@ -59,7 +62,8 @@ class GenericFormat:
 
     name = "generic"
     partial_step_ok = True
-    misread_factor = 1.0  # a bare "failed" in a stream of tool text is easy to gloss over
+    misread_setting = "generic"
+    misread_factor = DEFAULT_MISREAD_FACTORS["generic"]  # the default: a scenario may set its own
     failure_flag = False
 
     @plain_success
@@ -97,7 +101,8 @@ class StructuredFormat:
 
     name = "structured"
     partial_step_ok = False
-    misread_factor = 0.2  # an error_code and category are explicit, but an LLM can still misread
+    misread_setting = "structured"
+    misread_factor = DEFAULT_MISREAD_FACTORS["structured"]
     failure_flag = True  # recoverable/category are machine-readable: a guardrail can check them
 
     @plain_success

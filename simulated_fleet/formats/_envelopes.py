@@ -16,6 +16,7 @@ from fleetchaos.sim.formats._base import plain_success, progress_refs, retry_aft
 from fleetchaos.sim.formats._text import _Bound
 from fleetchaos.sim.formats._vendor import vendor_text
 from fleetchaos.sim.kinds import ALTERNATIVE_SOURCE, FaultKind, rendered_kind
+from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.sanitise import sanitise
 from fleetchaos.sim.truth import AttemptReport
@@ -67,7 +68,8 @@ class FailureTypeFormat:
     name = "failure-type"
     fields: frozenset[str] = frozenset({"partial_results", "alternatives_suggested", "retry_recommended"})
     partial_step_ok = False
-    misread_factor = 0.2  # an explicit failure_type enum, as explicit as an AgentToolError's code
+    misread_setting = "failure_type"
+    misread_factor = DEFAULT_MISREAD_FACTORS["failure_type"]
     failure_flag = True  # failure_type is machine-readable: a guardrail can check it
 
     @plain_success
@@ -143,7 +145,8 @@ class SubagentResultFormat(_Bound):
 
     name = "subagent-result"
     partial_step_ok = False
-    misread_factor = 0.2  # an explicit failed/partial status field
+    misread_setting = "subagent_result"
+    misread_factor = DEFAULT_MISREAD_FACTORS["subagent_result"]
     failure_flag = True  # status is machine-readable: a guardrail can check it
 
     @plain_success
@@ -202,7 +205,8 @@ class ToolEnvelopeFormat(_Bound):
 
     name = "tool-envelope"
     partial_step_ok = False
-    misread_factor = 0.05  # a failure count and a blocking_failure flag are hard to misread
+    misread_setting = "tool_envelope"
+    misread_factor = DEFAULT_MISREAD_FACTORS["tool_envelope"]
     failure_flag = True  # blocking_failure is exactly what a final-answer guardrail checks
 
     @plain_success
