@@ -25,6 +25,7 @@ from fleetchaos.sim.config import DAY_S, WorldSpec, lognormal_params
 from fleetchaos.sim.containment import ContainedPolicy
 from fleetchaos.sim.dispatch import PLAIN_OK, Dispatcher
 from fleetchaos.sim.envelope import SCHEMA_VERSION
+from fleetchaos.sim.envelope_errors import EnvelopeErrors
 from fleetchaos.sim.faults import FaultPlan, build_plan
 from fleetchaos.sim.fleet import Worker
 from fleetchaos.sim.formats import ErrorFormat
@@ -141,6 +142,7 @@ class World:
         self.journal = Journal(lambda: env.now, keep_log=sink is None or trace, trace=trace)
         self.run_key = _rng.run_key(seed)
         self.calls = CallModel(plan, self.shared_capacity, seed, fleet)
+        self.envelope_errors = EnvelopeErrors.build(spec, seed)  # None unless a scenario makes envelopes wrong
         self.dispatcher = Dispatcher(
             env,
             plan,
@@ -276,6 +278,12 @@ class World:
                 rec.claim = "success"
                 break
             obs = self.fmt.render(report)
+            if self.envelope_errors is not None and obs.envelope is not None:
+                obs, wrong = self.envelope_errors.apply(
+                    self.fmt, report, obs, env.now, rec.executions[report.failed_step]
+                )
+                if wrong:
+                    rec.note_misreport(wrong)
             rec.secrets_leaked += obs.secrets
             if obs.envelope is not None and obs.envelope.schema_version != SCHEMA_VERSION:
                 rec.schema_skews += 1

@@ -57,6 +57,7 @@ METRICS: dict[str, bool] = {
     "secrets_leaked": False,
     "schema_skews": False,
     "misreads": False,
+    "misreported_failures": False,
     "human_hours": False,
     "remediations": False,
     "failed_remediations": False,
@@ -131,6 +132,7 @@ TASK_COUNTS: tuple[str, ...] = (
     "secrets_leaked",
     "schema_skews",
     "misreads",
+    "misreported",
     "remediations",
     "remediations_failed",
     "transport_retries",
@@ -149,6 +151,7 @@ RECORD_COUNTS: tuple[str, ...] = (
     "secrets_leaked",
     "schema_skews",
     "misreads",
+    "misreported",
     "remediations",
     "remediations_failed",
     "transport_retries",
@@ -214,6 +217,7 @@ class RunAccumulator:
         self.claims: Counter[str] = Counter()
         self.wasted_by_reason: Counter[str] = Counter()
         self.fault_hits_by_kind: Counter[str] = Counter()
+        self.misreported_by_way: Counter[str] = Counter()
         self.faulted_by_first: Counter[str] = Counter()
         self.recovered_by_first: Counter[str] = Counter()
         self.fault_calls: Counter[tuple[str, str, int]] = Counter()  # (kind, tool, worker): the fault log, tallied
@@ -266,6 +270,8 @@ class RunAccumulator:
             self.wasted_by_reason.update(record.wasted_reasons)
         if record.fault_hits:
             self.fault_hits_by_kind.update(record.fault_hits)
+        if record.misreported_ways:
+            self.misreported_by_way.update(record.misreported_ways)
         if record.policy_error is not None:
             self.policy_errors[record.policy_error] += 1
         # The latest end and the earliest arrival: the same whatever order records arrive in.
@@ -347,6 +353,7 @@ class RunAccumulator:
             "secrets_leaked": float(t["secrets_leaked"]),
             "schema_skews": float(t["schema_skews"]),
             "misreads": float(t["misreads"]),
+            "misreported_failures": float(t["misreported"]),
             "human_hours": t["human_ms"] / 3_600_000.0,
             "remediations": float(t["remediations"]),
             "failed_remediations": float(t["remediations_failed"]),
@@ -387,6 +394,7 @@ class RunAccumulator:
             "fault_hits_by_error_code": dict(sorted(by_code.items())),
             "fault_hits_by_tool": dict(sorted(by_tool.items())),
             "fault_hits_by_worker": {str(w): n for w, n in sorted(by_worker.items())},
+            "misreported_failures_by_way": dict(sorted(self.misreported_by_way.items())),
             "task_counts": dict(sorted((name, totals[name]) for name in POOLED_COUNTS)),
         }
         return dict(sorted(out.items()))

@@ -109,7 +109,7 @@ class StructuredFormat:
     def render(self, report: AttemptReport) -> Observation:
         if report.completed:
             return Observation(ok=True, status="ok", worker=report.worker)
-        kind = reported_kind(report.failure)
+        kind = report.shown_as or reported_kind(report.failure)  # a worker's wrong envelope names another
         contract = kind.contract
         steps, items = progress_refs(report)
         partial = PartialSuccess(completed_steps=steps, artifacts=items)
@@ -127,7 +127,7 @@ class StructuredFormat:
             retry_after_ms=retry_after_ms(report),
             context=context,
         )
-        if report.schema_version is not None:
+        if report.schema_version is not None or report.dropped_fields:
             envelope = _older(envelope, report.schema_version, report.dropped_fields)
         return Observation(ok=False, status="failed", worker=report.worker, envelope=envelope)
 
@@ -139,10 +139,12 @@ class StructuredFormat:
 _ABSENT = {"partial_success": None, "retry_after_ms": None, "suggested_action": "", "context": {}}
 
 
-def _older(envelope: AgentToolError, version: str, dropped: tuple[str, ...]) -> AgentToolError:
-    """The envelope as a worker on an older contract version emits it."""
+def _older(envelope: AgentToolError, version: str | None, dropped: tuple[str, ...]) -> AgentToolError:
+    """The envelope without the ``dropped`` fields, stamped with an older contract ``version`` when one is given."""
     updates = {name: _ABSENT[name] for name in dropped if name in _ABSENT}
-    return envelope.model_copy(update={**updates, "schema_version": version})
+    if version is not None:
+        updates["schema_version"] = version
+    return envelope.model_copy(update=updates)
 
 
 class AgentToolErrorFormat(StructuredFormat):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from fleetchaos.sim.envelopes import FailureTypeError, ItemStatus, RunHealth, SubagentResult, ToolEnvelope
 from fleetchaos.sim.formats._base import plain_success, progress_refs, retry_after_ms
 from fleetchaos.sim.formats._text import _Bound
-from fleetchaos.sim.formats._vendor import vendor_text
+from fleetchaos.sim.formats._vendor import shown_kind, vendor_text
 from fleetchaos.sim.kinds import ALTERNATIVE_SOURCE, FaultKind, rendered_kind
 from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
 from fleetchaos.sim.observation import Observation
@@ -45,12 +45,14 @@ DRIFT: dict[str, dict[str, tuple[str, ...]]] = {
 
 
 def _drifted(envelope, report: AttemptReport, contract: str):
-    """The envelope as a worker on an older contract version emits it."""
-    if report.schema_version is None:
+    """The envelope without the fields the worker leaves out, stamped with its older contract version if any."""
+    if report.schema_version is None and not report.dropped_fields:
         return envelope
     table = DRIFT[contract]
-    updates = {f: None for name in report.dropped_fields for f in table.get(name, ())}
-    return envelope.model_copy(update={**updates, "schema_version": report.schema_version})
+    updates: dict = {f: None for name in report.dropped_fields for f in table.get(name, ())}
+    if report.schema_version is not None:
+        updates["schema_version"] = report.schema_version
+    return envelope.model_copy(update=updates)
 
 
 def _first_line(text: str) -> str:
@@ -77,7 +79,7 @@ class FailureTypeFormat:
         """A FailureTypeError with the fields this format carries."""
         if report.completed:
             return Observation(ok=True, status="ok", worker=report.worker)
-        kind = rendered_kind(report.failure)
+        kind = shown_kind(report)
         values: dict = {"failure_type": kind.failure_type}
         if "partial_results" in self.fields:
             steps, items = progress_refs(report)
@@ -154,7 +156,7 @@ class SubagentResultFormat(_Bound):
         """A SubagentResult for the dispatch."""
         if report.completed:
             return Observation(ok=True, status="ok", worker=report.worker)
-        kind = rendered_kind(report.failure)
+        kind = shown_kind(report)
         steps, items = progress_refs(report)
         category = kind.subagent_category
         hint = retry_after_ms(report)
@@ -214,7 +216,7 @@ class ToolEnvelopeFormat(_Bound):
         """A ToolEnvelope for the dispatch."""
         if report.completed:
             return Observation(ok=True, status="ok", worker=report.worker)
-        kind = rendered_kind(report.failure)
+        kind = shown_kind(report)
         steps, items = progress_refs(report)
         tool = report.step_names[report.failed_step]
         if kind.outcome_unknown:
@@ -225,7 +227,9 @@ class ToolEnvelopeFormat(_Bound):
             status = "error"
         manifest = None
         if report.fan_out > 1:
-            failed = {item: rendered_kind(name) for item, name in report.item_failures}
+            failed = {
+                item: kind if name == report.failure else rendered_kind(name) for item, name in report.item_failures
+            }
             done = set(report.done_items)
             manifest = tuple(_item_status(i, done, failed) for i in range(report.fan_out))
         text = vendor_text(report, self.secrets)
