@@ -619,6 +619,7 @@ def _breakdown_blocks(result: CompareResult) -> list[Block]:
         ("fault_hits_by_error_code", "Faulted calls by error code"),
         ("fault_hits_by_tool", "Faulted calls by tool"),
         ("fault_hits_by_worker", "Faulted calls by worker"),
+        ("misreported_failures_by_way", "Wrong envelopes by way (judged against the truth)"),
         ("claims", "Final claims"),
     )
     for key, title in sections:
@@ -729,6 +730,7 @@ RUN_DETAIL_BREAKDOWNS = (
     ("fault_hits_by_error_code", "Faulted calls by error code"),
     ("fault_hits_by_tool", "Faulted calls by tool"),
     ("fault_hits_by_worker", "Faulted calls by worker"),
+    ("misreported_failures_by_way", "Wrong envelopes by way (judged against the truth)"),
     ("claims", "Final claims"),
 )
 

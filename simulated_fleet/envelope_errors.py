@@ -38,6 +38,9 @@ WRONG_RETRY_AFTER = "wrong_retry_after"
 OMITTED_PARTIAL_SUCCESS = "omitted_partial_success"
 WAYS: tuple[str, ...] = (MISCLASSIFIED, MARKED_RECOVERABLE, WRONG_RETRY_AFTER, OMITTED_PARTIAL_SUCCESS)
 
+#: How a rule's line in a run's scheduled faults starts (reports find it by this).
+PREFIX = "wrong envelopes"
+
 S_MISCLASSIFY = _rng.stream_id("envelope:misclassify")
 S_MISCLASSIFY_AS = _rng.stream_id("envelope:misclassify_as")
 S_RECOVERABLE = _rng.stream_id("envelope:mark_recoverable")
@@ -89,6 +92,23 @@ class EnvelopeRule:
     stream: int
     """Mixed into every draw of this rule: two rules draw independently."""
 
+    def describe(self) -> str:
+        """The rule in one line: where it applies and the chance of each way."""
+        where = [
+            "every worker" if self.workers is None else f"workers {sorted(self.workers)}",
+            "every failure" if self.failures is None else f"failures of {', '.join(sorted(self.failures))}",
+        ]
+        if self.tools is not None:
+            where.append(f"tools {', '.join(sorted(self.tools))}")
+        if self.spans is not None:
+            where.append(f"{len(self.spans.spans)} window(s) from {self.spans.spans[0][0]:g}s")
+        low, high = math.exp(self.log_factor_low), math.exp(self.log_factor_high)
+        return (
+            f"{PREFIX} (faults[{self.index}]) on {', '.join(where)}: misclassify {self.misclassify:g}, "
+            f"mark_recoverable {self.mark_recoverable:g}, wrong_retry_after {self.wrong_retry_after:g} "
+            f"(x{low:.3g} to x{high:.3g}), omit_partial_success {self.omit_partial_success:g}"
+        )
+
     def covers(self, report: AttemptReport, now: float) -> bool:
         """Whether this rule applies to the failed dispatch ``report`` at ``now``."""
         return (
@@ -135,6 +155,10 @@ class EnvelopeErrors:
             if isinstance(fault, WrongEnvelope)
         )
         return cls(rules, _rng.run_key(seed)) if rules else None
+
+    def describe(self) -> list[str]:
+        """Each rule in words, for a run's list of scheduled faults (reports state it as an assumption)."""
+        return [rule.describe() for rule in self.rules]
 
     def rule_for(self, report: AttemptReport, now: float) -> EnvelopeRule | None:
         """The first rule that covers the failed dispatch ``report`` at ``now``."""
@@ -234,6 +258,7 @@ __all__ = [
     "MARKED_RECOVERABLE",
     "MISCLASSIFIED",
     "OMITTED_PARTIAL_SUCCESS",
+    "PREFIX",
     "WAYS",
     "WRONG_RETRY_AFTER",
     "EnvelopeErrors",

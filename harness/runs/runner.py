@@ -113,7 +113,7 @@ def run_one(
         seed=seed,
         metrics={k: rounded(v) for k, v in metrics.items()},
         breakdowns=breakdowns,
-        fault_schedule=output.plan.describe(),
+        fault_schedule=output.plan.describe() + (world.envelope_errors.describe() if world.envelope_errors else []),
         replay=replay,
         params=dict(params),
         samples=acc.samples(),
