@@ -31,3 +31,21 @@ def test_cli_sweeps_the_structured_formats_misread_factor(cli, small, tmp_path):
     # the generic arm reads its own factor: the sweep leaves it alone
     assert by[("generic", 0.0)]["per_seed"]["misreads"] == by[("generic", 4.0)]["per_seed"]["misreads"]
     assert by[("generic", 0.0)]["misread_probability"] == pytest.approx(0.05)
+
+
+def test_cli_sweeps_the_misclassification_probability_and_draws_the_curve(cli, tmp_path):
+    """--param faults[6].misclassify=0,0.5 on imperfect_contracts: the report draws recovery falling with it."""
+    out = tmp_path / "misclassify"
+    result = cli(
+        "sweep", "--scenario", "imperfect_contracts", "--param", "faults[6].misclassify=0,0.5",
+        "--policies", "structured", "--errors", "structured", "--seeds", "3", "--jobs", "1",
+        "--metric", "recovery_rate,misreported_failures", "--report", str(out), "--no-history",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert (out / "curve_recovery_rate.png").stat().st_size > 0
+    assert (out / "curve_misreported_failures.png").stat().st_size > 0
+    doc = json.loads((out / "results.json").read_text())
+    low, high = doc["entries"]
+    assert low["params"] == {"faults[6].misclassify": 0.0} and high["params"] == {"faults[6].misclassify": 0.5}
+    assert high["metrics"]["recovery_rate"] < low["metrics"]["recovery_rate"]
+    assert high["metrics"]["misreported_failures"] > low["metrics"]["misreported_failures"]
