@@ -25,8 +25,10 @@ import math
 from dataclasses import dataclass
 
 from fleetchaos.sim import _rng
+from fleetchaos.sim.config import WorldSpec
 from fleetchaos.sim.fault_specs import WrongEnvelope
 from fleetchaos.sim.faults import Spans, expand_windows, resolve_swarm
+from fleetchaos.sim.formats import ErrorFormat
 from fleetchaos.sim.kinds import KINDS, FailureContract, FaultKind, reported_kind
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.truth import AttemptReport
@@ -147,7 +149,7 @@ class EnvelopeErrors:
         self.run_key = run_key
 
     @classmethod
-    def build(cls, spec, seed: int) -> EnvelopeErrors | None:
+    def build(cls, spec: WorldSpec, seed: int) -> EnvelopeErrors | None:
         """The rules of a WorldSpec for ``seed`` (swarm parameters drawn as the fault plan draws them); None without any."""
         rules = tuple(
             compile_rule(resolve_swarm(fault, seed, index), index, spec.duration_s)
@@ -168,7 +170,7 @@ class EnvelopeErrors:
         return None
 
     def apply(
-        self, error_format, report: AttemptReport, shown: Observation, now: float, execution: int
+        self, error_format: ErrorFormat, report: AttemptReport, shown: Observation, now: float, execution: int
     ) -> tuple[Observation, tuple[str, ...]]:
         """What the orchestrator sees of a failed dispatch whose true rendering is ``shown``, and how it is wrong.
 
