@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from fleetchaos.reports import charts
+from fleetchaos.reports.assumptions import stated_assumptions
 from fleetchaos.reports.blocks import H1, H2, H3, IMG, PRE, TABLE, UL, Block, P, to_markdown, write_pages
 from fleetchaos.reports.cells import counts, diff, diff_ci, metric_cell, num, proportion
 from fleetchaos.reports.notes import ASSUMPTIONS, READING_NOTES
@@ -198,7 +199,7 @@ def compare_blocks(
 
     blocks += _breakdown_blocks(result)
     blocks += [H2("How to read these figures"), UL(READING_NOTES)]
-    blocks += [H2("Modelling assumptions"), UL(ASSUMPTIONS)]
+    blocks += [H2("Modelling assumptions"), UL(ASSUMPTIONS + stated_assumptions(result))]
     if result.scenario_config:
         blocks += [
             H3("The scenario as it ran (every modelling parameter)"),
@@ -232,6 +233,7 @@ def _breakdown_blocks(result: CompareResult) -> list[Block]:
         ("fault_hits_by_error_code", "Faulted calls by error code"),
         ("fault_hits_by_tool", "Faulted calls by tool"),
         ("fault_hits_by_worker", "Faulted calls by worker"),
+        ("misreported_failures_by_way", "Wrong envelopes by way (judged against the truth)"),
         ("claims", "Final claims"),
     )
     for key, title in sections:

@@ -27,9 +27,6 @@ ASSUMPTIONS: tuple[str, ...] = (
     "Tasks are dispatched round-robin (or to the least-loaded worker when the scenario says so); a reroute goes to the next worker.",
     "Costs are modelled, not measured: model tokens per API call that ran, a price per tool call and a price per hour "
     "of paged human time, all from the scenario's fleet settings.",
-    "An LLM orchestrator misreads a reported failure as a success with the fleet's misread_probability (default 0.05) "
-    "times the error format's misread_factor (raw 3, generic 1, envelopes 0.2, tool-envelope 0.05); a guardrail policy "
-    "blocks the misread when the format carries a machine-readable failure flag (docs/formats.md).",
     "Raw vendor errors carry secrets planted per run; secrets_leaked counts those that reached the orchestrator. "
     "Reports hold the count, never the text.",
 )

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from fleetchaos.reports import charts
+from fleetchaos.reports.assumptions import stated_assumptions
 from fleetchaos.reports.blocks import H1, H2, IMG, TABLE, UL, Block, write_pages
 from fleetchaos.reports.cells import counts, num, pct, sorted_keys
 from fleetchaos.reports.compare_report import CHART_FILES
@@ -22,6 +23,7 @@ RUN_DETAIL_BREAKDOWNS = (
     ("fault_hits_by_error_code", "Faulted calls by error code"),
     ("fault_hits_by_tool", "Faulted calls by tool"),
     ("fault_hits_by_worker", "Faulted calls by worker"),
+    ("misreported_failures_by_way", "Wrong envelopes by way (judged against the truth)"),
     ("claims", "Final claims"),
 )
 
@@ -73,7 +75,7 @@ def run_blocks(result: RunResult, made: dict[str, Path], tasks_csv: str | None) 
             if key in made:
                 blocks.append(IMG(made[key].name, caption))
     blocks += [H2("Scheduled faults"), UL(result.fault_schedule or ["none (per-call faults only)"])]
-    blocks += [H2("Modelling assumptions"), UL(ASSUMPTIONS)]
+    blocks += [H2("Modelling assumptions"), UL(ASSUMPTIONS + stated_assumptions(result))]
     files = ["`results.json`: this run's figures" + (" and its per-task rows" if result.tasks else "")]
     if tasks_csv:
         files.append(f"`{tasks_csv}`: one row per task (truth, claim, effort)")

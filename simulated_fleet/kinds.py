@@ -47,6 +47,7 @@ from fleetchaos.sim.kind_record import (
     Waste,
     Wire,
 )
+from fleetchaos.sim.kinds_reporting import REPORTING_KINDS
 
 KINDS: dict[str, FaultKind] = {
     k.name: k
@@ -297,25 +298,7 @@ KINDS: dict[str, FaultKind] = {
             effect="The call returns plausible default values as a success but took no effect: the truth stays "
             "incomplete while every error format shows ok, and steps that need it run on made-up input.",
         ),
-        FaultKind(
-            name="schema_drift",
-            stage=REPORTING,
-            contract=FailureContract("SCHEMA_VERSION_SKEW", "reporting", None, "none"),
-            fail_fast_s=None,
-            outcome_unknown=False,
-            retry_after=False,
-            transport_retryable=False,
-            retry_helps=False,
-            failure_type=None,
-            subagent_category=None,
-            alternative=None,
-            wire=None,
-            waste=None,
-            remedy=None,
-            persistent_scope=None,
-            effect="Changes nothing that happens: during its windows the targeted workers' structured envelopes "
-            "carry the older schema_version and lack missing_fields.",
-        ),
+        *REPORTING_KINDS,  # schema_drift, wrong_envelope (fleetchaos.sim.kinds_reporting)
         FaultKind(
             name="node_crash",
             stage=STATE,

@@ -25,12 +25,14 @@ from fleetchaos.sim.config import DAY_S, WorldSpec, lognormal_params
 from fleetchaos.sim.containment import ContainedPolicy
 from fleetchaos.sim.dispatch import PLAIN_OK, Dispatcher
 from fleetchaos.sim.envelope import SCHEMA_VERSION
+from fleetchaos.sim.envelope_errors import EnvelopeErrors
 from fleetchaos.sim.faults import FaultPlan, build_plan
 from fleetchaos.sim.fleet import Worker
 from fleetchaos.sim.formats import ErrorFormat
 from fleetchaos.sim.journal import Journal
 from fleetchaos.sim.kinds import fault_kind
 from fleetchaos.sim.ledger import TaskRecord
+from fleetchaos.sim.misread import misread_factor
 from fleetchaos.sim.observation import (
     DeadLetter,
     Escalate,
@@ -129,7 +131,7 @@ class World:
         bucket = TokenBucket(fleet.api_rate_per_s, fleet.api_burst, plan.rate_windows)
         self.shared_capacity = SharedCapacity(bucket, DailyQuota(plan.quota_per_day), fleet.api_reject_cost)
         self.refresh_s = fleet.credential_refresh_s
-        self.misread_p = fleet.misread_probability * getattr(error_format, "misread_factor", 1.0)
+        self.misread_p = fleet.misread_probability * misread_factor(error_format, fleet.misread_factor)
         self.policy = ContainedPolicy(policy, fleet.orchestrators, max_actions=max_actions)
         self.guarded = self.policy.guardrail and bool(getattr(error_format, "failure_flag", False))
         self.human = fleet.human_response
@@ -145,6 +147,7 @@ class World:
         self.journal = Journal(lambda: env.now, keep_log=sink is None or trace, trace=trace)
         self.run_key = _rng.run_key(seed)
         self.calls = call_model(plan, self.shared_capacity, seed, fleet)
+        self.envelope_errors = EnvelopeErrors.build(spec, seed)  # None unless a scenario makes envelopes wrong
         self.dispatcher = Dispatcher(
             env,
             plan,
@@ -280,6 +283,12 @@ class World:
                 rec.claim = "success"
                 break
             obs = self.fmt.render(report)
+            if self.envelope_errors is not None and obs.envelope is not None:
+                obs, wrong = self.envelope_errors.apply(
+                    self.fmt, report, obs, env.now, rec.executions[report.failed_step]
+                )
+                if wrong:
+                    rec.note_misreport(wrong)
             rec.secrets_leaked += obs.secrets
             if obs.envelope is not None and obs.envelope.schema_version != SCHEMA_VERSION:
                 rec.schema_skews += 1

@@ -76,6 +76,7 @@ TASK_COUNTS: tuple[str, ...] = (
     "secrets_leaked",
     "schema_skews",
     "misreads",
+    "misreported",
     "remediations",
     "remediations_failed",
     "transport_retries",
@@ -94,6 +95,7 @@ RECORD_COUNTS: tuple[str, ...] = (
     "secrets_leaked",
     "schema_skews",
     "misreads",
+    "misreported",
     "remediations",
     "remediations_failed",
     "transport_retries",
@@ -159,6 +161,7 @@ class RunAccumulator:
         self.claims: Counter[str] = Counter()
         self.wasted_by_reason: Counter[str] = Counter()
         self.fault_hits_by_kind: Counter[str] = Counter()
+        self.misreported_by_way: Counter[str] = Counter()
         self.faulted_by_first: Counter[str] = Counter()
         self.recovered_by_first: Counter[str] = Counter()
         self.fault_calls: Counter[tuple[str, str, int]] = Counter()  # (kind, tool, worker): the fault log, tallied
@@ -211,6 +214,8 @@ class RunAccumulator:
             self.wasted_by_reason.update(record.wasted_reasons)
         if record.fault_hits:
             self.fault_hits_by_kind.update(record.fault_hits)
+        if record.misreported_ways:
+            self.misreported_by_way.update(record.misreported_ways)
         if record.policy_error is not None:
             self.policy_errors[record.policy_error] += 1
         # The latest end and the earliest arrival: the same whatever order records arrive in.
@@ -292,6 +297,7 @@ class RunAccumulator:
             "secrets_leaked": float(t["secrets_leaked"]),
             "schema_skews": float(t["schema_skews"]),
             "misreads": float(t["misreads"]),
+            "misreported_failures": float(t["misreported"]),
             "human_hours": t["human_ms"] / 3_600_000.0,
             "remediations": float(t["remediations"]),
             "failed_remediations": float(t["remediations_failed"]),
@@ -332,6 +338,7 @@ class RunAccumulator:
             "fault_hits_by_error_code": dict(sorted(by_code.items())),
             "fault_hits_by_tool": dict(sorted(by_tool.items())),
             "fault_hits_by_worker": {str(w): n for w, n in sorted(by_worker.items())},
+            "misreported_failures_by_way": dict(sorted(self.misreported_by_way.items())),
             "task_counts": dict(sorted((name, totals[name]) for name in POOLED_COUNTS)),
         }
         return dict(sorted(out.items()))

@@ -92,6 +92,10 @@ class RunResult(_Model):
     mode: str = Field(default="sim", exclude_if=lambda mode: mode == "sim")
     """``sim`` for a simulated run, ``real`` for the team's real code under the same schedule
     (:mod:`fleetchaos.real`); left out of a simulated run's JSON, which keeps its bytes."""
+    misread_probability: float | None = None
+    """The chance the orchestrator read a reported failure as a success in this run: the
+    scenario's ``misread_probability`` times the format's misread factor, at most 1 (an
+    assumption reports state)."""
 
 
 class ArmResult(_Model):
@@ -109,6 +113,8 @@ class ArmResult(_Model):
     """Task-level rates pooled over every seed (recovered / faulted tasks, ...), with Wilson intervals."""
     samples: dict[str, list[float]] = {}
     """Per-task values pooled over seeds, sorted; at most :data:`SAMPLE_LIMIT` order statistics each."""
+    misread_probability: float | None = None
+    """The chance this arm's orchestrator read a reported failure as a success (its runs' value)."""
 
 
 class Comparison(_Model):

@@ -233,6 +233,12 @@ _ALL: tuple[Metric, ...] = (
         "dispatches",
         "lower",
     ),
+    _count(
+        "misreported_failures",
+        "failed dispatches whose structured envelope a worker got wrong, judged against the truth (see Wrong envelopes)",
+        "dispatches",
+        "lower",
+    ),
     _count("human_hours", "hours of paged humans' time, one response time drawn per escalation", "hours", "lower"),
     _count("remediations", "remediation agents a policy sent to a worker (`Remediate`)", "remediations", "lower"),
     _count("failed_remediations", "remediations that repaired nothing (see Remediation)", "remediations", "lower"),

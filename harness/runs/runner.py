@@ -113,12 +113,13 @@ def run_one(
         seed=seed,
         metrics={k: rounded(v) for k, v in metrics.items()},
         breakdowns=breakdowns,
-        fault_schedule=output.plan.describe(),
+        fault_schedule=output.plan.describe() + (world.envelope_errors.describe() if world.envelope_errors else []),
         replay=replay,
         params=dict(params),
         samples=acc.samples(),
         timeline=timeline,
         recipe=policy_recipe(policy_obj),
+        misread_probability=rounded(min(1.0, world.misread_p)),
     )
     # Assigned, not validated: validation would copy every row (pydantic builds new dicts),
     # doubling the peak memory of a run with per-task rows.  The rows are plain dicts of
@@ -294,6 +295,7 @@ def aggregate(policy: str, errors: str, runs: list[RunResult], confidence: float
         pooled=pooled_rates(breakdowns.get("task_counts", {}), confidence),
         recipe=runs[0].recipe if runs else "",
         samples={k: thin_sorted(v, SAMPLE_LIMIT) for k, v in sorted(samples.items())},
+        misread_probability=runs[0].misread_probability if runs else None,
     )
 
 
