@@ -37,7 +37,7 @@ def _once_each(names: tuple[str, ...], where: str) -> None:
 
 def check_policies(names: Iterable[str], where: str) -> None:
     """Each name, given once, loads as a policy (built-in, ``module:Policy`` or entry point), or a UserError says why."""
-    from fleetchaos.policies.builtins import get_policy, suggest
+    from fleetchaos.policies.registry import get_policy, suggest
 
     names = tuple(names)
     _once_each(names, where)
@@ -64,8 +64,8 @@ def check_formats(names: Iterable[str], where: str) -> None:
 
 
 def check_metric(name: str, where: str) -> None:
-    """``name`` is a metric of :data:`fleetchaos.results.metrics.METRICS`, or a UserError lists them."""
-    from fleetchaos.results.metrics import METRICS
+    """``name`` is a metric of the registry (:data:`fleetchaos.results.registry.METRICS`), or a UserError lists them."""
+    from fleetchaos.results.registry import METRICS
 
     if name not in METRICS:
         raise UserError(f"{where}: unknown metric {name!r} (known: {', '.join(METRICS)}){_did_you_mean(name, METRICS)}")

@@ -3,50 +3,73 @@
 This package knows nothing of the harness or the reports.  It defines the sockets a
 harness plugs into: :class:`RecoveryPolicy`, the action types, :class:`Observation`,
 and :class:`ErrorFormat`.
+
+Names are loaded on first use, so importing the package (or the policy interface,
+:mod:`fleetchaos.sim.observation`) does not load SimPy: only the world needs it.
 """
 
-from fleetchaos.sim.config import (
-    DAY_S,
-    Arrival,
-    DiskFull,
-    Distribution,
-    ExpiredKey,
-    FaultSpec,
-    FleetSpec,
-    NetworkBlip,
-    NodeEvent,
-    RateLimit,
-    StepSpec,
-    TemplateSpec,
-    Timeout,
-    Window,
-    WorkloadSpec,
-    WorldSpec,
-)
-from fleetchaos.sim.envelope import SCHEMA_VERSION, AgentToolError, PartialSuccess
-from fleetchaos.sim.faults import FaultPlan, build_plan
-from fleetchaos.sim.formats import FORMATS, ErrorFormat, GenericFormat, StructuredFormat, get_format
-from fleetchaos.sim.ledger import TRUTH_FULL, TRUTH_NONE, TRUTH_PARTIAL, TaskRecord
-from fleetchaos.sim.observation import (
-    ACTION_TYPES,
-    Action,
-    Escalate,
-    GiveUp,
-    Observation,
-    RecoveryPolicy,
-    RefreshCredentials,
-    Reroute,
-    Retry,
-    TaskHistory,
-)
-from fleetchaos.sim.truth import FAILURES, AttemptReport, FailureContract
-from fleetchaos.sim.world import RunOutput, World
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: Each public name -> the module that defines it.
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "DAY_S",
+            "Arrival",
+            "DiskFull",
+            "Distribution",
+            "ExpiredKey",
+            "FaultSpec",
+            "FleetSpec",
+            "NetworkBlip",
+            "NodeEvent",
+            "RateLimit",
+            "StepSpec",
+            "TemplateSpec",
+            "Timeout",
+            "Window",
+            "WorkloadSpec",
+            "WorldSpec",
+        ),
+        "config",
+    ),
+    **dict.fromkeys(("SCHEMA_VERSION", "AgentToolError", "PartialSuccess"), "envelope"),
+    **dict.fromkeys(("FaultPlan", "build_plan"), "faults"),
+    **dict.fromkeys(("FORMATS", "ErrorFormat", "GenericFormat", "StructuredFormat", "get_format"), "formats"),
+    **dict.fromkeys(("KINDS", "FaultKind", "fault_kind"), "kinds"),
+    **dict.fromkeys(("TRUTH_FULL", "TRUTH_NONE", "TRUTH_PARTIAL", "TaskRecord"), "ledger"),
+    **dict.fromkeys(
+        (
+            "ACTION_TYPES",
+            "Action",
+            "DeadLetter",
+            "Escalate",
+            "GiveUp",
+            "Observation",
+            "RecoveryPolicy",
+            "RefreshCredentials",
+            "Remediate",
+            "Reroute",
+            "Retry",
+            "Rollback",
+            "TaskHistory",
+            "UseAlternative",
+        ),
+        "observation",
+    ),
+    **dict.fromkeys(("FAILURES", "AttemptReport", "FailureContract"), "truth"),
+    **dict.fromkeys(("RunOutput", "World"), "world"),
+}
 
 __all__ = [
     "ACTION_TYPES",
     "DAY_S",
     "FAILURES",
     "FORMATS",
+    "KINDS",
     "SCHEMA_VERSION",
     "TRUTH_FULL",
     "TRUTH_NONE",
@@ -55,12 +78,14 @@ __all__ = [
     "AgentToolError",
     "Arrival",
     "AttemptReport",
+    "DeadLetter",
     "DiskFull",
     "Distribution",
     "ErrorFormat",
     "Escalate",
     "ExpiredKey",
     "FailureContract",
+    "FaultKind",
     "FaultPlan",
     "FaultSpec",
     "FleetSpec",
@@ -73,8 +98,10 @@ __all__ = [
     "RateLimit",
     "RecoveryPolicy",
     "RefreshCredentials",
+    "Remediate",
     "Reroute",
     "Retry",
+    "Rollback",
     "RunOutput",
     "StepSpec",
     "StructuredFormat",
@@ -82,10 +109,25 @@ __all__ = [
     "TaskRecord",
     "TemplateSpec",
     "Timeout",
+    "UseAlternative",
     "Window",
     "WorkloadSpec",
     "World",
     "WorldSpec",
     "build_plan",
+    "fault_kind",
     "get_format",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -9,6 +9,12 @@ numbers in both arms.  No draw depends on how many draws came before it.
 The mixer is SplitMix64's finaliser, which is fast in pure Python and has good
 avalanche behaviour; stream names are hashed with CRC-32 (never ``hash()``, which is
 salted per process).
+
+The keys of a tool call are derived in one chain, each step named below
+(:func:`run_key` -> :func:`task_key` -> :func:`step_key` -> :func:`call_key` ->
+:func:`transport_key`), with :func:`persistent_key` and :func:`dependency_key` for faults
+that must hit every execution alike.  A real-code runtime that computes the same
+identifiers for a real call gets the same draws (docs/ARCHITECTURE.md, "Determinism").
 """
 
 from __future__ import annotations
@@ -40,6 +46,57 @@ def key(*parts: int) -> int:
     for part in parts:
         z = mix(z ^ (part & _MASK))
     return z
+
+
+# -- the keys of a run, a task, a step execution and a tool call --------------------------
+
+S_TASK = stream_id("task")
+S_TRANSPORT = stream_id("call:transport_retry")
+S_BRANCH = stream_id("task:branch")
+
+
+def run_key(seed: int) -> int:
+    """The key every per-task key of the run with ``seed`` hangs from."""
+    return key(seed, S_TASK)
+
+
+def task_key(run: int, task_id: int) -> int:
+    """The key of one task (``run`` is :func:`run_key` of the seed)."""
+    return mix(run ^ task_id)
+
+
+def step_key(task: int, step: int, execution: int) -> int:
+    """The key of the ``execution``-th execution (1-based) of step ``step`` of a task."""
+    return mix(task ^ (step << 40) ^ execution)
+
+
+def call_key(step: int, item: int) -> int:
+    """The key of item ``item``'s tool call in one step execution (an XOR, not a mix: it is on every call)."""
+    return step ^ (item << 32)
+
+
+def transport_key(call: int, n: int) -> int:
+    """The key of the ``n``-th try (1-based count of retries) the transport layer makes of a call."""
+    return mix(call ^ (S_TRANSPORT + n))
+
+
+def persistent_key(task: int, step: int, item: int = 0, source: int = 0) -> int:
+    """The key of a fault that hits every execution alike: no execution number in it.
+
+    A fault of a task's step leaves ``item`` at 0, one of an item leaves ``source`` at 0
+    (the item's original source; each alternative source has its own key).
+    """
+    return mix(task ^ (step << 40) ^ (item << 32) ^ (source << 16))
+
+
+def dependency_key(seed: int, worker: int, tool: str) -> int:
+    """The key of a tool on a worker for the whole run (a missing dependency)."""
+    return key(seed, worker, stream_id(tool))
+
+
+def branch_of(task: int, branches: int) -> int:
+    """The shared branch a task pushes to, of ``branches``."""
+    return mix(task ^ S_BRANCH) % branches
 
 
 def uniform(k: int) -> float:

@@ -25,6 +25,7 @@ from fleetchaos.sim.fault_specs import (  # noqa: F401  (re-exported: config is 
     Window,
     _Strict,
 )
+from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
 
 DAY_S = 86_400.0
 
@@ -89,6 +90,11 @@ class FleetSpec(_Strict):
         "error format's misread_factor (a raw blob is easy to misread, a status word or envelope is not) "
         "and caught by a final-answer guardrail when the format carries a machine-readable failure flag",
     )
+    misread_factor: MisreadFactors = Field(
+        default_factory=lambda: MisreadFactors(),
+        description="per error format: how easily it is misread, multiplying misread_probability (an assumption "
+        "that decides outcomes, stated in every report)",
+    )
     usd_per_1k_tokens: float = Field(default=0.01, ge=0, description="price of model tokens")
     usd_per_tool_call: float = Field(default=0.0005, ge=0, description="price of one tool call")
     human_response: Distribution = Field(
@@ -99,6 +105,28 @@ class FleetSpec(_Strict):
     remediation: RemediationSpec = Field(
         default_factory=lambda: RemediationSpec(), description="the remediation agent a policy may send to a worker"
     )
+
+
+def _factor(setting: str, why: str) -> float:
+    return Field(default=DEFAULT_MISREAD_FACTORS[setting], ge=0, le=1000, description=why)  # type: ignore[return-value]
+
+
+class MisreadFactors(_Strict):
+    """How easily each error format's failures are misread as successes: the chance is
+    ``misread_probability`` times the format's factor (at most 1).
+
+    The defaults are judgements about how visible each format makes a failure, not
+    measurements (docs/formats.md); a scenario may set its own and a sweep may vary them
+    (``--param fleet.misread_factor.structured=0,0.2,1``).  ``empty-success`` and
+    ``fabricated-defaults`` report nothing as failed, so they have no factor.
+    """
+
+    generic: float = _factor("generic", "the generic status word: a bare 'failed' in tool text")
+    raw: float = _factor("raw", "raw vendor text: the failure is one line in a stack trace")
+    structured: float = _factor("structured", "the AgentToolError envelope (structured, agent-tool-error)")
+    failure_type: float = _factor("failure_type", "the failure-type envelope and its field-ablation steps")
+    subagent_result: float = _factor("subagent_result", "the subagent-result envelope: an explicit status")
+    tool_envelope: float = _factor("tool_envelope", "the tool envelope: a failure count and a blocking flag")
 
 
 class RemediationSpec(_Strict):

@@ -12,14 +12,21 @@ Two families:
 
 Any numeric parameter of a fault can be drawn per seed from a range with ``swarm``, so
 one suite explores many worlds.
+
+A kind's model is any class here with a ``kind`` literal: :data:`FAULT_MODELS` and the
+:data:`FaultSpec` union collect them, in the order of the kinds' records
+(:data:`fleetchaos.sim.kinds.KINDS`); a model without a record, or a record without a
+model, fails at import.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic import ValidationError as _PydanticValidationError
+
+from fleetchaos.sim.kinds import KINDS
 
 
 class _Strict(BaseModel):
@@ -256,6 +263,65 @@ class SchemaDrift(_Targeted):
     windows: list[Window] = Field(default_factory=list, description="rollout windows (default: all run)")
 
 
+class WrongEnvelope(_Targeted):
+    """Imperfect contracts: the targeted workers' structured envelopes get some failures wrong.
+
+    Each failed dispatch a rule covers draws, per way, whether its envelope is wrong that
+    way (keyed by task, step, item and execution, so every arm meets the same wrong
+    envelopes).  What happens is unchanged; the oracle counts each envelope that differs
+    from what the truth renders (``misreported_failures``).  With several
+    ``wrong_envelope`` faults, the first that covers a failure decides.
+    """
+
+    kind: Literal["wrong_envelope"] = "wrong_envelope"
+    failures: list[str] | None = Field(
+        default=None, description="only failures of these fault kinds (default: every failure the workers report)"
+    )
+    tools: list[str] | None = Field(default=None, description="only failures of these tools")
+    windows: list[Window] = Field(default_factory=list, description="only inside these windows (default: all run)")
+    misclassify: float = Field(
+        default=0, ge=0, le=1, description="chance the envelope names another kind's code, category and action"
+    )
+    reported_as: list[str] | None = Field(
+        default=None,
+        description="the kinds a misclassified failure is reported as, one drawn uniformly "
+        "(default: every kind reported with another error code)",
+    )
+    mark_recoverable: float = Field(
+        default=0,
+        ge=0,
+        le=1,
+        description="chance a permanent failure (recoverable: false) is reported as recoverable and transient",
+    )
+    wrong_retry_after: float = Field(
+        default=0, ge=0, le=1, description="chance a retry-after hint is off by a factor drawn from retry_after_factor"
+    )
+    retry_after_factor: tuple[float, float] = Field(
+        default=(0.1, 10.0),
+        description="[low, high]: a wrong hint is the true wait times a factor drawn log-uniformly from this range "
+        "(below 1 a stale, too-short hint; above 1 a too-long one)",
+    )
+    omit_partial_success: float = Field(
+        default=0, ge=0, le=1, description="chance the envelope leaves out what completed before the failure"
+    )
+
+    @model_validator(mode="after")
+    def _kinds_and_range(self) -> WrongEnvelope:
+        reported = [name for name, record in KINDS.items() if record.wire is not None]
+        for field in ("failures", "reported_as"):
+            for name in getattr(self, field) or ():
+                if name not in reported:
+                    raise ValueError(
+                        f"{field}: {name!r} is not a fault kind reported as a failure (kinds: {', '.join(reported)})"
+                    )
+        low, high = self.retry_after_factor
+        if not 0 < low <= high <= 1000:
+            raise ValueError(
+                f"retry_after_factor: [{low:g}, {high:g}] must satisfy 0 < low <= high <= 1000, e.g. [0.1, 10]"
+            )
+        return self
+
+
 class NodeCrash(_Targeted):
     """A worker crashes and restarts: in-flight work on it is lost unless re-queued."""
 
@@ -290,30 +356,30 @@ class QuotaExhausted(_Fault):
     calls_per_day: int = Field(gt=0, le=100_000_000)
 
 
-FaultSpec = Annotated[
-    NetworkBlip
-    | Timeout
-    | RateLimit
-    | DiskFull
-    | ExpiredKey
-    | GitPushConflict
-    | MissingDependency
-    | ValidationError
-    | NotFound
-    | PermissionDenied
-    | PartialBatch
-    | SilentSuppression
-    | FabricatedDefaults
-    | SchemaDrift
-    | NodeCrash
-    | NetworkPartition
-    | LatencySpike
-    | QuotaExhausted,
-    Field(discriminator="kind"),
-]
+def _models(base: type[_Fault]) -> dict[str, type[_Fault]]:
+    """Every model under ``base`` that names a kind (a ``kind`` literal), by kind."""
+    found: dict[str, type[_Fault]] = {}
+    for model in base.__subclasses__():
+        if "kind" in model.model_fields:
+            found[model.model_fields["kind"].default] = model
+        found.update(_models(model))
+    return found
 
-#: Every fault model by kind, in catalogue order.
-FAULT_MODELS: dict[str, type[_Fault]] = {
-    m.model_fields["kind"].default: m  # type: ignore[misc]
-    for m in FaultSpec.__origin__.__args__  # type: ignore[attr-defined]
-}
+
+def _by_catalogue_order(models: dict[str, type[_Fault]]) -> dict[str, type[_Fault]]:
+    """The models in the order of :data:`fleetchaos.sim.kinds.KINDS`; a kind without both a record and a model fails here."""
+    missing_model = [k for k in KINDS if k not in models]
+    missing_record = [k for k in models if k not in KINDS]
+    if missing_model or missing_record:
+        raise RuntimeError(
+            "every fault kind needs a FaultKind record (fleetchaos.sim.kinds) and a model (fleetchaos.sim.fault_specs): "
+            f"no model for {missing_model}, no record for {missing_record}"
+        )
+    return {kind: models[kind] for kind in KINDS}
+
+
+#: Every fault model by kind, in catalogue order: each class above that names a ``kind``.
+FAULT_MODELS: dict[str, type[_Fault]] = _by_catalogue_order(_models(_Fault))
+
+#: One fault of a scenario's ``faults`` list: the model its ``kind`` names.
+FaultSpec = Annotated[Union[tuple(FAULT_MODELS.values())], Field(discriminator="kind")]  # noqa: UP007

@@ -4,7 +4,7 @@ Scheduled faults (disk fills, key revocations, crashes, rate-limit windows, burs
 swarm parameters) are drawn here, once, from streams keyed by the seed, the fault's
 position and the worker, so every arm of a comparison faces the same schedule.  Per-call
 faults keep a compiled rule here and are drawn at call time from streams keyed by the
-call's identity (see ``world.py``).
+call's identity (see :mod:`fleetchaos.sim.calls`).
 
 Span lookups use a forward-only pointer: simulated time never goes back, so finding
 whether a moment is inside a schedule is amortised O(1).
@@ -34,7 +34,7 @@ from fleetchaos.sim.fault_specs import (
     Window,
     _CallFault,
 )
-from fleetchaos.sim.truth import MASKING_KINDS
+from fleetchaos.sim.kinds import BATCH, MASKING, PERSISTENT, TRANSIENT, FaultKind, fault_kind, kinds_in
 
 S_DISK = _rng.stream_id("fault:disk_full")
 S_KEY = _rng.stream_id("fault:expired_key")
@@ -43,13 +43,10 @@ S_CRASH = _rng.stream_id("fault:node_crash")
 S_BURST = _rng.stream_id("fault:burst")
 S_SWARM = _rng.stream_id("fault:swarm")
 
-#: Per-call fault kinds by the stage of ``World._call`` that meets them, in that order
-#: (the masking kinds, met last, are :data:`fleetchaos.sim.truth.MASKING_KINDS`).
-PERSISTENT_KINDS = ("missing_dependency", "validation_error", "not_found", "permission_denied")
-TRANSIENT_KINDS = ("network_blip", "timeout")
-BATCH_KINDS = ("partial_batch",)
-#: Every per-call fault kind.
-CALL_KINDS = PERSISTENT_KINDS + TRANSIENT_KINDS + BATCH_KINDS + MASKING_KINDS
+#: The stages of a tool call whose faults are compiled into :class:`CallRule`s.
+CALL_STAGES = (PERSISTENT, TRANSIENT, BATCH, MASKING)
+#: Every per-call fault kind (the kinds met at :data:`CALL_STAGES`), as the catalogue stands at import.
+CALL_KINDS = kinds_in(*CALL_STAGES)
 
 
 class Spans:
@@ -147,6 +144,8 @@ class CallRule:
     """A compiled per-call fault.  ``spans`` None means always active."""
 
     kind: str
+    info: FaultKind
+    """The kind's record (its stage, fail-fast time, persistent scope)."""
     index: int
     spec: _CallFault
     spans: Spans | None
@@ -157,10 +156,14 @@ class CallRule:
     stream: int
     constant: float | None = None
     """The probability when it never changes (no windows, bursts or ramp), else None."""
+    items: frozenset[int] | None = None
+    """Only these items of a fan-out step (a model with an ``items`` field), else every item."""
 
     def __post_init__(self) -> None:
         if self.spans is None and self.worker_spans is None and self.spec.ramp is None:
             self.constant = self.spec.probability
+        items = getattr(self.spec, "items", None)
+        self.items = None if items is None else frozenset(items)
 
     def applies(self, worker: int, tool: str, template: str) -> bool:
         """Whether the rule targets this worker, tool and template at all."""
@@ -352,6 +355,7 @@ def build_plan(spec, seed: int) -> FaultPlan:
             plan.rules.append(
                 CallRule(
                     kind=fault.kind,
+                    info=fault_kind(fault.kind),
                     index=index,
                     spec=fault,
                     spans=spans,

@@ -9,13 +9,24 @@ assumption.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
-#: Failure kinds a transport layer can see and retry: connection errors, timeouts, 429s,
-#: refused connections of a crashed node.  Application errors (a missing source, a
-#: validation error, an expired key) pass through to the agent untouched.
-TRANSPORT_KINDS = frozenset({"network_blip", "timeout", "latency_spike", "rate_limit", "node_crash"})
+from fleetchaos.sim.kinds import KINDS
+
+
+def transport_kinds() -> frozenset[str]:
+    """Failure kinds a transport layer can see and retry (``FaultKind.transport_retryable``).
+
+    Connection errors, timeouts, 429s, refused connections of a crashed node; application
+    errors (a missing source, a validation error, an expired key) pass through to the
+    agent untouched.
+    """
+    return frozenset(name for name, kind in KINDS.items() if kind.transport_retryable)
+
+
+#: :func:`transport_kinds` as the catalogue stands at import.
+TRANSPORT_KINDS = transport_kinds()
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -32,7 +43,7 @@ class TransportRetry:
     base_s: float = 0.5
     cap_s: float = 8.0
     jitter: Literal["none", "full", "equal"] = "full"
-    on: frozenset[str] = TRANSPORT_KINDS
+    on: frozenset[str] = field(default_factory=transport_kinds)
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
@@ -41,10 +52,11 @@ class TransportRetry:
             raise ValueError("TransportRetry.base_s and cap_s must be >= 0")
         if self.jitter not in ("none", "full", "equal"):
             raise ValueError(f"TransportRetry.jitter must be none, full or equal, got {self.jitter!r}")
-        unknown = set(self.on) - TRANSPORT_KINDS
+        retryable = transport_kinds()
+        unknown = set(self.on) - retryable
         if unknown:
             raise ValueError(
-                f"TransportRetry.on: {sorted(unknown)} are not transport-level failures ({sorted(TRANSPORT_KINDS)})"
+                f"TransportRetry.on: {sorted(unknown)} are not transport-level failures ({sorted(retryable)})"
             )
 
     def __repr__(self) -> str:

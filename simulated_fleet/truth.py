@@ -7,49 +7,45 @@ is all a recovery policy ever gets.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+
+from fleetchaos.sim.kinds import KINDS, REPORTING, FailureContract, FaultKind, fault_kind
 
 
-class FailureContract(NamedTuple):
-    """How a worker that follows the structured contract classifies one failure kind."""
+class _Contracts(Mapping[str, FailureContract]):
+    """Every kind that can fail a call -> its :class:`FailureContract`, read from the records.
 
-    error_code: str
-    category: str
-    recoverable: bool
-    suggested_action: str
+    A live view of :data:`fleetchaos.sim.kinds.KINDS` (reporting kinds left out), not a
+    copy: there is one table of kinds.
+    """
+
+    __slots__ = ()
+
+    def __getitem__(self, kind: str) -> FailureContract:
+        record = fault_kind(kind)
+        if record.stage == REPORTING:
+            raise KeyError(kind)
+        return record.contract
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, record in KINDS.items() if record.stage != REPORTING)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, kind: object) -> bool:
+        record = KINDS.get(kind)  # type: ignore[call-overload]
+        return record is not None and record.stage != REPORTING
+
+    def __repr__(self) -> str:
+        return f"FAILURES({dict(self)!r})"
 
 
 #: How a contract-following worker classifies each fault kind, keyed by the ``kind`` used
 #: in scenario files.  Masking kinds (silent suppression, fabricated defaults) are never
 #: shown to an orchestrator: their code is what the truth calls them.
-FAILURES: dict[str, FailureContract] = {
-    "network_blip": FailureContract("NETWORK_UNREACHABLE", "transient", True, "retry_with_backoff"),
-    "timeout": FailureContract("TOOL_TIMEOUT", "transient", True, "retry_with_backoff"),
-    "rate_limit": FailureContract("RATE_LIMITED", "transient", True, "wait_retry_after"),
-    "disk_full": FailureContract("DISK_FULL", "resource", True, "reroute_to_healthy_worker"),
-    "expired_key": FailureContract("AUTH_EXPIRED", "auth", True, "refresh_credentials"),
-    "git_push_conflict": FailureContract("GIT_PUSH_REJECTED", "transient", True, "fetch_rebase_and_retry"),
-    "missing_dependency": FailureContract("DEPENDENCY_MISSING", "dependency", True, "reroute_or_provision"),
-    "validation_error": FailureContract("VALIDATION_FAILED", "validation", False, "fix_input_upstream"),
-    "not_found": FailureContract("NOT_FOUND", "dependency", True, "use_alternative_source"),
-    "permission_denied": FailureContract("PERMISSION_DENIED", "auth", False, "request_access"),
-    "partial_batch": FailureContract("BATCH_ITEM_FAILED", "transient", True, "retry_failed_items"),
-    "silent_suppression": FailureContract("EMPTY_SUCCESS", "fatal", False, "none_visible"),
-    "fabricated_defaults": FailureContract("FABRICATED_DEFAULT", "fatal", False, "none_visible"),
-    "node_crash": FailureContract("WORKER_LOST", "resource", True, "requeue_on_healthy_worker"),
-    "network_partition": FailureContract("NETWORK_PARTITION", "resource", True, "reroute_to_reachable_worker"),
-    "latency_spike": FailureContract("TOOL_TIMEOUT", "transient", True, "retry_with_backoff"),
-    "quota_exhausted": FailureContract("QUOTA_EXCEEDED", "resource", True, "wait_for_quota_reset"),
-}
-
-#: Kinds that make a call look successful while nothing took effect.
-MASKING_KINDS = ("silent_suppression", "fabricated_defaults")
-
-#: Kinds that never change the truth of a call but only how it is reported.
-REPORTING_KINDS = {"schema_drift": "SCHEMA_VERSION_SKEW"}
-
-FAILURE_KINDS: tuple[str, ...] = tuple(FAILURES)
+FAILURES: Mapping[str, FailureContract] = _Contracts()
 
 
 @dataclass(slots=True)
@@ -79,7 +75,11 @@ class AttemptReport:
     schema_version: str | None = None
     """The envelope version the worker speaks, when it differs from the current one."""
     dropped_fields: tuple[str, ...] = ()
-    """Envelope fields the worker's older contract does not have."""
+    """Envelope fields the worker's envelope leaves out (an older contract does not have them, or a
+    worker's wrong envelope omits them)."""
+    shown_as: FaultKind | None = None
+    """The kind record a worker's wrong envelope reports instead of the truth's (None: the truth's).
+    Only a copy of a report made for rendering carries one (:mod:`fleetchaos.sim.envelope_errors`)."""
 
     @property
     def completed(self) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fleetchaos.policies.builtins import StructuredDecisionTree, full_jitter
+from fleetchaos.policies import StructuredDecisionTree, full_jitter
 from fleetchaos.sim.observation import Action, Escalate, Observation, Retry, TaskHistory
 
 

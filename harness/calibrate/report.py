@@ -15,7 +15,7 @@ from pathlib import Path
 
 from fleetchaos.calibrate.fit import HOUR_S, Calibration
 from fleetchaos.calibrate.observed import Calls, Observations
-from fleetchaos.reports.writer import H1, H2, IMG, TABLE, UL, P, _write_pages
+from fleetchaos.reports.blocks import H1, H2, IMG, TABLE, UL, P, write_pages
 from fleetchaos.traces.codes import FAULT_KINDS, CodeMap
 from fleetchaos.traces.read import read_file
 
@@ -164,7 +164,7 @@ def write_fit_report(
             [(k, _fmt(metrics.get(k))) for k in ("recovery_rate", "silent_failure_rate", "wasted_retries")],
         ),
     ]
-    return [*_write_pages(out_dir, blocks, f"Fit report: {scenario.name}", made), *made.values()]
+    return [*write_pages(out_dir, blocks, f"Fit report: {scenario.name}", made), *made.values()]
 
 
 def _shifted(calls: Calls, offset: float) -> Calls:

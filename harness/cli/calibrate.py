@@ -6,7 +6,10 @@ from pathlib import Path
 
 import click
 
+from fleetchaos.cli.common import make_report_dir, stderr_console
 from fleetchaos.errors import UserError
+
+__all__ = ["calibrate"]
 
 
 @click.command()
@@ -50,7 +53,6 @@ def calibrate(
     provenance.  Failures whose codes the mapping does not know are listed, never
     dropped in silence.  See docs/calibration.md.
     """
-    from fleetchaos.cli.main import _make_report_dir, _stderr
     from fleetchaos.names import check_formats, check_policies
     from fleetchaos.traces.codes import load_code_map
     from fleetchaos.traces.otlp_read import DEFAULT_WORKER_KEYS
@@ -61,14 +63,14 @@ def calibrate(
     if report is not None:
         check_policies((policy,), "--policy")
         check_formats((errors,), "--errors")
-        _make_report_dir(report)
+        make_report_dir(report)
     if output.exists() and output.is_dir():
         raise UserError(f"-o {output}: is a folder; give the scenario file's path")
     from fleetchaos.calibrate.fit import calibrate as fit
     from fleetchaos.calibrate.yaml_out import to_yaml
     from fleetchaos.scenario.load import parse_scenario
 
-    err = _stderr()
+    err = stderr_console()
     result = fit(
         traces, fmt=fmt, codes=code_map, name=name, bin_s=bin_s, worker_keys=worker_keys or DEFAULT_WORKER_KEYS
     )

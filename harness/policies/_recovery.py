@@ -1,13 +1,15 @@
 """Small helpers every policy module shares: jittered backoff, the unknown branch, resume points.
 
-They live apart from :mod:`fleetchaos.policies.builtins` so that the blocks, the controls and the
-presets can use them without importing the policy registry (which imports the presets).
+The built-in policies, the blocks and the presets all use them; they live apart so that
+none of those modules has to import another just for a backoff formula.
 """
 
 from __future__ import annotations
 
 from fleetchaos.sim.envelope import AgentToolError, parse_item_ref, parse_step_ref
 from fleetchaos.sim.observation import Action, Escalate, Retry, TaskHistory
+
+__all__ = ["exponential", "full_jitter", "hinted_delay", "resume_from_refs", "resume_point", "unknown_branch"]
 
 
 def exponential(base_s: float, cap_s: float, n: int) -> float:

@@ -1,10 +1,10 @@
 """Shared retry controls wired into the driver: retry budgets and circuit breakers over any policy.
 
-:mod:`fleetchaos.policies.blocks` holds the controls as pure transitions over frozen state.  A
-:class:`Controlled` policy keeps that state where the driver lets a policy keep state
-across tasks: one :class:`ControlState` per orchestrator (``new_shared_state``), updated
-after every dispatch (``observe``), read when a retry is decided (``decide``) and when a
-dispatch picks its worker (``choose_worker``).  Everything stays reproducible: the only
+:mod:`fleetchaos.policies.budgets` and :mod:`fleetchaos.policies.breakers` hold the controls as
+pure transitions over frozen state.  A :class:`Controlled` policy keeps that state where
+the driver lets a policy keep state across tasks: one :class:`ControlState` per
+orchestrator (``new_shared_state``), updated after every dispatch (``observe``), read when
+a retry is decided (``decide``) and when a dispatch picks its worker (``choose_worker``).  Everything stays reproducible: the only
 draws are the adaptive throttle's, and they come from the task's seeded ``history.rng``.
 """
 
@@ -13,17 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from fleetchaos.policies.blocks import (
-    AdaptiveThrottle,
-    AwsRetryQuota,
-    BreakerBoard,
-    CircuitBreaker,
-    EnvoyLoad,
-    EnvoyRetryBudget,
-    GrpcRetryThrottle,
-    breaker_key,
-    code_of,
-)
+from fleetchaos.policies.breakers import BreakerBoard, CircuitBreaker, breaker_key
+from fleetchaos.policies.budgets import AdaptiveThrottle, AwsRetryQuota, EnvoyLoad, EnvoyRetryBudget, GrpcRetryThrottle
+from fleetchaos.policies.readers import code_of
 from fleetchaos.sim.observation import (
     Action,
     Escalate,
@@ -72,14 +64,14 @@ class ControlState:
 class Controlled:
     """``policy`` under shared controls: a retry budget and/or per-worker circuit breakers.
 
-    * ``budget``: an :class:`~fleetchaos.policies.blocks.AwsRetryQuota` (each retry pays 5 tokens, 10
-      after a timeout; a success refunds), a :class:`~fleetchaos.policies.blocks.GrpcRetryThrottle`
+    * ``budget``: an :class:`~fleetchaos.policies.budgets.AwsRetryQuota` (each retry pays 5 tokens, 10
+      after a timeout; a success refunds), a :class:`~fleetchaos.policies.budgets.GrpcRetryThrottle`
       (failures drain, successes refill, retries only above half), an
-      :class:`~fleetchaos.policies.blocks.EnvoyRetryBudget` (retries in flight at most a share of the
-      orchestrator's dispatches in flight) or an :class:`~fleetchaos.policies.blocks.AdaptiveThrottle`
+      :class:`~fleetchaos.policies.budgets.EnvoyRetryBudget` (retries in flight at most a share of the
+      orchestrator's dispatches in flight) or an :class:`~fleetchaos.policies.budgets.AdaptiveThrottle`
       (the SRE formula: refuse a retry with probability ``(requests - K*accepts)/(requests+1)``).
       A refused retry becomes ``when_refused`` (give up, or escalate to a human).
-    * ``breaker``: a :class:`~fleetchaos.policies.blocks.CircuitBreaker` per worker.  Dispatches skip
+    * ``breaker``: a :class:`~fleetchaos.policies.breakers.CircuitBreaker` per worker.  Dispatches skip
       workers whose breaker is open (the next allowed one in rotation), and a retry on an
       open worker becomes a reroute.
 

@@ -26,22 +26,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fleetchaos.policies._recovery import full_jitter, hinted_delay, unknown_branch
-from fleetchaos.policies.blocks import (
-    AdaptiveThrottle,
-    AwsRetryQuota,
-    CircuitBreaker,
-    EnvoyRetryBudget,
-    GrpcRetryThrottle,
-    Policy,
-    category_of,
-    code_of,
-    instead_give_up,
-    resume_of,
-    retry_after_s_of,
-    retry_always,
-    retryable_of,
-    stop_after_attempt,
-    stop_after_delay,
+from fleetchaos.policies.blocks import Policy
+from fleetchaos.policies.breakers import CircuitBreaker
+from fleetchaos.policies.budgets import AdaptiveThrottle, AwsRetryQuota, EnvoyRetryBudget, GrpcRetryThrottle
+from fleetchaos.policies.builtins import Backoff
+from fleetchaos.policies.controls import Controlled
+from fleetchaos.policies.instead import instead_give_up
+from fleetchaos.policies.readers import category_of, code_of, resume_of, retry_after_s_of, retryable_of
+from fleetchaos.policies.retry_on import retry_always
+from fleetchaos.policies.stop import stop_after_attempt, stop_after_delay
+from fleetchaos.policies.wait import (
     wait_decorrelated_jitter,
     wait_equal_jitter,
     wait_exponential,
@@ -50,7 +44,6 @@ from fleetchaos.policies.blocks import (
     wait_max,
     wait_retry_after,
 )
-from fleetchaos.policies.controls import Controlled
 from fleetchaos.sim.observation import (
     Action,
     DeadLetter,
@@ -67,6 +60,17 @@ from fleetchaos.sim.observation import (
     UseAlternative,
 )
 from fleetchaos.sim.transport import TransportRetry
+
+__all__ = [
+    "BACKOFF_VARIANTS",
+    "PRESETS",
+    "CategoryTreeWithRemediation",
+    "Coordinator",
+    "EscalateAll",
+    "LayeredBackoff",
+    "RecoveryMatrix",
+    "tool_of",
+]
 
 # =======================================================================================
 # Backoff variants: one wait formula each, everything else equal
@@ -310,10 +314,6 @@ class LayeredBackoff:
 
 def _controlled(name: str, **controls) -> Callable[[], Controlled]:
     def build() -> Controlled:
-        from fleetchaos.policies.builtins import (
-            Backoff,
-        )  # the registry imports this module: import the class when first built
-
         return Controlled(Backoff(max_retries=5), name=name, **controls)
 
     build.__doc__ = f"Backoff (5 retries, full jitter) under {', '.join(f'{k}={v!r}' for k, v in controls.items())}."
@@ -328,7 +328,7 @@ def _matrix(name: str, batch_mode: str) -> Callable[[], Controlled]:
     return build
 
 
-#: Named presets, merged into :data:`fleetchaos.policies.builtins.POLICIES`.
+#: Named presets, merged into :data:`fleetchaos.policies.registry.POLICIES`.
 PRESETS: dict[str, Callable[[], RecoveryPolicy]] = {
     **BACKOFF_VARIANTS,
     "category-tree-remediation": CategoryTreeWithRemediation,

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+__all__ = ["STATUS_CATEGORIES", "ParsedError", "parse_raw"]
+
 _JVM = re.compile(r"ApiException: HTTP (\d{3}) ")
 _PYTHON = re.compile(r"HTTPError: (\d{3}) (?:Client|Server) Error")
 

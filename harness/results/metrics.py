@@ -4,7 +4,9 @@ One implementation, :class:`RunAccumulator`, folds task records one at a time (a
 streamed run hands them over); :func:`compute` and :func:`compute_run` are thin
 wrappers for runs that kept their records.
 
-Definitions, denominators and directions are in docs/metrics.md; keep the two in step.
+Names, definitions, denominators and directions are in :mod:`fleetchaos.results.registry`
+(docs/metrics.md's table is generated from it); :meth:`RunAccumulator.metrics` returns
+the metrics in its order.
 """
 
 from __future__ import annotations
@@ -19,68 +21,11 @@ from fleetchaos.results.models import rounded
 from fleetchaos.results.oracle import TaskOutcome, Verdict, judge, verdict
 from fleetchaos.results.stats import percentile
 from fleetchaos.sim.config import DAY_S, FleetSpec
+from fleetchaos.sim.kinds import fault_kind, waste_families
 from fleetchaos.sim.ledger import TRUTH_FULL, TaskRecord
-from fleetchaos.sim.truth import FAILURES, REPORTING_KINDS
-
-#: Metric name -> True when higher is better.  The order is the display order.
-METRICS: dict[str, bool] = {
-    "recovery_rate": True,
-    "silent_failure_rate": False,
-    "wasted_retries": False,
-    "tasks": True,
-    "faulted_tasks": False,
-    "recovered_tasks": True,
-    "success_rate": True,
-    "tool_calls": False,
-    "tokens": False,
-    "cost_usd": False,
-    "retries": False,
-    "redone_steps": False,
-    "duplicate_side_effects": False,
-    "escalations": False,
-    "false_alarms": False,
-    "unfinished_tasks": False,
-    "policy_errors": False,
-    "mean_steps_to_recovery": False,
-    "mean_time_to_recovery_s": False,
-    "data_loss_tasks": False,
-    "data_loss_rate": False,
-    "escalation_rate": False,
-    "human_pages": False,
-    "human_pages_per_day": False,
-    "p50_steps_to_recovery": False,
-    "p95_steps_to_recovery": False,
-    "p50_time_to_recovery_s": False,
-    "p95_time_to_recovery_s": False,
-    "logical_calls": True,
-    "retry_amplification": False,
-    "secrets_leaked": False,
-    "schema_skews": False,
-    "misreads": False,
-    "human_hours": False,
-    "remediations": False,
-    "failed_remediations": False,
-    "transport_retries": False,
-    "transport_amplification": False,
-    "agent_amplification": False,
-    "rollbacks": False,
-    "dead_letters": False,
-    "deduplicated_side_effects": True,
-    "makespan_s": False,
-}
-
-#: Metrics with no better direction (workload size): no verdict, no regression gate.
-DIRECTIONLESS = frozenset({"tasks", "logical_calls", "rollbacks", "deduplicated_side_effects"})
 
 #: Claims that mean the orchestrator never reported on the task at all.
 UNREPORTED_CLAIMS = frozenset({"in_flight"})
-
-
-def direction(name: str) -> bool | None:
-    """True when higher is better, False when lower is better, None when neither (or unknown)."""
-    if name in DIRECTIONLESS or name not in METRICS:
-        return None
-    return METRICS[name]
 
 
 def pages_of(record: TaskRecord) -> int:
@@ -92,30 +37,16 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-#: The family of each wasted-retry reason the driver records (fleetchaos.sim.world.WASTE_REASONS).
-#: Retries past a deadline or call budget cannot happen: the orchestrator stops a task at its
-#: limit before asking the policy (TaskRecord.stopped_by), so that family has no reasons.
-WASTE_FAMILIES: dict[str, str] = {
-    "credentials still expired": "retried a permanent error",
-    "tool still missing": "retried a permanent error",
-    "input still invalid": "retried a permanent error",
-    "access still denied": "retried a permanent error",
-    "same missing source": "retried a permanent error",
-    "same failing batch items": "retried a permanent error",
-    "before retry-after": "before retry-after",
-    "same full disk": "on the same exhausted resource",
-    "same exhausted quota": "on the same exhausted resource",
-    "worker still down": "on the same exhausted resource",
-    "still partitioned": "on the same exhausted resource",
-}
+#: The family of each wasted-retry reason the driver records (each fault kind's
+#: ``FaultKind.waste`` in fleetchaos.sim.kinds).  Retries past a deadline or call budget
+#: cannot happen: the orchestrator stops a task at its limit before asking the policy
+#: (TaskRecord.stopped_by), so that family has no reasons.
+WASTE_FAMILIES: dict[str, str] = waste_families()
 
 
 def error_code(kind: str) -> str:
-    """The structured contract's error code for a fault kind (the kind upper-cased if it has none)."""
-    contract = FAILURES.get(kind)
-    if contract is not None:
-        return contract.error_code
-    return REPORTING_KINDS.get(kind, kind.upper())
+    """The structured contract's error code for a fault kind (an unknown kind is an error)."""
+    return fault_kind(kind).contract.error_code
 
 
 #: Per-task integer counts a run sums, in the order :func:`task_counts` returns them.
@@ -145,6 +76,7 @@ TASK_COUNTS: tuple[str, ...] = (
     "secrets_leaked",
     "schema_skews",
     "misreads",
+    "misreported",
     "remediations",
     "remediations_failed",
     "transport_retries",
@@ -163,6 +95,7 @@ RECORD_COUNTS: tuple[str, ...] = (
     "secrets_leaked",
     "schema_skews",
     "misreads",
+    "misreported",
     "remediations",
     "remediations_failed",
     "transport_retries",
@@ -192,7 +125,7 @@ def task_counts(record: TaskRecord, judged: Verdict) -> tuple[int, ...]:
 
 
 #: The TASK_COUNTS totals the ``task_counts`` breakdown reports: the numerators and
-#: denominators of the pooled task-level rates (fleetchaos.results.models.POOLED_RATES).
+#: denominators of the pooled task-level rates (fleetchaos.results.registry.POOLED_RATES).
 POOLED_COUNTS = ("tasks", "faulted", "recovered", "successes", "silent_failures", "escalated", "data_loss")
 
 #: The breakdowns :func:`compute` returns (from the records alone), in its order.
@@ -228,6 +161,7 @@ class RunAccumulator:
         self.claims: Counter[str] = Counter()
         self.wasted_by_reason: Counter[str] = Counter()
         self.fault_hits_by_kind: Counter[str] = Counter()
+        self.misreported_by_way: Counter[str] = Counter()
         self.faulted_by_first: Counter[str] = Counter()
         self.recovered_by_first: Counter[str] = Counter()
         self.fault_calls: Counter[tuple[str, str, int]] = Counter()  # (kind, tool, worker): the fault log, tallied
@@ -280,6 +214,8 @@ class RunAccumulator:
             self.wasted_by_reason.update(record.wasted_reasons)
         if record.fault_hits:
             self.fault_hits_by_kind.update(record.fault_hits)
+        if record.misreported_ways:
+            self.misreported_by_way.update(record.misreported_ways)
         if record.policy_error is not None:
             self.policy_errors[record.policy_error] += 1
         # The latest end and the earliest arrival: the same whatever order records arrive in.
@@ -306,7 +242,7 @@ class RunAccumulator:
         return [x[2] for x in ordered], [x[3] for x in ordered]
 
     def metrics(self) -> dict[str, float | None]:
-        """Every metric of :data:`METRICS`, in that order (the order results serialise in).
+        """Every metric of the registry (:data:`fleetchaos.results.registry.METRICS`), in its order (the order results serialise in).
 
         A rate whose denominator is zero is None, never 0 or 1.
         """
@@ -361,6 +297,7 @@ class RunAccumulator:
             "secrets_leaked": float(t["secrets_leaked"]),
             "schema_skews": float(t["schema_skews"]),
             "misreads": float(t["misreads"]),
+            "misreported_failures": float(t["misreported"]),
             "human_hours": t["human_ms"] / 3_600_000.0,
             "remediations": float(t["remediations"]),
             "failed_remediations": float(t["remediations_failed"]),
@@ -380,8 +317,9 @@ class RunAccumulator:
         """Every breakdown, sorted by name (see :func:`compute_run`)."""
         totals = self.totals
         by_family: Counter[str] = Counter()
+        families = waste_families()  # read now: every reason the judge records has a family
         for reason, n in self.wasted_by_reason.items():
-            by_family[WASTE_FAMILIES.get(reason, reason)] += n
+            by_family[families[reason]] += n
         by_code: Counter[str] = Counter()
         by_tool: Counter[str] = Counter()
         by_worker: Counter[int] = Counter()
@@ -400,6 +338,7 @@ class RunAccumulator:
             "fault_hits_by_error_code": dict(sorted(by_code.items())),
             "fault_hits_by_tool": dict(sorted(by_tool.items())),
             "fault_hits_by_worker": {str(w): n for w, n in sorted(by_worker.items())},
+            "misreported_failures_by_way": dict(sorted(self.misreported_by_way.items())),
             "task_counts": dict(sorted((name, totals[name]) for name in POOLED_COUNTS)),
         }
         return dict(sorted(out.items()))

@@ -14,7 +14,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from fleetchaos.policies.builtins import get_policy
+from fleetchaos.policies.registry import get_policy
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.world import World

@@ -10,13 +10,15 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from fleetchaos.scenario import _yaml
-from fleetchaos.scenario.fault_catalogue import fault_kinds, parameters
+from fleetchaos.scenario.fault_catalogue import fault_kinds
+from fleetchaos.scenario.fields import parameters
 from fleetchaos.scenario.load import MAX_FILE_BYTES, MAX_SCHEDULE_SPANS, MAX_TASKS, MAX_TOOL_CALLS, Scenario
 from fleetchaos.sim.config import (
     Arrival,
     ArrivalSchedule,
     Distribution,
     FleetSpec,
+    MisreadFactors,
     RatePoint,
     RemediationSpec,
     StepSpec,
@@ -32,6 +34,7 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("fleet", FleetSpec),
     ("fleet.overrides[]", WorkerOverride),
     ("fleet.remediation", RemediationSpec),
+    ("fleet.misread_factor", MisreadFactors),
     ("durations (network_latency, human_response, duration, think)", Distribution),
     ("workload", WorkloadSpec),
     ("workload.templates[]", TemplateSpec),

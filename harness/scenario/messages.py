@@ -11,12 +11,20 @@ from __future__ import annotations
 import difflib
 import math
 import re
-import types
-import typing
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, get_args, get_origin
 
-import annotated_types
 from pydantic import BaseModel, ValidationError
+
+from fleetchaos.scenario.fields import (
+    allowed_range,
+    model_at,
+    parameters,
+    plain_number,
+    resolve,
+    tag_of,
+    union_members,
+    unwrap,
+)
 
 #: At most this many problems are listed; the rest are counted.
 MAX_LINES = 20
@@ -31,138 +39,6 @@ def _guess(name: object, known) -> str | None:
 def _did_you_mean(name: object, known) -> str:
     guess = _guess(name, known)
     return f"; did you mean {guess!r}?" if guess else ""
-
-
-# -- resolving a location against the models -----------------------------------------
-
-
-def _unwrap(annotation: Any) -> Any:
-    """Strip Annotated and Optional wrappers."""
-    while True:
-        origin = get_origin(annotation)
-        if origin is typing.Annotated:
-            annotation = get_args(annotation)[0]
-            continue
-        if origin in (Union, types.UnionType):
-            args = [a for a in get_args(annotation) if a is not type(None)]
-            if len(args) == 1:
-                annotation = args[0]
-                continue
-        return annotation
-
-
-def _union_members(annotation: Any) -> list[type[BaseModel]]:
-    """The model classes of a (discriminated) union, else []."""
-    annotation = _unwrap(annotation)
-    if get_origin(annotation) in (Union, types.UnionType):
-        return [a for a in get_args(annotation) if isinstance(a, type) and issubclass(a, BaseModel)]
-    return []
-
-
-def _tag_of(model: type[BaseModel]) -> str | None:
-    field = model.model_fields.get("kind")
-    if field is None or get_origin(field.annotation) is not Literal:
-        return None
-    return get_args(field.annotation)[0]
-
-
-class _Where:
-    """What a location points at: the model holding the last field, and that field."""
-
-    __slots__ = ("annotation", "field_name", "model")
-
-    def __init__(self, model: type[BaseModel] | None, field_name: str | None, annotation: Any):
-        self.model = model
-        self.field_name = field_name
-        self.annotation = annotation
-
-    @property
-    def field(self):
-        if self.model is None or self.field_name is None:
-            return None
-        return self.model.model_fields.get(self.field_name)
-
-
-def _resolve(root: type[BaseModel] | None, loc: tuple) -> _Where | None:
-    """Follow ``loc`` (pydantic's location, tags included) from ``root``; None if lost."""
-    if root is None:
-        return None
-    annotation: Any = root
-    model: type[BaseModel] | None = None
-    name: str | None = None
-    for part in loc:
-        ann = _unwrap(annotation)
-        members = _union_members(ann)
-        if members:
-            chosen = [m for m in members if _tag_of(m) == part]
-            if not chosen:
-                return None
-            annotation = chosen[0]
-            continue
-        if isinstance(ann, type) and issubclass(ann, BaseModel):
-            if not isinstance(part, str) or part not in ann.model_fields:
-                return None
-            model, name = ann, part
-            annotation = ann.model_fields[part].annotation
-            continue
-        origin = get_origin(ann)
-        if origin in (list, tuple, set, frozenset) and isinstance(part, int):
-            args = [a for a in get_args(ann) if a is not Ellipsis]
-            if not args:
-                return None
-            annotation = args[min(part, len(args) - 1)] if origin is tuple else args[0]
-            continue
-        if origin is dict and isinstance(part, str):
-            annotation = get_args(ann)[1]
-            continue
-        return None
-    return _Where(model, name, _unwrap(annotation))
-
-
-def _model_at(root: type[BaseModel] | None, loc: tuple) -> type[BaseModel] | None:
-    """The model a location points into (for unknown-field suggestions)."""
-    where = _resolve(root, loc)
-    if where is None:
-        return None
-    ann = where.annotation
-    if isinstance(ann, type) and issubclass(ann, BaseModel):
-        return ann
-    return None
-
-
-def _num(x: float) -> str:
-    """A bound as a person writes it: 31536000 rather than 3.1536e+07."""
-    if isinstance(x, (int, float)) and math.isfinite(x) and float(x).is_integer() and abs(x) < 1e15:
-        return str(int(x))
-    return f"{x:g}"
-
-
-def allowed_range(field) -> str:
-    """A field's numeric and length constraints in words: ``0 <= value <= 1``, ``> 0``, ``length >= 1``."""
-    if field is None:
-        return ""
-    low = high = None
-    lengths = []
-    for meta in field.metadata:
-        if isinstance(meta, annotated_types.Ge):
-            low = (">=", meta.ge)
-        elif isinstance(meta, annotated_types.Gt):
-            low = (">", meta.gt)
-        elif isinstance(meta, annotated_types.Le):
-            high = ("<=", meta.le)
-        elif isinstance(meta, annotated_types.Lt):
-            high = ("<", meta.lt)
-        elif isinstance(meta, annotated_types.MinLen) and meta.min_length:
-            lengths.append(f"length >= {meta.min_length}")
-        elif isinstance(meta, annotated_types.MaxLen):
-            lengths.append(f"length <= {meta.max_length}")
-    if low and high:
-        flipped = "<=" if low[0] == ">=" else "<"
-        return f"{_num(low[1])} {flipped} value {high[0]} {_num(high[1])}"
-    if low or high:
-        op, bound = low or high  # type: ignore[misc]
-        return f"{op} {_num(bound)}"
-    return ", ".join(lengths)
 
 
 # -- rendering ------------------------------------------------------------------------
@@ -192,7 +68,7 @@ def _show(value: Any) -> str:
             return ".nan"
         if math.isinf(value):
             return ".inf" if value > 0 else "-.inf"
-        return _num(value)
+        return plain_number(value)
     text = repr(value) if isinstance(value, str) else str(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -242,7 +118,7 @@ def _value_error(root: type[BaseModel] | None, raw_loc: tuple, where: str, messa
     message = " ".join(message.split()).replace("Input should be ", "must be ")
     if raw_loc:
         relative = _RELATIVE_PATH.match(message)
-        model = _model_at(root, raw_loc)
+        model = model_at(root, raw_loc)
         head = str(next((p for p in raw_loc if isinstance(p, str)), ""))
         if relative and model is not None and relative.group(1) in model.model_fields:
             message = f"{where}.{message}"
@@ -275,7 +151,7 @@ def _one(err: dict, root: type[BaseModel] | None, tags: frozenset[str]) -> str:
         return _value_error(root, raw_loc, where, str(ctx.get("error", rule)).removeprefix("Value error, "))
     if kind == "extra_forbidden":
         field = raw_loc[-1] if raw_loc else "?"
-        model = _model_at(root, raw_loc[:-1])
+        model = model_at(root, raw_loc[:-1])
         names = sorted(n for n in (model.model_fields if model else {}) if n != "kind")
         rule = f"unknown field {field!r}"
         guess = _guess(field, names)
@@ -285,11 +161,11 @@ def _one(err: dict, root: type[BaseModel] | None, tags: frozenset[str]) -> str:
             fix = f"; remove it (fields here: {', '.join(names)})"
         else:
             fix = "; remove it or check the spelling in docs/scenarios.md"
-        if model is not None and _tag_of(model) and not guess:
+        if model is not None and tag_of(model) and not guess:
             others = _kinds_with_field(root, raw_loc[:-2], str(field))
             if others:
                 listed = ", ".join(others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else "")
-                fix = f"; {field!r} is a parameter of {listed}, not of {_tag_of(model)}{fix}"
+                fix = f"; {field!r} is a parameter of {listed}, not of {tag_of(model)}{fix}"
         show_value = False
     elif kind == "union_tag_invalid":
         tag = ctx.get("tag", "")
@@ -321,7 +197,7 @@ def _one(err: dict, root: type[BaseModel] | None, tags: frozenset[str]) -> str:
         bound = {"greater_than": "> ", "greater_than_equal": ">= ", "less_than": "< ", "less_than_equal": "<= "}[kind]
         limit = next(iter(ctx.values()), "")
         rule = f"must be {bound}{_show(limit)}"
-        where_field = _resolve(root, raw_loc)
+        where_field = resolve(root, raw_loc)
         allowed = allowed_range(where_field.field if where_field else None)
         fix = f"; allowed: {allowed}" if allowed else ""
     elif kind == "finite_number":
@@ -350,7 +226,7 @@ def _one(err: dict, root: type[BaseModel] | None, tags: frozenset[str]) -> str:
             rule = rule.replace("String should have", "must have")
     elif kind in ("model_type", "model_attributes_type", "dict_type"):
         rule = "must be a mapping of fields" + ("" if show_value else f", got {_kind_name(value)}")
-        model = _model_at(root, raw_loc)
+        model = model_at(root, raw_loc)
         if model is not None:
             names = sorted(model.model_fields)
             fix = f"; write key: value lines ({', '.join(names[:8])}{', ...' if len(names) > 8 else ''})"
@@ -375,11 +251,9 @@ def _one(err: dict, root: type[BaseModel] | None, tags: frozenset[str]) -> str:
 
 def _field_hint(root, loc: tuple) -> str:
     """`` (TYPE: DESCRIPTION)`` of the field at ``loc``, for "add it" fixes."""
-    where = _resolve(root, loc)
+    where = resolve(root, loc)
     if where is None or where.model is None or where.field is None:
         return ""
-    from fleetchaos.scenario.fault_catalogue import parameters
-
     for param in parameters(where.model):
         if param.name == where.field_name:
             return f" ({param.type}" + (f": {param.description})" if param.description else ")")
@@ -388,13 +262,13 @@ def _field_hint(root, loc: tuple) -> str:
 
 def _kinds_with_field(root, faults_loc: tuple, field: str) -> list[str]:
     """Fault kinds that do have ``field`` (when the user put it on the wrong kind)."""
-    where = _resolve(root, faults_loc)
+    where = resolve(root, faults_loc)
     if where is None:
         return []
-    ann = _unwrap(where.annotation)
+    ann = unwrap(where.annotation)
     if get_origin(ann) is list:
         ann = get_args(ann)[0]
-    return [t for m in _union_members(ann) if field in m.model_fields and (t := _tag_of(m))]
+    return [t for m in union_members(ann) if field in m.model_fields and (t := tag_of(m))]
 
 
 def _tags(root: type[BaseModel] | None) -> frozenset[str]:
@@ -412,7 +286,7 @@ def _misspelt(errors: list, root: type[BaseModel] | None) -> set[tuple]:
     for err in errors:
         loc = tuple(err.get("loc", ()))
         if err.get("type") == "extra_forbidden" and loc:
-            model = _model_at(root, loc[:-1])
+            model = model_at(root, loc[:-1])
             guess = _guess(loc[-1], model.model_fields) if model is not None else None
             if guess:
                 out.add((*loc[:-1], guess))

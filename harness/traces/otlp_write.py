@@ -5,7 +5,8 @@ The shape is the OpenTelemetry Collector file exporter's: one JSON
 ids as lowercase hex, times as decimal strings of Unix nanoseconds, attributes as
 ``{"key", "value": AnyValue}``.  Tool calls follow the OpenTelemetry GenAI conventions
 (``execute_tool`` spans with ``gen_ai.tool.name``, ``error.type`` and an error status;
-the wire codes and HTTP statuses are the simulated vendors' own, ``fleetchaos.sim.formats._vendor.WIRE``);
+the wire codes and HTTP statuses are the simulated vendors' own, each kind's
+:attr:`fleetchaos.sim.kinds.FaultKind.wire`);
 what only a simulator knows is under ``fleetchaos.*``: the fault the call met (masked
 ones included), the error format's rendering of the dispatch and the policy's action.
 
@@ -28,7 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from fleetchaos.sim.formats._vendor import WIRE
+from fleetchaos.sim.kinds import KINDS, Wire
+
+#: Fault kind -> how the simulated vendors report it on the wire (HTTP status, reason, code);
+#: kinds a call never shows (masked or reporting ones) have none.
+WIRE: dict[str, Wire] = {name: kind.wire for name, kind in KINDS.items() if kind.wire is not None}
 
 #: Simulated second 0 is written as this Unix time: 2025-01-01T00:00:00Z (a midnight, so
 #: the hours of the simulated day are the hours of the written timestamps, in UTC).

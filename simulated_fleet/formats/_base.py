@@ -17,8 +17,10 @@ import math
 from typing import Protocol, runtime_checkable
 
 from fleetchaos.sim.envelope import AgentToolError, PartialSuccess, item_ref, step_ref
+from fleetchaos.sim.kinds import reported_kind
+from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
 from fleetchaos.sim.observation import Observation
-from fleetchaos.sim.truth import FAILURES, AttemptReport
+from fleetchaos.sim.truth import AttemptReport
 
 
 @runtime_checkable
@@ -27,8 +29,10 @@ class ErrorFormat(Protocol):
 
     name: str
     partial_step_ok: bool
+    misread_setting: str | None
+    """The ``fleet.misread_factor`` setting this format is misread with (None: its own ``misread_factor``)."""
     misread_factor: float
-    """How easily a failure in this format is misread as success (multiplies the fleet's misread_probability)."""
+    """The default factor: how easily a failure in this format is misread as success (multiplies the fleet's misread_probability)."""
     failure_flag: bool
     """Whether the format carries a machine-readable failure flag a final-answer guardrail can check."""
 
@@ -58,7 +62,8 @@ class GenericFormat:
 
     name = "generic"
     partial_step_ok = True
-    misread_factor = 1.0  # a bare "failed" in a stream of tool text is easy to gloss over
+    misread_setting = "generic"
+    misread_factor = DEFAULT_MISREAD_FACTORS["generic"]  # the default: a scenario may set its own
     failure_flag = False
 
     @plain_success
@@ -88,46 +93,41 @@ def retry_after_ms(report: AttemptReport) -> int | None:
 
 
 class StructuredFormat:
-    """The AgentToolError envelope: code, category, recoverability, partial success, hints."""
+    """The AgentToolError envelope: code, category, recoverability, partial success, hints.
+
+    The four contract fields are the failure kind's :class:`~fleetchaos.sim.kinds.FailureContract`
+    (``UNCLASSIFIED``, fatal, escalate for a report that names no kind).
+    """
 
     name = "structured"
     partial_step_ok = False
-    misread_factor = 0.2  # an error_code and category are explicit, but an LLM can still misread
+    misread_setting = "structured"
+    misread_factor = DEFAULT_MISREAD_FACTORS["structured"]
     failure_flag = True  # recoverable/category are machine-readable: a guardrail can check them
 
     @plain_success
     def render(self, report: AttemptReport) -> Observation:
         if report.completed:
             return Observation(ok=True, status="ok", worker=report.worker)
-        kind = report.failure or "fatal"
-        contract = FAILURES.get(kind)
+        kind = report.shown_as or reported_kind(report.failure)  # a worker's wrong envelope names another
+        contract = kind.contract
         steps, items = progress_refs(report)
         partial = PartialSuccess(completed_steps=steps, artifacts=items)
         context = {"worker": f"worker-{report.worker}", "tool": report.step_names[report.failed_step]}
-        if kind in ("timeout", "latency_spike"):
+        if kind.outcome_unknown:
             context["outcome"] = "unknown"  # the side effect may or may not have committed
         if report.alternatives_left:
             context["alternatives_left"] = str(report.alternatives_left)
-        if contract is None:
-            envelope = AgentToolError(
-                error_code="UNCLASSIFIED",
-                category="fatal",
-                recoverable=False,
-                suggested_action="escalate",
-                partial_success=partial,
-                context=context,
-            )
-        else:
-            envelope = AgentToolError(
-                error_code=contract.error_code,
-                category=contract.category,  # type: ignore[arg-type]
-                recoverable=contract.recoverable,
-                suggested_action=contract.suggested_action,
-                partial_success=partial,
-                retry_after_ms=retry_after_ms(report),
-                context=context,
-            )
-        if report.schema_version is not None:
+        envelope = AgentToolError(
+            error_code=contract.error_code,
+            category=contract.category,  # type: ignore[arg-type]
+            recoverable=contract.recoverable,  # type: ignore[arg-type]  # None (a reporting kind) is refused
+            suggested_action=contract.suggested_action,
+            partial_success=partial,
+            retry_after_ms=retry_after_ms(report),
+            context=context,
+        )
+        if report.schema_version is not None or report.dropped_fields:
             envelope = _older(envelope, report.schema_version, report.dropped_fields)
         return Observation(ok=False, status="failed", worker=report.worker, envelope=envelope)
 
@@ -139,10 +139,12 @@ class StructuredFormat:
 _ABSENT = {"partial_success": None, "retry_after_ms": None, "suggested_action": "", "context": {}}
 
 
-def _older(envelope: AgentToolError, version: str, dropped: tuple[str, ...]) -> AgentToolError:
-    """The envelope as a worker on an older contract version emits it."""
+def _older(envelope: AgentToolError, version: str | None, dropped: tuple[str, ...]) -> AgentToolError:
+    """The envelope without the ``dropped`` fields, stamped with an older contract ``version`` when one is given."""
     updates = {name: _ABSENT[name] for name in dropped if name in _ABSENT}
-    return envelope.model_copy(update={**updates, "schema_version": version})
+    if version is not None:
+        updates["schema_version"] = version
+    return envelope.model_copy(update=updates)
 
 
 class AgentToolErrorFormat(StructuredFormat):

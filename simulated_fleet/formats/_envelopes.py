@@ -1,7 +1,9 @@
 """Structured formats beyond AgentToolError: failure-type (and its field ablation),
 subagent-result and tool-envelope.
 
-Each maps a fault kind onto its own contract's vocabulary, carries the dispatch's
+Each maps a fault kind onto its own contract's vocabulary (the kind's record in
+:mod:`fleetchaos.sim.kinds`: its failure type, subagent category, retry flag,
+alternative and wire status), carries the dispatch's
 progress in its own way, honours schema drift (a worker on an older contract version
 emits the envelope without the fields that version lacks: see ``DRIFT``), and passes
 any vendor text through the sanitiser before it crosses the boundary.
@@ -12,72 +14,12 @@ from __future__ import annotations
 from fleetchaos.sim.envelopes import FailureTypeError, ItemStatus, RunHealth, SubagentResult, ToolEnvelope
 from fleetchaos.sim.formats._base import plain_success, progress_refs, retry_after_ms
 from fleetchaos.sim.formats._text import _Bound
-from fleetchaos.sim.formats._vendor import vendor_text
+from fleetchaos.sim.formats._vendor import shown_kind, vendor_text
+from fleetchaos.sim.kinds import ALTERNATIVE_SOURCE, FaultKind, rendered_kind
+from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.sanitise import sanitise
-from fleetchaos.sim.truth import FAILURES, AttemptReport
-
-#: Fault kind -> failure type of the failure-type contract (the router's handler).
-FAILURE_TYPES: dict[str, str] = {
-    "network_blip": "timeout",
-    "timeout": "timeout",
-    "latency_spike": "timeout",
-    "partial_batch": "timeout",
-    "git_push_conflict": "timeout",
-    "expired_key": "auth_error",
-    "permission_denied": "auth_error",
-    "not_found": "not_found",
-    "rate_limit": "rate_limited",
-    "quota_exhausted": "rate_limited",
-    "validation_error": "permanent",
-    "missing_dependency": "permanent",
-    "disk_full": "unavailable",
-    "node_crash": "unavailable",
-    "network_partition": "unavailable",
-}
-
-#: Kinds whose failed call succeeds when simply tried again (after the type's own
-#: handler: a wait for a rate limit, a credential refresh for an expired key).
-RETRY_HELPS = frozenset(
-    {
-        "network_blip",
-        "timeout",
-        "latency_spike",
-        "partial_batch",
-        "git_push_conflict",
-        "expired_key",
-        "rate_limit",
-        "quota_exhausted",
-    }
-)
-
-#: Alternatives a worker can name, per kind (when it has them).
-ALTERNATIVE_SOURCE = "alternative_source"
-OTHER_WORKER = "reroute_to_worker_with_tool"
-
-#: Fault kind -> error category of the subagent-result contract.
-SUBAGENT_CATEGORIES: dict[str, str] = {
-    **{
-        k: "transient"
-        for k in (
-            "network_blip",
-            "timeout",
-            "latency_spike",
-            "partial_batch",
-            "git_push_conflict",
-            "rate_limit",
-            "quota_exhausted",
-            "disk_full",
-            "node_crash",
-            "network_partition",
-        )
-    },
-    "expired_key": "permission",
-    "permission_denied": "permission",
-    "validation_error": "validation",
-    "not_found": "business",
-    "missing_dependency": "business",
-}
+from fleetchaos.sim.truth import AttemptReport
 
 #: Per format: the AgentToolError field a drift fault names -> the fields this contract
 #: lacks in that older version (read as None).
@@ -103,12 +45,14 @@ DRIFT: dict[str, dict[str, tuple[str, ...]]] = {
 
 
 def _drifted(envelope, report: AttemptReport, contract: str):
-    """The envelope as a worker on an older contract version emits it."""
-    if report.schema_version is None:
+    """The envelope without the fields the worker leaves out, stamped with its older contract version if any."""
+    if report.schema_version is None and not report.dropped_fields:
         return envelope
     table = DRIFT[contract]
-    updates = {f: None for name in report.dropped_fields for f in table.get(name, ())}
-    return envelope.model_copy(update={**updates, "schema_version": report.schema_version})
+    updates: dict = {f: None for name in report.dropped_fields for f in table.get(name, ())}
+    if report.schema_version is not None:
+        updates["schema_version"] = report.schema_version
+    return envelope.model_copy(update=updates)
 
 
 def _first_line(text: str) -> str:
@@ -126,7 +70,8 @@ class FailureTypeFormat:
     name = "failure-type"
     fields: frozenset[str] = frozenset({"partial_results", "alternatives_suggested", "retry_recommended"})
     partial_step_ok = False
-    misread_factor = 0.2  # an explicit failure_type enum, as explicit as an AgentToolError's code
+    misread_setting = "failure_type"
+    misread_factor = DEFAULT_MISREAD_FACTORS["failure_type"]
     failure_flag = True  # failure_type is machine-readable: a guardrail can check it
 
     @plain_success
@@ -134,20 +79,21 @@ class FailureTypeFormat:
         """A FailureTypeError with the fields this format carries."""
         if report.completed:
             return Observation(ok=True, status="ok", worker=report.worker)
-        kind = report.failure or "unknown"
-        values: dict = {"failure_type": FAILURE_TYPES.get(kind, "permanent")}
+        kind = shown_kind(report)
+        values: dict = {"failure_type": kind.failure_type}
         if "partial_results" in self.fields:
             steps, items = progress_refs(report)
             values["partial_results"] = steps + items
         if "alternatives_suggested" in self.fields:
             alternatives: tuple[str, ...] = ()
-            if kind == "not_found" and report.alternatives_left > 0:
-                alternatives = (ALTERNATIVE_SOURCE,)
-            elif kind == "missing_dependency":
-                alternatives = (OTHER_WORKER,)
+            # An alternative source is named only while an untried one is left.
+            if kind.alternative is not None and (
+                kind.alternative != ALTERNATIVE_SOURCE or report.alternatives_left > 0
+            ):
+                alternatives = (kind.alternative,)
             values["alternatives_suggested"] = alternatives
         if "retry_recommended" in self.fields:
-            values["retry_recommended"] = kind in RETRY_HELPS
+            values["retry_recommended"] = kind.retry_helps
         envelope = _drifted(FailureTypeError(**values), report, "failure-type")
         return Observation(ok=False, status="failed", worker=report.worker, envelope=envelope)
 
@@ -201,7 +147,8 @@ class SubagentResultFormat(_Bound):
 
     name = "subagent-result"
     partial_step_ok = False
-    misread_factor = 0.2  # an explicit failed/partial status field
+    misread_setting = "subagent_result"
+    misread_factor = DEFAULT_MISREAD_FACTORS["subagent_result"]
     failure_flag = True  # status is machine-readable: a guardrail can check it
 
     @plain_success
@@ -209,10 +156,9 @@ class SubagentResultFormat(_Bound):
         """A SubagentResult for the dispatch."""
         if report.completed:
             return Observation(ok=True, status="ok", worker=report.worker)
-        kind = report.failure or "unknown"
+        kind = shown_kind(report)
         steps, items = progress_refs(report)
-        category = SUBAGENT_CATEGORIES.get(kind, "unknown")
-        contract = FAILURES.get(kind)
+        category = kind.subagent_category
         hint = retry_after_ms(report)
         message = sanitise(_first_line(vendor_text(report, self.secrets)))
         if hint is not None:
@@ -223,7 +169,7 @@ class SubagentResultFormat(_Bound):
             task_description=report.step_names[report.failed_step],
             error_category=category,  # type: ignore[arg-type]
             error_message=message,
-            is_retryable=bool(contract and contract.recoverable and category == "transient"),
+            is_retryable=bool(kind.contract.recoverable and category == "transient"),
             retry_after_s=None if hint is None else hint / 1000.0,
             partial_data=steps + items,
         )
@@ -235,6 +181,18 @@ class SubagentResultFormat(_Bound):
 
     def __repr__(self) -> str:
         return "SubagentResultFormat()"
+
+
+def _item_status(item: int, done: set[int], failed: dict[int, FaultKind]) -> ItemStatus:
+    """One item of a failed batch in the tool envelope's manifest."""
+    if item in done:
+        return ItemStatus(item=item, status="ok")
+    kind = failed.get(item)
+    if kind is None:
+        return ItemStatus(item=item, status="skipped")
+    return ItemStatus(
+        item=item, status="timeout" if kind.outcome_unknown else "error", error_code=kind.contract.error_code
+    )
 
 
 class ToolEnvelopeFormat(_Bound):
@@ -249,7 +207,8 @@ class ToolEnvelopeFormat(_Bound):
 
     name = "tool-envelope"
     partial_step_ok = False
-    misread_factor = 0.05  # a failure count and a blocking_failure flag are hard to misread
+    misread_setting = "tool_envelope"
+    misread_factor = DEFAULT_MISREAD_FACTORS["tool_envelope"]
     failure_flag = True  # blocking_failure is exactly what a final-answer guardrail checks
 
     @plain_success
@@ -257,11 +216,10 @@ class ToolEnvelopeFormat(_Bound):
         """A ToolEnvelope for the dispatch."""
         if report.completed:
             return Observation(ok=True, status="ok", worker=report.worker)
-        kind = report.failure or "unknown"
-        contract = FAILURES.get(kind)
+        kind = shown_kind(report)
         steps, items = progress_refs(report)
         tool = report.step_names[report.failed_step]
-        if kind in ("timeout", "latency_spike"):
+        if kind.outcome_unknown:
             status = "timeout"
         elif items or (report.fan_out > 1 and report.item_failures and len(report.item_failures) < report.fan_out):
             status = "partial"
@@ -269,24 +227,11 @@ class ToolEnvelopeFormat(_Bound):
             status = "error"
         manifest = None
         if report.fan_out > 1:
-            failed = dict(report.item_failures)
+            failed = {
+                item: kind if name == report.failure else rendered_kind(name) for item, name in report.item_failures
+            }
             done = set(report.done_items)
-            manifest = tuple(
-                ItemStatus(
-                    item=i,
-                    status="ok"
-                    if i in done
-                    else (
-                        "timeout"
-                        if failed.get(i) in ("timeout", "latency_spike")
-                        else "error"
-                        if i in failed
-                        else "skipped"
-                    ),
-                    error_code=FAILURES[failed[i]].error_code if failed.get(i) in FAILURES else None,
-                )
-                for i in range(report.fan_out)
-            )
+            manifest = tuple(_item_status(i, done, failed) for i in range(report.fan_out))
         text = vendor_text(report, self.secrets)
         metadata = {
             "tool": tool,
@@ -300,8 +245,8 @@ class ToolEnvelopeFormat(_Bound):
         n_failed = len(report.item_failures) or 1
         envelope = ToolEnvelope(
             status=status,  # type: ignore[arg-type]
-            error_code=contract.error_code if contract else "UNCLASSIFIED",
-            retriable=bool(contract and contract.recoverable),
+            error_code=kind.contract.error_code,
+            retriable=bool(kind.contract.recoverable),
             message=sanitise(_first_line(text)),
             data={"completed_steps": steps, "completed_items": items},
             manifest=manifest,

@@ -2,7 +2,8 @@
 
 Three vendor styles (a JVM client, a Python SDK, a Node client) are assigned per tool
 by a stable hash of the tool's name, the way a real fleet calls different vendors'
-APIs.  Each style words the same failure differently: the JVM and Python texts carry an
+APIs.  A kind's wire status (:attr:`fleetchaos.sim.kinds.FaultKind.wire`) gives the
+HTTP status, reason and errno-like code.  Each style words the same failure differently: the JVM and Python texts carry an
 HTTP status, the Node text carries only an errno-like code.  Every text plants one
 secret of each shape (API key, bearer token, e-mail, home path, internal URL) from the
 run's :class:`~fleetchaos.sim.sanitise.PlantedSecrets`.
@@ -13,30 +14,11 @@ from __future__ import annotations
 from functools import lru_cache
 
 from fleetchaos.sim import _rng
+from fleetchaos.sim.kinds import FaultKind, rendered_kind
 from fleetchaos.sim.sanitise import PlantedSecrets
 from fleetchaos.sim.truth import AttemptReport
 
 VENDORS = ("jvm", "python", "node")
-
-#: Fault kind -> (HTTP status, reason phrase, Node errno-like code).
-WIRE: dict[str, tuple[int, str, str]] = {
-    "network_blip": (503, "Service Unavailable", "ECONNRESET"),
-    "timeout": (504, "Gateway Timeout", "ETIMEDOUT"),
-    "latency_spike": (504, "Gateway Timeout", "ETIMEDOUT"),
-    "rate_limit": (429, "Too Many Requests", "ERR_RATE_LIMITED"),
-    "quota_exhausted": (429, "Too Many Requests", "ERR_QUOTA_EXCEEDED"),
-    "disk_full": (507, "Insufficient Storage", "ENOSPC"),
-    "expired_key": (401, "Unauthorized", "ERR_TOKEN_EXPIRED"),
-    "permission_denied": (403, "Forbidden", "EACCES"),
-    "git_push_conflict": (409, "Conflict", "ERR_NON_FAST_FORWARD"),
-    "missing_dependency": (424, "Failed Dependency", "ENOENT"),
-    "validation_error": (422, "Unprocessable Entity", "ERR_INVALID_ARG_VALUE"),
-    "not_found": (404, "Not Found", "ERR_NOT_FOUND"),
-    "partial_batch": (500, "Internal Server Error", "ERR_BATCH_ITEM"),
-    "node_crash": (502, "Bad Gateway", "ECONNREFUSED"),
-    "network_partition": (503, "Service Unavailable", "EHOSTUNREACH"),
-}
-UNKNOWN_WIRE = (500, "Internal Server Error", "ERR_UNKNOWN")
 
 
 @lru_cache(maxsize=16)
@@ -50,17 +32,22 @@ def vendor_of(tool: str) -> str:
     return VENDORS[_rng.stream_id(f"vendor:{tool}") % len(VENDORS)]
 
 
-def call_key(report: AttemptReport) -> int:
+def failure_key(report: AttemptReport) -> int:
     """A stable key for one dispatch's failure (selects which planted secrets it carries)."""
     return _rng.key(report.task_id, report.worker, report.start_step, report.failed_step, len(report.done_items))
 
 
+def shown_kind(report: AttemptReport) -> FaultKind:
+    """The kind record a format renders the dispatch's failure with: the one a worker's
+    wrong envelope reports (``report.shown_as``), else the truth's (:func:`rendered_kind`)."""
+    return report.shown_as or rendered_kind(report.failure)
+
+
 def vendor_text(report: AttemptReport, secrets: PlantedSecrets) -> str:
     """The vendor's error text for a failed dispatch: message line first, then a trace."""
-    kind = report.failure or "unknown"
     tool = report.step_names[report.failed_step]
-    status, reason, errno = WIRE.get(kind, UNKNOWN_WIRE)
-    key, token, email, home, url = secrets.pick(call_key(report))
+    status, reason, errno = shown_kind(report).wire  # type: ignore[misc]
+    key, token, email, home, url = secrets.pick(failure_key(report))
     vendor = vendor_of(tool)
     if vendor == "jvm":
         return (

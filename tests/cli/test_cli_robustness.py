@@ -60,7 +60,7 @@ _number = st.one_of(
 _path = st.sampled_from(["tiny.yaml", "afile.txt", "bad.json", "empty.json", "list.json", "bad.yaml", "alias.yaml",
                          "missing.yaml", ".", "/", "", "no/such/dir/x.db", "afile.txt/x"])  # fmt: skip
 _policy = st.sampled_from(["backoff", "structured", "blind-retyr", "os:path", "no_such_mod:P", ":", "a:", ":b",
-                           "fleetchaos.policies.builtins:POLICIES", "fleetchaos.runs.runner:RunJob", "fleetchaos.policies.builtins:Backoff"])  # fmt: skip
+                           "fleetchaos.policies.registry:POLICIES", "fleetchaos.runs.runner:RunJob", "fleetchaos.policies.builtins:Backoff"])  # fmt: skip
 _bad_dir = st.sampled_from(["afile.txt", "afile.txt/sub", "/proc/fc/report"])
 _format = st.sampled_from(["generic", "structured", "raw", "genric", "ablation:nope", "ablation:", ""])
 _param = st.one_of(

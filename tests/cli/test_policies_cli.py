@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from fleetchaos.cli.main import main
-from fleetchaos.policies.builtins import ENTRY_POINT_GROUP, POLICIES
+from fleetchaos.policies import ENTRY_POINT_GROUP, POLICIES
 
 POLICY_MODULE = '''
 from dataclasses import dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleetchaos.policies.builtins import StructuredDecisionTree
+from fleetchaos.policies import StructuredDecisionTree
 from fleetchaos.runs.runner import run_one
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.formats import get_format

@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fleetchaos.policies.builtins import POLICIES, StructuredDecisionTree
+from fleetchaos.policies import POLICIES, StructuredDecisionTree
 from fleetchaos.runs.runner import run_one
 from fleetchaos.sim.formats import FORMATS, get_format
 from fleetchaos.sim.world import World

@@ -1,4 +1,4 @@
-"""Shrinking failing runs (harness/testing/shrink.py and `fleetchaos shrink`).
+"""Shrinking failing runs (the fleetchaos.testing.shrink package and `fleetchaos shrink`).
 
 The planted failure: a day of ~200 tasks with hundreds of network blips, ambiguous
 timeouts, rate-limit cuts, full disks and expired keys, plus one silent-suppression fault
@@ -19,7 +19,7 @@ import yaml
 from click.testing import CliRunner
 
 from fleetchaos.cli.main import main
-from fleetchaos.policies.builtins import get_policy
+from fleetchaos.policies import get_policy
 from fleetchaos.scenario.load import Scenario, load_scenario
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.world import World
@@ -213,13 +213,13 @@ def test_shrink_is_deterministic():
 
 def test_trial_budget_returns_the_smallest_failing_run_so_far():
     """With a tiny trial budget shrinking stops early and the run it returns still fails."""
-    from fleetchaos.testing.shrink import _Shrinker
+    from fleetchaos.testing.shrink.trials import Trials
 
     scenario = Scenario.model_validate(PLANTED)
     result = shrink(scenario, "structured", "structured", PLANTED_SEED, task_silent=PLANTED_TASK, max_trials=6)
     assert result.budget_exhausted and result.trials == 6
     assert any("trial budget" in n for n in result.notes)
-    probe = _Shrinker(result.scenario, "structured", "structured", PLANTED_SEED, result.prop, 1, None, [])
+    probe = Trials(result.scenario, "structured", "structured", PLANTED_SEED, result.prop, 1, None, [])
     metrics, outcomes, _ = probe.run(result.scenario)
     assert result.prop.holds(metrics, outcomes)
 

@@ -10,7 +10,7 @@ Every world built here is deterministic by construction:
   explicit ``events``;
 * ``api_burst`` is huge unless a test is about rate limits.
 
-Fail-fast durations (``fleetchaos.sim.world.FAIL_FAST_S``) on top of the round trip:
+Fail-fast durations (``FaultKind.fail_fast_s`` in ``fleetchaos.sim.kinds``) on top of the round trip:
 network blip 1.0 s, rate limit 0.1 s, full disk 0.5 s, expired key 0.3 s.  A timeout
 lasts exactly its ``timeout_s`` (no round trip added).
 
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from fleetchaos.policies.builtins import get_policy
+from fleetchaos.policies import get_policy
 from fleetchaos.results.metrics import compute
 from fleetchaos.results.oracle import TaskOutcome
 from fleetchaos.scenario.load import Scenario
@@ -37,7 +37,7 @@ from fleetchaos.sim.world import RunOutput, World
 
 #: One network round trip with ``network_latency {mean_s: 0.05, cv: 0}``.
 RTT = 0.1
-#: Fail-fast extras (mirrors the documented FAIL_FAST_S values).
+#: Fail-fast extras (mirrors the records' documented fail_fast_s values).
 FF_BLIP, FF_RATE, FF_DISK, FF_KEY = 1.0, 0.1, 0.5, 0.3
 
 

@@ -77,7 +77,7 @@ def test_cli_ablation_is_the_same_in_process_and_in_a_process_pool():
 
 def test_schema_drift_is_counted_and_trusting_a_missing_field_costs_redone_work():
     """On a rollout, old workers' failure-type envelopes count as skew and, lacking partial_results, force redone steps."""
-    from fleetchaos.policies.builtins import get_policy
+    from fleetchaos.policies import get_policy
     from fleetchaos.sim.formats import get_format
     from fleetchaos.sim.world import World
 

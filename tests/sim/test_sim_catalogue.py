@@ -10,10 +10,10 @@ from click.testing import CliRunner
 
 import fleetchaos.catalogue as catalogue
 from fleetchaos.cli.main import main
-from fleetchaos.policies.builtins import get_policy
+from fleetchaos.policies import get_policy
 from fleetchaos.scenario.load import load_scenario
 from fleetchaos.sim.formats import get_format
-from fleetchaos.sim.truth import REPORTING_KINDS
+from fleetchaos.sim.kinds import REPORTING, kinds_in
 from fleetchaos.sim.world import World
 
 #: The stories of the reference documents and the issue, by catalogue name.
@@ -32,6 +32,8 @@ STORIES = {
     "mixed_production_day": "a mixed production day",
     "swarm_worlds": "worlds drawn from swarm ranges",
     "closed_loop_quota": "closed-loop clients",
+    "imperfect_contracts": "envelopes that are sometimes wrong",
+    "partial_results_tradeoff": "resuming keeps work a tool faked",
 }
 
 #: The arms every catalogue scenario is compared on here (2 policies x 2 error formats).
@@ -106,7 +108,7 @@ def test_scenario_runs_and_exercises_its_faults(name, compared, tmp_path_factory
         assert arm["metrics"]["faulted_tasks"] > 0
         for kind, n in arm["breakdowns"]["fault_hits_by_kind"].items():
             hits[kind] = hits.get(kind, 0) + n
-    declared = {f.kind for f in load_scenario(name).faults} - set(REPORTING_KINDS)
+    declared = {f.kind for f in load_scenario(name).faults} - set(kinds_in(REPORTING))
     missing = sorted(k for k in declared if not hits.get(k))
     assert not missing, f"{name}: declared fault kinds never hit a call: {missing} (hits: {hits})"
 

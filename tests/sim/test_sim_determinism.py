@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleetchaos.policies.builtins import get_policy
+from fleetchaos.policies import get_policy
 from fleetchaos.runs.runner import BUILTIN_FORMATS, BUILTIN_POLICIES, run_one
 from fleetchaos.scenario.load import load_scenario
 from fleetchaos.sim.formats import get_format

@@ -8,7 +8,7 @@ retry_after_ms).  ``r.rendered`` (conftest) holds every (AttemptReport, Observat
 format rendered, so the very same truth can be rendered again through the other format.
 
 Conventions (conftest.py): one network round trip RTT = 0.1 s; a successful call lasts
-0.1 + the step's mean; a fast failure lasts 0.1 + its FAIL_FAST_S extra (pinned by
+0.1 + the step's mean; a fast failure lasts 0.1 + its fail_fast_s extra (the kind's record) (pinned by
 ``test_fail_fast_extras_used_by_the_hand_computations``): missing_dependency 0.2,
 validation_error 0.5, not_found 0.4, permission_denied 0.3, partial_batch 0.5,
 node_crash 0.2, quota_exhausted 0.1, rate_limit 0.1, network_blip 1.0.
@@ -23,12 +23,15 @@ import dataclasses
 
 import pytest
 
-from fleetchaos.policies.builtins import BlindRetry, resume_point
+from fleetchaos.policies import BlindRetry, resume_point
 from fleetchaos.sim.fault_specs import FAULT_MODELS
 from fleetchaos.sim.formats import GenericFormat, StructuredFormat
+from fleetchaos.sim.kinds import KINDS, MASKING, REPORTING, kinds_in
 from fleetchaos.sim.observation import Escalate, GiveUp, Reroute, Retry, UseAlternative
-from fleetchaos.sim.truth import FAILURES, MASKING_KINDS, REPORTING_KINDS, AttemptReport
-from fleetchaos.sim.world import FAIL_FAST_S
+from fleetchaos.sim.truth import FAILURES, AttemptReport
+
+MASKING_KINDS = kinds_in(MASKING)
+REPORTING_KINDS = kinds_in(REPORTING)
 
 APPROX = dict(abs=1e-6)
 GENERIC, STRUCTURED = GenericFormat(), StructuredFormat()
@@ -110,7 +113,7 @@ class AlwaysReroute:
 def test_fail_fast_extras_used_by_the_hand_computations():
     """The fail-fast durations the hand computations in this file rely on."""
     assert {
-        k: FAIL_FAST_S[k]
+        k: KINDS[k].fail_fast_s
         for k in (
             "missing_dependency",
             "validation_error",
@@ -136,8 +139,9 @@ def test_fail_fast_extras_used_by_the_hand_computations():
 
 
 def test_every_fault_kind_has_a_contract_or_is_reporting_only():
-    """All 18 scenario kinds are classified: 17 by a failure contract, schema_drift as reporting only."""
-    assert len(FAULT_MODELS) == 18
+    """All 19 scenario kinds are classified: 17 by a failure contract, schema_drift and wrong_envelope as reporting only."""
+    assert len(FAULT_MODELS) == 19
+    assert set(REPORTING_KINDS) == {"schema_drift", "wrong_envelope"}
     assert set(FAULT_MODELS) == set(FAILURES) | set(REPORTING_KINDS)
     assert set(FAILURES).isdisjoint(REPORTING_KINDS)
 
@@ -1044,7 +1048,7 @@ def test_latency_spike_timeout_says_outcome_unknown(sim):
     r = sim.run(spike_world(sim), BlindRetry(0), "structured")
     [(report, obs)] = r.rendered
     assert report.failure == "latency_spike"
-    # world._call: committed with SLOW_CALL_COMMITTED_P = 0.5, like a plain timeout
+    # CallModel.decide: committed with SLOW_CALL_COMMITTED_P = 0.5, like a plain timeout
     assert obs.envelope.context.get("outcome") == "unknown"
 
 

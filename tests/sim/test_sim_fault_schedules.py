@@ -17,7 +17,7 @@ import dataclasses
 
 import pytest
 
-from fleetchaos.policies.builtins import BlindRetry, resume_point
+from fleetchaos.policies import BlindRetry, resume_point
 from fleetchaos.sim.faults import build_plan
 from fleetchaos.sim.formats import GenericFormat
 from fleetchaos.sim.observation import Escalate, GiveUp, Retry

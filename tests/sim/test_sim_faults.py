@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleetchaos.policies.builtins import BlindRetry
+from fleetchaos.policies import BlindRetry
 from fleetchaos.sim.observation import RefreshCredentials, Reroute, Retry
 
 APPROX = dict(abs=1e-9)

@@ -6,7 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from fleetchaos.results.metrics import DIRECTIONLESS, METRICS, compute_run, direction, error_code, pages_of
+from fleetchaos.results.metrics import compute_run, error_code, pages_of
+from fleetchaos.results.registry import DIRECTIONLESS, METRICS, direction
+from fleetchaos.sim.kinds import UnknownFaultKind
 
 APPROX = dict(abs=1e-6)
 
@@ -96,13 +98,14 @@ def test_pages_are_the_ledgers_own_count():
 
 
 def test_directions_and_error_codes():
-    """Directions come from METRICS except for the workload counts; fault kinds map to the contract's codes."""
+    """Directions come from the registry, None for the workload counts; fault kinds map to the contract's codes."""
     assert direction("recovery_rate") is True
     assert direction("retry_amplification") is False and direction("human_pages_per_day") is False
     assert all(direction(name) is None for name in DIRECTIONLESS)
     assert direction("no_such_metric") is None
     assert error_code("expired_key") == "AUTH_EXPIRED"
-    assert error_code("some_new_kind") == "SOME_NEW_KIND"
+    with pytest.raises(UnknownFaultKind, match="some_new_kind"):
+        error_code("some_new_kind")  # no made-up code for a kind without a record
 
 
 def test_task_counts_give_one_value_per_name():

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from fleetchaos.policies.blocks import AwsRetryQuota, CircuitBreaker
-from fleetchaos.policies.builtins import BlindRetry
+from fleetchaos.policies import AwsRetryQuota, BlindRetry, CircuitBreaker
 from fleetchaos.policies.controls import Controlled
 from fleetchaos.policies.presets import LayeredBackoff
 from fleetchaos.sim.observation import DeadLetter, Escalate, GiveUp, Remediate, Retry, Rollback

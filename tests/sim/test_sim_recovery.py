@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleetchaos.policies.builtins import StructuredDecisionTree
+from fleetchaos.policies import StructuredDecisionTree
 from fleetchaos.sim.observation import Escalate, Retry
 
 APPROX = dict(abs=1e-6)

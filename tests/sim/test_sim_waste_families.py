@@ -5,7 +5,10 @@ from __future__ import annotations
 from fleetchaos.results.metrics import WASTE_FAMILIES, compute_run
 from fleetchaos.runs.runner import run_one
 from fleetchaos.scenario.load import load_scenario
-from fleetchaos.sim.world import WASTE_REASONS
+from fleetchaos.sim.kinds import KINDS
+
+#: The reason each kind's record gives a wasted retry after it.
+WASTE_REASONS = {name: kind.waste.reason for name, kind in KINDS.items() if kind.waste is not None}
 
 
 def test_every_recorded_reason_has_a_family():

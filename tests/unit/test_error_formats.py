@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from fleetchaos.policies.builtins import FailureTypeRouter, resume_from_refs
+from fleetchaos.policies import FailureTypeRouter, resume_from_refs
 from fleetchaos.policies.raw_errors import parse_raw
 from fleetchaos.sim.envelope import SCHEMA_VERSION, AgentToolError
 from fleetchaos.sim.envelopes import ENVELOPES, FailureTypeError, SubagentResult, ToolEnvelope

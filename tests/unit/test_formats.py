@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from fleetchaos.policies.builtins import resume_point
+from fleetchaos.policies import resume_point
 from fleetchaos.sim.envelope import SCHEMA_VERSION, AgentToolError, PartialSuccess
 from fleetchaos.sim.formats import FORMATS, GenericFormat, StructuredFormat, get_format
 from fleetchaos.sim.observation import Observation
-from fleetchaos.sim.truth import FAILURE_KINDS, FAILURES, AttemptReport
+from fleetchaos.sim.truth import FAILURES, AttemptReport
+
+FAILURE_KINDS = tuple(FAILURES)
 
 STEPS = ("plan", "edit", "search", "write")
 

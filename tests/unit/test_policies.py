@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fleetchaos.policies.builtins import (
+from fleetchaos.policies import (
     POLICIES,
     Backoff,
     BlindRetry,

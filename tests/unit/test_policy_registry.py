@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fleetchaos.policies.builtins import (
+from fleetchaos.policies import (
     BUILT_IN,
     DRIVER_ATTRIBUTES,
     ENTRY_POINT,
@@ -303,7 +303,7 @@ def test_recipes_do_not_depend_on_string_hashing():
     import subprocess
 
     script = (
-        "from fleetchaos.policies.builtins import POLICIES, get_policy\n"
+        "from fleetchaos.policies.registry import POLICIES, get_policy\n"
         "from fleetchaos.runs.runner import policy_recipe\n"
         "for name in sorted(POLICIES): print(name, policy_recipe(get_policy(name)))\n"
     )

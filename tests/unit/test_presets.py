@@ -6,14 +6,16 @@ import random
 
 import pytest
 
-from fleetchaos.policies.blocks import (
+from fleetchaos.policies import (
+    POLICIES,
     AdaptiveThrottle,
     AwsRetryQuota,
+    BlindRetry,
     CircuitBreaker,
     EnvoyRetryBudget,
     GrpcRetryThrottle,
+    get_policy,
 )
-from fleetchaos.policies.builtins import POLICIES, BlindRetry, get_policy
 from fleetchaos.policies.controls import Controlled, ControlState
 from fleetchaos.policies.presets import (
     BACKOFF_VARIANTS,

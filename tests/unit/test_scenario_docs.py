@@ -12,10 +12,12 @@ from click.testing import CliRunner
 from fleetchaos.cli.main import main
 from fleetchaos.errors import UserError
 from fleetchaos.scenario.docs import SCHEDULE, SECTIONS, render
-from fleetchaos.scenario.fault_catalogue import EFFECTS, fault_kind, fault_kinds, parameters, type_name
+from fleetchaos.scenario.fault_catalogue import fault_kind, fault_kinds
+from fleetchaos.scenario.fields import parameters, type_name
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.config import FleetSpec
 from fleetchaos.sim.fault_specs import FAULT_MODELS, Window
+from fleetchaos.sim.kinds import KINDS
 from fleetchaos.sim.truth import FAILURES
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "scenarios.md"
@@ -53,7 +55,7 @@ def test_docs_list_the_catalogue():
 
 def test_every_fault_kind_has_an_effect_and_a_contract():
     """Each kind has one effect sentence and either a failure contract or a reporting code."""
-    assert set(EFFECTS) == set(FAULT_MODELS)
+    assert [info.kind for info in fault_kinds()] == list(FAULT_MODELS)
     for info in fault_kinds():
         assert info.effect.endswith(".") and len(info.effect.split()) >= 8
         assert info.error_code.isupper()
@@ -66,7 +68,7 @@ def test_effects_name_only_existing_parameters():
     from fleetchaos.sim.envelope import AgentToolError
 
     fleet = set(FleetSpec.model_fields)
-    for kind, effect in EFFECTS.items():
+    for kind, effect in ((k, r.effect) for k, r in KINDS.items()):
         known = set(FAULT_MODELS[kind].model_fields) | set(AgentToolError.model_fields)
         for name in re.findall(r"\bfleet\.(\w+)", effect):
             assert name in fleet, f"{kind}: fleet.{name}"

@@ -1,0 +1,189 @@
+"""What every command shares: exit codes, consoles, common options, input checks, and error handling.
+
+Data goes to stdout, messages to stderr.  Exit codes: 0 ok, 1 regression gate failed,
+2 invalid input or usage, 3 internal error, 130 interrupted.  :class:`ErrorHandlingGroup`
+turns a :class:`~fleetchaos.errors.UserError` into one message and exit 2, and anything
+unexpected into exit 3.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from fleetchaos.errors import UserError
+
+__all__ = [
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_USAGE",
+    "Confidence",
+    "ErrorHandlingGroup",
+    "apply_single_params",
+    "determinism_option",
+    "jobs_option",
+    "make_report_dir",
+    "param_option",
+    "run_determinism_check",
+    "scenario_option",
+    "scheduler_option",
+    "seeds_to_run",
+    "split_names",
+    "stderr_console",
+    "stdout_console",
+    "traces_option",
+]
+
+EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+
+
+class Confidence(click.FloatRange):
+    """A confidence level in [0.5, 0.999]; unlike click.FloatRange it refuses nan (which passes every bound)."""
+
+    def convert(self, value, param, ctx):
+        """The float, or a usage error naming the option."""
+        number = super().convert(value, param, ctx)
+        if number != number:
+            self.fail(f"{value!r} is not a number in the range 0.5<=x<=0.999.", param, ctx)
+        return number
+
+
+def stdout_console() -> Console:
+    """The console data tables go to (stdout, at least 160 columns wide so tables do not fold)."""
+    return Console(soft_wrap=False, width=max(160, Console().width))
+
+
+def stderr_console() -> Console:
+    """The console messages go to (stderr)."""
+    return Console(stderr=True, soft_wrap=True)
+
+
+def split_names(value: str) -> tuple[str, ...]:
+    """A comma-separated option as a tuple of its non-empty, stripped items."""
+    return tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+def make_report_dir(path: Path | None, option: str = "--report") -> None:
+    """Create a report folder before any run starts, so a path that cannot be written is a user error, not a crash."""
+    if path is None:
+        return
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(
+            f"{option} {path}: cannot create the report folder ({exc.strerror or exc}); choose another path"
+        ) from None
+
+
+def apply_single_params(spec, ref: str, options: tuple[str, ...]):
+    """Apply ``--param PATH=VALUE`` options that each give exactly one value."""
+    from fleetchaos.runs.sweep import scenario_source
+    from fleetchaos.scenario.params import apply_params, parse_param_option
+
+    pairs = []
+    for option in options:
+        path, values = parse_param_option(option)
+        if len(values) != 1:
+            raise UserError(
+                f"--param {option}: run takes one value per parameter; use `fleetchaos sweep` to sweep several"
+            )
+        pairs.append((path, values[0]))
+    return apply_params(spec, pairs, source=scenario_source(ref))
+
+
+class ErrorHandlingGroup(click.Group):
+    """Turns user errors into one message and exit 2, and crashes into exit 3."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except UserError as exc:
+            stderr_console().print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, markup=True)
+            sys.exit(EXIT_USAGE)
+        except KeyboardInterrupt:
+            stderr_console().print("interrupted")
+            sys.exit(EXIT_INTERRUPTED)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
+            raise
+        except Exception as exc:  # an internal error, never a user's mistake
+            if os.environ.get("FLEETCHAOS_DEBUG"):
+                traceback.print_exc()
+            stderr_console().print(
+                f"[red]internal error:[/red] {type(exc).__name__}: {exc}\n"
+                "This is a bug in fleetchaos; set FLEETCHAOS_DEBUG=1 to see the traceback.",
+                highlight=False,
+            )
+            sys.exit(EXIT_INTERNAL)
+
+
+def seeds_to_run(spec, seeds: int | None, first_seed: int | None) -> list[int]:
+    """The seeds to run: --seeds/--first-seed when given, else the scenario's own seeds, else 1..10."""
+    if seeds is None and first_seed is None and spec.seeds:
+        return list(spec.seeds)
+    first = 1 if first_seed is None else first_seed
+    return list(range(first, first + (10 if seeds is None else seeds)))
+
+
+# Options several commands share, written once so their help reads the same everywhere.
+scenario_option = click.option(
+    "--scenario", default="default", show_default=True, help="catalogue name or path to a .yaml/.json file"
+)
+jobs_option = click.option(
+    "--jobs", type=click.IntRange(1, 512), help="local worker processes; 1 runs in this process [default: one per core]"
+)
+scheduler_option = click.option(
+    "--scheduler",
+    metavar="tcp://HOST:PORT",
+    help="run on a Dask distributed cluster (needs: pip install 'fleetchaos[dask]')",
+)
+param_option = click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="PATH=V1,V2,...",
+    help="set a scenario value by dotted path, e.g. faults[0].probability=0.1 or fleet.workers=50",
+)
+traces_option = click.option(
+    "--traces",
+    "traces_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="write the traced run(s) here as OTLP JSON, one trace per task (docs/calibration.md)",
+)
+determinism_option = click.option(
+    "--check-determinism",
+    is_flag=True,
+    help="only check: run every arm on every seed twice, traced, and compare SHA-256 hashes of the event "
+    "logs (exit 0 if identical, 1 naming the arm and seed that differ); nothing is stored",
+)
+
+
+def run_determinism_check(spec, scenario_ref: str, arms: list[tuple[str, str]], seeds: list[int], runs=None) -> None:
+    """The --check-determinism mode: exit 0 if every arm and seed ran the same twice, else 1.
+
+    ``runs`` (a sweep's ``(scenario, policy, errors, seed, replay)`` tuples) replaces spec x arms x seeds.
+    """
+    from fleetchaos.runs.determinism import check_determinism, check_runs
+
+    err = stderr_console()
+    if runs is None:
+        mismatches = check_determinism(spec, scenario_ref, arms, seeds)
+        runs = len(arms) * len(seeds)
+    else:
+        mismatches = check_runs(runs)
+        runs = len(runs)
+    for mismatch in mismatches:
+        err.print(f"[red]error:[/red] {escape(mismatch.message())}", highlight=False)
+    if mismatches:
+        err.print(
+            f"determinism check failed: {len(mismatches)} of {runs} runs differ between two runs", highlight=False
+        )
+        sys.exit(1)
+    err.print(f"determinism check passed: {runs} runs, each run twice, identical event logs", highlight=False)

@@ -1,0 +1,256 @@
+"""The ``scenarios``, ``schema``, ``policies`` and ``faults`` commands: what the catalogue, the models and the registry hold."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from fleetchaos.cli.common import EXIT_USAGE, stderr_console, stdout_console
+from fleetchaos.errors import UserError
+from fleetchaos.names import allow_local_policies
+from fleetchaos.scenario.messages import _did_you_mean
+
+__all__ = ["faults", "policies", "scenarios", "schema"]
+
+
+@click.group()
+def scenarios() -> None:
+    """The built-in scenario catalogue."""
+
+
+@scenarios.command("list")
+def scenarios_list() -> None:
+    """List catalogue scenarios."""
+    import fleetchaos.catalogue as catalogue
+    from fleetchaos.scenario.load import load_scenario
+
+    for name in catalogue.names():
+        spec = load_scenario(name)
+        first = " ".join(spec.description.split())[:100]
+        click.echo(f"{name:20s} {first}")
+
+
+@scenarios.command("show")
+@click.argument("name")
+def scenarios_show(name: str) -> None:
+    """Print a catalogue scenario's file."""
+    import fleetchaos.catalogue as catalogue
+    from fleetchaos.scenario.load import load_scenario
+
+    load_scenario(name)  # validates, and gives the did-you-mean message for typos
+    click.echo(catalogue.path(name).read_text(encoding="utf-8"), nl=False)
+
+
+@scenarios.command("validate")
+@click.argument("files", nargs=-1, required=True)
+def scenarios_validate(files: tuple[str, ...]) -> None:
+    """Validate scenario files (or catalogue names); exit 0 if all are valid, else 2."""
+    from fleetchaos.errors import ScenarioError
+    from fleetchaos.scenario.load import load_scenario
+
+    failed = False
+    for ref in files:
+        try:
+            spec = load_scenario(ref)
+        except ScenarioError as exc:
+            stderr_console().print(f"[red]invalid:[/red] {escape(str(exc))}", highlight=False)
+            failed = True
+        else:
+            click.echo(f"ok: {ref} (scenario {spec.name!r}, {len(spec.faults)} faults)")
+    if failed:
+        sys.exit(EXIT_USAGE)
+
+
+@click.command()
+@click.argument("what", type=click.Choice(["scenario", "envelope"]))
+@click.argument("name", required=False)
+@click.option("--markdown", is_flag=True, help="print the scenario file reference (docs/scenarios.md) instead")
+def schema(what: str, name: str | None, markdown: bool) -> None:
+    """Print the JSON Schema of a scenario file or of a structured error envelope.
+
+    ``schema envelope`` prints the AgentToolError envelope; ``schema envelope NAME``
+    any of agent-tool-error, failure-type, subagent-result, tool-envelope.
+    """
+    import json
+
+    if markdown:
+        if what != "scenario":
+            raise UserError("--markdown: only the scenario reference is available as Markdown")
+        from fleetchaos.scenario.docs import render
+
+        click.echo(render(), nl=False)
+        return
+    if what == "scenario" and name is not None:
+        raise UserError(f"schema scenario: takes no NAME (got {name!r}); NAME selects an envelope")
+    if what == "scenario":
+        from fleetchaos.scenario.load import Scenario
+
+        doc = Scenario.model_json_schema()
+    else:
+        from fleetchaos.sim.envelopes import ENVELOPES
+
+        if name is not None and name not in ENVELOPES:
+            raise UserError(
+                f"schema envelope: unknown envelope {name!r} (known: {', '.join(sorted(ENVELOPES))})"
+                f"{_did_you_mean(name, ENVELOPES)}"
+            )
+        doc = ENVELOPES[name or "agent-tool-error"].model_json_schema()
+    click.echo(json.dumps(doc, indent=2, sort_keys=True))
+
+
+@click.group()
+def policies() -> None:
+    """Recovery policies: built-in, registered by installed packages, or given by import path."""
+
+
+def _policy_params(info) -> str:
+    """A policy's parameters on one line, ``recipe`` for a blocks Policy (its fields are the recipe's parts)."""
+    if info.recipe is not None:
+        return info.recipe
+    return ", ".join(f"{k}={v!r}" for k, v in info.parameters.items()) or "-"
+
+
+@policies.command("list")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+def policies_list(as_json: bool) -> None:
+    """List built-in policies and those installed packages register (entry point group fleetchaos.policies).
+
+    Entry points are loaded to describe them; one that cannot be loaded is listed with its
+    error, and the list goes on.
+    """
+    from fleetchaos.policies.registry import ENTRY_POINT, list_policies
+
+    infos = list_policies()
+    if as_json:
+        import json
+
+        click.echo(json.dumps([i.to_dict() for i in infos], indent=2))
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="recovery policies (fleetchaos policies show NAME for details)", show_lines=True, expand=True)
+    # Names are what users type: never folded, so the column is as wide as the longest.
+    table.add_column("name", no_wrap=True, min_width=max(len(i.name) for i in infos))
+    table.add_column("source", overflow="fold", ratio=3)
+    table.add_column("description", overflow="fold", ratio=5)
+    table.add_column("parameters", overflow="fold", ratio=3)
+    for info in infos:
+        if info.error is not None:
+            description = Text("cannot load: ", style="red") + Text(info.error)
+        elif info.shadowed is not None:
+            description = Text(f"not used: {info.shadowed}", style="yellow")
+        else:
+            description = Text(info.description or "(no docstring)")
+        source = info.source if info.source != ENTRY_POINT else f"{info.source}: {info.origin}"
+        table.add_row(Text(info.name), Text(source), description, Text(_policy_params(info)))
+    stdout_console().print(table)
+    broken = [i.name for i in infos if i.error is not None]
+    if broken:
+        stderr_console().print(f"warning: {len(broken)} entry point(s) cannot be loaded: {', '.join(broken)}; "
+                        "`fleetchaos policies show NAME` says why", highlight=False, markup=False)  # fmt: skip
+
+
+@policies.command("show")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+def policies_show(name: str, as_json: bool) -> None:
+    """Describe one policy: where it comes from, what it does, its parameters and driver attributes.
+
+    NAME is a built-in name, an entry point name, or an import path pkg.module:Name.
+    """
+    from fleetchaos.policies.registry import DRIVER_ATTRIBUTES, PolicyLookupError, describe_policy, suggest
+
+    allow_local_policies((name,))
+    try:
+        info = describe_policy(name)
+    except PolicyLookupError as exc:
+        match = suggest(name) if ":" not in name else None
+        hint = f"; did you mean {match!r}?" if match and match != name else ""
+        raise UserError(f"policies show: {exc}{hint}") from None
+    if as_json:
+        import json
+
+        click.echo(json.dumps(info.to_dict(), indent=2))
+        return
+    out = [f"name:        {info.name}", f"source:      {info.source} ({info.origin})",
+           f"description: {info.description or '(no docstring)'}"]  # fmt: skip
+    if info.details:
+        out += ["", *(f"  {line}" if line else "" for line in info.details.splitlines())]
+    if info.recipe is not None:
+        out += ["", f"recipe:      {info.recipe}"]
+    out += ["", "parameters:" + ("" if info.parameters else " none (not a dataclass, or no fields besides name)")]
+    width = max((len(k) for k in info.parameters), default=0)
+    out += [f"  {k:<{width}} = {v!r}" for k, v in info.parameters.items()]
+    out += ["", "driver attributes:" + ("" if info.driver_attributes else " none (the driver's defaults apply)")]
+    for key, value in info.driver_attributes.items():
+        shown = value if isinstance(value, str) and value.startswith("method ") else repr(value)
+        out.append(f"  {key} = {shown}: {DRIVER_ATTRIBUTES[key]}")
+    click.echo("\n".join(out))
+
+
+@click.group()
+def faults() -> None:
+    """Fault kinds: what each breaks, how it is reported, and its parameters."""
+
+
+@faults.command("list")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+def faults_list(as_json: bool) -> None:
+    """List fault kinds: category, error code, effect on the truth and parameters."""
+    from fleetchaos.scenario.fault_catalogue import fault_kinds
+
+    kinds = fault_kinds()
+    if as_json:
+        import json
+
+        doc = [
+            {
+                "kind": k.kind,
+                "category": k.category,
+                "error_code": k.error_code,
+                "recoverable": k.recoverable,
+                "suggested_action": k.suggested_action,
+                "effect": k.effect,
+                "parameters": [p.name for p in k.parameters],
+            }
+            for k in kinds
+        ]
+        click.echo(json.dumps(doc, indent=2))
+        return
+    from rich.table import Table
+
+    table = Table(title="fault kinds (fleetchaos faults show KIND for parameter details)", show_lines=True)
+    for column in ("kind", "category", "error code", "effect on the truth", "parameters"):
+        table.add_column(column, overflow="fold")
+    for k in kinds:
+        table.add_row(k.kind, k.category, k.error_code, k.effect, ", ".join(p.name for p in k.parameters))
+    Console(soft_wrap=False, width=max(140, Console().width)).print(table)
+
+
+@faults.command("show")
+@click.argument("kind")
+def faults_show(kind: str) -> None:
+    """Show one fault kind: its contract, its effect and every parameter."""
+    from rich.table import Table
+
+    from fleetchaos.scenario.fault_catalogue import fault_kind
+
+    k = fault_kind(kind)
+    out = Console(soft_wrap=False, width=max(140, Console().width), highlight=False)
+    recoverable = "n/a" if k.recoverable is None else str(k.recoverable).lower()
+    out.print(f"[bold]{k.kind}[/bold]: {escape(k.summary)}")
+    out.print(
+        f"error code {k.error_code} | category {k.category} | recoverable {recoverable} | "
+        f"suggested action {k.suggested_action}"
+    )
+    out.print(f"effect on the truth: {escape(k.effect)}")
+    table = Table(show_lines=False)
+    for column in ("parameter", "type", "default", "allowed", "description"):
+        table.add_column(column, overflow="fold")
+    for p in k.parameters:
+        table.add_row(*(escape(v) for v in (p.name, p.type, p.default, p.allowed, p.description)))
+    out.print(table)

@@ -1,0 +1,343 @@
+"""One tool call: what it meets and what it does, decided without SimPy.
+
+:meth:`CallModel.decide` is the whole decision for one call: which fault (if any) the
+call meets, how long it takes, whether its side effect committed, and when a refused
+call may be tried again.  It reads the fault plan, the call's keyed draws
+(:mod:`fleetchaos.sim._rng`) and the fleet's state through two small protocols
+(:class:`NodeView`, :class:`SharedView`), and nothing else: the world calls it for every
+simulated call, and a real-code runtime can call it for every real one, so both modes
+decide faults with one function.
+
+A call meets the stages of :mod:`fleetchaos.sim.kinds` in this order: a crashed worker,
+expired credentials, persistent faults, a full disk, the API token bucket, the daily
+quota, transient faults, a failing batch item, a call slower than the fleet's call
+timeout (a latency spike or a timeout), masking faults.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Protocol
+
+from fleetchaos.sim import _rng
+from fleetchaos.sim.config import FleetSpec, lognormal_params
+from fleetchaos.sim.faults import CALL_STAGES, CallRule, FaultPlan
+from fleetchaos.sim.kinds import KINDS, SOURCE, TASK_STEP, TASK_STEP_ITEM, WORKER_TOOL, FaultKind
+
+S_CALL_TIMES = _rng.stream_id("call:latency+duration")  # one Box-Muller pair per call
+S_COMMIT = _rng.stream_id("call:timeout_committed")
+S_SLOW_COMMIT = _rng.stream_id("call:slow_committed")
+S_BATCH = _rng.stream_id("call:batch_items")
+
+# Module-level names for the per-call functions: a global read instead of two look-ups.
+_draw, _normal_pair, _exp = _rng.draw, _rng.normal_pair, math.exp
+
+#: A slow call that hits the fleet's call timeout committed its side effect with this probability.
+SLOW_CALL_COMMITTED_P = 0.5
+
+#: The kinds the fleet's state produces, met by every call alike.
+NODE_CRASH, EXPIRED_KEY, DISK_FULL = KINDS["node_crash"], KINDS["expired_key"], KINDS["disk_full"]
+RATE_LIMIT, QUOTA_EXHAUSTED = KINDS["rate_limit"], KINDS["quota_exhausted"]
+TIMEOUT, LATENCY_SPIKE = KINDS["timeout"], KINDS["latency_spike"]
+
+#: What :meth:`CallModel.decide` returns: (the fault the call met or None, its duration in
+#: simulated seconds, whether its side effect committed, the instant a refused call may be
+#: retried or None).  A plain tuple: one is built for every call.
+CallOutcome = tuple[FaultKind | None, float, bool, float | None]
+
+#: Rules of one step on one worker, by stage: (persistent, transient, batch, masking).
+StepRules = tuple[tuple[CallRule, ...], tuple[CallRule, ...], tuple[CallRule, ...], tuple[CallRule, ...]]
+
+#: No item of the step fails in a batch.
+NO_ITEMS: Mapping[int, FaultKind] = MappingProxyType({})
+
+
+class NodeView(Protocol):
+    """A worker's state as a call meets it (:class:`fleetchaos.sim.state.NodeState`)."""
+
+    index: int
+    credentials_expire_s: float
+    """The instant its current credentials stop working (expired at ``now`` iff ``now >=`` it)."""
+
+    def down(self, now: float) -> bool:
+        """Whether the worker is crashed at ``now``."""
+        ...
+
+    def disk_refuses(self, now: float, mb: float) -> bool:
+        """Whether a write of ``mb`` fails at ``now``."""
+        ...
+
+
+class SharedView(Protocol):
+    """What every API call shares (:class:`fleetchaos.sim.state.SharedCapacity`)."""
+
+    def take_token(self, now: float) -> float:
+        """Take an API token: 0.0 when granted, else the seconds until one is available."""
+        ...
+
+    def take_quota(self, now: float) -> float | None:
+        """Count the call against the daily quota: None when allowed, else the instant it resets."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A template's step compiled for the hot path."""
+
+    index: int
+    name: str
+    fan_out: int
+    uses_api: bool
+    writes_disk: bool
+    disk_mb: float
+    tokens: int
+    mean_s: float
+    mu: float
+    sigma: float
+    needs: tuple[int, ...]
+    pushes: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """A task template compiled for the hot path."""
+
+    index: int
+    name: str
+    steps: tuple[Step, ...]
+    names: tuple[str, ...]
+    append_steps: tuple[int, ...]
+    deadline_s: float | None
+    budget_calls: int | None
+
+
+def compile_template(index: int, template, plan: FaultPlan) -> Template:
+    """A :class:`~fleetchaos.sim.config.TemplateSpec` compiled once per run."""
+    steps = []
+    names = [s.tool for s in template.steps]
+    for si, s in enumerate(template.steps):
+        mu, sigma = lognormal_params(s.duration.mean_s, s.duration.cv)
+        steps.append(
+            Step(
+                index=si,
+                name=s.tool,
+                fan_out=s.fan_out,
+                uses_api=s.uses_api,
+                writes_disk=s.disk_mb > 0,
+                disk_mb=s.disk_mb,
+                tokens=s.tokens if s.uses_api else 0,
+                mean_s=s.duration.mean_s,
+                mu=mu,
+                sigma=sigma,
+                needs=tuple(names.index(n) for n in s.needs),
+                pushes=bool(plan.git_branches) and s.tool in plan.git_tools,
+            )
+        )
+    return Template(
+        index=index,
+        name=template.name,
+        steps=tuple(steps),
+        names=tuple(names),
+        append_steps=tuple(i for i, s in enumerate(template.steps) if s.side_effect == "append"),
+        deadline_s=template.deadline_s,
+        budget_calls=template.budget_calls,
+    )
+
+
+class CallModel:
+    """Decides what every tool call of one run meets and does.
+
+    Holds what is the same for every call of the run (the plan, the latency model, the
+    call timeout, the shared capacity) and what the run learns as it goes (tools a
+    remediation installed, the one draw per worker and tool of a missing dependency).
+    """
+
+    __slots__ = (
+        "_dependency_draws",
+        "_rules",
+        "_template_rules",
+        "call_timeout_s",
+        "installed",
+        "latency_mean",
+        "latency_mu",
+        "latency_sigma",
+        "plan",
+        "seed",
+        "shared",
+        "spikes",
+    )
+
+    def __init__(self, plan: FaultPlan, shared: SharedView, seed: int, fleet: FleetSpec):
+        """A run's calls: its fault plan, the capacity its API calls share, its seed and its fleet."""
+        self.plan = plan
+        self.shared = shared
+        self.seed = seed
+        self.call_timeout_s = fleet.call_timeout_s
+        lat = fleet.network_latency
+        self.latency_mean = 2.0 * lat.mean_s  # a call is one round trip
+        self.latency_mu, self.latency_sigma = lognormal_params(self.latency_mean, lat.cv)
+        self.spikes = plan.latency  # per worker: a SpanTable of (factor, add)
+        self.installed: set[tuple[int, str]] = set()  # (worker, tool) a remediation agent installed
+        self._dependency_draws: dict[tuple[int, int, str], float] = {}  # (rule stream, worker, tool) -> its draw
+        self._rules: dict[tuple[int, int, int], StepRules] = {}
+        self._template_rules: dict[tuple[int, int], tuple[StepRules, ...]] = {}
+
+    def rules_for(self, worker: int, tpl: Template, si: int) -> StepRules:
+        """The per-call rules that can hit this worker, template and step, grouped by stage."""
+        cache_key = (worker, tpl.index, si)
+        rules = self._rules.get(cache_key)
+        if rules is None:
+            tool = tpl.names[si]
+            hits = [r for r in self.plan.rules if r.applies(worker, tool, tpl.name)]
+            rules = tuple(tuple(r for r in hits if r.info.stage == stage) for stage in CALL_STAGES)
+            self._rules[cache_key] = rules
+        return rules
+
+    def step_rules(self, worker: int, tpl: Template) -> tuple[StepRules, ...]:
+        """:meth:`rules_for` of every step of ``tpl`` on ``worker``: one lookup per dispatch, not per step."""
+        rules = self._template_rules.get((worker, tpl.index))
+        if rules is None:
+            rules = tuple(self.rules_for(worker, tpl, si) for si in range(len(tpl.steps)))
+            self._template_rules[(worker, tpl.index)] = rules
+        return rules
+
+    def decide(
+        self,
+        node: NodeView,
+        step: Step,
+        rules: StepRules,
+        task_key: int,
+        item: int,
+        key: int,
+        now: float,
+        batch_failed: Mapping[int, FaultKind],
+        sources: dict[tuple[int, int], int],
+    ) -> CallOutcome:
+        """What item ``item``'s call of ``step`` meets and does, starting at ``now`` on ``node``.
+
+        ``key`` is the call's key (:func:`fleetchaos.sim._rng.call_key`), ``task_key`` its
+        task's; ``batch_failed`` the items :meth:`batch_failures` chose for this step
+        execution; ``sources`` the source each (step, item) is on (alternatives taken).
+        """
+        z_latency, z_duration = _normal_pair(key, S_CALL_TIMES)
+        if self.latency_sigma > 0.0:
+            latency = _exp(self.latency_mu + self.latency_sigma * z_latency)
+        else:
+            latency = self.latency_mean
+        spikes = self.spikes[node.index]
+        spiked = False
+        if spikes:
+            spike = spikes.at(now)
+            if spike is not None:
+                factor, add = spike
+                latency = latency * factor + add
+                spiked = True
+        if node.down(now):
+            return NODE_CRASH, latency + NODE_CRASH.fail_fast_s, False, None
+        if step.uses_api and now >= node.credentials_expire_s:
+            return EXPIRED_KEY, latency + EXPIRED_KEY.fail_fast_s, False, None
+        persistent, transient, _, masking = rules
+        for rule in persistent:
+            if self.persistent_hit(rule, task_key, step, item, node.index, now, sources):
+                return rule.info, latency + rule.info.fail_fast_s, False, None
+        if step.writes_disk and node.disk_refuses(now, step.disk_mb):
+            return DISK_FULL, latency + DISK_FULL.fail_fast_s, False, None
+        if step.uses_api:
+            shared = self.shared
+            wait = shared.take_token(now)
+            if wait > 0.0:
+                return RATE_LIMIT, latency + RATE_LIMIT.fail_fast_s, False, now + wait
+            reset = shared.take_quota(now)
+            if reset is not None:
+                return QUOTA_EXHAUSTED, latency + QUOTA_EXHAUSTED.fail_fast_s, False, reset
+        for rule in transient:
+            p = rule.constant
+            if p is None:
+                p = rule.probability_at(now, node.index)
+            if p > 0.0 and _draw(key, rule.stream) < p:
+                kind = rule.info
+                if not kind.outcome_unknown:
+                    return kind, latency + kind.fail_fast_s, False, None
+                committed = _draw(key, S_COMMIT ^ rule.stream) < rule.spec.committed_probability
+                return kind, rule.spec.timeout_s, committed, None
+        if item in batch_failed:
+            kind = batch_failed[item]
+            return kind, latency + kind.fail_fast_s, False, None
+        if step.sigma > 0.0:
+            duration = latency + _exp(step.mu + step.sigma * z_duration)
+        else:
+            duration = latency + step.mean_s
+        limit = self.call_timeout_s
+        if limit is not None and duration > limit:
+            committed = _draw(key, S_SLOW_COMMIT) < SLOW_CALL_COMMITTED_P
+            return (LATENCY_SPIKE if spiked else TIMEOUT), limit, committed, None
+        for rule in masking:
+            p = rule.probability_at(now, node.index)
+            if p > 0.0 and _draw(key, rule.stream) < p:
+                return rule.info, duration, False, None
+        return None, duration, True, None
+
+    def persistent_hit(
+        self,
+        rule: CallRule,
+        task_key: int,
+        step: Step,
+        item: int,
+        worker: int,
+        now: float,
+        sources: dict[tuple[int, int], int],
+    ) -> bool:
+        """Whether a persistent fault (the same cause every time) hits this call.
+
+        The draw ignores the execution number: the same task, step, item (and source, or
+        worker and tool, as the kind's ``persistent_scope`` says) fails on every try while
+        the rule holds.
+        """
+        p = rule.probability_at(now, worker)
+        if p <= 0.0:
+            return False
+        scope = rule.info.persistent_scope
+        if scope == WORKER_TOOL:
+            tool = step.name
+            if self.installed and (worker, tool) in self.installed:
+                return False  # a remediation agent installed it
+            # One draw per rule, worker and tool for the whole run: keyed the same every call.
+            cache_key = (rule.stream, worker, tool)
+            u = self._dependency_draws.get(cache_key)
+            if u is None:
+                u = self._dependency_draws[cache_key] = _rng.draw(
+                    _rng.dependency_key(self.seed, worker, tool), rule.stream
+                )
+            return u < p
+        si = step.index
+        if scope == TASK_STEP:
+            return _rng.draw(_rng.persistent_key(task_key, si), rule.stream) < p
+        if scope == TASK_STEP_ITEM:
+            items = rule.items
+            return (items is None or item in items) and _rng.draw(
+                _rng.persistent_key(task_key, si, item), rule.stream
+            ) < p
+        assert scope == SOURCE, scope
+        source = sources.get((si, item), 0)  # each source of an item is gone or not, for good
+        if source > rule.spec.alternatives:
+            return True
+        q = p if source == 0 else rule.spec.alternative_missing_probability
+        return _rng.draw(_rng.persistent_key(task_key, si, item, source), rule.stream) < q
+
+    def batch_failures(
+        self, rules: tuple[CallRule, ...], fan_out: int, task_key: int, si: int, step_key: int, worker: int, now: float
+    ) -> Mapping[int, FaultKind]:
+        """Items of a fan-out step execution chosen to fail together by a batch rule, each with its kind.
+
+        The first rule whose draw hits chooses; a persistent rule draws without the
+        execution number, so it chooses the same items every time.
+        """
+        for rule in rules:
+            key = _rng.persistent_key(task_key, si) if rule.spec.persistent else step_key
+            if _rng.draw(key, rule.stream) < rule.probability_at(now, worker):
+                order = sorted(range(fan_out), key=lambda i: _rng.draw(key, S_BATCH + i))
+                return dict.fromkeys(order[: min(rule.spec.failures, fan_out)], rule.info)
+        return NO_ITEMS

@@ -1,0 +1,142 @@
+"""Policy containment: a recovery policy's mistakes end its own task, never the run.
+
+:class:`ContainedPolicy` wraps a user's :class:`~fleetchaos.sim.observation.RecoveryPolicy`
+for the driver.  It reads the policy's optional attributes once, checks every action it
+returns field by field and rebuilds it as one of the canonical action types, caps the
+actions per task, and turns an exception in any hook into a ``policy_error`` on the task
+(the task then gives up), so the driver only ever acts on well-formed actions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from fleetchaos.sim.ledger import TaskRecord
+from fleetchaos.sim.observation import (
+    ACTION_TYPES,
+    Action,
+    DeadLetter,
+    Escalate,
+    GiveUp,
+    Observation,
+    RecoveryPolicy,
+    RefreshCredentials,
+    Remediate,
+    Reroute,
+    Retry,
+    Rollback,
+    TaskHistory,
+    UseAlternative,
+)
+from fleetchaos.sim.transport import TransportRetry
+
+
+def as_number(value, what: str) -> float:
+    """A finite, non-negative float from any real number (numpy scalars included)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{what} must be a number, got a bool")
+    number = float(value)
+    if not (0.0 <= number < math.inf):
+        raise ValueError(f"{what} must be finite and >= 0, got {value!r}")
+    return number
+
+
+def as_index(value, what: str) -> int:
+    """A non-negative whole number from any real number."""
+    number = as_number(value, what)
+    if number != int(number):
+        raise ValueError(f"{what} must be a whole number, got {value!r}")
+    return int(number)
+
+
+def canonical(action) -> Action:
+    """Rebuild a policy's action as a checked instance of one of the action classes."""
+    for cls in (Escalate, Rollback, DeadLetter):
+        if isinstance(action, cls):
+            return cls(str(action.reason))
+    if isinstance(action, GiveUp):
+        if action.claim not in ("failed", "partial"):
+            raise ValueError(f"GiveUp claim must be 'failed' or 'partial', got {action.claim!r}")
+        return GiveUp(action.claim)
+    if isinstance(action, (Retry, Reroute, RefreshCredentials, UseAlternative, Remediate)):
+        start = as_index(action.resume_from, "resume_from")
+        done = tuple(sorted({as_index(i, "done_items entry") for i in action.done_items}))
+        for cls in (RefreshCredentials, Remediate):  # the base class, as for every action: the driver dispatches on it
+            if isinstance(action, cls):
+                return cls(start, done)
+        delay = as_number(action.delay_s, "delay_s")
+        for cls in (Reroute, UseAlternative, Retry):
+            if isinstance(action, cls):
+                return cls(delay, start, done)
+    raise TypeError(f"expected an action ({', '.join(t.__name__ for t in ACTION_TYPES)}), got {type(action).__name__}")
+
+
+class ContainedPolicy:
+    """A recovery policy as the driver uses it: optional attributes read once, every hook contained."""
+
+    def __init__(self, policy: RecoveryPolicy, orchestrators: int, *, max_actions: int = 100):
+        """Read ``policy``'s optional attributes and build each orchestrator's shared state."""
+        self.policy = policy
+        self.max_actions = max_actions
+        self.guardrail = bool(getattr(policy, "guardrail", False))
+        self.idempotent = bool(getattr(policy, "idempotency_keys", False))
+        self.hooks_error: str | None = None
+        """Why the policy's hooks are unusable: every task then records it and gives up."""
+        transport = getattr(policy, "transport", None)
+        if transport is not None and not isinstance(transport, TransportRetry):
+            self.hooks_error = f"policy.transport must be a TransportRetry, got {type(transport).__name__}"
+            transport = None
+        self.transport: TransportRetry | None = transport if transport is not None and transport.attempts > 1 else None
+        self._observe = getattr(policy, "observe", None)
+        self._choose = getattr(policy, "choose_worker", None)
+        self.observes = self._observe is not None
+        self.chooses = self._choose is not None
+        self.shared: list[object] = [None] * orchestrators
+        new_shared = getattr(policy, "new_shared_state", None)
+        if new_shared is not None:
+            try:
+                self.shared = [new_shared() for _ in range(orchestrators)]
+            except Exception as exc:  # a broken user policy is contained: every task records why
+                self.hooks_error = f"policy raised {type(exc).__name__} in new_shared_state(): {exc}"[:500]
+
+    def decide(self, obs: Observation, history: TaskHistory, rec: TaskRecord, actions: int) -> Action:
+        """Ask the policy, containing anything it does wrong to this task.
+
+        Whatever the policy returns is checked field by field and rebuilt as one of the
+        canonical action types, so the driver never acts on a malformed action.
+        """
+        if self.hooks_error is not None:
+            rec.policy_error = self.hooks_error
+            return GiveUp()
+        if actions > self.max_actions:
+            rec.policy_error = f"action cap reached: more than {self.max_actions} actions for one task"
+            return GiveUp()
+        try:
+            action = self.policy.decide(obs, replace(history))  # a copy: a policy cannot corrupt the driver's state
+        except Exception as exc:  # a broken user policy must not stop the run
+            rec.policy_error = f"policy raised {type(exc).__name__}: {exc}"[:500]
+            return GiveUp()
+        try:
+            return canonical(action)
+        except (TypeError, ValueError, OverflowError) as exc:
+            rec.policy_error = f"policy returned an invalid action: {exc}"[:500]
+            return GiveUp()
+
+    def choose_worker(self, proposed: int, workers: int, shared, now: float, rec: TaskRecord) -> int:
+        """Let the policy move a dispatch (a breaker skipping open workers); a bad answer keeps ``proposed``."""
+        try:
+            chosen = as_index(self._choose(proposed, workers, shared, now), "choose_worker()")  # type: ignore[misc]
+            if chosen >= workers:
+                raise ValueError(f"choose_worker() returned worker {chosen}; the fleet has {workers}")
+            return chosen
+        except Exception as exc:
+            rec.policy_error = rec.policy_error or f"policy choose_worker() failed: {type(exc).__name__}: {exc}"[:500]
+            return proposed
+
+    def observe(self, obs: Observation, shared, now: float, rec: TaskRecord) -> None:
+        """Tell the policy's shared controls about a dispatch's outcome; a raising hook is recorded, not fatal."""
+        try:
+            self._observe(obs, shared, now, rec.id)  # type: ignore[misc]
+        except Exception as exc:
+            rec.policy_error = rec.policy_error or f"policy observe() raised {type(exc).__name__}: {exc}"[:500]

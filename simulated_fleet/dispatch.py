@@ -1,0 +1,372 @@
+"""One dispatch: a task's steps run on one worker until one is seen as failed.
+
+:meth:`Dispatcher.attempt` is a SimPy process fragment: per step it takes a tool slot,
+asks :meth:`fleetchaos.sim.calls.CallModel.decide` what each item's call meets (one call
+per item; a fan-out step's items run in parallel in the one slot), lets a transport
+layer retry what it may, waits for the slowest call, releases the slot and writes what
+really took effect to the task's ledger record.  It returns the dispatch's
+:class:`~fleetchaos.sim.truth.AttemptReport`, the truth an error format renders.
+
+Per tool call: one keyed decision and a handful of list appends; per step: one slot
+request, one timeout and one release (the same event pattern as a bare SimPy model).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+
+import simpy
+
+from fleetchaos.sim import _rng
+from fleetchaos.sim.calls import NO_ITEMS, CallModel, CallOutcome, StepRules, Template
+from fleetchaos.sim.faults import FaultPlan, Partition
+from fleetchaos.sim.fleet import Worker
+from fleetchaos.sim.journal import Journal
+from fleetchaos.sim.kinds import MASKING, SOURCE
+from fleetchaos.sim.ledger import TaskRecord
+from fleetchaos.sim.transport import TransportRetry
+from fleetchaos.sim.truth import AttemptReport
+from fleetchaos.sim.workload import Task
+
+#: What :meth:`Dispatcher.attempt` returns for a dispatch that saw every step through when the
+#: format shows success as a bare "ok" (see ``formats.plain_success``): no report to build or render.
+PLAIN_OK = AttemptReport(task_id=-1, worker=-1, start_step=0, failed_step=-1, step_names=())
+
+
+class Dispatcher:
+    """Runs dispatches for one world: the tool calls, their effects and the dispatch's report."""
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        plan: FaultPlan,
+        calls: CallModel,
+        journal: Journal,
+        run_key: int,
+        *,
+        partial_step_ok: bool,
+        plain_success: bool,
+        transport: TransportRetry | None,
+        idempotent: bool,
+        heartbeat_timeout_s: float | None,
+    ):
+        """``partial_step_ok`` is the error format's (a tool that says "ok" with what it gathered);
+        ``plain_success`` skips the report of a dispatch that completed; ``transport`` and
+        ``idempotent`` come from the policy; ``heartbeat_timeout_s`` is how long an
+        orchestrator takes to notice a dispatch lost with a crashed worker (None: never)."""
+        self.env = env
+        self.plan = plan
+        self.calls = calls
+        self.journal = journal
+        self.run_key = run_key
+        self.partial_step_ok = partial_step_ok
+        self.plain_success = plain_success
+        self.transport = transport
+        self.idempotent = idempotent
+        self.heartbeat_timeout_s = heartbeat_timeout_s
+        self.branch_heads = [0] * plan.git_branches
+
+    def partitioned(self, orchestrator: int, worker: int, now: float) -> Partition | None:
+        """The partition cutting ``orchestrator`` off from ``worker`` at ``now``, if any."""
+        for p in self.plan.partitions:
+            if orchestrator in p.orchestrators and (p.workers is None or worker in p.workers) and p.spans.active(now):
+                return p
+        return None
+
+    def attempt(
+        self,
+        task: Task,
+        tpl: Template,
+        rec: TaskRecord,
+        w: Worker,
+        start: int,
+        done: tuple[int, ...],
+        sources: dict[tuple[int, int], int],
+        workspace: dict[int, float],
+    ) -> Generator:
+        """Run the task's steps from ``start`` on ``w`` until one is seen as failed.
+
+        Returns the dispatch's AttemptReport (:data:`PLAIN_OK` for a success the format
+        shows as a bare "ok"), or None when the dispatch was lost with a crashed worker
+        and the orchestrator has no dispatch timeout to notice.
+        """
+        env = self.env
+        journal = self.journal
+        decide = self.calls.decide
+        call_key = _rng.call_key
+        transport = self.transport
+        dispatched = env.now
+        partial_ok = self.partial_step_ok
+        task_key = _rng.task_key(self.run_key, task.id)
+        steps = tpl.steps
+        step_rules = self.calls.step_rules(w.index, tpl)
+        masked: list[tuple[int, int, str]] = []
+        cut = self.partitioned(task.orchestrator, w.index, dispatched)
+        if cut is not None:
+            yield env.timeout(cut.connect_timeout_s)
+            journal.fault(rec, "network_partition", dispatched, tpl.names[start], w.index)
+            return self._report(task, tpl, w, start, start, "network_partition", done, masked=masked)
+        for si in range(start, len(steps)):
+            step = steps[si]
+            skip = done if si == start else ()
+            executions = rec.executions
+            executions[si] += 1
+            commits = rec.commits[si]
+            if 0 not in commits:  # every item already took effect: the step is done again
+                rec.redone_steps += 1
+            rec.step_executions += 1
+            wait = w.slots.acquire()
+            if wait is not None:
+                yield wait
+            now = env.now
+            rules = step_rules[si]
+            step_key = _rng.step_key(task_key, si, executions[si])
+            batch_rules = rules[2]
+            batch_failed = (
+                self.calls.batch_failures(batch_rules, step.fan_out, task_key, si, step_key, w.index, now)
+                if batch_rules and step.fan_out > 1
+                else NO_ITEMS
+            )
+            garbage = False  # an earlier step this one reads is incomplete: its output is wrong
+            if step.needs:
+                garbage = any(0 in rec.commits[n] for n in step.needs)
+            longest = 0.0
+            failed: list[tuple[int, str]] = []
+            # item -> call duration, for a crash mid-step (only a worker that can crash needs it)
+            finish: dict[int, float] | None = {} if w.crash_spans else None
+            succeeded: list[int] = []
+            hollow: list[int] = []  # looked successful, took no effect (masked failures)
+            committed_anyway: list[int] = []
+            pushes: list[tuple[int, int, int]] = []
+            token_at = None
+            traced: list[list] | None = [] if journal.trace is not None else None  # [item, duration, kind] per call
+            for item in range(step.fan_out):
+                if item in skip:
+                    continue
+                rec.calls += 1
+                key = call_key(step_key, item)
+                fault, duration, committed, retry_at = decide(
+                    w, step, rules, task_key, item, key, now, batch_failed, sources
+                )
+                if fault is not None and transport is not None and fault.name in transport.on:
+                    fault, duration, committed, retry_at = self._transport_retry(
+                        rec,
+                        (fault, duration, committed, retry_at),
+                        w,
+                        step,
+                        rules,
+                        task_key,
+                        item,
+                        key,
+                        now,
+                        batch_failed,
+                        sources,
+                        garbage,
+                    )
+                if duration > longest:
+                    longest = duration
+                if traced is not None:
+                    traced.append([item, duration, None if fault is None else fault.name])
+                if finish is not None:
+                    finish[item] = duration
+                if fault is None:
+                    rec.tokens += step.tokens
+                    if step.pushes:
+                        branch = _rng.branch_of(task_key, len(self.branch_heads))
+                        pushes.append((item, branch, self.branch_heads[branch]))
+                    else:
+                        succeeded.append(item)
+                    continue
+                if fault.spends_tokens:
+                    rec.tokens += step.tokens
+                if fault.stage == MASKING:
+                    masked.append((si, item, fault.name))
+                    journal.fault(rec, fault.name, now, step.name, w.index)
+                    hollow.append(item)
+                else:
+                    failed.append((item, fault.name))
+                    if committed:
+                        committed_anyway.append(item)
+                    if retry_at is not None and (token_at is None or retry_at < token_at):
+                        token_at = retry_at
+            crash_at = w.next_crash_after(now) if finish is not None else math.inf
+            if crash_at < now + longest:
+                # Calls that finished before the crash took effect; the rest, and the report, are lost.
+                if not garbage:
+                    for item in succeeded + committed_anyway:
+                        if finish[item] <= crash_at - now:
+                            commits[item] += 1
+                if traced is not None:  # calls still running when the worker went down were lost with it
+                    for call in traced:
+                        if call[1] > crash_at - now:
+                            call[1], call[2] = crash_at - now, "node_crash"
+                    journal.calls(task.id, w.index, si, step.name, now, traced)
+                yield from self._lose_dispatch(rec, w, now, crash_at, step.name)
+                if self.heartbeat_timeout_s is None:
+                    yield env.event()  # nobody will ever notice: the task is lost
+                    return None
+                yield env.timeout(self.heartbeat_timeout_s)
+                return self._report(task, tpl, w, start, start, "node_crash", done, masked=masked)
+            yield env.timeout(longest)
+            w.slots.release()
+            for item, branch, head in pushes:
+                if self.branch_heads[branch] == head:
+                    self.branch_heads[branch] = head + 1
+                    succeeded.append(item)
+                else:
+                    failed.append((item, "git_push_conflict"))
+                    if traced is not None:
+                        for call in traced:
+                            if call[0] == item:
+                                call[2] = "git_push_conflict"
+            if traced is not None:
+                journal.calls(task.id, w.index, si, step.name, now, traced)
+            if step.writes_disk and (succeeded or committed_anyway):
+                written = step.disk_mb * (len(succeeded) + len(committed_anyway))
+                w.disk_used_mb += written
+                workspace[w.index] = workspace.get(w.index, 0.0) + written
+            if garbage:
+                # Ran on incomplete inputs: what it did is wrong, so nothing took effect (as in
+                # the transport layer's tries, and for calls that failed yet committed).
+                if succeeded:
+                    rec.wrong_input_steps += 1
+            else:
+                for item in succeeded + committed_anyway:
+                    commits[item] += 1
+            if self.idempotent and si in tpl.append_steps:
+                self._deduplicate(rec, commits)
+            if not failed:
+                continue
+            failed.sort()
+            for _item, kind in failed:
+                journal.fault(rec, kind, now, step.name, w.index)
+            looks_done = succeeded + hollow
+            if partial_ok and looks_done:
+                continue  # the tool said "ok" with what it gathered: silent partial work
+            retry_after = None if token_at is None else max(0.0, token_at - env.now)
+            return self._report(
+                task,
+                tpl,
+                w,
+                start,
+                si,
+                failed[0][1],
+                tuple(sorted(set(skip) | set(looks_done))),
+                retry_after=retry_after,
+                item_failures=tuple(failed),
+                masked=masked,
+                alternatives=self._alternatives_left(rules, failed, sources, w.index, si),
+            )
+        if self.plain_success:
+            return PLAIN_OK
+        return self._report(task, tpl, w, start, -1, None, (), masked=masked)
+
+    def _report(
+        self,
+        task,
+        tpl,
+        w,
+        start,
+        failed_step,
+        failure,
+        done_items,
+        *,
+        retry_after=None,
+        item_failures=(),
+        masked=(),
+        alternatives=0,
+    ) -> AttemptReport:
+        version, dropped = self._drift(w.index, self.env.now) if self.plan.drift[w.index] else (None, ())
+        return AttemptReport(
+            task_id=task.id,
+            worker=w.index,
+            start_step=start,
+            failed_step=failed_step,
+            step_names=tpl.names,
+            failure=failure,
+            fan_out=tpl.steps[failed_step].fan_out if failed_step >= 0 else 1,
+            done_items=tuple(done_items),
+            retry_after_s=retry_after,
+            item_failures=tuple(item_failures),
+            masked=tuple(masked),
+            alternatives_left=alternatives,
+            schema_version=version,
+            dropped_fields=dropped,
+        )
+
+    def _transport_retry(
+        self,
+        rec: TaskRecord,
+        first: CallOutcome,
+        w: Worker,
+        step,
+        rules: StepRules,
+        task_key: int,
+        item: int,
+        key: int,
+        now: float,
+        batch_failed,
+        sources: dict[tuple[int, int], int],
+        garbage: bool,
+    ) -> CallOutcome:
+        """The transport layer retries a failed call on its own: the outcome of its last try,
+        with the duration of every try and wait between them.
+
+        Each try is a real tool call (counted, priced, and able to commit a side effect
+        that then happens twice); the tries and the waits between them run inside the
+        step's slot, so they lengthen the call.  A try later than ``now`` meets the
+        fleet as it stands at that instant (the token bucket only refills forward).
+        """
+        transport = self.transport
+        fault, duration, committed, retry_at = first
+        elapsed = 0.0
+        for n in range(1, transport.attempts):
+            if fault is None or fault.name not in transport.on:
+                break
+            self.journal.fault(rec, fault.name, now, step.name, w.index)
+            if committed and not garbage:
+                rec.commits[step.index][item] += 1  # the failed try took effect anyway; the next try repeats it
+            if fault.outcome_unknown:
+                rec.tokens += step.tokens
+            pause = transport.wait_s(n - 1, _rng.draw(key, _rng.S_TRANSPORT + n))
+            if retry_at is not None:
+                pause = max(pause, retry_at - (now + elapsed + duration))
+            elapsed += duration + pause
+            rec.calls += 1
+            rec.transport_retries += 1
+            fault, duration, committed, retry_at = self.calls.decide(
+                w, step, rules, task_key, item, _rng.transport_key(key, n), now + elapsed, batch_failed, sources
+            )
+        return fault, elapsed + duration, committed, retry_at
+
+    @staticmethod
+    def _deduplicate(rec: TaskRecord, commits: list[int]) -> None:
+        """Idempotency keys: a side effect already taken is not taken again."""
+        for item, count in enumerate(commits):
+            if count > 1:
+                rec.deduplicated += count - 1
+                commits[item] = 1
+
+    def _lose_dispatch(self, rec: TaskRecord, w: Worker, now: float, crash_at: float, tool: str) -> Generator:
+        """The worker crashes mid-step: calls that finished before the crash took effect,
+        the rest did not, and no report leaves the worker."""
+        yield self.env.timeout(crash_at - now)
+        w.slots.release()
+        self.journal.fault(rec, "node_crash", crash_at, tool, w.index)
+
+    @staticmethod
+    def _alternatives_left(rules: StepRules, failed, sources, worker: int, si: int) -> int:
+        """Untried alternative sources for the items that failed with the first failure's kind, when it has them."""
+        kind = failed[0][1]
+        best = 0
+        for rule in rules[0]:  # the persistent rules that apply here
+            if rule.kind == kind and rule.info.persistent_scope == SOURCE:
+                for item, item_kind in failed:
+                    if item_kind == kind:
+                        best = max(best, rule.spec.alternatives - sources.get((si, item), 0))
+        return best
+
+    def _drift(self, worker: int, now: float) -> tuple[str | None, tuple[str, ...]]:
+        drift = self.plan.drift[worker].at(now)
+        return drift if drift is not None else (None, ())

@@ -1,0 +1,478 @@
+"""Every fault kind, one record each: where the world meets it and how each contract reports it.
+
+A :class:`FaultKind` is the single place the project knows a kind: the stage of a tool
+call (or of the fleet's state) that meets it, the structured contract a worker reports
+it with, its wording in the other contracts and in vendor text, how long a call takes
+to fail on it, whether the cause still holds when a retry comes (the wasted-retry
+judge), what a remediation agent repairs, and one sentence for people.  Every table
+that used to key on a kind (the error formats, the vendor texts, the transport layer,
+the waste families, ``fleetchaos faults list``, docs/scenarios.md) reads these records.
+
+Adding a kind: one record here, its pydantic model in :mod:`fleetchaos.sim.fault_specs`,
+and its realisation when no existing stage covers it (a state kind: where
+:mod:`fleetchaos.sim.faults` schedules it and :mod:`fleetchaos.sim.calls` meets it).
+Every field is required, so a record that lacks one fails at import, and
+``__post_init__`` refuses a record whose fields contradict its stage
+(:mod:`fleetchaos.sim.kind_record` defines the record and the words its fields use).
+
+This module imports nothing but the standard library: a policy, a format or a
+real-code runtime can read it without SimPy or pydantic.
+"""
+
+from __future__ import annotations
+
+from fleetchaos.sim.kind_record import (
+    ALTERNATIVE_SOURCE,
+    BATCH,
+    BEFORE_RETRY_AFTER,
+    CAUSES,
+    EXHAUSTED_RESOURCE,
+    MASKING,
+    OTHER_WORKER,
+    PERMANENT_ERROR,
+    PERSISTENT,
+    PERSISTENT_SCOPES,
+    REMEDIES,
+    REPORTING,
+    SOURCE,
+    STAGES,
+    STATE,
+    TASK_STEP,
+    TASK_STEP_ITEM,
+    TRANSIENT,
+    UNCLASSIFIED_STAGE,
+    WORKER_TOOL,
+    FailureContract,
+    FaultKind,
+    Waste,
+    Wire,
+)
+from fleetchaos.sim.kinds_reporting import REPORTING_KINDS
+
+KINDS: dict[str, FaultKind] = {
+    k.name: k
+    for k in (
+        FaultKind(
+            name="network_blip",
+            stage=TRANSIENT,
+            contract=FailureContract("NETWORK_UNREACHABLE", "transient", True, "retry_with_backoff"),
+            fail_fast_s=1.0,
+            outcome_unknown=False,
+            retry_after=False,
+            transport_retryable=True,
+            retry_helps=True,
+            failure_type="timeout",
+            subagent_category="transient",
+            alternative=None,
+            wire=Wire(503, "Service Unavailable", "ECONNRESET"),
+            waste=None,
+            remedy=None,
+            persistent_scope=None,
+            effect="The call fails fast on a dropped connection and takes no effect; a retry normally succeeds.",
+        ),
+        FaultKind(
+            name="timeout",
+            stage=TRANSIENT,
+            contract=FailureContract("TOOL_TIMEOUT", "transient", True, "retry_with_backoff"),
+            fail_fast_s=None,
+            outcome_unknown=True,
+            retry_after=False,
+            transport_retryable=True,
+            retry_helps=True,
+            failure_type="timeout",
+            subagent_category="transient",
+            alternative=None,
+            wire=Wire(504, "Gateway Timeout", "ETIMEDOUT"),
+            waste=None,
+            remedy=None,
+            persistent_scope=None,
+            effect="The call hangs until timeout_s; with committed_probability its side effect took effect anyway, "
+            "so the outcome is unknown and running it again may duplicate it.",
+        ),
+        FaultKind(
+            name="rate_limit",
+            stage=STATE,
+            contract=FailureContract("RATE_LIMITED", "transient", True, "wait_retry_after"),
+            fail_fast_s=0.1,
+            outcome_unknown=False,
+            retry_after=True,
+            transport_retryable=True,
+            retry_helps=True,
+            failure_type="rate_limited",
+            subagent_category="transient",
+            alternative=None,
+            wire=Wire(429, "Too Many Requests", "ERR_RATE_LIMITED"),
+            waste=Waste("retry_after", "before retry-after", BEFORE_RETRY_AFTER),
+            remedy=None,
+            persistent_scope=None,
+            effect="Inside its windows the fleet-wide API token bucket refills at capacity_factor of its rate; an API "
+            "call that finds no token is refused (429, with a retry-after hint) and takes no effect.",
+        ),
+        FaultKind(
+            name="disk_full",
+            stage=STATE,
+            contract=FailureContract("DISK_FULL", "resource", True, "reroute_to_healthy_worker"),
+            fail_fast_s=0.5,
+            outcome_unknown=False,
+            retry_after=False,
+            transport_retryable=False,
+            retry_helps=False,
+            failure_type="unavailable",
+            subagent_category="transient",
+            alternative=None,
+            wire=Wire(507, "Insufficient Storage", "ENOSPC"),
+            waste=Waste("disk_refuses", "same full disk", EXHAUSTED_RESOURCE),
+            remedy="clear_disk",
+            persistent_scope=None,
+            effect="From each fill until cleanup_after_s later, every disk-writing step on that worker fails and "
+            "takes no effect; steps that do not write still run.",
+        ),
+        FaultKind(
+            name="expired_key",
+            stage=STATE,
+            contract=FailureContract("AUTH_EXPIRED", "auth", True, "refresh_credentials"),
+            fail_fast_s=0.3,
+            outcome_unknown=False,
+            retry_after=False,
+            transport_retryable=False,
+            retry_helps=True,
+            failure_type="auth_error",
+            subagent_category="permission",
+            alternative=None,
+            wire=Wire(401, "Unauthorized", "ERR_TOKEN_EXPIRED"),
+            waste=Waste("credentials_expired", "credentials still expired", PERMANENT_ERROR),
+            remedy="refresh_credentials",
+            persistent_scope=None,
+            effect="From the revocation on, every API call on that worker fails and takes no effect until the "
+            "orchestrator refreshes the worker's credentials.",
+        ),
+        FaultKind(
+            name="git_push_conflict",
+            stage=STATE,
+            contract=FailureContract("GIT_PUSH_REJECTED", "transient", True, "fetch_rebase_and_retry"),
+            fail_fast_s=None,  # rejected when the push ends: it ran its full duration
+            outcome_unknown=False,
+            retry_after=False,
+            transport_retryable=False,
+            retry_helps=True,
+            failure_type="timeout",
+            subagent_category="transient",
+            alternative=None,
+            wire=Wire(409, "Conflict", "ERR_NON_FAST_FORWARD"),
+            waste=None,
+            remedy=None,
+            persistent_scope=None,
+            effect="A push takes effect only if no other push landed on its branch while it ran; otherwise it is "
+            "rejected and takes no effect, so contention grows with pushers and retry timing.",
+        ),
+        FaultKind(
+            name="missing_dependency",
+            stage=PERSISTENT,
+            contract=FailureContract("DEPENDENCY_MISSING", "dependency", True, "reroute_or_provision"),
+            fail_fast_s=0.2,
+            outcome_unknown=False,
+            retry_after=False,
+            transport_retryable=False,
+            retry_helps=False,
+            failure_type="permanent",
+            subagent_category="business",
+            alternative=OTHER_WORKER,
+            wire=Wire(424, "Failed Dependency", "ENOENT"),
+            waste=Waste("persistent", "tool still missing", PERMANENT_ERROR),
+            remedy="install_tool",
+            persistent_scope=WORKER_TOOL,
+            effect="Calls of the targeted tools on the targeted workers fail and take no effect (with probability 1, "
+            "always); the same call on another worker succeeds.",
+        ),
+        FaultKind(
+            name="validation_error",
+            stage=PERSISTENT,
+            contract=FailureContract("VALIDATION_FAILED", "validation", False, "fix_input_upstream"),
+            fail_fast_s=0.5,
+            outcome_unknown=False,
+            retry_after=False,
+            transport_retryable=False,
+            retry_helps=False,
+            failure_type="permanent",
+            subagent_category="validation",
+            alternative=None,
+            wire=Wire(422, "Unprocessable Entity", "ERR_INVALID_ARG_VALUE"),
+            waste=Waste("persistent", "input still invalid", PERMANENT_ERROR),
+            remedy=None,
+            persistent_scope=TASK_STEP,
+            effect="A chosen task's step fails on every execution, on every worker, and never takes effect: "
+            "retrying cannot help.",
+        ),
+        FaultKind(
+            name="not_found",
+            stage=PERSISTENT,
+            contract=FailureContract("NOT_FOUND", "dependency", True, "use_alternative_source"),
+            fail_fast_s=0.4,
+            outcome_unknown=False,
+            retry_after=False,
+            transport_retryable=False,
+            retry_helps=False,
+            failure_type="not_found",
+            subagent_category="business",
+            alternative=ALTERNATIVE_SOURCE,
+            wire=Wire(404, "Not Found", "ERR_NOT_FOUND"),
+            waste=Waste("persistent", "same missing source", PERMANENT_ERROR),
+            remedy=None,
+            persistent_scope=SOURCE,
+            effect="A chosen item's source is gone for good: it fails on every retry until the orchestrator "
+            "switches to an alternative source (each of which may be missing too).",
+        ),
+        FaultKind(
+            name="permission_denied",
+            stage=PERSISTENT,
+            contract=FailureContract("PERMISSION_DENIED", "auth", False, "request_access"),
+            fail_fast_s=0.3,
+            outcome_unknown=False,
+            retry_after=False,
+            transport_retryable=False,
+            retry_helps=False,
+            failure_type="auth_error",
+            subagent_category="permission",
+            alternative=None,
+            wire=Wire(403, "Forbidden", "EACCES"),
+            waste=Waste("persistent", "access still denied", PERMANENT_ERROR),
+            remedy=None,
+            persistent_scope=TASK_STEP_ITEM,
+            effect="The chosen items are refused (403) on every retry, on every worker, and never take effect: "
+            "only a human granting access would help.",
+        ),
+        FaultKind(
+            name="partial_batch",
+            stage=BATCH,
+            contract=FailureContract("BATCH_ITEM_FAILED", "transient", True, "retry_failed_items"),
+            fail_fast_s=0.5,
+            outcome_unknown=False,
+            retry_after=False,
+            transport_retryable=False,
+            retry_helps=True,
+            failure_type="timeout",
+            subagent_category="transient",
+            alternative=None,
+            wire=Wire(500, "Internal Server Error", "ERR_BATCH_ITEM"),
+            waste=Waste("batch", "same failing batch items", PERMANENT_ERROR),
+            remedy=None,
+            persistent_scope=None,
+            effect="In one execution of a fan-out step, `failures` of its items fail together and take no effect "
+            "while the others do (the same items every time when persistent).",
+        ),
+        FaultKind(
+            name="silent_suppression",
+            stage=MASKING,
+            contract=FailureContract("EMPTY_SUCCESS", "fatal", False, "none_visible"),
+            fail_fast_s=None,
+            outcome_unknown=False,
+            retry_after=False,
+            transport_retryable=False,
+            retry_helps=False,
+            failure_type=None,
+            subagent_category=None,
+            alternative=None,
+            wire=None,
+            waste=None,
+            remedy=None,
+            persistent_scope=None,
+            effect="The call returns an empty success but took no effect: the truth stays incomplete while every "
+            "error format shows ok, and steps that need it run on missing input.",
+        ),
+        FaultKind(
+            name="fabricated_defaults",
+            stage=MASKING,
+            contract=FailureContract("FABRICATED_DEFAULT", "fatal", False, "none_visible"),
+            fail_fast_s=None,
+            outcome_unknown=False,
+            retry_after=False,
+            transport_retryable=False,
+            retry_helps=False,
+            failure_type=None,
+            subagent_category=None,
+            alternative=None,
+            wire=None,
+            waste=None,
+            remedy=None,
+            persistent_scope=None,
+            effect="The call returns plausible default values as a success but took no effect: the truth stays "
+            "incomplete while every error format shows ok, and steps that need it run on made-up input.",
+        ),
+        *REPORTING_KINDS,  # schema_drift, wrong_envelope (fleetchaos.sim.kinds_reporting)
+        FaultKind(
+            name="node_crash",
+            stage=STATE,
+            contract=FailureContract("WORKER_LOST", "resource", True, "requeue_on_healthy_worker"),
+            fail_fast_s=0.2,
+            outcome_unknown=False,
+            retry_after=False,
+            transport_retryable=True,
+            retry_helps=False,
+            failure_type="unavailable",
+            subagent_category="transient",
+            alternative=None,
+            wire=Wire(502, "Bad Gateway", "ECONNREFUSED"),
+            waste=Waste("worker_down", "worker still down", EXHAUSTED_RESOURCE),
+            remedy=None,
+            persistent_scope=None,
+            effect="The worker is down for down_s: calls in flight at the crash are lost (those that finished "
+            "before it took effect), nothing reports back until the orchestrator misses its heartbeats "
+            "(fleet.heartbeat_timeout_s after the crash), and calls dispatched while it is down fail fast.",
+        ),
+        FaultKind(
+            name="network_partition",
+            stage=STATE,
+            contract=FailureContract("NETWORK_PARTITION", "resource", True, "reroute_to_reachable_worker"),
+            fail_fast_s=None,  # the dispatch waits the partition's connect_timeout_s
+            outcome_unknown=False,
+            retry_after=False,
+            transport_retryable=False,
+            retry_helps=False,
+            failure_type="unavailable",
+            subagent_category="transient",
+            alternative=None,
+            wire=Wire(503, "Service Unavailable", "EHOSTUNREACH"),
+            waste=Waste("partitioned", "still partitioned", EXHAUSTED_RESOURCE),
+            remedy=None,
+            persistent_scope=None,
+            effect="During its windows a dispatch from one of the orchestrators to a targeted worker fails after "
+            "connect_timeout_s without running anything.",
+        ),
+        FaultKind(
+            name="latency_spike",
+            stage=STATE,
+            contract=FailureContract("TOOL_TIMEOUT", "transient", True, "retry_with_backoff"),
+            fail_fast_s=None,
+            outcome_unknown=True,
+            retry_after=False,
+            transport_retryable=True,
+            retry_helps=True,
+            failure_type="timeout",
+            subagent_category="transient",
+            alternative=None,
+            wire=Wire(504, "Gateway Timeout", "ETIMEDOUT"),
+            waste=None,
+            remedy=None,
+            persistent_scope=None,
+            effect="During its windows network latency on the targeted workers is multiplied by factor (plus add_s); "
+            "a call slower than fleet.call_timeout_s times out with an unknown outcome (committed half the time).",
+        ),
+        FaultKind(
+            name="quota_exhausted",
+            stage=STATE,
+            contract=FailureContract("QUOTA_EXCEEDED", "resource", True, "wait_for_quota_reset"),
+            fail_fast_s=0.1,
+            outcome_unknown=False,
+            retry_after=True,
+            transport_retryable=False,
+            retry_helps=True,
+            failure_type="rate_limited",
+            subagent_category="transient",
+            alternative=None,
+            wire=Wire(429, "Too Many Requests", "ERR_QUOTA_EXCEEDED"),
+            waste=Waste("retry_after", "same exhausted quota", EXHAUSTED_RESOURCE),
+            remedy=None,
+            persistent_scope=None,
+            effect="Once calls_per_day API calls have gone through in a simulated day, every further API call fails "
+            "and takes no effect until the next day starts.",
+        ),
+    )
+}
+"""Every fault kind by name, in catalogue order (the five core kinds first)."""
+
+#: How a report that names no failure kind is rendered: unclassified, fatal, escalate.
+UNCLASSIFIED = FaultKind(
+    name="unclassified",
+    stage=UNCLASSIFIED_STAGE,
+    contract=FailureContract("UNCLASSIFIED", "fatal", False, "escalate"),
+    fail_fast_s=None,
+    outcome_unknown=False,
+    retry_after=False,
+    transport_retryable=False,
+    retry_helps=False,
+    failure_type="permanent",
+    subagent_category="unknown",
+    alternative=None,
+    wire=Wire(500, "Internal Server Error", "ERR_UNKNOWN"),
+    waste=None,
+    remedy=None,
+    persistent_scope=None,
+    effect="A failure no kind names.",
+)
+
+
+class UnknownFaultKind(KeyError):
+    """A name that no :class:`FaultKind` record has."""
+
+    def __str__(self) -> str:
+        return (
+            f"unknown fault kind {self.args[0]!r} (known: {', '.join(KINDS)}); "
+            "a new kind needs a FaultKind record in fleetchaos.sim.kinds"
+        )
+
+
+def fault_kind(name: str) -> FaultKind:
+    """The record of a kind; an unknown name raises :class:`UnknownFaultKind` (never a default)."""
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise UnknownFaultKind(name) from None
+
+
+def reported_kind(failure: str | None) -> FaultKind:
+    """The record a format renders a failure with: :data:`UNCLASSIFIED` when the report names none."""
+    return UNCLASSIFIED if failure is None else fault_kind(failure)
+
+
+def rendered_kind(failure: str | None) -> FaultKind:
+    """:func:`reported_kind` for a format that needs the kind's wording in every contract.
+
+    A masking or reporting kind is never the failure of a dispatch (its call looked
+    successful), so it has no wire status or failure type: asking for one is an error.
+    """
+    kind = reported_kind(failure)
+    if kind.wire is None:
+        raise ValueError(f"fault kind {failure!r} ({kind.stage}) is never reported as a failure")
+    return kind
+
+
+def kinds_in(*stages: str) -> tuple[str, ...]:
+    """The names of the kinds met at these stages, in catalogue order (read now, not at import)."""
+    return tuple(name for name, k in KINDS.items() if k.stage in stages)
+
+
+def waste_families() -> dict[str, str]:
+    """Each wasted-retry reason the judge can record -> its family."""
+    return {k.waste.reason: k.waste.family for k in KINDS.values() if k.waste is not None}
+
+
+__all__ = [  # the records, their lookups, and the words the records use (from kind_record)
+    "ALTERNATIVE_SOURCE",
+    "BATCH",
+    "CAUSES",
+    "KINDS",
+    "MASKING",
+    "OTHER_WORKER",
+    "PERSISTENT",
+    "PERSISTENT_SCOPES",
+    "REMEDIES",
+    "REPORTING",
+    "SOURCE",
+    "STAGES",
+    "STATE",
+    "TASK_STEP",
+    "TASK_STEP_ITEM",
+    "TRANSIENT",
+    "UNCLASSIFIED",
+    "WORKER_TOOL",
+    "FailureContract",
+    "FaultKind",
+    "UnknownFaultKind",
+    "Waste",
+    "Wire",
+    "fault_kind",
+    "kinds_in",
+    "rendered_kind",
+    "reported_kind",
+    "waste_families",
+]

@@ -1,0 +1,247 @@
+"""The fleet's shared state that tool calls meet, without SimPy.
+
+The fleet-wide API :class:`TokenBucket` (rate limiting emerges from load), the
+:class:`DailyQuota` of API calls, both behind :class:`SharedCapacity`, and each worker's
+:class:`NodeState`: a disk that can fill, credentials that expire and are refreshed, a
+crash schedule.  The world's :class:`~fleetchaos.sim.fleet.Worker` adds tool slots (a
+SimPy resource) to a :class:`NodeState`; a real-code runtime builds its twin of the
+fleet's state from these same classes.  They satisfy the protocols
+:class:`fleetchaos.sim.calls.NodeView` and :class:`fleetchaos.sim.calls.SharedView`
+that :meth:`fleetchaos.sim.calls.CallModel.decide` reads.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from bisect import bisect_right
+
+from fleetchaos.sim.config import DAY_S
+from fleetchaos.sim.faults import Spans
+
+
+class TokenBucket:
+    """The fleet's shared API rate limit, refilled lazily (no SimPy process).
+
+    The refill rate is ``rate_per_s`` multiplied by the factor of the rate-limit window
+    in force, integrated exactly across window edges.  A request that finds no token is
+    refused with the time until one will be available: the retry-after hint.
+
+    ``windows`` are ``(start, end, factor)``, disjoint and sorted (as the fault plan gives
+    them); each lookup is a binary search, so every API call costs the same however many
+    windows a scenario has.
+    """
+
+    __slots__ = ("_ends", "burst", "last", "rate", "tokens", "windows")
+
+    def __init__(self, rate_per_s: float, burst: float, windows: list[tuple[float, float, float]]):
+        if any(later[0] < earlier[1] for earlier, later in itertools.pairwise(windows)):
+            raise ValueError("TokenBucket: rate-limit windows must be disjoint and sorted by start")
+        self.rate = rate_per_s
+        self.burst = burst
+        self.tokens = burst
+        self.last = 0.0
+        self.windows = windows
+        self._ends = [end for _, end, _ in windows]
+
+    def _refill_amount(self, a: float, b: float) -> float:
+        amount = self.rate * (b - a)
+        windows = self.windows
+        # From the first window that ends after a, up to the first that starts at or after b:
+        # the others overlap (a, b) by nothing.
+        for i in range(bisect_right(self._ends, a), len(windows)):
+            start, end, factor = windows[i]
+            if start >= b:
+                break
+            lo = start if start > a else a
+            hi = end if end < b else b
+            if hi > lo:
+                amount -= self.rate * (1.0 - factor) * (hi - lo)
+        return amount
+
+    def _window_at(self, t: float) -> int:
+        """The index of the first window that ends after ``t`` (the one in force, if any)."""
+        return bisect_right(self._ends, t)
+
+    def rate_at(self, now: float) -> float:
+        """The refill rate in force at ``now``."""
+        i = self._window_at(now)
+        if i < len(self.windows) and self.windows[i][0] <= now:
+            return self.rate * self.windows[i][2]
+        return self.rate
+
+    def take(self, now: float) -> float:
+        """Take one token: 0.0 on success, else the seconds until a token is available."""
+        if now > self.last:
+            if self.windows:
+                self.tokens = min(self.burst, self.tokens + self._refill_amount(self.last, now))
+            else:
+                self.tokens = min(self.burst, self.tokens + self.rate * (now - self.last))
+            self.last = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return 0.0
+        return self._time_to_token(now)
+
+    def charge_refusal(self, now: float, cost: float) -> float:
+        """A refused request still costs ``cost`` tokens (down to -burst); the new wait."""
+        self.tokens = max(-self.burst, self.tokens - cost)
+        return self._time_to_token(now)
+
+    def _time_to_token(self, now: float) -> float:
+        need = 1.0 - self.tokens
+        t = now
+        # Walk forward across window edges until the refill covers the shortfall.
+        windows = self.windows
+        for _ in range(len(windows) * 2 + 2):
+            rate = self.rate_at(t)
+            i = self._window_at(t)  # the next edge: the end of the window in force, else the next start
+            edge = math.inf if i == len(windows) else (windows[i][1] if windows[i][0] <= t else windows[i][0])
+            if rate > 0 and t + need / rate <= edge:
+                return t + need / rate - now
+            if edge == math.inf:
+                return math.inf
+            need -= rate * (edge - t)
+            t = edge
+        return t - now
+
+
+class DailyQuota:
+    """A fleet-wide quota of API calls per simulated day (none when ``per_day`` is 0).
+
+    Days are counted separately, in any order: a transport layer's retry may count
+    against a day ahead of the step that made it.
+    """
+
+    __slots__ = ("_used", "per_day")
+
+    def __init__(self, per_day: int):
+        self.per_day = per_day
+        self._used: dict[int, int] = {}  # day -> calls counted against the quota
+
+    def take(self, now: float) -> float | None:
+        """Count one call at ``now``: None if the quota allows it, else the instant the next day starts."""
+        if not self.per_day:
+            return None
+        day = int(now // DAY_S)
+        used = self._used.get(day, 0)
+        if used >= self.per_day:
+            return (day + 1) * DAY_S
+        self._used[day] = used + 1
+        return None
+
+
+class SharedCapacity:
+    """What every API call of the fleet shares: the token bucket and the daily quota.
+
+    ``reject_cost`` tokens are taken even from a refused request (down to -burst), which
+    lets retry storms persist.
+    """
+
+    __slots__ = ("bucket", "quota", "reject_cost", "take_quota", "take_token")
+
+    def __init__(self, bucket: TokenBucket, quota: DailyQuota, reject_cost: float = 0.0):
+        self.bucket = bucket
+        self.quota = quota
+        self.reject_cost = reject_cost
+        # Bound once: both run on every API call.
+        self.take_token = bucket.take if not reject_cost else self._take_token_charged
+        self.take_quota = quota.take if quota.per_day else _unlimited
+
+    def _take_token_charged(self, now: float) -> float:
+        wait = self.bucket.take(now)
+        if wait > 0.0:
+            wait = self.bucket.charge_refusal(now, self.reject_cost)
+        return wait
+
+
+def _unlimited(now: float) -> None:
+    """No daily quota: every call is within it."""
+    return None
+
+
+def _never(now: float) -> bool:
+    """A worker that never crashes is never down."""
+    return False
+
+
+class NodeState:
+    """One worker's state that its calls meet: disk, credentials and crash schedule."""
+
+    __slots__ = (
+        "_key_ptr",
+        "crash_spans",
+        "crashes",
+        "credential_lifetime_s",
+        "credentials_expire_s",
+        "credentials_issued_s",
+        "disk_capacity_mb",
+        "disk_faults",
+        "disk_used_mb",
+        "down",
+        "index",
+        "key_expiries",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        disk_full_spans: list[tuple[float, float]],
+        key_expiries: list[float],
+        credential_lifetime_s: float,
+        crash_spans: list[tuple[float, float]] | None = None,
+        disk_capacity_mb: float = math.inf,
+    ):
+        self.index = index
+        self.disk_faults = Spans(disk_full_spans)  # when a fault fills the disk
+        self.key_expiries = key_expiries
+        self._key_ptr = 0
+        self.credentials_issued_s = 0.0
+        self.credential_lifetime_s = credential_lifetime_s
+        self.crashes = Spans(crash_spans or [])  # crashed from start until restarted
+        self.crash_spans = self.crashes.spans  # the list itself: a cheap "can it crash at all"
+        # down(now): whether the worker is crashed (not yet restarted) at ``now``.  Asked on
+        # every call, so a worker that never crashes answers without a lookup.
+        self.down = self.crashes.active if self.crash_spans else _never
+        self.disk_capacity_mb = disk_capacity_mb
+        self.disk_used_mb = 0.0
+        self.credentials_expire_s = 0.0  # when the current credentials stop working (see _update_expiry)
+        self._update_expiry()
+
+    def disk_refuses(self, now: float, mb: float) -> bool:
+        """Whether a write of ``mb`` fails: the disk was filled by a fault, or task workspaces fill it."""
+        return self.disk_full(now) or self.disk_used_mb + mb > self.disk_capacity_mb
+
+    def next_crash_after(self, now: float) -> float:
+        """The start of the next crash strictly after ``now`` (inf if none)."""
+        return self.crashes.next_start_after(now)
+
+    def disk_full(self, now: float) -> bool:
+        """Whether a fault has filled the disk at ``now``."""
+        return self.disk_faults.active(now)
+
+    def clear_disk_fault(self, now: float) -> bool:
+        """Free a disk a fault filled (a remediation): the span in force ends at ``now``; False if none was."""
+        return self.disk_faults.end_at(now)
+
+    def credentials_expired(self, now: float) -> bool:
+        """Whether the worker's API credentials are invalid at ``now``."""
+        return now >= self.credentials_expire_s
+
+    def refresh_credentials(self, now: float) -> None:
+        """Issue fresh credentials: revocations before ``now`` no longer apply."""
+        self.credentials_issued_s = now
+        expiries = self.key_expiries
+        ptr = self._key_ptr
+        while ptr < len(expiries) and expiries[ptr] <= now:
+            ptr += 1
+        self._key_ptr = ptr
+        self._update_expiry()
+
+    def _update_expiry(self) -> None:
+        # Checked on every API call, so kept as one instant rather than recomputed:
+        # expired at ``now`` iff now >= issued + lifetime or now >= the next revocation.
+        expire = self.credentials_issued_s + self.credential_lifetime_s
+        if self._key_ptr < len(self.key_expiries):
+            expire = min(expire, self.key_expiries[self._key_ptr])
+        self.credentials_expire_s = expire
