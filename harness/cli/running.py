@@ -14,6 +14,8 @@ from fleetchaos.cli.common import (
     jobs_option,
     make_report_dir,
     param_option,
+    policies_with_params,
+    policy_param_options,
     run_determinism_check,
     scenario_option,
     scheduler_option,
@@ -24,7 +26,7 @@ from fleetchaos.cli.common import (
 )
 from fleetchaos.cli.history import HistorySession, history_options
 from fleetchaos.errors import UserError
-from fleetchaos.names import check_formats, check_policies
+from fleetchaos.names import check_formats
 
 __all__ = ["compare", "run"]
 
@@ -65,9 +67,10 @@ def run(
     from fleetchaos.scenario.load import load_scenario
 
     spec = load_scenario(scenario)
-    check_policies((policy,), "--policy")
+    scenario_params, policy_params = policy_param_options(params)
+    (policy,) = policies_with_params((policy,), policy_params, "--policy")
     check_formats((errors,), "--errors")
-    spec, applied = apply_single_params(spec, scenario, params)
+    spec, applied = apply_single_params(spec, scenario, scenario_params)
     make_report_dir(report)
     if check_determinism:
         run_determinism_check(spec, scenario, [(policy, errors)], [seed])
@@ -108,6 +111,7 @@ def run(
 
 @click.command()
 @scenario_option
+@param_option
 @click.option(
     "--seeds", type=click.IntRange(1, 10_000), help="number of seeds [default: the scenario's seeds, else 10]"
 )
@@ -123,6 +127,7 @@ def run(
 @history_options
 def compare(
     scenario: str,
+    params: tuple[str, ...],
     seeds: int | None,
     first_seed: int | None,
     policies: str,
@@ -154,8 +159,10 @@ def compare(
         raise UserError("--policies: give at least one policy")
     if not format_names:
         raise UserError("--errors: give at least one error format")
-    check_policies(policy_names, "--policies")
+    scenario_params, policy_params = policy_param_options(params, "compare")
+    policy_names = policies_with_params(policy_names, policy_params, "--policies")
     check_formats(format_names, "--errors")
+    spec, applied = apply_single_params(spec, scenario, scenario_params, "compare")
     make_report_dir(report)
     seed_list = seeds_to_run(spec, seeds, first_seed)
     if check_determinism:
@@ -167,8 +174,11 @@ def compare(
         from fleetchaos.reports import TaskCsvWriter
 
         tasks_csv = TaskCsvWriter(report / "tasks.csv", [(p, e) for p in policy_names for e in format_names])
-    session.start("compare", spec, {"scenario_ref": scenario, "policies": list(policy_names), "errors": list(format_names),
-                                    "seeds": seed_list, "confidence": confidence, "versions": versions()})  # fmt: skip
+    meta = {"scenario_ref": scenario, "policies": list(policy_names), "errors": list(format_names),
+            "seeds": seed_list, "confidence": confidence, "versions": versions()}  # fmt: skip
+    if applied:
+        meta["params"] = dict(applied)
+    session.start("compare", spec, meta)
 
     def on_run(run) -> None:
         if tasks_csv is not None:
@@ -192,6 +202,7 @@ def compare(
                 on_result=on_run,
                 keep_tasks=report is not None,
                 trace=report is not None,
+                params=applied,
             )
         status = "complete"
     except KeyboardInterrupt:
