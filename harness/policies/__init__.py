@@ -8,6 +8,8 @@
 * :mod:`~fleetchaos.policies.budgets` and :mod:`~fleetchaos.policies.breakers`: the classic retry
   controls as pure transitions; :mod:`~fleetchaos.policies.controls`: :class:`Controlled`, which wires
   them into the driver;
+* :mod:`~fleetchaos.policies.generic`: :class:`RemedyLadder`, which makes the most of an error it
+  cannot read (no envelope, no text);
 * :mod:`~fleetchaos.policies.presets`: named recipes built from all of the above;
 * :mod:`~fleetchaos.policies.registry`: names to policies (built-ins, presets, entry points, import
   paths) and their descriptions; :mod:`~fleetchaos.policies.spec`: names with parameters,
@@ -96,6 +98,10 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "ControlState",
         "Controlled",
     ),
+    "fleetchaos.policies.generic": (
+        "RUNGS",
+        "RemedyLadder",
+    ),
     "fleetchaos.policies.presets": (
         "BACKOFF_VARIANTS",
         "PRESETS",
@@ -147,6 +153,7 @@ __all__ = [
     "IMPORT_PATH",
     "POLICIES",
     "PRESETS",
+    "RUNGS",
     "STATUS_CATEGORIES",
     "AdaptiveThrottle",
     "AwsRetryQuota",
@@ -176,6 +183,7 @@ __all__ = [
     "QuotaState",
     "RawParsing",
     "RecoveryMatrix",
+    "RemedyLadder",
     "StructuredDecisionTree",
     "ThrottleWindow",
     "breaker_key",
