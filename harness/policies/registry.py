@@ -22,10 +22,12 @@ from fleetchaos.policies.blocks import Policy as Recipe
 from fleetchaos.policies.builtins import Backoff, BlindRetry, FailureTypeRouter, RawParsing, StructuredDecisionTree
 from fleetchaos.policies.presets import PRESETS
 from fleetchaos.policies.spec import PolicySpecError, apply_params, format_spec, parse_spec
+from fleetchaos.policies.spec import parameters as spec_parameters
 from fleetchaos.sim.observation import RecoveryPolicy
 
 __all__ = [
     "BUILT_IN",
+    "CONTRACTS",
     "DRIVER_ATTRIBUTES",
     "ENTRY_POINT",
     "ENTRY_POINT_GROUP",
@@ -54,6 +56,23 @@ POLICIES: dict[str, Callable[[], RecoveryPolicy]] = {
     **PRESETS,
 }
 
+
+#: The error contract (a format name of ``--errors``) each built-in and preset was written
+#: for: the one its reference recipe reads, where a test checks it recovers transient
+#: failures.  ``generic`` marks the policies that read no envelope at all.  The rest (the
+#: retry baselines, backoff variants and controls) act the same on every format.
+CONTRACTS: dict[str, str] = {
+    "structured": "structured",
+    "category-tree-remediation": "agent-tool-error",
+    "failure-type-router": "failure-type",
+    "coordinator": "subagent-result",
+    "recovery-matrix": "tool-envelope",
+    "recovery-matrix-fail-fast": "tool-envelope",
+    "recovery-matrix-all-or-nothing": "tool-envelope",
+    "raw-parse": "raw",
+    "ladder": "generic",
+    "ladder-breaker": "generic",
+}
 
 #: The entry point group in which installed packages register policies: each entry maps a
 #: policy name to an object reference ``module:attr`` (a policy class or instance).  See
@@ -235,7 +254,9 @@ class PolicyInfo:
     ``parameters`` are the policy's dataclass fields (``name`` excepted) with the values it
     is built with; ``recipe`` is the flattened repr of a :class:`fleetchaos.policies.blocks.Policy`;
     ``driver_attributes`` are the :data:`DRIVER_ATTRIBUTES` the policy sets.  ``error`` is
-    set (and the rest mostly empty) for an entry point that cannot be loaded.
+    set (and the rest mostly empty) for an entry point that cannot be loaded.  ``contract``
+    is the error format a built-in was written for (:data:`CONTRACTS`); ``settable`` the
+    parameter names a spec may set (``backoff(base_s=0.5)``, :mod:`fleetchaos.policies.spec`).
     """
 
     name: str
@@ -248,6 +269,8 @@ class PolicyInfo:
     driver_attributes: dict[str, object] = field(default_factory=dict)
     shadowed: str | None = None
     error: str | None = None
+    contract: str | None = None
+    settable: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         """JSON-ready: values that JSON cannot hold are given as their repr."""
@@ -255,6 +278,7 @@ class PolicyInfo:
         doc = {f: getattr(self, f) for f in self.__dataclass_fields__}
         doc["parameters"] = {k: _plain(v) for k, v in self.parameters.items()}
         doc["driver_attributes"] = {k: _plain(v) for k, v in self.driver_attributes.items()}
+        doc["settable"] = list(self.settable)
         return doc
 
 
@@ -318,6 +342,8 @@ def _info(name: str, source: str, origin: str, policy) -> PolicyInfo:
         parameters=parameters,
         recipe=repr(policy) if isinstance(policy, Recipe) else None,
         driver_attributes=driver,
+        contract=CONTRACTS.get(name.partition("(")[0]) if source == BUILT_IN else None,
+        settable=tuple(spec_parameters(policy)),
     )
 
 
