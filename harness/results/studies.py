@@ -159,6 +159,8 @@ class RobustnessResult(_Model):
     """The arm ahead at the scenario's own values."""
     varied: dict[str, list[Any]]
     """Each varied assumption (a dotted scenario path) with the values tried, in order."""
+    described: dict[str, str] = {}
+    """What a varied path is, in words (``network_blip rate (probability)``), where known."""
     points: list[RobustnessPoint]
     flips: list[Flip]
     """Every place the leader changes, in the order of ``varied``; empty when the ordering holds everywhere."""
