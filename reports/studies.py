@@ -135,9 +135,9 @@ def write_tune_report(result: TuneResult, out_dir: Path) -> list[Path]:
 
 
 def _alias(tuning: TuningRecord, policy: str) -> str:
-    """``best-for-FORMAT`` for a tuned spec (the first format it won), else the policy itself."""
-    errors = next((e for e, p in tuning.best.items() if p == policy), None)
-    return f"best-for-{errors}" if errors is not None else policy
+    """``best-for-FORMAT`` for a tuned spec (``best-for-A+B`` when it won on several), else the policy itself."""
+    formats = [e for e, p in tuning.best.items() if p == policy]
+    return f"best-for-{'+'.join(formats)}" if formats else policy
 
 
 def gap_headline(tuning: TuningRecord) -> str:
