@@ -1,13 +1,13 @@
 """Rendering only: terminal tables, charts, and report folders from harness result models.
 
-Never imports SimPy: it reads :mod:`fleetchaos.results.models`, :mod:`fleetchaos.results.registry`
-and :mod:`fleetchaos.results.stats` and nothing else of the harness.
+Never imports SimPy: it reads :mod:`fleetchaos.results.models`, :mod:`fleetchaos.results.studies`,
+:mod:`fleetchaos.results.registry` and :mod:`fleetchaos.results.stats` and nothing else of the harness.
 
 Modules: ``tables`` (terminal tables), ``charts`` (PNG charts), ``blocks`` (the page model
 and its Markdown and HTML renderings), ``cells`` (how figures read in tables), ``notes``
 (assumptions and reading notes), ``policy_errors``, ``compare_report``, ``run_report``,
 ``results_io`` (results JSON and per-task CSV), ``writer`` (a report from a results file),
-``sweep`` and ``ablation``.
+``sweep``, ``ablation``, ``studies`` (tuning and best against best) and ``robustness``.
 """
 
 from fleetchaos.reports.compare_report import compare_markdown, write_compare_report

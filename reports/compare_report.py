@@ -13,6 +13,7 @@ from fleetchaos.reports.cells import counts, diff, diff_ci, metric_cell, num, pr
 from fleetchaos.reports.notes import ASSUMPTIONS, READING_NOTES
 from fleetchaos.reports.policy_errors import policy_error_blocks
 from fleetchaos.reports.results_io import dumps
+from fleetchaos.reports.studies import tuning_blocks
 from fleetchaos.reports.tables import COLUMNS, fmt
 from fleetchaos.results.models import CompareResult, Timeline
 from fleetchaos.results.registry import HEADLINE_METRICS, is_rate
@@ -121,6 +122,7 @@ def compare_blocks(
         ),
     ]
 
+    blocks += tuning_blocks(result)  # a tuned comparison (compare --tune) says which arm is which
     blocks += policy_error_blocks(
         [(a.policy, a.errors, a.metrics, a.breakdowns) for a in result.arms], runs=len(result.seeds)
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fleetchaos.results.models import CompareResult, RunResult
+from fleetchaos.results.studies import TunedCompareResult
 
 
 def _scalar(x: Any) -> bool:
@@ -136,13 +137,13 @@ def load_results(path: Path) -> CompareResult | RunResult:
         raise ValueError(
             f"{path}: expected a JSON object from `fleetchaos run` or `compare`, got a {type(doc).__name__}"
         )
-    model = CompareResult if "arms" in doc else RunResult
+    model = TunedCompareResult if "tuning" in doc else CompareResult if "arms" in doc else RunResult
     try:
         return model.model_validate(doc)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        kind = "comparison" if model is CompareResult else "run"
+        kind = "run" if model is RunResult else "comparison"
         raise ValueError(
             f"{path}: not a fleetchaos {kind} result: {where}: {first['msg']} ({exc.error_count()} problem(s)); "
             "give a results.json written by `fleetchaos run` or `fleetchaos compare`"

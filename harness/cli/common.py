@@ -30,6 +30,8 @@ __all__ = [
     "jobs_option",
     "make_report_dir",
     "param_option",
+    "policies_with_params",
+    "policy_param_options",
     "run_determinism_check",
     "scenario_option",
     "scheduler_option",
@@ -66,8 +68,14 @@ def stderr_console() -> Console:
 
 
 def split_names(value: str) -> tuple[str, ...]:
-    """A comma-separated option as a tuple of its non-empty, stripped items."""
-    return tuple(v.strip() for v in value.split(",") if v.strip())
+    """A comma-separated option as a tuple of its non-empty, stripped items.
+
+    Commas inside parentheses, brackets or quotes do not split: ``backoff(base_s=1,cap_s=5),structured``
+    is two policies.
+    """
+    from fleetchaos.policies.spec import split_specs
+
+    return split_specs(value)
 
 
 def make_report_dir(path: Path | None, option: str = "--report") -> None:
@@ -82,20 +90,66 @@ def make_report_dir(path: Path | None, option: str = "--report") -> None:
         ) from None
 
 
-def apply_single_params(spec, ref: str, options: tuple[str, ...]):
-    """Apply ``--param PATH=VALUE`` options that each give exactly one value."""
-    from fleetchaos.runs.sweep import scenario_source
-    from fleetchaos.scenario.params import apply_params, parse_param_option
+def _single_values(options: tuple[str, ...], command: str) -> list[tuple[str, object]]:
+    from fleetchaos.scenario.params import parse_param_option
 
     pairs = []
     for option in options:
         path, values = parse_param_option(option)
         if len(values) != 1:
             raise UserError(
-                f"--param {option}: run takes one value per parameter; use `fleetchaos sweep` to sweep several"
+                f"--param {option}: {command} takes one value per parameter; use `fleetchaos sweep` to sweep several"
             )
         pairs.append((path, values[0]))
-    return apply_params(spec, pairs, source=scenario_source(ref))
+    return pairs
+
+
+def apply_single_params(spec, ref: str, options: tuple[str, ...], command: str = "run"):
+    """Apply ``--param PATH=VALUE`` scenario options that each give exactly one value.
+
+    ``policy.NAME=VALUE`` options are not scenario values: split them off first with
+    :func:`policy_param_options`.
+    """
+    from fleetchaos.runs.sweep import scenario_source
+    from fleetchaos.scenario.params import apply_params
+
+    return apply_params(spec, _single_values(options, command), source=scenario_source(ref))
+
+
+def policy_param_options(
+    options: tuple[str, ...], command: str = "run"
+) -> tuple[tuple[str, ...], tuple[tuple[str, object], ...]]:
+    """``--param`` options split into scenario options and ``policy.NAME=VALUE`` pairs (one value each)."""
+    from fleetchaos.policies.spec import policy_param_name
+
+    scenario = tuple(o for o in options if policy_param_name(o.partition("=")[0].strip()) is None)
+    policy = tuple(o for o in options if o not in scenario)
+    pairs = tuple((policy_param_name(path) or "", value) for path, value in _single_values(policy, command))
+    return scenario, pairs
+
+
+def policies_with_params(names: tuple[str, ...], pairs: tuple[tuple[str, object], ...], where: str) -> tuple[str, ...]:
+    """Each policy's canonical spec with the ``--param policy.NAME=VALUE`` pairs set on it.
+
+    A policy that lacks one of the parameters is a user error naming it and the fix.
+    """
+    from fleetchaos.names import check_policies
+    from fleetchaos.policies.registry import PolicyLookupError, with_params
+
+    names = check_policies(names, where)
+    if not pairs:
+        return names
+    out = []
+    for name in names:
+        try:
+            out.append(with_params(name, [(k, tuple(v) if isinstance(v, list) else v) for k, v in pairs]))
+        except PolicyLookupError as exc:
+            given = " ".join(f"--param policy.{k}=..." for k, _ in pairs)
+            raise UserError(
+                f"{given}: {exc}; to set a parameter on some arms only, write it in their spec, "
+                f"e.g. {where} 'backoff(base_s=0.5)'"
+            ) from None
+    return check_policies(out, where)
 
 
 class ErrorHandlingGroup(click.Group):
@@ -148,7 +202,8 @@ param_option = click.option(
     "params",
     multiple=True,
     metavar="PATH=V1,V2,...",
-    help="set a scenario value by dotted path, e.g. faults[0].probability=0.1 or fleet.workers=50",
+    help="set a scenario value by dotted path, e.g. faults[0].probability=0.1 or fleet.workers=50, "
+    "or a policy parameter, e.g. policy.base_s=0.5",
 )
 determinism_option = click.option(
     "--check-determinism",

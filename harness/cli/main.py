@@ -2,7 +2,8 @@
 
 Each family of commands lives in its own module (:mod:`~fleetchaos.cli.running`,
 :mod:`~fleetchaos.cli.sweeping`, :mod:`~fleetchaos.cli.reporting`,
-:mod:`~fleetchaos.cli.listings`, :mod:`~fleetchaos.cli.shrinking`); what they share (exit
+:mod:`~fleetchaos.cli.listings`, :mod:`~fleetchaos.cli.shrinking`, :mod:`~fleetchaos.cli.tuning`,
+:mod:`~fleetchaos.cli.robustness`); what they share (exit
 codes, options, error handling) is in :mod:`~fleetchaos.cli.common`.  Data goes to stdout,
 messages to stderr.  Exit codes: 0 ok, 1 regression gate failed, 2 invalid input or usage,
 3 internal error, 130 interrupted.
@@ -15,9 +16,11 @@ import click
 from fleetchaos.cli.common import ErrorHandlingGroup
 from fleetchaos.cli.listings import faults, policies, scenarios, schema
 from fleetchaos.cli.reporting import history, report
+from fleetchaos.cli.robustness import robustness
 from fleetchaos.cli.running import compare, run
 from fleetchaos.cli.shrinking import shrink
 from fleetchaos.cli.sweeping import ablation, sweep
+from fleetchaos.cli.tuning import tune
 
 __all__ = ["main"]
 
@@ -33,7 +36,21 @@ def main() -> None:
     """
 
 
-for _command in (run, compare, sweep, ablation, report, history, scenarios, schema, policies, faults, shrink):
+for _command in (
+    run,
+    compare,
+    sweep,
+    ablation,
+    tune,
+    robustness,
+    report,
+    history,
+    scenarios,
+    schema,
+    policies,
+    faults,
+    shrink,
+):
     main.add_command(_command)
 
 

@@ -14,6 +14,8 @@ from fleetchaos.cli.common import (
     jobs_option,
     make_report_dir,
     param_option,
+    policies_with_params,
+    policy_param_options,
     run_determinism_check,
     scenario_option,
     scheduler_option,
@@ -23,8 +25,9 @@ from fleetchaos.cli.common import (
     stdout_console,
 )
 from fleetchaos.cli.history import HistorySession, history_options
+from fleetchaos.cli.tuning import TUNE_OPTIONS, best_arms, tune_options
 from fleetchaos.errors import UserError
-from fleetchaos.names import check_formats, check_policies
+from fleetchaos.names import check_formats
 
 __all__ = ["compare", "run"]
 
@@ -65,9 +68,10 @@ def run(
     from fleetchaos.scenario.load import load_scenario
 
     spec = load_scenario(scenario)
-    check_policies((policy,), "--policy")
+    scenario_params, policy_params = policy_param_options(params)
+    (policy,) = policies_with_params((policy,), policy_params, "--policy")
     check_formats((errors,), "--errors")
-    spec, applied = apply_single_params(spec, scenario, params)
+    spec, applied = apply_single_params(spec, scenario, scenario_params)
     make_report_dir(report)
     if check_determinism:
         run_determinism_check(spec, scenario, [(policy, errors)], [seed])
@@ -108,12 +112,26 @@ def run(
 
 @click.command()
 @scenario_option
+@param_option
 @click.option(
     "--seeds", type=click.IntRange(1, 10_000), help="number of seeds [default: the scenario's seeds, else 10]"
 )
 @click.option("--first-seed", type=click.IntRange(0, 2**62), help="first seed of the range [default: 1]")
-@click.option("--policies", default="blind-retry,backoff,structured", show_default=True, help="comma-separated")
+@click.option(
+    "--policies",
+    default="blind-retry,backoff,structured",
+    show_default=True,
+    help="comma-separated; 'best' is the policy tuned on each format (see --tune)",
+)
 @click.option("--errors", "formats", default="generic,structured", show_default=True, help="comma-separated")
+@click.option(
+    "--tune",
+    "tune_arms",
+    is_flag=True,
+    help="best against best: tune a policy per format on training seeds (the tune options below), then run each "
+    "tuned policy on every format; replaces the default --policies with 'best', or adds it to yours",
+)
+@tune_options
 @jobs_option
 @scheduler_option
 @click.option("--confidence", default=0.95, show_default=True, type=Confidence(0.5, 0.999))
@@ -123,10 +141,12 @@ def run(
 @history_options
 def compare(
     scenario: str,
+    params: tuple[str, ...],
     seeds: int | None,
     first_seed: int | None,
     policies: str,
     formats: str,
+    tune_arms: bool,
     jobs: int | None,
     scheduler: str | None,
     confidence: float,
@@ -143,21 +163,47 @@ def compare(
     the worst arm (fleet timeline, error codes over time).
     """
     from fleetchaos.cli.progress import progress_bar
+    from fleetchaos.runs.best import BEST
     from fleetchaos.runs.executors import open_executor
     from fleetchaos.runs.runner import compare as run_compare
     from fleetchaos.runs.runner import versions
     from fleetchaos.scenario.load import load_scenario
 
+    tune_opts = {k: history_args.pop(k) for k in TUNE_OPTIONS}
     spec = load_scenario(scenario)
     policy_names, format_names = split_names(policies), split_names(formats)
+    if tune_arms and BEST not in policy_names:
+        source = click.get_current_context().get_parameter_source("policies")
+        given = source is not None and source.name != "DEFAULT"
+        policy_names = (*policy_names, BEST) if given else (BEST,)
+    tuning = BEST in policy_names
     if not policy_names:
         raise UserError("--policies: give at least one policy")
     if not format_names:
         raise UserError("--errors: give at least one error format")
-    check_policies(policy_names, "--policies")
+    scenario_params, policy_params = policy_param_options(params, "compare")
+    if tuning and policy_params:
+        raise UserError("--param policy.*: with 'best' arms, give parameters in each named policy's spec instead")
+    named = tuple(p for p in policy_names if p != BEST)
+    named = policies_with_params(named, policy_params, "--policies") if named else ()
+    policy_names = tuple(BEST if p == BEST else named[sum(q != BEST for q in policy_names[:i])]
+                         for i, p in enumerate(policy_names))  # fmt: skip
     check_formats(format_names, "--errors")
+    spec, applied = apply_single_params(spec, scenario, scenario_params, "compare")
     make_report_dir(report)
     seed_list = seeds_to_run(spec, seeds, first_seed)
+    if check_determinism and tuning:
+        raise UserError("--check-determinism with --tune: tune first, then check the tuned specs by name")
+    base = best = tune_executor = None
+    if tuning:
+        tune_executor = open_executor(jobs, scheduler)  # kept for the comparison's own runs
+        try:
+            policy_names, base, best = best_arms(
+                spec, scenario, applied, policy_names, format_names, seed_list, tune_opts, tune_executor
+            )
+        except BaseException:
+            tune_executor.shutdown()
+            raise
     if check_determinism:
         run_determinism_check(spec, scenario, [(p, e) for p in policy_names for e in format_names], seed_list)
         return
@@ -167,8 +213,13 @@ def compare(
         from fleetchaos.reports import TaskCsvWriter
 
         tasks_csv = TaskCsvWriter(report / "tasks.csv", [(p, e) for p in policy_names for e in format_names])
-    session.start("compare", spec, {"scenario_ref": scenario, "policies": list(policy_names), "errors": list(format_names),
-                                    "seeds": seed_list, "confidence": confidence, "versions": versions()})  # fmt: skip
+    meta = {"scenario_ref": scenario, "policies": list(policy_names), "errors": list(format_names),
+            "seeds": seed_list, "confidence": confidence, "versions": versions()}  # fmt: skip
+    if applied:
+        meta["params"] = dict(applied)
+    if best is not None:
+        meta["tuned"] = dict(best)
+    session.start("compare", spec, meta)
 
     def on_run(run) -> None:
         if tasks_csv is not None:
@@ -177,7 +228,7 @@ def compare(
         advance(1)
 
     status = "failed"
-    executor = open_executor(jobs, scheduler)
+    executor = tune_executor if tune_executor is not None else open_executor(jobs, scheduler)
     try:
         total = len(seed_list) * len(policy_names) * len(format_names)
         with progress_bar(total, "compare", console=stderr_console()) as advance:
@@ -192,7 +243,13 @@ def compare(
                 on_result=on_run,
                 keep_tasks=report is not None,
                 trace=report is not None,
+                params=applied,
             )
+        if base is not None and best is not None:
+            from fleetchaos.results.studies import TunedCompareResult
+            from fleetchaos.runs.best import tuning_record
+
+            result = TunedCompareResult(**dict(result), tuning=tuning_record(result, base, best))
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"
@@ -217,6 +274,11 @@ def compare(
         from fleetchaos.reports import compare_table
 
         stdout_console().print(compare_table(result))
+        if getattr(result, "tuning", None) is not None:
+            from fleetchaos.reports.studies import gap_headline, gap_table
+
+            click.echo(gap_headline(result.tuning))
+            stdout_console().print(gap_table(result.tuning))
         if len(seed_list) < 2:
             click.echo("only one seed: no confidence intervals; use --seeds 10 or more to compare arms", err=True)
     code = session.gate(lambda line: click.echo(line, err=True))

@@ -142,8 +142,9 @@ def sweep(
         for job in plan.jobs:
             variant = plan.variants[job.variant]
             ref = variant.ref or variant.scenario.name
-            replay = replay_command(ref, job.policy, job.errors, job.seed, variant.params)
-            runs.append((variant.scenario, job.policy, job.errors, job.seed, replay))
+            policy = variant.policy_spec(job.policy)
+            replay = replay_command(ref, policy, job.errors, job.seed, variant.scenario_params)
+            runs.append((variant.scenario, policy, job.errors, job.seed, replay))
         run_determinism_check(None, "", [], [], runs=runs)
         return
     err = stderr_console()

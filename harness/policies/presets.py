@@ -16,6 +16,8 @@ breakers) lives in the driver-kept shared state of :class:`~fleetchaos.policies.
 * ``budget-aws``, ``budget-grpc``, ``budget-envoy``, ``throttle-sre``, ``breaker-worker``:
   backoff under one shared control each;
 * ``layered-transport``: backoff over a transport layer that retries each call itself;
+* ``ladder``, ``ladder-breaker``: the remedy ladder for generic errors (:mod:`fleetchaos.policies.generic`),
+  alone and under per-worker circuit breakers;
 * ``escalate-all``: page a human on every failure (what escalating everything costs).
 """
 
@@ -31,6 +33,7 @@ from fleetchaos.policies.breakers import CircuitBreaker
 from fleetchaos.policies.budgets import AdaptiveThrottle, AwsRetryQuota, EnvoyRetryBudget, GrpcRetryThrottle
 from fleetchaos.policies.builtins import Backoff
 from fleetchaos.policies.controls import Controlled
+from fleetchaos.policies.generic import RemedyLadder
 from fleetchaos.policies.instead import instead_give_up
 from fleetchaos.policies.readers import category_of, code_of, resume_of, retry_after_s_of, retryable_of
 from fleetchaos.policies.retry_on import retry_always
@@ -328,6 +331,16 @@ def _matrix(name: str, batch_mode: str) -> Callable[[], Controlled]:
     return build
 
 
+def _ladder_breaker() -> Controlled:
+    """The remedy ladder under a circuit breaker per worker: a worker failing across tasks is routed around.
+
+    The breaker is the classic one (5 failures in a row open it for 30 s, one trial call
+    half-opens it), the same as ``breaker-worker``'s, so the two differ only in the policy
+    under it.
+    """
+    return Controlled(RemedyLadder(name="ladder-breaker"), breaker=CircuitBreaker(), name="ladder-breaker")
+
+
 #: Named presets, merged into :data:`fleetchaos.policies.registry.POLICIES`.
 PRESETS: dict[str, Callable[[], RecoveryPolicy]] = {
     **BACKOFF_VARIANTS,
@@ -343,4 +356,6 @@ PRESETS: dict[str, Callable[[], RecoveryPolicy]] = {
     "breaker-worker": _controlled("breaker-worker", breaker=CircuitBreaker()),
     "layered-transport": LayeredBackoff,
     "escalate-all": EscalateAll,
+    "ladder": RemedyLadder,
+    "ladder-breaker": _ladder_breaker,
 }

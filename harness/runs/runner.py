@@ -14,7 +14,8 @@ from importlib.metadata import PackageNotFoundError, version
 from itertools import product
 from typing import Any
 
-from fleetchaos.policies.registry import get_policy
+from fleetchaos.policies.registry import get_policy, with_params
+from fleetchaos.policies.spec import policy_param_name
 from fleetchaos.results.metrics import RunAccumulator
 from fleetchaos.results.models import (
     SAMPLE_LIMIT,
@@ -52,7 +53,8 @@ def replay_command(
     from fleetchaos.scenario.params import format_value
 
     extra = "".join(f" --param {shlex.quote(f'{path}={format_value(value)}')}" for path, value in params)
-    return f"fleetchaos run --scenario {scenario_ref}{extra} --policy {policy} --errors {errors} --seed {seed}"
+    # A policy with parameters, backoff(base_s=0.5), is quoted for the shell; a bare name reads as it is.
+    return f"fleetchaos run --scenario {scenario_ref}{extra} --policy {shlex.quote(policy)} --errors {errors} --seed {seed}"
 
 
 def run_one(
@@ -182,9 +184,20 @@ class Variant:
     ref: str | None = None
     """How the user named the base scenario (catalogue name or path), for replay commands."""
     params: tuple[tuple[str, Any], ...] = ()
-    """(dotted path, value) of each swept parameter, in grid order."""
+    """(dotted path, value) of each swept parameter, in grid order: scenario values already
+    applied to ``scenario``, then ``policy.NAME`` values the runs set on their policy."""
     keep_tasks: bool = False
     """Runs carry their per-task rows (for a report's tasks.csv)."""
+
+    @property
+    def scenario_params(self) -> tuple[tuple[str, Any], ...]:
+        """The swept scenario values (already applied to ``scenario``): what a run's replay gives as ``--param``."""
+        return tuple((p, v) for p, v in self.params if policy_param_name(p) is None)
+
+    def policy_spec(self, policy: str) -> str:
+        """``policy`` with this variant's ``policy.NAME`` values set: the spec its runs run and record."""
+        pairs = [(policy_param_name(p), v) for p, v in self.params if policy_param_name(p) is not None]
+        return with_params(policy, pairs) if pairs else policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,11 +224,11 @@ def _run_chunk(chunk: tuple[Variant, tuple[tuple[int, str, str, int], ...]]) -> 
         for index, policy, errors, seed in items:
             result = run_one(
                 variant.scenario,
-                policy,
+                variant.policy_spec(policy),
                 errors,
                 seed,
                 scenario_ref=variant.ref,
-                params=variant.params,
+                params=variant.scenario_params,
                 keep_tasks=variant.keep_tasks,
             )
             out.append((index, result))
@@ -369,12 +382,25 @@ def representative_arms(arms: list[ArmResult]) -> list[tuple[str, ArmResult]]:
     return [("best recovery", best), ("worst recovery", worst)]
 
 
-def traced_timelines(scenario: Scenario, arms: list[ArmResult], seed: int, scenario_ref: str | None = None) -> list:
+def traced_timelines(
+    scenario: Scenario,
+    arms: list[ArmResult],
+    seed: int,
+    scenario_ref: str | None = None,
+    params: Sequence[tuple[str, Any]] = (),
+) -> list:
     """Timelines of ``seed`` for the best and the worst arm, each run again with tracing on."""
     out = []
     for label, arm in representative_arms(arms):
         traced = run_one(
-            scenario, arm.policy, arm.errors, seed, scenario_ref=scenario_ref, trace=True, trace_label=label
+            scenario,
+            arm.policy,
+            arm.errors,
+            seed,
+            scenario_ref=scenario_ref,
+            params=params,
+            trace=True,
+            trace_label=label,
         )
         out.append(traced.timeline)
     return out
@@ -394,6 +420,7 @@ def compare(
     on_result: Callable[[RunResult], None] | None = None,
     keep_tasks: bool = False,
     trace: bool = False,
+    params: Sequence[tuple[str, Any]] = (),
 ) -> CompareResult:
     """Every policy on every error format, each on the same seeds (so the same faults).
 
@@ -403,11 +430,12 @@ def compare(
     executor or the number of jobs.  With ``keep_tasks`` the runs handed to
     ``on_result`` carry their per-task rows (dropped right after, so memory stays flat).
     With ``trace`` the first seed of the best and the worst arm is run again with tracing
-    on and the comparison carries their timelines.
+    on and the comparison carries their timelines.  ``params`` (``--param`` values already
+    applied to ``scenario``) label every run and its replay command.
     """
     arms = list(product(policies, formats))
     job_list = [RunJob(0, p, e, s) for (p, e) in arms for s in seeds]
-    variants = [Variant(scenario, scenario_ref, keep_tasks=keep_tasks)]
+    variants = [Variant(scenario, scenario_ref, tuple(params), keep_tasks=keep_tasks)]
 
     def hand_on(_index: int, result: RunResult) -> None:
         if on_result is not None:
@@ -433,6 +461,6 @@ def compare(
         arms=arm_results,
         versions=versions(),
         comparisons=paired_comparisons(arm_results, confidence),
-        timelines=traced_timelines(scenario, arm_results, seeds[0], scenario_ref) if trace and seeds else [],
+        timelines=traced_timelines(scenario, arm_results, seeds[0], scenario_ref, params) if trace and seeds else [],
         scenario_config=scenario.model_dump(mode="json"),
     )
