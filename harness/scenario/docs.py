@@ -15,8 +15,10 @@ from fleetchaos.scenario.fields import parameters
 from fleetchaos.scenario.load import MAX_FILE_BYTES, MAX_SCHEDULE_SPANS, MAX_TASKS, MAX_TOOL_CALLS, Scenario
 from fleetchaos.sim.config import (
     Arrival,
+    ArrivalSchedule,
     Distribution,
     FleetSpec,
+    RatePoint,
     RemediationSpec,
     StepSpec,
     TemplateSpec,
@@ -36,6 +38,8 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("workload.templates[]", TemplateSpec),
     ("workload.templates[].steps[]", StepSpec),
     ("workload.arrivals[]", Arrival),
+    ("workload.arrival_schedule", ArrivalSchedule),
+    ("workload.arrival_schedule.points[]", RatePoint),
 )
 
 #: The pieces of the shared fault schedule.

@@ -101,6 +101,8 @@ def estimated_size(world: WorldSpec) -> tuple[float, float]:
             sum(w * sum(s.duration.mean_s + rtt for s in t.steps) for w, t in zip(weights, workload.templates)) / total
         )
         tasks = workload.clients * world.duration_s / (workload.think.mean_s + busy)
+    elif workload.arrival_schedule is not None:
+        tasks = workload.arrival_schedule.mean_per_s(world.duration_s) * world.duration_s
     else:
         tasks = workload.tasks_per_day * world.duration_s / DAY_S
     return tasks, tasks * calls_per_task
@@ -126,6 +128,9 @@ class Scenario(WorldSpec):
         if self.workload.clients is not None and self.workload.arrivals is None:
             how = f"{self.workload.clients} closed-loop clients over {days:g} days"
             fix = "fewer workload.clients, a longer workload.think, or a shorter duration_s"
+        elif self.workload.arrival_schedule is not None and self.workload.arrivals is None:
+            how = f"workload.arrival_schedule over {days:g} days"
+            fix = "lower tasks_per_hour in workload.arrival_schedule.points or a shorter duration_s"
         else:
             how = f"workload.tasks_per_day {self.workload.tasks_per_day:,.0f} x {days:g} days"
             fix = "a lower workload.tasks_per_day or a shorter duration_s"
