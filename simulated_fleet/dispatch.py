@@ -14,12 +14,12 @@ request, one timeout and one release (the same event pattern as a bare SimPy mod
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 
 import simpy
 
 from fleetchaos.sim import _rng
-from fleetchaos.sim.calls import NO_ITEMS, CallModel, CallOutcome, StepRules, Template
+from fleetchaos.sim.calls import NO_CLIENT, NO_ITEMS, CallModel, CallOutcome, StepRules, Template
 from fleetchaos.sim.faults import FaultPlan, Partition
 from fleetchaos.sim.fleet import Worker
 from fleetchaos.sim.journal import Journal
@@ -66,6 +66,9 @@ class Dispatcher:
         self.idempotent = idempotent
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self.branch_heads = [0] * plan.git_branches
+        self.call_timeout_s = calls.call_timeout_s
+        self.on_orphans_done: Callable[[TaskRecord], None] | None = None
+        """Called with a task's record when the last of its orphaned steps ends (the world hands it on then)."""
 
     def partitioned(self, orchestrator: int, worker: int, now: float) -> Partition | None:
         """The partition cutting ``orchestrator`` off from ``worker`` at ``now``, if any."""
@@ -117,8 +120,17 @@ class Dispatcher:
                 rec.redone_steps += 1
             rec.step_executions += 1
             wait = w.slots.acquire()
+            waited = 0.0
             if wait is not None:
-                yield wait
+                limit = self.call_timeout_s
+                if limit is None:
+                    yield wait
+                else:  # the call timeout counts from dispatch: a client may give up while the step queues
+                    queued = env.now
+                    yield wait | env.timeout(limit)
+                    if not wait.triggered:
+                        return self._gave_up_queued(task, tpl, rec, w, start, si, skip, wait, sources, masked)
+                    waited = env.now - queued
             now = env.now
             rules = step_rules[si]
             step_key = _rng.step_key(task_key, si, executions[si])
@@ -146,7 +158,7 @@ class Dispatcher:
                 rec.calls += 1
                 key = call_key(step_key, item)
                 fault, duration, committed, retry_at = decide(
-                    w, step, rules, task_key, item, key, now, batch_failed, sources
+                    w, step, rules, task_key, item, key, now, batch_failed, sources, waited
                 )
                 if fault is not None and transport is not None and fault.name in transport.on:
                     fault, duration, committed, retry_at = self._transport_retry(
@@ -247,6 +259,70 @@ class Dispatcher:
         if self.plain_success:
             return PLAIN_OK
         return self._report(task, tpl, w, start, -1, None, (), masked=masked)
+
+    def _gave_up_queued(self, task, tpl, rec, w, start, si, skip, request, sources, masked) -> AttemptReport:
+        """The client's call timeout ran out while the step waited for a tool slot: every call of it timed out.
+
+        A tool that cancels its work withdraws the request; otherwise the step stays queued
+        and runs when a slot frees, as an orphan nobody waits for (:meth:`_orphan`).
+        """
+        step = tpl.steps[si]
+        items = [i for i in range(step.fan_out) if i not in skip]
+        if step.cancels:
+            w.slots.cancel(request)
+        else:
+            rec.orphans += 1
+            self.env.process(self._orphan(task, tpl, rec, w, si, items, request, sources))
+        now = self.env.now
+        for _item in items:
+            self.journal.fault(rec, "timeout", now, step.name, w.index)
+        return self._report(
+            task,
+            tpl,
+            w,
+            start,
+            si,
+            "timeout",
+            tuple(skip),
+            item_failures=tuple((i, "timeout") for i in items),
+            masked=masked,
+        )
+
+    def _orphan(self, task, tpl, rec: TaskRecord, w: Worker, si: int, items, request, sources) -> Generator:
+        """A step whose client gave up while it queued: when its slot comes it runs anyway, holds the slot
+        for its calls and takes effect (disk writes and shared branches aside), with no one told."""
+        env = self.env
+        yield request
+        step = tpl.steps[si]
+        rules = self.calls.step_rules(w.index, tpl)[si]
+        task_key = _rng.task_key(self.run_key, task.id)
+        step_key = _rng.step_key(task_key, si, rec.executions[si])
+        now = env.now
+        longest = 0.0
+        took_effect = []
+        for item in items:
+            rec.calls += 1
+            fault, duration, committed, _ = self.calls.decide(
+                w, step, rules, task_key, item, _rng.call_key(step_key, item), now, NO_ITEMS, sources, NO_CLIENT
+            )
+            longest = max(longest, duration)
+            if fault is None or fault.spends_tokens:
+                rec.tokens += step.tokens
+            if fault is None or committed:
+                took_effect.append(item)
+            if fault is not None:
+                self.journal.fault(rec, fault.name, now, step.name, w.index)
+        yield env.timeout(longest)
+        w.slots.release()
+        garbage = any(0 in rec.commits[n] for n in step.needs)
+        if not garbage:
+            for item in took_effect:
+                rec.commits[si][item] += 1
+            if self.idempotent and si in tpl.append_steps:
+                self._deduplicate(rec, rec.commits[si])
+        rec.orphans -= 1
+        if not rec.orphans and self.on_orphans_done is not None:
+            self.on_orphans_done(rec)
 
     def _report(
         self,

@@ -297,6 +297,17 @@ class QuotaExhausted(_Fault):
     calls_per_day: int = Field(gt=0, le=100_000_000)
 
 
+class Overloaded(_Fault):
+    """A provider loses part of its speed during windows, so it refuses calls (503) at a lower load."""
+
+    kind: Literal["overloaded"] = "overloaded"
+    provider: str = Field(min_length=1, description="the provider (a fleet.providers name) that slows down")
+    windows: list[Window] = Field(min_length=1, description="when it serves slower")
+    capacity_factor: float = Field(
+        default=0.5, gt=0, le=1, description="share of its speed left in a window (service takes 1/factor as long)"
+    )
+
+
 def _models(base: type[_Fault]) -> dict[str, type[_Fault]]:
     """Every model under ``base`` that names a kind (a ``kind`` literal), by kind."""
     found: dict[str, type[_Fault]] = {}

@@ -77,6 +77,9 @@ class TaskRecord:
     """Compensating calls a rollback made (one per committed item, included in ``calls``)."""
     deduplicated: int = 0
     """Side effects an idempotency key stopped from taking effect twice."""
+    orphans: int = 0
+    """Steps whose client gave up while they waited for a tool slot and whose work has not ended yet
+    (``after_timeout: continue``): the record is final only once they end."""
 
     @property
     def faulted(self) -> bool:

@@ -156,6 +156,7 @@ class World:
             heartbeat_timeout_s=fleet.heartbeat_timeout_s,
         )
         self.judge = RetryJudge(self.calls, self.run_key, self.dispatcher.partitioned)
+        self.dispatcher.on_orphans_done = self._orphans_done
         self._next_task_id = 0
 
     # -- running -----------------------------------------------------------------------
@@ -366,8 +367,14 @@ class World:
             self.workers[index].disk_used_mb -= mb
         if tracing:
             emit("end", task.id, worker, rec.claim)
-        if self.sink is not None:
+        if self.sink is not None and not rec.orphans:  # else handed on when its orphaned steps end
             del self._open[task.id]
+            self.sink(rec)
+
+    def _orphans_done(self, rec: TaskRecord) -> None:
+        """The last orphaned step of a task ended: a task that has ended too is handed to the sink now."""
+        if self.sink is not None and rec.end_s is not None and rec.id in self._open:
+            del self._open[rec.id]
             self.sink(rec)
 
     def _duration(self, spec, stream: int, task_id: int, n: int) -> float:

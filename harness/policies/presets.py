@@ -97,6 +97,7 @@ def _backoff_variant(name: str, wait) -> Callable[[], Policy]:
 
 
 BACKOFF_VARIANTS: dict[str, Callable[[], Policy]] = {
+    "retry-immediate": _backoff_variant("retry-immediate", wait_fixed(0.0)),
     "retry-fixed": _backoff_variant("retry-fixed", wait_fixed(2.0)),
     "backoff-none": _backoff_variant("backoff-none", wait_exponential(1.0, 60.0)),
     "backoff-full-jitter": _backoff_variant("backoff-full-jitter", wait_full_jitter(1.0, 60.0)),
@@ -320,6 +321,11 @@ def _controlled(name: str, **controls) -> Callable[[], Controlled]:
     return build
 
 
+def _budgeted_immediate() -> Controlled:
+    """Immediate retries (``retry-immediate``) under a shared AWS-style retry budget: the budget alone, no backoff."""
+    return Controlled(BACKOFF_VARIANTS["retry-immediate"](), budget=AwsRetryQuota(), name="retry-immediate-budget")
+
+
 def _matrix(name: str, batch_mode: str) -> Callable[[], Controlled]:
     def build() -> Controlled:
         return Controlled(RecoveryMatrix(batch_mode=batch_mode, name=name), budget=AwsRetryQuota(), name=name)  # type: ignore[arg-type]
@@ -337,6 +343,7 @@ PRESETS: dict[str, Callable[[], RecoveryPolicy]] = {
     "recovery-matrix-fail-fast": _matrix("recovery-matrix-fail-fast", "fail_fast"),
     "recovery-matrix-all-or-nothing": _matrix("recovery-matrix-all-or-nothing", "all_or_nothing"),
     "budget-aws": _controlled("budget-aws", budget=AwsRetryQuota()),
+    "retry-immediate-budget": _budgeted_immediate,
     "budget-grpc": _controlled("budget-grpc", budget=GrpcRetryThrottle()),
     "budget-envoy": _controlled("budget-envoy", budget=EnvoyRetryBudget()),
     "throttle-sre": _controlled("throttle-sre", budget=AdaptiveThrottle()),
