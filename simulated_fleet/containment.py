@@ -2,8 +2,7 @@
 
 :class:`ContainedPolicy` wraps a user's :class:`~fleetchaos.sim.observation.RecoveryPolicy`
 for the driver.  It reads the policy's optional attributes once, checks every action it
-returns field by field and rebuilds it as one of the canonical action types, caps the
-actions per task, and turns an exception in any hook into a ``policy_error`` on the task
+returns field by field and rebuilds it as one of the canonical action types, and turns an exception in any hook into a ``policy_error`` on the task
 (the task then gives up), so the driver only ever acts on well-formed actions.
 """
 
@@ -75,10 +74,9 @@ def canonical(action) -> Action:
 class ContainedPolicy:
     """A recovery policy as the driver uses it: optional attributes read once, every hook contained."""
 
-    def __init__(self, policy: RecoveryPolicy, orchestrators: int, *, max_actions: int = 100):
+    def __init__(self, policy: RecoveryPolicy, orchestrators: int):
         """Read ``policy``'s optional attributes and build each orchestrator's shared state."""
         self.policy = policy
-        self.max_actions = max_actions
         self.guardrail = bool(getattr(policy, "guardrail", False))
         self.idempotent = bool(getattr(policy, "idempotency_keys", False))
         self.hooks_error: str | None = None
@@ -100,7 +98,7 @@ class ContainedPolicy:
             except Exception as exc:  # a broken user policy is contained: every task records why
                 self.hooks_error = f"policy raised {type(exc).__name__} in new_shared_state(): {exc}"[:500]
 
-    def decide(self, obs: Observation, history: TaskHistory, rec: TaskRecord, actions: int) -> Action:
+    def decide(self, obs: Observation, history: TaskHistory, rec: TaskRecord) -> Action:
         """Ask the policy, containing anything it does wrong to this task.
 
         Whatever the policy returns is checked field by field and rebuilt as one of the
@@ -108,9 +106,6 @@ class ContainedPolicy:
         """
         if self.hooks_error is not None:
             rec.policy_error = self.hooks_error
-            return GiveUp()
-        if actions > self.max_actions:
-            rec.policy_error = f"action cap reached: more than {self.max_actions} actions for one task"
             return GiveUp()
         try:
             action = self.policy.decide(obs, replace(history))  # a copy: a policy cannot corrupt the driver's state

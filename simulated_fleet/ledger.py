@@ -48,7 +48,7 @@ class TaskRecord:
     step_executions_at_first_fault: int = 0
     policy_error: str | None = None
     stopped_by: str | None = None
-    """'deadline' or 'budget' when the orchestrator's own limit ended recovery."""
+    """'deadline', 'budget' or 'action_cap' when the orchestrator's own limit ended recovery."""
     schema_skews: int = 0
     """Envelopes seen whose schema_version differed from the orchestrator's."""
     alternatives_used: int = 0

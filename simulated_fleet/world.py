@@ -84,7 +84,7 @@ class World:
         error_format: ErrorFormat,
         seed: int,
         *,
-        max_actions: int = 100,
+        max_actions: int | None = None,
         drain_s: float = DAY_S,
         trace: bool = False,
         sink: Callable[[TaskRecord], None] | None = None,
@@ -96,7 +96,8 @@ class World:
         the run stops are handed over at the end of :meth:`run`, in creation order.  The
         run's output then has no records, and no fault log unless ``trace`` is on, so
         memory stays bounded by the tasks in flight.  Without a sink every record is kept
-        and returned in :attr:`RunOutput.records`.
+        and returned in :attr:`RunOutput.records`.  ``max_actions`` overrides the
+        scenario's ``fleet.max_actions_per_task``.
         """
         self.spec = spec
         bind = getattr(error_format, "for_run", None)  # formats that plant per-run secrets
@@ -125,7 +126,8 @@ class World:
         self.shared_capacity = SharedCapacity(bucket, DailyQuota(plan.quota_per_day), fleet.api_reject_cost)
         self.refresh_s = fleet.credential_refresh_s
         self.misread_p = fleet.misread_probability * getattr(error_format, "misread_factor", 1.0)
-        self.policy = ContainedPolicy(policy, fleet.orchestrators, max_actions=max_actions)
+        self.policy = ContainedPolicy(policy, fleet.orchestrators)
+        self.max_actions = fleet.max_actions_per_task if max_actions is None else max_actions
         self.guarded = self.policy.guardrail and bool(getattr(error_format, "failure_flag", False))
         self.human = fleet.human_response
         self.remediation = fleet.remediation
@@ -310,8 +312,8 @@ class World:
             history.same_failure_streak = history.same_failure_streak + 1 if code == history.last_code else 1
             history.last_code = code
             actions += 1
-            stop = self._limit_reached(tpl, rec, history)
-            action = GiveUp() if stop else policy.decide(obs, history, rec, actions)
+            stop = self._limit_reached(tpl, rec, history, actions)
+            action = GiveUp() if stop else policy.decide(obs, history, rec)
             retry_at = env.now + report.retry_after_s if report.retry_after_s is not None else None
             failed_items = tuple(i for i, k in report.item_failures if k == report.failure) or (0,)
             last = LastFailure(report.failure, retry_at, report.failed_step, failed_items)
@@ -417,13 +419,16 @@ class World:
         rec.compensations += calls
         rec.calls += calls
 
-    def _limit_reached(self, tpl: Template, rec: TaskRecord, history: TaskHistory) -> bool:
-        """The orchestrator's own limits: a task's deadline and its call budget."""
+    def _limit_reached(self, tpl: Template, rec: TaskRecord, history: TaskHistory, actions: int) -> bool:
+        """The orchestrator's own limits: a task's deadline, its call budget and the actions per task."""
         if tpl.deadline_s is not None and history.elapsed_s >= tpl.deadline_s:
             rec.stopped_by = "deadline"
             return True
         if tpl.budget_calls is not None and rec.calls >= tpl.budget_calls:
             rec.stopped_by = "budget"
+            return True
+        if actions > self.max_actions:
+            rec.stopped_by = "action_cap"
             return True
         return False
 

@@ -220,6 +220,7 @@ class RunAccumulator:
         # Counted per message, not per policy: the report names each distinct problem.  The driver
         # truncates messages to 500 characters; a message that varies per task is one entry each.
         self.policy_errors: Counter[str] = Counter()
+        self.stopped_by: Counter[str] = Counter()  # the orchestrator's own limits that ended tasks
         self.first_arrival_s = math.inf
         self.last_end_s = -math.inf
         # (arrival_s, id, steps_to_recovery, time_to_recovery_s) of each recovered task: the
@@ -268,6 +269,8 @@ class RunAccumulator:
             self.fault_hits_by_kind.update(record.fault_hits)
         if record.policy_error is not None:
             self.policy_errors[record.policy_error] += 1
+        if record.stopped_by is not None:
+            self.stopped_by[record.stopped_by] += 1
         # The latest end and the earliest arrival: the same whatever order records arrive in.
         if record.end_s is not None and record.end_s > self.last_end_s:
             self.last_end_s = record.end_s
@@ -389,6 +392,8 @@ class RunAccumulator:
             "fault_hits_by_worker": {str(w): n for w, n in sorted(by_worker.items())},
             "task_counts": dict(sorted((name, totals[name]) for name in POOLED_COUNTS)),
         }
+        if self.stopped_by:  # only when a limit ended a task: results without one stay as they were
+            out["tasks_stopped_by_limit"] = dict(sorted(self.stopped_by.items()))
         return dict(sorted(out.items()))
 
     def samples(self) -> dict[str, list[float]]:
