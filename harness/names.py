@@ -36,18 +36,25 @@ def _once_each(names: tuple[str, ...], where: str) -> None:
 
 
 def check_policies(names: Iterable[str], where: str) -> None:
-    """Each name, given once, loads as a policy (built-in, ``module:Policy`` or entry point), or a UserError says why."""
+    """Each name, given once, loads as a policy (built-in, ``module:Policy`` or entry point) whose ``transport``
+    is well formed, or a UserError says why."""
     from fleetchaos.policies.registry import get_policy, suggest
 
     names = tuple(names)
     _once_each(names, where)
     allow_local_policies(names)
+    from fleetchaos.sim.transport import TransportSpecError, transport_layers
+
     for name in names:
         try:
-            get_policy(name)
+            policy = get_policy(name)
         except LookupError as exc:
             guess = suggest(name) if ":" not in name else None
             raise UserError(f"{where}: {exc}" + (f"; did you mean {guess!r}?" if guess else "")) from None
+        try:  # a malformed driver attribute would end every task with a policy error: refuse it now
+            transport_layers(getattr(policy, "transport", None))
+        except TransportSpecError as exc:
+            raise UserError(f"{where}: policy {name!r}: {exc}") from None
 
 
 def check_formats(names: Iterable[str], where: str) -> None:

@@ -28,7 +28,7 @@ from fleetchaos.sim.observation import (
     TaskHistory,
     UseAlternative,
 )
-from fleetchaos.sim.transport import TransportRetry
+from fleetchaos.sim.transport import TransportRetry, TransportSpecError, transport_layers
 
 
 def as_number(value, what: str) -> float:
@@ -81,11 +81,12 @@ class ContainedPolicy:
         self.idempotent = bool(getattr(policy, "idempotency_keys", False))
         self.hooks_error: str | None = None
         """Why the policy's hooks are unusable: every task then records it and gives up."""
-        transport = getattr(policy, "transport", None)
-        if transport is not None and not isinstance(transport, TransportRetry):
-            self.hooks_error = f"policy.transport must be a TransportRetry, got {type(transport).__name__}"
-            transport = None
-        self.transport: TransportRetry | None = transport if transport is not None and transport.attempts > 1 else None
+        self.transport: tuple[TransportRetry, ...] = ()
+        """The policy's transport layers, nearest the tool first (the CLI refuses a malformed one before any run)."""
+        try:
+            self.transport = transport_layers(getattr(policy, "transport", None))
+        except TransportSpecError as exc:
+            self.hooks_error = str(exc)[:500]
         self._observe = getattr(policy, "observe", None)
         self._choose = getattr(policy, "choose_worker", None)
         self.observes = self._observe is not None

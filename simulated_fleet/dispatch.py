@@ -47,7 +47,7 @@ class Dispatcher:
         *,
         partial_step_ok: bool,
         plain_success: bool,
-        transport: TransportRetry | None,
+        transport: tuple[TransportRetry, ...],
         idempotent: bool,
         heartbeat_timeout_s: float | None,
     ):
@@ -63,6 +63,8 @@ class Dispatcher:
         self.partial_step_ok = partial_step_ok
         self.plain_success = plain_success
         self.transport = transport
+        # A first failure enters the layers when some layer retries its kind.
+        self.transport_on: frozenset[str] = frozenset().union(*(layer.on for layer in transport))
         self.idempotent = idempotent
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self.branch_heads = [0] * plan.git_branches
@@ -160,7 +162,7 @@ class Dispatcher:
                 fault, duration, committed, retry_at = decide(
                     w, step, rules, task_key, item, key, now, batch_failed, sources, waited
                 )
-                if fault is not None and transport is not None and fault.name in transport.on:
+                if fault is not None and transport and fault.name in self.transport_on:
                     fault, duration, committed, retry_at = self._transport_retry(
                         rec,
                         (fault, duration, committed, retry_at),
@@ -371,35 +373,57 @@ class Dispatcher:
         batch_failed,
         sources: dict[tuple[int, int], int],
         garbage: bool,
+        level: int | None = None,
     ) -> CallOutcome:
-        """The transport layer retries a failed call on its own: the outcome of its last try,
+        """The transport layers retry a failed call on their own: the outcome of the last try,
         with the duration of every try and wait between them.
 
-        Each try is a real tool call (counted, priced, and able to commit a side effect
+        Layer ``level`` (the top one by default) handles one request whose first try
+        below it gave ``first``: the layers under it retry that try first, then it retries
+        what they gave up on, each of its retries going through them again.  Each try at
+        the bottom is a real tool call (counted, priced, and able to commit a side effect
         that then happens twice); the tries and the waits between them run inside the
-        step's slot, so they lengthen the call.  A try later than ``now`` meets the
-        fleet as it stands at that instant (the token bucket only refills forward).
+        step's slot, so they lengthen the call.  A try later than ``now`` meets the fleet
+        as it stands at that instant (the token bucket only refills forward).
         """
-        transport = self.transport
+        layers = self.transport
+        if level is None:
+            level = len(layers) - 1
+            if rec.layer_tries is None:
+                rec.layer_tries = [0] * len(layers)
+        if level > 0:
+            first = self._transport_retry(
+                rec, first, w, step, rules, task_key, item, key, now, batch_failed, sources, garbage, level - 1
+            )
+        layer = layers[level]
+        stream = _rng.layer_stream(level)
+        tries = rec.layer_tries
+        tries[level] += 1  # type: ignore[index]
         fault, duration, committed, retry_at = first
         elapsed = 0.0
-        for n in range(1, transport.attempts):
-            if fault is None or fault.name not in transport.on:
+        for n in range(1, layer.attempts):
+            if fault is None or fault.name not in layer.on:
                 break
             self.journal.fault(rec, fault.name, now, step.name, w.index)
             if committed and not garbage:
                 rec.commits[step.index][item] += 1  # the failed try took effect anyway; the next try repeats it
             if fault.outcome_unknown:
                 rec.tokens += step.tokens
-            pause = transport.wait_s(n - 1, _rng.draw(key, _rng.S_TRANSPORT + n))
+            pause = layer.wait_s(n - 1, _rng.draw(key, stream + n))
             if retry_at is not None:
                 pause = max(pause, retry_at - (now + elapsed + duration))
             elapsed += duration + pause
             rec.calls += 1
             rec.transport_retries += 1
-            fault, duration, committed, retry_at = self.calls.decide(
-                w, step, rules, task_key, item, _rng.transport_key(key, n), now + elapsed, batch_failed, sources
-            )
+            tries[level] += 1  # type: ignore[index]
+            sub_key = _rng.transport_key(key, n) if level == 0 else _rng.layer_key(key, level, n)
+            outcome = self.calls.decide(w, step, rules, task_key, item, sub_key, now + elapsed, batch_failed, sources)
+            if level > 0:
+                outcome = self._transport_retry(
+                    rec, outcome, w, step, rules, task_key, item, sub_key, now + elapsed, batch_failed, sources,
+                    garbage, level - 1,
+                )  # fmt: skip
+            fault, duration, committed, retry_at = outcome
         return fault, elapsed + duration, committed, retry_at
 
     @staticmethod

@@ -77,6 +77,8 @@ class TaskRecord:
     """Compensating calls a rollback made (one per committed item, included in ``calls``)."""
     deduplicated: int = 0
     """Side effects an idempotency key stopped from taking effect twice."""
+    layer_tries: list[int] | None = None
+    """Tries each transport layer made, nearest the tool first (first tries included); None without layers."""
     orphans: int = 0
     """Steps whose client gave up while they waited for a tool slot and whose work has not ended yet
     (``after_timeout: continue``): the record is final only once they end."""

@@ -171,9 +171,10 @@ class RecoveryPolicy(Protocol):
       format's failure flag says a step failed;
     * ``idempotency_keys`` (bool): calls carry idempotency keys, so a retried call whose
       side effect already took effect does not take effect twice;
-    * ``transport`` (:class:`fleetchaos.sim.transport.TransportRetry`): a transport layer
-      under the agent runtime that retries failed tool calls itself, before the policy
-      ever sees them;
+    * ``transport`` (:class:`fleetchaos.sim.transport.TransportRetry`, or a list of them
+      nearest the tool first): transport layers under the agent runtime that retry failed
+      tool calls themselves, each the failures of the one below, before the policy ever
+      sees them;
     * ``new_shared_state()``: a fresh mutable object per orchestrator and run, handed to
       every decision as ``history.shared`` (retry budgets, circuit breakers);
     * ``observe(observation, shared, now_s, task_id)``: called after every dispatch,

@@ -221,6 +221,7 @@ class RunAccumulator:
         # truncates messages to 500 characters; a message that varies per task is one entry each.
         self.policy_errors: Counter[str] = Counter()
         self.stopped_by: Counter[str] = Counter()  # the orchestrator's own limits that ended tasks
+        self.layer_tries: list[int] = []  # tries of each transport layer, nearest the tool first
         self.first_arrival_s = math.inf
         self.last_end_s = -math.inf
         # (arrival_s, id, steps_to_recovery, time_to_recovery_s) of each recovered task: the
@@ -271,6 +272,11 @@ class RunAccumulator:
             self.policy_errors[record.policy_error] += 1
         if record.stopped_by is not None:
             self.stopped_by[record.stopped_by] += 1
+        if record.layer_tries is not None:
+            if len(self.layer_tries) < len(record.layer_tries):
+                self.layer_tries.extend([0] * (len(record.layer_tries) - len(self.layer_tries)))
+            for i, n in enumerate(record.layer_tries):
+                self.layer_tries[i] += n
         # The latest end and the earliest arrival: the same whatever order records arrive in.
         if record.end_s is not None and record.end_s > self.last_end_s:
             self.last_end_s = record.end_s
@@ -394,6 +400,8 @@ class RunAccumulator:
         }
         if self.stopped_by:  # only when a limit ended a task: results without one stay as they were
             out["tasks_stopped_by_limit"] = dict(sorted(self.stopped_by.items()))
+        if self.layer_tries:  # only with transport layers: tries per layer, the ratio of neighbours its amplification
+            out["transport_tries_by_layer"] = {f"layer {i + 1}": n for i, n in enumerate(self.layer_tries)}
         return dict(sorted(out.items()))
 
     def samples(self) -> dict[str, list[float]]:

@@ -124,8 +124,13 @@ def test_never_giving_up_hits_action_cap(sim):
 def test_action_cap_is_configurable(sim):
     """fleet.max_actions_per_task 2 (or World(max_actions=2)): 2 retries are allowed, the 3rd failure is capped."""
     world = broken_world(sim)
-    world = world.model_validate({**world.model_dump(), "fleet": {**world.fleet.model_dump(), "max_actions_per_task": 2}})
-    for r in (sim.run(world, NeverGivesUp(), "generic"), sim.run(broken_world(sim), NeverGivesUp(), "generic", max_actions=2)):
+    world = world.model_validate(
+        {**world.model_dump(), "fleet": {**world.fleet.model_dump(), "max_actions_per_task": 2}}
+    )
+    for r in (
+        sim.run(world, NeverGivesUp(), "generic"),
+        sim.run(broken_world(sim), NeverGivesUp(), "generic", max_actions=2),
+    ):
         t0 = r.records[0]
         assert t0.calls == 3 and t0.retries == 2
         assert t0.stopped_by == "action_cap" and t0.policy_error is None
