@@ -89,8 +89,10 @@ class ContainedPolicy:
             self.hooks_error = str(exc)[:500]
         self._observe = getattr(policy, "observe", None)
         self._choose = getattr(policy, "choose_worker", None)
+        self._admit = getattr(policy, "before_dispatch", None)
         self.observes = self._observe is not None
         self.chooses = self._choose is not None
+        self.admits = self._admit is not None
         self.shared: list[object] = [None] * orchestrators
         new_shared = getattr(policy, "new_shared_state", None)
         if new_shared is not None:
@@ -129,6 +131,23 @@ class ContainedPolicy:
         except Exception as exc:
             rec.policy_error = rec.policy_error or f"policy choose_worker() failed: {type(exc).__name__}: {exc}"[:500]
             return proposed
+
+    def before_dispatch(self, shared, now: float, first: bool, draw: float, rec: TaskRecord) -> Action | None:
+        """The policy's verdict on a dispatch about to go out: None sends it; GiveUp or Escalate refuses it.
+
+        Anything else it returns, or raises, is recorded as a policy error and the dispatch goes out.
+        """
+        try:
+            verdict = self._admit(shared, now, first, draw)  # type: ignore[misc]
+            if verdict is None:
+                return None
+            action = canonical(verdict)
+            if not isinstance(action, (GiveUp, Escalate)):
+                raise TypeError(f"expected None, GiveUp or Escalate, got {type(action).__name__}")
+            return action
+        except Exception as exc:
+            rec.policy_error = rec.policy_error or f"policy before_dispatch() failed: {type(exc).__name__}: {exc}"[:500]
+            return None
 
     def observe(self, obs: Observation, shared, now: float, rec: TaskRecord) -> None:
         """Tell the policy's shared controls about a dispatch's outcome; a raising hook is recorded, not fatal."""

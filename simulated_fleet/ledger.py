@@ -77,6 +77,8 @@ class TaskRecord:
     """Compensating calls a rollback made (one per committed item, included in ``calls``)."""
     deduplicated: int = 0
     """Side effects an idempotency key stopped from taking effect twice."""
+    throttled: int = 0
+    """Dispatches the policy refused locally before they went out (``before_dispatch``)."""
     layer_tries: list[int] | None = None
     """Tries each transport layer made, nearest the tool first (first tries included); None without layers."""
     orphans: int = 0

@@ -180,7 +180,11 @@ class RecoveryPolicy(Protocol):
     * ``observe(observation, shared, now_s, task_id)``: called after every dispatch,
       successful or not, so shared controls can count successes and failures;
     * ``choose_worker(proposed, workers, shared, now_s)``: may move a dispatch away from
-      the worker the orchestrator proposed (a circuit breaker skipping open workers).
+      the worker the orchestrator proposed (a circuit breaker skipping open workers);
+    * ``before_dispatch(shared, now_s, first, draw)``: called before every dispatch, first
+      tries included (``first``), with a uniform ``draw`` in [0, 1) keyed by the task and
+      attempt; None sends it, a :class:`GiveUp` or :class:`Escalate` refuses it locally and
+      ends the task so (client-side throttling, retry budgets that count every request).
     """
 
     name: str

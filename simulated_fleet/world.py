@@ -53,6 +53,7 @@ S_MISREAD = _rng.stream_id("orchestrator:misread")
 S_HUMAN = _rng.stream_id("escalation:human")
 S_REMEDIATION = _rng.stream_id("remediation:duration")
 S_REMEDIATION_OK = _rng.stream_id("remediation:success")
+S_ADMIT = _rng.stream_id("policy:before_dispatch")
 
 
 @dataclass(slots=True)
@@ -251,6 +252,16 @@ class World:
         shared = policy.shared[task.orchestrator]
         while True:
             attempts += 1
+            if policy.admits:
+                draw = _rng.uniform(_rng.key(self.run_key, S_ADMIT, task.id, attempts))
+                refused = policy.before_dispatch(shared, env.now, attempts == 1, draw, rec)
+                if refused is not None:  # refused locally: the task ends as the policy said, nothing is sent
+                    rec.throttled += 1
+                    rec.claim = "escalated" if isinstance(refused, Escalate) else refused.claim
+                    if isinstance(refused, Escalate):
+                        rec.pages += 1
+                        rec.human_s = self._duration(self.human, S_HUMAN, task.id, actions + 1)
+                    break
             if policy.chooses:
                 worker = policy.choose_worker(worker, len(self.workers), shared, env.now, rec)
             if history is not None:
