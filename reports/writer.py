@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fleetchaos.reports import charts
+from fleetchaos.reports.goodput import GOODPUT, goodput_chart
 from fleetchaos.reports.tables import COLUMNS, RATES, fmt, policy_error_tasks
 from fleetchaos.results.models import HEADLINE_METRICS, ArmResult, CompareResult, RunResult, Timeline
 from fleetchaos.results.stats import MIN_SEEDS
@@ -406,6 +407,7 @@ CHART_FILES = {
     "heatmap": "recovery_by_fault_kind.png",
     "ecdf": "time_to_recovery_ecdf.png",
     "error_codes": "error_codes.png",
+    "goodput": "goodput_over_time.png",
 }
 
 
@@ -421,6 +423,7 @@ def _render_compare_charts(result: CompareResult, out_dir: Path) -> dict[str, Pa
         "cost_vs_recovery": charts.pareto_chart(result, out_dir / CHART_FILES["cost_vs_recovery"]),
         "heatmap": charts.heatmap_chart(result, out_dir / CHART_FILES["heatmap"]),
         "ecdf": charts.ecdf_chart(result, out_dir / CHART_FILES["ecdf"]),
+        "goodput": goodput_chart(result, out_dir / CHART_FILES["goodput"]),
     }
     for i, t in enumerate(result.timelines):
         made[f"timeline{i}"] = charts.timeline_chart(t, out_dir / _timeline_file(i, t))
@@ -545,6 +548,8 @@ def compare_blocks(
         "heatmap": "Recovery rate by arm and kind of the task's first fault, tasks pooled over seeds",
         "ecdf": "ECDF of time to recovery (simulated seconds, log scale), recovered tasks pooled over seeds",
     }
+    if any(a.breakdowns.get(GOODPUT) for a in result.arms):  # only scenarios that set goodput_bin_s record it
+        captions["goodput"] = f"Goodput over time: tasks completed per minute per arm, mean of {n} seeds"
     for key, caption in captions.items():
         if key in made:
             blocks.append(IMG(made[key].name, caption))

@@ -377,7 +377,7 @@ class WorkloadSpec(_Strict):
         ge=1,
         le=100_000,
         description="closed loop: this many clients each submit a task, wait for its end, think, repeat "
-        "(tasks_per_day is then ignored)",
+        "(tasks_per_day is then ignored; an arrival_schedule adds open-loop tasks on top, such as a spike)",
     )
     think: Distribution = Distribution(mean_s=300, cv=1.0)
     arrival_schedule: ArrivalSchedule | None = Field(

@@ -55,6 +55,9 @@ S_REMEDIATION = _rng.stream_id("remediation:duration")
 S_REMEDIATION_OK = _rng.stream_id("remediation:success")
 S_ADMIT = _rng.stream_id("policy:before_dispatch")
 
+#: The first id of open-loop tasks that arrive beside closed-loop clients (an arrival schedule's spike).
+OPEN_LOOP_IDS = 1_000_000_000
+
 
 @dataclass(slots=True)
 class RunOutput:
@@ -171,6 +174,8 @@ class World:
             titles = TitleSource(self.seed)
             for client in range(workload.clients):
                 self.env.process(self._client(client, titles))
+            if workload.arrival_schedule is not None:  # open-loop tasks on top of the clients (a spike)
+                self.env.process(self._source(OPEN_LOOP_IDS))
         else:
             self.env.process(self._source())
         self.env.run(until=self.spec.duration_s + self.drain_s)
@@ -191,13 +196,17 @@ class World:
             journal.fault_tally,
         )
 
-    def _source(self) -> Generator:
+    def _source(self, first_id: int = 0) -> Generator:
+        """Open-loop arrivals; beside closed-loop clients their ids start at ``first_id``, apart from the clients'."""
         env = self.env
         spec = self.spec
         for task in arrivals(spec.workload, self.seed, spec.duration_s, spec.fleet.orchestrators, spec.fleet.workers):
             if task.arrival_s > env.now:
                 yield env.timeout(task.arrival_s - env.now)
-            self._next_task_id = task.id + 1
+            if first_id:
+                task = task._replace(id=first_id + task.id)
+            else:
+                self._next_task_id = task.id + 1
             env.process(self._task(task))
 
     def _client(self, client: int, titles: TitleSource) -> Generator:

@@ -205,10 +205,13 @@ class RunAccumulator:
     a sum of integers.
     """
 
-    def __init__(self, fleet: FleetSpec | None, *, duration_s: float | None = None):
-        """``fleet`` prices ``cost_usd``; ``duration_s`` (the horizon) gives ``human_pages_per_day``."""
+    def __init__(self, fleet: FleetSpec | None, *, duration_s: float | None = None, goodput_bin_s: float | None = None):
+        """``fleet`` prices ``cost_usd``; ``duration_s`` (the horizon) gives ``human_pages_per_day``;
+        ``goodput_bin_s`` adds the ``goodput_by_time`` breakdown in bins that long."""
         self.fleet = fleet
         self.duration_s = duration_s
+        self.goodput_bin_s = goodput_bin_s
+        self.goodput: Counter[int] = Counter()  # bin -> tasks that completed in truth and in claim, by end
         self._sums: list[int] = [0] * len(TASK_COUNTS)  # in TASK_COUNTS order
         self._pending: list[tuple[int, ...]] = []  # counts of tasks not yet summed (at most _SUM_EVERY)
         self.claims: Counter[str] = Counter()
@@ -272,6 +275,13 @@ class RunAccumulator:
             self.policy_errors[record.policy_error] += 1
         if record.stopped_by is not None:
             self.stopped_by[record.stopped_by] += 1
+        if (
+            self.goodput_bin_s is not None
+            and record.claim == "success"
+            and record.end_s is not None
+            and record.truth == "full"
+        ):
+            self.goodput[int(record.end_s // self.goodput_bin_s)] += 1
         if record.layer_tries is not None:
             if len(self.layer_tries) < len(record.layer_tries):
                 self.layer_tries.extend([0] * (len(record.layer_tries) - len(self.layer_tries)))
@@ -400,6 +410,8 @@ class RunAccumulator:
         }
         if self.stopped_by:  # only when a limit ended a task: results without one stay as they were
             out["tasks_stopped_by_limit"] = dict(sorted(self.stopped_by.items()))
+        if self.goodput_bin_s is not None:  # keyed by the bin's start in seconds, zero-padded so keys sort in time
+            out["goodput_by_time"] = {f"{b * self.goodput_bin_s:09.0f}": n for b, n in sorted(self.goodput.items())}
         if self.layer_tries:  # only with transport layers: tries per layer, the ratio of neighbours its amplification
             out["transport_tries_by_layer"] = {f"layer {i + 1}": n for i, n in enumerate(self.layer_tries)}
         return dict(sorted(out.items()))

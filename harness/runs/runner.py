@@ -74,7 +74,9 @@ def run_one(
     run records its events and the result carries a :class:`~fleetchaos.results.models.Timeline`
     (labelled ``trace_label``) for the timeline charts.
     """
-    acc = RunAccumulator(scenario.fleet, duration_s=scenario.duration_s)
+    acc = RunAccumulator(
+        scenario.fleet, duration_s=scenario.duration_s, goodput_bin_s=getattr(scenario, "goodput_bin_s", None)
+    )
     # Per-task rows, when wanted, are built as each task ends (its record is dropped) and
     # put back in the world's creation order, (arrival_s, id), once the run is over.
     rows: list[tuple[float, int, dict]] | None = [] if keep_tasks else None
