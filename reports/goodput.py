@@ -23,11 +23,11 @@ GOODPUT = "goodput_by_time"
 def goodput_series(counts: dict[str, int], width_s: float, seeds: int, end_s: float) -> tuple[list[float], list[float]]:
     """(bin starts in minutes, tasks completed per minute, mean per seed) from a summed ``goodput_by_time``.
 
-    Bins with no completed task are zero; the bins run from 0 to ``end_s`` (the horizon),
-    or to the last bin with a count when tasks ended after it (the drain).
+    Bins with no completed task are zero; the bins cover the horizon ``[0, end_s)`` (tasks
+    that ended in the drain after it are not drawn), or every recorded bin without one.
     """
     per_bin = {round(float(k) / width_s): v for k, v in counts.items()}
-    n = max(int(end_s // width_s), max(per_bin, default=-1) + 1)
+    n = int(end_s // width_s) if end_s > 0 else max(per_bin, default=-1) + 1
     minutes = width_s / 60.0
     return [i * minutes for i in range(n)], [per_bin.get(i, 0) / seeds / minutes for i in range(n)]
 
@@ -47,8 +47,8 @@ def goodput_chart(result: CompareResult, path: Path) -> Path | None:
     for i, arm in enumerate(arms):
         xs, ys = goodput_series(arm.breakdowns[GOODPUT], float(width_s), seeds, end_s)
         ax.step(
-            xs,
-            ys,
+            [*xs, len(xs) * width_s / 60.0],
+            [*ys, ys[-1] if ys else 0.0],
             where="post",
             label=arm_label(arm),
             color=errors_colour(result, arm.errors) if len({a.errors for a in arms}) > 1 else f"C{i}",
@@ -60,7 +60,7 @@ def goodput_chart(result: CompareResult, path: Path) -> Path | None:
     ax.set_title("Goodput over time")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower left")
+    ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     return _save(fig, path)
 

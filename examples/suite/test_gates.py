@@ -19,8 +19,8 @@ ROTATION = pytest.mark.fleetchaos(scenario="chaos/key_rotation.yaml", seeds=3)
 
 @DAY
 def test_recovers_most_faulted_tasks(fleetchaos_result):
-    """At least 80% of the tasks that meet a fault still complete and are reported done."""
-    assert_rate(fleetchaos_result.recovery_rate, at_least=0.8)
+    """At least 60% of the tasks that meet a fault still complete and are reported done (the peak saturates the provider)."""
+    assert_rate(fleetchaos_result.recovery_rate, at_least=0.6)
 
 
 @DAY
