@@ -26,6 +26,7 @@ from fleetchaos.sim.config import (
     WorkloadSpec,
 )
 from fleetchaos.sim.fault_specs import Burst, NodeEvent, Ramp, Window
+from fleetchaos.sim.provider_spec import ProviderSpec, SlowdownPoint
 
 #: The models a scenario file is made of, with the key they appear under.
 SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
@@ -33,6 +34,8 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("fleet", FleetSpec),
     ("fleet.overrides[]", WorkerOverride),
     ("fleet.remediation", RemediationSpec),
+    ("fleet.providers[]", ProviderSpec),
+    ("fleet.providers[].slowdown[]", SlowdownPoint),
     ("durations (network_latency, human_response, duration, think)", Distribution),
     ("workload", WorkloadSpec),
     ("workload.templates[]", TemplateSpec),

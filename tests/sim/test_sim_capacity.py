@@ -96,3 +96,41 @@ def test_a_brownout_window_slows_the_provider(sim):
     scenario = scenario.model_validate({**scenario.model_dump(), "faults": [fault]})
     s = sim.run(scenario, GiveUpAtOnce(), "structured")
     assert abs(s.rec.end_s - (sim.RTT + 2.0)) < 1e-9
+
+
+def test_a_streamed_task_is_handed_on_only_after_its_orphaned_work_ends(sim):
+    """With a sink, a task whose step queued past its timeout reaches the sink with the orphan's commit counted."""
+    from fleetchaos.sim.formats import get_format
+    from fleetchaos.sim.world import World
+
+    handed = []
+    World(_queue_world(sim), GiveUpAtOnce(), get_format("structured"), 0, sink=handed.append).run()
+    kept = sim.run(_queue_world(sim), GiveUpAtOnce(), "structured")
+    assert sorted((r.id, r.commits, r.calls) for r in handed) == [(r.id, r.commits, r.calls) for r in kept.records]
+    assert [r.commits[0][0] for r in sorted(handed, key=lambda r: r.id)][3:] == [1] * 17
+
+
+def test_closed_loop_clients_with_a_spike_on_top(sim):
+    """Clients plus an arrival schedule: the schedule's tasks arrive on top, with ids apart from the clients'."""
+    from fleetchaos.scenario.load import Scenario
+    from fleetchaos.sim.world import OPEN_LOOP_IDS
+
+    doc = _provider_world(sim, {"servers": 2}).model_dump(mode="json")
+    doc["workload"] = {
+        "clients": 3,
+        "think": {"mean_s": 10, "cv": 0},
+        "arrival_schedule": {
+            "points": [
+                {"at_s": 0, "tasks_per_hour": 0},
+                {"at_s": 100, "tasks_per_hour": 3600},
+                {"at_s": 110, "tasks_per_hour": 0},
+            ]
+        },
+        "templates": doc["workload"]["templates"],
+    }
+    doc["duration_s"] = 200
+    s = sim.run(Scenario.model_validate(doc), GiveUpAtOnce(), "structured")
+    spike = [r for r in s.records if r.id >= OPEN_LOOP_IDS]
+    clients = [r for r in s.records if r.id < OPEN_LOOP_IDS]
+    assert 3 <= len(spike) <= 25 and all(100 <= r.arrival_s < 110 for r in spike)
+    assert len(clients) > 3 * 10  # each client loops: about 11.1 s per task over 200 s
