@@ -85,6 +85,7 @@ def test_scenario_is_described_and_validates(name):
     assert sc.name == name
     assert len(sc.description.split()) >= 15 and len(sc.reveals.split()) >= 10
     assert sc.faults or sc.fleet.providers  # injected faults, or a provider whose capacity the load can exceed
+    assert "time scale" in (sc.description + sc.reveals).lower()  # which time scale a policy must reach
 
 
 def test_cli_validates_the_whole_catalogue():
