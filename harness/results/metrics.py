@@ -225,6 +225,7 @@ class RunAccumulator:
         self.policy_errors: Counter[str] = Counter()
         self.stopped_by: Counter[str] = Counter()  # the orchestrator's own limits that ended tasks
         self.layer_tries: list[int] = []  # tries of each transport layer, nearest the tool first
+        self.throttled = 0  # dispatches a policy refused locally before they went out (before_dispatch)
         self.first_arrival_s = math.inf
         self.last_end_s = -math.inf
         # (arrival_s, id, steps_to_recovery, time_to_recovery_s) of each recovered task: the
@@ -282,6 +283,8 @@ class RunAccumulator:
             and record.truth == "full"
         ):
             self.goodput[int(record.end_s // self.goodput_bin_s)] += 1
+        if record.throttled:
+            self.throttled += record.throttled
         if record.layer_tries is not None:
             if len(self.layer_tries) < len(record.layer_tries):
                 self.layer_tries.extend([0] * (len(record.layer_tries) - len(self.layer_tries)))
@@ -412,6 +415,8 @@ class RunAccumulator:
             out["tasks_stopped_by_limit"] = dict(sorted(self.stopped_by.items()))
         if self.goodput_bin_s is not None:  # keyed by the bin's start in seconds, zero-padded so keys sort in time
             out["goodput_by_time"] = {f"{b * self.goodput_bin_s:09.0f}": n for b, n in sorted(self.goodput.items())}
+        if self.throttled:  # only when a policy refused a request locally
+            out["dispatches_refused_locally"] = {"dispatches": self.throttled}
         if self.layer_tries:  # only with transport layers: tries per layer, the ratio of neighbours its amplification
             out["transport_tries_by_layer"] = {f"layer {i + 1}": n for i, n in enumerate(self.layer_tries)}
         return dict(sorted(out.items()))

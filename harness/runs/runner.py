@@ -93,6 +93,18 @@ def run_one(
         output = world.run()
         acc.add_faults(output.fault_tally)
         metrics, breakdowns = acc.metrics(), acc.breakdowns()
+    if world.calls.providers:  # what each provider did, abandoned work included (only where one is declared)
+        breakdowns["provider_calls"] = {
+            f"{p.name} {what}": n
+            for p in world.calls.providers
+            for what, n in (
+                ("abandoned", p.abandoned),
+                ("cancelled", p.cancelled),
+                ("refused", p.refused),
+                ("served", p.served),
+            )
+        }
+        breakdowns = dict(sorted(breakdowns.items()))
     tasks = [row for _, _, row in sorted(rows, key=lambda x: (x[0], x[1]))] if rows is not None else []
     replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params)
     timeline = None

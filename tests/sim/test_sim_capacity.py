@@ -134,3 +134,16 @@ def test_closed_loop_clients_with_a_spike_on_top(sim):
     clients = [r for r in s.records if r.id < OPEN_LOOP_IDS]
     assert 3 <= len(spike) <= 25 and all(100 <= r.arrival_s < 110 for r in spike)
     assert len(clients) > 3 * 10  # each client loops: about 11.1 s per task over 200 s
+
+
+def test_a_runs_breakdowns_count_what_each_provider_did():
+    """run_one reports each provider's served, refused, abandoned and cancelled calls; no provider, no breakdown."""
+    from fleetchaos.runs.runner import run_one
+    from fleetchaos.scenario.load import load_scenario
+
+    scenario = load_scenario("retry_collapse")
+    short = scenario.model_validate({**scenario.model_dump(), "duration_s": 2400})
+    counts = run_one(short, "retry-immediate", "structured", 1).breakdowns["provider_calls"]
+    assert set(counts) == {f"backend {w}" for w in ("abandoned", "cancelled", "refused", "served")}
+    assert counts["backend served"] > counts["backend abandoned"] > 0 and counts["backend refused"] == 0
+    assert "provider_calls" not in run_one(load_scenario("crm_sync_403"), "blind-retry", "structured", 1).breakdowns

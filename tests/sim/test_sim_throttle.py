@@ -39,6 +39,12 @@ def test_sre_throttle_sends_about_twice_what_the_backend_accepts(sim):
     assert accepted > 800  # about 0.5 per second over the hour
     assert 1.8 <= sent / accepted <= 2.2, (sent, accepted)
     assert sum(r.throttled for r in s.records) > sent  # most requests never left the client
+    from fleetchaos.results.metrics import RunAccumulator
+
+    acc = RunAccumulator(None)
+    for record in s.records:
+        acc.fold(record)
+    assert acc.breakdowns()["dispatches_refused_locally"] == {"dispatches": sum(r.throttled for r in s.records)}
     first_tries_refused = sum(1 for r in s.records if r.throttled and r.calls == 0)
     assert first_tries_refused > 0  # the throttle judges first tries too, not only retries
 
