@@ -50,9 +50,9 @@ class Backoff:
 
     The waits are on the time scale of the faults a fleet meets, not of one call: a
     provider's queue drains in minutes, rate cuts and brownouts last tens of minutes.
-    The first wait is up to a minute and each cap doubles (at most half an hour): three
-    retries, as many as ``blind-retry``'s, spread over about three and a half minutes on
-    average and up to seven (docs/policies.md, "Time scales").
+    The first wait is up to a minute and each cap doubles (at most half an hour); with
+    the default three retries, as many as ``blind-retry``'s, they spread over about three
+    and a half minutes on average and up to seven (docs/policies.md, "Time scales").
     """
 
     max_retries: int = 3
