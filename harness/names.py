@@ -71,8 +71,8 @@ def check_formats(names: Iterable[str], where: str) -> None:
 
 
 def check_metric(name: str, where: str) -> None:
-    """``name`` is a metric of :data:`fleetchaos.results.metrics.METRICS`, or a UserError lists them."""
-    from fleetchaos.results.metrics import METRICS
+    """``name`` is a metric of the registry (:data:`fleetchaos.results.registry.METRICS`), or a UserError lists them."""
+    from fleetchaos.results.registry import METRICS
 
     if name not in METRICS:
         raise UserError(f"{where}: unknown metric {name!r} (known: {', '.join(METRICS)}){_did_you_mean(name, METRICS)}")

@@ -1,21 +1,22 @@
 """Rendering only: terminal tables, charts, and report folders from harness result models.
 
-Never imports SimPy: it reads :mod:`fleetchaos.results.models` and :mod:`fleetchaos.results.stats` and nothing
-else of the harness.
+Never imports SimPy: it reads :mod:`fleetchaos.results.models`, :mod:`fleetchaos.results.registry`
+and :mod:`fleetchaos.results.stats` and nothing else of the harness.
+
+Modules: ``tables`` (terminal tables), ``charts`` (PNG charts), ``blocks`` (the page model
+and its Markdown and HTML renderings), ``cells`` (how figures read in tables), ``notes``
+(assumptions and reading notes), ``policy_errors``, ``compare_report``, ``run_report``,
+``results_io`` (results JSON and per-task CSV), ``writer`` (a report from a results file),
+``sweep`` and ``ablation``.
 """
 
+from fleetchaos.reports.compare_report import compare_markdown, write_compare_report
+from fleetchaos.reports.notes import ASSUMPTIONS
+from fleetchaos.reports.results_io import TaskCsvWriter, dumps, load_results
+from fleetchaos.reports.run_report import write_run_report
 from fleetchaos.reports.sweep import curve_chart, sweep_markdown, sweep_table, write_sweep_report
 from fleetchaos.reports.tables import compare_table, run_table
-from fleetchaos.reports.writer import (
-    ASSUMPTIONS,
-    TaskCsvWriter,
-    compare_markdown,
-    dumps,
-    load_results,
-    write_compare_report,
-    write_report,
-    write_run_report,
-)
+from fleetchaos.reports.writer import write_report
 
 __all__ = [
     "ASSUMPTIONS",

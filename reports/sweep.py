@@ -15,8 +15,9 @@ from matplotlib.figure import Figure
 from rich.table import Table
 
 from fleetchaos.reports.charts import PNG_METADATA
-from fleetchaos.reports.tables import COLUMNS, RATES, fmt, fmt_ci
-from fleetchaos.results.models import HEADLINE_METRICS, SweepEntry, SweepResult
+from fleetchaos.reports.tables import COLUMNS, display_kind, fmt, fmt_ci
+from fleetchaos.results.models import SweepEntry, SweepResult
+from fleetchaos.results.registry import HEADLINE_METRICS
 
 #: Most panels one curve chart draws; further points are listed in the summary only.
 MAX_PANELS = 12
@@ -24,11 +25,6 @@ POLICY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 POLICY_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 FORMAT_STYLES = {"structured": "-", "generic": "--"}
 _OTHER_STYLES = (":", "-.")
-
-
-def _kind(metric: str) -> str:
-    """How a metric is shown: rates (:data:`reports.tables.RATES`) in percent, the rest as numbers."""
-    return "pct" if metric in RATES else "num"
 
 
 def value_text(value: Any) -> str:
@@ -61,7 +57,7 @@ def sweep_table(result: SweepResult) -> Table:
     for name in ("scenario", "params", "policy", "errors"):
         table.add_column(name)
     chosen = metric_names(result)
-    columns = [(m, m, _kind(m)) for m in chosen]
+    columns = [(m, m, display_kind(m)) for m in chosen]
     columns += [c for c in COLUMNS[:3] if c[0] not in chosen]
     for _, header, _ in columns:
         table.add_column(header, justify="right")
@@ -91,7 +87,7 @@ def curve_chart(result: SweepResult, path: Path, metric: str | None = None) -> P
     if x is None:
         return None
     metric = metric or metric_names(result)[0]
-    scale = 100.0 if _kind(metric) == "pct" else 1.0
+    scale = 100.0 if display_kind(metric) == "pct" else 1.0
     panels = list(_panels(result).items())[:MAX_PANELS]
     cols = min(3, len(panels))
     rows = -(-len(panels) // cols)
@@ -187,7 +183,9 @@ def sweep_markdown(result: SweepResult, charts: str | list[str] | None) -> str:
         lines += [f"![{metric} against {result.x}]({chart})", ""]
     if charts and len(_panels(result)) > MAX_PANELS:
         lines += [f"The chart draws the first {MAX_PANELS} panels; every point is in the tables below.", ""]
-    columns = [(m, m, _kind(m)) for m in metric_names(result) if m not in {c[0] for c in COLUMNS}] + list(COLUMNS)
+    columns = [(m, m, display_kind(m)) for m in metric_names(result) if m not in {c[0] for c in COLUMNS}] + list(
+        COLUMNS
+    )
     header = "| scenario | params | policy | errors | " + " | ".join(h for _, h, _ in columns) + " |"
     lines += [header, "|---|---|---|---|" + "---:|" * len(columns)]
     for e in result.entries:

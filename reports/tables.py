@@ -5,19 +5,29 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from fleetchaos.results.models import HEADLINE_METRICS, RATES, CompareResult, RunResult
+from fleetchaos.results.models import CompareResult, RunResult
+from fleetchaos.results.registry import HEADLINE_METRICS, is_rate
 
-#: Metrics shown in the comparison table, with their headers and formats.
-COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("recovery_rate", "recovery", "pct"),
-    ("silent_failure_rate", "silent fail", "pct"),
-    ("wasted_retries", "wasted retries", "num"),
-    ("faulted_tasks", "faulted", "num"),
-    ("tool_calls", "tool calls", "num"),
-    ("redone_steps", "redone steps", "num"),
-    ("duplicate_side_effects", "dup effects", "num"),
-    ("escalations", "escalations", "num"),
-    ("mean_steps_to_recovery", "steps to rec.", "num"),
+
+def display_kind(metric: str) -> str:
+    """How a metric is shown: ``pct`` for the registry's rates, ``num`` for the rest."""
+    return "pct" if is_rate(metric) else "num"
+
+
+#: Metrics shown in the comparison table, with their headers and formats (:func:`display_kind`).
+COLUMNS: tuple[tuple[str, str, str], ...] = tuple(
+    (metric, header, display_kind(metric))
+    for metric, header in (
+        ("recovery_rate", "recovery"),
+        ("silent_failure_rate", "silent fail"),
+        ("wasted_retries", "wasted retries"),
+        ("faulted_tasks", "faulted"),
+        ("tool_calls", "tool calls"),
+        ("redone_steps", "redone steps"),
+        ("duplicate_side_effects", "dup effects"),
+        ("escalations", "escalations"),
+        ("mean_steps_to_recovery", "steps to rec."),
+    )
 )
 
 
@@ -117,6 +127,5 @@ def run_table(result: RunResult) -> Table:
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, value in result.metrics.items():
-        kind = "pct" if key in RATES else "num"
-        table.add_row(key, fmt(value, kind))
+        table.add_row(key, fmt(value, display_kind(key)))
     return table

@@ -6,13 +6,12 @@ They are read once when a run is built; the hot path never touches them.
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import math
 from typing import Literal
 
 from pydantic import BaseModel, Field, model_serializer, model_validator
 
+from fleetchaos.sim.arrival_spec import ArrivalSchedule, RatePoint  # noqa: F401  (re-exported, as below)
 from fleetchaos.sim.fault_specs import (  # noqa: F401  (re-exported: config is where users look)
     FAULT_MODELS,
     DiskFull,
@@ -25,6 +24,7 @@ from fleetchaos.sim.fault_specs import (  # noqa: F401  (re-exported: config is 
     Window,
     _Strict,
 )
+from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
 from fleetchaos.sim.provider_spec import ProviderSpec, SlowdownPoint  # noqa: F401  (re-exported, as above)
 
 DAY_S = 86_400.0
@@ -105,6 +105,11 @@ class FleetSpec(_Strict):
         "error format's misread_factor (a raw blob is easy to misread, a status word or envelope is not) "
         "and caught by a final-answer guardrail when the format carries a machine-readable failure flag",
     )
+    misread_factor: MisreadFactors = Field(
+        default_factory=lambda: MisreadFactors(),
+        description="per error format: how easily it is misread, multiplying misread_probability (an assumption "
+        "that decides outcomes, stated in every report)",
+    )
     usd_per_1k_tokens: float = Field(default=0.01, ge=0, description="price of model tokens")
     usd_per_tool_call: float = Field(default=0.0005, ge=0, description="price of one tool call")
     human_response: Distribution = Field(
@@ -148,6 +153,28 @@ class FleetSpec(_Strict):
                     )
                 served[tool] = provider.name
         return self
+
+
+def _factor(setting: str, why: str) -> float:
+    return Field(default=DEFAULT_MISREAD_FACTORS[setting], ge=0, le=1000, description=why)  # type: ignore[return-value]
+
+
+class MisreadFactors(_Strict):
+    """How easily each error format's failures are misread as successes: the chance is
+    ``misread_probability`` times the format's factor (at most 1).
+
+    The defaults are judgements about how visible each format makes a failure, not
+    measurements (docs/formats.md); a scenario may set its own and a sweep may vary them
+    (``--param fleet.misread_factor.structured=0,0.2,1``).  ``empty-success`` and
+    ``fabricated-defaults`` report nothing as failed, so they have no factor.
+    """
+
+    generic: float = _factor("generic", "the generic status word: a bare 'failed' in tool text")
+    raw: float = _factor("raw", "raw vendor text: the failure is one line in a stack trace")
+    structured: float = _factor("structured", "the AgentToolError envelope (structured, agent-tool-error)")
+    failure_type: float = _factor("failure_type", "the failure-type envelope and its field-ablation steps")
+    subagent_result: float = _factor("subagent_result", "the subagent-result envelope: an explicit status")
+    tool_envelope: float = _factor("tool_envelope", "the tool envelope: a failure count and a blocking flag")
 
 
 class RemediationSpec(_Strict):
@@ -271,94 +298,6 @@ class Arrival(_Strict):
         description="count tasks for each worker of the fleet (a burst that grows with the fleet, as in a "
         "contention study); with round-robin dispatch each worker gets its own",
     )
-
-
-class RatePoint(_Strict):
-    """One point of an arrival-rate schedule: from ``at_s`` on, tasks arrive at this rate."""
-
-    at_s: float = Field(ge=0, description="simulated seconds (from the start of each period when it repeats)")
-    tasks_per_hour: float = Field(ge=0, le=1_000_000, description="mean arrivals per hour at this point")
-
-
-class ArrivalSchedule(_Strict):
-    """The arrival rate over time, as points joined by a step or a straight line.
-
-    ``step``: the rate of the last point at or before the instant.  ``linear``: straight
-    lines between neighbouring points; after the last point the rate stays at its value,
-    or with ``every_s`` runs to the first point's value at the end of the period.  With
-    ``every_s`` the schedule repeats (86400: a profile by time of day); without it, it
-    spans the run once.  A spike is two points; 24 hourly points make a daily profile.
-    """
-
-    points: list[RatePoint] = Field(min_length=1, max_length=10_000, description="in increasing at_s, the first at 0")
-    interpolation: Literal["step", "linear"] = Field(
-        default="step", description="step: hold each point's rate until the next; linear: straight lines between"
-    )
-    every_s: float | None = Field(default=None, gt=0, description="repeat period (default: the schedule runs once)")
-
-    @model_validator(mode="after")
-    def _ordered_points(self) -> ArrivalSchedule:
-        if self.points[0].at_s != 0:
-            raise ValueError(
-                f"points[0].at_s is {self.points[0].at_s:g}; the first point must be at 0 so the rate is "
-                "defined from the start (add a point at 0 with the rate before it)"
-            )
-        for i in range(1, len(self.points)):
-            if self.points[i].at_s <= self.points[i - 1].at_s:
-                raise ValueError(
-                    f"points[{i}].at_s {self.points[i].at_s:g} is not after points[{i - 1}].at_s "
-                    f"{self.points[i - 1].at_s:g}; list the points in increasing time"
-                )
-        if self.every_s is not None and self.points[-1].at_s >= self.every_s:
-            raise ValueError(
-                f"points[{len(self.points) - 1}].at_s {self.points[-1].at_s:g} is not inside the period "
-                f"every_s {self.every_s:g}; every point must be before the period ends"
-            )
-        if not any(p.tasks_per_hour > 0 for p in self.points):
-            raise ValueError("every point has tasks_per_hour 0: no task would ever arrive; give one a positive rate")
-        return self
-
-    def rate_per_s(self, t: float) -> float:
-        """Tasks per simulated second at instant ``t``."""
-        return self.compiled()(t)
-
-    def compiled(self):
-        """``rate(t)`` in tasks per second, with the points unpacked once (the workload calls it per arrival)."""
-        at = [p.at_s for p in self.points]
-        per_s = [p.tasks_per_hour / 3600.0 for p in self.points]
-        every = self.every_s
-        linear = self.interpolation == "linear"
-        last = len(at) - 1
-        end_at = every if every is not None else math.inf
-        end_rate = per_s[0] if every is not None else per_s[-1]
-
-        def rate(t: float) -> float:
-            u = t % every if every is not None else t
-            i = bisect.bisect_right(at, u) - 1
-            if not linear:
-                return per_s[i]
-            if i < last:
-                a, b, ra, rb = at[i], at[i + 1], per_s[i], per_s[i + 1]
-            elif end_at < math.inf:
-                a, b, ra, rb = at[i], end_at, per_s[i], end_rate
-            else:
-                return per_s[i]
-            return ra + (u - a) / (b - a) * (rb - ra)
-
-        return rate
-
-    def mean_per_s(self, horizon_s: float) -> float:
-        """The mean rate over ``[0, horizon_s)`` (for size estimates): exact, piece by piece."""
-        rate = self.compiled()
-        span = min(horizon_s, self.every_s) if self.every_s is not None else horizon_s
-        edges = sorted({0.0, span, *(p.at_s for p in self.points if p.at_s < span)})
-        total = 0.0
-        for a, b in itertools.pairwise(edges):
-            if self.interpolation == "step":
-                total += rate(a) * (b - a)
-            else:  # a straight line between a and b: its mean is the mean of its ends
-                total += (rate(a) + rate(math.nextafter(b, a))) / 2.0 * (b - a)
-        return total / span if span > 0 else 0.0
 
 
 class WorkloadSpec(_Strict):

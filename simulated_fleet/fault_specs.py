@@ -263,6 +263,66 @@ class SchemaDrift(_Targeted):
     windows: list[Window] = Field(default_factory=list, description="rollout windows (default: all run)")
 
 
+class WrongEnvelope(_Targeted):
+    """Imperfect contracts: the targeted workers' structured envelopes get some failures wrong.
+
+    Each failed dispatch a rule covers draws, per way, whether its envelope is wrong that
+    way (keyed by task, step, item and execution, so every arm meets the same wrong
+    envelopes).  What happens is unchanged; the oracle counts each envelope that differs
+    from what the truth renders (``misreported_failures``).  With several
+    ``wrong_envelope`` faults, the first that covers a failure decides.
+    """
+
+    kind: Literal["wrong_envelope"] = "wrong_envelope"
+    failures: list[str] | None = Field(
+        default=None, description="only failures of these fault kinds (default: every failure the workers report)"
+    )
+    tools: list[str] | None = Field(default=None, description="only failures of these tools")
+    windows: list[Window] = Field(default_factory=list, description="only inside these windows (default: all run)")
+    misclassify: float = Field(
+        default=0, ge=0, le=1, description="chance the envelope names another kind's code, category and action"
+    )
+    reported_as: list[str] | None = Field(
+        default=None,
+        description="the kinds a misclassified failure is reported as, one drawn uniformly "
+        "(default: every kind reported with another error code; a provider's overload only where fleet.providers "
+        "declares one)",
+    )
+    mark_recoverable: float = Field(
+        default=0,
+        ge=0,
+        le=1,
+        description="chance a permanent failure (recoverable: false) is reported as recoverable and transient",
+    )
+    wrong_retry_after: float = Field(
+        default=0, ge=0, le=1, description="chance a retry-after hint is off by a factor drawn from retry_after_factor"
+    )
+    retry_after_factor: tuple[float, float] = Field(
+        default=(0.1, 10.0),
+        description="[low, high]: a wrong hint is the true wait times a factor drawn log-uniformly from this range "
+        "(below 1 a stale, too-short hint; above 1 a too-long one)",
+    )
+    omit_partial_success: float = Field(
+        default=0, ge=0, le=1, description="chance the envelope leaves out what completed before the failure"
+    )
+
+    @model_validator(mode="after")
+    def _kinds_and_range(self) -> WrongEnvelope:
+        reported = [name for name, record in KINDS.items() if record.wire is not None]
+        for field in ("failures", "reported_as"):
+            for name in getattr(self, field) or ():
+                if name not in reported:
+                    raise ValueError(
+                        f"{field}: {name!r} is not a fault kind reported as a failure (kinds: {', '.join(reported)})"
+                    )
+        low, high = self.retry_after_factor
+        if not 0 < low <= high <= 1000:
+            raise ValueError(
+                f"retry_after_factor: [{low:g}, {high:g}] must satisfy 0 < low <= high <= 1000, e.g. [0.1, 10]"
+            )
+        return self
+
+
 class NodeCrash(_Targeted):
     """A worker crashes and restarts: in-flight work on it is lost unless re-queued."""
 

@@ -46,7 +46,7 @@ PERSISTENT_SCOPES = (WORKER_TOOL, TASK_STEP, TASK_STEP_ITEM, SOURCE)
 #: The causes the wasted-retry judge (:mod:`fleetchaos.sim.waste`) can check still hold.
 CAUSES = ("credentials_expired", "disk_refuses", "retry_after", "worker_down", "partitioned", "persistent", "batch")
 
-#: What a remediation agent can repair on a worker (:meth:`fleetchaos.sim.world.World._repair`).
+#: What a remediation agent can repair on a worker (:func:`fleetchaos.sim.remediation.repair`).
 REMEDIES = ("refresh_credentials", "clear_disk", "install_tool")
 
 #: Alternatives a worker can name in the failure-type contract.

@@ -34,6 +34,7 @@ from fleetchaos.sim.kind_record import (
     Waste,
     Wire,
 )
+from fleetchaos.sim.kinds_reporting import REPORTING_KINDS
 
 KINDS: dict[str, FaultKind] = {
     k.name: k
@@ -284,25 +285,7 @@ KINDS: dict[str, FaultKind] = {
             effect="The call returns plausible default values as a success but took no effect: the truth stays "
             "incomplete while every error format shows ok, and steps that need it run on made-up input.",
         ),
-        FaultKind(
-            name="schema_drift",
-            stage=REPORTING,
-            contract=FailureContract("SCHEMA_VERSION_SKEW", "reporting", None, "none"),
-            fail_fast_s=None,
-            outcome_unknown=False,
-            retry_after=False,
-            transport_retryable=False,
-            retry_helps=False,
-            failure_type=None,
-            subagent_category=None,
-            alternative=None,
-            wire=None,
-            waste=None,
-            remedy=None,
-            persistent_scope=None,
-            effect="Changes nothing that happens: during its windows the targeted workers' structured envelopes "
-            "carry the older schema_version and lack missing_fields.",
-        ),
+        *REPORTING_KINDS,  # schema_drift, wrong_envelope (fleetchaos.sim.kinds_reporting)
         FaultKind(
             name="node_crash",
             stage=STATE,
@@ -440,6 +423,11 @@ def rendered_kind(failure: str | None) -> FaultKind:
     return kind
 
 
+#: Kinds that only a provider with a declared capacity (``fleet.providers``) produces: a
+#: world without one never meets them, and a wrong envelope there does not name them.
+PROVIDER_KINDS: frozenset[str] = frozenset({"overloaded"})
+
+
 def kinds_in(*stages: str) -> tuple[str, ...]:
     """The names of the kinds met at these stages, in catalogue order (read now, not at import)."""
     return tuple(name for name, k in KINDS.items() if k.stage in stages)
@@ -459,6 +447,7 @@ __all__ = [  # the records, their lookups, and the words the records use (from k
     "OTHER_WORKER",
     "PERSISTENT",
     "PERSISTENT_SCOPES",
+    "PROVIDER_KINDS",
     "REMEDIES",
     "REPORTING",
     "SOURCE",

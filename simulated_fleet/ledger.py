@@ -56,6 +56,10 @@ class TaskRecord:
     """Failed dispatches the orchestrator read as a success (then claimed success)."""
     misreads_caught: int = 0
     """Misreads a final-answer guardrail blocked."""
+    misreported: int = 0
+    """Failed dispatches whose envelope a worker got wrong: what the orchestrator saw differed from what the truth renders."""
+    misreported_ways: dict[str, int] = field(default_factory=dict)
+    """How those envelopes were wrong (a dispatch can be wrong in several ways): way -> count."""
     wrong_input_steps: int = 0
     """Step executions that ran on an incomplete earlier step (a dependency chain): output wrong."""
     secrets_leaked: int = 0
@@ -114,6 +118,12 @@ class TaskRecord:
             self.first_fault_s = now
             self.step_executions_at_first_fault = self.step_executions
         self.fault_hits[kind] = self.fault_hits.get(kind, 0) + 1
+
+    def note_misreport(self, ways: tuple[str, ...]) -> None:
+        """Record a dispatch whose envelope was wrong in each of ``ways``."""
+        self.misreported += 1
+        for way in ways:
+            self.misreported_ways[way] = self.misreported_ways.get(way, 0) + 1
 
     def note_wasted(self, reason: str) -> None:
         """Record a retry issued while the cause of the previous failure still held."""

@@ -69,7 +69,10 @@ class TaskHistory:
     retries_in_flight: int = 0
     """How many of those are retries."""
     last_delay_s: float | None = None
-    """The delay of the task's last retry (None before the first): decorrelated jitter chains on it."""
+    """The delay of the task's last retry (None before the first): the whole delay, every wait summed."""
+    waits: dict[int, float] = field(default_factory=dict, repr=False)
+    """Per-task memory of waits that chain on their own earlier draws, keyed by the wait
+    (decorrelated jitter keeps its own last sleep here, not the combined delay)."""
     shared: object = field(default=None, repr=False)
     """The orchestrator's state shared across its tasks (what ``policy.new_shared_state()``
     returned; None when the policy keeps none): retry budgets, circuit breakers."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from fleetchaos.sim.kinds import KINDS, REPORTING, FailureContract, fault_kind
+from fleetchaos.sim.kinds import KINDS, REPORTING, FailureContract, FaultKind, fault_kind
 
 
 class _Contracts(Mapping[str, FailureContract]):
@@ -75,7 +75,11 @@ class AttemptReport:
     schema_version: str | None = None
     """The envelope version the worker speaks, when it differs from the current one."""
     dropped_fields: tuple[str, ...] = ()
-    """Envelope fields the worker's older contract does not have."""
+    """Envelope fields the worker's envelope leaves out (an older contract does not have them, or a
+    worker's wrong envelope omits them)."""
+    shown_as: FaultKind | None = None
+    """The kind record a worker's wrong envelope reports instead of the truth's (None: the truth's).
+    Only a copy of a report made for rendering carries one (:mod:`fleetchaos.sim.envelope_errors`)."""
 
     @property
     def completed(self) -> bool:

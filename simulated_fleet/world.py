@@ -25,12 +25,13 @@ from fleetchaos.sim.config import DAY_S, WorldSpec, lognormal_params
 from fleetchaos.sim.containment import ContainedPolicy
 from fleetchaos.sim.dispatch import PLAIN_OK, Dispatcher
 from fleetchaos.sim.envelope import SCHEMA_VERSION
+from fleetchaos.sim.envelope_errors import EnvelopeErrors
 from fleetchaos.sim.faults import FaultPlan, build_plan
 from fleetchaos.sim.fleet import Worker
 from fleetchaos.sim.formats import ErrorFormat
 from fleetchaos.sim.journal import Journal
-from fleetchaos.sim.kinds import fault_kind
 from fleetchaos.sim.ledger import TaskRecord
+from fleetchaos.sim.misread import misread_factor
 from fleetchaos.sim.observation import (
     DeadLetter,
     Escalate,
@@ -43,6 +44,7 @@ from fleetchaos.sim.observation import (
     TaskHistory,
     UseAlternative,
 )
+from fleetchaos.sim.remediation import repair
 from fleetchaos.sim.state import DailyQuota, SharedCapacity, TokenBucket
 from fleetchaos.sim.truth import AttemptReport
 from fleetchaos.sim.waste import LastFailure, RetryJudge
@@ -92,6 +94,7 @@ class World:
         drain_s: float = DAY_S,
         trace: bool = False,
         sink: Callable[[TaskRecord], None] | None = None,
+        call_model: type[CallModel] = CallModel,
     ):
         """Build a run.
 
@@ -102,6 +105,10 @@ class World:
         memory stays bounded by the tasks in flight.  Without a sink every record is kept
         and returned in :attr:`RunOutput.records`.  ``max_actions`` overrides the
         scenario's ``fleet.max_actions_per_task``.
+
+        ``call_model`` decides every tool call: :class:`~fleetchaos.sim.calls.CallModel`,
+        or a subclass that also runs each decided call on real code (real-code mode's
+        parity driver, :mod:`fleetchaos.real.parity`), so both decide with one function.
         """
         self.spec = spec
         bind = getattr(error_format, "for_run", None)  # formats that plant per-run secrets
@@ -129,7 +136,7 @@ class World:
         bucket = TokenBucket(fleet.api_rate_per_s, fleet.api_burst, plan.rate_windows)
         self.shared_capacity = SharedCapacity(bucket, DailyQuota(plan.quota_per_day), fleet.api_reject_cost)
         self.refresh_s = fleet.credential_refresh_s
-        self.misread_p = fleet.misread_probability * getattr(error_format, "misread_factor", 1.0)
+        self.misread_p = fleet.misread_probability * misread_factor(error_format, fleet.misread_factor)
         self.policy = ContainedPolicy(policy, fleet.orchestrators)
         self.max_actions = fleet.max_actions_per_task if max_actions is None else max_actions
         self.guarded = self.policy.guardrail and bool(getattr(error_format, "failure_flag", False))
@@ -145,7 +152,8 @@ class World:
         # read both) or when tracing (the timeline draws it); a streamed run keeps the tally.
         self.journal = Journal(lambda: env.now, keep_log=sink is None or trace, trace=trace)
         self.run_key = _rng.run_key(seed)
-        self.calls = CallModel(plan, self.shared_capacity, seed, fleet)
+        self.calls = call_model(plan, self.shared_capacity, seed, fleet)
+        self.envelope_errors = EnvelopeErrors.build(spec, seed)  # None unless a scenario makes envelopes wrong
         self.dispatcher = Dispatcher(
             env,
             plan,
@@ -298,6 +306,12 @@ class World:
                 rec.claim = "success"
                 break
             obs = self.fmt.render(report)
+            if self.envelope_errors is not None and obs.envelope is not None:
+                obs, wrong = self.envelope_errors.apply(
+                    self.fmt, report, obs, env.now, rec.executions[report.failed_step]
+                )
+                if wrong:
+                    rec.note_misreport(wrong)
             rec.secrets_leaked += obs.secrets
             if obs.envelope is not None and obs.envelope.schema_version != SCHEMA_VERSION:
                 rec.schema_skews += 1
@@ -417,13 +431,8 @@ class World:
         rec.remediation_s += took
         rec.tokens += spec.tokens
         succeeded = _rng.uniform(_rng.key(self.run_key, S_REMEDIATION_OK, task_id, n)) < spec.success_probability
-        if not (succeeded and self._repair(w, report, tpl)):
+        if not (succeeded and repair(self.calls, w, report, tpl, self.env.now)):
             rec.remediations_failed += 1
-
-    def _repair(self, w: Worker, report: AttemptReport, tpl: Template) -> bool:
-        """Repair what a machine can repair on a worker (the failure kind's ``remedy``); False if nothing."""
-        remedy = fault_kind(report.failure).remedy if report.failure is not None else None
-        return remedy is not None and REPAIRS[remedy](self, w, report, tpl)
 
     def _rollback(self, rec: TaskRecord) -> Generator:
         """Compensate every committed item (one compensating call each, a round trip apiece, per step in reverse)."""
@@ -466,30 +475,3 @@ class World:
             return (current + 1) % n
         others = [i for i in range(n) if i != current]
         return min(others, key=lambda i: (self.workers[i].in_flight, (i - current) % n))
-
-
-# -- what a remediation agent repairs, per remedy a fault kind's record names ------------------
-
-
-def _refresh_credentials(world: World, w: Worker, report: AttemptReport, tpl: Template) -> bool:
-    w.refresh_credentials(world.env.now)
-    return True
-
-
-def _clear_disk(world: World, w: Worker, report: AttemptReport, tpl: Template) -> bool:
-    return w.clear_disk_fault(world.env.now)  # False when no fault filled the disk
-
-
-def _install_tool(world: World, w: Worker, report: AttemptReport, tpl: Template) -> bool:
-    if report.failed_step < 0:
-        return False
-    world.calls.installed.add((w.index, tpl.names[report.failed_step]))
-    return True
-
-
-#: Each remedy of :data:`fleetchaos.sim.kinds.REMEDIES` -> what it does; True when it repaired the cause.
-REPAIRS: dict[str, Callable[[World, Worker, AttemptReport, Template], bool]] = {
-    "refresh_credentials": _refresh_credentials,
-    "clear_disk": _clear_disk,
-    "install_tool": _install_tool,
-}

@@ -1,29 +1,23 @@
 """Command-line plumbing shared by ``run`` and ``compare``: the run history and the regression gate.
 
 ``history_options`` adds ``--history``, ``--no-history``, ``--label``, ``--baseline`` and
-``--fail-on`` to a command; :class:`HistorySession` does what they ask: it checks the
-gate specs and resolves the baseline *before* anything runs (so a typo costs nothing),
-stores each finished run as it arrives, marks the group complete or interrupted, and
-finally checks the new runs against the baseline.
+``--fail-on`` to a command; :class:`HistorySession` hands them to the one gate session
+(:class:`fleetchaos.gates.session.GateSession`), which checks the gate specs and resolves
+the baseline *before* anything runs, stores each finished run as it arrives, marks the
+group complete or interrupted, and finally checks the new runs against the baseline.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import click
 
-from fleetchaos.errors import UserError
-from fleetchaos.results.models import HEADLINE_METRICS, RunResult
+from fleetchaos.gates.session import COMMAND, EXIT_GATE, GateSession
+from fleetchaos.results.registry import is_rate
 
-#: Exit code of a command whose regression gate failed.
-EXIT_GATE = 1
-
-#: Metrics compared (never failing) when --baseline is given without --fail-on.
-INFO_METRICS = HEADLINE_METRICS
+__all__ = ["EXIT_GATE", "HistorySession", "fill_comparisons", "history_options", "show_history"]
 
 
 def history_options(command: Callable) -> Callable:
@@ -49,7 +43,7 @@ def history_options(command: Callable) -> Callable:
             "fail_on",
             multiple=True,
             metavar="METRIC:THRESHOLD",
-            help="exit 1 when METRIC is worse than the baseline by more than THRESHOLD: "
+            help="exit 1 when METRIC is worse than the baseline by more than THRESHOLD, seed by seed: "
             "relative (recovery_rate:-2%) or absolute (recovery_rate:-0.02); repeatable",
         ),
     ]
@@ -58,8 +52,8 @@ def history_options(command: Callable) -> Callable:
     return command
 
 
-class HistorySession:
-    """One command's use of the history: store runs, then gate them against a baseline."""
+class HistorySession(GateSession):
+    """The gate session of ``run`` and ``compare``, built from :func:`history_options`' arguments."""
 
     def __init__(
         self,
@@ -69,82 +63,14 @@ class HistorySession:
         baseline_ref: str | None,
         fail_on: tuple[str, ...],
     ):
-        from fleetchaos.gates import history
-        from fleetchaos.gates.regression import parse_fail_ons
-
-        self.rules = parse_fail_ons(fail_on)
-        if self.rules and baseline_ref is None:
-            raise UserError(
-                "--fail-on needs --baseline REF: the stored run group to compare with (see `fleetchaos history`)"
-            )
-        if label is not None and not label.strip():
-            raise UserError("--label: give a non-empty name")
-        if label is not None and (label.strip().lstrip("#").isdigit() or label.strip() == "latest"):
-            raise UserError(f"--label {label!r}: a label cannot be a number or 'latest' (those name groups by id)")
-        self.label = label.strip() if label else None
-        self.baseline_group = None
-        self.baseline_runs: list[RunResult] = []
-        if baseline_ref is not None:  # resolved first: a bad reference creates nothing and runs nothing
-            with history.open_store(history_path, create=False) as reader:
-                self.baseline_group = reader.resolve(baseline_ref)
-                self.baseline_runs = [r.result for r in reader.runs(self.baseline_group.id)]
-            if not self.baseline_runs:
-                raise UserError(
-                    f"--baseline {baseline_ref}: group {self.baseline_group.ref} holds no runs; pick another (see `fleetchaos history`)"
-                )
-        self.store = None if no_history else history.open_store(history_path)
-        self.path = None if self.store is None else self.store.path
-        self.group_id: int | None = None
-        self.runs: list[RunResult] = []  # kept for the gate, only when there is a baseline
-        self.finished = 0
-
-    def start(self, kind: str, spec, meta: dict[str, Any]) -> None:
-        """Open the group this command's runs are stored in."""
-        if self.store is None:
-            return
-        from fleetchaos.scenario.load import scenario_hash
-
-        meta = {"scenario_hash": scenario_hash(spec), **meta}
-        self.group_id = self.store.new_group(kind, spec.name, label=self.label, meta=meta)
-
-    def add(self, result: RunResult) -> None:
-        """Store one finished run (in its own transaction), and keep it for the gate if there is one."""
-        self.finished += 1
-        if self.baseline_group is not None:
-            self.runs.append(result.model_copy(update={"tasks": [], "timeline": None, "samples": {}}))
-        if self.store is not None and self.group_id is not None:
-            self.store.add_run(self.group_id, result)
-
-    def finish(self, status: str) -> None:
-        """Mark the group complete, interrupted or failed, and close the store."""
-        if self.store is None:
-            return
-        if self.group_id is not None:
-            self.store.finish_group(self.group_id, status)
-        self.store.close()
-        self.store = None
-
-    def where(self) -> str | None:
-        """'group #N in PATH' for messages, or None without a history."""
-        if self.group_id is None or self.path is None:
-            return None
-        return f"history group #{self.group_id} in {self.path}"
-
-    def gate(self, echo: Callable[[str], None]) -> int:
-        """Check the runs against the baseline; print one line per check; 1 if any regressed, else 0."""
-        if self.baseline_group is None:
-            return 0
-        from fleetchaos.gates.regression import FailOn, check
-
-        rules = self.rules or [FailOn(m, math.inf, False, m) for m in INFO_METRICS]
-        checks = check(rules, self.runs, self.baseline_runs, self.baseline_group.ref)
-        failed = [c for c in checks if c.failed]
-        for c in checks:
-            echo(c.line())
-        if failed:
-            echo(f"{len(failed)} regression(s) against baseline {self.baseline_group.ref}: exit {EXIT_GATE}")
-            return EXIT_GATE
-        return 0
+        super().__init__(
+            COMMAND,
+            baseline_ref=baseline_ref,
+            fail_on=fail_on,
+            history_path=history_path,
+            store=not no_history,
+            label=label,
+        )
 
 
 def fill_comparisons(result):
@@ -160,10 +86,11 @@ def fill_comparisons(result):
     return result
 
 
-def _fmt(value: float | None, rate: bool) -> str:
+def _fmt(metrics: dict, name: str) -> str:
+    value = metrics.get(name)
     if value is None:
         return "-"
-    return f"{100 * value:.1f}%" if rate else f"{value:,.1f}"
+    return f"{100 * value:.1f}%" if is_rate(name) else f"{value:,.1f}"
 
 
 def show_history(ref: str | None, history_path: Path | None, limit: int, as_json: bool, console) -> None:
@@ -215,9 +142,8 @@ def show_history(ref: str | None, history_path: Path | None, limit: int, as_json
             table.add_column(column, justify="right" if column not in ("policy", "errors") else "left")
         for r in runs:
             m = r.metrics
-            table.add_row(str(r.id), r.policy, r.errors, str(r.seed), _fmt(m.get("recovery_rate"), True),
-                          _fmt(m.get("silent_failure_rate"), True), _fmt(m.get("wasted_retries"), False),
-                          _fmt(m.get("cost_usd"), False))  # fmt: skip
+            table.add_row(str(r.id), r.policy, r.errors, str(r.seed), _fmt(m, "recovery_rate"),
+                          _fmt(m, "silent_failure_rate"), _fmt(m, "wasted_retries"), _fmt(m, "cost_usd"))  # fmt: skip
         console.print(table)
     finally:
         store.close()

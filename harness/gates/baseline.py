@@ -1,105 +1,89 @@
-"""Baselines for scenario suites: stored results that a new run must not regress against.
+"""Baselines: stored results that new runs are gated against, read before any run.
 
 A baseline is read from what the project already stores:
 
 * a group of the run history (:mod:`fleetchaos.gates.history`), named as on the command line:
   ``7`` or ``#7``, ``latest``, or a label (``fleetchaos compare --label main ...``);
-* results JSON: the ``results.json`` of a comparison (``fleetchaos compare --json``, or a
-  ``--report`` folder), of a single run, a JSON list of such documents, or a folder
-  searched for ``results.json`` files (so the ``--fleetchaos-report`` folder of one suite
-  run is the baseline of the next).
+* results JSON (the pytest plugin only): the ``results.json`` of a comparison
+  (``fleetchaos compare --json``, or a ``--report`` folder), of a single run, a JSON list
+  of such documents, or a folder searched for ``results.json`` files (so the
+  ``--fleetchaos-report`` folder of one suite run is the baseline of the next).
 
 An existing file or folder is read as results JSON; anything else names a history group.
-Entries are keyed by (scenario name, policy, error format); a comparison's arm wins over
-single runs of the same arm, and several single runs (a history group's seeds) are
-averaged.
+Entries are keyed by (scenario name, policy, error format) and keep each seed's figures,
+so the regression rule (:mod:`fleetchaos.gates.regression`) can pair runs on the same
+seed; a comparison's arm wins over single runs of the same arm.
 
-A headline figure regresses when the *whole* confidence interval of the new run is on
-the worse side of the baseline's value: the same rule as
-:func:`fleetchaos.gates.assertions.assert_rate`, with the baseline as the bound.
-
-Light to import (standard library and :mod:`fleetchaos.gates.assertions` only).
+Light to import (standard library, the registry and the regression rule).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fleetchaos.errors import UserError
-from fleetchaos.gates.assertions import Estimate, RateAssertionError, assert_rate, fmt_number, seeds_text
+from fleetchaos.gates.regression import Arm
 
-if TYPE_CHECKING:
-    from fleetchaos.testing.suite import ScenarioResult
-
-__all__ = ["GATED_METRICS", "Baseline", "BaselineEntry", "load_baseline"]
-
-#: The figures a baseline gates, with True when higher is better.
-GATED_METRICS: dict[str, bool] = {
-    "recovery_rate": True,
-    "silent_failure_rate": False,
-    "wasted_retries": False,
-}
+__all__ = ["Baseline", "BaselineEntry", "load_baseline"]
 
 MAX_BASELINE_BYTES = 50_000_000
+
+#: The option that names a baseline in the pytest plugin (the default of messages here).
+PLUGIN_OPTION = "--fleetchaos-baseline"
 
 
 @dataclass
 class BaselineEntry:
-    """One arm's stored figures: the mean of each metric, and what they came from."""
+    """One arm's stored figures: each seed's metrics (when known), their means, and where they came from."""
 
     scenario: str
     policy: str
     errors: str
     metrics: dict[str, float | None]
+    """The mean of each metric over :attr:`seeds`."""
     seeds: list[int]
     origin: str
     from_compare: bool
+    per_seed: dict[int, dict[str, float | None]] = field(default_factory=dict)
+    """Seed -> that run's metrics; empty when the document kept only means."""
+
+    def arm(self, label: str | None = None) -> Arm:
+        """The entry as the regression rule's :class:`~fleetchaos.gates.regression.Arm`."""
+        label = label or f"{self.policy} on {self.errors}"
+        if self.per_seed:
+            return Arm(label, self.per_seed, seeds=tuple(sorted(self.per_seed)))
+        return Arm(label, means=self.metrics, seeds=tuple(self.seeds))
 
 
 @dataclass
 class Baseline:
-    """Stored figures by (scenario, policy, errors), and the verdict of a new run against them."""
+    """Stored figures by (scenario, policy, errors), read once before any run."""
 
     source: str
     entries: dict[tuple[str, str, str], BaselineEntry] = field(default_factory=dict)
+    ref: str = ""
+    """How messages name the baseline: the reference as given (``#7``, a path)."""
 
     def lookup(self, scenario: str, policy: str, errors: str) -> BaselineEntry | None:
         """The stored arm, or None when the baseline has none."""
         return self.entries.get((scenario, policy, errors))
 
-    def verdicts(self, result: ScenarioResult) -> list[dict[str, Any]]:
-        """One verdict per gated metric: ``{"metric", "baseline", "regressed", "message"}``.
+    def by_arm(self) -> dict[tuple[str, str], Arm]:
+        """The entries as arms keyed by (policy, errors), whatever their scenario (a command's group gate).
 
-        Empty when the baseline has no entry for the result's arm.  A metric undefined on
-        either side is not judged.
+        Entries of several scenarios with the same arm (a sweep's group) are pooled, each
+        seed's figures averaged.
         """
-        entry = self.lookup(result.scenario, result.policy, result.errors)
-        if entry is None:
-            return []
-        out = []
-        for metric, higher_is_better in GATED_METRICS.items():
-            base = entry.metrics.get(metric)
-            if base is None or metric not in result.metric_names:
-                continue
-            est: Estimate = result.metric(metric)
-            if est.value is None:
-                continue
-            message = ""
-            try:
-                if higher_is_better:
-                    assert_rate(est, at_least=base)
-                else:
-                    assert_rate(est, at_most=base)
-            except RateAssertionError as exc:
-                seeds = seeds_text(entry.seeds) or "?"
-                message = (
-                    f"{metric} regressed against the baseline {entry.origin} "
-                    f"({fmt_number(base)} on seeds {seeds}):\n{exc}"
-                )
-            out.append({"metric": metric, "baseline": base, "regressed": bool(message), "message": message})
+        found: dict[tuple[str, str], list[BaselineEntry]] = {}
+        for (_, policy, errors), entry in self.entries.items():
+            found.setdefault((policy, errors), []).append(entry)
+        out = {}
+        for key, entries in found.items():
+            out[key] = entries[0].arm() if len(entries) == 1 else _pooled(entries).arm()
         return out
 
 
@@ -121,6 +105,21 @@ def _metrics(doc: dict, where: str) -> dict[str, float | None]:
     return out
 
 
+def _per_seed(arm: dict, seeds: list[int]) -> dict[int, dict[str, float | None]]:
+    """Seed -> metrics of a comparison's arm, from its ``per_seed`` lists; empty when they do not line up."""
+    lists = arm.get("per_seed")
+    if not isinstance(lists, dict) or not seeds or len(set(seeds)) != len(seeds):
+        return {}
+    out: dict[int, dict[str, float | None]] = {seed: {} for seed in seeds}
+    for name, values in lists.items():
+        if not isinstance(values, list) or len(values) != len(seeds):
+            return {}
+        for seed, value in zip(seeds, values):
+            if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+                out[seed][str(name)] = None if value is None else float(value)
+    return out
+
+
 def _entries(doc: Any, origin: str) -> list[BaselineEntry]:
     """Baseline entries of one JSON document (a comparison, a run, or a list of them)."""
     if isinstance(doc, list):
@@ -129,7 +128,8 @@ def _entries(doc: Any, origin: str) -> list[BaselineEntry]:
         raise UserError(f"{origin}: expected a results document (a comparison or a run), got {type(doc).__name__}")
     if "arms" in doc:
         scenario = _str(doc, "scenario", origin)
-        seeds = [s for s in doc.get("seeds", []) if isinstance(s, int)]
+        raw_seeds = doc.get("seeds", [])
+        seeds = [s for s in raw_seeds if isinstance(s, int)] if isinstance(raw_seeds, list) else []
         if not isinstance(doc["arms"], list):
             raise UserError(f"{origin}: field 'arms' must be a list")
         out = []
@@ -137,29 +137,24 @@ def _entries(doc: Any, origin: str) -> list[BaselineEntry]:
             where = f"{origin}: arms[{i}]"
             if not isinstance(arm, dict):
                 raise UserError(f"{where}: expected a mapping")
-            out.append(
-                BaselineEntry(
-                    scenario,
-                    _str(arm, "policy", where),
-                    _str(arm, "errors", where),
-                    _metrics(arm, where),
-                    seeds,
-                    origin,
-                    True,
-                )
-            )
+            policy, errors, metrics = _str(arm, "policy", where), _str(arm, "errors", where), _metrics(arm, where)
+            per_seed = _per_seed(arm, seeds) if len(seeds) == len(raw_seeds) else {}
+            out.append(BaselineEntry(scenario, policy, errors, metrics, seeds, origin, True, per_seed))
         return out
     if "seed" in doc and "metrics" in doc:
         seed = doc.get("seed")
+        metrics = _metrics(doc, origin)
+        known = isinstance(seed, int) and not isinstance(seed, bool)
         return [
             BaselineEntry(
                 _str(doc, "scenario", origin),
                 _str(doc, "policy", origin),
                 _str(doc, "errors", origin),
-                _metrics(doc, origin),
-                [seed] if isinstance(seed, int) else [],
+                metrics,
+                [seed] if known else [],
                 origin,
                 False,
+                {seed: metrics} if known else {},
             )
         ]
     raise UserError(
@@ -179,71 +174,97 @@ def _read(path: Path) -> Any:
         raise UserError(f"{path}: cannot read: {exc}") from None
 
 
-def _merge(entries: list[BaselineEntry], origin: str | None = None) -> BaselineEntry:
-    """One entry per arm: a comparison wins; several single runs are averaged."""
-    compares = [e for e in entries if e.from_compare]
-    if compares:
-        return compares[0]
+def _mean(values: list[float | None]) -> float | None:
+    xs = [v for v in values if v is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def _average(found: list[Mapping[str, float | None]]) -> dict[str, float | None]:
+    """Each metric's mean over several runs' metrics (None where none has a value)."""
+    names = dict.fromkeys(k for m in found for k in m)
+    return {name: _mean([m.get(name) for m in found]) for name in names}
+
+
+def _pooled(entries: list[BaselineEntry], origin: str | None = None) -> BaselineEntry:
+    """Several entries of one arm as one: each seed's figures averaged, and their means."""
     first = entries[0]
-    metrics: dict[str, float | None] = {}
-    for name in first.metrics:
-        values = [e.metrics.get(name) for e in entries if e.metrics.get(name) is not None]
-        metrics[name] = sum(values) / len(values) if values else None  # type: ignore[arg-type]
+    by_seed: dict[int, list[dict[str, float | None]]] = {}
+    for e in entries:
+        for seed, metrics in e.per_seed.items():
+            by_seed.setdefault(seed, []).append(metrics)
+    per_seed = {seed: found[0] if len(found) == 1 else _average(found) for seed, found in sorted(by_seed.items())}
+    metrics = _average([e.metrics for e in entries])
     seeds = sorted({s for e in entries for s in e.seeds})
     if origin is None:
         origin = first.origin if len(entries) == 1 else f"{len(entries)} runs under {Path(first.origin).parent}"
-    return BaselineEntry(first.scenario, first.policy, first.errors, metrics, seeds, origin, False)
+    return BaselineEntry(first.scenario, first.policy, first.errors, metrics, seeds, origin, False, per_seed)
 
 
-def load_baseline(ref: str | Path, *, history: str | Path | None = None) -> Baseline:
+def _merge(entries: list[BaselineEntry], origin: str | None = None) -> BaselineEntry:
+    """One entry per arm: a comparison wins; several single runs are pooled seed by seed."""
+    compares = [e for e in entries if e.from_compare]
+    if compares:
+        return compares[0]
+    return _pooled(entries, origin)
+
+
+def load_baseline(
+    ref: str | Path, *, history: str | Path | None = None, option: str = PLUGIN_OPTION, files: bool = True
+) -> Baseline:
     """Read a baseline: results JSON when ``ref`` is an existing file or folder, else a group of the run history.
 
     ``history`` is the history file (default: :func:`fleetchaos.gates.history.default_path`).
+    ``option`` names the option in messages; with ``files=False`` (the CLI's ``--baseline``)
+    ``ref`` always names a history group.
     """
+    if not files:
+        return _load_history(str(ref), history, option, files=False)
     path = Path(ref)
     if path.exists():
-        return _load_results(path)
+        return _load_results(path, option)
     if path.suffix == ".json" or len(path.parts) > 1:
-        raise UserError(f"--fleetchaos-baseline: {ref}: no such file or folder")
-    return _load_history(str(ref), history)
+        raise UserError(f"{option}: {ref}: no such file or folder")
+    return _load_history(str(ref), history, option, files=True)
 
 
-def _load_history(ref: str, history: str | Path | None) -> Baseline:
-    """The runs of one history group, averaged per arm over its seeds."""
+def _load_history(ref: str, history: str | Path | None, option: str, files: bool) -> Baseline:
+    """The runs of one history group, by arm and seed."""
     from fleetchaos.gates.history import default_path, open_store
 
     store_path = Path(history) if history is not None else default_path()
-    if not store_path.is_file():
+    if files and not store_path.is_file():
         raise UserError(
-            f"--fleetchaos-baseline: {ref}: no such file or folder, and no run history at {store_path} to find a "
+            f"{option}: {ref}: no such file or folder, and no run history at {store_path} to find a "
             "group of that name in; give a results.json, a report folder, or a history group (7, #7, latest, a label) "
             "with --fleetchaos-history PATH"
         )
-    with open_store(store_path, create=False) as store:
+    with open_store(store_path, create=False) as store:  # no file: "no history here", naming --history
         group = store.resolve(ref)
         runs = store.runs(group.id)
+    if not runs:
+        raise UserError(f"{option} {ref}: group {group.ref} holds no runs; pick another (see `fleetchaos history`)")
     name = f"history {group.ref}" + (f" ({group.label})" if group.label else "")
     found: dict[tuple[str, str, str], list[BaselineEntry]] = {}
     for run in runs:
-        entry = BaselineEntry(run.scenario, run.policy, run.errors, dict(run.metrics), [run.seed], name, False)
-        found.setdefault((run.scenario, run.policy, run.errors), []).append(entry)
-    if not found:
-        raise UserError(
-            f"--fleetchaos-baseline: {name} in {store_path} holds no runs; pick another (see `fleetchaos history`)"
+        metrics = dict(run.metrics)
+        entry = BaselineEntry(
+            run.scenario, run.policy, run.errors, metrics, [run.seed], name, False, {run.seed: metrics}
         )
-    return Baseline(source=f"{name} in {store_path}", entries={k: _merge(v, name) for k, v in sorted(found.items())})
+        found.setdefault((run.scenario, run.policy, run.errors), []).append(entry)
+    entries = {k: _merge(v, name) for k, v in sorted(found.items())}
+    return Baseline(source=f"{name} in {store_path}", entries=entries, ref=group.ref)
 
 
-def _load_results(path: Path) -> Baseline:
+def _load_results(path: Path, option: str) -> Baseline:
     """Read a baseline from a results JSON file or a folder of ``results.json`` files."""
     if path.is_dir():
         files = sorted(path.rglob("results.json"))
         if not files:
-            raise UserError(f"--fleetchaos-baseline: {path}: the folder holds no results.json")
+            raise UserError(f"{option}: {path}: the folder holds no results.json")
     else:
         files = [path]
     found: dict[tuple[str, str, str], list[BaselineEntry]] = {}
     for file in files:
         for entry in _entries(_read(file), str(file)):
             found.setdefault((entry.scenario, entry.policy, entry.errors), []).append(entry)
-    return Baseline(source=str(path), entries={k: _merge(v) for k, v in sorted(found.items())})
+    return Baseline(source=str(path), entries={k: _merge(v) for k, v in sorted(found.items())}, ref=str(path))

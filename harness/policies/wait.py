@@ -156,10 +156,12 @@ class wait_equal_jitter(_WaitBase):
 class wait_decorrelated_jitter(_WaitBase):
     """Decorrelated jitter (AWS Architecture Blog): ``min(cap, uniform(base, prev * 3))``, prev starting at base.
 
-    The driver keeps the task's last retry delay in ``history.last_delay_s``; it is used
-    as ``prev`` and one step is drawn, which keeps the exact chain.  A history without
-    it (a hand-built one) replays the chain from ``history.rng`` for
-    ``history.retries + 1`` steps (see :func:`decorrelated_jitter`).
+    ``prev`` is this wait's own previous sleep for the task, kept in ``history.waits``
+    (one entry per wait block), and one step is drawn, which keeps the exact chain.  It
+    is never the task's whole delay: combined with another wait (``wait_fixed(x) + ...``,
+    ``wait_max(...)``) the other wait's share does not feed back into the chain.  A
+    history without that memory (a hand-built one) replays the chain from
+    ``history.rng`` for ``history.retries + 1`` steps (see :func:`decorrelated_jitter`).
     """
 
     base_s: float
@@ -167,10 +169,15 @@ class wait_decorrelated_jitter(_WaitBase):
 
     def __call__(self, observation: Observation, history: TaskHistory) -> float:
         """The n-th sleep of a decorrelated-jitter chain, n = ``history.retries``."""
-        prev = getattr(history, "last_delay_s", None)
-        if prev is not None and history.retries == 0:
-            prev = None
-        return decorrelated_jitter(history.rng, history.retries, self.base_s, self.cap_s, prev)
+        memory = getattr(history, "waits", None)
+        if memory is None:
+            return decorrelated_jitter(history.rng, history.retries, self.base_s, self.cap_s)
+        # The first retry starts a fresh chain; later ones continue this block's own chain
+        # (keyed by identity: two equal blocks in one policy keep two chains).
+        prev = memory.get(id(self)) if history.retries > 0 else None
+        sleep = decorrelated_jitter(history.rng, history.retries, self.base_s, self.cap_s, prev)
+        memory[id(self)] = sleep
+        return sleep
 
 
 @dataclass(frozen=True, slots=True, repr=False)

@@ -4,7 +4,9 @@ One implementation, :class:`RunAccumulator`, folds task records one at a time (a
 streamed run hands them over); :func:`compute` and :func:`compute_run` are thin
 wrappers for runs that kept their records.
 
-Definitions, denominators and directions are in docs/metrics.md; keep the two in step.
+Names, definitions, denominators and directions are in :mod:`fleetchaos.results.registry`
+(docs/metrics.md's table is generated from it); :meth:`RunAccumulator.metrics` returns
+the metrics in its order.
 """
 
 from __future__ import annotations
@@ -22,65 +24,8 @@ from fleetchaos.sim.config import DAY_S, FleetSpec
 from fleetchaos.sim.kinds import fault_kind, waste_families
 from fleetchaos.sim.ledger import TRUTH_FULL, TaskRecord
 
-#: Metric name -> True when higher is better.  The order is the display order.
-METRICS: dict[str, bool] = {
-    "recovery_rate": True,
-    "silent_failure_rate": False,
-    "wasted_retries": False,
-    "tasks": True,
-    "faulted_tasks": False,
-    "recovered_tasks": True,
-    "success_rate": True,
-    "tool_calls": False,
-    "tokens": False,
-    "cost_usd": False,
-    "retries": False,
-    "redone_steps": False,
-    "duplicate_side_effects": False,
-    "escalations": False,
-    "false_alarms": False,
-    "unfinished_tasks": False,
-    "policy_errors": False,
-    "mean_steps_to_recovery": False,
-    "mean_time_to_recovery_s": False,
-    "data_loss_tasks": False,
-    "data_loss_rate": False,
-    "escalation_rate": False,
-    "human_pages": False,
-    "human_pages_per_day": False,
-    "p50_steps_to_recovery": False,
-    "p95_steps_to_recovery": False,
-    "p50_time_to_recovery_s": False,
-    "p95_time_to_recovery_s": False,
-    "logical_calls": True,
-    "retry_amplification": False,
-    "secrets_leaked": False,
-    "schema_skews": False,
-    "misreads": False,
-    "human_hours": False,
-    "remediations": False,
-    "failed_remediations": False,
-    "transport_retries": False,
-    "transport_amplification": False,
-    "agent_amplification": False,
-    "rollbacks": False,
-    "dead_letters": False,
-    "deduplicated_side_effects": True,
-    "makespan_s": False,
-}
-
-#: Metrics with no better direction (workload size): no verdict, no regression gate.
-DIRECTIONLESS = frozenset({"tasks", "logical_calls", "rollbacks", "deduplicated_side_effects"})
-
 #: Claims that mean the orchestrator never reported on the task at all.
 UNREPORTED_CLAIMS = frozenset({"in_flight"})
-
-
-def direction(name: str) -> bool | None:
-    """True when higher is better, False when lower is better, None when neither (or unknown)."""
-    if name in DIRECTIONLESS or name not in METRICS:
-        return None
-    return METRICS[name]
 
 
 def pages_of(record: TaskRecord) -> int:
@@ -131,6 +76,7 @@ TASK_COUNTS: tuple[str, ...] = (
     "secrets_leaked",
     "schema_skews",
     "misreads",
+    "misreported",
     "remediations",
     "remediations_failed",
     "transport_retries",
@@ -149,6 +95,7 @@ RECORD_COUNTS: tuple[str, ...] = (
     "secrets_leaked",
     "schema_skews",
     "misreads",
+    "misreported",
     "remediations",
     "remediations_failed",
     "transport_retries",
@@ -178,7 +125,7 @@ def task_counts(record: TaskRecord, judged: Verdict) -> tuple[int, ...]:
 
 
 #: The TASK_COUNTS totals the ``task_counts`` breakdown reports: the numerators and
-#: denominators of the pooled task-level rates (fleetchaos.results.models.POOLED_RATES).
+#: denominators of the pooled task-level rates (fleetchaos.results.registry.POOLED_RATES).
 POOLED_COUNTS = ("tasks", "faulted", "recovered", "successes", "silent_failures", "escalated", "data_loss")
 
 #: The breakdowns :func:`compute` returns (from the records alone), in its order.
@@ -217,6 +164,7 @@ class RunAccumulator:
         self.claims: Counter[str] = Counter()
         self.wasted_by_reason: Counter[str] = Counter()
         self.fault_hits_by_kind: Counter[str] = Counter()
+        self.misreported_by_way: Counter[str] = Counter()
         self.faulted_by_first: Counter[str] = Counter()
         self.recovered_by_first: Counter[str] = Counter()
         self.fault_calls: Counter[tuple[str, str, int]] = Counter()  # (kind, tool, worker): the fault log, tallied
@@ -272,6 +220,8 @@ class RunAccumulator:
             self.wasted_by_reason.update(record.wasted_reasons)
         if record.fault_hits:
             self.fault_hits_by_kind.update(record.fault_hits)
+        if record.misreported_ways:
+            self.misreported_by_way.update(record.misreported_ways)
         if record.policy_error is not None:
             self.policy_errors[record.policy_error] += 1
         if record.stopped_by is not None:
@@ -314,7 +264,7 @@ class RunAccumulator:
         return [x[2] for x in ordered], [x[3] for x in ordered]
 
     def metrics(self) -> dict[str, float | None]:
-        """Every metric of :data:`METRICS`, in that order (the order results serialise in).
+        """Every metric of the registry (:data:`fleetchaos.results.registry.METRICS`), in its order (the order results serialise in).
 
         A rate whose denominator is zero is None, never 0 or 1.
         """
@@ -369,6 +319,7 @@ class RunAccumulator:
             "secrets_leaked": float(t["secrets_leaked"]),
             "schema_skews": float(t["schema_skews"]),
             "misreads": float(t["misreads"]),
+            "misreported_failures": float(t["misreported"]),
             "human_hours": t["human_ms"] / 3_600_000.0,
             "remediations": float(t["remediations"]),
             "failed_remediations": float(t["remediations_failed"]),
@@ -409,6 +360,7 @@ class RunAccumulator:
             "fault_hits_by_error_code": dict(sorted(by_code.items())),
             "fault_hits_by_tool": dict(sorted(by_tool.items())),
             "fault_hits_by_worker": {str(w): n for w, n in sorted(by_worker.items())},
+            "misreported_failures_by_way": dict(sorted(self.misreported_by_way.items())),
             "task_counts": dict(sorted((name, totals[name]) for name in POOLED_COUNTS)),
         }
         if self.stopped_by:  # only when a limit ended a task: results without one stay as they were

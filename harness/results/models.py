@@ -8,24 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-#: Task-level rates: name -> (numerator, denominator) keys of a run's ``task_counts``
-#: breakdown.  Pooled over seeds with Wilson intervals (``fleetchaos.runs.runner.pooled_rates``, the
-#: suite's ``pooled``).
-POOLED_RATES: dict[str, tuple[str, str]] = {
-    "recovery_rate": ("recovered", "faulted"),
-    "silent_failure_rate": ("silent_failures", "tasks"),
-    "success_rate": ("successes", "tasks"),
-    "escalation_rate": ("escalated", "tasks"),
-    "data_loss_rate": ("data_loss", "tasks"),
-}
-
-#: Metrics that are proportions in [0, 1] (reports show them as percentages).
-RATES = tuple(POOLED_RATES)
-
-#: The three figures every table leads with, with their confidence intervals.
-HEADLINE_METRICS = ("recovery_rate", "silent_failure_rate", "wasted_retries")
+from pydantic import BaseModel, ConfigDict, Field
 
 DIGITS = 6
 
@@ -106,6 +89,13 @@ class RunResult(_Model):
     recipe: str = ""
     """The policy's repr: its parameters, or the flattened recipe of a composed policy."""
     """Versions of fleetchaos and its simulation libraries, when the run stands alone (``fleetchaos run``)."""
+    mode: str = Field(default="sim", exclude_if=lambda mode: mode == "sim")
+    """``sim`` for a simulated run, ``real`` for the team's real code under the same schedule
+    (:mod:`fleetchaos.real`); left out of a simulated run's JSON, which keeps its bytes."""
+    misread_probability: float | None = None
+    """The chance the orchestrator read a reported failure as a success in this run: the
+    scenario's ``misread_probability`` times the format's misread factor, at most 1 (an
+    assumption reports state)."""
 
 
 class ArmResult(_Model):
@@ -123,6 +113,8 @@ class ArmResult(_Model):
     """Task-level rates pooled over every seed (recovered / faulted tasks, ...), with Wilson intervals."""
     samples: dict[str, list[float]] = {}
     """Per-task values pooled over seeds, sorted; at most :data:`SAMPLE_LIMIT` order statistics each."""
+    misread_probability: float | None = None
+    """The chance this arm's orchestrator read a reported failure as a success (its runs' value)."""
 
 
 class Comparison(_Model):

@@ -24,7 +24,8 @@ DEFAULT_SCENARIO = "field_ablation"
 DEFAULT_POLICY = "failure-type-router"
 #: The steps in ablation order: the bare baseline, then one field added per step.
 STEPS: tuple[str, ...] = ("generic", *ABLATION_FORMATS)
-#: The metrics the ablation prints and charts (names as in compare).
+#: The metrics the ablation prints and charts: the registry's headline metrics
+#: (fleetchaos.results.registry.HEADLINE_METRICS) in the order of the ablation's panels.
 HEADLINE = ("recovery_rate", "wasted_retries", "silent_failure_rate")
 
 

@@ -15,9 +15,8 @@ from itertools import product
 from typing import Any
 
 from fleetchaos.policies.registry import get_policy
-from fleetchaos.results.metrics import METRICS, RunAccumulator, direction
+from fleetchaos.results.metrics import RunAccumulator
 from fleetchaos.results.models import (
-    POOLED_RATES,
     SAMPLE_LIMIT,
     ArmResult,
     CompareResult,
@@ -27,6 +26,7 @@ from fleetchaos.results.models import (
     rounded,
 )
 from fleetchaos.results.oracle import TaskOutcome
+from fleetchaos.results.registry import METRICS, POOLED_RATES, VERDICT_METRICS, direction
 from fleetchaos.results.stats import (
     DEFAULT_CONFIDENCE,
     MIN_SEEDS,
@@ -127,12 +127,13 @@ def run_one(
         seed=seed,
         metrics={k: rounded(v) for k, v in metrics.items()},
         breakdowns=breakdowns,
-        fault_schedule=output.plan.describe(),
+        fault_schedule=output.plan.describe() + (world.envelope_errors.describe() if world.envelope_errors else []),
         replay=replay,
         params=dict(params),
         samples=acc.samples(),
         timeline=timeline,
         recipe=policy_recipe(policy_obj),
+        misread_probability=rounded(min(1.0, world.misread_p)),
     )
     # Assigned, not validated: validation would copy every row (pydantic builds new dicts),
     # doubling the peak memory of a run with per-task rows.  The rows are plain dicts of
@@ -308,6 +309,7 @@ def aggregate(policy: str, errors: str, runs: list[RunResult], confidence: float
         pooled=pooled_rates(breakdowns.get("task_counts", {}), confidence),
         recipe=runs[0].recipe if runs else "",
         samples={k: thin_sorted(v, SAMPLE_LIMIT) for k, v in sorted(samples.items())},
+        misread_probability=runs[0].misread_probability if runs else None,
     )
 
 
@@ -323,20 +325,6 @@ def pooled_rates(counts: dict[str, int], confidence: float) -> dict[str, Proport
             successes=k, trials=n, rate=rounded(k / n) if n else None, low=rounded(lo), high=rounded(hi)
         )
     return out
-
-
-#: Metrics a comparison gives a verdict on (each arm against the reference arm).
-VERDICT_METRICS = (
-    "recovery_rate",
-    "silent_failure_rate",
-    "wasted_retries",
-    "data_loss_rate",
-    "escalation_rate",
-    "human_pages_per_day",
-    "mean_time_to_recovery_s",
-    "retry_amplification",
-    "cost_usd",
-)
 
 
 def paired_comparisons(

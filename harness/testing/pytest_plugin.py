@@ -6,15 +6,20 @@ Registered through the ``pytest11`` entry point, so installing fleetchaos is eno
   simulates a scenario (catalogue name, file path or :class:`~fleetchaos.scenario.load.Scenario`)
   and returns a :class:`~fleetchaos.testing.suite.ScenarioResult` whose figures carry intervals;
 * fixture ``fleetchaos_result``: the run the test's marker describes;
+* fixture ``fleetchaos_real``: the same scenario and seeds driving faults into the team's
+  real tools and orchestrator (:mod:`fleetchaos.real`): contract conformance, sim/real
+  parity, and the team's own orchestrator gated like a simulated run;
 * marker ``@pytest.mark.fleetchaos(scenario=..., seeds=..., policy=..., errors=...,
   confidence=...)``: the defaults of ``fleetchaos.run()`` for that test (the closest
   marker wins key by key, so a module ``pytestmark`` can name the scenario);
 * options ``--fleetchaos-seed N`` (consecutive seeds from N), ``--fleetchaos-report DIR``
   (a report folder per scenario run), ``--fleetchaos-baseline REF`` (fail a run whose
-  headline figures regress against a stored baseline: results JSON, a report folder, or a
-  run-history group) and ``--fleetchaos-history PATH`` (where history groups are read);
+  figures regress against a stored baseline: results JSON, a report folder, or a
+  run-history group), ``--fleetchaos-fail-on METRIC:THRESHOLD`` (how much worse each
+  metric may get, as the CLI's ``--fail-on``; default: the registry's gated metrics at
+  their default thresholds) and ``--fleetchaos-history PATH`` (where history groups are read);
 * ini options ``fleetchaos_seeds``, ``fleetchaos_policy``, ``fleetchaos_errors``,
-  ``fleetchaos_confidence``: suite-wide defaults;
+  ``fleetchaos_confidence``, ``fleetchaos_fail_on``: suite-wide defaults;
 * a terminal summary table of every scenario run.
 
 Light to import: this module imports pytest and the standard library only.  SimPy,
@@ -31,13 +36,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from fleetchaos.testing.summary import summary_lines, summary_row
+
 if TYPE_CHECKING:
     from fleetchaos.testing.suite import ScenarioResult
 
-__all__ = ["COLUMNS", "MARKER_KEYS", "FleetChaos", "summary_lines"]
+__all__ = ["MARKER_KEYS", "FleetChaos"]
 
-#: Keyword arguments the ``fleetchaos`` marker accepts.
-MARKER_KEYS = ("scenario", "seeds", "policy", "errors", "confidence")
+#: Keyword arguments the ``fleetchaos`` marker accepts (the last three are read by ``fleetchaos_real``).
+MARKER_KEYS = ("scenario", "seeds", "policy", "errors", "confidence", "bindings", "tasks", "clock")
 
 _RUNS_KEY = pytest.StashKey[list]()
 _STATE_KEY = pytest.StashKey["_SessionState"]()
@@ -54,7 +61,8 @@ class _SessionState:
 
     cache: dict = field(default_factory=dict)
     rows: list = field(default_factory=list)
-    baseline: Any = None
+    gate: Any = None
+    """The :class:`~fleetchaos.gates.session.GateSession` judging runs against the baseline, if one was given."""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect the scenario rows of each finished test."""
@@ -108,8 +116,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--fleetchaos-baseline",
         default=None,
         metavar="REF",
-        help="fail scenario runs whose recovery rate, silent-failure rate or wasted retries regress against "
-        "this baseline: a results.json or report folder, or a run-history group (7, #7, latest, a label)",
+        help="fail scenario runs that regress against this baseline, seed by seed (see --fleetchaos-fail-on): "
+        "a results.json or report folder, or a run-history group (7, #7, latest, a label)",
+    )
+    group.addoption(
+        "--fleetchaos-fail-on",
+        action="append",
+        default=None,
+        metavar="METRIC:THRESHOLD",
+        help="with --fleetchaos-baseline: fail when METRIC is worse than the baseline by more than THRESHOLD, "
+        "relative (recovery_rate:-2%%) or absolute (recovery_rate:-0.02); repeatable, replaces the ini "
+        "fleetchaos_fail_on [default: recovery_rate:-2%%, silent_failure_rate:+2%%, wasted_retries:+2%%]",
     )
     group.addoption(
         "--fleetchaos-history",
@@ -123,6 +140,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("fleetchaos_policy", "default recovery policy of scenario tests", default="structured")
     parser.addini("fleetchaos_errors", "default error format of scenario tests", default="structured")
     parser.addini("fleetchaos_confidence", "confidence level of the intervals", default="0.95")
+    parser.addini(
+        "fleetchaos_fail_on",
+        "regression thresholds against --fleetchaos-baseline: METRIC:THRESHOLD, comma-separated "
+        "[default: each gated metric at 2% of its baseline value]",
+        default="",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -139,13 +162,23 @@ def pytest_configure(config: pytest.Config) -> None:
     if seed is not None and seed < 0:
         raise pytest.UsageError(f"--fleetchaos-seed: must be a seed >= 0, got {seed}")
     state = _SessionState()
-    baseline = config.getoption("fleetchaos_baseline", None)
-    if baseline:
+    baseline = config.getoption("fleetchaos_baseline", None) or None
+    fail_on = config.getoption("fleetchaos_fail_on", None)
+    if baseline or fail_on:
         from fleetchaos.errors import UserError
-        from fleetchaos.gates.baseline import load_baseline
+        from fleetchaos.gates.session import SUITE, GateSession
 
+        source = None
+        if fail_on is None:  # the ini thresholds apply only with a baseline: a suite may set them for CI alone
+            fail_on, source = [str(config.getini("fleetchaos_fail_on"))], "ini fleetchaos_fail_on"
         try:
-            state.baseline = load_baseline(baseline, history=config.getoption("fleetchaos_history", None))
+            state.gate = GateSession(
+                SUITE,
+                baseline_ref=baseline,
+                fail_on=fail_on,
+                history_path=config.getoption("fleetchaos_history", None),
+                fail_on_source=source,
+            )
         except UserError as exc:
             raise pytest.UsageError(str(exc)) from None
     config.stash[_STATE_KEY] = state
@@ -162,6 +195,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         parts.append(f"reports in {config.getoption('fleetchaos_report')}")
     if config.getoption("fleetchaos_baseline"):
         parts.append(f"baseline {config.getoption('fleetchaos_baseline')}")
+        state = config.stash.get(_STATE_KEY, None)
+        if state is not None and state.gate is not None:
+            parts.append("gate " + ", ".join(f"{r.metric}:{r.allowed()}" for r in state.gate.rules))
     return [f"fleetchaos: {', '.join(parts)}"] if parts else None
 
 
@@ -265,8 +301,8 @@ class FleetChaos:
 
         ``scenario`` is a catalogue name, a path (relative to the test file or the rootdir)
         or a Scenario object.  With ``--fleetchaos-report`` it writes a report folder; with
-        ``--fleetchaos-baseline`` the test fails, once its body has run, if a headline
-        figure regressed.
+        ``--fleetchaos-baseline`` the test fails, once its body has run, if a gated
+        figure got worse than the baseline by more than its threshold, seed by seed.
         """
         from fleetchaos.errors import UserError
         from fleetchaos.testing.suite import resolve_seeds, run_scenario
@@ -307,14 +343,31 @@ class FleetChaos:
         except UserError as exc:
             pytest.fail(f"fleetchaos: {exc}", pytrace=False)
         self.results.append(result)
-        verdicts = self._baseline_verdicts(result)
-        row = _row(result, verdicts)
-        if report_dir is not None:
-            row["report"] = str(self._write_report(result, Path(report_dir)))
-        # A regression fails the test after its body has run (see pytest_runtest_call).
+        report = self._write_report(result, Path(report_dir)) if report_dir is not None else None
+        self.note(result, report=report)
+        return result
+
+    def note(self, result: ScenarioResult, *, mode: str = "sim", report: Path | None = None) -> None:
+        """Add a scenario run to the test's summary rows; a simulated run is judged against the baseline.
+
+        A regression fails the test after its body has run (see ``pytest_runtest_call``).
+        """
+        verdicts = self._baseline_verdicts(result) if mode == "sim" else []
+        row = summary_row(result, verdicts)
+        row["mode"] = mode
+        if report is not None:
+            row["report"] = str(report)
         row["regressions"] = [v["message"] for v in verdicts if v["regressed"]]
         self._request.node.stash.setdefault(_RUNS_KEY, []).append(row)
-        return result
+
+    def default_seeds(self) -> int | list[int]:
+        """The suite's default seeds (the ``fleetchaos_seeds`` ini option)."""
+        return _ini_seeds(self._config)
+
+    def report_dir(self) -> Path | None:
+        """The folder this test's reports go to (None without ``--fleetchaos-report``)."""
+        root = self._config.getoption("fleetchaos_report")
+        return None if root is None else Path(root) / _slug(self._request.node.nodeid)
 
     def _write_report(self, result: ScenarioResult, root: Path) -> Path:
         from fleetchaos.reports import write_compare_report, write_run_report
@@ -330,8 +383,22 @@ class FleetChaos:
         return out
 
     def _baseline_verdicts(self, result: ScenarioResult) -> list[dict[str, Any]]:
-        baseline = self._state.baseline
-        return [] if baseline is None else baseline.verdicts(result)
+        """One verdict per gated metric, by the one regression rule: ``{"metric", "regressed", "message"}``.
+
+        Empty without a baseline, or when the baseline has no arm of this scenario, policy and format.
+        """
+        gate = self._state.gate
+        if gate is None or gate.baseline is None:
+            return []
+        from fleetchaos.gates.session import failure_message
+
+        entry = gate.baseline.lookup(result.scenario, result.policy, result.errors)
+        replays = {run.seed: run.replay for run in result.runs}
+        out = []
+        for check in gate.check(result.runs):
+            message = failure_message(check, entry.origin, replays) if check.failed else ""
+            out.append({"metric": check.rule.metric, "regressed": check.failed, "message": message})
+        return out
 
 
 @pytest.fixture
@@ -341,44 +408,20 @@ def fleetchaos(request: pytest.FixtureRequest) -> FleetChaos:
 
 
 @pytest.fixture
+def fleetchaos_real(fleetchaos: FleetChaos):
+    """Drives the scenario's faults into real code: ``check_contract``, ``parity`` and ``run`` (see docs/real-code.md)."""
+    from fleetchaos.real.fixture import FleetChaosReal
+
+    return FleetChaosReal(fleetchaos)
+
+
+@pytest.fixture
 def fleetchaos_result(fleetchaos: FleetChaos) -> ScenarioResult:
     """The result of the scenario configured by the test's ``@pytest.mark.fleetchaos`` marker."""
     return fleetchaos.run()
 
 
 # -- reporting ----------------------------------------------------------------------------
-
-
-def _interval(est) -> str:
-    from fleetchaos.gates.assertions import fmt_number
-
-    if est.value is None:
-        return "n/a"
-    if est.has_interval:
-        return f"{fmt_number(est.value)} [{fmt_number(est.low)}, {fmt_number(est.high)}]"
-    return fmt_number(est.value)
-
-
-def _row(result: ScenarioResult, verdicts: list[dict[str, Any]]) -> dict[str, Any]:
-    """One line of the terminal summary, as plain data (it crosses xdist's wire)."""
-    from fleetchaos.gates.assertions import seeds_text
-
-    if not verdicts:
-        baseline = "-"
-    else:
-        bad = [v["metric"] for v in verdicts if v["regressed"]]
-        baseline = "regressed: " + ", ".join(bad) if bad else "ok"
-    return {
-        "scenario": result.scenario,
-        "policy": result.policy,
-        "errors": result.errors,
-        "seeds": seeds_text(result.seeds),
-        "recovery": _interval(result.recovery_rate),
-        "silent": _interval(result.silent_failure_rate),
-        "wasted": _interval(result.wasted_retries),
-        "baseline": baseline,
-        "replays": list(result.replay),
-    }
 
 
 @pytest.hookimpl(wrapper=True)
@@ -403,26 +446,3 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                 lines = [cmd for r in rows for cmd in r["replays"]]
                 report.sections.append(("fleetchaos replay", "\n".join(lines)))
     return report
-
-
-COLUMNS = (
-    ("test", "test"),
-    ("outcome", "outcome"),
-    ("scenario", "scenario"),
-    ("policy", "policy"),
-    ("errors", "errors"),
-    ("seeds", "seeds"),
-    ("recovery", "recovery rate"),
-    ("silent", "silent failures"),
-    ("wasted", "wasted retries"),
-    ("baseline", "baseline"),
-)
-
-
-def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """The summary table as text lines (one header, one line per scenario run)."""
-    table = [[h for _, h in COLUMNS]] + [[str(r.get(k, "")) for k, _ in COLUMNS] for r in rows]
-    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return lines

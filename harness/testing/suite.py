@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Union
 from fleetchaos.errors import UserError
 from fleetchaos.gates.assertions import Estimate
 from fleetchaos.names import check_formats, check_policies
-from fleetchaos.results.models import POOLED_RATES, CompareResult, RunResult
+from fleetchaos.results.models import CompareResult, RunResult
+from fleetchaos.results.registry import HEADLINE_METRICS, POOLED_RATES, direction
 from fleetchaos.results.stats import DEFAULT_CONFIDENCE, mean_ci, wilson
 
 if TYPE_CHECKING:
@@ -47,12 +48,8 @@ DEFAULT_SEEDS = 5
 #: breakdown.  Runs without that breakdown fall back to ``rate x denominator metric``.
 PROPORTIONS = POOLED_RATES
 
-#: The figures a suite gates on, with True when higher is better.
-HEADLINE: dict[str, bool] = {
-    "recovery_rate": True,
-    "silent_failure_rate": False,
-    "wasted_retries": False,
-}
+#: The headline figures (the registry's), with True when higher is better.
+HEADLINE: dict[str, bool | None] = {name: direction(name) for name in HEADLINE_METRICS}
 
 ScenarioRef = Union["Scenario", str, Path]
 

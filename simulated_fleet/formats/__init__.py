@@ -8,8 +8,10 @@ what happened:
   failure?  A generic tool says "ok", which is how partial work is silently passed on.
 * ``render``: what the orchestrator is told when a dispatch stops on a failure.
 
-Two more describe how the orchestrator reads it: ``misread_factor`` (how easily a
-failure in this format is read as a success) and ``failure_flag`` (whether a
+Two more describe how the orchestrator reads it: ``misread_setting`` (which
+``fleet.misread_factor`` setting of the scenario says how easily a failure in this
+format is read as a success; ``misread_factor`` is its default, from
+:data:`fleetchaos.sim.misread.DEFAULT_MISREAD_FACTORS`) and ``failure_flag`` (whether a
 final-answer guardrail has a machine-readable failure to check).  docs/formats.md
 lists every format and why each sets these as it does.
 

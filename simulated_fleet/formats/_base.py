@@ -18,6 +18,7 @@ from typing import Protocol, runtime_checkable
 
 from fleetchaos.sim.envelope import AgentToolError, PartialSuccess, item_ref, step_ref
 from fleetchaos.sim.kinds import reported_kind
+from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.truth import AttemptReport
 
@@ -28,8 +29,10 @@ class ErrorFormat(Protocol):
 
     name: str
     partial_step_ok: bool
+    misread_setting: str | None
+    """The ``fleet.misread_factor`` setting this format is misread with (None: its own ``misread_factor``)."""
     misread_factor: float
-    """How easily a failure in this format is misread as success (multiplies the fleet's misread_probability)."""
+    """The default factor: how easily a failure in this format is misread as success (multiplies the fleet's misread_probability)."""
     failure_flag: bool
     """Whether the format carries a machine-readable failure flag a final-answer guardrail can check."""
 
@@ -59,7 +62,8 @@ class GenericFormat:
 
     name = "generic"
     partial_step_ok = True
-    misread_factor = 1.0  # a bare "failed" in a stream of tool text is easy to gloss over
+    misread_setting = "generic"
+    misread_factor = DEFAULT_MISREAD_FACTORS["generic"]  # the default: a scenario may set its own
     failure_flag = False
 
     @plain_success
@@ -97,14 +101,15 @@ class StructuredFormat:
 
     name = "structured"
     partial_step_ok = False
-    misread_factor = 0.2  # an error_code and category are explicit, but an LLM can still misread
+    misread_setting = "structured"
+    misread_factor = DEFAULT_MISREAD_FACTORS["structured"]
     failure_flag = True  # recoverable/category are machine-readable: a guardrail can check them
 
     @plain_success
     def render(self, report: AttemptReport) -> Observation:
         if report.completed:
             return Observation(ok=True, status="ok", worker=report.worker)
-        kind = reported_kind(report.failure)
+        kind = report.shown_as or reported_kind(report.failure)  # a worker's wrong envelope names another
         contract = kind.contract
         steps, items = progress_refs(report)
         partial = PartialSuccess(completed_steps=steps, artifacts=items)
@@ -122,7 +127,7 @@ class StructuredFormat:
             retry_after_ms=retry_after_ms(report),
             context=context,
         )
-        if report.schema_version is not None:
+        if report.schema_version is not None or report.dropped_fields:
             envelope = _older(envelope, report.schema_version, report.dropped_fields)
         return Observation(ok=False, status="failed", worker=report.worker, envelope=envelope)
 
@@ -134,10 +139,12 @@ class StructuredFormat:
 _ABSENT = {"partial_success": None, "retry_after_ms": None, "suggested_action": "", "context": {}}
 
 
-def _older(envelope: AgentToolError, version: str, dropped: tuple[str, ...]) -> AgentToolError:
-    """The envelope as a worker on an older contract version emits it."""
+def _older(envelope: AgentToolError, version: str | None, dropped: tuple[str, ...]) -> AgentToolError:
+    """The envelope without the ``dropped`` fields, stamped with an older contract ``version`` when one is given."""
     updates = {name: _ABSENT[name] for name in dropped if name in _ABSENT}
-    return envelope.model_copy(update={**updates, "schema_version": version})
+    if version is not None:
+        updates["schema_version"] = version
+    return envelope.model_copy(update=updates)
 
 
 class AgentToolErrorFormat(StructuredFormat):

@@ -14,8 +14,9 @@ from __future__ import annotations
 from fleetchaos.sim.envelopes import FailureTypeError, ItemStatus, RunHealth, SubagentResult, ToolEnvelope
 from fleetchaos.sim.formats._base import plain_success, progress_refs, retry_after_ms
 from fleetchaos.sim.formats._text import _Bound
-from fleetchaos.sim.formats._vendor import vendor_text
+from fleetchaos.sim.formats._vendor import shown_kind, vendor_text
 from fleetchaos.sim.kinds import ALTERNATIVE_SOURCE, FaultKind, rendered_kind
+from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.sanitise import sanitise
 from fleetchaos.sim.truth import AttemptReport
@@ -44,12 +45,14 @@ DRIFT: dict[str, dict[str, tuple[str, ...]]] = {
 
 
 def _drifted(envelope, report: AttemptReport, contract: str):
-    """The envelope as a worker on an older contract version emits it."""
-    if report.schema_version is None:
+    """The envelope without the fields the worker leaves out, stamped with its older contract version if any."""
+    if report.schema_version is None and not report.dropped_fields:
         return envelope
     table = DRIFT[contract]
-    updates = {f: None for name in report.dropped_fields for f in table.get(name, ())}
-    return envelope.model_copy(update={**updates, "schema_version": report.schema_version})
+    updates: dict = {f: None for name in report.dropped_fields for f in table.get(name, ())}
+    if report.schema_version is not None:
+        updates["schema_version"] = report.schema_version
+    return envelope.model_copy(update=updates)
 
 
 def _first_line(text: str) -> str:
@@ -67,7 +70,8 @@ class FailureTypeFormat:
     name = "failure-type"
     fields: frozenset[str] = frozenset({"partial_results", "alternatives_suggested", "retry_recommended"})
     partial_step_ok = False
-    misread_factor = 0.2  # an explicit failure_type enum, as explicit as an AgentToolError's code
+    misread_setting = "failure_type"
+    misread_factor = DEFAULT_MISREAD_FACTORS["failure_type"]
     failure_flag = True  # failure_type is machine-readable: a guardrail can check it
 
     @plain_success
@@ -75,7 +79,7 @@ class FailureTypeFormat:
         """A FailureTypeError with the fields this format carries."""
         if report.completed:
             return Observation(ok=True, status="ok", worker=report.worker)
-        kind = rendered_kind(report.failure)
+        kind = shown_kind(report)
         values: dict = {"failure_type": kind.failure_type}
         if "partial_results" in self.fields:
             steps, items = progress_refs(report)
@@ -143,7 +147,8 @@ class SubagentResultFormat(_Bound):
 
     name = "subagent-result"
     partial_step_ok = False
-    misread_factor = 0.2  # an explicit failed/partial status field
+    misread_setting = "subagent_result"
+    misread_factor = DEFAULT_MISREAD_FACTORS["subagent_result"]
     failure_flag = True  # status is machine-readable: a guardrail can check it
 
     @plain_success
@@ -151,7 +156,7 @@ class SubagentResultFormat(_Bound):
         """A SubagentResult for the dispatch."""
         if report.completed:
             return Observation(ok=True, status="ok", worker=report.worker)
-        kind = rendered_kind(report.failure)
+        kind = shown_kind(report)
         steps, items = progress_refs(report)
         category = kind.subagent_category
         hint = retry_after_ms(report)
@@ -202,7 +207,8 @@ class ToolEnvelopeFormat(_Bound):
 
     name = "tool-envelope"
     partial_step_ok = False
-    misread_factor = 0.05  # a failure count and a blocking_failure flag are hard to misread
+    misread_setting = "tool_envelope"
+    misread_factor = DEFAULT_MISREAD_FACTORS["tool_envelope"]
     failure_flag = True  # blocking_failure is exactly what a final-answer guardrail checks
 
     @plain_success
@@ -210,7 +216,7 @@ class ToolEnvelopeFormat(_Bound):
         """A ToolEnvelope for the dispatch."""
         if report.completed:
             return Observation(ok=True, status="ok", worker=report.worker)
-        kind = rendered_kind(report.failure)
+        kind = shown_kind(report)
         steps, items = progress_refs(report)
         tool = report.step_names[report.failed_step]
         if kind.outcome_unknown:
@@ -221,7 +227,9 @@ class ToolEnvelopeFormat(_Bound):
             status = "error"
         manifest = None
         if report.fan_out > 1:
-            failed = {item: rendered_kind(name) for item, name in report.item_failures}
+            failed = {
+                item: kind if name == report.failure else rendered_kind(name) for item, name in report.item_failures
+            }
             done = set(report.done_items)
             manifest = tuple(_item_status(i, done, failed) for i in range(report.fan_out))
         text = vendor_text(report, self.secrets)

@@ -12,6 +12,7 @@ import copy
 
 from fleetchaos.sim.formats._base import plain_success
 from fleetchaos.sim.formats._vendor import planted, vendor_text
+from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.sanitise import PlantedSecrets
 from fleetchaos.sim.truth import AttemptReport
@@ -50,7 +51,8 @@ class RawFormat(_Bound):
 
     name = "raw"
     partial_step_ok = False
-    misread_factor = 3.0  # the failure is buried in trace text: the easiest format to gloss over
+    misread_setting = "raw"
+    misread_factor = DEFAULT_MISREAD_FACTORS["raw"]
     failure_flag = False  # free text: nothing a guardrail can check without parsing
 
     @plain_success
@@ -78,7 +80,8 @@ class EmptySuccessFormat:
 
     name = "empty-success"
     partial_step_ok = True
-    misread_factor = 0.0  # nothing is reported as failed, so there is nothing to misread
+    misread_setting = None  # nothing is reported as failed, so there is nothing to misread
+    misread_factor = 0.0
     failure_flag = False
     failure_text = "{}"
     """What a failed call shows instead of its error."""

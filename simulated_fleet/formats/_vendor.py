@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from fleetchaos.sim import _rng
-from fleetchaos.sim.kinds import rendered_kind
+from fleetchaos.sim.kinds import FaultKind, rendered_kind
 from fleetchaos.sim.sanitise import PlantedSecrets
 from fleetchaos.sim.truth import AttemptReport
 
@@ -37,10 +37,16 @@ def failure_key(report: AttemptReport) -> int:
     return _rng.key(report.task_id, report.worker, report.start_step, report.failed_step, len(report.done_items))
 
 
+def shown_kind(report: AttemptReport) -> FaultKind:
+    """The kind record a format renders the dispatch's failure with: the one a worker's
+    wrong envelope reports (``report.shown_as``), else the truth's (:func:`rendered_kind`)."""
+    return report.shown_as or rendered_kind(report.failure)
+
+
 def vendor_text(report: AttemptReport, secrets: PlantedSecrets) -> str:
     """The vendor's error text for a failed dispatch: message line first, then a trace."""
     tool = report.step_names[report.failed_step]
-    status, reason, errno = rendered_kind(report.failure).wire  # type: ignore[misc]
+    status, reason, errno = shown_kind(report).wire  # type: ignore[misc]
     key, token, email, home, url = secrets.pick(failure_key(report))
     vendor = vendor_of(tool)
     if vendor == "jvm":

@@ -138,7 +138,7 @@ def test_invalid_marker_and_arguments_fail_with_one_clear_message(chaos_dir):
     result.assert_outcomes(failed=4, errors=1)
     result.stdout.fnmatch_lines_random(
         [
-            "*@pytest.mark.fleetchaos: unknown argument(s) seed (known: scenario, seeds, policy, errors, confidence)",
+            "*@pytest.mark.fleetchaos: unknown argument(s) seed (known: scenario, seeds, policy, errors, confidence, bindings, tasks, clock)",
             "*fleetchaos: policy: unknown policy 'nope'*",
             "*fleetchaos: errors: unknown error format 'structred' (known: *generic*structured*); did you mean 'structured'?",
             "*unknown scenario 'defualt'*did you mean 'default'?",
@@ -243,7 +243,7 @@ def test_blind(fleetchaos_result):
 
 
 def test_baseline_option_fails_a_run_that_regresses(chaos_dir):
-    """A run whose whole interval is worse than the baseline fails, naming the metric, the baseline and the replay."""
+    """A run worse than the baseline beyond the default gates fails, naming the metric, the baseline and the replay."""
     baseline = {
         "scenario": "small",
         "seeds": [1, 2, 3],
@@ -261,12 +261,15 @@ def test_baseline_option_fails_a_run_that_regresses(chaos_dir):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*recovery_rate regressed against the baseline baseline.json (0.9 on seeds 1-3):",
-            "*recovery_rate is below 0.9: the whole interval * lies below the bound",
+            "*recovery_rate regressed against the baseline baseline.json (0.9, a mean over its own seeds):",
+            "*REGRESSION recovery_rate for blind-retry on generic: * against 0.9 in baseline baseline.json "
+            "(blind-retry on generic), change -*, allowed -2% over 3 seeds; the baseline kept no per-seed values*",
             "*replay the worst seed (*): fleetchaos run --scenario small.yaml --policy blind-retry --errors generic --seed *",
         ]
     )
-    result.stdout.fnmatch_lines(["*test_blind*FAILED*regressed: recovery_rate, silent_failure_rate, wasted_retries"])
+    result.stdout.fnmatch_lines(
+        ["*test_blind*FAILED*regressed: recovery_rate, silent_failure_rate, wasted_retries *sim"]
+    )
 
 
 def test_a_report_folder_is_the_baseline_of_the_next_run(chaos_dir):
@@ -281,7 +284,12 @@ def test_a_report_folder_is_the_baseline_of_the_next_run(chaos_dir):
     assert run["seed"] == 1 and run["policy"] == "blind-retry"
     result = chaos_dir.runpytest("--fleetchaos-baseline", "main")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["fleetchaos: baseline main", "*test_blind*passed*  ok"])
+    result.stdout.fnmatch_lines(
+        [
+            "fleetchaos: baseline main, gate recovery_rate:-2%, silent_failure_rate:+2%, wasted_retries:+2%",
+            "*test_blind*passed*  ok *sim",
+        ]
+    )
 
 
 def test_a_run_history_group_is_a_baseline(chaos_dir):
@@ -299,7 +307,10 @@ def test_a_run_history_group_is_a_baseline(chaos_dir):
     result = chaos_dir.runpytest("--fleetchaos-baseline", "main", "--fleetchaos-history", "hist.db")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*recovery_rate regressed against the baseline history #1 (main) (0.95 on seeds 1-3):"]
+        [
+            "*recovery_rate regressed against the baseline history #1 (main) (0.95 on seeds 1-3):",
+            "*REGRESSION recovery_rate for blind-retry on generic: * against 0.95 in baseline #1 (blind-retry on generic)*",
+        ]
     )
 
 
@@ -380,10 +391,10 @@ def test_terminal_summary_lists_every_scenario_run(chaos_dir):
     result.stdout.fnmatch_lines(
         [
             "*= fleetchaos scenarios =*",
-            "test * outcome * scenario * policy * errors * seeds * recovery rate * silent failures * wasted retries * baseline",
+            "test * outcome * scenario * policy * errors * seeds * recovery rate * silent failures * wasted retries * baseline * mode",
             # (fnmatch reads [...] as a character class, so ? stands for each bracket)
-            "test_terminal_summary_lists_every_scenario_run.py::test_a * passed * small * structured * structured * 1-3 * 0.9* ?0.9*, *? * ?0, 0.0*? * 0 ?0, 0? * -",
-            "test_terminal_summary_lists_every_scenario_run.py::test_a * passed * small * blind-retry * generic * 1-3 * 0.2* ?0.1*, 0.3*? * 0.* ?0.*, 0.*? * 6* ?5*, 7*? * -",
+            "test_terminal_summary_lists_every_scenario_run.py::test_a * passed * small * structured * structured * 1-3 * 0.9* ?0.9*, *? * ?0, 0.0*? * 0 ?0, 0? * - * sim",
+            "test_terminal_summary_lists_every_scenario_run.py::test_a * passed * small * blind-retry * generic * 1-3 * 0.2* ?0.1*, 0.3*? * 0.* ?0.*, 0.*? * 6* ?5*, 7*? * - * sim",
         ]
     )
 

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 import fleetchaos.catalogue as catalogue
 from fleetchaos.cli.main import main
-from fleetchaos.reports.writer import POLICY_ERROR_MESSAGES, policy_error_blocks, to_markdown
+from fleetchaos.reports.blocks import to_markdown
+from fleetchaos.reports.policy_errors import POLICY_ERROR_MESSAGES, policy_error_blocks
 
 #: Importable from the test's working directory (the CLI appends it to sys.path for ``module:Name``).
 BROKEN = "fc_broken_report_policies"

@@ -189,8 +189,8 @@ def test_pareto_front_by_hand():
 
 def test_goodput_over_time_is_recorded_and_drawn_only_when_the_scenario_asks(tmp_path):
     """goodput_bin_s adds a goodput_by_time breakdown and a goodput chart; without it neither appears."""
+    from fleetchaos.reports.compare_report import write_compare_report
     from fleetchaos.reports.goodput import goodput_series
-    from fleetchaos.reports.writer import write_compare_report
     from fleetchaos.runs.runner import compare
     from fleetchaos.scenario.load import load_scenario
 

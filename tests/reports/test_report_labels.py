@@ -10,8 +10,8 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from fleetchaos.reports import cells, compare_report, notes
 from fleetchaos.reports import sweep as sweep_report
-from fleetchaos.reports import writer
 from fleetchaos.reports.ablation import ablation_chart
 from fleetchaos.reports.charts import (
     SPIKE_MIN_COUNT,
@@ -21,7 +21,9 @@ from fleetchaos.reports.charts import (
     pareto_chart,
     recovery_chart,
 )
-from fleetchaos.results.models import RATES, ArmResult, CompareResult, SweepEntry, SweepResult
+from fleetchaos.reports.tables import display_kind
+from fleetchaos.results.models import ArmResult, CompareResult, SweepEntry, SweepResult
+from fleetchaos.results.registry import METRICS, RATES, is_rate
 from fleetchaos.results.stats import MIN_SEEDS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -125,21 +127,22 @@ def test_cost_axis_names_every_part_of_cost_usd(tmp_path, monkeypatch):
     pareto_chart(result, tmp_path / "c.png")
     label = figures[0].axes[0].get_xlabel()
     assert "tokens" in label and "tool calls" in label and "human" in label
-    text = " ".join(writer.ASSUMPTIONS)
+    text = " ".join(notes.ASSUMPTIONS)
     assert "Until the simulator counts pages itself" not in text
-    assert "human" in next(a for a in writer.ASSUMPTIONS if a.startswith("Costs are modelled"))
+    assert "human" in next(a for a in notes.ASSUMPTIONS if a.startswith("Costs are modelled"))
 
 
 def test_rates_are_harness_rates_and_format_as_percentages():
-    """Every rate metric is one of RATES; the writer and the sweep agree on every one."""
-    from fleetchaos.results.metrics import METRICS
-
+    """Every rate metric is one of the registry's RATES; the terminal, report and sweep tables show each in percent."""
     assert set(RATES) == {name for name in METRICS if name.endswith("_rate")}
     for metric in RATES:
-        assert writer._is_rate(metric)
-        assert sweep_report._kind(metric) == "pct"
+        assert is_rate(metric) and display_kind(metric) == "pct"
+        arm = ArmResult(
+            policy="p", errors="e", metrics={metric: 0.5}, ci={metric: [0.4, 0.6]}, per_seed={}, breakdowns={}
+        )
+        assert cells.metric_cell(arm, metric) == "50.0% [40.0, 60.0]"
     for metric in ("wasted_retries", "cost_usd", "human_pages_per_day"):
-        assert not writer._is_rate(metric) and sweep_report._kind(metric) == "num"
+        assert not is_rate(metric) and display_kind(metric) == "num"
 
 
 def test_reports_import_rates_without_simpy():
@@ -188,10 +191,10 @@ def test_sweep_curve_of_a_rate_is_in_percent(tmp_path, monkeypatch):
 
 def test_report_text_follows_the_statistics_constants():
     """The seed threshold and the spike rule in report text are the ones the statistics use."""
-    notes = " ".join(writer.READING_NOTES)
-    assert f"fewer than {MIN_SEEDS} paired seeds" in notes
-    few = writer.compare_blocks(_compare(seeds=MIN_SEEDS - 1))
-    enough = writer.compare_blocks(_compare(seeds=MIN_SEEDS))
+    reading = " ".join(notes.READING_NOTES)
+    assert f"fewer than {MIN_SEEDS} paired seeds" in reading
+    few = compare_report.compare_blocks(_compare(seeds=MIN_SEEDS - 1))
+    enough = compare_report.compare_blocks(_compare(seeds=MIN_SEEDS))
     assert any("too few to name a winner" in b.text for b in few)
     assert not any("too few to name a winner" in b.text for b in enough)
     assert (SPIKE_SD, SPIKE_MIN_COUNT) == (3.0, 5)

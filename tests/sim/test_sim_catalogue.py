@@ -32,6 +32,8 @@ STORIES = {
     "mixed_production_day": "a mixed production day",
     "swarm_worlds": "worlds drawn from swarm ranges",
     "closed_loop_quota": "closed-loop clients",
+    "imperfect_contracts": "envelopes that are sometimes wrong",
+    "partial_results_tradeoff": "resuming keeps work a tool faked",
 }
 
 #: The arms every catalogue scenario is compared on here (2 policies x 2 error formats).

@@ -40,7 +40,7 @@ def test_structured_policy_on_generic_errors_only_has_its_unknown_branch(result)
 
 def test_backoff_and_blind_retry_differ_beyond_noise_on_a_headline_metric(result):
     """Same 3 retries, waits on the faults' time scale: backoff differs from blind-retry beyond noise (paired, 10 seeds)."""
-    from fleetchaos.results.models import HEADLINE_METRICS
+    from fleetchaos.results.registry import HEADLINE_METRICS
     from fleetchaos.results.stats import paired_difference
 
     for errors in ("generic", "structured"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleetchaos.results.metrics import METRICS
+from fleetchaos.results.registry import METRICS
 from fleetchaos.runs.runner import run_one
 
 APPROX = dict(abs=1e-6)

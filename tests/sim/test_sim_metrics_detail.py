@@ -6,7 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from fleetchaos.results.metrics import DIRECTIONLESS, METRICS, compute_run, direction, error_code, pages_of
+from fleetchaos.results.metrics import compute_run, error_code, pages_of
+from fleetchaos.results.registry import DIRECTIONLESS, METRICS, direction
 from fleetchaos.sim.kinds import UnknownFaultKind
 
 APPROX = dict(abs=1e-6)
@@ -97,7 +98,7 @@ def test_pages_are_the_ledgers_own_count():
 
 
 def test_directions_and_error_codes():
-    """Directions come from METRICS except for the workload counts; fault kinds map to the contract's codes."""
+    """Directions come from the registry, None for the workload counts; fault kinds map to the contract's codes."""
     assert direction("recovery_rate") is True
     assert direction("retry_amplification") is False and direction("human_pages_per_day") is False
     assert all(direction(name) is None for name in DIRECTIONLESS)

@@ -98,6 +98,7 @@ def reference(records: list[TaskRecord], fault_log: list[tuple], fleet, duration
         "secrets_leaked": float(sum(r.secrets_leaked for r in records)),
         "schema_skews": float(sum(r.schema_skews for r in records)),
         "misreads": float(sum(r.misreads for r in records)),
+        "misreported_failures": float(sum(r.misreported for r in records)),
         "human_hours": human_ms / 3_600_000.0,
         "remediations": float(sum(r.remediations for r in records)),
         "failed_remediations": float(sum(r.remediations_failed for r in records)),
@@ -141,6 +142,9 @@ def reference(records: list[TaskRecord], fault_log: list[tuple], fleet, duration
         "fault_hits_by_tool": dict(sorted(by_tool.items())),
         "fault_hits_by_worker": {str(w): n for w, n in sorted(by_worker.items())},
         "faulted_tasks_by_first_fault": dict(sorted(first.items())),
+        "misreported_failures_by_way": dict(
+            sorted(sum((Counter(r.misreported_ways) for r in records), Counter()).items())
+        ),
         "recovered_tasks_by_first_fault": dict(sorted(first_recovered.items())),
         "policy_errors_by_message": dict(sorted(Counter(r.policy_error for r in records if r.policy_error).items())),
         "task_counts": dict(sorted(counts.items())),

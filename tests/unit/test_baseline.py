@@ -34,12 +34,12 @@ def run_doc(seed: int, recovery: float) -> dict:
     return {"scenario": "s", "policy": "p", "errors": "e", "seed": seed, "metrics": {"recovery_rate": recovery}}
 
 
-def current(recovery: list[float], wasted: list[float] | None = None) -> ScenarioResult:
-    """A ScenarioResult of arm p on e with the given per-seed recovery rates."""
+def current(recovery: list[float], wasted: list[float] | None = None, scenario: str = "s") -> ScenarioResult:
+    """A ScenarioResult of arm p on e of ``scenario`` with the given per-seed recovery rates."""
     wasted = wasted or [2.0] * len(recovery)
     runs = tuple(
         RunResult(
-            scenario="s",
+            scenario=scenario,
             policy="p",
             errors="e",
             seed=i + 1,
@@ -50,7 +50,7 @@ def current(recovery: list[float], wasted: list[float] | None = None) -> Scenari
         )
         for i, (r, w) in enumerate(zip(recovery, wasted))
     )
-    return ScenarioResult("s", "s", "p", "e", tuple(r.seed for r in runs), runs)
+    return ScenarioResult(scenario, scenario, "p", "e", tuple(r.seed for r in runs), runs)
 
 
 def test_a_comparison_file_gives_one_entry_per_arm(tmp_path):
@@ -81,25 +81,62 @@ def test_a_json_list_of_results_is_read(tmp_path):
     assert load_baseline(path).lookup("s", "p", "e").metrics["recovery_rate"] == 0.9
 
 
-def test_a_run_regresses_only_when_its_whole_interval_is_worse(tmp_path):
-    """Recovery below the baseline by the whole interval regresses; an interval holding it does not."""
+def verdicts(ref, result: ScenarioResult, *, history=None, fail_on=()) -> dict[str, str]:
+    """The plugin's gate on one scenario result: metric -> failure message ('' when it held)."""
+    from fleetchaos.gates.session import SUITE, GateSession, failure_message
+
+    gate = GateSession(SUITE, baseline_ref=str(ref), history_path=history, fail_on=fail_on)
+    entry = gate.baseline.lookup(result.scenario, result.policy, result.errors)
+    if entry is None:
+        assert gate.check(result.runs) == []
+        return {}
+    replays = {r.seed: r.replay for r in result.runs}
+    return {
+        c.rule.metric: failure_message(c, entry.origin, replays) if c.failed else "" for c in gate.check(result.runs)
+    }
+
+
+def test_a_baseline_of_means_gates_the_headline_metrics_at_their_default_thresholds(tmp_path):
+    """Against a file of means: recovery down 38% fails, down 1.9% passes, wasted retries up 175% fails."""
     path = tmp_path / "results.json"
     path.write_text(json.dumps(compare_doc(recovery=0.9, wasted=2.0)))
-    baseline = load_baseline(path)
-    bad = {v["metric"]: v for v in baseline.verdicts(current([0.5, 0.55, 0.6]))}
-    assert bad["recovery_rate"]["regressed"]
-    assert bad["recovery_rate"]["message"].startswith(
-        f"recovery_rate regressed against the baseline {path} (0.9 on seeds 1-3):"
+    bad = verdicts(path, current([0.5, 0.55, 0.6]))
+    assert bad["recovery_rate"].startswith(
+        f"recovery_rate regressed against the baseline {path} (0.9, a mean over its own seeds):\n"
+        "  REGRESSION recovery_rate for p on e: 0.55 against 0.9 "
     )
     assert (
-        "replay the worst seed (1): fleetchaos run --scenario s --policy p --errors e --seed 1"
-        in bad["recovery_rate"]["message"]
+        "replay the worst seed (1): fleetchaos run --scenario s --policy p --errors e --seed 1" in bad["recovery_rate"]
     )
-    assert not bad["silent_failure_rate"]["regressed"] and not bad["wasted_retries"]["regressed"]
-    ok = baseline.verdicts(current([0.8, 0.95, 0.9]))
-    assert [v["regressed"] for v in ok] == [False, False, False]
-    more_waste = {v["metric"]: v for v in baseline.verdicts(current([0.9, 0.9, 0.9], wasted=[5.0, 6.0, 5.5]))}
-    assert more_waste["wasted_retries"]["regressed"]
+    assert bad["silent_failure_rate"] == "" and bad["wasted_retries"] == ""
+    assert verdicts(path, current([0.8, 0.95, 0.9])) == dict.fromkeys(bad, "")
+    assert verdicts(path, current([0.9, 0.9, 0.9], wasted=[5.0, 6.0, 5.5]))["wasted_retries"]
+
+
+def test_a_comparison_with_per_seed_values_is_paired_seed_by_seed(tmp_path):
+    """Each seed 9% worse than a stored comparison's same seed fails, naming the paired seeds and the worst seed."""
+    doc = compare_doc(recovery=0.6)
+    doc["arms"][0]["per_seed"] = {"recovery_rate": [0.2, 0.9, 0.7], "wasted_retries": [2.0, 2.0, 2.0]}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    entry = load_baseline(path).lookup("s", "p", "e")
+    assert entry.per_seed[2] == {"recovery_rate": 0.9, "wasted_retries": 2.0}
+    worse = verdicts(path, current([0.2 * 0.91, 0.9 * 0.91, 0.7 * 0.88]))
+    message = worse["recovery_rate"]
+    assert message.startswith(f"recovery_rate regressed against the baseline {path} (0.6 on seeds 1-3):")
+    assert "allowed -2% over 3 seeds" in message
+    assert "replay the worst seed (3): fleetchaos run --scenario s --policy p --errors e --seed 3" in message
+    assert not verdicts(path, current([0.2, 0.9, 0.7]))["recovery_rate"]
+    assert not verdicts(path, current([0.2 * 0.91, 0.9 * 0.91, 0.7 * 0.88]), fail_on=["recovery_rate:-15%"])[
+        "recovery_rate"
+    ]
+
+
+def test_an_arm_the_baseline_lacks_is_not_judged(tmp_path):
+    """A scenario run whose scenario, policy and format are not in the baseline gets no verdict."""
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(compare_doc()))
+    assert verdicts(path, current([0.1, 0.1], scenario="other")) == {}
 
 
 @pytest.mark.parametrize(
@@ -134,8 +171,8 @@ def test_a_missing_baseline_or_an_empty_folder_is_a_user_error(tmp_path):
         load_baseline(tmp_path)
 
 
-def test_a_history_group_is_a_baseline_averaged_over_its_seeds(tmp_path):
-    """A label, id or 'latest' names a run-history group; its runs are averaged per arm."""
+def test_a_history_group_is_a_baseline_kept_seed_by_seed(tmp_path):
+    """A label, id or 'latest' names a run-history group; its runs are kept per seed and averaged per arm."""
     from fleetchaos.gates.history import open_store
 
     db = tmp_path / "history.db"
@@ -148,9 +185,8 @@ def test_a_history_group_is_a_baseline_averaged_over_its_seeds(tmp_path):
         baseline = load_baseline(ref, history=db)
         entry = baseline.lookup("s", "p", "e")
         assert entry.metrics["recovery_rate"] == pytest.approx(0.85) and entry.seeds == [1, 2]
-    verdicts = {v["metric"]: v for v in load_baseline("main", history=db).verdicts(current([0.4, 0.5, 0.45]))}
-    assert verdicts["recovery_rate"]["regressed"]
-    assert f"against the baseline history #{gid} (main) (0.85 on seeds 1,2)" in verdicts["recovery_rate"]["message"]
+    found = verdicts("main", current([0.4, 0.5, 0.45]), history=db)
+    assert f"against the baseline history #{gid} (main) (0.85 on seeds 1,2):" in found["recovery_rate"]
 
 
 def test_an_unknown_history_group_or_a_missing_history_is_a_user_error(tmp_path):

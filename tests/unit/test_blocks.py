@@ -324,10 +324,45 @@ def test_decorrelated_jitter_range():
 
 
 def test_decorrelated_jitter_uses_a_known_previous_sleep():
-    """Given prev (or a history with last_delay_s), one step is drawn: min(cap, uniform(base, 3*prev))."""
+    """Given prev (or the block's own last sleep in history.waits), one step is drawn: min(cap, uniform(base, 3*prev))."""
     assert decorrelated_jitter(random.Random(3), 4, 1.0, 100.0, prev_s=2.0) == random.Random(3).uniform(1.0, 6.0)
-    h = SimpleNamespace(retries=4, rng=random.Random(3), last_delay_s=2.0)
-    assert wait_decorrelated_jitter(1.0, 100.0)(GENERIC, h) == random.Random(3).uniform(1.0, 6.0)
+    w = wait_decorrelated_jitter(1.0, 100.0)
+    h = SimpleNamespace(retries=4, rng=random.Random(3), last_delay_s=50.0, waits={id(w): 2.0})
+    assert w(GENERIC, h) == random.Random(3).uniform(1.0, 6.0)  # its own 2.0, not the task's 50.0
+    assert h.waits[id(w)] == random.Random(3).uniform(1.0, 6.0)
+
+
+def _driven_delays(wait, seed: int, retries: int = 4) -> list[float]:
+    """The delays a wait gives one task's successive retries, with the history updated as the driver does."""
+    h = hist(seed=seed)
+    delays = []
+    for _ in range(retries):
+        delay = wait(GENERIC, h)
+        delays.append(delay)
+        h.last_delay_s = delay  # the driver records the whole delay of the retry
+        h.retries += 1
+    return delays
+
+
+def test_decorrelated_jitter_combined_with_other_waits_chains_on_its_own_sleeps():
+    """wait_fixed(x) + jitter is x + the jitter's own chain, wait_max(...) the max of them: the sum never feeds back."""
+    for seed in range(20):
+        alone = _driven_delays(wait_decorrelated_jitter(0.005, 10.0), seed)
+        summed = _driven_delays(wait_fixed(0.02) + wait_decorrelated_jitter(0.005, 10.0), seed)
+        largest = _driven_delays(wait_max(wait_fixed(0.02), wait_decorrelated_jitter(0.005, 10.0)), seed)
+        assert summed == pytest.approx([0.02 + a for a in alone], rel=1e-12)
+        assert largest == [max(0.02, a) for a in alone]
+
+
+def test_decorrelated_jitter_mean_delays_under_a_fixed_offset():
+    """wait_fixed(20 ms) + decorrelated(5 ms): mean delays 30, 37.5, 48.75, 65.6 ms (E[s'] = (b + 3 E[s]) / 2), not 30, 67, 121, 202."""
+    seeds = 4000
+    sums = [0.0] * 4
+    for seed in range(seeds):
+        for n, delay in enumerate(_driven_delays(wait_fixed(0.02) + wait_decorrelated_jitter(0.005, 10.0), seed)):
+            sums[n] += delay
+    means = [total / seeds for total in sums]
+    assert means == pytest.approx([0.030, 0.0375, 0.04875, 0.065625], rel=0.04)
 
 
 def test_wait_retry_after():

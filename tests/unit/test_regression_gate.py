@@ -128,3 +128,76 @@ def test_arms_match_by_name_and_no_common_arm_is_an_error():
     assert [c.arm for c in checks] == ["b on x"] and not checks[0].failed
     with pytest.raises(UserError, match="no arm in common"):
         check([rule], [result("c", "x", 1, recovery_rate=0.1), result("d", "x", 1, recovery_rate=0.1)], base, "#1")
+
+
+def test_every_seed_nine_percent_worse_fails_however_wide_the_seeds_spread():
+    """Each seed 9% worse on recovery fails -2%: pairs cancel the spread between seeds that hid it from an interval."""
+    base_values = {1: 0.20, 2: 0.90, 3: 0.45, 4: 0.70, 5: 0.30}
+    base = [result("p", "e", s, recovery_rate=v) for s, v in base_values.items()]
+    cur = [result("p", "e", s, recovery_rate=v * 0.91) for s, v in base_values.items()]
+    c = check([parse_fail_on("recovery_rate:-2%")], cur, base, "#1")[0]
+    assert c.failed and c.seeds == 5 and c.paired_seeds == (1, 2, 3, 4, 5)
+    assert c.current == pytest.approx(0.91 * c.baseline)
+    assert not check([parse_fail_on("recovery_rate:-10%")], cur, base, "#1")[0].failed
+
+
+def test_only_seeds_where_both_have_a_value_are_paired():
+    """A seed with no value on one side (an empty denominator) leaves both sides' means, not just one."""
+    rule = parse_fail_on("recovery_rate:-0.05")
+    base = [result("p", "e", 1, recovery_rate=0.1), result("p", "e", 2, recovery_rate=0.8)]
+    cur = [result("p", "e", 1, recovery_rate=None), result("p", "e", 2, recovery_rate=0.8)]
+    c = check([rule], cur, base, "#1")[0]
+    # Unpaired means would compare 0.8 with 0.45 and call it an improvement of 0.35.
+    assert (c.current, c.baseline, c.seeds, c.paired_seeds, c.failed) == (0.8, 0.8, 1, (2,), False)
+
+
+def test_no_seed_with_values_on_both_sides_is_skipped_and_says_why():
+    """Seeds in common but none with a value on both sides: skipped, never failed, with the reason."""
+    rule = parse_fail_on("recovery_rate:-2%")
+    c = check([rule], [result("p", "e", 1, recovery_rate=None)], [result("p", "e", 1, recovery_rate=0.5)], "#1")[0]
+    assert not c.failed
+    assert c.line() == "skipped recovery_rate for p on e: no value (no seed where both have a value among 1 in common)"
+
+
+def test_the_worst_seed_is_the_one_that_got_most_worse():
+    """The check names the paired seed with the largest worsening (what a failure message replays)."""
+    rule = parse_fail_on("wasted_retries:+10%")
+    base = [result("p", "e", s, wasted_retries=10.0) for s in (1, 2, 3)]
+    cur = [result("p", "e", 1, wasted_retries=11.0), result("p", "e", 2, wasted_retries=30.0),
+           result("p", "e", 3, wasted_retries=9.0)]  # fmt: skip
+    c = check([rule], cur, base, "#1")[0]
+    assert c.failed and c.worst_seed == 2
+
+
+def test_a_baseline_of_means_is_compared_by_means_and_says_so():
+    """A baseline that kept only means (an old results file) is compared with the new mean, with a note."""
+    from fleetchaos.gates.regression import Arm, arm_of, judge
+
+    rule = parse_fail_on("recovery_rate:-2%")
+    cur = arm_of("p on e", [result("p", "e", s, recovery_rate=v) for s, v in ((1, 0.75), (2, 0.65))])
+    c = judge(rule, cur, Arm("p on e", means={"recovery_rate": 0.9}, seeds=(1, 2)), "old.json")
+    assert c.failed and c.paired_seeds == () and c.worst_seed == 2
+    assert c.line().endswith("over 2 seeds; the baseline kept no per-seed values: means over each group's own seeds")
+
+
+def test_default_rules_report_or_gate_the_registry_gated_metrics():
+    """Without thresholds: informative rules never fail (the CLI); default ones gate at 2% (the plugin)."""
+    from fleetchaos.gates.regression import default_rules
+    from fleetchaos.results.registry import GATED_METRICS
+
+    informative = default_rules(informative=True)
+    assert [r.metric for r in informative] == list(GATED_METRICS) and all(r.informative for r in informative)
+    gating = default_rules(informative=False)
+    assert [r.allowed() for r in gating] == ["-2%", "+2%", "+2%"]
+    base = [result("p", "e", 1, recovery_rate=0.5, silent_failure_rate=0.0, wasted_retries=1.0)]
+    cur = [result("p", "e", 1, recovery_rate=0.1, silent_failure_rate=0.0, wasted_retries=1.0)]
+    assert [c.failed for c in check(informative, cur, base, "#1")] == [False, False, False]
+    assert [c.failed for c in check(gating, cur, base, "#1")] == [True, False, False]
+
+
+def test_option_names_in_messages_follow_the_front_end():
+    """The plugin's specs are refused naming --fleetchaos-fail-on, the CLI's naming --fail-on."""
+    with pytest.raises(UserError, match=re.escape("--fleetchaos-fail-on 'recovery_rate:+2%'")):
+        parse_fail_on("recovery_rate:+2%", "--fleetchaos-fail-on")
+    with pytest.raises(UserError, match=re.escape("--fail-on 'nope:2%': unknown metric")):
+        parse_fail_on("nope:2%")

@@ -1,0 +1,1 @@
+"""A small async CRM agent: the team's production code that the chaos suite tests."""

@@ -1,0 +1,237 @@
+"""One gate session, shared by the CLI's ``run``/``compare`` and the pytest plugin.
+
+A :class:`GateSession` does, in this order, what a command or a test session asks of
+the run history and a baseline:
+
+1. before anything runs: parse the thresholds and resolve the baseline (a typo costs
+   nothing: a bad spec or reference is a :class:`~fleetchaos.errors.UserError` at once);
+2. as runs arrive: store each in the history in its own transaction (the CLI), keeping
+   its figures for the gate when there is a baseline, and mark the group complete or
+   interrupted at the end;
+3. at the end (of the command, or of each scenario run of a test): judge the runs
+   against the baseline with the one regression rule (:func:`fleetchaos.gates.regression.judge`).
+
+What differs between the two users is a :class:`GateProfile`: the names of the options
+in messages, whether a baseline may be results JSON, how arms are matched, and what a
+baseline without thresholds does (:data:`COMMAND` reports the changes, :data:`SUITE`
+gates the registry's gated metrics at their default thresholds).
+
+Light to import: no SimPy; the history store is imported when it is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fleetchaos.errors import UserError
+from fleetchaos.gates.baseline import Baseline, load_baseline
+from fleetchaos.gates.regression import Arm, Check, arm_of, check_arms, default_rules, match_group, parse_fail_ons
+
+__all__ = ["COMMAND", "EXIT_GATE", "SUITE", "GateProfile", "GateSession", "failure_message"]
+
+#: Exit code of a command whose regression gate failed.
+EXIT_GATE = 1
+
+
+@dataclass(frozen=True)
+class GateProfile:
+    """How one front end (the CLI, the pytest plugin) names and uses the session's options."""
+
+    baseline_option: str
+    fail_on_option: str
+    results_files: bool
+    """A baseline may be results JSON or a report folder, not only a history group."""
+    by_scenario: bool
+    """Arms match by (scenario, policy, errors) and an unmatched arm is not judged; else a
+    command's group matches the stored group by (policy, errors) (:func:`~fleetchaos.gates.regression.match_group`)."""
+    gate_by_default: bool
+    """A baseline without thresholds gates the registry's gated metrics; else it only reports their changes."""
+    baseline_hint: str
+    """Said when thresholds come without a baseline."""
+
+
+#: The CLI's ``run`` and ``compare``: ``--baseline`` names a history group.
+COMMAND = GateProfile(
+    baseline_option="--baseline",
+    fail_on_option="--fail-on",
+    results_files=False,
+    by_scenario=False,
+    gate_by_default=False,
+    baseline_hint="the stored run group to compare with (see `fleetchaos history`)",
+)
+
+#: The pytest plugin: ``--fleetchaos-baseline`` names results JSON, a report folder or a history group.
+SUITE = GateProfile(
+    baseline_option="--fleetchaos-baseline",
+    fail_on_option="--fleetchaos-fail-on",
+    results_files=True,
+    by_scenario=True,
+    gate_by_default=True,
+    baseline_hint="a results.json, a report folder or a history group to compare with",
+)
+
+
+def _check_label(label: str | None) -> str | None:
+    if label is None:
+        return None
+    if not label.strip():
+        raise UserError("--label: give a non-empty name")
+    if label.strip().lstrip("#").isdigit() or label.strip() == "latest":
+        raise UserError(f"--label {label!r}: a label cannot be a number or 'latest' (those name groups by id)")
+    return label.strip()
+
+
+class GateSession:
+    """One command's or one test session's use of the run history and a baseline."""
+
+    def __init__(
+        self,
+        profile: GateProfile,
+        *,
+        baseline_ref: str | None = None,
+        fail_on: Iterable[str] = (),
+        history_path: Path | str | None = None,
+        store: bool = False,
+        label: str | None = None,
+        fail_on_source: str | None = None,
+    ):
+        """Parse the thresholds, resolve the baseline and open the history, before anything runs.
+
+        ``store`` appends each run given to :meth:`add` to the history at ``history_path``
+        (default ``$FLEETCHAOS_HISTORY`` or ``fleetchaos-out/history.db``); the baseline's
+        history groups are read from there too.  ``fail_on_source`` names where the
+        thresholds came from in messages (default: the profile's option).
+        """
+        self.profile = profile
+        self.rules = parse_fail_ons(fail_on, fail_on_source or profile.fail_on_option)
+        if self.rules and baseline_ref is None:
+            raise UserError(f"{profile.fail_on_option} needs {profile.baseline_option} REF: {profile.baseline_hint}")
+        self.label = _check_label(label)
+        self.baseline: Baseline | None = None
+        if baseline_ref is not None:  # resolved first: a bad reference creates nothing and runs nothing
+            self.baseline = load_baseline(
+                baseline_ref, history=history_path, option=profile.baseline_option, files=profile.results_files
+            )
+        if not self.rules:
+            self.rules = default_rules(informative=not profile.gate_by_default)
+        self.store = None
+        if store:
+            from fleetchaos.gates import history
+
+            self.store = history.open_store(history_path)
+        self.path = None if self.store is None else self.store.path
+        self.group_id: int | None = None
+        self._runs: list[_Figures] = []  # kept for the gate, only when there is a baseline
+        self.finished = 0
+
+    # -- storing runs as they arrive ------------------------------------------------------
+
+    def start(self, kind: str, spec, meta: dict[str, Any]) -> None:
+        """Open the history group this command's runs are stored in."""
+        if self.store is None:
+            return
+        from fleetchaos.scenario.load import scenario_hash
+
+        meta = {"scenario_hash": scenario_hash(spec), **meta}
+        self.group_id = self.store.new_group(kind, spec.name, label=self.label, meta=meta)
+
+    def add(self, result) -> None:
+        """Store one finished run (in its own transaction), and keep its figures for the gate if there is one."""
+        self.finished += 1
+        if self.baseline is not None:
+            self._runs.append(
+                _Figures(result.scenario, result.policy, result.errors, result.seed, dict(result.metrics))
+            )
+        if self.store is not None and self.group_id is not None:
+            self.store.add_run(self.group_id, result)
+
+    def finish(self, status: str) -> None:
+        """Mark the group complete, interrupted or failed, and close the store."""
+        if self.store is None:
+            return
+        if self.group_id is not None:
+            self.store.finish_group(self.group_id, status)
+        self.store.close()
+        self.store = None
+
+    def where(self) -> str | None:
+        """'history group #N in PATH' for messages, or None without a history."""
+        if self.group_id is None or self.path is None:
+            return None
+        return f"history group #{self.group_id} in {self.path}"
+
+    # -- the gate -------------------------------------------------------------------------
+
+    def check(self, runs: Iterable | None = None) -> list[Check]:
+        """Judge ``runs`` (default: the runs given to :meth:`add`) against the baseline; [] without one.
+
+        Runs are anything with ``scenario``, ``policy``, ``errors``, ``seed`` and ``metrics``.
+        """
+        if self.baseline is None:
+            return []
+        runs = self._runs if runs is None else list(runs)
+        ref = self.baseline.ref
+        if self.profile.by_scenario:
+            return check_arms(self.rules, self._scenario_pairs(runs), ref)
+        current: dict[tuple[str, str], list] = {}
+        for r in runs:
+            current.setdefault((r.policy, r.errors), []).append(r)
+        arms = {key: arm_of(f"{key[0]} on {key[1]}", rs) for key, rs in current.items()}
+        return check_arms(self.rules, match_group(arms, self.baseline.by_arm(), ref), ref)
+
+    def _scenario_pairs(self, runs: list) -> list[tuple[Arm, Arm]]:
+        assert self.baseline is not None
+        current: dict[tuple[str, str, str], list] = {}
+        for r in runs:
+            current.setdefault((r.scenario, r.policy, r.errors), []).append(r)
+        pairs = []
+        for (scenario, policy, errors), rs in current.items():
+            entry = self.baseline.lookup(scenario, policy, errors)
+            if entry is not None:
+                pairs.append((arm_of(f"{policy} on {errors}", rs), entry.arm()))
+        return pairs
+
+    def gate(self, echo: Callable[[str], None]) -> int:
+        """Judge the stored runs; print one line per check; :data:`EXIT_GATE` if any regressed, else 0."""
+        if self.baseline is None:
+            return 0
+        checks = self.check()
+        failed = [c for c in checks if c.failed]
+        for c in checks:
+            echo(c.line())
+        if failed:
+            echo(f"{len(failed)} regression(s) against baseline {self.baseline.ref}: exit {EXIT_GATE}")
+            return EXIT_GATE
+        return 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Figures:
+    """What the gate keeps of a finished run: its identity and metrics (no per-task rows)."""
+
+    scenario: str
+    policy: str
+    errors: str
+    seed: int
+    metrics: dict[str, float | None]
+
+
+def failure_message(check: Check, origin: str, replays: Mapping[int, str]) -> str:
+    """A regression as a test failure: the baseline, the check's line, and the command replaying the worst seed."""
+    from fleetchaos.gates.assertions import fmt_number, seeds_text
+
+    if check.paired_seeds:
+        where = f"{fmt_number(check.baseline)} on seeds {seeds_text(check.paired_seeds)}"
+    else:
+        where = f"{fmt_number(check.baseline)}, a mean over its own seeds"
+    lines = [f"{check.rule.metric} regressed against the baseline {origin} ({where}):", f"  {check.line()}"]
+    replay = replays.get(check.worst_seed) if check.worst_seed is not None else None
+    if replay:
+        which = "the only seed" if len(replays) == 1 else f"the worst seed ({check.worst_seed})"
+        lines.append(f"  replay {which}: {replay}")
+    elif replays:
+        lines.append(f"  replay: {next(iter(replays.values()))}")
+    return "\n".join(lines)

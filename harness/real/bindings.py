@@ -1,0 +1,98 @@
+"""HTTP bindings: which requests belong to which scenario tool.
+
+A :class:`Route` maps ``"METHOD URL-glob"`` to a scenario tool (or a pseudo-tool such as
+``"llm"`` when a template has such a step), with an optional item extractor for fan-out
+requests and the bodies a masked request answers with.  :class:`Bindings` gathers the
+routes, the route whose hit refreshes the task's worker credentials, and what happens
+to a request no route matches: refused by default, so nothing bypasses the fault plan
+silently.  Glob matching plus an extractor, nothing more: teams that need richer
+matching put respx or pytest-httpx underneath as the inner transport.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["Bindings", "Route"]
+
+
+def _parse(match: str, what: str) -> tuple[str, str]:
+    method, sep, pattern = match.strip().partition(" ")
+    if not sep or not pattern.strip() or not method.isalpha():
+        raise ValueError(f"{what}: expected 'METHOD URL-glob' such as 'GET https://crm.test/v1/*', got {match!r}")
+    return method.upper(), pattern.strip()
+
+
+@dataclass(frozen=True)
+class Route:
+    """An HTTP binding: requests matching ``match`` are calls of scenario tool ``tool``."""
+
+    tool: str
+    match: str
+    """``"METHOD URL-glob"``, e.g. ``"GET https://search.test/v1/*"`` (``*`` for any method)."""
+    item: Callable[[Any], Hashable] | None = None
+    """Which fan-out item a request is (an int is used as is), from the request."""
+    empty: bytes | Callable[[Any], bytes] = b"{}"
+    """The body of a silently suppressed request's 200."""
+    fabricate: Callable[[Any], bytes] | None = None
+    """The body of a request answered with fabricated defaults (default: ``empty``)."""
+
+    def __post_init__(self) -> None:
+        _parse(self.match, f"Route({self.tool!r})")
+
+    def matches(self, method: str, url: str) -> bool:
+        """Whether a request with ``method`` to ``url`` belongs to this route."""
+        want, pattern = _parse(self.match, f"Route({self.tool!r})")
+        return (want in ("*", method.upper())) and fnmatch.fnmatchcase(url, pattern)
+
+    def body(self, kind: str, request: Any) -> bytes:
+        """What a masked request's 200 carries."""
+        make = self.fabricate if kind == "fabricated_defaults" and self.fabricate is not None else self.empty
+        return make(request) if callable(make) else make
+
+
+@dataclass(frozen=True)
+class Bindings:
+    """Every HTTP route of a run, its credential-refresh route, and what an unmatched request meets."""
+
+    routes: Sequence[Route] = ()
+    refresh: str | None = None
+    """``"METHOD URL-glob"`` whose hit refreshes the current task's worker credentials."""
+    unbound: Literal["refuse", "pass"] = "refuse"
+    """``refuse``: a call no binding matches raises :class:`~fleetchaos.real.faults.UnboundCall`;
+    ``pass``: it goes through untouched (and is still counted)."""
+
+    def __post_init__(self) -> None:
+        if self.unbound not in ("refuse", "pass"):
+            raise ValueError(f"Bindings.unbound: must be 'refuse' or 'pass', got {self.unbound!r}")
+        if self.refresh is not None:
+            _parse(self.refresh, "Bindings.refresh")
+        object.__setattr__(self, "routes", tuple(self.routes))
+
+    def transport(self, inner: Any = None, *, module: Any = None) -> Any:
+        """A chaos transport over ``inner`` for these routes (httpx or httpx2, as ``inner`` or ``module`` is).
+
+        Inert outside a run: it forwards every request to ``inner`` untouched.
+        """
+        from fleetchaos.real.transport import chaos_transport
+
+        return chaos_transport(self, inner, module)
+
+    def route(self, method: str, url: str) -> Route | None:
+        """The first route a request matches (None: unbound)."""
+        for route in self.routes:
+            if route.matches(method, url):
+                return route
+        return None
+
+    def is_refresh(self, method: str, url: str) -> bool:
+        """Whether a request is the credential refresh."""
+        if self.refresh is None:
+            return False
+        want, pattern = _parse(self.refresh, "Bindings.refresh")
+        return want in ("*", method.upper()) and fnmatch.fnmatchcase(url, pattern)

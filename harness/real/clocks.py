@@ -1,0 +1,237 @@
+"""Virtual time for real code: a sync clock for the run's thread, the loop's clock for asyncio.
+
+Retry libraries measure deadlines with ``time.monotonic`` and wait with ``time.sleep``
+(or ``asyncio.sleep``); both must move together or deadlines silently stop working.
+While a clock is installed, ``time.sleep``, ``time.monotonic``, ``time.perf_counter``
+(and their ``_ns`` forms) are replaced in the ``time`` module by functions that answer
+from the clock of the calling thread, and from the real clock in every other thread:
+
+* :class:`VirtualClock` (sync code): ``sleep(s)`` advances the clock at once and
+  ``monotonic()`` reads it; the run's thread only.
+* :class:`LoopClock` (asyncio): ``monotonic()`` and ``perf_counter()`` read the virtual
+  loop's ``time()`` (:class:`VirtualTimeLoop` jumps to its next timer when nothing else
+  can run), so ``asyncio.sleep``, ``asyncio.wait_for``, an SDK's backoff and a tenacity
+  deadline all run in one virtual time.  A blocking ``time.sleep`` in the loop's thread
+  returns at once (it cannot move the loop's clock) and is counted.
+
+The originals come back when the last clock is uninstalled, also after an exception.
+Code that bound ``from time import monotonic`` before the run keeps the real function;
+the wall clock (``time.time``, ``datetime.now``) is never touched.  A thread running a
+plain asyncio loop inside a virtual-clock thread reads real time (the loop's own clock
+would otherwise freeze).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from fleetchaos.errors import UserError
+
+__all__ = ["LoopClock", "VirtualClock", "VirtualTimeLoop", "installed", "new_virtual_loop", "originals"]
+
+_REAL = {
+    "sleep": time.sleep,
+    "monotonic": time.monotonic,
+    "perf_counter": time.perf_counter,
+    "monotonic_ns": time.monotonic_ns,
+    "perf_counter_ns": time.perf_counter_ns,
+}
+_clocks: dict[int, Any] = {}  # thread id -> the clock installed in it
+_lock = threading.Lock()
+_get_ident = threading.get_ident
+_running_loop = asyncio._get_running_loop
+
+
+def originals() -> dict[str, Any]:
+    """The real ``time`` functions (what is restored when the last clock goes)."""
+    return dict(_REAL)
+
+
+class VirtualClock:
+    """A clock for sync code in one thread: ``sleep`` advances it at once; ``monotonic`` reads it."""
+
+    kind = "virtual"
+
+    def __init__(self, start: float = 0.0):
+        """A clock reading ``start`` virtual seconds."""
+        self._now = float(start)
+        self._base = _REAL["monotonic"]()  # monotonic values continue from the real reading at creation
+        self.slept = 0.0
+
+    def now(self) -> float:
+        """Virtual seconds since the run began."""
+        return self._now
+
+    def advance_to(self, instant: float) -> None:
+        """Move the clock forward to ``instant`` (never back)."""
+        if instant > self._now:
+            self._now = instant
+
+    def sleep(self, seconds: float) -> None:
+        """Advance by ``seconds`` at once (a negative sleep raises, as ``time.sleep`` does)."""
+        if seconds < 0:
+            raise ValueError("sleep length must be non-negative")
+        self._now += seconds
+        self.slept += seconds
+
+    def monotonic(self) -> float:
+        """What ``time.monotonic()`` reads in the clock's thread."""
+        return self._base + self._now
+
+
+class LoopClock:
+    """The clock of a virtual asyncio loop, as ``time.monotonic`` in the loop's thread."""
+
+    kind = "virtual-loop"
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        """The clock of ``loop`` (its ``time()`` is virtual)."""
+        self.loop = loop
+        self.blocking_sleeps = 0
+        self.blocking_sleep_s = 0.0
+
+    def now(self) -> float:
+        """The loop's virtual time."""
+        return self.loop.time()
+
+    def sleep(self, seconds: float) -> None:
+        """A blocking sleep in the loop's thread returns at once: it could not move the loop's clock."""
+        if seconds < 0:
+            raise ValueError("sleep length must be non-negative")
+        self.blocking_sleeps += 1
+        self.blocking_sleep_s += seconds
+
+    def monotonic(self) -> float:
+        """What ``time.monotonic()`` reads in the loop's thread."""
+        return self.loop.time()
+
+
+def _sleep(seconds: float) -> None:
+    clock = _clocks.get(_get_ident())
+    if clock is None:
+        return _REAL["sleep"](seconds)
+    clock.sleep(seconds)
+
+
+def _monotonic() -> float:
+    clock = _clocks.get(_get_ident())
+    if clock is None or (type(clock) is VirtualClock and _running_loop() is not None):
+        return _REAL["monotonic"]()
+    return clock.monotonic()
+
+
+def _perf_counter() -> float:
+    clock = _clocks.get(_get_ident())
+    if clock is None or (type(clock) is VirtualClock and _running_loop() is not None):
+        return _REAL["perf_counter"]()
+    return clock.monotonic()
+
+
+def _monotonic_ns() -> int:
+    clock = _clocks.get(_get_ident())
+    if clock is None or (type(clock) is VirtualClock and _running_loop() is not None):
+        return _REAL["monotonic_ns"]()
+    return round(clock.monotonic() * 1e9)
+
+
+def _perf_counter_ns() -> int:
+    clock = _clocks.get(_get_ident())
+    if clock is None or (type(clock) is VirtualClock and _running_loop() is not None):
+        return _REAL["perf_counter_ns"]()
+    return round(clock.monotonic() * 1e9)
+
+
+_PATCHED = {
+    "sleep": _sleep,
+    "monotonic": _monotonic,
+    "perf_counter": _perf_counter,
+    "monotonic_ns": _monotonic_ns,
+    "perf_counter_ns": _perf_counter_ns,
+}
+
+
+@contextlib.contextmanager
+def installed(clock: VirtualClock | LoopClock) -> Iterator[VirtualClock | LoopClock]:
+    """Install ``clock`` for the calling thread; restore the ``time`` module when the last one goes."""
+    me = _get_ident()
+    with _lock:
+        if me in _clocks:
+            raise UserError("a virtual clock is already installed in this thread (runs do not nest)")
+        if not _clocks:
+            for name, fn in _PATCHED.items():
+                setattr(time, name, fn)
+        _clocks[me] = clock
+    try:
+        yield clock
+    finally:
+        with _lock:
+            _clocks.pop(me, None)
+            if not _clocks:
+                for name, fn in _REAL.items():
+                    setattr(time, name, fn)
+
+
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
+    """An asyncio loop whose clock jumps to its next timer when nothing else can run.
+
+    asyncio calls its selector with a timeout only when no callback is ready: then the
+    loop polls for I/O, and with none it moves its clock to the next timer at once
+    instead of waiting.  While a worker thread it started (``to_thread``,
+    ``run_in_executor``) is running, the clock stands still and the loop waits for the
+    thread in real time, so virtual timestamps do not depend on how long threads take.
+    With nothing scheduled at all, it waits for I/O or a thread's wake-up as usual.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._virtual_now = 0.0
+        self._threads: set[asyncio.Future] = set()
+        poll = self._selector.select
+
+        def select(timeout: float | None = None) -> list:
+            ready = poll(0)
+            if ready or timeout == 0:
+                return ready
+            if self._threads:
+                return poll(_THREAD_POLL_S if timeout is None else min(timeout, _THREAD_POLL_S))
+            if timeout is None:
+                return poll(None)
+            self._virtual_now += timeout
+            return []
+
+        self._selector.select = select  # type: ignore[method-assign]
+
+    def time(self) -> float:
+        """Virtual seconds since the loop was made."""
+        return self._virtual_now
+
+    def run_in_executor(self, executor: Any, func: Any, *args: Any) -> asyncio.Future:
+        """As asyncio's, and the clock waits for the thread."""
+        future = super().run_in_executor(executor, func, *args)
+        self._threads.add(future)
+        future.add_done_callback(self._threads.discard)
+        return future
+
+
+#: How long the virtual loop waits, in real seconds, between looks at a running worker thread.
+_THREAD_POLL_S = 0.005
+
+
+def new_virtual_loop() -> asyncio.AbstractEventLoop:
+    """A fresh event loop whose clock fast-forwards (:class:`VirtualTimeLoop`).
+
+    Refused under an event-loop policy of another implementation (uvloop): the virtual
+    clock needs asyncio's own selector loop.
+    """
+    policy = type(asyncio.get_event_loop_policy())
+    if policy.__module__.split(".")[0] in ("uvloop", "winloop"):
+        raise UserError(
+            f"clock='virtual': the event-loop policy is {policy.__module__}.{policy.__name__}; the virtual clock "
+            "needs asyncio's own selector loop. Use the default policy for the test, or clock='real'"
+        )
+    return VirtualTimeLoop()

@@ -1,0 +1,113 @@
+"""One task of a real run: its ledger record and how its calls are identified.
+
+A :class:`TaskScope` is what the run's context variable holds while the team's code
+works on a task.  It maps each real call to the identifiers the simulator keys its draws
+with (docs/ARCHITECTURE.md, "Determinism"): the step is the template's step whose tool is
+the binding's; the item is the binding's extractor's integer (other values are numbered
+in first-seen order, flagged "order-keyed"); the execution of a call is how many times
+its item has been called in the task, so it does not depend on the order in which
+threads call the items.  It equals the simulator's execution number when a retry
+resumes after the items that succeeded (they are not called again) and when it restarts
+the step (every item is called again).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from fleetchaos.real.faults import UnboundCall
+from fleetchaos.sim.calls import Template
+from fleetchaos.sim.kinds import FaultKind
+from fleetchaos.sim.ledger import TaskRecord
+from fleetchaos.sim.waste import LastFailure
+
+__all__ = ["SCOPE", "TaskInput", "TaskScope"]
+
+
+class TaskInput(NamedTuple):
+    """One task of the scenario's workload, as the team's entrypoint receives it."""
+
+    id: int
+    template: str
+    title: str
+    arrival_s: float
+    """Virtual seconds after the run's start at which the task arrives."""
+    worker: int
+    """The worker whose state (credentials, tool installs) the task's calls meet: round-robin, ``id % workers``."""
+    orchestrator: int
+    tools: tuple[str, ...]
+    """The template's tools, in step order."""
+    fan_out: tuple[int, ...]
+    """Items per step (parallel calls of a fan-out step)."""
+
+
+@dataclass(eq=False)
+class TaskScope:
+    """A task in progress: its record, template, keys and the epochs of its steps."""
+
+    runtime: Any
+    task: TaskInput
+    record: TaskRecord
+    template: Template
+    task_key: int
+    worker: int
+    epochs: list[int]
+    """Per step, the most executions any of its items has had (the record's ``executions``)."""
+    item_calls: list[dict[int, int]]
+    names: list[dict[Hashable, int]] = field(default_factory=list)
+    unnamed: list[int] = field(default_factory=list)
+    sources: dict[tuple[int, int], int] = field(default_factory=dict)
+    batches: dict[tuple[int, int], Mapping[int, FaultKind]] = field(default_factory=dict)
+    idempotency: set[str] = field(default_factory=set)
+    last: LastFailure | None = None
+    wrong_input_epochs: set[tuple[int, int]] = field(default_factory=set)
+
+    def claim(self, word: str) -> None:
+        """Set the task's claim: success, partial, failed, escalated or dead_lettered."""
+        self.runtime.set_claim(self, word)
+
+    def use_alternative(self, tool: str, item: int = 0) -> None:
+        """The team's code switched ``tool``'s ``item`` to its next alternative source (a not-found fault)."""
+        si = self.template.names.index(tool)
+        self.sources[(si, item)] = self.sources.get((si, item), 0) + 1
+        self.record.alternatives_used += 1
+
+    def item_no(self, si: int, item: Hashable | None, fan_out: int, tool: str) -> tuple[int, bool]:
+        """(the item number of a call, whether it was numbered by arrival order)."""
+        if isinstance(item, int) and not isinstance(item, bool):
+            number, ordered = item, False
+        elif item is None:  # no extractor: a single-item step is item 0; a fan-out step numbers its calls
+            if fan_out == 1:
+                return 0, False
+            number = self.unnamed[si] % fan_out
+            self.unnamed[si] += 1
+            ordered = True
+        else:
+            if not self.names:
+                self.names = [{} for _ in self.epochs]
+            seen = self.names[si]
+            number = seen.setdefault(item, len(seen))
+            ordered = True
+        if not 0 <= number < fan_out:
+            raise UnboundCall(
+                f"{tool}: item {number} of task {self.task.id} is outside the step's fan-out "
+                f"(template {self.template.name!r} step {si} has items 0..{fan_out - 1}); fix the binding's item extractor"
+            )
+        return number, ordered
+
+    def next_execution(self, si: int, item: int) -> tuple[int, bool]:
+        """(the execution number of this call of ``item`` at step ``si``, whether the step's count grew)."""
+        counts = self.item_calls[si]
+        n = counts.get(item, 0) + 1
+        counts[item] = n
+        if n > self.epochs[si]:
+            self.epochs[si] = n
+            return n, True
+        return n, False
+
+
+#: The task the current context works on (None outside a task).
+SCOPE: contextvars.ContextVar[TaskScope | None] = contextvars.ContextVar("fleetchaos_real_scope", default=None)

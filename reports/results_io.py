@@ -1,0 +1,149 @@
+"""Results files and per-task CSV: what a report folder holds besides its pages and charts.
+
+``dumps`` writes a result model as compact JSON with exactly pydantic's values;
+``load_results`` reads a results.json back with a readable reason when it is not one;
+:class:`TaskCsvWriter` streams per-task rows while a comparison runs and sorts them at
+the end, so the file does not depend on the number of processes.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from fleetchaos.results.models import CompareResult, RunResult
+
+
+def _scalar(x: Any) -> bool:
+    return not isinstance(x, (dict, list))
+
+
+def _encode(obj: Any, level: int, in_list: bool) -> str:
+    if _scalar(obj):
+        return json.dumps(obj)
+    values = list(obj.values()) if isinstance(obj, dict) else obj
+    inline = json.dumps(obj, separators=(", ", ": "))
+    flat = all(_scalar(v) for v in values)
+    if not values or (flat and (isinstance(obj, list) or in_list)) or len(inline) + 2 * level <= 100:
+        return inline
+    pad = "  " * (level + 1)
+    if isinstance(obj, dict):
+        parts = [f"{pad}{json.dumps(k)}: {_encode(v, level + 1, False)}" for k, v in obj.items()]
+        return "{\n" + ",\n".join(parts) + "\n" + "  " * level + "}"
+    parts = [pad + _encode(v, level + 1, True) for v in obj]
+    return "[\n" + ",\n".join(parts) + "\n" + "  " * level + "]"
+
+
+def dumps(model) -> str:
+    """A result model as readable, compact JSON: short and flat containers stay on one line.
+
+    Values are exactly pydantic's JSON serialisation; only the whitespace differs.
+    """
+    return _encode(json.loads(model.model_dump_json()), 0, False) + "\n"
+
+
+class TaskCsvWriter:
+    """Streams the per-task rows of runs into a CSV while a comparison runs.
+
+    Rows go to ``<path>.partial`` as each run arrives (whatever order the runs finish
+    in); :meth:`close` sorts them by arm (in ``arms`` order), seed and task id and writes
+    ``path``, so the file does not depend on the number of processes.  Runs without task
+    rows are ignored.
+    """
+
+    LEAD = ("policy", "errors", "seed")
+
+    def __init__(self, path: Path, arms: list[tuple[str, str]] | None = None):
+        self.path = Path(path)
+        self.partial = self.path.with_name(self.path.name + ".partial")
+        self.arms = list(arms or [])
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = self.partial.open("w", newline="", encoding="utf-8")
+        self._writer: csv.DictWriter | None = None
+        self.rows = 0
+
+    def add(self, result: RunResult) -> None:
+        """Append the task rows of one run."""
+        if not result.tasks:
+            return
+        if self._writer is None:
+            self._writer = csv.DictWriter(self._fh, fieldnames=[*self.LEAD, *result.tasks[0]], lineterminator="\n")
+            self._writer.writeheader()
+        for row in result.tasks:
+            self._writer.writerow({"policy": result.policy, "errors": result.errors, "seed": result.seed, **row})
+        self.rows += len(result.tasks)
+        self._fh.flush()
+
+    def close(self) -> Path | None:
+        """Sort the rows into ``path``; returns it, or None when no run had task rows."""
+        self._fh.close()
+        if self._writer is None:
+            self.partial.unlink(missing_ok=True)
+            return None
+        order = {arm: i for i, arm in enumerate(self.arms)}
+        with self.partial.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            fields = list(reader.fieldnames or [])
+            rows = list(reader)
+
+        def key(row: dict) -> tuple:
+            arm = (row["policy"], row["errors"])
+            return (order.get(arm, len(order)), arm, int(row["seed"]), int(row["id"]))
+
+        rows.sort(key=key)
+        with self.path.open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=fields, lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+        self.partial.unlink()
+        return self.path
+
+    def abort(self) -> None:
+        """Close without sorting: keep ``<path>.partial`` (rows of the runs that finished)."""
+        self._fh.close()
+
+
+def write_task_csv(tasks: list[dict[str, Any]], path: Path) -> Path | None:
+    """Write one run's per-task rows; None when there are none."""
+    if not tasks:
+        return None
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(tasks[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(tasks)
+    return path
+
+
+def load_results(path: Path) -> CompareResult | RunResult:
+    """Read a results.json written by run or compare; ValueError with a readable reason otherwise."""
+    from pydantic import ValidationError
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path}: is a folder; give the results.json inside it") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read it ({exc})") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    if not isinstance(doc, dict):
+        raise ValueError(
+            f"{path}: expected a JSON object from `fleetchaos run` or `compare`, got a {type(doc).__name__}"
+        )
+    model = CompareResult if "arms" in doc else RunResult
+    try:
+        return model.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        kind = "comparison" if model is CompareResult else "run"
+        raise ValueError(
+            f"{path}: not a fleetchaos {kind} result: {where}: {first['msg']} ({exc.error_count()} problem(s)); "
+            "give a results.json written by `fleetchaos run` or `fleetchaos compare`"
+        ) from None

@@ -1,0 +1,45 @@
+"""How easily an LLM orchestrator misreads a reported failure as a success, per error format.
+
+The chance is the fleet's ``misread_probability`` times a factor per format family.
+The factors are assumptions, not measurements: they decide outcomes, so a scenario can
+set each one (``fleet.misread_factor.<setting>``, :class:`fleetchaos.sim.config.MisreadFactors`),
+a sweep can vary it like any parameter, and every report states the values its runs used.
+This table holds the built-in defaults; each format names the setting it reads
+(``misread_setting``).  Standard library only.
+"""
+
+from __future__ import annotations
+
+#: The default misread factor of each setting, and why.
+DEFAULT_MISREAD_FACTORS: dict[str, float] = {
+    # a bare "failed" in a stream of tool text is easy to gloss over
+    "generic": 1.0,
+    # the failure is one line buried in trace text: the easiest format to gloss over
+    "raw": 3.0,
+    # an explicit error_code and category (agent-tool-error is the same envelope)
+    "structured": 0.2,
+    # an explicit failure_type enum, as explicit as an AgentToolError's code (the field-ablation steps too)
+    "failure_type": 0.2,
+    # an explicit failed/partial status field
+    "subagent_result": 0.2,
+    # a failure count and a blocking_failure flag are the hardest thing to misread
+    "tool_envelope": 0.05,
+}
+
+
+def misread_factor(error_format: object, factors: object | None = None) -> float:
+    """The factor ``error_format`` is misread with: the scenario's value of its setting.
+
+    ``factors`` is the scenario's :class:`~fleetchaos.sim.config.MisreadFactors` (None: the
+    defaults).  A format with no setting (nothing it shows reads as a failure, or a format
+    from elsewhere) uses its own ``misread_factor`` (1 when it has none).
+    """
+    setting = getattr(error_format, "misread_setting", None)
+    if setting is None:
+        return float(getattr(error_format, "misread_factor", 1.0))
+    if factors is None:
+        return DEFAULT_MISREAD_FACTORS[setting]
+    return float(getattr(factors, setting))
+
+
+__all__ = ["DEFAULT_MISREAD_FACTORS", "misread_factor"]

@@ -1,0 +1,173 @@
+"""Contract conformance and sim/real parity on catalogue scenarios and the built-in policies."""
+
+from __future__ import annotations
+
+import pytest
+
+import fleetchaos
+from fleetchaos import check_contract, parity
+from fleetchaos.real import InjectedFault
+
+
+@fleetchaos.tool("search", item=lambda query, slot: slot)
+def search_api(query: str, slot: int) -> list[str]:
+    return [f"{query}-{slot}"]
+
+
+def contract_tool(fn):
+    """A tool that reports every injected fault in the structured contract."""
+
+    def call(*args):
+        try:
+            return fn(*args)
+        except InjectedFault as exc:
+            return {"error": exc.fault.envelope()}
+
+    return call
+
+
+def bare_tool(fn):
+    """A tool that answers every failure with a bare "failed"."""
+
+    def call(*args):
+        try:
+            return fn(*args)
+        except Exception:
+            return "failed"
+
+    return call
+
+
+def test_a_bare_failed_for_a_rate_limit_is_a_mismatch_naming_the_expected_fields():
+    """A tool returning "failed" on a 429 is reported with the code, category, flag, action and retry-after it lacks."""
+    report = check_contract(
+        "research_fanout", samples={"search": lambda: bare_tool(search_api)("q", 0)}, kinds=["rate_limit"]
+    )
+    (row,) = report.rows
+    assert not row.conforms
+    text = "; ".join(row.mismatches)
+    for expected in (
+        "RATE_LIMITED",
+        "transient",
+        "recoverable: expected True",
+        "wait_retry_after",
+        "retry_after_ms: expected >= 7000",
+    ):
+        assert expected in text
+    with pytest.raises(AssertionError, match="search x rate_limit"):
+        report.assert_conforms()
+    assert "**mismatch**" in report.to_markdown()
+
+
+def test_a_tool_that_follows_the_contract_conforms_for_every_applicable_kind():
+    """The contract-following tool passes for each kind the scenario can hit it with."""
+    report = check_contract("research_fanout", samples={"search": lambda: contract_tool(search_api)("q", 0)})
+    assert {r.kind for r in report.rows} == {"rate_limit", "expired_key", "timeout", "not_found"}
+    report.assert_conforms()
+
+
+def test_a_providers_overload_can_still_be_forced_to_check_how_a_tool_surfaces_a_503():
+    """kinds=["overloaded"] checks a tool against the overload contract though real runs refuse providers."""
+    good = check_contract(
+        "research_fanout", samples={"search": lambda: contract_tool(search_api)("q", 0)}, kinds=["overloaded"]
+    )
+    bare = check_contract(
+        "research_fanout", samples={"search": lambda: bare_tool(search_api)("q", 0)}, kinds=["overloaded"]
+    )
+    assert [r.conforms for r in good.rows] == [True]
+    assert [r.conforms for r in bare.rows] == [False] and "SERVICE_OVERLOADED" in "; ".join(bare.rows[0].mismatches)
+
+
+def test_a_tool_that_passes_the_vendor_error_through_leaks_its_secrets():
+    """Surfacing str(exception) carries the planted secrets of the vendor text: reported as a leak."""
+
+    def leaky():
+        try:
+            return search_api("q", 0)
+        except InjectedFault as exc:
+            return {"error": {**exc.fault.envelope(), "message": str(exc)}}
+
+    report = check_contract("research_fanout", samples={"search": leaky}, kinds=["expired_key"])
+    assert any("planted secret" in m for m in report.rows[0].mismatches)
+
+
+def test_a_sample_that_never_reaches_the_binding_is_reported():
+    """A sample calling the undecorated function never meets the forced fault: the row says so."""
+    report = check_contract(
+        "research_fanout", samples={"search": lambda: search_api.__wrapped__("q", 0)}, kinds=["rate_limit"]
+    )
+    assert "never fired" in report.rows[0].mismatches[0]
+
+
+# -- parity -------------------------------------------------------------------------------
+
+
+@fleetchaos.tool("synthesise")
+def synthesise_api(title: str) -> str:
+    return title
+
+
+@fleetchaos.tool("fetch_contacts")
+def fetch_api(title: str) -> list[str]:
+    return ["a"]
+
+
+@fleetchaos.tool("update_contact", item=lambda slot: slot)
+def update_api(slot: int) -> None:
+    return None
+
+
+@fleetchaos.tool("post_note")
+def note_api(task_id: int) -> None:
+    return None
+
+
+TOOLS = {
+    "research_fanout": {
+        "search": contract_tool(lambda c: search_api(c.title, c.item)),
+        "synthesise": contract_tool(lambda c: synthesise_api(c.title)),
+    },
+    "crm_sync_403": {
+        "fetch_contacts": contract_tool(lambda c: fetch_api(c.title)),
+        "update_contact": contract_tool(lambda c: update_api(c.item)),
+        "post_note": contract_tool(lambda c: note_api(c.task_id)),
+    },
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(TOOLS))
+@pytest.mark.parametrize("policy", ["blind-retry", "backoff", "structured"])
+def test_real_tools_under_the_policy_driver_reproduce_the_simulated_records(scenario, policy):
+    """For two catalogue scenarios and each built-in policy, contract-following real tools give identical records."""
+    report = parity(scenario, policy=policy, tools=TOOLS[scenario], seed=3)
+    assert report.identical, report.describe()
+    assert report.tasks > 100
+    assert any(claim != "success" or truth != "full" for _t, _tpl, claim, truth, *_ in report.rows)
+
+
+def test_a_deliberately_wrong_tool_is_reported_at_its_first_divergent_call():
+    """A search tool that answers a not-found with a bare "failed" diverges at that call, and the report names it."""
+    tools = {**TOOLS["research_fanout"], "search": bare_tool(lambda c: search_api(c.title, c.item))}
+    report = parity("research_fanout", policy="structured", tools=tools, seed=3)
+    assert not report.identical
+    first = report.first_divergence
+    assert first is not None and first.what == "what a dispatch is seen as"
+    assert first.call[2] == "search" and first.call[6] == "not_found"
+    assert first.sim[4] == "NOT_FOUND" and first.real[4] is None
+    assert "after the call: task" in report.describe() and "search item" in report.describe()
+    assert "| **no** |" in report.to_markdown()
+
+
+def test_a_tool_that_swallows_a_fault_diverges_as_a_silent_success():
+    """A tool that returns a default on any failure is logged as swallowing the fault at its first faulted call."""
+
+    def swallowing(c):
+        try:
+            return search_api(c.title, c.item)
+        except InjectedFault:
+            return ["cached"]
+
+    tools = {**TOOLS["research_fanout"], "search": swallowing}
+    report = parity("research_fanout", policy="structured", tools=tools, seed=3)
+    assert report.first_divergence.what == "a tool call"
+    assert "swallowed" in report.first_divergence.real[8]
