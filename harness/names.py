@@ -36,7 +36,8 @@ def _once_each(names: tuple[str, ...], where: str) -> None:
 
 
 def check_policies(names: Iterable[str], where: str) -> tuple[str, ...]:
-    """Each name, given once, loads as a policy (built-in, ``module:Policy`` or entry point), or a UserError says why.
+    """Each name, given once, loads as a policy (built-in, ``module:Policy`` or entry point) whose ``transport``
+    is well formed, or a UserError says why.
 
     A name may carry parameters (``backoff(base_s=0.5,cap_s=5)``).  Returns the canonical
     spellings (:func:`fleetchaos.policies.registry.resolve_policy`), in order; two names
@@ -45,6 +46,7 @@ def check_policies(names: Iterable[str], where: str) -> tuple[str, ...]:
     """
     from fleetchaos.policies.registry import resolve_policy, suggest
     from fleetchaos.policies.spec import PolicySpecError, parse_spec
+    from fleetchaos.sim.transport import TransportSpecError, transport_layers
 
     names = tuple(names)
     _once_each(names, where)
@@ -52,7 +54,7 @@ def check_policies(names: Iterable[str], where: str) -> tuple[str, ...]:
     canonical = []
     for name in names:
         try:
-            canonical.append(resolve_policy(name)[1])
+            policy, spelling = resolve_policy(name)
         except LookupError as exc:
             try:
                 base = parse_spec(name).name
@@ -60,6 +62,11 @@ def check_policies(names: Iterable[str], where: str) -> tuple[str, ...]:
                 base = name
             guess = suggest(base) if ":" not in base and base != suggest(base) else None
             raise UserError(f"{where}: {exc}" + (f"; did you mean {guess!r}?" if guess else "")) from None
+        try:  # a malformed driver attribute would end every task with a policy error: refuse it now
+            transport_layers(getattr(policy, "transport", None))
+        except TransportSpecError as exc:
+            raise UserError(f"{where}: policy {name!r}: {exc}") from None
+        canonical.append(spelling)
     _once_each(tuple(canonical), where)
     return tuple(canonical)
 

@@ -10,6 +10,7 @@ from fleetchaos.reports import charts
 from fleetchaos.reports.assumptions import stated_assumptions
 from fleetchaos.reports.blocks import H1, H2, H3, IMG, PRE, TABLE, UL, Block, P, to_markdown, write_pages
 from fleetchaos.reports.cells import counts, diff, diff_ci, metric_cell, num, proportion
+from fleetchaos.reports.goodput import GOODPUT, goodput_chart
 from fleetchaos.reports.notes import ASSUMPTIONS, READING_NOTES
 from fleetchaos.reports.policy_errors import policy_error_blocks
 from fleetchaos.reports.results_io import dumps
@@ -40,6 +41,7 @@ CHART_FILES = {
     "heatmap": "recovery_by_fault_kind.png",
     "ecdf": "time_to_recovery_ecdf.png",
     "error_codes": "error_codes.png",
+    "goodput": "goodput_over_time.png",
 }
 
 
@@ -55,6 +57,7 @@ def _render_compare_charts(result: CompareResult, out_dir: Path) -> dict[str, Pa
         "cost_vs_recovery": charts.pareto_chart(result, out_dir / CHART_FILES["cost_vs_recovery"]),
         "heatmap": charts.heatmap_chart(result, out_dir / CHART_FILES["heatmap"]),
         "ecdf": charts.ecdf_chart(result, out_dir / CHART_FILES["ecdf"]),
+        "goodput": goodput_chart(result, out_dir / CHART_FILES["goodput"]),
     }
     for i, t in enumerate(result.timelines):
         made[f"timeline{i}"] = charts.timeline_chart(t, out_dir / _timeline_file(i, t))
@@ -180,6 +183,8 @@ def compare_blocks(
         "heatmap": "Recovery rate by arm and kind of the task's first fault, tasks pooled over seeds",
         "ecdf": "ECDF of time to recovery (simulated seconds, log scale), recovered tasks pooled over seeds",
     }
+    if any(a.breakdowns.get(GOODPUT) for a in result.arms):  # only scenarios that set goodput_bin_s record it
+        captions["goodput"] = f"Goodput over time: tasks completed per minute per arm, mean of {n} seeds"
     for key, caption in captions.items():
         if key in made:
             blocks.append(IMG(made[key].name, caption))

@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, Field, model_serializer, model_validator
 
+from fleetchaos.sim.arrival_spec import ArrivalSchedule, RatePoint  # noqa: F401  (re-exported, as below)
 from fleetchaos.sim.fault_specs import (  # noqa: F401  (re-exported: config is where users look)
     FAULT_MODELS,
     DiskFull,
@@ -24,8 +25,24 @@ from fleetchaos.sim.fault_specs import (  # noqa: F401  (re-exported: config is 
     _Strict,
 )
 from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
+from fleetchaos.sim.provider_spec import ProviderSpec, SlowdownPoint  # noqa: F401  (re-exported, as above)
 
 DAY_S = 86_400.0
+
+
+def _without_defaults(model: BaseModel, data: object, names: tuple[str, ...]) -> object:
+    """``data`` (a model's dump) without the fields ``names`` that hold their defaults.
+
+    Fields added after results were first recorded are left out of a dump while they
+    hold their defaults, so the results, hashes and history of every scenario that does
+    not use them stay byte-identical.
+    """
+    if isinstance(data, dict):
+        fields = type(model).model_fields
+        for name in names:
+            if getattr(model, name) == fields[name].get_default(call_default_factory=True):
+                data.pop(name, None)
+    return data
 
 
 def lognormal_params(mean: float, cv: float) -> tuple[float, float]:
@@ -103,6 +120,39 @@ class FleetSpec(_Strict):
     remediation: RemediationSpec = Field(
         default_factory=lambda: RemediationSpec(), description="the remediation agent a policy may send to a worker"
     )
+    providers: list[ProviderSpec] = Field(
+        default_factory=list,
+        description="providers with a declared capacity (servers, a latency curve, a refusal threshold); "
+        "none: calls never wait for one another outside the workers' tool slots",
+    )
+    max_actions_per_task: int = Field(
+        default=100,
+        ge=1,
+        le=100_000,
+        description="the orchestrator stops a task after this many recovery actions (reported as the action cap, "
+        "not as a policy error)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_new_defaults(self, handler):
+        return _without_defaults(self, handler(self), ("providers", "max_actions_per_task"))
+
+    @model_validator(mode="after")
+    def _providers_apart(self) -> FleetSpec:
+        names: set[str] = set()
+        served: dict[str, str] = {}
+        for i, provider in enumerate(self.providers):
+            where = f"fleet.providers[{i}]"
+            if provider.name in names:
+                raise ValueError(f"{where}.name: provider {provider.name!r} is declared twice; give each its own name")
+            names.add(provider.name)
+            for tool in provider.tools or ("(every API call)",):
+                if tool in served:
+                    raise ValueError(
+                        f"{where}.tools: {tool} is already served by provider {served[tool]!r}; a call has one provider"
+                    )
+                served[tool] = provider.name
+        return self
 
 
 def _factor(setting: str, why: str) -> float:
@@ -161,6 +211,16 @@ class StepSpec(_Strict):
         default_factory=list,
         description="earlier steps whose output this step consumes: with incomplete inputs its output is wrong",
     )
+    after_timeout: Literal["continue", "cancel"] = Field(
+        default="continue",
+        description="what the tool's work does when its client gives up (a call timeout): continue (work still "
+        "queued for a slot or a provider runs to its end and takes effect; a call cut while running on a worker "
+        "without a provider took effect half the time) or cancel (it stops and takes no effect)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_new_defaults(self, handler):
+        return _without_defaults(self, handler(self), ("after_timeout",))
 
 
 class TemplateSpec(_Strict):
@@ -243,8 +303,8 @@ class Arrival(_Strict):
 class WorkloadSpec(_Strict):
     """Tasks arriving over the simulated horizon.
 
-    Either a Poisson process (``tasks_per_day``, busier in the afternoon) or, when
-    ``arrivals`` is given, exactly those tasks.
+    Either a Poisson process (``tasks_per_day``, busier in the afternoon, or the rate of an
+    ``arrival_schedule``) or, when ``arrivals`` is given, exactly those tasks.
     """
 
     tasks_per_day: float = Field(default=600, gt=0, le=5_000_000)
@@ -256,9 +316,23 @@ class WorkloadSpec(_Strict):
         ge=1,
         le=100_000,
         description="closed loop: this many clients each submit a task, wait for its end, think, repeat "
-        "(tasks_per_day is then ignored)",
+        "(tasks_per_day is then ignored; an arrival_schedule adds open-loop tasks on top, such as a spike)",
     )
     think: Distribution = Distribution(mean_s=300, cv=1.0)
+    arrival_schedule: ArrivalSchedule | None = Field(
+        default=None,
+        description="the open-loop arrival rate over time, point by point (tasks_per_day and diurnal_amplitude "
+        "are then ignored)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_schedule(self, handler):
+        # A scenario without a schedule dumps exactly as before the field existed, so the
+        # results, hashes and history of every existing scenario stay byte-identical.
+        data = handler(self)
+        if self.arrival_schedule is None and isinstance(data, dict):
+            data.pop("arrival_schedule", None)
+        return data
 
     @model_validator(mode="after")
     def _arrival_templates_exist(self) -> WorkloadSpec:
@@ -297,6 +371,13 @@ class WorldSpec(_Strict):
                 raise ValueError(f"fleet.overrides: worker {o.worker} does not exist ({span})")
         tools = sorted({s.tool for t in self.workload.templates for s in t.steps})
         templates = [t.name for t in self.workload.templates]
+        providers = [p.name for p in self.fleet.providers]
+        for i, p in enumerate(self.fleet.providers):
+            for tool in p.tools or ():
+                if tool not in tools:
+                    raise ValueError(
+                        f"fleet.providers[{i}].tools: no step uses tool {tool!r} (tools: {', '.join(tools)})"
+                    )
         for i, fault in enumerate(self.faults):
             where = f"faults[{i}]"
             for w in getattr(fault, "workers", None) or ():
@@ -324,6 +405,12 @@ class WorldSpec(_Strict):
             for tool in getattr(fault, "tools", None) or ():
                 if tool not in tools:
                     raise ValueError(f"{where}.tools: no step uses tool {tool!r} (tools: {', '.join(tools)})")
+            provider = getattr(fault, "provider", None)
+            if provider is not None and provider not in providers:
+                raise ValueError(
+                    f"{where}.provider: no provider is named {provider!r} "
+                    f"(fleet.providers: {', '.join(providers) or 'none declared'})"
+                )
             for name in getattr(fault, "templates", None) or ():
                 if name not in templates:
                     raise ValueError(f"{where}.templates: unknown template {name!r} (known: {', '.join(templates)})")

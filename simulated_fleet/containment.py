@@ -2,8 +2,7 @@
 
 :class:`ContainedPolicy` wraps a user's :class:`~fleetchaos.sim.observation.RecoveryPolicy`
 for the driver.  It reads the policy's optional attributes once, checks every action it
-returns field by field and rebuilds it as one of the canonical action types, caps the
-actions per task, and turns an exception in any hook into a ``policy_error`` on the task
+returns field by field and rebuilds it as one of the canonical action types, and turns an exception in any hook into a ``policy_error`` on the task
 (the task then gives up), so the driver only ever acts on well-formed actions.
 """
 
@@ -29,7 +28,7 @@ from fleetchaos.sim.observation import (
     TaskHistory,
     UseAlternative,
 )
-from fleetchaos.sim.transport import TransportRetry
+from fleetchaos.sim.transport import TransportRetry, TransportSpecError, transport_layers
 
 
 def as_number(value, what: str) -> float:
@@ -75,23 +74,25 @@ def canonical(action) -> Action:
 class ContainedPolicy:
     """A recovery policy as the driver uses it: optional attributes read once, every hook contained."""
 
-    def __init__(self, policy: RecoveryPolicy, orchestrators: int, *, max_actions: int = 100):
+    def __init__(self, policy: RecoveryPolicy, orchestrators: int):
         """Read ``policy``'s optional attributes and build each orchestrator's shared state."""
         self.policy = policy
-        self.max_actions = max_actions
         self.guardrail = bool(getattr(policy, "guardrail", False))
         self.idempotent = bool(getattr(policy, "idempotency_keys", False))
         self.hooks_error: str | None = None
         """Why the policy's hooks are unusable: every task then records it and gives up."""
-        transport = getattr(policy, "transport", None)
-        if transport is not None and not isinstance(transport, TransportRetry):
-            self.hooks_error = f"policy.transport must be a TransportRetry, got {type(transport).__name__}"
-            transport = None
-        self.transport: TransportRetry | None = transport if transport is not None and transport.attempts > 1 else None
+        self.transport: tuple[TransportRetry, ...] = ()
+        """The policy's transport layers, nearest the tool first (the CLI refuses a malformed one before any run)."""
+        try:
+            self.transport = transport_layers(getattr(policy, "transport", None))
+        except TransportSpecError as exc:
+            self.hooks_error = str(exc)[:500]
         self._observe = getattr(policy, "observe", None)
         self._choose = getattr(policy, "choose_worker", None)
+        self._admit = getattr(policy, "before_dispatch", None)
         self.observes = self._observe is not None
         self.chooses = self._choose is not None
+        self.admits = self._admit is not None
         self.shared: list[object] = [None] * orchestrators
         new_shared = getattr(policy, "new_shared_state", None)
         if new_shared is not None:
@@ -100,7 +101,7 @@ class ContainedPolicy:
             except Exception as exc:  # a broken user policy is contained: every task records why
                 self.hooks_error = f"policy raised {type(exc).__name__} in new_shared_state(): {exc}"[:500]
 
-    def decide(self, obs: Observation, history: TaskHistory, rec: TaskRecord, actions: int) -> Action:
+    def decide(self, obs: Observation, history: TaskHistory, rec: TaskRecord) -> Action:
         """Ask the policy, containing anything it does wrong to this task.
 
         Whatever the policy returns is checked field by field and rebuilt as one of the
@@ -108,9 +109,6 @@ class ContainedPolicy:
         """
         if self.hooks_error is not None:
             rec.policy_error = self.hooks_error
-            return GiveUp()
-        if actions > self.max_actions:
-            rec.policy_error = f"action cap reached: more than {self.max_actions} actions for one task"
             return GiveUp()
         try:
             action = self.policy.decide(obs, replace(history))  # a copy: a policy cannot corrupt the driver's state
@@ -133,6 +131,23 @@ class ContainedPolicy:
         except Exception as exc:
             rec.policy_error = rec.policy_error or f"policy choose_worker() failed: {type(exc).__name__}: {exc}"[:500]
             return proposed
+
+    def before_dispatch(self, shared, now: float, first: bool, draw: float, rec: TaskRecord) -> Action | None:
+        """The policy's verdict on a dispatch about to go out: None sends it; GiveUp or Escalate refuses it.
+
+        Anything else it returns, or raises, is recorded as a policy error and the dispatch goes out.
+        """
+        try:
+            verdict = self._admit(shared, now, first, draw)  # type: ignore[misc]
+            if verdict is None:
+                return None
+            action = canonical(verdict)
+            if not isinstance(action, (GiveUp, Escalate)):
+                raise TypeError(f"expected None, GiveUp or Escalate, got {type(action).__name__}")
+            return action
+        except Exception as exc:
+            rec.policy_error = rec.policy_error or f"policy before_dispatch() failed: {type(exc).__name__}: {exc}"[:500]
+            return None
 
     def observe(self, obs: Observation, shared, now: float, rec: TaskRecord) -> None:
         """Tell the policy's shared controls about a dispatch's outcome; a raising hook is recorded, not fatal."""

@@ -3,6 +3,11 @@
 The records themselves, one per kind, are in :mod:`fleetchaos.sim.kinds`.  Every field
 is required, so a record that lacks one fails at import, and ``__post_init__`` refuses a
 record whose fields contradict its stage.  Standard library only.
+
+Adding a kind: one record in :mod:`fleetchaos.sim.kinds`, its pydantic model in
+:mod:`fleetchaos.sim.fault_specs`, and its realisation when no existing stage covers it
+(a state kind: where :mod:`fleetchaos.sim.faults` schedules it and
+:mod:`fleetchaos.sim.calls` meets it).
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ PERSISTENT_SCOPES = (WORKER_TOOL, TASK_STEP, TASK_STEP_ITEM, SOURCE)
 #: The causes the wasted-retry judge (:mod:`fleetchaos.sim.waste`) can check still hold.
 CAUSES = ("credentials_expired", "disk_refuses", "retry_after", "worker_down", "partitioned", "persistent", "batch")
 
-#: What a remediation agent can repair on a worker (:meth:`fleetchaos.sim.world.World._repair`).
+#: What a remediation agent can repair on a worker (:func:`fleetchaos.sim.remediation.repair`).
 REMEDIES = ("refresh_credentials", "clear_disk", "install_tool")
 
 #: Alternatives a worker can name in the failure-type contract.
@@ -152,3 +157,24 @@ class FaultKind:
 PERMANENT_ERROR = "retried a permanent error"
 BEFORE_RETRY_AFTER = "before retry-after"
 EXHAUSTED_RESOURCE = "on the same exhausted resource"
+
+
+#: How a report that names no failure kind is rendered: unclassified, fatal, escalate.
+UNCLASSIFIED = FaultKind(
+    name="unclassified",
+    stage=UNCLASSIFIED_STAGE,
+    contract=FailureContract("UNCLASSIFIED", "fatal", False, "escalate"),
+    fail_fast_s=None,
+    outcome_unknown=False,
+    retry_after=False,
+    transport_retryable=False,
+    retry_helps=False,
+    failure_type="permanent",
+    subagent_category="unknown",
+    alternative=None,
+    wire=Wire(500, "Internal Server Error", "ERR_UNKNOWN"),
+    waste=None,
+    remedy=None,
+    persistent_scope=None,
+    effect="A failure no kind names.",
+)

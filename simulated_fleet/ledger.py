@@ -48,7 +48,7 @@ class TaskRecord:
     step_executions_at_first_fault: int = 0
     policy_error: str | None = None
     stopped_by: str | None = None
-    """'deadline' or 'budget' when the orchestrator's own limit ended recovery."""
+    """'deadline', 'budget' or 'action_cap' when the orchestrator's own limit ended recovery."""
     schema_skews: int = 0
     """Envelopes seen whose schema_version differed from the orchestrator's."""
     alternatives_used: int = 0
@@ -81,6 +81,13 @@ class TaskRecord:
     """Compensating calls a rollback made (one per committed item, included in ``calls``)."""
     deduplicated: int = 0
     """Side effects an idempotency key stopped from taking effect twice."""
+    throttled: int = 0
+    """Dispatches the policy refused locally before they went out (``before_dispatch``)."""
+    layer_tries: list[int] | None = None
+    """Tries each transport layer made, nearest the tool first (first tries included); None without layers."""
+    orphans: int = 0
+    """Steps whose client gave up while they waited for a tool slot and whose work has not ended yet
+    (``after_timeout: continue``): the record is final only once they end."""
 
     @property
     def faulted(self) -> bool:

@@ -1,7 +1,7 @@
 """The workload: tasks arriving over the simulated horizon, with realistic names.
 
-Arrivals are a non-homogeneous Poisson process (busier in the afternoon), drawn by
-thinning from one seeded stream, so the same seed gives the same tasks in every arm.
+Arrivals are a non-homogeneous Poisson process (busier in the afternoon, or following
+a scenario's arrival schedule), drawn by thinning from one seeded stream, so the same seed gives the same tasks in every arm.
 Names come from a Faker instance seeded per run (``seed_instance``, never the global
 ``Faker.seed``) and are drawn into small pools once, and only when a title is shown,
 keeping per-task work tiny.
@@ -184,6 +184,11 @@ def arrivals(spec: WorkloadSpec, seed: int, horizon_s: float, orchestrators: int
     base = spec.tasks_per_day / DAY_S
     amp = spec.diurnal_amplitude
     peak = base * (1.0 + amp)
+    schedule = spec.arrival_schedule
+    scheduled = None
+    if schedule is not None:  # thinning against the schedule's highest rate instead of the sinusoid
+        scheduled = schedule.compiled()
+        peak = max(p.tasks_per_hour for p in schedule.points) / 3600.0
     # Cumulative weights once, not per task: choices() with weights= accumulates them on
     # every call, then bisects them with one random() scaled by their total.  That last
     # step is done here directly (the same draw and the same index), without choices()'s
@@ -197,7 +202,10 @@ def arrivals(spec: WorkloadSpec, seed: int, horizon_s: float, orchestrators: int
         t += rng.expovariate(peak)
         if t >= horizon_s:
             return
-        if amp > 0:
+        if scheduled is not None:
+            if rng.random() * peak > scheduled(t):
+                continue
+        elif amp > 0:
             rate = base * (1.0 + amp * math.cos(2.0 * math.pi * (t - PEAK_HOUR_S) / DAY_S))
             if rng.random() * peak > rate:
                 continue

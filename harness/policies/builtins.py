@@ -46,11 +46,18 @@ class BlindRetry:
 
 @dataclass(frozen=True, slots=True)
 class Backoff:
-    """Retry any failure after exponential backoff with full jitter, up to ``max_retries``."""
+    """Retry any failure after exponential backoff with full jitter, up to ``max_retries``.
+
+    The waits are on the time scale of the faults a fleet meets, not of one call: a
+    provider's queue drains in minutes, rate cuts and brownouts last tens of minutes.
+    The first wait is up to a minute and each cap doubles (at most half an hour); with
+    the default three retries, as many as ``blind-retry``'s, they spread over about three
+    and a half minutes on average and up to seven (docs/policies.md, "Time scales").
+    """
 
     max_retries: int = 3
-    base_s: float = 2.0
-    cap_s: float = 60.0
+    base_s: float = 60.0
+    cap_s: float = 1800.0
     name: str = "backoff"
 
     def decide(self, observation: Observation, history: TaskHistory) -> Action:

@@ -99,13 +99,21 @@ def _backoff_variant(name: str, wait) -> Callable[[], Policy]:
     return build
 
 
+#: The backoff variants' first wait and cap: the time scale of the faults contention studies
+#: meet (a provider's queue after a spike, a rate cut of minutes, call timeouts of seconds);
+#: waits of a second or two end inside the fault that caused them (docs/policies.md).
+BASE_S, CAP_S = 10.0, 600.0
+
 BACKOFF_VARIANTS: dict[str, Callable[[], Policy]] = {
+    "retry-immediate": _backoff_variant("retry-immediate", wait_fixed(0.0)),
     "retry-fixed": _backoff_variant("retry-fixed", wait_fixed(2.0)),
-    "backoff-none": _backoff_variant("backoff-none", wait_exponential(1.0, 60.0)),
-    "backoff-full-jitter": _backoff_variant("backoff-full-jitter", wait_full_jitter(1.0, 60.0)),
-    "backoff-equal-jitter": _backoff_variant("backoff-equal-jitter", wait_equal_jitter(1.0, 60.0)),
-    "backoff-decorrelated-jitter": _backoff_variant("backoff-decorrelated-jitter", wait_decorrelated_jitter(1.0, 60.0)),
-    "retry-after": _backoff_variant("retry-after", wait_max(wait_retry_after(), wait_full_jitter(1.0, 60.0))),
+    "backoff-none": _backoff_variant("backoff-none", wait_exponential(BASE_S, CAP_S)),
+    "backoff-full-jitter": _backoff_variant("backoff-full-jitter", wait_full_jitter(BASE_S, CAP_S)),
+    "backoff-equal-jitter": _backoff_variant("backoff-equal-jitter", wait_equal_jitter(BASE_S, CAP_S)),
+    "backoff-decorrelated-jitter": _backoff_variant(
+        "backoff-decorrelated-jitter", wait_decorrelated_jitter(BASE_S, CAP_S)
+    ),
+    "retry-after": _backoff_variant("retry-after", wait_max(wait_retry_after(), wait_full_jitter(BASE_S, CAP_S))),
 }
 
 
@@ -323,6 +331,11 @@ def _controlled(name: str, **controls) -> Callable[[], Controlled]:
     return build
 
 
+def _budgeted_immediate() -> Controlled:
+    """Immediate retries (``retry-immediate``) under a shared AWS-style retry budget: the budget alone, no backoff."""
+    return Controlled(BACKOFF_VARIANTS["retry-immediate"](), budget=AwsRetryQuota(), name="retry-immediate-budget")
+
+
 def _matrix(name: str, batch_mode: str) -> Callable[[], Controlled]:
     def build() -> Controlled:
         return Controlled(RecoveryMatrix(batch_mode=batch_mode, name=name), budget=AwsRetryQuota(), name=name)  # type: ignore[arg-type]
@@ -350,6 +363,7 @@ PRESETS: dict[str, Callable[[], RecoveryPolicy]] = {
     "recovery-matrix-fail-fast": _matrix("recovery-matrix-fail-fast", "fail_fast"),
     "recovery-matrix-all-or-nothing": _matrix("recovery-matrix-all-or-nothing", "all_or_nothing"),
     "budget-aws": _controlled("budget-aws", budget=AwsRetryQuota()),
+    "retry-immediate-budget": _budgeted_immediate,
     "budget-grpc": _controlled("budget-grpc", budget=GrpcRetryThrottle()),
     "budget-envoy": _controlled("budget-envoy", budget=EnvoyRetryBudget()),
     "throttle-sre": _controlled("throttle-sre", budget=AdaptiveThrottle()),

@@ -86,10 +86,12 @@ DRIVER_ATTRIBUTES: dict[str, str] = {
     "guardrail": "a final-answer guardrail blocks a success claim while the format's failure flag says a step failed",
     "idempotency_keys": "calls carry idempotency keys: a retried call whose side effect already took effect "
     "does not take effect twice",
-    "transport": "a transport layer under the agent runtime retries failed tool calls before the policy sees them",
+    "transport": "transport layers under the agent runtime (one, or a list nearest the tool first) retry failed "
+    "tool calls before the policy sees them",
     "new_shared_state": "a fresh mutable object per orchestrator and run, handed to every decision as history.shared",
     "observe": "called after every dispatch, successful or not, so shared controls can count outcomes",
     "choose_worker": "may move a dispatch away from the worker the orchestrator proposed",
+    "before_dispatch": "judges every dispatch before it goes out, first tries included, and may refuse it locally",
 }
 
 #: Where a policy comes from, as ``fleetchaos policies list/show`` say it.

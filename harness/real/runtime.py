@@ -10,8 +10,9 @@ simulated call for the same seed, whatever order real calls arrive in.  What rea
 effect goes to the same :class:`~fleetchaos.sim.ledger.TaskRecord` the oracle and the
 metrics read.
 
-Fault kinds that need the simulator's worker topology stay simulation-only
-(:data:`SIM_ONLY`); a scenario with one is refused before anything runs.
+Fault kinds that need the simulator's worker topology (:data:`SIM_ONLY`) and providers with
+a declared capacity (a queue in arrival order, racy across real threads) stay simulation-only;
+a scenario with either is refused before anything runs.
 """
 
 from __future__ import annotations
@@ -65,6 +66,13 @@ def check_real_scenario(spec: Scenario, ref: str) -> None:
                 f"{ref}: faults[{i}].kind: {fault.kind} is simulation-only in real-code mode (got {fault.kind}); "
                 f"run it in the simulator, or drop it from the scenario for real runs (simulation-only: {', '.join(SIM_ONLY)})"
             )
+    if spec.fleet.providers:  # calls queue for a provider in arrival order: real threads would decide that order
+        names = ", ".join(p.name for p in spec.fleet.providers)
+        raise UserError(
+            f"{ref}: fleet.providers: providers with a declared capacity are simulation-only in real-code mode "
+            f"(got {names}); run the scenario in the simulator, or drop fleet.providers (and its overloaded faults) "
+            "for real runs"
+        )
     workload = spec.workload
     if workload.clients is not None and workload.arrivals is None:
         raise UserError(

@@ -152,10 +152,13 @@ class RunAccumulator:
     a sum of integers.
     """
 
-    def __init__(self, fleet: FleetSpec | None, *, duration_s: float | None = None):
-        """``fleet`` prices ``cost_usd``; ``duration_s`` (the horizon) gives ``human_pages_per_day``."""
+    def __init__(self, fleet: FleetSpec | None, *, duration_s: float | None = None, goodput_bin_s: float | None = None):
+        """``fleet`` prices ``cost_usd``; ``duration_s`` (the horizon) gives ``human_pages_per_day``;
+        ``goodput_bin_s`` adds the ``goodput_by_time`` breakdown in bins that long."""
         self.fleet = fleet
         self.duration_s = duration_s
+        self.goodput_bin_s = goodput_bin_s
+        self.goodput: Counter[int] = Counter()  # bin -> tasks that completed in truth and in claim, by end
         self._sums: list[int] = [0] * len(TASK_COUNTS)  # in TASK_COUNTS order
         self._pending: list[tuple[int, ...]] = []  # counts of tasks not yet summed (at most _SUM_EVERY)
         self.claims: Counter[str] = Counter()
@@ -168,6 +171,9 @@ class RunAccumulator:
         # Counted per message, not per policy: the report names each distinct problem.  The driver
         # truncates messages to 500 characters; a message that varies per task is one entry each.
         self.policy_errors: Counter[str] = Counter()
+        self.stopped_by: Counter[str] = Counter()  # the orchestrator's own limits that ended tasks
+        self.layer_tries: list[int] = []  # tries of each transport layer, nearest the tool first
+        self.throttled = 0  # dispatches a policy refused locally before they went out (before_dispatch)
         self.first_arrival_s = math.inf
         self.last_end_s = -math.inf
         # (arrival_s, id, steps_to_recovery, time_to_recovery_s) of each recovered task: the
@@ -218,6 +224,22 @@ class RunAccumulator:
             self.misreported_by_way.update(record.misreported_ways)
         if record.policy_error is not None:
             self.policy_errors[record.policy_error] += 1
+        if record.stopped_by is not None:
+            self.stopped_by[record.stopped_by] += 1
+        if (
+            self.goodput_bin_s is not None
+            and record.claim == "success"
+            and record.end_s is not None
+            and record.truth == "full"
+        ):
+            self.goodput[int(record.end_s // self.goodput_bin_s)] += 1
+        if record.throttled:
+            self.throttled += record.throttled
+        if record.layer_tries is not None:
+            if len(self.layer_tries) < len(record.layer_tries):
+                self.layer_tries.extend([0] * (len(record.layer_tries) - len(self.layer_tries)))
+            for i, n in enumerate(record.layer_tries):
+                self.layer_tries[i] += n
         # The latest end and the earliest arrival: the same whatever order records arrive in.
         if record.end_s is not None and record.end_s > self.last_end_s:
             self.last_end_s = record.end_s
@@ -341,6 +363,14 @@ class RunAccumulator:
             "misreported_failures_by_way": dict(sorted(self.misreported_by_way.items())),
             "task_counts": dict(sorted((name, totals[name]) for name in POOLED_COUNTS)),
         }
+        if self.stopped_by:  # only when a limit ended a task: results without one stay as they were
+            out["tasks_stopped_by_limit"] = dict(sorted(self.stopped_by.items()))
+        if self.goodput_bin_s is not None:  # keyed by the bin's start in seconds, zero-padded so keys sort in time
+            out["goodput_by_time"] = {f"{b * self.goodput_bin_s:09.0f}": n for b, n in sorted(self.goodput.items())}
+        if self.throttled:  # only when a policy refused a request locally
+            out["dispatches_refused_locally"] = {"dispatches": self.throttled}
+        if self.layer_tries:  # only with transport layers: tries per layer, the ratio of neighbours its amplification
+            out["transport_tries_by_layer"] = {f"layer {i + 1}": n for i, n in enumerate(self.layer_tries)}
         return dict(sorted(out.items()))
 
     def samples(self) -> dict[str, list[float]]:

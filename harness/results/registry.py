@@ -113,7 +113,8 @@ _ALL: tuple[Metric, ...] = (
     _count("tasks", "tasks that arrived during the horizon (the workload)", "tasks", None),
     _count(
         "faulted_tasks",
-        "tasks that met at least one fault, injected or emergent (a 429 from the shared bucket)",
+        "tasks that met at least one fault, injected or emergent (a 429 from the shared bucket, a full provider's "
+        "refusal, a call timeout from queueing)",
         "tasks",
         "lower",
     ),
@@ -244,7 +245,7 @@ _ALL: tuple[Metric, ...] = (
     _count("failed_remediations", "remediations that repaired nothing (see Remediation)", "remediations", "lower"),
     _count(
         "transport_retries",
-        "tool calls the transport layer under the agent repeated on its own (in `tool_calls`)",
+        "tool calls the transport layers under the agent repeated on their own, every layer's (in `tool_calls`)",
         "calls",
         "lower",
     ),

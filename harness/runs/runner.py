@@ -76,7 +76,9 @@ def run_one(
     run records its events and the result carries a :class:`~fleetchaos.results.models.Timeline`
     (labelled ``trace_label``) for the timeline charts.
     """
-    acc = RunAccumulator(scenario.fleet, duration_s=scenario.duration_s)
+    acc = RunAccumulator(
+        scenario.fleet, duration_s=scenario.duration_s, goodput_bin_s=getattr(scenario, "goodput_bin_s", None)
+    )
     # Per-task rows, when wanted, are built as each task ends (its record is dropped) and
     # put back in the world's creation order, (arrival_s, id), once the run is over.
     rows: list[tuple[float, int, dict]] | None = [] if keep_tasks else None
@@ -93,6 +95,18 @@ def run_one(
         output = world.run()
         acc.add_faults(output.fault_tally)
         metrics, breakdowns = acc.metrics(), acc.breakdowns()
+    if world.calls.providers:  # what each provider did, abandoned work included (only where one is declared)
+        breakdowns["provider_calls"] = {
+            f"{p.name} {what}": n
+            for p in world.calls.providers
+            for what, n in (
+                ("abandoned", p.abandoned),
+                ("cancelled", p.cancelled),
+                ("refused", p.refused),
+                ("served", p.served),
+            )
+        }
+        breakdowns = dict(sorted(breakdowns.items()))
     tasks = [row for _, _, row in sorted(rows, key=lambda x: (x[0], x[1]))] if rows is not None else []
     replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params)
     timeline = None

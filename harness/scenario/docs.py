@@ -15,9 +15,11 @@ from fleetchaos.scenario.fields import parameters
 from fleetchaos.scenario.load import MAX_FILE_BYTES, MAX_SCHEDULE_SPANS, MAX_TASKS, MAX_TOOL_CALLS, Scenario
 from fleetchaos.sim.config import (
     Arrival,
+    ArrivalSchedule,
     Distribution,
     FleetSpec,
     MisreadFactors,
+    RatePoint,
     RemediationSpec,
     StepSpec,
     TemplateSpec,
@@ -25,6 +27,7 @@ from fleetchaos.sim.config import (
     WorkloadSpec,
 )
 from fleetchaos.sim.fault_specs import Burst, NodeEvent, Ramp, Window
+from fleetchaos.sim.provider_spec import ProviderSpec, SlowdownPoint
 
 #: The models a scenario file is made of, with the key they appear under.
 SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
@@ -33,11 +36,15 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("fleet.overrides[]", WorkerOverride),
     ("fleet.remediation", RemediationSpec),
     ("fleet.misread_factor", MisreadFactors),
+    ("fleet.providers[]", ProviderSpec),
+    ("fleet.providers[].slowdown[]", SlowdownPoint),
     ("durations (network_latency, human_response, duration, think)", Distribution),
     ("workload", WorkloadSpec),
     ("workload.templates[]", TemplateSpec),
     ("workload.templates[].steps[]", StepSpec),
     ("workload.arrivals[]", Arrival),
+    ("workload.arrival_schedule", ArrivalSchedule),
+    ("workload.arrival_schedule.points[]", RatePoint),
 )
 
 #: The pieces of the shared fault schedule.

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_serializer, model_validator
 
 import fleetchaos.catalogue as catalogue
 from fleetchaos.errors import ScenarioError
@@ -101,6 +101,10 @@ def estimated_size(world: WorldSpec) -> tuple[float, float]:
             sum(w * sum(s.duration.mean_s + rtt for s in t.steps) for w, t in zip(weights, workload.templates)) / total
         )
         tasks = workload.clients * world.duration_s / (workload.think.mean_s + busy)
+        if workload.arrival_schedule is not None:  # open-loop tasks on top of the clients
+            tasks += workload.arrival_schedule.mean_per_s(world.duration_s) * world.duration_s
+    elif workload.arrival_schedule is not None:
+        tasks = workload.arrival_schedule.mean_per_s(world.duration_s) * world.duration_s
     else:
         tasks = workload.tasks_per_day * world.duration_s / DAY_S
     return tasks, tasks * calls_per_task
@@ -118,6 +122,21 @@ class Scenario(WorldSpec):
         max_length=10_000,
         description="the seeds compare and ablation run when --seeds and --first-seed are not given",
     )
+    goodput_bin_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=86_400,
+        description="record goodput over time in bins of this many seconds (tasks that really completed and were "
+        "reported complete, by the instant they ended) and draw it per arm in the report",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_goodput(self, handler):
+        # Without the setting a scenario dumps as before it existed: results stay byte-identical.
+        data = handler(self)
+        if self.goodput_bin_s is None and isinstance(data, dict):
+            data.pop("goodput_bin_s", None)
+        return data
 
     @model_validator(mode="after")
     def _fits_one_machine(self) -> Scenario:
@@ -126,6 +145,9 @@ class Scenario(WorldSpec):
         if self.workload.clients is not None and self.workload.arrivals is None:
             how = f"{self.workload.clients} closed-loop clients over {days:g} days"
             fix = "fewer workload.clients, a longer workload.think, or a shorter duration_s"
+        elif self.workload.arrival_schedule is not None and self.workload.arrivals is None:
+            how = f"workload.arrival_schedule over {days:g} days"
+            fix = "lower tasks_per_hour in workload.arrival_schedule.points or a shorter duration_s"
         else:
             how = f"workload.tasks_per_day {self.workload.tasks_per_day:,.0f} x {days:g} days"
             fix = "a lower workload.tasks_per_day or a shorter duration_s"

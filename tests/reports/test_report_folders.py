@@ -185,3 +185,26 @@ def test_pareto_front_by_hand():
     """Of (cost, recovery) points, the front keeps those no other point beats on both, sorted by cost."""
     points = [(70.0, 0.85), (68.0, 0.35), (68.3, 0.35), (66.8, 0.32), (71.0, 0.52), (66.8, 0.30)]
     assert pareto_front(points) == [3, 1, 0]
+
+
+def test_goodput_over_time_is_recorded_and_drawn_only_when_the_scenario_asks(tmp_path):
+    """goodput_bin_s adds a goodput_by_time breakdown and a goodput chart; without it neither appears."""
+    from fleetchaos.reports.compare_report import write_compare_report
+    from fleetchaos.reports.goodput import goodput_series
+    from fleetchaos.runs.runner import compare
+    from fleetchaos.scenario.load import load_scenario
+
+    base = load_scenario("crm_sync_403")
+    plain = compare(base, [1], policies=("blind-retry",), formats=("structured",))
+    assert "goodput_by_time" not in plain.arms[0].breakdowns
+    assert "goodput_bin_s" not in plain.scenario_config
+    binned = base.model_validate({**base.model_dump(), "goodput_bin_s": 3600})
+    result = compare(binned, [1, 2], policies=("blind-retry", "structured"), formats=("structured",))
+    counts = result.arms[0].breakdowns["goodput_by_time"]
+    assert all(len(k) == 9 for k in counts) and sum(counts.values()) > 0
+    xs, ys = goodput_series(counts, 3600.0, 2, binned.duration_s)
+    assert len(xs) == int(binned.duration_s // 3600) and abs(sum(ys) * 60 * 2 - sum(
+        v for k, v in counts.items() if float(k) < binned.duration_s)) < 1e-6  # fmt: skip
+    written = {p.name for p in write_compare_report(result, tmp_path)}
+    assert "goodput_over_time.png" in written
+    assert "Goodput over time" in (tmp_path / "summary.md").read_text()

@@ -36,3 +36,19 @@ def test_structured_policy_on_generic_errors_only_has_its_unknown_branch(result)
     assert blind.metrics["escalations"] > informed.metrics["escalations"]
     assert blind.metrics["recovery_rate"] < informed.metrics["recovery_rate"]
     assert blind.metrics["redone_steps"] > informed.metrics["redone_steps"]
+
+
+def test_backoff_and_blind_retry_differ_beyond_noise_on_a_headline_metric(result):
+    """Same 3 retries, waits on the faults' time scale: backoff differs from blind-retry beyond noise (paired, 10 seeds)."""
+    from fleetchaos.results.registry import HEADLINE_METRICS
+    from fleetchaos.results.stats import paired_difference
+
+    for errors in ("generic", "structured"):
+        backoff, blind = result.arm("backoff", errors), result.arm("blind-retry", errors)
+        apart = {}
+        for metric in HEADLINE_METRICS:
+            d = paired_difference(backoff.per_seed[metric], blind.per_seed[metric])
+            if d.low is not None and (d.low > 0 or d.high < 0):
+                apart[metric] = d.mean
+        assert apart, errors
+        assert apart.get("wasted_retries", 0) < 0, (errors, apart)  # it waits out causes blind retries run into

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleetchaos.policies import BlindRetry
+from fleetchaos.policies import Backoff, BlindRetry, get_policy
 from fleetchaos.sim.observation import RefreshCredentials, Reroute, Retry
 
 APPROX = dict(abs=1e-9)
@@ -96,18 +96,18 @@ def test_blip_blind_retry_inside_window_blips_again(sim, window_s, attempts, cla
 
 @pytest.mark.parametrize("policy, errors", [("structured", "structured"), ("backoff", "generic")])
 def test_blip_backoff_retry_recovers(sim, policy, errors):
-    """A policy with backoff waits a jittered delay in [0, 2) s after a blip, then recovers (not wasted)."""
+    """A policy with backoff waits a jittered delay in [0, base_s) after a blip, then recovers (not wasted)."""
     scn = sim.scenario(
         plan_push(sim),
         faults=[{"kind": "network_blip", "probability": 1.0, "windows": [{"start_s": 0, "duration_s": 0.5}]}],
     )
     r = sim.run(scn, policy, errors)
-    # t=0 blip -> 1.1 ; delay d = full jitter in [0, min(cap, base*2**0)) = [0, 2)
+    # t=0 blip -> 1.1 ; delay d = full jitter in [0, min(cap, base*2**0)) = [0, base_s)
     # t=1.1+d (outside [0, 0.5)) plan -> 11.2+d ; push -> 16.3+d
     [decision] = r.log
     assert isinstance(decision.action, Retry)
     d = decision.action.delay_s
-    assert 0.0 <= d < 2.0
+    assert 0.0 <= d < get_policy(policy).base_s
     assert decision.action.resume_from == 0  # the blip was on step 0: nothing to skip
     if errors == "structured":
         env = decision.observation.envelope
@@ -255,8 +255,8 @@ def test_rate_limit_blind_retry_before_retry_after_is_wasted(sim):
 
 
 def test_rate_limit_backoff_short_delays_still_wasted(sim):
-    """Backoff delays (< 2, 4, 8 s) are far shorter than a 90 s retry-after: all 3 retries wasted."""
-    r = sim.run(rate_limited(sim), "backoff", "generic")
+    """Backoff on a second's time scale (delays < 2, 4, 8 s) ends inside a 90 s retry-after: all 3 retries wasted."""
+    r = sim.run(rate_limited(sim), sim.Recorder(Backoff(base_s=2.0, cap_s=60.0)), "generic")
     d1, d2, d3 = r.recorder.delays()[:3]
     assert 0 <= d1 < 2 and 0 <= d2 < 4 and 0 <= d3 < 8
     # failures end at 10.3, 10.5+d1, 10.7+d1+d2, 10.9+d1+d2+d3, all < 100 = token instant

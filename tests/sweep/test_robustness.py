@@ -39,11 +39,14 @@ def test_flips_are_where_the_leader_changes_between_neighbouring_values():
 
 def test_default_ranges_cover_fault_mix_misreads_load_and_reject_cost():
     """default: each fault's rate at 0..4x (probabilities at most 1), misread 0..4x, load 0.5..2x, reject cost 0..1."""
-    ranges = default_ranges(load_scenario("default"))
+    scenario = load_scenario("default")
+    ranges = default_ranges(scenario)
     assert ranges["faults[0].probability"] == [0.0, 0.01, 0.02, 0.04, 0.08]
     assert ranges["faults[2].per_day"] == [0.0, 1.0, 2.0, 4.0, 8.0]
     assert ranges["fleet.misread_probability"] == [0.0, 0.025, 0.05, 0.1, 0.2]
-    assert ranges["workload.tasks_per_day"] == [300.0, 600.0, 1200.0]
+    per_day = float(scenario.workload.tasks_per_day)
+    assert per_day == 1200.0  # the loaded default; the range is half, once and twice it
+    assert ranges["workload.tasks_per_day"] == [per_day / 2, per_day, per_day * 2]
     assert ranges["fleet.api_reject_cost"] == [0.0, 0.5, 1.0]
     assert len([p for p in ranges if p.startswith("faults[")]) == 5
 

@@ -40,19 +40,19 @@ from fleetchaos.sim.kinds import (
     kinds_in,
     waste_families,
 )
+from fleetchaos.sim.remediation import REPAIRS
 from fleetchaos.sim.transport import TRANSPORT_KINDS, TransportRetry
 from fleetchaos.sim.truth import FAILURES, AttemptReport
 from fleetchaos.sim.waste import RetryJudge
-from fleetchaos.sim.world import REPAIRS
 
 ROOT = Path(__file__).resolve().parents[2]
 FIELDS = [f.name for f in dataclasses.fields(FaultKind)]
 
 
 def test_every_kind_has_a_record_and_a_model_in_one_order():
-    """KINDS and FAULT_MODELS name the same 19 kinds in the same (catalogue) order, the core five first."""
+    """KINDS and FAULT_MODELS name the same 20 kinds in the same (catalogue) order, the core five first."""
     assert list(KINDS) == list(FAULT_MODELS)
-    assert len(KINDS) == 19
+    assert len(KINDS) == 20
     assert list(KINDS)[:5] == ["network_blip", "timeout", "rate_limit", "disk_full", "expired_key"]
     assert all(record.name == name for name, record in KINDS.items())
 
