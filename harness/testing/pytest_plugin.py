@@ -121,7 +121,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="METRIC:THRESHOLD",
         help="with --fleetchaos-baseline: fail when METRIC is worse than the baseline by more than THRESHOLD, "
         "relative (recovery_rate:-2%%) or absolute (recovery_rate:-0.02); repeatable, replaces the ini "
-        "fleetchaos_fail_on [default: recovery_rate:-2%%, silent_failure_rate:+2%%, wasted_retries:+2%%]",
+        "fleetchaos_fail_on [default: success_rate:-2%%, common_recovery_rate:-2%%, silent_failure_rate:+2%%, "
+        "wasted_retries:+2%%]",
     )
     group.addoption(
         "--fleetchaos-history",
@@ -418,6 +419,7 @@ def _row(result: ScenarioResult, verdicts: list[dict[str, Any]]) -> dict[str, An
         "policy": result.policy,
         "errors": result.errors,
         "seeds": seeds_text(result.seeds),
+        "success": _interval(result.success_rate),
         "recovery": _interval(result.recovery_rate),
         "silent": _interval(result.silent_failure_rate),
         "wasted": _interval(result.wasted_retries),
@@ -457,6 +459,7 @@ COLUMNS = (
     ("policy", "policy"),
     ("errors", "errors"),
     ("seeds", "seeds"),
+    ("success", "success rate"),
     ("recovery", "recovery rate"),
     ("silent", "silent failures"),
     ("wasted", "wasted retries"),

@@ -36,3 +36,26 @@ def test_structured_policy_on_generic_errors_only_has_its_unknown_branch(result)
     assert blind.metrics["escalations"] > informed.metrics["escalations"]
     assert blind.metrics["recovery_rate"] < informed.metrics["recovery_rate"]
     assert blind.metrics["redone_steps"] > informed.metrics["redone_steps"]
+
+
+def test_the_headline_figures_share_their_denominators_and_retries_that_failed_again_are_counted(result):
+    """Every arm's common set is the same on each seed; structured on structured errors still fails retries
+    (most of them 429s after the hinted instant), which the truth-judged wasted count no longer hides."""
+    sizes = {tuple(a.per_seed["faulted_tasks"]) for a in result.arms}
+    assert len(sizes) > 1  # the arms' own faulted tasks differ...
+    common = {a.pooled["common_recovery_rate"].trials for a in result.arms}
+    assert len(common) == 1  # ...but the common set is one for all
+    assert common.pop() >= max(a.pooled["recovery_rate"].trials for a in result.arms)
+    best = result.arm("structured", "structured")
+    assert best.metrics["failed_retries"] > 10
+    by_reason = best.breakdowns["failed_retries_by_reason"]
+    assert max(by_reason, key=by_reason.get) == "same fault, after its retry-after instant"
+    assert (
+        best.breakdowns["failed_retries_by_kind"]["rate_limit"]
+        > sum(best.breakdowns["failed_retries_by_kind"].values()) / 2
+    )
+    assert best.metrics["wasted_retries"] > 0  # judged against the bucket, not the hint the envelope passes on
+    for arm in result.arms:  # rates' intervals stay inside [0, 1] and contain the mean
+        for name in ("success_rate", "common_recovery_rate", "recovery_rate", "silent_failure_rate"):
+            low, high = arm.ci[name]
+            assert 0.0 <= low <= arm.metrics[name] <= high <= 1.0, (arm.policy, arm.errors, name)
