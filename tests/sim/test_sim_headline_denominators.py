@@ -39,3 +39,15 @@ def test_an_open_loop_comparison_shares_one_common_set_per_seed():
     single = run_one(scenario, "blind-retry", "generic", 1)
     faulted = decode(single.task_sets["faulted"])
     assert faulted.bit_count() == single.metrics["faulted_tasks"]
+
+
+def test_with_two_seeds_no_rate_shows_a_bound_outside_0_and_1():
+    """Two seeds (t quantile 12.7): every rate's interval still lies inside [0, 1] and around its mean."""
+    result = compare(load_scenario("rate_limit_storm"), [1, 2], policies=("blind-retry", "structured"))
+    for arm in result.arms:
+        checked = set()
+        for name, (low, high) in arm.ci.items():
+            if name.endswith("_rate") and arm.metrics[name] is not None:
+                assert 0.0 <= low <= arm.metrics[name] <= high <= 1.0, (arm.policy, arm.errors, name)
+                checked.add(name)
+        assert {"success_rate", "common_recovery_rate", "silent_failure_rate"} <= checked
