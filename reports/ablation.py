@@ -12,7 +12,8 @@ from pathlib import Path
 
 #: (metric, axis label) of the chart's panels.
 PANELS = (
-    ("recovery_rate", "recovery rate"),
+    ("common_recovery_rate", "recovery on the common set"),
+    ("success_rate", "success rate"),
     ("wasted_retries", "wasted retries per run"),
     ("silent_failure_rate", "silent-failure rate"),
 )
@@ -39,14 +40,14 @@ def ablation_table(doc: dict) -> str:
     ]
     for i, step in enumerate(doc["steps"]):
         cells = [_fmt(step["metrics"].get(m), step["ci"].get(m)) for m, _ in PANELS]
-        gain = step.get("gain", {}).get("recovery_rate")
+        gain = step.get("gain", {}).get("common_recovery_rate")
         gain_text = _fmt(gain["mean"], gain["ci"]) if gain else "-"
         lines.append(f"| {i} | `{step['format']}` | " + " | ".join(cells) + f" | {gain_text} |")
     return "\n".join(lines) + "\n"
 
 
 def ablation_chart(doc: dict, path: Path) -> Path:
-    """Three panels (recovery, wasted retries, silent failures) per step with interval bars."""
+    """Four panels (recovery on the common set, success, wasted retries, silent failures) per step with interval bars."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -54,7 +55,7 @@ def ablation_chart(doc: dict, path: Path) -> Path:
 
     steps = doc["steps"]
     labels = [s["format"].replace("ablation:", "") for s in steps]
-    fig = Figure(figsize=(11, 3.6))
+    fig = Figure(figsize=(13, 3.6))
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, len(PANELS))
     for ax, (metric, label) in zip(axes, PANELS):

@@ -17,7 +17,8 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class Block:
-    """One piece of a report: ``kind`` is h1, h2, h3, p, table, img, ul or pre."""
+    """One piece of a report: ``kind`` is h1, h2, h3, p, table, img, ul, pre, or details/end_details
+    around a part the HTML page collapses (an appendix)."""
 
     kind: str
     text: str = ""
@@ -63,13 +64,37 @@ def IMG(file: str, alt: str) -> Block:
     return Block("img", file, items=(alt,))
 
 
+def DETAILS(summary: str) -> Block:
+    """The start of a collapsed part (``<details>`` in HTML, a level-2 heading in Markdown), up to :func:`END_DETAILS`."""
+    return Block("details", summary)
+
+
+def END_DETAILS() -> Block:
+    """The end of the part :func:`DETAILS` opened."""
+    return Block("end_details")
+
+
+#: Characters Markdown gives a meaning to inside a paragraph or a table cell.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#~])")
+
+
+def literal(text: str) -> str:
+    """``text`` (a policy's or a scenario's name, anything from a user) to be read as it is in block text.
+
+    Markdown punctuation is backslash-escaped, so summary.md shows it literally; the HTML
+    page drops the backslashes and escapes the text for HTML (:func:`to_html`).
+    """
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
 def TABLE(headers: Iterable[str], rows: Iterable[Iterable[str]], align_right: int = 1) -> Block:
     """A table; columns from ``align_right`` on are right-aligned."""
     return Block("table", headers=tuple(headers), rows=tuple(tuple(r) for r in rows), align_right=align_right)
 
 
 def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    # A pipe already escaped by literal() stays as it is; any other would split the cell.
+    return re.sub(r"(?<!\\)\|", r"\\|", text).replace("\n", " ")
 
 
 def to_markdown(blocks: list[Block]) -> str:
@@ -86,6 +111,8 @@ def to_markdown(blocks: list[Block]) -> str:
             out += ["```", b.text.rstrip("\n"), "```", ""]
         elif b.kind == "img":
             out += [f"![{b.items[0]}]({b.text})", ""]
+        elif b.kind == "details":
+            out += ["## " + b.text, ""]
         elif b.kind == "table":
             aligns = ["---:" if b.align_right and i >= b.align_right else "---" for i in range(len(b.headers))]
             out.append("| " + " | ".join(_md_cell(h) for h in b.headers) + " |")
@@ -95,11 +122,37 @@ def to_markdown(blocks: list[Block]) -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-_CODE = re.compile(r"`([^`]+)`")
+_CODE = re.compile(r"(?<!\\)`([^`\\]+)`")  # a code span; an escaped backtick (literal text) opens none
+_UNESCAPE = re.compile(r"\\([\\`*_\[\]<>|#~])")
+
+
+_BOLD = re.compile(r"(?<!\\)\*\*(.+?)(?<!\\)\*\*")  # **strong**; an escaped star (literal text) opens none
+
+
+def _plain(text: str) -> str:
+    """Text outside code spans: **strong** kept, Markdown backslash escapes read, everything else escaped."""
+    out = []
+    last = 0
+    for m in _BOLD.finditer(text):
+        out.append(html.escape(_UNESCAPE.sub(r"\1", text[last : m.start()]), quote=True))
+        strong = html.escape(_UNESCAPE.sub(r"\1", m.group(1)), quote=True)
+        out.append(f"<strong>{strong}</strong>")
+        last = m.end()
+    out.append(html.escape(_UNESCAPE.sub(r"\1", text[last:]), quote=True))
+    return "".join(out)
 
 
 def _inline(text: str) -> str:
-    return _CODE.sub(lambda m: f"<code>{m.group(1)}</code>", html.escape(text, quote=True))
+    """Block text as HTML: `code` spans kept as code, **strong** as strong, Markdown backslash escapes read,
+    everything escaped."""
+    out = []
+    last = 0
+    for m in _CODE.finditer(text):
+        out.append(_plain(text[last : m.start()]))
+        out.append(f"<code>{html.escape(m.group(1), quote=True)}</code>")
+        last = m.end()
+    out.append(_plain(text[last:]))
+    return "".join(out)
 
 
 CSS = """
@@ -107,10 +160,12 @@ body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; mar
        padding: 0 1rem; color: #222; line-height: 1.45; }
 h1 { border-bottom: 2px solid #4f81bd; padding-bottom: .3rem; }
 h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: .2rem; }
-table { border-collapse: collapse; margin: .8rem 0 1.2rem; font-size: .88rem; }
-th, td { border: 1px solid #d0d0d0; padding: .3rem .55rem; vertical-align: top; }
+table { border-collapse: collapse; margin: .8rem 0 1.2rem; font-size: .84rem; display: block; overflow-x: auto; }
+th, td { border: 1px solid #d0d0d0; padding: .28rem .45rem; vertical-align: top; }
 th { background: #f0f3f8; text-align: left; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td:first-child { white-space: nowrap; }
+td.verdict { white-space: normal; min-width: 7.5rem; }
 tr:nth-child(even) td { background: #fafafa; }
 figure { margin: 1rem 0 1.8rem; }
 figure img { max-width: 100%; border: 1px solid #e3e3e3; }
@@ -119,7 +174,14 @@ pre { background: #f6f8fa; padding: .8rem; overflow-x: auto; font-size: .8rem; }
 code { background: #f6f8fa; padding: 0 .2rem; font-size: .88em; }
 .verdict-better { color: #1a7f37; font-weight: 600; }
 .verdict-worse { color: #c0392b; font-weight: 600; }
+p.finding { font-size: 1.05rem; background: #f4f8fc; border-left: 4px solid #4f81bd; padding: .7rem 1rem; }
+details { margin-top: 2.2rem; }
+details > summary { cursor: pointer; font-size: 1.3rem; font-weight: 600; border-bottom: 1px solid #ddd; }
 """
+
+
+#: The words a verdict cell ends with (fleetchaos.results.stats.VERDICTS, and the reference arm's own row).
+_VERDICT_WORDS = ("better", "worse", "inconclusive", "no difference", "too few seeds", "no direction", "reference")
 
 
 def to_html(blocks: list[Block], title: str, images: dict[str, bytes]) -> str:
@@ -139,7 +201,12 @@ def to_html(blocks: list[Block], title: str, images: dict[str, bytes]) -> str:
         if b.kind in ("h1", "h2", "h3"):
             out.append(f"<{b.kind}>{_inline(b.text)}</{b.kind}>")
         elif b.kind == "p":
-            out.append(f"<p>{_inline(b.text)}</p>")
+            cls = f' class="{b.items[0]}"' if b.items else ""
+            out.append(f"<p{cls}>{_inline(b.text)}</p>")
+        elif b.kind == "details":
+            out.append(f"<details><summary>{_inline(b.text)}</summary>")
+        elif b.kind == "end_details":
+            out.append("</details>")
         elif b.kind == "ul":
             out.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in b.items) + "</ul>")
         elif b.kind == "pre":
@@ -157,8 +224,13 @@ def to_html(blocks: list[Block], title: str, images: dict[str, bytes]) -> str:
                 cells = []
                 for i, c in enumerate(row):
                     cls = ' class="n"' if b.align_right and i >= b.align_right else ""
-                    if c in ("better", "worse"):
-                        cls = f' class="n verdict-{c}"' if cls else f' class="verdict-{c}"'
+                    # a cell may end with its verdict ("+9.8 pp [+5.9, +13.8] better"): coloured, and free to wrap
+                    verdict = next((v for v in _VERDICT_WORDS if c.endswith(v)), None)
+                    if verdict is not None:
+                        classes = (["n"] if cls else []) + ["verdict"]
+                        if verdict in ("better", "worse"):
+                            classes.append(f"verdict-{verdict}")
+                        cls = f' class="{" ".join(classes)}"'
                     cells.append(f"<td{cls}>{_inline(c)}</td>")
                 body.append("<tr>" + "".join(cells) + "</tr>")
             out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")

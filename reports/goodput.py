@@ -13,7 +13,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from fleetchaos.reports.charts import LINESTYLES, _save, arm_label, errors_colour
+from fleetchaos.reports.charts import LINESTYLES, arm_label, errors_colour, save_png
 from fleetchaos.results.models import CompareResult
 
 #: The breakdown the chart reads (see ``goodput_bin_s`` in docs/scenarios.md).
@@ -62,7 +62,7 @@ def goodput_chart(result: CompareResult, path: Path) -> Path | None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 __all__ = ["GOODPUT", "goodput_chart", "goodput_series"]

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from fleetchaos.reports.blocks import H1, H2, IMG, TABLE, UL, Block, P, write_pages
 from fleetchaos.reports.cells import diff, diff_ci, metric_cell
-from fleetchaos.reports.charts import _save
+from fleetchaos.reports.charts import save_png
 from fleetchaos.reports.results_io import dumps
 from fleetchaos.reports.studies import seed_range
 from fleetchaos.results.registry import is_rate
@@ -120,7 +120,7 @@ def robustness_chart(result: RobustnessResult, path: Path) -> Path | None:
         f"{round(result.confidence * 100)}% interval; dashed: the leader flips"
     )
     fig.suptitle(textwrap.fill(title, 55 * cols), fontsize=9)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def robustness_blocks(result: RobustnessResult, chart: Path | None) -> list[Block]:

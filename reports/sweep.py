@@ -13,9 +13,10 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from rich.table import Table
+from rich.text import Text
 
 from fleetchaos.reports.charts import PNG_METADATA
-from fleetchaos.reports.tables import COLUMNS, display_kind, fmt, fmt_ci
+from fleetchaos.reports.tables import COLUMNS, display_kind, fmt, with_interval
 from fleetchaos.results.models import SweepEntry, SweepResult
 from fleetchaos.results.registry import HEADLINE_METRICS
 
@@ -51,7 +52,8 @@ def sweep_table(result: SweepResult) -> Table:
     """One row per point and arm: the chosen metric with its interval, and the headline metrics."""
     pct = round(result.confidence * 100)
     table = Table(
-        title=f"sweep: {len(result.entries)} arms x {len(result.seeds)} seeds, mean per seed ± {pct}% CI half-width",
+        title=f"sweep: {len(result.entries)} arms x {len(result.seeds)} seeds, mean per seed and {pct}% CI "
+        "(rates \\[low, high], counts ± half-width)",  # \\[ : a bracket rich must not read as markup
         header_style="bold",
     )
     for name in ("scenario", "params", "policy", "errors"):
@@ -62,8 +64,8 @@ def sweep_table(result: SweepResult) -> Table:
     for _, header, _ in columns:
         table.add_column(header, justify="right")
     for e in result.entries:
-        cells = [fmt(e.metrics.get(key), kind) + fmt_ci(e.ci.get(key, [None, None]), kind) for key, _, kind in columns]
-        table.add_row(e.scenario, params_text(e.params), e.policy, e.errors, *cells)
+        cells = [with_interval(e.metrics.get(key), e.ci.get(key, [None, None]), kind) for key, _, kind in columns]
+        table.add_row(Text(e.scenario), Text(params_text(e.params)), Text(e.policy), Text(e.errors), *cells)
     return table
 
 
@@ -191,10 +193,10 @@ def sweep_markdown(result: SweepResult, charts: str | list[str] | None) -> str:
     for e in result.entries:
         cells = []
         for key, _, kind in columns:
-            text = fmt(e.metrics.get(key), kind)
             if key in HEADLINE_METRICS or key in metric_names(result):
-                text += fmt_ci(e.ci.get(key, [None, None]), kind)
-            cells.append(text)
+                cells.append(with_interval(e.metrics.get(key), e.ci.get(key, [None, None]), kind))
+            else:
+                cells.append(fmt(e.metrics.get(key), kind))
         lines.append(
             f"| {e.scenario} | {params_text(e.params)} | {e.policy} | {e.errors} | " + " | ".join(cells) + " |"
         )

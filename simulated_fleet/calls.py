@@ -324,6 +324,41 @@ class CallModel:
                 return rule.info, duration, False, None
         return None, duration, True, None
 
+    def transient_fault(self, node: NodeView, rules: StepRules, key: int, now: float) -> FaultKind | None:
+        """The transient fault a call keyed ``key`` would meet at ``now`` on ``node``, read without side effects.
+
+        The transient stage of :meth:`decide` alone (the first transient rule whose keyed
+        draw hits), for the wasted-retry judge: a test keeps the two in step.
+        """
+        for rule in rules[1]:
+            p = rule.constant
+            if p is None:
+                p = rule.probability_at(now, node.index)
+            if p > 0.0 and _draw(key, rule.stream) < p:
+                return rule.info
+        return None
+
+    def slow_call(self, node: NodeView, step: Step, key: int, now: float) -> FaultKind | None:
+        """TIMEOUT or LATENCY_SPIKE when a call keyed ``key`` starting at ``now`` would outlast the call timeout, else None.
+
+        The latency and duration of :meth:`decide` (the same keyed draws and the spike in
+        force on ``node``), read without side effects, for the wasted-retry judge.
+        """
+        limit = self.call_timeout_s
+        if limit is None:
+            return None
+        z_latency, z_duration = _normal_pair(key, S_CALL_TIMES)
+        latency = (
+            _exp(self.latency_mu + self.latency_sigma * z_latency) if self.latency_sigma > 0.0 else self.latency_mean
+        )
+        spike = self.spikes[node.index].at(now) if self.spikes[node.index] else None
+        if spike is not None:
+            latency = latency * spike[0] + spike[1]
+        duration = latency + (_exp(step.mu + step.sigma * z_duration) if step.sigma > 0.0 else step.mean_s)
+        if duration <= limit:
+            return None
+        return LATENCY_SPIKE if spike is not None else TIMEOUT
+
     def persistent_hit(
         self,
         rule: CallRule,

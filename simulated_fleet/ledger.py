@@ -42,6 +42,12 @@ class TaskRecord:
     redone_steps: int = 0
     wasted_retries: int = 0
     wasted_reasons: dict[str, int] = field(default_factory=dict)
+    failed_retries: int = 0
+    """Retries whose dispatch failed again (the worker saw a failed step, or the dispatch was lost)."""
+    failed_retry_kinds: dict[str, int] = field(default_factory=dict)
+    """Failed retries by the fault kind they failed with."""
+    failed_retry_reasons: dict[str, int] = field(default_factory=dict)
+    """Failed retries by how they relate to the failure before them (:data:`fleetchaos.sim.waste.FAILED_RETRY_REASONS`)."""
     fault_hits: dict[str, int] = field(default_factory=dict)
     first_fault: str | None = None
     first_fault_s: float | None = None
@@ -124,6 +130,12 @@ class TaskRecord:
         self.misreported += 1
         for way in ways:
             self.misreported_ways[way] = self.misreported_ways.get(way, 0) + 1
+
+    def note_failed_retry(self, kind: str, reason: str) -> None:
+        """Record a retry whose dispatch failed again, with ``kind`` (its failure) and ``reason``."""
+        self.failed_retries += 1
+        self.failed_retry_kinds[kind] = self.failed_retry_kinds.get(kind, 0) + 1
+        self.failed_retry_reasons[reason] = self.failed_retry_reasons.get(reason, 0) + 1
 
     def note_wasted(self, reason: str) -> None:
         """Record a retry issued while the cause of the previous failure still held."""

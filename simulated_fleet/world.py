@@ -47,8 +47,8 @@ from fleetchaos.sim.observation import (
 from fleetchaos.sim.remediation import repair
 from fleetchaos.sim.state import DailyQuota, SharedCapacity, TokenBucket
 from fleetchaos.sim.truth import AttemptReport
-from fleetchaos.sim.waste import LastFailure, RetryJudge
-from fleetchaos.sim.workload import Task, TitleSource, arrivals, closed_loop_task
+from fleetchaos.sim.waste import LastFailure, RetryAt, RetryJudge, failed_retry_reason
+from fleetchaos.sim.workload import Task, TitleSource, arrivals, closed_loop_task, is_closed_loop
 
 S_POLICY = _rng.stream_id("policy")
 S_MISREAD = _rng.stream_id("orchestrator:misread")
@@ -169,7 +169,7 @@ class World:
             idempotent=self.policy.idempotent,
             heartbeat_timeout_s=fleet.heartbeat_timeout_s,
         )
-        self.judge = RetryJudge(self.calls, self.run_key, self.dispatcher.partitioned)
+        self.judge = RetryJudge(self.calls, self.run_key, self.dispatcher.partitioned, self.shared_capacity)
         self.dispatcher.on_orphans_done = self._orphans_done
         self._next_task_id = 0
 
@@ -178,7 +178,7 @@ class World:
     def run(self) -> RunOutput:
         """Simulate the horizon, then let in-flight tasks drain for up to ``drain_s``."""
         workload = self.spec.workload
-        if workload.clients is not None and workload.arrivals is None:
+        if is_closed_loop(workload):
             titles = TitleSource(self.seed)
             for client in range(workload.clients):
                 self.env.process(self._client(client, titles))
@@ -286,8 +286,10 @@ class World:
                 history.worker = worker
             w = self.workers[worker]
             rec.worker = worker
+            dispatched_at = env.now
             if last is not None:
-                reason = self.judge.wasted(last, w, task.id, task.orchestrator, tpl, sources, env.now)
+                retry = RetryAt(w, task.id, task.orchestrator, tpl, sources, rec.executions, dispatched_at)
+                reason = self.judge.wasted(last, retry)
                 if reason is not None:
                     rec.note_wasted(reason)
             if tracing:
@@ -300,6 +302,9 @@ class World:
             load[0] -= 1
             load[1] -= retrying
             w.in_flight -= 1
+            if last is not None and (report is None or report.failed_step >= 0):  # the retry failed again
+                failure = "node_crash" if report is None else report.failure
+                rec.note_failed_retry(failure, failed_retry_reason(last, dispatched_at, failure))
             if report is None:  # lost with a crashed worker, and nobody is waiting for it
                 return
             if report is PLAIN_OK:  # rendering it would give the bare "ok" observation

@@ -137,6 +137,7 @@ def run(
 @click.option("--confidence", default=0.95, show_default=True, type=Confidence(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
+@click.option("--wide", is_flag=True, help="the terminal table shows every figure, not only the 100-column headline")
 @determinism_option
 @history_options
 def compare(
@@ -152,6 +153,7 @@ def compare(
     confidence: float,
     as_json: bool,
     report: Path | None,
+    wide: bool = False,
     check_determinism: bool = False,
     **history_args,
 ) -> None:
@@ -273,7 +275,7 @@ def compare(
     else:
         from fleetchaos.reports import compare_table
 
-        stdout_console().print(compare_table(result))
+        stdout_console().print(compare_table(result, wide=wide))
         if getattr(result, "tuning", None) is not None:
             from fleetchaos.reports.studies import gap_headline, gap_table
 

@@ -42,7 +42,7 @@ __all__ = ["ablation", "sweep"]
 @click.option("--errors", "formats", help="comma-separated [default: generic,structured]")
 @click.option(
     "--metric",
-    help="the metric the report draws against the swept parameter; comma-separated for several [default: recovery_rate]",
+    help="the metric the report draws against the swept parameter; comma-separated for several [default: success_rate]",
 )
 @click.option(
     "--x", "x_param", metavar="PATH", help="the swept parameter on the curves' x axis [default: the first numeric one]"

@@ -50,12 +50,14 @@ class BaselineEntry:
     from_compare: bool
     per_seed: dict[int, dict[str, float | None]] = field(default_factory=dict)
     """Seed -> that run's metrics; empty when the document kept only means."""
+    task_sets: dict[int, dict[str, str]] = field(default_factory=dict)
+    """Seed -> that run's task sets (faulted and successful task ids), when the source kept them."""
 
     def arm(self, label: str | None = None) -> Arm:
         """The entry as the regression rule's :class:`~fleetchaos.gates.regression.Arm`."""
         label = label or f"{self.policy} on {self.errors}"
         if self.per_seed:
-            return Arm(label, self.per_seed, seeds=tuple(sorted(self.per_seed)))
+            return Arm(label, self.per_seed, seeds=tuple(sorted(self.per_seed)), task_sets=self.task_sets)
         return Arm(label, means=self.metrics, seeds=tuple(self.seeds))
 
 
@@ -120,6 +122,14 @@ def _per_seed(arm: dict, seeds: list[int]) -> dict[int, dict[str, float | None]]
     return out
 
 
+def _task_sets(doc: dict) -> dict[str, str]:
+    """A run document's task sets, when it kept well-formed ones; else empty (the gate falls back)."""
+    sets = doc.get("task_sets")
+    if isinstance(sets, dict) and all(isinstance(sets.get(k), str) for k in ("faulted", "succeeded")):
+        return {"faulted": sets["faulted"], "succeeded": sets["succeeded"]}
+    return {}
+
+
 def _entries(doc: Any, origin: str) -> list[BaselineEntry]:
     """Baseline entries of one JSON document (a comparison, a run, or a list of them)."""
     if isinstance(doc, list):
@@ -145,6 +155,7 @@ def _entries(doc: Any, origin: str) -> list[BaselineEntry]:
         seed = doc.get("seed")
         metrics = _metrics(doc, origin)
         known = isinstance(seed, int) and not isinstance(seed, bool)
+        sets = _task_sets(doc)
         return [
             BaselineEntry(
                 _str(doc, "scenario", origin),
@@ -155,6 +166,7 @@ def _entries(doc: Any, origin: str) -> list[BaselineEntry]:
                 origin,
                 False,
                 {seed: metrics} if known else {},
+                {seed: sets} if known and sets else {},
             )
         ]
     raise UserError(
@@ -193,11 +205,13 @@ def _pooled(entries: list[BaselineEntry], origin: str | None = None) -> Baseline
         for seed, metrics in e.per_seed.items():
             by_seed.setdefault(seed, []).append(metrics)
     per_seed = {seed: found[0] if len(found) == 1 else _average(found) for seed, found in sorted(by_seed.items())}
+    # a seed's task sets are kept only when one run gave it (several runs name different tasks)
+    sets = {seed: e.task_sets[seed] for e in entries for seed in e.task_sets if len(by_seed[seed]) == 1}
     metrics = _average([e.metrics for e in entries])
     seeds = sorted({s for e in entries for s in e.seeds})
     if origin is None:
         origin = first.origin if len(entries) == 1 else f"{len(entries)} runs under {Path(first.origin).parent}"
-    return BaselineEntry(first.scenario, first.policy, first.errors, metrics, seeds, origin, False, per_seed)
+    return BaselineEntry(first.scenario, first.policy, first.errors, metrics, seeds, origin, False, per_seed, sets)
 
 
 def _merge(entries: list[BaselineEntry], origin: str | None = None) -> BaselineEntry:
@@ -247,12 +261,30 @@ def _load_history(ref: str, history: str | Path | None, option: str, files: bool
     found: dict[tuple[str, str, str], list[BaselineEntry]] = {}
     for run in runs:
         metrics = dict(run.metrics)
+        sets = _stored_task_sets(run.result_json)
         entry = BaselineEntry(
-            run.scenario, run.policy, run.errors, metrics, [run.seed], name, False, {run.seed: metrics}
+            run.scenario,
+            run.policy,
+            run.errors,
+            metrics,
+            [run.seed],
+            name,
+            False,
+            {run.seed: metrics},
+            {run.seed: sets} if sets else {},
         )
         found.setdefault((run.scenario, run.policy, run.errors), []).append(entry)
     entries = {k: _merge(v, name) for k, v in sorted(found.items())}
     return Baseline(source=f"{name} in {store_path}", entries=entries, ref=group.ref)
+
+
+def _stored_task_sets(result_json: str) -> dict[str, str]:
+    """The task sets of a stored run (empty for runs stored before they were recorded)."""
+    try:
+        doc = json.loads(result_json)
+    except json.JSONDecodeError:
+        return {}
+    return _task_sets(doc) if isinstance(doc, dict) else {}
 
 
 def _load_results(path: Path, option: str) -> Baseline:

@@ -143,7 +143,14 @@ class GateSession:
         self.finished += 1
         if self.baseline is not None:
             self._runs.append(
-                _Figures(result.scenario, result.policy, result.errors, result.seed, dict(result.metrics))
+                _Figures(
+                    result.scenario,
+                    result.policy,
+                    result.errors,
+                    result.seed,
+                    dict(result.metrics),
+                    dict(getattr(result, "task_sets", None) or {}),
+                )
             )
         if self.store is not None and self.group_id is not None:
             self.store.add_run(self.group_id, result)
@@ -210,13 +217,14 @@ class GateSession:
 
 @dataclass(frozen=True, slots=True)
 class _Figures:
-    """What the gate keeps of a finished run: its identity and metrics (no per-task rows)."""
+    """What the gate keeps of a finished run: its identity, metrics and task sets (no per-task rows)."""
 
     scenario: str
     policy: str
     errors: str
     seed: int
     metrics: dict[str, float | None]
+    task_sets: dict[str, str]
 
 
 def failure_message(check: Check, origin: str, replays: Mapping[int, str]) -> str:

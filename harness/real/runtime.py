@@ -42,7 +42,7 @@ from fleetchaos.sim.kinds import MASKING, FaultKind
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.state import DailyQuota, NodeState, SharedCapacity, TokenBucket
 from fleetchaos.sim.truth import AttemptReport
-from fleetchaos.sim.waste import LastFailure, RetryJudge
+from fleetchaos.sim.waste import LastFailure, RetryAt, RetryJudge
 from fleetchaos.sim.workload import arrivals
 
 __all__ = ["CLAIMS", "SIM_ONLY", "Runtime", "check_real_scenario", "load_real_scenario"]
@@ -378,10 +378,9 @@ class Runtime:
                         rec.redone_steps += 1
                     if execution > 1 and scope.last is not None:
                         rec.retries += 1
-                        reason = self.judge.wasted(scope.last, node, rec.id, rec.orchestrator, tpl, scope.sources, now)
-                        if reason is not None:
-                            rec.note_wasted(reason)
-                        scope.last = None
+                        scope.begin_retry(
+                            self.judge, RetryAt(node, rec.id, rec.orchestrator, tpl, scope.sources, rec.executions, now)
+                        )
             else:
                 execution = max(scope.item_calls[si].get(item_no, 0), 1)
                 rec.transport_retries += 1
@@ -407,7 +406,7 @@ class Runtime:
             if kind is not None:
                 self.journal.fault(rec, kind.name, now, tool, scope.worker)
                 if kind.stage != MASKING:
-                    scope.last = LastFailure(kind.name, retry_at, si, (item_no,))
+                    scope.note_failure(LastFailure(kind.name, retry_at, si, (item_no,)))
             self.injections.drawn[tool, OK if kind is None else kind.name] += 1
         fault = None
         if kind is not None:

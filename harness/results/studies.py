@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from fleetchaos.results.models import ArmResult, CompareResult
+from fleetchaos.results.models import ArmResult, CompareResult, Flip
 
 __all__ = [
     "ArmRole",
@@ -111,25 +111,6 @@ class TuningRecord(_Model):
     roles: list[ArmRole]
     gaps: list[Gap] = []
     """The gap between the best arms of the first format and each other one, split into format and policy parts."""
-
-
-class Flip(_Model):
-    """Where the ordering of two arms on a metric reverses as one scenario parameter is varied.
-
-    The same shape as the flips a comparison's conclusion reads (``CompareResult.robustness``).
-    """
-
-    parameter: str
-    """The varied parameter (a dotted path into the scenario, as ``--param`` names it)."""
-    metric: str
-    ahead: str
-    """The arm ahead at ``holds_at`` (``policy on errors``)."""
-    behind: str
-    """The arm it falls behind at ``flips_at``."""
-    holds_at: Any
-    """The last value tried where ``ahead`` is still ahead."""
-    flips_at: Any
-    """The first value tried where ``behind`` is ahead instead."""
 
 
 class RobustnessPoint(_Model):

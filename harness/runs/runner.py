@@ -16,6 +16,7 @@ from typing import Any
 
 from fleetchaos.policies.registry import get_policy, with_params
 from fleetchaos.policies.spec import policy_param_name
+from fleetchaos.results.common_set import apply_common_sets
 from fleetchaos.results.metrics import RunAccumulator
 from fleetchaos.results.models import (
     SAMPLE_LIMIT,
@@ -27,12 +28,14 @@ from fleetchaos.results.models import (
     rounded,
 )
 from fleetchaos.results.oracle import TaskOutcome
-from fleetchaos.results.registry import METRICS, POOLED_RATES, VERDICT_METRICS, direction
+from fleetchaos.results.registry import METRICS, POOLED_RATES, VERDICT_METRICS, direction, is_rate, lead_metrics
 from fleetchaos.results.stats import (
     DEFAULT_CONFIDENCE,
     MIN_SEEDS,
+    bounded,
     mean_ci,
     paired_difference,
+    rate_ci,
     thin_sorted,
     verdict,
     wilson,
@@ -40,6 +43,7 @@ from fleetchaos.results.stats import (
 from fleetchaos.runs.executors import MAX_CHUNK, chunk_size, chunked, map_chunks, open_executor, workers_of
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.workload import is_closed_loop
 from fleetchaos.sim.world import World
 
 BUILTIN_POLICIES = ("blind-retry", "backoff", "structured")
@@ -76,8 +80,12 @@ def run_one(
     run records its events and the result carries a :class:`~fleetchaos.results.models.Timeline`
     (labelled ``trace_label``) for the timeline charts.
     """
+    closed_loop = is_closed_loop(scenario.workload)
     acc = RunAccumulator(
-        scenario.fleet, duration_s=scenario.duration_s, goodput_bin_s=getattr(scenario, "goodput_bin_s", None)
+        scenario.fleet,
+        duration_s=scenario.duration_s,
+        goodput_bin_s=getattr(scenario, "goodput_bin_s", None),
+        closed_loop=closed_loop,
     )
     # Per-task rows, when wanted, are built as each task ends (its record is dropped) and
     # put back in the world's creation order, (arrival_s, id), once the run is over.
@@ -136,6 +144,8 @@ def run_one(
         timeline=timeline,
         recipe=policy_recipe(policy_obj),
         misread_probability=rounded(min(1.0, world.misread_p)),
+        policy_name=str(getattr(policy_obj, "name", "") or policy),
+        task_sets={} if closed_loop else acc.task_ids.encoded(),
     )
     # Assigned, not validated: validation would copy every row (pydantic builds new dicts),
     # doubling the peak memory of a run with per-task rows.  The rows are plain dicts of
@@ -300,7 +310,11 @@ def aggregate(policy: str, errors: str, runs: list[RunResult], confidence: float
     per_seed: dict[str, list[float | None]] = {}
     for name in METRICS:
         values = [r.metrics.get(name) for r in runs]
-        mean, lo, hi = mean_ci(values, confidence)
+        if name in POOLED_RATES:  # a proportion: its interval stays inside [0, 1]
+            trials = [r.breakdowns.get("task_counts", {}).get(POOLED_RATES[name][1]) for r in runs]
+            mean, lo, hi = rate_ci(values, trials, confidence)
+        else:
+            mean, lo, hi = mean_ci(values, confidence)
         metrics[name] = rounded(mean)
         ci[name] = [rounded(lo), rounded(hi)]
         per_seed[name] = values
@@ -321,6 +335,7 @@ def aggregate(policy: str, errors: str, runs: list[RunResult], confidence: float
         breakdowns={k: dict(sorted(v.items())) for k, v in sorted(breakdowns.items())},
         pooled=pooled_rates(breakdowns.get("task_counts", {}), confidence),
         recipe=runs[0].recipe if runs else "",
+        policy_name=runs[0].policy_name if runs else "",
         samples={k: thin_sorted(v, SAMPLE_LIMIT) for k, v in sorted(samples.items())},
         misread_probability=runs[0].misread_probability if runs else None,
     )
@@ -363,6 +378,8 @@ def paired_comparisons(
             if name not in arm.per_seed or name not in ref.per_seed:
                 continue
             diff = paired_difference(arm.per_seed[name], ref.per_seed[name], confidence)
+            if is_rate(name):  # a difference of two proportions lies in [-1, 1], whatever the t-interval says
+                diff = bounded(diff, -1.0, 1.0)
             out.append(
                 Comparison(
                     policy=arm.policy,
@@ -380,20 +397,21 @@ def paired_comparisons(
     return out
 
 
-def representative_arms(arms: list[ArmResult]) -> list[tuple[str, ArmResult]]:
-    """The arms a report traces: the best and the worst by mean recovery rate (one if they coincide)."""
-    ranked = [a for a in arms if a.metrics.get("recovery_rate") is not None] or list(arms)
+def representative_arms(arms: list[ArmResult], metric: str = "success_rate") -> list[tuple[str, ArmResult]]:
+    """The arms a report traces: the best and the worst by the mean of ``metric`` (one if they coincide)."""
+    ranked = [a for a in arms if a.metrics.get(metric) is not None] or list(arms)
     if not ranked:
         return []
 
     def key(arm: ArmResult) -> float:
-        return arm.metrics.get("recovery_rate") or 0.0
+        return arm.metrics.get(metric) or 0.0
 
     best = max(ranked, key=key)
     worst = min(ranked, key=key)
+    word = metric.replace("_", " ")
     if best is worst:
-        return [("best recovery", best)]
-    return [("best recovery", best), ("worst recovery", worst)]
+        return [(f"best {word}", best)]
+    return [(f"best {word}", best), (f"worst {word}", worst)]
 
 
 def traced_timelines(
@@ -403,9 +421,9 @@ def traced_timelines(
     scenario_ref: str | None = None,
     params: Sequence[tuple[str, Any]] = (),
 ) -> list:
-    """Timelines of ``seed`` for the best and the worst arm, each run again with tracing on."""
+    """Timelines of ``seed`` for the best and the worst arm on the lead metric, each run again with tracing on."""
     out = []
-    for label, arm in representative_arms(arms):
+    for label, arm in representative_arms(arms, lead_metrics(is_closed_loop(scenario.workload))[0]):
         traced = run_one(
             scenario,
             arm.policy,
@@ -463,6 +481,7 @@ def compare(
     finally:
         if owned:
             pool.shutdown()
+    apply_common_sets(results)  # every arm's recovery on the tasks faulted in any arm, seed by seed
     by_arm: dict[tuple[str, str], list[RunResult]] = {}
     for r in results:
         by_arm.setdefault((r.policy, r.errors), []).append(r)
@@ -477,4 +496,5 @@ def compare(
         comparisons=paired_comparisons(arm_results, confidence),
         timelines=traced_timelines(scenario, arm_results, seeds[0], scenario_ref, params) if trace and seeds else [],
         scenario_config=scenario.model_dump(mode="json"),
+        closed_loop=is_closed_loop(scenario.workload),
     )

@@ -24,12 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from fleetchaos.errors import UserError
 from fleetchaos.names import check_formats, check_metric, check_policies
 from fleetchaos.policies.spec import policy_param_name
+from fleetchaos.results.common_set import apply_common_sets
 from fleetchaos.results.models import RunResult, SweepEntry, SweepResult
 from fleetchaos.scenario.params import ParamError, apply_params, format_value, grid_points, parse_path
 
 DEFAULT_POLICIES = ("blind-retry", "backoff", "structured")
 DEFAULT_FORMATS = ("generic", "structured")
-DEFAULT_METRIC = "recovery_rate"
+DEFAULT_METRIC = "success_rate"
 
 
 class SweepSpec(BaseModel):
@@ -317,6 +318,7 @@ def summarise(plan: SweepPlan, results: list[RunResult]) -> SweepResult:
     from fleetchaos.runs.runner import aggregate, versions
 
     spec = plan.spec
+    apply_common_sets(results)  # recovery on the tasks faulted in any arm, per point and seed
     by_arm: dict[tuple[int, str, str], list[RunResult]] = {}
     for job, result in zip(plan.jobs, results):
         by_arm.setdefault((job.variant, job.policy, job.errors), []).append(result)

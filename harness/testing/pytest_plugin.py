@@ -126,7 +126,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="METRIC:THRESHOLD",
         help="with --fleetchaos-baseline: fail when METRIC is worse than the baseline by more than THRESHOLD, "
         "relative (recovery_rate:-2%%) or absolute (recovery_rate:-0.02); repeatable, replaces the ini "
-        "fleetchaos_fail_on [default: recovery_rate:-2%%, silent_failure_rate:+2%%, wasted_retries:+2%%]",
+        "fleetchaos_fail_on [default: success_rate:-2%%, common_recovery_rate:-2%%, silent_failure_rate:+2%%, "
+        "wasted_retries:+2%%]",
     )
     group.addoption(
         "--fleetchaos-history",

@@ -24,7 +24,7 @@ from fleetchaos.gates.assertions import Estimate
 from fleetchaos.names import check_formats, check_policies
 from fleetchaos.results.models import CompareResult, RunResult
 from fleetchaos.results.registry import HEADLINE_METRICS, POOLED_RATES, direction
-from fleetchaos.results.stats import DEFAULT_CONFIDENCE, mean_ci, wilson
+from fleetchaos.results.stats import DEFAULT_CONFIDENCE, mean_ci, rate_ci, wilson
 
 if TYPE_CHECKING:
     from fleetchaos.scenario.load import Scenario
@@ -183,6 +183,12 @@ class ScenarioResult:
         skipped = len(values) - len(present)
         note = f"; {skipped} seed(s) undefined, left out" if skipped else ""
         if len(present) >= 2:
+            if metric in PROPORTIONS:  # an interval that stays inside [0, 1]
+                trials = [None if (c := _count(r, metric)) is None else c[1] for r in self.runs]
+                mean, low, high = rate_ci(values, trials, self.confidence)
+                if low is not None:
+                    method = f"t-interval on the logit scale across {len(present)} seeds{note}"
+                    return self._estimate(metric, mean, low, high, method)
             mean, low, high = mean_ci(values, self.confidence)
             return self._estimate(metric, mean, low, high, f"Student-t across {len(present)} seeds{note}")
         run, value = present[0]

@@ -19,19 +19,21 @@ from click.testing import CliRunner
 import fleetchaos.catalogue as catalogue
 from fleetchaos.cli.main import main
 from fleetchaos.reports import dumps, load_results
-from fleetchaos.reports.charts import pareto_front
+from fleetchaos.reports.arm_charts import pareto_front
 from fleetchaos.results.models import CompareResult
 
 REPO = Path(__file__).resolve().parents[2]
 
 CHARTS = {
-    "recovery.png",
+    "headline.png",
     "silent_and_wasted.png",
-    "cost_vs_recovery.png",
+    "failed_retries.png",
+    "cost_split.png",
+    "cost_vs_success.png",
     "recovery_by_fault_kind.png",
     "time_to_recovery_ecdf.png",
-    "timeline_best_recovery.png",
-    "timeline_worst_recovery.png",
+    "timeline_best_success_rate.png",
+    "timeline_worst_success_rate.png",
     "error_codes.png",
 }
 
@@ -111,24 +113,35 @@ def test_html_is_self_contained(reports):
         data = base64.b64encode((reports[0] / name).read_bytes()).decode("ascii")
         assert data in page, name
     assert page.count("<table>") >= 6
+    # the finding opens the page; the verdict matrix and the scenario document are collapsed at its end
+    assert page.index('<p class="finding">') < page.index("<h2>Headline</h2>") < page.index("<details>")
+    appendix = page[page.index("<details>") :]
+    assert "Verdicts against the reference arm" in appendix and "tasks_per_day" in appendix
+    assert "tasks_per_day" not in page[: page.index("<details>")]
 
 
 def test_summary_states_scenario_seeds_versions_assumptions_and_verdicts(reports):
     """The Markdown summary states the setup, the modelling assumptions, the verdicts and links every chart."""
     text = (reports[0] / "summary.md").read_text(encoding="utf-8")
     for needle in (
-        "Scenario: `small`",
+        "Scenario: small",
         "Seeds: 1, 2, 3, 4, 5",
         "fleetchaos 0.1.0",
+        "## Headline",
         "## Modelling assumptions",
-        "## Verdicts against the reference arm",
+        "## Appendix: every verdict, pooled rates and the scenario as it ran",
+        "### Verdicts against the reference arm",
         "## How to read these figures",
+        "### Failed retries by the fault they met",
         '"tasks_per_day": 100',
     ):
         assert needle in text, needle  # fmt: skip
     for name in CHARTS:
         assert f"]({name})" in text
-    assert re.search(r"\| (better|worse|inconclusive) \|", text)
+    assert re.search(r"\| (better|worse|inconclusive|no difference) \|", text)
+    # the page opens with what it found, then the headline table; the appendix comes last
+    assert text.index("On small over 5 seeds:") < text.index("## Headline") < text.index("## Setup")
+    assert text.index("## Files and replay") < text.index("## Appendix")
 
 
 def test_results_json_is_compact_and_faithful(reports):
@@ -138,7 +151,8 @@ def test_results_json_is_compact_and_faithful(reports):
     assert isinstance(result, CompareResult)
     assert json.loads(path.read_text()) == json.loads(result.model_dump_json())
     assert path.read_text() == dumps(result)
-    assert len(result.timelines) == 2 and {t.label for t in result.timelines} == {"best recovery", "worst recovery"}
+    labels = {t.label for t in result.timelines}
+    assert len(result.timelines) == 2 and labels == {"best success rate", "worst success rate"}
     assert path.stat().st_size < 400_000
 
 

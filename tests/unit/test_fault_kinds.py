@@ -20,7 +20,7 @@ from fleetchaos.sim.envelope import ErrorCategory
 from fleetchaos.sim.envelopes import FailureType, SubagentResult
 from fleetchaos.sim.fault_specs import FAULT_MODELS, _by_catalogue_order, _CallFault
 from fleetchaos.sim.formats import FORMATS, get_format
-from fleetchaos.sim.kind_record import BEFORE_RETRY_AFTER, EXHAUSTED_RESOURCE, PERMANENT_ERROR
+from fleetchaos.sim.kind_record import EXHAUSTED_RESOURCE, PERMANENT_ERROR, STILL_RATE_LIMITED, TRANSIENT_AGAIN
 from fleetchaos.sim.kinds import (
     BATCH,
     CAUSES,
@@ -126,7 +126,7 @@ def test_each_record_speaks_every_contracts_vocabulary(kind):
     assert record.subagent_category in _literal(SubagentResult.model_fields["error_category"].annotation)
     assert 400 <= record.wire.status <= 599 and record.wire.reason and record.wire.errno.isupper()
     if record.waste is not None:
-        assert record.waste.family in (PERMANENT_ERROR, BEFORE_RETRY_AFTER, EXHAUSTED_RESOURCE)
+        assert record.waste.family in (PERMANENT_ERROR, STILL_RATE_LIMITED, EXHAUSTED_RESOURCE, TRANSIENT_AGAIN)
         assert WASTE_FAMILIES[record.waste.reason] == record.waste.family
 
 
