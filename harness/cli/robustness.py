@@ -19,7 +19,7 @@ from fleetchaos.cli.common import (
 )
 from fleetchaos.errors import UserError
 
-__all__ = ["robustness"]
+__all__ = ["robustness", "with_flips"]
 
 DEFAULT_ARMS = (("blind-retry", "generic"), ("structured", "structured"))
 
@@ -119,3 +119,35 @@ def robustness(
 
     stdout_console().print(robustness_table(result))
     click.echo("\n".join(flip_lines(result)))
+
+
+def with_flips(result, spec, scenario_ref: str, first_seed: int, seeds: int, executor, confidence: float):
+    """``result`` with its flip analysis (``compare --robustness``): the two leading arms over the declared ranges.
+
+    The arms are the two ahead on the comparison's lead metric; each assumption of
+    :func:`~fleetchaos.runs.robustness.default_ranges` is varied alone on ``seeds`` seeds from
+    ``first_seed``.  The report's finding and its Robustness section read what comes back.
+    """
+    from fleetchaos.cli.progress import progress_bar
+    from fleetchaos.results.models import Robustness
+    from fleetchaos.results.registry import lead_metrics
+    from fleetchaos.runs.robustness import default_ranges, leading_arms
+    from fleetchaos.runs.robustness import robustness as run_robustness
+
+    metric = lead_metrics(result.closed_loop)[0]
+    arms = leading_arms(result.arms, metric)
+    ranges = default_ranges(spec)
+    if len(arms) < 2 or not ranges:
+        stderr_console().print(
+            "--robustness: nothing to order (fewer than two arms with a value) or nothing to vary; no flip analysis",
+            highlight=False,
+        )
+        return result
+    seed_list = list(range(first_seed, first_seed + seeds))
+    total = (1 + sum(len(v) for v in ranges.values())) * len(arms) * len(seed_list)
+    with progress_bar(total, "robustness", console=stderr_console()) as advance:
+        study = run_robustness(
+            spec, arms, seed_list, ranges, executor=executor, metric=metric, confidence=confidence,
+            scenario_ref=scenario_ref, on_result=lambda _run: advance(1),
+        )  # fmt: skip
+    return result.model_copy(update={"robustness": Robustness(varied=study.varied, flips=study.flips)})

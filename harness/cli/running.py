@@ -138,6 +138,14 @@ def run(
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
 @click.option("--wide", is_flag=True, help="the terminal table shows every figure, not only the 100-column headline")
+@click.option(
+    "--robustness",
+    "robustness_seeds",
+    type=click.IntRange(1, 10_000),
+    metavar="SEEDS",
+    help="then vary the scenario's main assumptions one at a time (the ranges of `fleetchaos robustness`) on "
+    "this many seeds, and state in the report and the finding where the two leading arms swap places",
+)
 @determinism_option
 @history_options
 def compare(
@@ -154,6 +162,7 @@ def compare(
     as_json: bool,
     report: Path | None,
     wide: bool = False,
+    robustness_seeds: int | None = None,
     check_determinism: bool = False,
     **history_args,
 ) -> None:
@@ -194,6 +203,8 @@ def compare(
     spec, applied = apply_single_params(spec, scenario, scenario_params, "compare")
     make_report_dir(report)
     seed_list = seeds_to_run(spec, seeds, first_seed)
+    if robustness_seeds is not None and check_determinism:
+        raise UserError("--robustness with --check-determinism: check determinism on its own, then compare")
     if check_determinism and tuning:
         raise UserError("--check-determinism with --tune: tune first, then check the tuned specs by name")
     base = best = tune_executor = None
@@ -252,6 +263,10 @@ def compare(
             from fleetchaos.runs.best import tuning_record
 
             result = TunedCompareResult(**dict(result), tuning=tuning_record(result, base, best))
+        if robustness_seeds is not None:
+            from fleetchaos.cli.robustness import with_flips
+
+            result = with_flips(result, spec, scenario, seed_list[0], robustness_seeds, executor, confidence)
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"

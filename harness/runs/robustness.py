@@ -41,6 +41,7 @@ __all__ = [
     "default_ranges",
     "describe_path",
     "find_flips",
+    "leading_arms",
     "robustness",
 ]
 
@@ -169,6 +170,14 @@ def robustness(
         flips=find_flips(varied_points, metric),
         versions=versions(),
     )
+
+
+def leading_arms(arms: Sequence[ArmResult], metric: str) -> list[tuple[str, str]]:
+    """The two arms ahead on ``metric`` (best first), as (policy, errors): the ordering a flip analysis tests."""
+    better = direction(metric)
+    have = [a for a in arms if a.metrics.get(metric) is not None]
+    ordered = sorted(have, key=lambda a: float(a.metrics[metric]) * (-1.0 if better else 1.0))  # type: ignore[arg-type]
+    return [(a.policy, a.errors) for a in ordered[:2]]
 
 
 def _point(

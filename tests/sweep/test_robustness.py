@@ -96,3 +96,25 @@ def test_robustness_command_writes_a_report_folder(small, tmp_path):
     assert "<img" in (out / "report.html").read_text()
     refused = CliRunner().invoke(main, ["robustness", "--scenario", small, "--param", "policy.base_s=1,2"])
     assert refused.exit_code == 2 and "set policy parameters in --arm" in refused.output
+
+
+def test_compare_with_robustness_puts_the_flip_into_the_finding():
+    """compare --robustness on rate_limit_storm: the two leading arms are varied and the finding names the flip."""
+    result = CliRunner().invoke(
+        main,
+        ["compare", "--scenario", "rate_limit_storm", "--seeds", "2", "--jobs", "1", "--no-history",
+         "--policies", "blind-retry,structured", "--errors", "generic,structured",
+         "--robustness", "2", "--json"],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output[result.output.index("{") :])
+    robustness_doc = doc["robustness"]
+    assert robustness_doc["varied"]["fleet.api_reject_cost"] == [0.0, 0.5, 1.0]
+    assert any(f["parameter"] == "fleet.api_reject_cost" for f in robustness_doc["flips"])
+    from fleetchaos.reports.conclusion import finding
+    from fleetchaos.results.models import CompareResult
+
+    assert "The ordering flips: on success_rate" in finding(CompareResult.model_validate(doc)).replace("\\", "")
+    refused = CliRunner().invoke(main, ["compare", "--robustness", "2", "--check-determinism"])
+    assert refused.exit_code == 2 and "--robustness with --check-determinism" in refused.output
