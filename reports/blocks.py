@@ -14,6 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from fleetchaos.escaping import markdown_cell, markdown_text
+from fleetchaos.files import write_text
+
 
 @dataclass(frozen=True)
 class Block:
@@ -68,29 +71,32 @@ def TABLE(headers: Iterable[str], rows: Iterable[Iterable[str]], align_right: in
     return Block("table", headers=tuple(headers), rows=tuple(tuple(r) for r in rows), align_right=align_right)
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _fence(text: str) -> str:
+    """A code fence longer than any run of backticks in ``text``, so the text cannot close it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
 
 
 def to_markdown(blocks: list[Block]) -> str:
-    """Render blocks as GitHub-flavoured Markdown."""
+    """Render blocks as GitHub-flavoured Markdown; every text is escaped (:func:`fleetchaos.escaping.markdown_text`)."""
     out: list[str] = []
     for b in blocks:
         if b.kind in ("h1", "h2", "h3"):
-            out += ["#" * int(b.kind[1]) + " " + b.text, ""]
+            out += ["#" * int(b.kind[1]) + " " + markdown_cell(b.text), ""]
         elif b.kind == "p":
-            out += [b.text, ""]
+            out += [markdown_text(b.text), ""]
         elif b.kind == "ul":
-            out += [f"- {item}" for item in b.items] + [""]
+            out += [f"- {markdown_cell(item)}" for item in b.items] + [""]
         elif b.kind == "pre":
-            out += ["```", b.text.rstrip("\n"), "```", ""]
+            fence = _fence(b.text)
+            out += [fence, b.text.rstrip("\n"), fence, ""]
         elif b.kind == "img":
-            out += [f"![{b.items[0]}]({b.text})", ""]
+            out += [f"![{markdown_cell(b.items[0])}]({b.text})", ""]
         elif b.kind == "table":
             aligns = ["---:" if b.align_right and i >= b.align_right else "---" for i in range(len(b.headers))]
-            out.append("| " + " | ".join(_md_cell(h) for h in b.headers) + " |")
+            out.append("| " + " | ".join(markdown_cell(h) for h in b.headers) + " |")
             out.append("|" + "|".join(aligns) + "|")
-            out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b.rows]
+            out += ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in b.rows]
             out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -168,9 +174,7 @@ def to_html(blocks: list[Block], title: str, images: dict[str, bytes]) -> str:
 
 def write_pages(out_dir: Path, blocks: list[Block], title: str, made: dict[str, Path]) -> list[Path]:
     """Write ``blocks`` as summary.md (charts linked) and report.html (the ``made`` charts embedded); both paths."""
-    summary = out_dir / "summary.md"
-    summary.write_text(to_markdown(blocks), encoding="utf-8")
-    page = out_dir / "report.html"
+    summary = write_text(out_dir / "summary.md", to_markdown(blocks))
     images = {p.name: p.read_bytes() for p in made.values()}
-    page.write_text(to_html(blocks, title, images), encoding="utf-8")
+    page = write_text(out_dir / "report.html", to_html(blocks, title, images))
     return [summary, page]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from fleetchaos.escaping import rich_text
 from fleetchaos.results.models import CompareResult, RunResult
 from fleetchaos.results.registry import HEADLINE_METRICS, is_rate
 
@@ -91,7 +92,7 @@ def compare_table(result: CompareResult) -> Table:
     pct = round(result.confidence * 100)
     broken = policy_error_lines(result)
     table = Table(
-        title=f"{result.scenario}: {len(result.seeds)} seeds, mean per seed ± {pct}% CI half-width",
+        title=rich_text(f"{result.scenario}: {len(result.seeds)} seeds, mean per seed ± {pct}% CI half-width"),
         header_style="bold",
         # A broken policy's figures measure the bug, not a strategy: say so where the figures are read.
         caption=Text("\n".join(broken)) if broken else None,  # Text: messages are not markup
@@ -110,7 +111,7 @@ def compare_table(result: CompareResult) -> Table:
             if key in HEADLINE_METRICS:
                 text += fmt_ci(arm.ci.get(key, [None, None]), kind)
             cells.append(text)
-        table.add_row(arm.policy, arm.errors, *cells)
+        table.add_row(rich_text(arm.policy), rich_text(arm.errors), *cells)
     return table
 
 
@@ -118,7 +119,7 @@ def run_table(result: RunResult) -> Table:
     """Every metric of one run; policy errors named below it."""
     broken = policy_error_lines(result)
     table = Table(
-        title=f"{result.scenario}: {result.policy} on {result.errors} errors, seed {result.seed}",
+        title=rich_text(f"{result.scenario}: {result.policy} on {result.errors} errors, seed {result.seed}"),
         caption=Text("\n".join(broken)) if broken else None,  # Text: messages are not markup
         caption_justify="left",
         caption_style="yellow",

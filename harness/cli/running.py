@@ -14,6 +14,7 @@ from fleetchaos.cli.common import (
     jobs_option,
     make_report_dir,
     param_option,
+    report_option,
     run_determinism_check,
     scenario_option,
     scheduler_option,
@@ -21,6 +22,7 @@ from fleetchaos.cli.common import (
     split_names,
     stderr_console,
     stdout_console,
+    time_limit_option,
 )
 from fleetchaos.cli.history import HistorySession, history_options
 from fleetchaos.errors import UserError
@@ -42,7 +44,8 @@ __all__ = ["compare", "run"]
 )
 @click.option("--seed", default=1, show_default=True, type=click.IntRange(0, 2**63 - 1))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
-@click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
+@report_option
+@time_limit_option
 @determinism_option
 @history_options
 def run(
@@ -53,6 +56,7 @@ def run(
     seed: int,
     as_json: bool,
     report: Path | None,
+    time_limit: float | None = None,
     check_determinism: bool = False,
     **history_args,
 ) -> None:
@@ -79,7 +83,7 @@ def run(
     try:
         result = run_one(
             spec, policy, errors, seed, scenario_ref=scenario, keep_tasks=report is not None, params=applied,
-            trace=report is not None, trace_label="this run",
+            trace=report is not None, trace_label="this run", time_limit_s=time_limit,
         )  # fmt: skip
         result.versions = versions()
         session.add(result)
@@ -118,7 +122,8 @@ def run(
 @scheduler_option
 @click.option("--confidence", default=0.95, show_default=True, type=Confidence(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
-@click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
+@report_option
+@time_limit_option
 @determinism_option
 @history_options
 def compare(
@@ -132,6 +137,7 @@ def compare(
     confidence: float,
     as_json: bool,
     report: Path | None,
+    time_limit: float | None = None,
     check_determinism: bool = False,
     **history_args,
 ) -> None:
@@ -192,6 +198,7 @@ def compare(
                 on_result=on_run,
                 keep_tasks=report is not None,
                 trace=report is not None,
+                time_limit_s=time_limit,
             )
         status = "complete"
     except KeyboardInterrupt:

@@ -14,6 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from itertools import product
 from typing import Any
 
+from fleetchaos.errors import RunTimeLimitError
 from fleetchaos.policies.registry import get_policy
 from fleetchaos.results.metrics import RunAccumulator
 from fleetchaos.results.models import (
@@ -37,8 +38,10 @@ from fleetchaos.results.stats import (
     wilson,
 )
 from fleetchaos.runs.executors import MAX_CHUNK, chunk_size, chunked, map_chunks, open_executor, workers_of
+from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.interrupts import PASS_THROUGH, WallClockExceeded, exception_parts, policy_text, user_signals
 from fleetchaos.sim.world import World
 
 BUILTIN_POLICIES = ("blind-retry", "backoff", "structured")
@@ -66,13 +69,16 @@ def run_one(
     params: Sequence[tuple[str, Any]] = (),
     trace: bool = False,
     trace_label: str = "traced run",
+    time_limit_s: float | None = None,
 ) -> RunResult:
     """Simulate one arm on one seed and judge every task.
 
     ``params`` only labels the result (and its replay command): they must already be
     applied to ``scenario`` (see :func:`fleetchaos.scenario.params.apply_params`).  With ``trace`` the
     run records its events and the result carries a :class:`~fleetchaos.results.models.Timeline`
-    (labelled ``trace_label``) for the timeline charts.
+    (labelled ``trace_label``) for the timeline charts.  A run still going after
+    ``time_limit_s`` of wall-clock time (default :func:`fleetchaos.runs.limits.default_time_limit`)
+    raises :class:`~fleetchaos.errors.RunTimeLimitError`.
     """
     acc = RunAccumulator(scenario.fleet, duration_s=scenario.duration_s)
     # Per-task rows, when wanted, are built as each task ends (its record is dropped) and
@@ -85,14 +91,23 @@ def run_one(
         else:
             rows.append((record.arrival_s, record.id, _task_row(acc.add(record))))
 
-    policy_obj = get_policy(policy)
-    world = World(scenario, policy_obj, get_format(errors), seed, trace=trace, sink=sink)
-    with _gc_paused():
-        output = world.run()
-        acc.add_faults(output.fault_tally)
-        metrics, breakdowns = acc.metrics(), acc.breakdowns()
-    tasks = [row for _, _, row in sorted(rows, key=lambda x: (x[0], x[1]))] if rows is not None else []
     replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params)
+    limit = default_time_limit(scenario) if time_limit_s is None else time_limit_s
+    try:
+        with wall_clock_limit(limit), user_signals(sigterm=False):
+            policy_obj = get_policy(policy)
+            world = World(scenario, policy_obj, get_format(errors), seed, trace=trace, sink=sink)
+            with _gc_paused():
+                output = world.run()
+                acc.add_faults(output.fault_tally)
+                metrics, breakdowns = acc.metrics(), acc.breakdowns()
+    except WallClockExceeded:
+        raise RunTimeLimitError(
+            f"policy {policy} on {errors}, seed {seed}: still running after {time_limit_text(limit)} of wall-clock "
+            f"time, so it was stopped (a policy that blocks in real time: time.sleep, network, input()?); "
+            f"replay it with: {replay}; or allow longer with --time-limit SECONDS"
+        ) from None
+    tasks = [row for _, _, row in sorted(rows, key=lambda x: (x[0], x[1]))] if rows is not None else []
     timeline = None
     if trace:
         from fleetchaos.runs.traces import timeline_of
@@ -133,13 +148,16 @@ def policy_recipe(policy: Any) -> str:
     A class without a repr of its own would print a memory address, which differs from run
     to run; it is recorded as ``module:QualName()`` instead, so results stay byte-identical.
     """
-    if type(policy).__repr__ is object.__repr__:
-        cls = type(policy)
-        return f"{cls.__module__}:{cls.__qualname__}()"
     try:
-        return repr(policy)[:2000]
-    except Exception as exc:  # a user's __repr__ may raise: the run must not
-        return f"{type(policy).__qualname__} (repr failed: {type(exc).__name__})"
+        cls = type(policy)
+        if cls.__repr__ is object.__repr__:
+            return f"{cls.__module__}:{cls.__qualname__}()"
+        return policy_text(repr(policy), limit=2000)  # sanitised: a repr may show what the policy saw
+    except PASS_THROUGH:
+        raise
+    except BaseException as exc:  # a user's __repr__ may raise anything: the run must not
+        name, _ = exception_parts(exc)
+        return f"{policy_text(type(policy).__qualname__)} (repr failed: {name})"
 
 
 @contextmanager
@@ -184,6 +202,8 @@ class Variant:
     """(dotted path, value) of each swept parameter, in grid order."""
     keep_tasks: bool = False
     """Runs carry their per-task rows (for a report's tasks.csv)."""
+    time_limit_s: float | None = None
+    """Each run's wall-clock limit (None: :func:`fleetchaos.runs.limits.default_time_limit`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +236,7 @@ def _run_chunk(chunk: tuple[Variant, tuple[tuple[int, str, str, int], ...]]) -> 
                 scenario_ref=variant.ref,
                 params=variant.params,
                 keep_tasks=variant.keep_tasks,
+                time_limit_s=variant.time_limit_s,
             )
             out.append((index, result))
     return out
@@ -392,6 +413,7 @@ def compare(
     on_result: Callable[[RunResult], None] | None = None,
     keep_tasks: bool = False,
     trace: bool = False,
+    time_limit_s: float | None = None,
 ) -> CompareResult:
     """Every policy on every error format, each on the same seeds (so the same faults).
 
@@ -401,11 +423,12 @@ def compare(
     executor or the number of jobs.  With ``keep_tasks`` the runs handed to
     ``on_result`` carry their per-task rows (dropped right after, so memory stays flat).
     With ``trace`` the first seed of the best and the worst arm is run again with tracing
-    on and the comparison carries their timelines.
+    on and the comparison carries their timelines.  ``time_limit_s`` bounds each run's
+    wall-clock time (:mod:`fleetchaos.runs.limits`).
     """
     arms = list(product(policies, formats))
     job_list = [RunJob(0, p, e, s) for (p, e) in arms for s in seeds]
-    variants = [Variant(scenario, scenario_ref, keep_tasks=keep_tasks)]
+    variants = [Variant(scenario, scenario_ref, keep_tasks=keep_tasks, time_limit_s=time_limit_s)]
 
     def hand_on(_index: int, result: RunResult) -> None:
         if on_result is not None:
