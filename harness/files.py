@@ -105,12 +105,15 @@ def _no_constant(name: str) -> Any:
     raise StrictJsonError(f"{name} is not a JSON number; write a finite number (or null)")
 
 
-def loads_json(text: str | bytes) -> Any:
-    """Parse JSON as plain data, as the YAML loader does: a repeated key, ``NaN`` or ``Infinity`` is refused.
+def loads_json(text: str | bytes, *, nonfinite: bool = False) -> Any:
+    """Parse JSON as plain data, as the YAML loader does: a repeated key is refused, and ``NaN`` or
+    ``Infinity`` too unless ``nonfinite`` (a scenario's models refuse them naming the field).
 
     Raises ``json.JSONDecodeError`` for malformed text, :class:`StrictJsonError` for the
     above, and ``RecursionError`` for absurd nesting (callers turn each into a message).
     """
+    if nonfinite:
+        return json.loads(text, object_pairs_hook=_no_repeats)
     return json.loads(text, object_pairs_hook=_no_repeats, parse_constant=_no_constant)
 
 

@@ -101,6 +101,9 @@ def _noop() -> None:
 def _worker_init(parent: int) -> None:
     # Ctrl-C is the parent's to handle: it cancels pending work and stops the pool.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGTERM (the pool's terminate()) ends a worker at once, whatever handler the
+    # parent had installed when it forked (the command line's raises an interrupt).
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # A parent killed outright (kill -9, the OOM killer) cannot stop its pool: each
     # worker notices it was orphaned and exits instead of waiting forever.
     threading.Thread(target=_exit_when_orphaned, args=(parent,), name="fleetchaos-orphan-watch", daemon=True).start()

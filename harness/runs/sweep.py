@@ -25,6 +25,7 @@ from fleetchaos.errors import UserError
 from fleetchaos.names import check_formats, check_metric, check_policies
 from fleetchaos.results.models import RunResult, SweepEntry, SweepResult
 from fleetchaos.scenario.params import ParamError, apply_params, format_value, grid_points, parse_path
+from fleetchaos.seeds import seeds_problem
 
 DEFAULT_POLICIES = ("blind-retry", "backoff", "structured")
 DEFAULT_FORMATS = ("generic", "structured")
@@ -66,8 +67,9 @@ class SweepSpec(BaseModel):
         else:
             if not value:
                 raise ValueError("seeds: the list is empty; give at least one seed")
-            if len(set(value)) != len(value) or any(s < 0 for s in value):
-                raise ValueError("seeds: seeds must be distinct whole numbers >= 0")
+            problem = seeds_problem(value)
+            if problem is not None:
+                raise ValueError(f"seeds: {problem}")
         return value
 
     @field_validator("params")
@@ -87,13 +89,16 @@ class SweepSpec(BaseModel):
 
 def load_sweep_file(path: str | Path) -> SweepSpec:
     """Read and validate a sweep file; a user error names the file, field and fix."""
-    from fleetchaos.scenario.load import format_validation_error, parse_document
+    from fleetchaos.files import FileTooLargeError, read_text_bounded
+    from fleetchaos.scenario.load import MAX_FILE_BYTES, format_validation_error, parse_document
 
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text_bounded(path, MAX_FILE_BYTES, what="sweep file")
     except FileNotFoundError:
         raise UserError(f"--file {source}: no such file") from None
+    except FileTooLargeError as exc:
+        raise UserError(f"--file {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"--file {source}: cannot read: {exc}") from None
     data = parse_document(

@@ -9,11 +9,13 @@ import math
 from pathlib import Path
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 import fleetchaos.catalogue as catalogue
 from fleetchaos.errors import ScenarioError
+from fleetchaos.files import FileTooLargeError, StrictJsonError, loads_json, read_text_bounded
 from fleetchaos.scenario._yaml import MAX_DEPTH, YamlLimitError, load_yaml
+from fleetchaos.seeds import seeds_problem
 from fleetchaos.sim.config import DAY_S, WorldSpec
 from fleetchaos.sim.fault_specs import FAULT_MODELS
 from fleetchaos.sim.workload import explicit_task_count
@@ -119,6 +121,14 @@ class Scenario(WorldSpec):
         description="the seeds compare and ablation run when --seeds and --first-seed are not given",
     )
 
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_seeds(cls, value: list[int] | None) -> list[int] | None:
+        problem = None if value is None else seeds_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     @model_validator(mode="after")
     def _fits_one_machine(self) -> Scenario:
         tasks, calls = estimated_size(self)
@@ -192,8 +202,8 @@ def parse_document(
     if len(text.encode("utf-8", "replace")) > MAX_FILE_BYTES:
         raise ScenarioError(f"{source}: file is larger than {MAX_FILE_BYTES} bytes; {what} files are small documents")
     try:
-        data = json.loads(text) if source.endswith(".json") else load_yaml(text)
-    except YamlLimitError as exc:
+        data = loads_json(text, nonfinite=True) if source.endswith(".json") else load_yaml(text)
+    except (YamlLimitError, StrictJsonError) as exc:
         raise ScenarioError(f"{source}: {exc}") from None
     except RecursionError:
         raise ScenarioError(f"{source}: nested too deeply to be a {what} file") from None
@@ -243,9 +253,11 @@ def load_scenario(ref: str) -> Scenario:
     path = Path(ref)
     if path.suffix in (".yaml", ".yml", ".json") or path.exists():
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text_bounded(path, MAX_FILE_BYTES, what="scenario file")
         except FileNotFoundError:
             raise ScenarioError(f"{ref}: no such file") from None
+        except FileTooLargeError as exc:
+            raise ScenarioError(f"{exc}; scenario files are small documents") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ScenarioError(f"{ref}: cannot read: {exc}") from None
         return parse_scenario(text, str(path))

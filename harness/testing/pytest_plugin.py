@@ -33,15 +33,23 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from fleetchaos.testing.plugin_support import (
+    COLUMNS,
+    MARKER_KEYS,
+    ini_confidence,
+    ini_seeds,
+    marker_problem,
+    row_of,
+    summary_lines,
+)
+
 if TYPE_CHECKING:
     from fleetchaos.testing.suite import ScenarioResult
 
 __all__ = ["COLUMNS", "MARKER_KEYS", "FleetChaos", "summary_lines"]
 
-#: Keyword arguments the ``fleetchaos`` marker accepts.
-MARKER_KEYS = ("scenario", "seeds", "policy", "errors", "confidence")
-
 _RUNS_KEY = pytest.StashKey[list]()
+_WEAK_KEY = pytest.StashKey[list]()
 _STATE_KEY = pytest.StashKey["_SessionState"]()
 
 
@@ -56,13 +64,18 @@ class _SessionState:
 
     cache: dict = field(default_factory=dict)
     rows: list = field(default_factory=list)
+    weak: list = field(default_factory=list)
+    """(test id, line) of every gate that passed on weak evidence."""
     gate: Any = None
     """The :class:`~fleetchaos.gates.session.GateSession` judging runs against the baseline, if one was given."""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect the scenario rows of each finished test."""
+        if report.when != "call":
+            return
+        self.weak += [(report.nodeid, line) for line in getattr(report, "fleetchaos_weak", ())]
         rows = getattr(report, "fleetchaos", None)
-        if not rows or report.when != "call":
+        if not rows:
             return
         if hasattr(report, "wasxfail"):
             outcome = "xfail" if report.skipped else "XPASS"
@@ -72,7 +85,16 @@ class _SessionState:
             self.rows.append({"test": report.nodeid, "outcome": outcome, **row})
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-        """A table of the scenarios run: arm, seeds, headline figures with intervals, baseline verdict."""
+        """A table of the scenarios run (arm, seeds, headline figures with intervals, policy errors, baseline
+        verdict), then every gate that passed on weak evidence."""
+        if self.weak:
+            terminalreporter.write_sep("=", "fleetchaos: passed on weak evidence")
+            for test, line in self.weak:
+                terminalreporter.write_line(f"{test}: {line}")
+            terminalreporter.write_line(
+                "each interval straddles its bound: the gate could not be missed, nor shown to hold; add seeds, "
+                "or require decisive passes with assert_rate(..., strict=True) or the ini option fleetchaos_strict"
+            )
         if not self.rows:
             return
         rows = sorted(self.rows, key=lambda r: r["test"])
@@ -124,6 +146,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "fleetchaos_fail_on [default: recovery_rate:-2%%, silent_failure_rate:+2%%, wasted_retries:+2%%]",
     )
     group.addoption(
+        "--fleetchaos-allow-new-arms",
+        action="store_true",
+        default=False,
+        help="with --fleetchaos-baseline: let scenario runs the baseline has no arm for pass unjudged "
+        "(default: they fail)",
+    )
+    group.addoption(
+        "--fleetchaos-allow-partial-baseline",
+        action="store_true",
+        default=False,
+        help="with --fleetchaos-baseline: accept a history group that is not complete (killed, interrupted)",
+    )
+    group.addoption(
         "--fleetchaos-history",
         default=None,
         metavar="PATH",
@@ -136,6 +171,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("fleetchaos_errors", "default error format of scenario tests", default="structured")
     parser.addini("fleetchaos_confidence", "confidence level of the intervals", default="0.95")
     parser.addini(
+        "fleetchaos_strict",
+        "assert_rate fails a pass on weak evidence (an interval straddling the bound) unless strict=False",
+        type="bool",
+        default=False,
+    )
+    parser.addini(
         "fleetchaos_fail_on",
         "regression thresholds against --fleetchaos-baseline: METRIC:THRESHOLD, comma-separated "
         "[default: each gated metric at 2% of its baseline value]",
@@ -147,12 +188,15 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register the marker (so ``--strict-markers`` accepts it) and the session state."""
     config.addinivalue_line(
         "markers",
-        "fleetchaos(scenario=None, seeds=None, policy=None, errors=None, confidence=None): "
-        "configure the fleetchaos fixture for this test (a chaos scenario, its seeds, the recovery "
-        "policy and the error format)",
+        "fleetchaos(scenario=None, seeds=None, policy=None, errors=None, confidence=None, "
+        "allow_policy_errors=False): configure the fleetchaos fixture for this test (a chaos scenario, its "
+        "seeds, the recovery policy and the error format; whether it expects policy errors)",
     )
-    _ini_seeds(config)  # a mistake in the ini file stops pytest at once, not in every test
-    _ini_confidence(config)
+    from fleetchaos.gates.assertions import set_strict_default
+
+    set_strict_default(bool(config.getini("fleetchaos_strict")))
+    ini_seeds(config)  # a mistake in the ini file stops pytest at once, not in every test
+    ini_confidence(config)
     seed = config.getoption("fleetchaos_seed", None)
     if seed is not None and seed < 0:
         raise pytest.UsageError(f"--fleetchaos-seed: must be a seed >= 0, got {seed}")
@@ -173,6 +217,9 @@ def pytest_configure(config: pytest.Config) -> None:
                 fail_on=fail_on,
                 history_path=config.getoption("fleetchaos_history", None),
                 fail_on_source=source,
+                allow_new_arms=bool(config.getoption("fleetchaos_allow_new_arms", False)),
+                allow_partial_baseline=bool(config.getoption("fleetchaos_allow_partial_baseline", False)),
+                allow_policy_errors=True,  # judged per test, where the marker can allow them
             )
         except UserError as exc:
             raise pytest.UsageError(str(exc)) from None
@@ -196,29 +243,6 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     return [f"fleetchaos: {', '.join(parts)}"] if parts else None
 
 
-def _ini_seeds(config: pytest.Config) -> int | list[int]:
-    raw = str(config.getini("fleetchaos_seeds")).strip()
-    try:
-        if "," in raw:
-            return [int(s) for s in raw.split(",") if s.strip()]
-        return int(raw)
-    except ValueError:
-        raise pytest.UsageError(
-            f"ini fleetchaos_seeds: expected a count or a comma-separated list of seeds, got {raw!r}"
-        ) from None
-
-
-def _ini_confidence(config: pytest.Config) -> float:
-    raw = str(config.getini("fleetchaos_confidence")).strip()
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0.5 <= value < 1.0:
-        raise pytest.UsageError(f"ini fleetchaos_confidence: expected a level in [0.5, 1) such as 0.95, got {raw!r}")
-    return value
-
-
 def _marker_config(node: pytest.Item) -> dict[str, Any]:
     """The test's marker arguments, the closest marker winning key by key."""
     merged: dict[str, Any] = {}
@@ -237,10 +261,19 @@ def _marker_config(node: pytest.Item) -> dict[str, Any]:
         if mark.args:
             merged["scenario"] = mark.args[0]
         merged.update(mark.kwargs)
+    for key, value in merged.items():
+        problem = marker_problem(key, value)
+        if problem is not None:
+            pytest.fail(f"@pytest.mark.fleetchaos: {problem}", pytrace=False)
     return merged
 
 
 # -- the fixture --------------------------------------------------------------------------
+
+
+def _first_given(*values: Any) -> Any:
+    """The first value that is not None."""
+    return next((v for v in values if v is not None), None)
 
 
 def _slug(text: str) -> str:
@@ -291,18 +324,27 @@ class FleetChaos:
         errors: str | None = None,
         seeds: int | list[int] | None = None,
         confidence: float | None = None,
+        allow_policy_errors: bool | None = None,
     ) -> ScenarioResult:
         """Simulate ``scenario`` with ``policy`` on ``errors`` for each seed; figures with intervals.
 
         ``scenario`` is a catalogue name, a path (relative to the test file or the rootdir)
         or a Scenario object.  With ``--fleetchaos-report`` it writes a report folder; with
         ``--fleetchaos-baseline`` the test fails, once its body has run, if a gated
-        figure got worse than the baseline by more than its threshold, seed by seed.
+        figure got worse than the baseline by more than its threshold, seed by seed.  A run
+        whose policy errored fails the test once its body has run, unless
+        ``allow_policy_errors`` (here or in the marker) says the test expects it.
         """
         from fleetchaos.errors import UserError
         from fleetchaos.testing.suite import resolve_seeds, run_scenario
 
         mark = self.marker
+        given = {"scenario": scenario, "policy": policy, "errors": errors, "seeds": seeds, "confidence": confidence,
+                 "allow_policy_errors": allow_policy_errors}  # fmt: skip
+        for key, value in given.items():
+            problem = marker_problem(key, value)
+            if problem is not None:
+                pytest.fail(f"fleetchaos.run(): {problem}", pytrace=False)
         scenario = scenario if scenario is not None else mark.get("scenario")
         if scenario is None:
             pytest.fail(
@@ -310,16 +352,18 @@ class FleetChaos:
                 "@pytest.mark.fleetchaos(scenario='default')",
                 pytrace=False,
             )
-        policy = policy or mark.get("policy") or self._config.getini("fleetchaos_policy")
-        errors = errors or mark.get("errors") or self._config.getini("fleetchaos_errors")
+        # `is None`, never `or`: an empty name is a mistake to report, not a default to fill in.
+        policy = _first_given(policy, mark.get("policy"), self._config.getini("fleetchaos_policy"))
+        errors = _first_given(errors, mark.get("errors"), self._config.getini("fleetchaos_errors"))
+        allowed = bool(_first_given(allow_policy_errors, mark.get("allow_policy_errors"), False))
         if seeds is None:
             seeds = mark.get("seeds")
         if seeds is None:
-            seeds = _ini_seeds(self._config)
+            seeds = ini_seeds(self._config)
         if confidence is None:
             confidence = mark.get("confidence")
         if confidence is None:
-            confidence = _ini_confidence(self._config)
+            confidence = ini_confidence(self._config)
         report_dir = self._config.getoption("fleetchaos_report")
         try:
             seed_list = resolve_seeds(seeds, self._config.getoption("fleetchaos_seed"))
@@ -339,11 +383,18 @@ class FleetChaos:
             pytest.fail(f"fleetchaos: {exc}", pytrace=False)
         self.results.append(result)
         verdicts = self._baseline_verdicts(result)
-        row = _row(result, verdicts)
+        row = row_of(result, verdicts)
         if report_dir is not None:
             row["report"] = str(self._write_report(result, Path(report_dir)))
         # A regression fails the test after its body has run (see pytest_runtest_call).
         row["regressions"] = [v["message"] for v in verdicts if v["regressed"]]
+        tasks, first = result.policy_errors
+        if tasks and not allowed:
+            row["regressions"].append(
+                f"policy errors: {result.policy} on {result.errors} gave up {tasks} task(s) because the policy errored "
+                f"(most frequent: {first or 'n/a'}); a scenario test never passes a run whose policy errored: fix the "
+                "policy, or mark the test @pytest.mark.fleetchaos(allow_policy_errors=True) if it expects them"
+            )
         self._request.node.stash.setdefault(_RUNS_KEY, []).append(row)
         return result
 
@@ -353,11 +404,11 @@ class FleetChaos:
         arm = _slug(f"{result.scenario}.{result.policy}.{result.errors}")
         out = root / _slug(self._request.node.nodeid) / arm
         if len(result.runs) == 1:  # one seed: a run report, as `fleetchaos run --report` writes
-            write_run_report(result.runs[0], out)
+            write_run_report(result.runs[0], out, root=root)
             return out
-        write_compare_report(result.to_compare_result(), out)
+        write_compare_report(result.to_compare_result(), out, root=root)
         for run in result.runs:
-            write_run_report(run, out / f"seed-{run.seed}")
+            write_run_report(run, out / f"seed-{run.seed}", root=root)
         return out
 
     def _baseline_verdicts(self, result: ScenarioResult) -> list[dict[str, Any]]:
@@ -374,8 +425,11 @@ class FleetChaos:
         replays = {run.seed: run.replay for run in result.runs}
         out = []
         for check in gate.check(result.runs):
-            message = failure_message(check, entry.origin, replays) if check.failed else ""
+            message = failure_message(check, entry.origin, replays) if check.failed and entry is not None else ""
             out.append({"metric": check.rule.metric, "regressed": check.failed, "message": message})
+        for problem in gate.problems(result.runs):
+            if problem.kind != "policy errors":  # judged by the test itself (allow_policy_errors)
+                out.append({"metric": problem.kind, "regressed": problem.failed, "message": problem.line()})
         return out
 
 
@@ -391,45 +445,22 @@ def fleetchaos_result(fleetchaos: FleetChaos) -> ScenarioResult:
     return fleetchaos.run()
 
 
-# -- reporting ----------------------------------------------------------------------------
-
-
-def _interval(est) -> str:
-    from fleetchaos.gates.assertions import fmt_number
-
-    if est.value is None:
-        return "n/a"
-    if est.has_interval:
-        return f"{fmt_number(est.value)} [{fmt_number(est.low)}, {fmt_number(est.high)}]"
-    return fmt_number(est.value)
-
-
-def _row(result: ScenarioResult, verdicts: list[dict[str, Any]]) -> dict[str, Any]:
-    """One line of the terminal summary, as plain data (it crosses xdist's wire)."""
-    from fleetchaos.gates.assertions import seeds_text
-
-    if not verdicts:
-        baseline = "-"
-    else:
-        bad = [v["metric"] for v in verdicts if v["regressed"]]
-        baseline = "regressed: " + ", ".join(bad) if bad else "ok"
-    return {
-        "scenario": result.scenario,
-        "policy": result.policy,
-        "errors": result.errors,
-        "seeds": seeds_text(result.seeds),
-        "recovery": _interval(result.recovery_rate),
-        "silent": _interval(result.silent_failure_rate),
-        "wasted": _interval(result.wasted_retries),
-        "baseline": baseline,
-        "replays": list(result.replay),
-    }
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
-    """Fail a test whose scenario runs regressed against the baseline, once its body has passed."""
-    result = yield
+    """Fail a test whose scenario runs regressed (or whose policy errored), once its body has passed.
+
+    While the body runs, every ``assert_rate`` that passes on weak evidence is recorded
+    for the test's report (terminal summary, junit XML property).
+    """
+    from fleetchaos.gates.assertions import WEAK_EVIDENCE
+
+    weak = item.stash.setdefault(_WEAK_KEY, [])
+    listener = weak.append
+    WEAK_EVIDENCE.append(listener)
+    try:
+        result = yield
+    finally:
+        WEAK_EVIDENCE.remove(listener)
     regressions = [m for row in item.stash.get(_RUNS_KEY, []) for m in row.get("regressions", [])]
     if regressions:
         pytest.fail("\n".join(regressions), pytrace=False)
@@ -441,6 +472,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """Attach the test's scenario rows to its call report (xdist carries them to the controller)."""
     report = yield
     if report.when == "call":
+        weak = [w.line() for w in item.stash.get(_WEAK_KEY, [])]
+        if weak:
+            report.fleetchaos_weak = weak
+            report.user_properties += [("fleetchaos_weak_evidence", line) for line in weak]
+            report.sections.append(("fleetchaos passed on weak evidence", "\n".join(weak)))
         rows = item.stash.get(_RUNS_KEY, None)
         if rows:
             report.fleetchaos = list(rows)
@@ -448,26 +484,3 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                 lines = [cmd for r in rows for cmd in r["replays"]]
                 report.sections.append(("fleetchaos replay", "\n".join(lines)))
     return report
-
-
-COLUMNS = (
-    ("test", "test"),
-    ("outcome", "outcome"),
-    ("scenario", "scenario"),
-    ("policy", "policy"),
-    ("errors", "errors"),
-    ("seeds", "seeds"),
-    ("recovery", "recovery rate"),
-    ("silent", "silent failures"),
-    ("wasted", "wasted retries"),
-    ("baseline", "baseline"),
-)
-
-
-def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """The summary table as text lines (one header, one line per scenario run)."""
-    table = [[h for _, h in COLUMNS]] + [[str(r.get(k, "")) for k, _ in COLUMNS] for r in rows]
-    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return lines

@@ -138,7 +138,8 @@ def test_invalid_marker_and_arguments_fail_with_one_clear_message(chaos_dir):
     result.assert_outcomes(failed=4, errors=1)
     result.stdout.fnmatch_lines_random(
         [
-            "*@pytest.mark.fleetchaos: unknown argument(s) seed (known: scenario, seeds, policy, errors, confidence)",
+            "*@pytest.mark.fleetchaos: unknown argument(s) seed (known: scenario, seeds, policy, errors, confidence, "
+            "allow_policy_errors)",
             "*fleetchaos: policy: unknown policy 'nope'*",
             "*fleetchaos: errors: unknown error format 'structred' (known: *generic*structured*); did you mean 'structured'?",
             "*unknown scenario 'defualt'*did you mean 'default'?",
