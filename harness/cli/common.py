@@ -210,7 +210,7 @@ time_limit_option = click.option(
     metavar="SECONDS",
     callback=_time_limit,
     help="wall-clock limit of each run; a run still going then fails the command with exit 4 "
-    "[default: 600 s + 1 ms per estimated tool call]",
+    "[default: 600 s + 5 ms per estimated tool call]",
 )
 
 

@@ -66,12 +66,14 @@ def run(
     stored run group (exit 1 on a regression).
     """
     from fleetchaos.runs.runner import run_one, versions
-    from fleetchaos.scenario.load import load_scenario
+    from fleetchaos.scenario.load import check_rows_fit, load_scenario
 
     spec = load_scenario(scenario)
     check_policies((policy,), "--policy")
     check_formats((errors,), "--errors")
     spec, applied = apply_single_params(spec, scenario, params)
+    if report is not None or check_determinism:
+        check_rows_fit(spec, "--report" if report is not None else "--check-determinism")
     make_report_dir(report)
     if check_determinism:
         run_determinism_check(spec, scenario, [(policy, errors)], [seed])
@@ -152,7 +154,7 @@ def compare(
     from fleetchaos.runs.executors import open_executor
     from fleetchaos.runs.runner import compare as run_compare
     from fleetchaos.runs.runner import versions
-    from fleetchaos.scenario.load import load_scenario
+    from fleetchaos.scenario.load import check_rows_fit, load_scenario
 
     spec = load_scenario(scenario)
     policy_names, format_names = split_names(policies), split_names(formats)
@@ -162,19 +164,30 @@ def compare(
         raise UserError("--errors: give at least one error format")
     check_policies(policy_names, "--policies")
     check_formats(format_names, "--errors")
+    if report is not None or check_determinism:
+        check_rows_fit(spec, "--report" if report is not None else "--check-determinism")
     make_report_dir(report)
     seed_list = seeds_to_run(spec, seeds, first_seed)
     if check_determinism:
         run_determinism_check(spec, scenario, [(p, e) for p in policy_names for e in format_names], seed_list)
         return
     session = HistorySession(**history_args)
+    # Connect (or start the local workers) before touching the history, so a cluster that
+    # cannot be reached leaves no group behind.
+    executor = open_executor(jobs, scheduler)
     tasks_csv = None
-    if report is not None:
-        from fleetchaos.reports import TaskCsvWriter
+    try:
+        if report is not None:
+            from fleetchaos.reports import TaskCsvWriter
 
-        tasks_csv = TaskCsvWriter(report / "tasks.csv", [(p, e) for p in policy_names for e in format_names])
-    session.start("compare", spec, {"scenario_ref": scenario, "policies": list(policy_names), "errors": list(format_names),
-                                    "seeds": seed_list, "confidence": confidence, "versions": versions()})  # fmt: skip
+            tasks_csv = TaskCsvWriter(report / "tasks.csv", [(p, e) for p in policy_names for e in format_names])
+        session.start("compare", spec, {"scenario_ref": scenario, "policies": list(policy_names),
+                                        "errors": list(format_names), "seeds": seed_list, "confidence": confidence,
+                                        "versions": versions()})  # fmt: skip
+    except BaseException:
+        executor.shutdown()
+        session.finish("failed")
+        raise
 
     def on_run(run) -> None:
         if tasks_csv is not None:
@@ -183,7 +196,6 @@ def compare(
         advance(1)
 
     status = "failed"
-    executor = open_executor(jobs, scheduler)
     try:
         total = len(seed_list) * len(policy_names) * len(format_names)
         with progress_bar(total, "compare", console=stderr_console()) as advance:

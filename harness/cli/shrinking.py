@@ -101,7 +101,7 @@ def shrink(
     """
     import json
 
-    from fleetchaos.scenario.load import load_scenario
+    from fleetchaos.scenario.load import check_rows_fit, load_scenario
     from fleetchaos.testing.shrink import parse_property, regression_test, scenario_yaml
     from fleetchaos.testing.shrink import shrink as do_shrink
 
@@ -112,6 +112,7 @@ def shrink(
     check_policies((policy,), "--policy")
     check_formats((errors,), "--errors")
     spec, _applied = apply_single_params(spec, scenario, params)
+    check_rows_fit(spec, "shrink")
     yaml_path = check_outputs(output, scenario, force=force)
     err = stderr_console()
     result = do_shrink(

@@ -143,6 +143,10 @@ def sweep(
     make_report_dir(report)
     if check_determinism:
         from fleetchaos.runs.runner import replay_command
+        from fleetchaos.scenario.load import check_rows_fit
+
+        for variant in plan.variants:
+            check_rows_fit(variant.scenario, "--check-determinism")
 
         runs = []
         for job in plan.jobs:

@@ -37,6 +37,14 @@ MAX_TOOL_CALLS = 100_000_000
 # ~110 MB per run.  Lookups during the run are binary searches, so their number does not
 # slow a call down (10,000 rate-limit windows: the default day runs in 31 ms as with 100).
 MAX_SCHEDULE_SPANS = 1_000_000
+# A run that keeps a row per task (a report, a determinism check, a shrink) holds them all
+# until it ends, and a traced run keeps every dispatch and fault of the run: measured on
+# the default day scaled to 20,000 and 60,000 tasks with `run --report`, 13.7 KB per task
+# with the structured policy and 47.8 KB with retry-fixed (19 retries per call at worst).
+# The worst is assumed, against 4 GB per run (two runs side by side on a 2-core machine).
+REPORT_BYTES_PER_TASK = 48_000
+MAX_REPORT_BYTES = 4_000_000_000
+MAX_REPORT_TASKS = MAX_REPORT_BYTES // REPORT_BYTES_PER_TASK
 
 
 def _occurrences(windows, horizon_s: float) -> int:
@@ -88,8 +96,11 @@ def estimated_size(world: WorldSpec) -> tuple[float, float]:
     """(tasks, tool calls) a run of ``world`` makes without faults (retries add calls).
 
     Open loop: ``tasks_per_day`` over the horizon (or the explicit arrivals).  Closed
-    loop: each client completes one task per think time plus the mean task duration.
-    Tool calls: one per item of every step, weighted over the templates.
+    loop: at most one task per client per think time plus one network round trip, the
+    rate of tasks that fail fast (a failing fleet finishes tasks sooner, so clients send
+    more: the mean task duration would underestimate it up to 46x).  Tool calls: one per
+    item of every step, weighted over the templates; retries add up to ~19x more (the
+    worst preset, retry-fixed), which the run's wall-clock limit allows for.
     """
     workload = world.workload
     weights = [t.weight for t in workload.templates]
@@ -99,10 +110,7 @@ def estimated_size(world: WorldSpec) -> tuple[float, float]:
         tasks = float(explicit_task_count(workload, world.fleet.workers))
     elif workload.clients is not None:
         rtt = 2.0 * world.fleet.network_latency.mean_s
-        busy = (
-            sum(w * sum(s.duration.mean_s + rtt for s in t.steps) for w, t in zip(weights, workload.templates)) / total
-        )
-        tasks = workload.clients * world.duration_s / (workload.think.mean_s + busy)
+        tasks = workload.clients * world.duration_s / (workload.think.mean_s + rtt)
     else:
         tasks = workload.tasks_per_day * world.duration_s / DAY_S
     return tasks, tasks * calls_per_task
@@ -142,7 +150,7 @@ class Scenario(WorldSpec):
         if tasks > MAX_TASKS:
             raise ValueError(
                 f"workload: about {tasks:,.0f} tasks ({how}) is more than one machine can simulate: "
-                f"the limit is {MAX_TASKS:,} tasks per run (a report keeps each task's row in memory, ~1.5 KB); "
+                f"the limit is {MAX_TASKS:,} tasks per run; "
                 f"use {fix}, or split it into several scenarios"
             )
         if calls > MAX_TOOL_CALLS:
@@ -162,6 +170,20 @@ class Scenario(WorldSpec):
                 "per day, or a shorter duration_s"
             )
         return self
+
+
+def check_rows_fit(scenario: WorldSpec, why: str) -> None:
+    """Refuse, before it starts, a run that keeps a row per task (``why``: a report, a determinism check)
+    and would not fit in memory: about :data:`REPORT_BYTES_PER_TASK` per task (measured), at most
+    :data:`MAX_REPORT_BYTES` per run."""
+    tasks, _ = estimated_size(scenario)
+    if tasks > MAX_REPORT_TASKS:
+        raise ScenarioError(
+            f"{why}: about {tasks:,.0f} tasks per run, each kept in memory with its trace (up to "
+            f"{REPORT_BYTES_PER_TASK // 1000} KB a task, measured): about {tasks * REPORT_BYTES_PER_TASK / 1e9:,.1f} GB, "
+            f"more than the {MAX_REPORT_BYTES / 1e9:g} GB a run may use; the limit is {MAX_REPORT_TASKS:,} tasks; "
+            "run without it (a plain run streams its tasks), or lower workload.tasks_per_day or duration_s"
+        )
 
 
 def format_validation_error(source: str, exc: ValidationError) -> str:

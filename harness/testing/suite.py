@@ -353,6 +353,10 @@ def run_scenario(
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.5 <= confidence < 1.0:
         raise UserError(f"confidence: must be a level in [0.5, 1) such as 0.95, got {confidence!r}")
     spec, ref = load_ref(scenario, save_dir)
+    if keep_tasks:
+        from fleetchaos.scenario.load import check_rows_fit
+
+        check_rows_fit(spec, "--fleetchaos-report")
     seed_list = resolve_seeds(seeds)
     _check_arm(policy, errors)
     from fleetchaos.scenario.load import scenario_hash
