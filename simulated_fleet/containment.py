@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from fleetchaos.sim.interrupts import PASS_THROUGH, describe_exception, exception_parts, policy_text
+from fleetchaos.sim.interrupts import PASS_THROUGH, check_expired, describe_exception, exception_parts, policy_text
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.observation import (
     ACTION_TYPES,
@@ -141,8 +141,10 @@ class ContainedPolicy:
         except PASS_THROUGH:
             raise
         except BaseException as exc:  # a broken user policy must not stop the run, whatever it raises
+            check_expired()  # the exception may be the limit's interrupt, swallowed and replaced
             rec.policy_error = policy_text(f"policy raised {describe_exception(exc)}")
             return GiveUp()
+        check_expired()  # a policy that caught the limit's interrupt itself
         try:
             return canonical(action)
         except (TypeError, ValueError, OverflowError) as exc:

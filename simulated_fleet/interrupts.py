@@ -30,8 +30,10 @@ __all__ = [
     "PASS_THROUGH",
     "UserInterrupt",
     "WallClockExceeded",
+    "check_expired",
     "describe_exception",
     "exception_parts",
+    "mark_expired",
     "policy_text",
     "user_signals",
 ]
@@ -44,8 +46,11 @@ class UserInterrupt(KeyboardInterrupt):
     """The user's Ctrl-C (SIGINT) or SIGTERM, as raised by the handlers of :func:`user_signals`."""
 
     def __init__(self, signum: int = signal.SIGINT):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
+        super().__init__(int(signum))  # args stay (signum,): SimPy rebuilds an exception from its args
+        self.signum = int(signum)
+
+    def __str__(self) -> str:
+        return signal.Signals(self.signum).name
 
 
 class WallClockExceeded(BaseException):  # a control-flow signal like KeyboardInterrupt, not an Exception
@@ -54,6 +59,28 @@ class WallClockExceeded(BaseException):  # a control-flow signal like KeyboardIn
 
 #: The harness's own exceptions: containment re-raises these and contains everything else.
 PASS_THROUGH: tuple[type[BaseException], ...] = (UserInterrupt, WallClockExceeded)
+
+#: Threads whose run has outlived its wall-clock limit (see :func:`check_expired`).
+_EXPIRED: set[int] = set()
+
+
+def mark_expired(thread_id: int, expired: bool = True) -> None:
+    """Record (or clear) that the run in thread ``thread_id`` has outlived its wall-clock limit."""
+    if expired:
+        _EXPIRED.add(thread_id)
+    else:
+        _EXPIRED.discard(thread_id)
+
+
+def check_expired() -> None:
+    """Raise :class:`WallClockExceeded` if this thread's run has outlived its limit.
+
+    Containment calls it after every policy call, so a policy that catches the limit's
+    interrupt inside its own code (``except BaseException: pass``) still cannot keep
+    the run alive.
+    """
+    if _EXPIRED and threading.get_ident() in _EXPIRED:
+        raise WallClockExceeded()
 
 
 def policy_text(text: object, limit: int = MAX_POLICY_TEXT) -> str:

@@ -32,7 +32,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from fleetchaos.sim.interrupts import WallClockExceeded
+from fleetchaos.sim.interrupts import WallClockExceeded, mark_expired
 
 __all__ = ["BASE_LIMIT_S", "SECONDS_PER_CALL", "default_time_limit", "time_limit_text", "wall_clock_limit"]
 
@@ -68,17 +68,21 @@ def wall_clock_limit(seconds: float | None) -> Iterator[None]:
     if seconds is None or math.isinf(seconds):
         yield
         return
-    if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
-        with _alarm(seconds):
-            yield
-    else:
-        with _watchdog(seconds):
-            yield
+    try:
+        if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+            with _alarm(seconds):
+                yield
+        else:
+            with _watchdog(seconds):
+                yield
+    finally:
+        mark_expired(threading.get_ident(), False)
 
 
 @contextmanager
 def _alarm(seconds: float) -> Iterator[None]:
     def expired(signum, frame):
+        mark_expired(threading.get_ident())
         raise WallClockExceeded(seconds)
 
     previous = signal.signal(signal.SIGALRM, expired)
@@ -102,6 +106,7 @@ def _watchdog(seconds: float) -> Iterator[None]:
             with lock:
                 if done.is_set():
                     return
+                mark_expired(target)
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(WallClockExceeded))
             wait = _REPEAT_S
 

@@ -461,6 +461,8 @@ def pytest_runtest_call(item: pytest.Item):
         result = yield
     finally:
         WEAK_EVIDENCE.remove(listener)
+        # The junit XML writes a test's user properties from its teardown report: add them to the item.
+        item.user_properties += [("fleetchaos_weak_evidence", w.line()) for w in weak]
     regressions = [m for row in item.stash.get(_RUNS_KEY, []) for m in row.get("regressions", [])]
     if regressions:
         pytest.fail("\n".join(regressions), pytrace=False)
@@ -475,7 +477,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         weak = [w.line() for w in item.stash.get(_WEAK_KEY, [])]
         if weak:
             report.fleetchaos_weak = weak
-            report.user_properties += [("fleetchaos_weak_evidence", line) for line in weak]
             report.sections.append(("fleetchaos passed on weak evidence", "\n".join(weak)))
         rows = item.stash.get(_RUNS_KEY, None)
         if rows:
