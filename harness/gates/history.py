@@ -243,6 +243,15 @@ class HistoryStore:
         return True
 
     def _open_existing(self) -> sqlite3.Connection:
+        size = self.path.stat().st_size
+        if size:
+            with self.path.open("rb") as fh:
+                header = fh.read(16)
+            if size < 512 or header != b"SQLite format 3\x00":  # SQLite itself would take a short file as empty
+                raise UserError(
+                    f"{self.path}: not a fleetchaos history (not even an SQLite file); it was left untouched; "
+                    "pass another --history PATH"
+                )
         db = self._connect_readonly()
         try:
             ours = self._recognise(db)
