@@ -46,8 +46,9 @@ __all__ = [
     "write_text",
 ]
 
-#: errno values that mean the disk (or the user's quota) is full: not a user mistake, not a bug.
-DISK_FULL = frozenset(e for e in (errno.ENOSPC, getattr(errno, "EDQUOT", None)) if e is not None)
+#: errno values that mean there is no room to write: a full disk, a full quota, or a file-size
+#: limit (``ulimit -f``); not a user mistake and not a bug.
+DISK_FULL = frozenset(e for e in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EFBIG) if e is not None)
 
 
 class FileTooLargeError(UserError):

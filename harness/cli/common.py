@@ -152,8 +152,8 @@ class ErrorHandlingGroup(click.Group):
             where = f"{exc.filename}: " if exc.filename else ""
             cause = exc.strerror or type(exc).__name__
             if exc.errno in DISK_FULL:
-                _error(f"{where}{cause}: the disk is full; free some space or write elsewhere, then run again",
-                       EXIT_INTERNAL)  # fmt: skip
+                _error(f"{where}{cause}: no room to write (a full disk, a quota or a file-size limit); free some "
+                       "space or write elsewhere, then run again", EXIT_INTERNAL)  # fmt: skip
             _error(f"{where}{cause}; check the path and its permissions", EXIT_USAGE)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
             raise
@@ -183,9 +183,20 @@ scenario_option = click.option(
 jobs_option = click.option(
     "--jobs", type=click.IntRange(1, 512), help="local worker processes; 1 runs in this process [default: one per core]"
 )
+
+
+def _scheduler(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        from fleetchaos.runs.executors import check_scheduler
+
+        check_scheduler(value)  # before anything is read, stored or started
+    return value
+
+
 scheduler_option = click.option(
     "--scheduler",
     metavar="tcp://HOST:PORT",
+    callback=_scheduler,
     help="run on a Dask distributed cluster (needs: pip install 'fleetchaos[dask]')",
 )
 param_option = click.option(
