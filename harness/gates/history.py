@@ -27,16 +27,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import sqlite3
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from fleetchaos.errors import UserError
+from fleetchaos.gates.history_rows import Group, StoredRun, group_of, stored_run_of
 from fleetchaos.results.models import RunResult
 
 #: Where run and compare write unless told otherwise (relative to the working directory).
@@ -98,55 +97,6 @@ def key_of(result: RunResult) -> str:
 
 def _now() -> str:
     return datetime.now(UTC).replace(microsecond=0).isoformat()
-
-
-@dataclass(frozen=True, slots=True)
-class Group:
-    """One stored command invocation: a run, a comparison or a sweep."""
-
-    id: int
-    kind: str
-    scenario: str
-    label: str | None
-    status: str
-    created_at: str
-    meta: dict[str, Any]
-    runs: int
-
-    @property
-    def ref(self) -> str:
-        """How to name this group on the command line (``--baseline``)."""
-        return f"#{self.id}"
-
-
-@dataclass(frozen=True, slots=True)
-class StoredRun:
-    """One stored run: its identity, metrics and whole result (without per-task rows)."""
-
-    id: int
-    group_id: int
-    key: str
-    scenario: str
-    policy: str
-    errors: str
-    seed: int
-    params: dict[str, Any]
-    metrics: dict[str, float | None]
-    created_at: str
-    result_json: str = field(repr=False)
-
-    @property
-    def result(self) -> RunResult:
-        """The stored :class:`RunResult`."""
-        from pydantic import ValidationError
-
-        try:
-            return RunResult.model_validate_json(self.result_json)
-        except (ValidationError, ValueError) as exc:
-            raise UserError(
-                f"run {self.id} of group #{self.group_id}: its stored result cannot be read ({type(exc).__name__}); "
-                "the history is damaged (edited by hand?); pass another --history PATH"
-            ) from None
 
 
 #: The tables and columns a fleetchaos store has; a file without them is not ours to touch.
@@ -362,7 +312,7 @@ class HistoryStore:
         )
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [_group(row, self.path) for row in self._db.execute(sql)]
+        return [group_of(row, self.path) for row in self._db.execute(sql)]
 
     def group(self, group_id: int) -> Group | None:
         """The group with this id, or None."""
@@ -371,7 +321,7 @@ class HistoryStore:
             "(SELECT COUNT(*) FROM runs r WHERE r.group_id = g.id) FROM groups g WHERE g.id = ?",
             (group_id,),
         ).fetchone()
-        return None if row is None else _group(row, self.path)
+        return None if row is None else group_of(row, self.path)
 
     def resolve(self, ref: str) -> Group:
         """The group a user names: ``7`` or ``#7`` (an id), ``latest`` (the newest group), or a label (its newest group).
@@ -404,7 +354,7 @@ class HistoryStore:
             "FROM runs WHERE group_id = ? ORDER BY id",
             (group_id,),
         )
-        return [_stored_run(r, self.path) for r in rows]
+        return [stored_run_of(r, self.path) for r in rows]
 
     def has_run(self, key: str, group_id: int | None = None) -> bool:
         """Whether a run with this :func:`run_key` is stored (in ``group_id``, or in any group)."""
@@ -431,70 +381,6 @@ class _Transaction:
             self.db.execute("COMMIT")
         else:
             self.db.execute("ROLLBACK")
-
-
-def _damaged(path: Path, what: str, why: str) -> UserError:
-    return UserError(
-        f"{path}: {what}: {why}; the history is damaged (edited by hand?); "
-        "pass another --history PATH, or name another group"
-    )
-
-
-def _text(value: Any, path: Path, what: str, field: str, *, optional: bool = False) -> Any:
-    if value is None and optional:
-        return None
-    if not isinstance(value, str):
-        raise _damaged(path, what, f"{field} is not text")
-    return value
-
-
-def _json_field(text: Any, path: Path, what: str, field: str, kind: type) -> Any:
-    try:
-        value = json.loads(text) if isinstance(text, (str, bytes)) else None
-    except (ValueError, RecursionError):
-        value = None
-    if not isinstance(value, kind):
-        raise _damaged(path, what, f"its {field} is not a JSON {'object' if kind is dict else kind.__name__}")
-    return value
-
-
-def _group(row, path: Path) -> Group:
-    what = f"group {row[0]!r}"
-    if not isinstance(row[0], int) or not isinstance(row[7], int):
-        raise _damaged(path, what, "its id is not a number")
-    return Group(
-        id=row[0],
-        kind=_text(row[1], path, what, "kind"),
-        scenario=_text(row[2], path, what, "scenario"),
-        label=_text(row[3], path, what, "label", optional=True),
-        status=_text(row[4], path, what, "status"),
-        created_at=_text(row[5], path, what, "created_at"),
-        meta=_json_field(row[6], path, what, "meta", dict),
-        runs=row[7],
-    )
-
-
-def _stored_run(r, path: Path) -> StoredRun:
-    what = f"run {r[0]!r} of group {r[1]!r}"
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (r[0], r[1], r[6])):
-        raise _damaged(path, what, "its id, group or seed is not a whole number")
-    metrics = _json_field(r[8], path, what, "metrics", dict)
-    if not all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
-               for v in metrics.values()):  # fmt: skip
-        raise _damaged(path, what, "its metrics are not finite numbers")
-    return StoredRun(
-        id=r[0],
-        group_id=r[1],
-        key=_text(r[2], path, what, "key"),
-        scenario=_text(r[3], path, what, "scenario"),
-        policy=_text(r[4], path, what, "policy"),
-        errors=_text(r[5], path, what, "errors"),
-        seed=r[6],
-        params=_json_field(r[7], path, what, "params", dict),
-        metrics=metrics,
-        created_at=_text(r[9], path, what, "created_at"),
-        result_json=_text(r[10], path, what, "result"),
-    )
 
 
 def open_store(path: str | Path | None = None, *, create: bool = True, readonly: bool = False) -> HistoryStore:

@@ -15,8 +15,9 @@ import fleetchaos.catalogue as catalogue
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))  # `hostile_policies:Name` for in-process runs
 
-#: The installed command line, beside this interpreter.
-FLEETCHAOS = str(Path(sys.executable).with_name("fleetchaos"))
+#: The installed command line, beside this interpreter ($FLEETCHAOS_CLI runs these tests against another
+#: installation, e.g. an older one, to see them fail there).
+FLEETCHAOS = os.environ.get("FLEETCHAOS_CLI") or str(Path(sys.executable).with_name("fleetchaos"))
 
 #: Exit codes a user's input may give: ok, gate failed, usage; never 3 (a bug) for user input.
 OK_CODES = {0, 1, 2}
