@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from fleetchaos.files import write_text
+
 
 @dataclass(frozen=True)
 class Block:
@@ -75,15 +77,20 @@ def END_DETAILS() -> Block:
 
 
 #: Characters Markdown gives a meaning to inside a paragraph or a table cell.
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#~])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]()|#~])")
+#: Characters that would open raw HTML in Markdown: written as entities, so no renderer sees a tag.
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
 def literal(text: str) -> str:
     """``text`` (a policy's or a scenario's name, anything from a user) to be read as it is in block text.
 
-    Markdown punctuation is backslash-escaped, so summary.md shows it literally; the HTML
-    page drops the backslashes and escapes the text for HTML (:func:`to_html`).
+    Markdown punctuation (link brackets and parentheses included) is backslash-escaped and
+    ``&``, ``<``, ``>`` become entities, so summary.md shows it literally and no renderer
+    sees a tag or a link; the HTML page reads both back and escapes the text for HTML
+    (:func:`to_html`).
     """
+    text = "".join(_ENTITIES.get(c, c) for c in text)
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
@@ -97,22 +104,34 @@ def _md_cell(text: str) -> str:
     return re.sub(r"(?<!\\)\|", r"\\|", text).replace("\n", " ")
 
 
+def _fence(text: str) -> str:
+    """A code fence longer than any run of backticks in ``text``, so the text cannot close it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
 def to_markdown(blocks: list[Block]) -> str:
-    """Render blocks as GitHub-flavoured Markdown."""
+    """Render blocks as GitHub-flavoured Markdown.
+
+    Text from users reaches blocks through :func:`literal` (Markdown punctuation, link
+    syntax and raw HTML escaped), so it is rendered as it is here; a preformatted block
+    gets a fence longer than any backtick run inside it.
+    """
     out: list[str] = []
     for b in blocks:
         if b.kind in ("h1", "h2", "h3"):
-            out += ["#" * int(b.kind[1]) + " " + b.text, ""]
+            out += ["#" * int(b.kind[1]) + " " + _md_cell(b.text), ""]
         elif b.kind == "p":
             out += [b.text, ""]
         elif b.kind == "ul":
-            out += [f"- {item}" for item in b.items] + [""]
+            out += [f"- {_md_cell(item)}" for item in b.items] + [""]
         elif b.kind == "pre":
-            out += ["```", b.text.rstrip("\n"), "```", ""]
+            fence = _fence(b.text)
+            out += [fence, b.text.rstrip("\n"), fence, ""]
         elif b.kind == "img":
-            out += [f"![{b.items[0]}]({b.text})", ""]
+            out += [f"![{_md_cell(b.items[0])}]({b.text})", ""]
         elif b.kind == "details":
-            out += ["## " + b.text, ""]
+            out += ["## " + _md_cell(b.text), ""]
         elif b.kind == "table":
             aligns = ["---:" if b.align_right and i >= b.align_right else "---" for i in range(len(b.headers))]
             out.append("| " + " | ".join(_md_cell(h) for h in b.headers) + " |")
@@ -123,7 +142,13 @@ def to_markdown(blocks: list[Block]) -> str:
 
 
 _CODE = re.compile(r"(?<!\\)`([^`\\]+)`")  # a code span; an escaped backtick (literal text) opens none
-_UNESCAPE = re.compile(r"\\([\\`*_\[\]<>|#~])")
+_UNESCAPE = re.compile(r"\\([\\`*_\[\]()<>|#~])")
+_ENTITY = re.compile(r"&(amp|lt|gt);")
+
+
+def _unescape(text: str) -> str:
+    """Markdown backslash escapes and :func:`literal`'s three entities read back to the characters they stand for."""
+    return _ENTITY.sub(lambda m: {"amp": "&", "lt": "<", "gt": ">"}[m.group(1)], _UNESCAPE.sub(r"\1", text))
 
 
 _BOLD = re.compile(r"(?<!\\)\*\*(.+?)(?<!\\)\*\*")  # **strong**; an escaped star (literal text) opens none
@@ -134,11 +159,11 @@ def _plain(text: str) -> str:
     out = []
     last = 0
     for m in _BOLD.finditer(text):
-        out.append(html.escape(_UNESCAPE.sub(r"\1", text[last : m.start()]), quote=True))
-        strong = html.escape(_UNESCAPE.sub(r"\1", m.group(1)), quote=True)
+        out.append(html.escape(_unescape(text[last : m.start()]), quote=True))
+        strong = html.escape(_unescape(m.group(1)), quote=True)
         out.append(f"<strong>{strong}</strong>")
         last = m.end()
-    out.append(html.escape(_UNESCAPE.sub(r"\1", text[last:]), quote=True))
+    out.append(html.escape(_unescape(text[last:]), quote=True))
     return "".join(out)
 
 
@@ -240,9 +265,7 @@ def to_html(blocks: list[Block], title: str, images: dict[str, bytes]) -> str:
 
 def write_pages(out_dir: Path, blocks: list[Block], title: str, made: dict[str, Path]) -> list[Path]:
     """Write ``blocks`` as summary.md (charts linked) and report.html (the ``made`` charts embedded); both paths."""
-    summary = out_dir / "summary.md"
-    summary.write_text(to_markdown(blocks), encoding="utf-8")
-    page = out_dir / "report.html"
+    summary = write_text(out_dir / "summary.md", to_markdown(blocks))
     images = {p.name: p.read_bytes() for p in made.values()}
-    page.write_text(to_html(blocks, title, images), encoding="utf-8")
+    page = write_text(out_dir / "report.html", to_html(blocks, title, images))
     return [summary, page]

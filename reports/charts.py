@@ -13,13 +13,17 @@ and markers follow the policy.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from fleetchaos.files import atomic_write
 from fleetchaos.reports.naming import policy_label
 from fleetchaos.results.models import ArmResult, CompareResult, Timeline
 from fleetchaos.results.stats import spikes
@@ -41,9 +45,17 @@ KIND_COLOURS = (
 MAX_LANES = 30
 
 
+@contextmanager
+def plain_text() -> Iterator[None]:
+    """Draw charts whose text is never parsed as mathtext: a ``$`` in a scenario or policy name stays a ``$``."""
+    with rc_context({"text.parse_math": False}):
+        yield
+
+
 def save_png(fig: Figure, path: Path) -> Path:
     FigureCanvasAgg(fig)
-    fig.savefig(path, format="png", dpi=DPI, metadata=PNG_METADATA)
+    with atomic_write(path, "wb") as fh:  # never a half-written PNG, never through a symlink
+        fig.savefig(fh, format="png", dpi=DPI, metadata=PNG_METADATA)
     return path
 
 

@@ -12,6 +12,7 @@ import json
 import re
 from pathlib import Path
 
+from fleetchaos.files import check_inside, write_text
 from fleetchaos.reports import arm_charts, charts
 from fleetchaos.reports.assumptions import stated_assumptions
 from fleetchaos.reports.blocks import (
@@ -329,20 +330,22 @@ def compare_markdown(result: CompareResult) -> str:
     return to_markdown(compare_blocks(result))
 
 
-def write_compare_report(result: CompareResult, out_dir: Path, *, tasks_csv: Path | None = None) -> list[Path]:
+def write_compare_report(
+    result: CompareResult, out_dir: Path, *, tasks_csv: Path | None = None, root: Path | None = None
+) -> list[Path]:
     """Write the report of a comparison into ``out_dir``; returns the files written.
 
-    Writes results.json, summary.md, report.html and the charts.  ``tasks_csv`` names a
-    per-task CSV already written into ``out_dir`` (by :class:`TaskCsvWriter`) for the
-    report to point at.
+    Writes results.json, summary.md, report.html and the charts, each atomically
+    (:mod:`fleetchaos.files`).  ``tasks_csv`` names a per-task CSV already written into
+    ``out_dir`` (by :class:`TaskCsvWriter`) for the report to point at.  ``out_dir`` must
+    resolve inside ``root`` (default: itself), so a symlinked sub-folder cannot lead out.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    results_path = out_dir / "results.json"
-    results_path.write_text(dumps(result), encoding="utf-8")
-    written.append(results_path)
-    made = _render_compare_charts(result, out_dir)
+    check_inside(out_dir / "results.json", Path(root) if root is not None else out_dir)
+    written = [write_text(out_dir / "results.json", dumps(result))]
+    with charts.plain_text():
+        made = _render_compare_charts(result, out_dir)
     written += list(made.values())
     csv_name = tasks_csv.name if tasks_csv is not None else None
     blocks = compare_blocks(result, made, csv_name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from fleetchaos.escaping import rich_text
 from fleetchaos.reports.naming import policy_labels
 from fleetchaos.results.models import CompareResult, RunResult
 from fleetchaos.results.registry import REGISTRY, is_rate, lead_metrics
@@ -183,7 +184,7 @@ def run_table(result: RunResult) -> Table:
     """Every metric of one run; policy errors named below it."""
     broken = policy_error_lines(result)
     table = Table(
-        title=f"{result.scenario}: {result.policy} on {result.errors} errors, seed {result.seed}",
+        title=rich_text(f"{result.scenario}: {result.policy} on {result.errors} errors, seed {result.seed}"),
         caption=Text("\n".join(broken)) if broken else None,  # Text: messages are not markup
         caption_justify="left",
         caption_style="yellow",

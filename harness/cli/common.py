@@ -1,17 +1,20 @@
 """What every command shares: exit codes, consoles, common options, input checks, and error handling.
 
 Data goes to stdout, messages to stderr.  Exit codes: 0 ok, 1 regression gate failed,
-2 invalid input or usage, 3 internal error, 130 interrupted.  :class:`ErrorHandlingGroup`
-turns a :class:`~fleetchaos.errors.UserError` into one message and exit 2, and anything
-unexpected into exit 3.
+2 invalid input or usage, 3 internal error (or a full disk, named as such), 4 a run outlived
+its wall-clock limit, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+:class:`ErrorHandlingGroup` turns a :class:`~fleetchaos.errors.UserError` into one message
+and exit 2, and anything unexpected into exit 3.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
+from typing import NoReturn
 
 import click
 from rich.console import Console
@@ -22,6 +25,8 @@ from fleetchaos.errors import UserError
 __all__ = [
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
+    "EXIT_TERMINATED",
+    "EXIT_TIME_LIMIT",
     "EXIT_USAGE",
     "Confidence",
     "ErrorHandlingGroup",
@@ -29,9 +34,11 @@ __all__ = [
     "determinism_option",
     "jobs_option",
     "make_report_dir",
+    "nonempty_path",
     "param_option",
     "policies_with_params",
     "policy_param_options",
+    "report_option",
     "run_determinism_check",
     "scenario_option",
     "scheduler_option",
@@ -39,11 +46,14 @@ __all__ = [
     "split_names",
     "stderr_console",
     "stdout_console",
+    "time_limit_option",
 ]
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+EXIT_TIME_LIMIT = 4
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 
 
 class Confidence(click.FloatRange):
@@ -152,18 +162,53 @@ def policies_with_params(names: tuple[str, ...], pairs: tuple[tuple[str, object]
     return check_policies(out, where)
 
 
+def _error(message: str, code: int, label: str = "error") -> NoReturn:
+    stderr_console().print(f"[red]{label}:[/red] {escape(message)}", highlight=False, markup=True)
+    sys.exit(code)
+
+
 class ErrorHandlingGroup(click.Group):
-    """Turns user errors into one message and exit 2, and crashes into exit 3."""
+    """Turns user errors into one message and exit 2, and crashes into exit 3.
+
+    While a command runs, Ctrl-C and SIGTERM raise :class:`~fleetchaos.sim.interrupts.UserInterrupt`
+    (so a policy raising ``KeyboardInterrupt`` is not mistaken for the user): the command
+    keeps its finished runs and marks its history group interrupted; exit 130 or 143.
+    """
 
     def invoke(self, ctx: click.Context):
+        from concurrent.futures.process import BrokenProcessPool
+
+        from fleetchaos.errors import RunTimeLimitError
+        from fleetchaos.files import DISK_FULL
+        from fleetchaos.sim.interrupts import UserInterrupt, user_signals
+
         try:
-            return super().invoke(ctx)
+            with user_signals():
+                return super().invoke(ctx)
         except UserError as exc:
-            stderr_console().print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, markup=True)
-            sys.exit(EXIT_USAGE)
+            _error(str(exc), EXIT_USAGE)
+        except RunTimeLimitError as exc:
+            _error(str(exc), EXIT_TIME_LIMIT)
+        except UserInterrupt as exc:
+            terminated = exc.signum == signal.SIGTERM
+            stderr_console().print("terminated" if terminated else "interrupted")
+            sys.exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
         except KeyboardInterrupt:
             stderr_console().print("interrupted")
             sys.exit(EXIT_INTERRUPTED)
+        except BrokenProcessPool:
+            _error(
+                "a worker process died (killed by a signal, or out of memory?) before its runs finished; the runs "
+                "that finished are kept in the history; run again with fewer --jobs, or --jobs 1 to see the cause",
+                EXIT_USAGE,
+            )
+        except OSError as exc:  # the machine, not fleetchaos: a full disk, a file that vanished
+            where = f"{exc.filename}: " if exc.filename else ""
+            cause = exc.strerror or type(exc).__name__
+            if exc.errno in DISK_FULL:
+                _error(f"{where}{cause}: no room to write (a full disk, a quota or a file-size limit); free some "
+                       "space or write elsewhere, then run again", EXIT_INTERNAL)  # fmt: skip
+            _error(f"{where}{cause}; check the path and its permissions", EXIT_USAGE)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
             raise
         except Exception as exc:  # an internal error, never a user's mistake
@@ -192,9 +237,20 @@ scenario_option = click.option(
 jobs_option = click.option(
     "--jobs", type=click.IntRange(1, 512), help="local worker processes; 1 runs in this process [default: one per core]"
 )
+
+
+def _scheduler(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        from fleetchaos.runs.executors import check_scheduler
+
+        check_scheduler(value)  # before anything is read, stored or started
+    return value
+
+
 scheduler_option = click.option(
     "--scheduler",
     metavar="tcp://HOST:PORT",
+    callback=_scheduler,
     help="run on a Dask distributed cluster (needs: pip install 'fleetchaos[dask]')",
 )
 param_option = click.option(
@@ -205,6 +261,41 @@ param_option = click.option(
     help="set a scenario value by dotted path, e.g. faults[0].probability=0.1 or fleet.workers=50, "
     "or a policy parameter, e.g. policy.base_s=0.5",
 )
+
+
+def _time_limit(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not (0 < value < float("inf")):
+        raise click.BadParameter(f"{value!r} is not a number of seconds > 0", ctx, param)
+    return value
+
+
+time_limit_option = click.option(
+    "--time-limit",
+    "time_limit",
+    type=float,
+    metavar="SECONDS",
+    callback=_time_limit,
+    help="wall-clock limit of each run; a run still going then fails the command with exit 4 "
+    "[default: 600 s + 5 ms per estimated tool call]",
+)
+
+
+def nonempty_path(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    """A click callback: an output folder option as a Path; an empty value is a usage error (it would mean the working directory)."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise click.BadParameter("give a folder name (an empty one would write into the working directory)", ctx, param)
+    return Path(value)
+
+
+report_option = click.option(
+    "--report",
+    type=click.Path(file_okay=False),
+    callback=nonempty_path,
+    help="write a report folder here",
+)
+
 determinism_option = click.option(
     "--check-determinism",
     is_flag=True,

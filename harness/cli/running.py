@@ -16,6 +16,7 @@ from fleetchaos.cli.common import (
     param_option,
     policies_with_params,
     policy_param_options,
+    report_option,
     run_determinism_check,
     scenario_option,
     scheduler_option,
@@ -23,6 +24,7 @@ from fleetchaos.cli.common import (
     split_names,
     stderr_console,
     stdout_console,
+    time_limit_option,
 )
 from fleetchaos.cli.history import HistorySession, history_options
 from fleetchaos.cli.tuning import TUNE_OPTIONS, best_arms, tune_options
@@ -45,7 +47,8 @@ __all__ = ["compare", "run"]
 )
 @click.option("--seed", default=1, show_default=True, type=click.IntRange(0, 2**63 - 1))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
-@click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
+@report_option
+@time_limit_option
 @determinism_option
 @history_options
 def run(
@@ -56,6 +59,7 @@ def run(
     seed: int,
     as_json: bool,
     report: Path | None,
+    time_limit: float | None = None,
     check_determinism: bool = False,
     **history_args,
 ) -> None:
@@ -65,13 +69,15 @@ def run(
     stored run group (exit 1 on a regression).
     """
     from fleetchaos.runs.runner import run_one, versions
-    from fleetchaos.scenario.load import load_scenario
+    from fleetchaos.scenario.load import check_rows_fit, load_scenario
 
     spec = load_scenario(scenario)
     scenario_params, policy_params = policy_param_options(params)
     (policy,) = policies_with_params((policy,), policy_params, "--policy")
     check_formats((errors,), "--errors")
     spec, applied = apply_single_params(spec, scenario, scenario_params)
+    if report is not None or check_determinism:
+        check_rows_fit(spec, "--report" if report is not None else "--check-determinism")
     make_report_dir(report)
     if check_determinism:
         run_determinism_check(spec, scenario, [(policy, errors)], [seed])
@@ -83,7 +89,7 @@ def run(
     try:
         result = run_one(
             spec, policy, errors, seed, scenario_ref=scenario, keep_tasks=report is not None, params=applied,
-            trace=report is not None, trace_label="this run",
+            trace=report is not None, trace_label="this run", time_limit_s=time_limit,
         )  # fmt: skip
         result.versions = versions()
         session.add(result)
@@ -136,7 +142,8 @@ def run(
 @scheduler_option
 @click.option("--confidence", default=0.95, show_default=True, type=Confidence(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
-@click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
+@report_option
+@time_limit_option
 @click.option("--wide", is_flag=True, help="the terminal table shows every figure, not only the 100-column headline")
 @click.option(
     "--robustness",
@@ -163,6 +170,7 @@ def compare(
     report: Path | None,
     wide: bool = False,
     robustness_seeds: int | None = None,
+    time_limit: float | None = None,
     check_determinism: bool = False,
     **history_args,
 ) -> None:
@@ -178,7 +186,7 @@ def compare(
     from fleetchaos.runs.executors import open_executor
     from fleetchaos.runs.runner import compare as run_compare
     from fleetchaos.runs.runner import versions
-    from fleetchaos.scenario.load import load_scenario
+    from fleetchaos.scenario.load import check_rows_fit, load_scenario
 
     tune_opts = {k: history_args.pop(k) for k in TUNE_OPTIONS}
     spec = load_scenario(scenario)
@@ -201,6 +209,8 @@ def compare(
                          for i, p in enumerate(policy_names))  # fmt: skip
     check_formats(format_names, "--errors")
     spec, applied = apply_single_params(spec, scenario, scenario_params, "compare")
+    if report is not None or check_determinism:
+        check_rows_fit(spec, "--report" if report is not None else "--check-determinism")
     make_report_dir(report)
     seed_list = seeds_to_run(spec, seeds, first_seed)
     if robustness_seeds is not None and check_determinism:
@@ -221,18 +231,26 @@ def compare(
         run_determinism_check(spec, scenario, [(p, e) for p in policy_names for e in format_names], seed_list)
         return
     session = HistorySession(**history_args)
+    # Connect (or start the local workers) before touching the history, so a cluster that
+    # cannot be reached leaves no group behind.
+    executor = tune_executor if tune_executor is not None else open_executor(jobs, scheduler)
     tasks_csv = None
-    if report is not None:
-        from fleetchaos.reports import TaskCsvWriter
+    try:
+        if report is not None:
+            from fleetchaos.reports import TaskCsvWriter
 
-        tasks_csv = TaskCsvWriter(report / "tasks.csv", [(p, e) for p in policy_names for e in format_names])
-    meta = {"scenario_ref": scenario, "policies": list(policy_names), "errors": list(format_names),
-            "seeds": seed_list, "confidence": confidence, "versions": versions()}  # fmt: skip
-    if applied:
-        meta["params"] = dict(applied)
-    if best is not None:
-        meta["tuned"] = dict(best)
-    session.start("compare", spec, meta)
+            tasks_csv = TaskCsvWriter(report / "tasks.csv", [(p, e) for p in policy_names for e in format_names])
+        meta = {"scenario_ref": scenario, "policies": list(policy_names), "errors": list(format_names),
+                "seeds": seed_list, "confidence": confidence, "versions": versions()}  # fmt: skip
+        if applied:
+            meta["params"] = dict(applied)
+        if best is not None:
+            meta["tuned"] = dict(best)
+        session.start("compare", spec, meta)
+    except BaseException:
+        executor.shutdown()
+        session.finish("failed")
+        raise
 
     def on_run(run) -> None:
         if tasks_csv is not None:
@@ -241,7 +259,6 @@ def compare(
         advance(1)
 
     status = "failed"
-    executor = tune_executor if tune_executor is not None else open_executor(jobs, scheduler)
     try:
         total = len(seed_list) * len(policy_names) * len(format_names)
         with progress_bar(total, "compare", console=stderr_console()) as advance:
@@ -257,6 +274,7 @@ def compare(
                 keep_tasks=report is not None,
                 trace=report is not None,
                 params=applied,
+                time_limit_s=time_limit,
             )
         if base is not None and best is not None:
             from fleetchaos.results.studies import TunedCompareResult

@@ -69,6 +69,8 @@ class Baseline:
     entries: dict[tuple[str, str, str], BaselineEntry] = field(default_factory=dict)
     ref: str = ""
     """How messages name the baseline: the reference as given (``#7``, a path)."""
+    lacking: str = ""
+    """What a partial history group lacks (empty for a complete one), said by the gate."""
 
     def lookup(self, scenario: str, policy: str, errors: str) -> BaselineEntry | None:
         """The stored arm, or None when the baseline has none."""
@@ -176,12 +178,16 @@ def _entries(doc: Any, origin: str) -> list[BaselineEntry]:
 
 
 def _read(path: Path) -> Any:
+    from fleetchaos.files import StrictJsonError, loads_json, read_text_bounded
+
     try:
-        if path.stat().st_size > MAX_BASELINE_BYTES:
-            raise UserError(f"{path}: larger than {MAX_BASELINE_BYTES} bytes; is this a results file?")
-        return json.loads(path.read_text(encoding="utf-8"))
+        return loads_json(read_text_bounded(path, MAX_BASELINE_BYTES, what="baseline results file"))
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: not valid JSON: {exc}") from None
+    except StrictJsonError as exc:
+        raise UserError(f"{path}: not a results file: {exc}") from None
+    except RecursionError:
+        raise UserError(f"{path}: nested too deeply to be a results file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: cannot read: {exc}") from None
 
@@ -223,25 +229,71 @@ def _merge(entries: list[BaselineEntry], origin: str | None = None) -> BaselineE
 
 
 def load_baseline(
-    ref: str | Path, *, history: str | Path | None = None, option: str = PLUGIN_OPTION, files: bool = True
+    ref: str | Path,
+    *,
+    history: str | Path | None = None,
+    option: str = PLUGIN_OPTION,
+    files: bool = True,
+    allow_partial: bool = False,
+    partial_option: str = "--fleetchaos-allow-partial-baseline",
 ) -> Baseline:
     """Read a baseline: results JSON when ``ref`` is an existing file or folder, else a group of the run history.
 
     ``history`` is the history file (default: :func:`fleetchaos.gates.history.default_path`).
     ``option`` names the option in messages; with ``files=False`` (the CLI's ``--baseline``)
-    ``ref`` always names a history group.
+    ``ref`` always names a history group.  A history group must be complete: ``latest``
+    is the newest complete group, and a group that was killed or interrupted is refused
+    unless ``allow_partial`` (then :attr:`Baseline.lacking` says what it lacks);
+    ``partial_option`` names that permission in messages.
     """
     if not files:
-        return _load_history(str(ref), history, option, files=False)
+        return _load_history(str(ref), history, option, False, allow_partial, partial_option)
     path = Path(ref)
     if path.exists():
         return _load_results(path, option)
     if path.suffix == ".json" or len(path.parts) > 1:
         raise UserError(f"{option}: {ref}: no such file or folder")
-    return _load_history(str(ref), history, option, files=True)
+    return _load_history(str(ref), history, option, True, allow_partial, partial_option)
 
 
-def _load_history(ref: str, history: str | Path | None, option: str, files: bool) -> Baseline:
+def _expected_runs(group) -> int | None:
+    """How many runs a group's command set out to store, from its meta (None when it does not say)."""
+    meta = group.meta
+    lists = [meta.get(key) for key in ("policies", "errors", "seeds")]
+    if not all(isinstance(x, list) for x in lists):
+        return None
+    return len(lists[0]) * len(lists[1]) * len(lists[2])  # type: ignore[arg-type]
+
+
+def _baseline_group(store, ref: str, option: str, allow_partial: bool, partial_option: str):
+    """The group a baseline reference names: ``latest`` is the newest complete one; a partial one is refused."""
+    from fleetchaos.gates.history import COMPLETE
+
+    if ref.strip() == "latest":
+        groups = store.groups()
+        complete = next((g for g in groups if g.status == COMPLETE), None)
+        if complete is None:
+            newest = f" (the newest, {groups[0].ref}, is {groups[0].status})" if groups else ""
+            raise UserError(
+                f"{option} latest: no complete run group in {store.path}{newest}; "
+                "a baseline must be a complete group: finish a run or compare first"
+            )
+        return complete
+    group = store.resolve(ref)
+    if group.status != COMPLETE and not allow_partial:
+        expected = _expected_runs(group)
+        of = f" of the {expected}" if expected is not None else ""
+        raise UserError(
+            f"{option} {ref}: group {group.ref} is {group.status} ({group.runs}{of} runs stored), not complete: "
+            "gating against it would skip whatever it lacks; name a complete group (see `fleetchaos history`), "
+            f"or pass {partial_option} to gate against what it holds"
+        )
+    return group
+
+
+def _load_history(
+    ref: str, history: str | Path | None, option: str, files: bool, allow_partial: bool, partial_option: str
+) -> Baseline:
     """The runs of one history group, by arm and seed."""
     from fleetchaos.gates.history import default_path, open_store
 
@@ -252,8 +304,8 @@ def _load_history(ref: str, history: str | Path | None, option: str, files: bool
             "group of that name in; give a results.json, a report folder, or a history group (7, #7, latest, a label) "
             "with --fleetchaos-history PATH"
         )
-    with open_store(store_path, create=False) as store:  # no file: "no history here", naming --history
-        group = store.resolve(ref)
+    with open_store(store_path, create=False, readonly=True) as store:  # no file: "no history here", naming --history
+        group = _baseline_group(store, ref, option, allow_partial, partial_option)
         runs = store.runs(group.id)
     if not runs:
         raise UserError(f"{option} {ref}: group {group.ref} holds no runs; pick another (see `fleetchaos history`)")
@@ -275,7 +327,12 @@ def _load_history(ref: str, history: str | Path | None, option: str, files: bool
         )
         found.setdefault((run.scenario, run.policy, run.errors), []).append(entry)
     entries = {k: _merge(v, name) for k, v in sorted(found.items())}
-    return Baseline(source=f"{name} in {store_path}", entries=entries, ref=group.ref)
+    lacking = ""
+    if group.status != "complete":
+        expected = _expected_runs(group)
+        of = f" of the {expected} runs its command started" if expected is not None else " runs"
+        lacking = f"is {group.status}: it holds {len(runs)}{of}; arms and seeds it lacks are not judged"
+    return Baseline(source=f"{name} in {store_path}", entries=entries, ref=group.ref, lacking=lacking)
 
 
 def _stored_task_sets(result_json: str) -> dict[str, str]:

@@ -23,6 +23,7 @@ from fleetchaos.policies.builtins import Backoff, BlindRetry, FailureTypeRouter,
 from fleetchaos.policies.presets import PRESETS
 from fleetchaos.policies.spec import PolicySpecError, apply_params, format_spec, parse_spec
 from fleetchaos.policies.spec import parameters as spec_parameters
+from fleetchaos.sim.interrupts import PASS_THROUGH, describe_exception
 from fleetchaos.sim.observation import RecoveryPolicy
 
 __all__ = [
@@ -194,10 +195,10 @@ def _from_import_path(name: str) -> RecoveryPolicy:
     module_name, _, attr = name.partition(":")
     try:
         module = importlib.import_module(module_name)
-    except (Exception, SystemExit) as exc:  # a module may raise anything, or call sys.exit(), on import
-        raise PolicyLookupError(
-            f"policy {name!r}: cannot import {module_name!r} ({type(exc).__name__}: {exc})"
-        ) from None
+    except PASS_THROUGH:
+        raise
+    except BaseException as exc:  # a module may raise anything, or call sys.exit(), on import
+        raise PolicyLookupError(f"policy {name!r}: cannot import {module_name!r} ({describe_exception(exc)})") from None
     try:
         target = getattr(module, attr)
     except AttributeError:
@@ -219,8 +220,10 @@ def _from_entry_point(name: str, registered: tuple[importlib.metadata.EntryPoint
     fix = f"fix {table} in that package's pyproject.toml and reinstall it, or uninstall the package"
     try:
         target = ep.load()
-    except (Exception, SystemExit) as exc:  # third-party code: an import may raise anything
-        raise PolicyLookupError(f"{subject}: cannot load it ({type(exc).__name__}: {exc}); {fix}") from None
+    except PASS_THROUGH:
+        raise
+    except BaseException as exc:  # third-party code: an import may raise anything
+        raise PolicyLookupError(f"{subject}: cannot load it ({describe_exception(exc)}); {fix}") from None
     try:
         return _instantiate(subject, ep.value, target, fix="a policy class must build with no arguments")
     except PolicyLookupError as exc:
@@ -234,9 +237,12 @@ def _instantiate(subject: str, attr: str, target, *, fix: str) -> RecoveryPolicy
     """
     try:
         policy = target() if isinstance(target, type) else target
-    except Exception as exc:
-        raise PolicyLookupError(f"{subject}: {attr}() failed ({type(exc).__name__}: {exc}); {fix}") from None
-    if not callable(getattr(policy, "decide", None)):
+        has_decide = callable(getattr(policy, "decide", None))
+    except PASS_THROUGH:
+        raise
+    except BaseException as exc:  # the class's own code: it may raise anything
+        raise PolicyLookupError(f"{subject}: {attr}() failed ({describe_exception(exc)}); {fix}") from None
+    if not has_decide:
         raise PolicyLookupError(f"{subject}: {attr} has no decide(observation, history) method")
     return policy
 

@@ -14,6 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from itertools import product
 from typing import Any
 
+from fleetchaos.errors import RunTimeLimitError
 from fleetchaos.policies.registry import get_policy, with_params
 from fleetchaos.policies.spec import policy_param_name
 from fleetchaos.results.common_set import apply_common_sets
@@ -28,7 +29,7 @@ from fleetchaos.results.models import (
     rounded,
 )
 from fleetchaos.results.oracle import TaskOutcome
-from fleetchaos.results.registry import METRICS, POOLED_RATES, VERDICT_METRICS, direction, is_rate, lead_metrics
+from fleetchaos.results.registry import METRICS, POOLED_RATES, VERDICT_METRICS, direction, is_rate
 from fleetchaos.results.stats import (
     DEFAULT_CONFIDENCE,
     MIN_SEEDS,
@@ -41,8 +42,11 @@ from fleetchaos.results.stats import (
     wilson,
 )
 from fleetchaos.runs.executors import MAX_CHUNK, chunk_size, chunked, map_chunks, open_executor, workers_of
+from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
+from fleetchaos.runs.traces import traced_timelines
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.interrupts import PASS_THROUGH, WallClockExceeded, exception_parts, policy_text, user_signals
 from fleetchaos.sim.workload import is_closed_loop
 from fleetchaos.sim.world import World
 
@@ -72,13 +76,16 @@ def run_one(
     params: Sequence[tuple[str, Any]] = (),
     trace: bool = False,
     trace_label: str = "traced run",
+    time_limit_s: float | None = None,
 ) -> RunResult:
     """Simulate one arm on one seed and judge every task.
 
     ``params`` only labels the result (and its replay command): they must already be
     applied to ``scenario`` (see :func:`fleetchaos.scenario.params.apply_params`).  With ``trace`` the
     run records its events and the result carries a :class:`~fleetchaos.results.models.Timeline`
-    (labelled ``trace_label``) for the timeline charts.
+    (labelled ``trace_label``) for the timeline charts.  A run still going after
+    ``time_limit_s`` of wall-clock time (default :func:`fleetchaos.runs.limits.default_time_limit`)
+    raises :class:`~fleetchaos.errors.RunTimeLimitError`.
     """
     closed_loop = is_closed_loop(scenario.workload)
     acc = RunAccumulator(
@@ -97,12 +104,22 @@ def run_one(
         else:
             rows.append((record.arrival_s, record.id, _task_row(acc.add(record))))
 
-    policy_obj = get_policy(policy)
-    world = World(scenario, policy_obj, get_format(errors), seed, trace=trace, sink=sink)
-    with _gc_paused():
-        output = world.run()
-        acc.add_faults(output.fault_tally)
-        metrics, breakdowns = acc.metrics(), acc.breakdowns()
+    replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params)
+    limit = default_time_limit(scenario) if time_limit_s is None else time_limit_s
+    try:
+        with wall_clock_limit(limit), user_signals(sigterm=False):
+            policy_obj = get_policy(policy)
+            world = World(scenario, policy_obj, get_format(errors), seed, trace=trace, sink=sink)
+            with _gc_paused():
+                output = world.run()
+                acc.add_faults(output.fault_tally)
+                metrics, breakdowns = acc.metrics(), acc.breakdowns()
+    except WallClockExceeded:
+        raise RunTimeLimitError(
+            f"policy {policy} on {errors}, seed {seed}: still running after {time_limit_text(limit)} of wall-clock "
+            f"time, so it was stopped (a policy that blocks in real time: time.sleep, network, input()?); "
+            f"replay it with: {replay}; or allow longer with --time-limit SECONDS"
+        ) from None
     if world.calls.providers:  # what each provider did, abandoned work included (only where one is declared)
         breakdowns["provider_calls"] = {
             f"{p.name} {what}": n
@@ -116,7 +133,6 @@ def run_one(
         }
         breakdowns = dict(sorted(breakdowns.items()))
     tasks = [row for _, _, row in sorted(rows, key=lambda x: (x[0], x[1]))] if rows is not None else []
-    replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params)
     timeline = None
     if trace:
         from fleetchaos.runs.traces import timeline_of
@@ -160,13 +176,16 @@ def policy_recipe(policy: Any) -> str:
     A class without a repr of its own would print a memory address, which differs from run
     to run; it is recorded as ``module:QualName()`` instead, so results stay byte-identical.
     """
-    if type(policy).__repr__ is object.__repr__:
-        cls = type(policy)
-        return f"{cls.__module__}:{cls.__qualname__}()"
     try:
-        return repr(policy)[:2000]
-    except Exception as exc:  # a user's __repr__ may raise: the run must not
-        return f"{type(policy).__qualname__} (repr failed: {type(exc).__name__})"
+        cls = type(policy)
+        if cls.__repr__ is object.__repr__:
+            return f"{cls.__module__}:{cls.__qualname__}()"
+        return policy_text(repr(policy), limit=2000)  # sanitised: a repr may show what the policy saw
+    except PASS_THROUGH:
+        raise
+    except BaseException as exc:  # a user's __repr__ may raise anything: the run must not
+        name, _ = exception_parts(exc)
+        return f"{policy_text(type(policy).__qualname__)} (repr failed: {name})"
 
 
 @contextmanager
@@ -212,6 +231,8 @@ class Variant:
     applied to ``scenario``, then ``policy.NAME`` values the runs set on their policy."""
     keep_tasks: bool = False
     """Runs carry their per-task rows (for a report's tasks.csv)."""
+    time_limit_s: float | None = None
+    """Each run's wall-clock limit (None: :func:`fleetchaos.runs.limits.default_time_limit`)."""
 
     @property
     def scenario_params(self) -> tuple[tuple[str, Any], ...]:
@@ -254,6 +275,7 @@ def _run_chunk(chunk: tuple[Variant, tuple[tuple[int, str, str, int], ...]]) -> 
                 scenario_ref=variant.ref,
                 params=variant.scenario_params,
                 keep_tasks=variant.keep_tasks,
+                time_limit_s=variant.time_limit_s,
             )
             out.append((index, result))
     return out
@@ -397,47 +419,6 @@ def paired_comparisons(
     return out
 
 
-def representative_arms(arms: list[ArmResult], metric: str = "success_rate") -> list[tuple[str, ArmResult]]:
-    """The arms a report traces: the best and the worst by the mean of ``metric`` (one if they coincide)."""
-    ranked = [a for a in arms if a.metrics.get(metric) is not None] or list(arms)
-    if not ranked:
-        return []
-
-    def key(arm: ArmResult) -> float:
-        return arm.metrics.get(metric) or 0.0
-
-    best = max(ranked, key=key)
-    worst = min(ranked, key=key)
-    word = metric.replace("_", " ")
-    if best is worst:
-        return [(f"best {word}", best)]
-    return [(f"best {word}", best), (f"worst {word}", worst)]
-
-
-def traced_timelines(
-    scenario: Scenario,
-    arms: list[ArmResult],
-    seed: int,
-    scenario_ref: str | None = None,
-    params: Sequence[tuple[str, Any]] = (),
-) -> list:
-    """Timelines of ``seed`` for the best and the worst arm on the lead metric, each run again with tracing on."""
-    out = []
-    for label, arm in representative_arms(arms, lead_metrics(is_closed_loop(scenario.workload))[0]):
-        traced = run_one(
-            scenario,
-            arm.policy,
-            arm.errors,
-            seed,
-            scenario_ref=scenario_ref,
-            params=params,
-            trace=True,
-            trace_label=label,
-        )
-        out.append(traced.timeline)
-    return out
-
-
 def compare(
     scenario: Scenario,
     seeds: list[int],
@@ -453,6 +434,7 @@ def compare(
     keep_tasks: bool = False,
     trace: bool = False,
     params: Sequence[tuple[str, Any]] = (),
+    time_limit_s: float | None = None,
 ) -> CompareResult:
     """Every policy on every error format, each on the same seeds (so the same faults).
 
@@ -463,11 +445,12 @@ def compare(
     ``on_result`` carry their per-task rows (dropped right after, so memory stays flat).
     With ``trace`` the first seed of the best and the worst arm is run again with tracing
     on and the comparison carries their timelines.  ``params`` (``--param`` values already
-    applied to ``scenario``) label every run and its replay command.
+    applied to ``scenario``) label every run and its replay command.  ``time_limit_s`` bounds
+    each run's wall-clock time (:mod:`fleetchaos.runs.limits`).
     """
     arms = list(product(policies, formats))
     job_list = [RunJob(0, p, e, s) for (p, e) in arms for s in seeds]
-    variants = [Variant(scenario, scenario_ref, tuple(params), keep_tasks=keep_tasks)]
+    variants = [Variant(scenario, scenario_ref, tuple(params), keep_tasks=keep_tasks, time_limit_s=time_limit_s)]
 
     def hand_on(_index: int, result: RunResult) -> None:
         if on_result is not None:
@@ -494,7 +477,9 @@ def compare(
         arms=arm_results,
         versions=versions(),
         comparisons=paired_comparisons(arm_results, confidence),
-        timelines=traced_timelines(scenario, arm_results, seeds[0], scenario_ref, params) if trace and seeds else [],
+        timelines=traced_timelines(run_one, scenario, arm_results, seeds[0], scenario_ref, params)
+        if trace and seeds
+        else [],
         scenario_config=scenario.model_dump(mode="json"),
         closed_loop=is_closed_loop(scenario.workload),
     )

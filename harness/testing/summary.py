@@ -33,6 +33,7 @@ def summary_row(result: ScenarioResult, verdicts: list[dict[str, Any]]) -> dict[
     else:
         bad = [v["metric"] for v in verdicts if v["regressed"]]
         baseline = "regressed: " + ", ".join(bad) if bad else "ok"
+    errors, _ = result.policy_errors
     return {
         "scenario": result.scenario,
         "policy": result.policy,
@@ -42,6 +43,7 @@ def summary_row(result: ScenarioResult, verdicts: list[dict[str, Any]]) -> dict[
         "recovery": _interval(result.recovery_rate),
         "silent": _interval(result.silent_failure_rate),
         "wasted": _interval(result.wasted_retries),
+        "policy_errors": f"{errors} tasks" if errors else "0",
         "baseline": baseline,
         "replays": list(result.replay),
     }
@@ -58,6 +60,7 @@ COLUMNS = (
     ("recovery", "recovery rate"),
     ("silent", "silent failures"),
     ("wasted", "wasted retries"),
+    ("policy_errors", "policy errors"),
     ("baseline", "baseline"),
     ("mode", "mode"),
 )

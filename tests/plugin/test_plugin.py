@@ -138,7 +138,8 @@ def test_invalid_marker_and_arguments_fail_with_one_clear_message(chaos_dir):
     result.assert_outcomes(failed=4, errors=1)
     result.stdout.fnmatch_lines_random(
         [
-            "*@pytest.mark.fleetchaos: unknown argument(s) seed (known: scenario, seeds, policy, errors, confidence, bindings, tasks, clock)",
+            "*@pytest.mark.fleetchaos: unknown argument(s) seed (known: scenario, seeds, policy, errors, confidence, "
+            "bindings, tasks, clock, allow_policy_errors)",
             "*fleetchaos: policy: unknown policy 'nope'*",
             "*fleetchaos: errors: unknown error format 'structred' (known: *generic*structured*); did you mean 'structured'?",
             "*unknown scenario 'defualt'*did you mean 'default'?",

@@ -151,7 +151,8 @@ def test_names_are_escaped_for_markdown_and_html():
     result.arms[1].policy_name = "<img src=x onerror=alert(1)>|*bold*"
     blocks = compare_blocks(result, made={})
     md, page = to_markdown(blocks), to_html(blocks, "t", {})
-    assert "\\<img src=x onerror=alert(1)\\>\\|\\*bold\\*" in md
+    assert "&lt;img src=x onerror=alert\\(1\\)&gt;\\|\\*bold\\*" in md
+    assert "<img" not in md
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;|*bold*" in page
     first_p = re.search(r'<p class="finding">(.*?)</p>', page).group(1)
     assert "<strong>waiter on structured</strong>" in first_p
