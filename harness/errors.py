@@ -1,4 +1,5 @@
-"""Errors a user can cause.  The CLI turns each into one message and exit code 2."""
+"""Errors a user can cause.  The CLI turns a :class:`UserError` into one message and exit code 2,
+a :class:`RunTimeLimitError` into one message and exit code 4."""
 
 from __future__ import annotations
 
@@ -9,3 +10,7 @@ class UserError(Exception):
 
 class ScenarioError(UserError):
     """A scenario that cannot be found, read or validated."""
+
+
+class RunTimeLimitError(Exception):
+    """A run that outlived its wall-clock limit (a policy blocking in real time): the message names the run and the fix."""

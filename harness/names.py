@@ -22,7 +22,7 @@ def allow_local_policies(names: Iterable[str]) -> None:
     Appended, not prepended, so an installed package is never shadowed.  This is what makes
     the replay command a test suite prints work from the suite's folder.
     """
-    if any(":" in name for name in names):
+    if any(":" in name.partition("(")[0] for name in names):
         cwd = os.getcwd()
         if cwd not in sys.path and "" not in sys.path:
             sys.path.append(cwd)
@@ -35,19 +35,40 @@ def _once_each(names: tuple[str, ...], where: str) -> None:
         raise UserError(f"{where}: {', '.join(names)} names one twice; give each once")
 
 
-def check_policies(names: Iterable[str], where: str) -> None:
-    """Each name, given once, loads as a policy (built-in, ``module:Policy`` or entry point), or a UserError says why."""
-    from fleetchaos.policies.registry import get_policy, suggest
+def check_policies(names: Iterable[str], where: str) -> tuple[str, ...]:
+    """Each name, given once, loads as a policy (built-in, ``module:Policy`` or entry point) whose ``transport``
+    is well formed, or a UserError says why.
+
+    A name may carry parameters (``backoff(base_s=0.5,cap_s=5)``).  Returns the canonical
+    spellings (:func:`fleetchaos.policies.registry.resolve_policy`), in order; two names
+    that are one policy once canonical (``backoff(cap_s=5)`` and ``backoff(cap_s=5.0)``)
+    are refused like a name given twice.
+    """
+    from fleetchaos.policies.registry import resolve_policy, suggest
+    from fleetchaos.policies.spec import PolicySpecError, parse_spec
+    from fleetchaos.sim.transport import TransportSpecError, transport_layers
 
     names = tuple(names)
     _once_each(names, where)
     allow_local_policies(names)
+    canonical = []
     for name in names:
         try:
-            get_policy(name)
+            policy, spelling = resolve_policy(name)
         except LookupError as exc:
-            guess = suggest(name) if ":" not in name else None
+            try:
+                base = parse_spec(name).name
+            except PolicySpecError:
+                base = name
+            guess = suggest(base) if ":" not in base and base != suggest(base) else None
             raise UserError(f"{where}: {exc}" + (f"; did you mean {guess!r}?" if guess else "")) from None
+        try:  # a malformed driver attribute would end every task with a policy error: refuse it now
+            transport_layers(getattr(policy, "transport", None))
+        except TransportSpecError as exc:
+            raise UserError(f"{where}: policy {name!r}: {exc}") from None
+        canonical.append(spelling)
+    _once_each(tuple(canonical), where)
+    return tuple(canonical)
 
 
 def check_formats(names: Iterable[str], where: str) -> None:

@@ -10,9 +10,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from fleetchaos.escaping import markdown_cell
+from fleetchaos.files import atomic_write, write_text
+
 #: (metric, axis label) of the chart's panels.
 PANELS = (
-    ("recovery_rate", "recovery rate"),
+    ("common_recovery_rate", "recovery on the common set"),
+    ("success_rate", "success rate"),
     ("wasted_retries", "wasted retries per run"),
     ("silent_failure_rate", "silent-failure rate"),
 )
@@ -31,7 +35,8 @@ def ablation_table(doc: dict) -> str:
     """The ablation as a Markdown table: each step's headline metrics with intervals and its gain."""
     conf = round(100 * doc.get("confidence", 0.95))
     lines = [
-        f"Field ablation on `{doc['scenario']}` ({len(doc['seeds'])} seeds, policy `{doc.get('policy', '?')}`, "
+        f"Field ablation on `{markdown_cell(doc['scenario'])}` ({len(doc['seeds'])} seeds, "
+        f"policy `{markdown_cell(doc.get('policy', '?'))}`, "
         f"{conf}% intervals; gain = paired difference from the previous step)",
         "",
         "| step | format | " + " | ".join(label for _, label in PANELS) + " | recovery gain |",
@@ -39,14 +44,14 @@ def ablation_table(doc: dict) -> str:
     ]
     for i, step in enumerate(doc["steps"]):
         cells = [_fmt(step["metrics"].get(m), step["ci"].get(m)) for m, _ in PANELS]
-        gain = step.get("gain", {}).get("recovery_rate")
+        gain = step.get("gain", {}).get("common_recovery_rate")
         gain_text = _fmt(gain["mean"], gain["ci"]) if gain else "-"
         lines.append(f"| {i} | `{step['format']}` | " + " | ".join(cells) + f" | {gain_text} |")
     return "\n".join(lines) + "\n"
 
 
 def ablation_chart(doc: dict, path: Path) -> Path:
-    """Three panels (recovery, wasted retries, silent failures) per step with interval bars."""
+    """Four panels (recovery on the common set, success, wasted retries, silent failures) per step with interval bars."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -54,7 +59,7 @@ def ablation_chart(doc: dict, path: Path) -> Path:
 
     steps = doc["steps"]
     labels = [s["format"].replace("ablation:", "") for s in steps]
-    fig = Figure(figsize=(11, 3.6))
+    fig = Figure(figsize=(13, 3.6))
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, len(PANELS))
     for ax, (metric, label) in zip(axes, PANELS):
@@ -79,7 +84,8 @@ def ablation_chart(doc: dict, path: Path) -> Path:
         ax.set_title(label, fontsize=9)
     fig.suptitle(f"field ablation: {doc['scenario']} ({len(doc['seeds'])} seeds)", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, format="png", dpi=100, metadata=PNG_METADATA)
+    with atomic_write(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=100, metadata=PNG_METADATA)
     return path
 
 
@@ -87,9 +93,12 @@ def write_ablation_report(doc: dict, out_dir: Path) -> list[Path]:
     """Write ablation.json, ablation.md and ablation.png into ``out_dir``; the paths written."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    json_path = out_dir / "ablation.json"
-    json_path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    md_path = out_dir / "ablation.md"
-    md_path.write_text(f"# Field ablation\n\n{ablation_table(doc)}\n![ablation](ablation.png)\n", encoding="utf-8")
-    png_path = ablation_chart(doc, out_dir / "ablation.png")
+    json_path = write_text(out_dir / "ablation.json", json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    md_path = write_text(
+        out_dir / "ablation.md", f"# Field ablation\n\n{ablation_table(doc)}\n![ablation](ablation.png)\n"
+    )
+    from fleetchaos.reports.charts import plain_text
+
+    with plain_text():
+        png_path = ablation_chart(doc, out_dir / "ablation.png")
     return [json_path, md_path, png_path]

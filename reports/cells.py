@@ -78,4 +78,6 @@ def proportion(p: Proportion | None) -> str:
     """A pooled proportion with its Wilson interval and its counts; ``-`` when undefined."""
     if p is None or p.rate is None:
         return "-"
+    if p.low is None or p.high is None:  # a results file may carry a rate without its interval
+        return f"{100 * p.rate:.1f}% ({p.successes}/{p.trials})"
     return f"{100 * p.rate:.1f}% [{100 * p.low:.1f}, {100 * p.high:.1f}] ({p.successes}/{p.trials})"

@@ -13,13 +13,18 @@ and markers follow the policy.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from fleetchaos.files import atomic_write
+from fleetchaos.reports.naming import policy_label
 from fleetchaos.results.models import ArmResult, CompareResult, Timeline
 from fleetchaos.results.stats import spikes
 
@@ -40,15 +45,23 @@ KIND_COLOURS = (
 MAX_LANES = 30
 
 
-def _save(fig: Figure, path: Path) -> Path:
+@contextmanager
+def plain_text() -> Iterator[None]:
+    """Draw charts whose text is never parsed as mathtext: a ``$`` in a scenario or policy name stays a ``$``."""
+    with rc_context({"text.parse_math": False}):
+        yield
+
+
+def save_png(fig: Figure, path: Path) -> Path:
     FigureCanvasAgg(fig)
-    fig.savefig(path, format="png", dpi=DPI, metadata=PNG_METADATA)
+    with atomic_write(path, "wb") as fh:  # never a half-written PNG, never through a symlink
+        fig.savefig(fh, format="png", dpi=DPI, metadata=PNG_METADATA)
     return path
 
 
 def arm_label(arm: ArmResult, sep: str = " on ") -> str:
-    """How an arm is named in charts and tables."""
-    return f"{arm.policy}{sep}{arm.errors}"
+    """How an arm is named in charts and tables: the policy's own name, then its error format."""
+    return f"{policy_label(arm)}{sep}{arm.errors}"
 
 
 def _labels(result: CompareResult) -> list[str]:
@@ -63,7 +76,7 @@ def errors_colour(result: CompareResult, errors: str) -> str:
     return EXTRA_COLOURS[others.index(errors) % len(EXTRA_COLOURS)]
 
 
-def _policy_index(result: CompareResult, policy: str) -> int:
+def policy_index(result: CompareResult, policy: str) -> int:
     return list(dict.fromkeys(a.policy for a in result.arms)).index(policy)
 
 
@@ -88,7 +101,7 @@ def keep_bar_slots(ax, n: int, width: float = 0.8) -> None:
     ax.set_xlim(lo - pad, hi + pad)
 
 
-def _bar_with_ci(ax, result: CompareResult, metric: str, scale: float, digits: int = 1) -> None:
+def bar_with_ci(ax, result: CompareResult, metric: str, scale: float, digits: int = 1) -> None:
     """One bar per arm with its interval and value; an arm whose mean is None gets no bar and reads ``n/a``."""
     labels = _labels(result)
     xs, means, lows, highs, colours = [], [], [], [], []
@@ -117,7 +130,7 @@ def _bar_with_ci(ax, result: CompareResult, metric: str, scale: float, digits: i
     ax.margins(y=0.12)
 
 
-def _errors_handles(result: CompareResult) -> list[Patch]:
+def errors_handles(result: CompareResult) -> list[Patch]:
     formats = list(dict.fromkeys(a.errors for a in result.arms))
     return [
         Patch(facecolor=errors_colour(result, e), edgecolor="black", linewidth=0.5, label=f"{e} errors")
@@ -125,112 +138,12 @@ def _errors_handles(result: CompareResult) -> list[Patch]:
     ]
 
 
-def _errors_legend(ax, result: CompareResult) -> None:
-    ax.legend(handles=_errors_handles(result), fontsize=8, loc="best", framealpha=0.9)
-
-
-def _ci_text(result: CompareResult) -> str:
+def ci_text(result: CompareResult) -> str:
     pct = round(result.confidence * 100)
     n = len(result.seeds)
     if n < 2:
         return f"{n} seed{'' if n == 1 else 's'}, no interval"
     return f"mean of {n} seeds, {pct}% CI"
-
-
-def recovery_chart(result: CompareResult, path: Path) -> Path:
-    """Recovery rate per arm with confidence-interval bars."""
-    fig = Figure(figsize=(8, 4.5), layout="constrained")
-    ax = fig.subplots()
-    _bar_with_ci(ax, result, "recovery_rate", 100.0)
-    ax.set_ylabel("recovery rate (% of faulted tasks)")
-    top = max([100.0] + [((a.ci.get("recovery_rate") or [None, None])[1] or 0.0) * 100 for a in result.arms])
-    ax.set_ylim(0, top * 1.12)
-    ax.set_title(f"Recovery per arm, {result.scenario}: {_ci_text(result)}")
-    _errors_legend(ax, result)
-    return _save(fig, path)
-
-
-def cost_chart(result: CompareResult, path: Path) -> Path:
-    """Silent failures and wasted retries per arm, side by side."""
-    fig = Figure(figsize=(11, 4.5), layout="constrained")
-    left, right = fig.subplots(1, 2)
-    _bar_with_ci(left, result, "silent_failure_rate", 100.0)
-    left.set_ylabel("silent failures (% of all tasks)")
-    left.set_title("Claimed success, truth incomplete")
-    left.set_ylim(bottom=0)
-    _bar_with_ci(right, result, "wasted_retries", 1.0)
-    right.set_ylabel("wasted retries per run (count, one seed)")
-    right.set_title("Retries while the cause still held")
-    right.set_ylim(bottom=0)
-    fig.legend(handles=_errors_handles(result), loc="outside lower center", ncol=4, fontsize=8, frameon=False)
-    fig.suptitle(f"{result.scenario}: {_ci_text(result)}", fontsize=10)
-    return _save(fig, path)
-
-
-# -- cost against recovery ---------------------------------------------------------------
-
-
-def pareto_front(points: list[tuple[float, float]]) -> list[int]:
-    """Indices of the points no other point dominates (lower or equal cost and higher or equal recovery, one strictly).
-
-    Sorted by cost.  Points are (cost, recovery).
-    """
-    front = []
-    for i, (c, r) in enumerate(points):
-        dominated = any((c2 <= c and r2 >= r) and (c2 < c or r2 > r) for j, (c2, r2) in enumerate(points) if j != i)
-        if not dominated:
-            front.append(i)
-    return sorted(front, key=lambda i: (points[i][0], -points[i][1]))
-
-
-def pareto_chart(result: CompareResult, path: Path) -> Path | None:
-    """Mean cost per simulated day against recovery rate per arm, with CI bars and the Pareto front marked."""
-    arms = [
-        a for a in result.arms if a.metrics.get("cost_usd") is not None and a.metrics.get("recovery_rate") is not None
-    ]
-    if not arms:
-        return None
-    fig = Figure(figsize=(8.5, 5.2), layout="constrained")
-    ax = fig.subplots()
-    points = [(a.metrics["cost_usd"], 100.0 * a.metrics["recovery_rate"]) for a in arms]  # type: ignore[operator]
-    front = pareto_front(points)  # type: ignore[arg-type]
-    fx = [points[i][0] for i in front]
-    fy = [points[i][1] for i in front]
-    ax.plot(
-        fx,
-        fy,
-        color="#555555",
-        linewidth=1.2,
-        linestyle="--",
-        zorder=1,
-        label="Pareto front (no arm cheaper and better)",
-    )
-    for i, arm in enumerate(arms):
-        x, y = points[i]
-        clo, chi = arm.ci.get("cost_usd", [None, None])
-        rlo, rhi = arm.ci.get("recovery_rate", [None, None])
-        xerr = [[0.0 if clo is None else max(0.0, x - clo)], [0.0 if chi is None else max(0.0, chi - x)]]
-        yerr = [[0.0 if rlo is None else max(0.0, y - 100 * rlo)], [0.0 if rhi is None else max(0.0, 100 * rhi - y)]]
-        colour = errors_colour(result, arm.errors)
-        index = _policy_index(result, arm.policy)
-        marker = MARKERS[index % len(MARKERS)]
-        size = max(5.0, 12.0 - 2.5 * index)  # later policies drawn smaller, so coinciding arms stay visible
-        ax.errorbar(
-            [x], [y], xerr=xerr, yerr=yerr, fmt=marker, color=colour, markersize=size, markeredgecolor="black",
-            ecolor=colour, elinewidth=1, capsize=3, zorder=3, label=arm_label(arm),
-        )  # fmt: skip
-        if i in front:
-            ax.scatter([x], [y], s=260, facecolors="none", edgecolors="#333333", linewidths=1.2, zorder=2)
-    ax.set_xlabel("cost per run (USD: model tokens + tool calls + paged human hours, one seed)")
-    ax.set_ylabel("recovery rate (% of faulted tasks)")
-    ax.set_title(
-        f"Cost against recovery, {result.scenario}: {_ci_text(result)}\ncircled arms are on the Pareto front",
-        fontsize=10,
-    )
-    ax.grid(alpha=0.3)
-    ax.margins(x=0.15, y=0.15)
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), framealpha=0.9)
-    return _save(fig, path)
 
 
 # -- recovery by fault kind --------------------------------------------------------------
@@ -282,7 +195,7 @@ def heatmap_chart(result: CompareResult, path: Path) -> Path | None:
         f"Recovery by policy and fault kind, {result.scenario}: tasks pooled over {len(result.seeds)} seeds (n = faulted tasks)",
         fontsize=10,
     )
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 # -- time to recovery --------------------------------------------------------------------
@@ -300,7 +213,7 @@ def ecdf_chart(result: CompareResult, path: Path) -> Path | None:
         n = len(xs)
         ys = [(i + 1) / n for i in range(n)]
         total = arm.breakdowns.get("task_counts", {}).get("recovered", n)
-        style = LINESTYLES[_policy_index(result, arm.policy) % len(LINESTYLES)]
+        style = LINESTYLES[policy_index(result, arm.policy) % len(LINESTYLES)]
         label = f"{arm_label(arm)} (n={total})"
         ax.step(
             xs, ys, where="post", color=errors_colour(result, arm.errors), linestyle=style, linewidth=1.6, label=label
@@ -315,7 +228,7 @@ def ecdf_chart(result: CompareResult, path: Path) -> Path | None:
     ax.set_title(f"Time to recovery, {result.scenario}: recovered tasks pooled over {len(result.seeds)} seeds")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8, loc="lower right", framealpha=0.9)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 # -- one traced run ----------------------------------------------------------------------
@@ -460,7 +373,7 @@ def timeline_chart(t: Timeline, path: Path) -> Path:
     shown = "" if len(lanes) == t.workers else f"; the {len(lanes)} busiest of {t.workers} workers"
     ax.set_title(f"Fleet timeline ({t.label}): {t.policy} on {t.errors} errors, seed {t.seed}{shown}", fontsize=10)
     fig.legend(handles=handles, loc="outside lower center", ncol=5, fontsize=8, frameon=False)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def bin_width_s(duration_s: float) -> float:
@@ -518,7 +431,7 @@ def error_codes_chart(timelines: list[Timeline], path: Path) -> Path | None:
     )
     fig.legend(handles=handles, loc="outside right center", fontsize=8, frameon=False)
     fig.suptitle("Error codes over time (the structured contract's code of each faulted call)", fontsize=10)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def run_ecdf_chart(times: list[float], label: str, path: Path) -> Path | None:
@@ -537,4 +450,4 @@ def run_ecdf_chart(times: list[float], label: str, path: Path) -> Path | None:
     ax.set_title("Time to recovery")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8, loc="lower right")
-    return _save(fig, path)
+    return save_png(fig, path)

@@ -1,4 +1,10 @@
-"""The comparison report: setup, headline tables, verdicts, pooled rates, charts and breakdowns."""
+"""The comparison report: what it found, the headline table, the setup, charts and breakdowns, then an appendix.
+
+The page opens with the finding (:mod:`fleetchaos.reports.conclusion`) and the compact
+headline table of the arm-independent figures with their verdicts
+(:mod:`fleetchaos.reports.headline`); the full verdict matrix, the pooled rates and the
+scenario document as it ran close it, collapsed in the HTML page.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +12,38 @@ import json
 import re
 from pathlib import Path
 
-from fleetchaos.reports import charts
+from fleetchaos.files import check_inside, write_text
+from fleetchaos.reports import arm_charts, charts
 from fleetchaos.reports.assumptions import stated_assumptions
-from fleetchaos.reports.blocks import H1, H2, H3, IMG, PRE, TABLE, UL, Block, P, to_markdown, write_pages
-from fleetchaos.reports.cells import counts, diff, diff_ci, metric_cell, num, proportion
+from fleetchaos.reports.blocks import (
+    DETAILS,
+    END_DETAILS,
+    H1,
+    H2,
+    H3,
+    IMG,
+    PRE,
+    TABLE,
+    UL,
+    Block,
+    P,
+    literal,
+    to_markdown,
+    write_pages,
+)
+from fleetchaos.reports.breakdown_sections import breakdown_blocks
+from fleetchaos.reports.cells import diff, diff_ci, metric_cell, num, proportion
+from fleetchaos.reports.conclusion import finding
+from fleetchaos.reports.goodput import GOODPUT, goodput_chart
+from fleetchaos.reports.headline import headline_table
+from fleetchaos.reports.naming import arm_names
 from fleetchaos.reports.notes import ASSUMPTIONS, READING_NOTES
 from fleetchaos.reports.policy_errors import policy_error_blocks
 from fleetchaos.reports.results_io import dumps
+from fleetchaos.reports.studies import tuning_blocks
 from fleetchaos.reports.tables import COLUMNS, fmt
 from fleetchaos.results.models import CompareResult, Timeline
-from fleetchaos.results.registry import HEADLINE_METRICS, is_rate
+from fleetchaos.results.registry import HEADLINE_METRICS, is_rate, lead_metrics
 from fleetchaos.results.stats import MIN_SEEDS
 
 #: Extra metrics in the comparison report's second table, with their headers and digits.
@@ -29,16 +57,19 @@ DETAIL_COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("p95_steps_to_recovery", "steps to rec. p95", 1),
     ("retry_amplification", "calls per logical call", 3),
     ("tokens", "tokens", 0),
-    ("cost_usd", "cost (USD)", 2),
+    ("human_hours", "paged human hours", 1),
 )
 
 CHART_FILES = {
-    "recovery": "recovery.png",
+    "headline": "headline.png",
     "silent_and_wasted": "silent_and_wasted.png",
-    "cost_vs_recovery": "cost_vs_recovery.png",
+    "failed_retries": "failed_retries.png",
+    "cost_split": "cost_split.png",
+    "cost_vs_success": "cost_vs_success.png",
     "heatmap": "recovery_by_fault_kind.png",
     "ecdf": "time_to_recovery_ecdf.png",
     "error_codes": "error_codes.png",
+    "goodput": "goodput_over_time.png",
 }
 
 
@@ -49,11 +80,14 @@ def _timeline_file(index: int, t: Timeline) -> str:
 
 def _render_compare_charts(result: CompareResult, out_dir: Path) -> dict[str, Path]:
     made: dict[str, Path | None] = {
-        "recovery": charts.recovery_chart(result, out_dir / CHART_FILES["recovery"]),
-        "silent_and_wasted": charts.cost_chart(result, out_dir / CHART_FILES["silent_and_wasted"]),
-        "cost_vs_recovery": charts.pareto_chart(result, out_dir / CHART_FILES["cost_vs_recovery"]),
+        "headline": arm_charts.lead_chart(result, out_dir / CHART_FILES["headline"]),
+        "silent_and_wasted": arm_charts.silent_and_wasted_chart(result, out_dir / CHART_FILES["silent_and_wasted"]),
+        "failed_retries": arm_charts.failed_retries_chart(result, out_dir / CHART_FILES["failed_retries"]),
+        "cost_split": arm_charts.cost_split_chart(result, out_dir / CHART_FILES["cost_split"]),
+        "cost_vs_success": arm_charts.pareto_chart(result, out_dir / CHART_FILES["cost_vs_success"]),
         "heatmap": charts.heatmap_chart(result, out_dir / CHART_FILES["heatmap"]),
         "ecdf": charts.ecdf_chart(result, out_dir / CHART_FILES["ecdf"]),
+        "goodput": goodput_chart(result, out_dir / CHART_FILES["goodput"]),
     }
     for i, t in enumerate(result.timelines):
         made[f"timeline{i}"] = charts.timeline_chart(t, out_dir / _timeline_file(i, t))
@@ -61,29 +95,47 @@ def _render_compare_charts(result: CompareResult, out_dir: Path) -> dict[str, Pa
     return {k: v for k, v in made.items() if v is not None}
 
 
-def compare_blocks(
-    result: CompareResult, made: dict[str, Path] | None = None, tasks_csv: str | None = None
-) -> list[Block]:
-    """The blocks of a comparison report; ``made`` maps chart keys to the PNGs written (None: link every chart)."""
-    pct = round(result.confidence * 100)
+def _headline_blocks(result: CompareResult, pct: int) -> list[Block]:
+    names = arm_names(result.arms)
+    reference = f" against the reference arm, {literal(names[0])}" if len(result.arms) > 1 else ""
+    what = (
+        "successful tasks per simulated day (the arms of a closed loop run different tasks)"
+        if result.closed_loop
+        else "the success rate over all tasks and recovery on the common set (every task faulted in any arm "
+        "on the same seed)"
+    )
+    return [
+        H2("Headline"),
+        P(
+            f"The figures every arm shares a denominator for: {what}. Mean per seed with its {pct}% interval; "
+            f"'vs reference' is the paired difference{reference}, seed by seed, with its interval and verdict. "
+            "Recovery on each arm's own faulted tasks is secondary: its denominator differs between arms. "
+            "Cost per run is split into model tokens, tool calls and paged humans' hours."
+        ),
+        headline_table(result),
+    ]
+
+
+def _setup_blocks(result: CompareResult) -> list[Block]:
     n = len(result.seeds)
-    blocks = [H1(f"fleetchaos comparison: {result.scenario}")]
-    if result.description.strip():
-        blocks.append(P(" ".join(result.description.split())))
-    reference = result.arms[0] if result.arms else None
+    pct = round(result.confidence * 100)
     seeds = (
         ", ".join(map(str, result.seeds)) if n <= 30 else f"{n} seeds from {min(result.seeds)} to {max(result.seeds)}"
     )
+    names = arm_names(result.arms)
     setup = [
-        f"Scenario: `{result.scenario}`",
+        f"Scenario: {literal(result.scenario)}" + (" (closed loop)" if result.closed_loop else ""),
         f"Seeds: {seeds} ({n} independent simulated runs per arm; every arm meets the same faults for a seed)",
-        f"Arms: {len(result.arms)} ({', '.join(charts.arm_label(a) for a in result.arms)})",
+        f"Arms: {len(result.arms)} ({', '.join(literal(x) for x in names)})",
         f"Confidence: {pct}%",
         "Versions: " + (", ".join(f"{k} {v}" for k, v in result.versions.items()) or "not recorded"),
     ]
-    if reference is not None and len(result.arms) > 1:
-        setup.append(f"Reference arm for verdicts: {charts.arm_label(reference)}")
-    blocks += [H2("Setup"), UL(setup)]
+    if len(result.arms) > 1:
+        setup.append(f"Reference arm for verdicts: {literal(names[0])}")
+    blocks = [H2("Setup")]
+    if result.description.strip():
+        blocks.append(P(literal(" ".join(result.description.split()))))
+    blocks.append(UL(setup))
     if n < MIN_SEEDS:
         blocks.append(
             P(
@@ -91,93 +143,57 @@ def compare_blocks(
                 "run with `--seeds 10` or more before deciding."
             )
         )
+    return blocks
 
-    blocks += [
-        H2("Headline figures"),
-        P(f"Mean per seed with its {pct}% confidence interval [low, high] across seeds."),
+
+def _figure_blocks(result: CompareResult) -> list[Block]:
+    names = [literal(x) for x in arm_names(result.arms)]
+    return [
+        H2("More figures"),
         TABLE(
-            ["policy", "errors"] + [h for _, h, _ in COLUMNS],
+            ["arm"] + [h for _, h, _ in COLUMNS],
             [
-                [a.policy, a.errors]
+                [name]
                 + [
                     metric_cell(a, key) if key in HEADLINE_METRICS else fmt(a.metrics.get(key), kind)
                     for key, _, kind in COLUMNS
                 ]
-                for a in result.arms
+                for name, a in zip(names, result.arms)
             ],
-            align_right=2,
+            align_right=1,
         ),
         TABLE(
-            ["policy", "errors"] + [h for _, h, _ in DETAIL_COLUMNS],
+            ["arm"] + [h for _, h, _ in DETAIL_COLUMNS],
             [
-                [a.policy, a.errors]
+                [name]
                 + [
                     metric_cell(a, key, d) if is_rate(key) else num(a.metrics.get(key), d)
                     for key, _, d in DETAIL_COLUMNS
                 ]
-                for a in result.arms
+                for name, a in zip(names, result.arms)
             ],
-            align_right=2,
+            align_right=1,
         ),
     ]
 
-    blocks += policy_error_blocks(
-        [(a.policy, a.errors, a.metrics, a.breakdowns) for a in result.arms], runs=len(result.seeds)
-    )
-    recipes = {a.policy: a.recipe for a in result.arms if a.recipe}
-    if recipes:
-        blocks += [
-            H2("Policies as run"),
-            UL([f"`{name}`: `{recipe}`" for name, recipe in recipes.items()]),
-        ]
 
-    if result.comparisons:
-        ref = result.comparisons[0]
-        blocks += [
-            H2("Verdicts against the reference arm"),
-            P(
-                f"Each arm minus {ref.reference_policy} on {ref.reference_errors}, seed by seed on the same seeds: "
-                f"mean difference with its {pct}% interval, and the verdict in the metric's direction."
-            ),
-            TABLE(
-                ["arm", "metric", "better", "paired seeds", "mean difference", f"{pct}% interval", "verdict"],
-                [
-                    [
-                        f"{c.policy} on {c.errors}",
-                        c.metric,
-                        {True: "higher", False: "lower", None: "-"}[c.higher_is_better],
-                        str(c.n),
-                        diff(c.metric, c.mean_difference),
-                        diff_ci(c.metric, c.ci),
-                        c.verdict,
-                    ]
-                    for c in result.comparisons
-                ],
-                align_right=3,
-            ),
-        ]
-
-    pooled_names = sorted({k for a in result.arms for k in a.pooled})
-    if pooled_names:
-        blocks += [
-            H2("Pooled task-level rates"),
-            P(f"Every task of every seed counted as one trial, with the Wilson {pct}% interval (see How to read)."),
-            TABLE(
-                ["policy", "errors", *pooled_names],
-                [[a.policy, a.errors] + [proportion(a.pooled.get(k)) for k in pooled_names] for a in result.arms],
-                align_right=2,
-            ),
-        ]
-
-    made = made if made is not None else {k: Path(v) for k, v in CHART_FILES.items()}
-    blocks.append(H2("Charts"))
+def _chart_blocks(result: CompareResult, made: dict[str, Path]) -> list[Block]:
+    n = len(result.seeds)
+    pct = round(result.confidence * 100)
+    lead = " and ".join(m.replace("_", " ") for m in lead_metrics(result.closed_loop))
     captions = {
-        "recovery": f"Recovery rate per arm (% of faulted tasks), mean of {n} seeds with {pct}% CI bars",
+        "headline": f"The headline per arm ({lead}), mean of {n} seeds with {pct}% CI bars",
         "silent_and_wasted": "Silent failures (% of tasks) and wasted retries (count per run) per arm, with CI bars",
-        "cost_vs_recovery": "Cost per simulated run (USD) against recovery rate; the dashed line joins the Pareto front",
-        "heatmap": "Recovery rate by arm and kind of the task's first fault, tasks pooled over seeds",
+        "failed_retries": "Retries that failed again per run, by the fault they met; diamonds: wasted retries per run",
+        "cost_split": "Cost per run split into model tokens, tool calls and paged humans' hours, each on its own scale",
+        "cost_vs_success": f"Cost per run (USD) against {lead_metrics(result.closed_loop)[0].replace('_', ' ')}; "
+        "the dashed line joins the Pareto front",
+        "heatmap": "Recovery by arm and kind of the task's first fault (each arm's own faulted tasks, pooled over seeds)",
         "ecdf": "ECDF of time to recovery (simulated seconds, log scale), recovered tasks pooled over seeds",
     }
+    if any(a.breakdowns.get(GOODPUT) for a in result.arms):  # only scenarios that set goodput_bin_s record it
+        captions["goodput"] = f"Goodput over time: tasks completed per minute per arm, mean of {n} seeds"
+    blocks = [H2("Charts")]
     for key, caption in captions.items():
         if key in made:
             blocks.append(IMG(made[key].name, caption))
@@ -196,50 +212,116 @@ def compare_blocks(
                         "`fleetchaos compare --report DIR` records one for the best and the worst arm."))  # fmt: skip
     else:
         blocks.append(UL(f"{t.label}: `{t.replay}`" for t in result.timelines))
+    return blocks
 
-    blocks += _breakdown_blocks(result)
-    blocks += [H2("How to read these figures"), UL(READING_NOTES)]
-    blocks += [H2("Modelling assumptions"), UL(ASSUMPTIONS + stated_assumptions(result))]
+
+def _robustness_blocks(result: CompareResult) -> list[Block]:
+    robustness = result.robustness
+    if robustness is None:
+        return []
+    varied = [f"{literal(p)}: {', '.join(literal(str(v)) for v in values)}" for p, values in robustness.varied.items()]
+    blocks = [H2("Robustness"), P("What was varied, and where the ordering of the arms flipped."), UL(varied)]
+    if robustness.flips:
+        blocks.append(
+            TABLE(
+                ["parameter", "metric", "ahead", "behind", "holds at", "flips at"],
+                [
+                    [
+                        literal(f.parameter),
+                        f.metric,
+                        literal(f.ahead),
+                        literal(f.behind),
+                        literal(str(f.holds_at)),
+                        literal(str(f.flips_at)),
+                    ]
+                    for f in robustness.flips
+                ],
+                align_right=4,
+            )
+        )
+    else:
+        blocks.append(P("The ordering held at every value tried."))
+    return blocks
+
+
+def _appendix_blocks(result: CompareResult) -> list[Block]:
+    pct = round(result.confidence * 100)
+    blocks = [DETAILS("Appendix: every verdict, pooled rates and the scenario as it ran")]
+    if result.comparisons:
+        ref = result.comparisons[0]
+        by_arm = {(a.policy, a.errors): literal(name) for a, name in zip(result.arms, arm_names(result.arms))}
+        reference = by_arm.get((ref.reference_policy, ref.reference_errors), literal(ref.reference_policy))
+        blocks += [
+            H3("Verdicts against the reference arm"),
+            P(
+                f"Each arm minus {reference}, seed by seed on the same seeds: mean difference with its {pct}% "
+                "interval, and the verdict in the metric's direction ('no difference': equal on every seed)."
+            ),
+            TABLE(
+                ["arm", "metric", "better", "paired seeds", "mean difference", f"{pct}% interval", "verdict"],
+                [
+                    [
+                        by_arm.get((c.policy, c.errors), literal(f"{c.policy} on {c.errors}")),
+                        c.metric,
+                        {True: "higher", False: "lower", None: "-"}[c.higher_is_better],
+                        str(c.n),
+                        diff(c.metric, c.mean_difference),
+                        diff_ci(c.metric, c.ci),
+                        c.verdict,
+                    ]
+                    for c in result.comparisons
+                ],
+                align_right=3,
+            ),
+        ]
+    pooled_names = [k for k in dict.fromkeys(k for a in result.arms for k in a.pooled)]
+    if pooled_names:
+        names = [literal(x) for x in arm_names(result.arms)]
+        blocks += [
+            H3("Pooled task-level rates"),
+            P(f"Every task of every seed counted as one trial, with the Wilson {pct}% interval (see How to read)."),
+            TABLE(
+                ["arm", *pooled_names],
+                [[name] + [proportion(a.pooled.get(k)) for k in pooled_names] for name, a in zip(names, result.arms)],
+                align_right=1,
+            ),
+        ]
     if result.scenario_config:
         blocks += [
             H3("The scenario as it ran (every modelling parameter)"),
             PRE(json.dumps(result.scenario_config, indent=2, sort_keys=True)),
         ]
+    return [*blocks, END_DETAILS()]
+
+
+def compare_blocks(
+    result: CompareResult, made: dict[str, Path] | None = None, tasks_csv: str | None = None
+) -> list[Block]:
+    """The blocks of a comparison report; ``made`` maps chart keys to the PNGs written (None: link every chart)."""
+    pct = round(result.confidence * 100)
+    blocks = [H1(f"fleetchaos comparison: {literal(result.scenario)}"), Block("p", finding(result), items=("finding",))]
+    blocks += _headline_blocks(result, pct)
+    blocks += _setup_blocks(result)
+    blocks += tuning_blocks(result)  # a tuned comparison (compare --tune) says which arm is which
+    blocks += policy_error_blocks(
+        [(a.policy, a.errors, a.metrics, a.breakdowns) for a in result.arms], runs=len(result.seeds)
+    )
+    recipes = {a.policy: a.recipe for a in result.arms if a.recipe}
+    if recipes:
+        blocks += [H2("Policies as run"), UL([f"`{name}`: `{recipe}`" for name, recipe in recipes.items()])]
+    blocks += _figure_blocks(result)
+    blocks += _robustness_blocks(result)
+    blocks += _chart_blocks(result, made if made is not None else {k: Path(v) for k, v in CHART_FILES.items()})
+    blocks += breakdown_blocks(result)
+    blocks += [H2("How to read these figures"), UL(READING_NOTES)]
+    blocks += [H2("Modelling assumptions"), UL(ASSUMPTIONS + stated_assumptions(result))]
     files = ["`results.json`: every figure above, per seed, with intervals"]
     if tasks_csv:
         files.append(f"`{tasks_csv}`: one row per task, arm and seed (truth, claim, effort)")
     files.append("Metric definitions, denominators and directions: docs/metrics.md")
     files.append("Replay any arm and seed: `fleetchaos run --scenario NAME --policy POLICY --errors FORMAT --seed N`")
     blocks += [H2("Files and replay"), UL(files)]
-    return blocks
-
-
-def _breakdown_blocks(result: CompareResult) -> list[Block]:
-    blocks = [H2("Breakdowns (all seeds pooled)")]
-    kinds = sorted({k for a in result.arms for k in a.breakdowns.get("faulted_tasks_by_first_fault", {})})
-    if kinds:
-        rows = []
-        for a in result.arms:
-            d = charts.kind_recovery(a)
-            rows.append([a.policy, a.errors] + [
-                (f"{100 * d[k][0] / d[k][1]:.0f}% ({d[k][0]}/{d[k][1]})" if d.get(k, (0, 0))[1] else "-") for k in kinds
-            ])  # fmt: skip
-        blocks += [
-            H3("Recovery by kind of first fault (recovered / faulted tasks)"),
-            TABLE(["policy", "errors", *kinds], rows, 2),
-        ]
-    sections = (
-        ("wasted_retries_by_reason", "Wasted retries by reason"),
-        ("fault_hits_by_error_code", "Faulted calls by error code"),
-        ("fault_hits_by_tool", "Faulted calls by tool"),
-        ("fault_hits_by_worker", "Faulted calls by worker"),
-        ("misreported_failures_by_way", "Wrong envelopes by way (judged against the truth)"),
-        ("claims", "Final claims"),
-    )
-    for key, title in sections:
-        rows = [[a.policy, a.errors, counts(a.breakdowns.get(key, {}))] for a in result.arms]
-        if any(a.breakdowns.get(key) for a in result.arms) or key == "wasted_retries_by_reason":
-            blocks += [H3(title), TABLE(["policy", "errors", "counts"], rows, 0)]
+    blocks += _appendix_blocks(result)
     return blocks
 
 
@@ -248,20 +330,22 @@ def compare_markdown(result: CompareResult) -> str:
     return to_markdown(compare_blocks(result))
 
 
-def write_compare_report(result: CompareResult, out_dir: Path, *, tasks_csv: Path | None = None) -> list[Path]:
+def write_compare_report(
+    result: CompareResult, out_dir: Path, *, tasks_csv: Path | None = None, root: Path | None = None
+) -> list[Path]:
     """Write the report of a comparison into ``out_dir``; returns the files written.
 
-    Writes results.json, summary.md, report.html and the charts.  ``tasks_csv`` names a
-    per-task CSV already written into ``out_dir`` (by :class:`TaskCsvWriter`) for the
-    report to point at.
+    Writes results.json, summary.md, report.html and the charts, each atomically
+    (:mod:`fleetchaos.files`).  ``tasks_csv`` names a per-task CSV already written into
+    ``out_dir`` (by :class:`TaskCsvWriter`) for the report to point at.  ``out_dir`` must
+    resolve inside ``root`` (default: itself), so a symlinked sub-folder cannot lead out.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    results_path = out_dir / "results.json"
-    results_path.write_text(dumps(result), encoding="utf-8")
-    written.append(results_path)
-    made = _render_compare_charts(result, out_dir)
+    check_inside(out_dir / "results.json", Path(root) if root is not None else out_dir)
+    written = [write_text(out_dir / "results.json", dumps(result))]
+    with charts.plain_text():
+        made = _render_compare_charts(result, out_dir)
     written += list(made.values())
     csv_name = tasks_csv.name if tasks_csv is not None else None
     blocks = compare_blocks(result, made, csv_name)

@@ -33,10 +33,18 @@ ASSUMPTIONS: tuple[str, ...] = (
 
 #: How to read the statistics, stated in every comparison report.
 READING_NOTES: tuple[str, ...] = (
-    "Figures are means over seeds; intervals are Student-t intervals of that mean (seeds are independent replications).",
+    "Figures are means over seeds; intervals are Student-t intervals of that mean (seeds are independent "
+    "replications), taken on the logit scale for rates so that they stay inside [0, 1] (docs/metrics.md).",
+    "The headline figures share one denominator across arms: success over all tasks, and recovery on the common set "
+    "(every task faulted in any arm on the same seed), or in a closed loop successful tasks per day. Recovery on an "
+    "arm's own faulted tasks is secondary: a policy that causes fewer faults has a smaller, easier denominator.",
     "Verdicts compare each arm with the reference arm on the same seeds: the per-seed differences are paired "
     "(both arms met the same faults), and their mean gets a Student-t interval. 'better' or 'worse' means the whole "
-    "interval lies on one side of zero, in the metric's good or bad direction; 'inconclusive' means it contains zero.",
+    "interval lies on one side of zero, in the metric's good or bad direction; 'inconclusive' means it contains zero; "
+    "'no difference' means the two arms were equal on every seed.",
+    "A wasted retry was sent while the true cause of the failure before it still held (the bucket still empty, the "
+    "key still expired, the same blip drawn again), whatever hint the error carried; a failed retry is one whose "
+    "dispatch failed again. A policy that waits exactly the hinted time wastes few retries and can still fail many.",
     f"With fewer than {MIN_SEEDS} paired seeds a verdict reads 'too few seeds': no winner is named. "
     "Compare arms on 10 seeds or more.",
     "Pooled rates count every task of every seed as one trial and carry Wilson score intervals. Tasks of one simulated "
@@ -46,5 +54,5 @@ READING_NOTES: tuple[str, ...] = (
     "The time-to-recovery ECDF pools the recovered tasks of every seed.",
     "Recovery by fault kind groups faulted tasks by the kind of the first fault they met; counts are pooled over seeds.",
     "The timeline and error-code charts each show one traced run: the first seed of the arm with the best and of the "
-    "arm with the worst mean recovery rate. They illustrate; the tables measure.",
+    "arm with the worst mean on the first headline figure. They illustrate; the tables measure.",
 )

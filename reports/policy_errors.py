@@ -10,6 +10,7 @@ from fleetchaos.reports.tables import policy_error_tasks
 POLICY_ERROR_KINDS: tuple[tuple[str, str], ...] = (
     ("policy raised", "raised an exception"),
     ("policy returned an invalid action", "returned an invalid action (not one of the actions, or a bad field)"),
+    # Results written before the action cap became the orchestrator's own limit (tasks_stopped_by_limit).
     ("action cap reached", "never gave up: hit the action cap for one task"),
 )
 
@@ -51,8 +52,8 @@ def policy_error_blocks(arms: list[tuple[str, str, dict, dict]], runs: int) -> l
     if not broken:
         return []
     intro = P(
-        f"The policy of {'these arms' if broken > 1 else 'this arm'} misbehaved on some tasks: it raised, returned "
-        "something that is not a valid action, or never gave up (the driver's per-task action cap). Each such task "
+        f"The policy of {'these arms' if broken > 1 else 'this arm'} misbehaved on some tasks: it raised or returned "
+        "something that is not a valid action. Each such task "
         "was given up and counted in `policy_errors`, and the run went on. The figures of an arm with policy "
         "errors measure the bug, not a recovery strategy: fix the policy, then compare again."
     )

@@ -13,7 +13,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fleetchaos.escaping import csv_cell, csv_row
+from fleetchaos.files import FileTooLargeError, StrictJsonError, atomic_write, loads_json, read_text_bounded
 from fleetchaos.results.models import CompareResult, RunResult
+from fleetchaos.results.studies import TunedCompareResult
+
+#: Largest results file ``fleetchaos report`` reads (a run report with every task's row is ~12.6 KB per task).
+MAX_RESULTS_BYTES = 200_000_000
 
 
 def _scalar(x: Any) -> bool:
@@ -60,7 +66,8 @@ class TaskCsvWriter:
         self.partial = self.path.with_name(self.path.name + ".partial")
         self.arms = list(arms or [])
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = self.partial.open("w", newline="", encoding="utf-8")
+        self.partial.unlink(missing_ok=True)  # a stale partial file, or a symlink planted in its place
+        self._fh = self.partial.open("x", newline="", encoding="utf-8")  # created afresh: never through a link
         self._writer: csv.DictWriter | None = None
         self.rows = 0
 
@@ -72,7 +79,9 @@ class TaskCsvWriter:
             self._writer = csv.DictWriter(self._fh, fieldnames=[*self.LEAD, *result.tasks[0]], lineterminator="\n")
             self._writer.writeheader()
         for row in result.tasks:
-            self._writer.writerow({"policy": result.policy, "errors": result.errors, "seed": result.seed, **row})
+            self._writer.writerow(
+                csv_row({"policy": result.policy, "errors": result.errors, "seed": result.seed, **row})
+            )
         self.rows += len(result.tasks)
         self._fh.flush()
 
@@ -82,7 +91,7 @@ class TaskCsvWriter:
         if self._writer is None:
             self.partial.unlink(missing_ok=True)
             return None
-        order = {arm: i for i, arm in enumerate(self.arms)}
+        order = {(csv_cell(p), csv_cell(e)): i for i, (p, e) in enumerate(self.arms)}  # as the cells were written
         with self.partial.open(newline="", encoding="utf-8") as fh:
             reader = csv.DictReader(fh)
             fields = list(reader.fieldnames or [])
@@ -93,7 +102,7 @@ class TaskCsvWriter:
             return (order.get(arm, len(order)), arm, int(row["seed"]), int(row["id"]))
 
         rows.sort(key=key)
-        with self.path.open("w", newline="", encoding="utf-8") as fh:
+        with atomic_write(self.path, "w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=fields, lineterminator="\n")
             writer.writeheader()
             writer.writerows(rows)
@@ -109,10 +118,10 @@ def write_task_csv(tasks: list[dict[str, Any]], path: Path) -> Path | None:
     """Write one run's per-task rows; None when there are none."""
     if not tasks:
         return None
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    with atomic_write(path, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(tasks[0]), lineterminator="\n")
         writer.writeheader()
-        writer.writerows(tasks)
+        writer.writerows(csv_row(row) for row in tasks)
     return path
 
 
@@ -121,28 +130,34 @@ def load_results(path: Path) -> CompareResult | RunResult:
     from pydantic import ValidationError
 
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text_bounded(path, MAX_RESULTS_BYTES, what="results file")
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise ValueError(f"{path}: is a folder; give the results.json inside it") from None
+    except FileTooLargeError as exc:
+        raise ValueError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: cannot read it ({exc})") from None
     try:
-        doc = json.loads(text)
+        doc = loads_json(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except StrictJsonError as exc:
+        raise ValueError(f"{path}: not a results file: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: nested too deeply to be a results file") from None
     if not isinstance(doc, dict):
         raise ValueError(
             f"{path}: expected a JSON object from `fleetchaos run` or `compare`, got a {type(doc).__name__}"
         )
-    model = CompareResult if "arms" in doc else RunResult
+    model = TunedCompareResult if "tuning" in doc else CompareResult if "arms" in doc else RunResult
     try:
         return model.model_validate(doc)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        kind = "comparison" if model is CompareResult else "run"
+        kind = "run" if model is RunResult else "comparison"
         raise ValueError(
             f"{path}: not a fleetchaos {kind} result: {where}: {first['msg']} ({exc.error_count()} problem(s)); "
             "give a results.json written by `fleetchaos run` or `fleetchaos compare`"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from fleetchaos.files import check_inside, write_text
 from fleetchaos.reports import charts
 from fleetchaos.reports.assumptions import stated_assumptions
 from fleetchaos.reports.blocks import H1, H2, IMG, TABLE, UL, Block, write_pages
@@ -84,16 +85,7 @@ def run_blocks(result: RunResult, made: dict[str, Path], tasks_csv: str | None) 
     return blocks
 
 
-def write_run_report(result: RunResult, out_dir: Path) -> list[Path]:
-    """Write one run's results.json, tasks.csv (if it kept task rows), charts, summary.md and report.html."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    results_path = out_dir / "results.json"
-    results_path.write_text(dumps(result), encoding="utf-8")
-    written = [results_path]
-    csv_path = write_task_csv(result.tasks, out_dir / "tasks.csv")
-    if csv_path is not None:
-        written.append(csv_path)
+def _render_run_charts(result: RunResult, out_dir: Path) -> dict[str, Path]:
     made: dict[str, Path] = {}
     if result.timeline is not None:
         made["timeline"] = charts.timeline_chart(result.timeline, out_dir / "timeline.png")
@@ -104,6 +96,23 @@ def write_run_report(result: RunResult, out_dir: Path) -> list[Path]:
                                  out_dir / CHART_FILES["ecdf"])  # fmt: skip
     if ecdf is not None:
         made["ecdf"] = ecdf
+    return made
+
+
+def write_run_report(result: RunResult, out_dir: Path, *, root: Path | None = None) -> list[Path]:
+    """Write one run's results.json, tasks.csv (if it kept task rows), charts, summary.md and report.html.
+
+    Each file is written atomically; ``out_dir`` must resolve inside ``root`` (default: itself).
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    check_inside(out_dir / "results.json", Path(root) if root is not None else out_dir)
+    written = [write_text(out_dir / "results.json", dumps(result))]
+    csv_path = write_task_csv(result.tasks, out_dir / "tasks.csv")
+    if csv_path is not None:
+        written.append(csv_path)
+    with charts.plain_text():
+        made = _render_run_charts(result, out_dir)
     written += list(made.values())
     blocks = run_blocks(result, made, csv_path.name if csv_path else None)
     written += write_pages(out_dir, blocks, f"fleetchaos run: {result.scenario}", made)

@@ -14,8 +14,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from rich.table import Table
 
-from fleetchaos.reports.charts import PNG_METADATA
-from fleetchaos.reports.tables import COLUMNS, display_kind, fmt, fmt_ci
+from fleetchaos.escaping import markdown_cell, rich_text
+from fleetchaos.files import atomic_write, write_text
+from fleetchaos.reports.charts import PNG_METADATA, plain_text
+from fleetchaos.reports.tables import COLUMNS, display_kind, fmt, with_interval
 from fleetchaos.results.models import SweepEntry, SweepResult
 from fleetchaos.results.registry import HEADLINE_METRICS
 
@@ -51,7 +53,8 @@ def sweep_table(result: SweepResult) -> Table:
     """One row per point and arm: the chosen metric with its interval, and the headline metrics."""
     pct = round(result.confidence * 100)
     table = Table(
-        title=f"sweep: {len(result.entries)} arms x {len(result.seeds)} seeds, mean per seed ± {pct}% CI half-width",
+        title=f"sweep: {len(result.entries)} arms x {len(result.seeds)} seeds, mean per seed and {pct}% CI "
+        "(rates \\[low, high], counts ± half-width)",  # \\[ : a bracket rich must not read as markup
         header_style="bold",
     )
     for name in ("scenario", "params", "policy", "errors"):
@@ -62,8 +65,8 @@ def sweep_table(result: SweepResult) -> Table:
     for _, header, _ in columns:
         table.add_column(header, justify="right")
     for e in result.entries:
-        cells = [fmt(e.metrics.get(key), kind) + fmt_ci(e.ci.get(key, [None, None]), kind) for key, _, kind in columns]
-        table.add_row(e.scenario, params_text(e.params), e.policy, e.errors, *cells)
+        cells = [with_interval(e.metrics.get(key), e.ci.get(key, [None, None]), kind) for key, _, kind in columns]
+        table.add_row(*(rich_text(t) for t in (e.scenario, params_text(e.params), e.policy, e.errors)), *cells)
     return table
 
 
@@ -156,7 +159,8 @@ def curve_chart(result: SweepResult, path: Path, metric: str | None = None) -> P
     pct = round(result.confidence * 100)
     fig.suptitle(f"{metric} against {x}: mean of {len(result.seeds)} seeds, {pct}% CI band", fontsize=10)
     FigureCanvasAgg(fig)
-    fig.savefig(path, format="png", dpi=100, metadata=PNG_METADATA)
+    with atomic_write(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=100, metadata=PNG_METADATA)
     return path
 
 
@@ -167,20 +171,23 @@ def sweep_markdown(result: SweepResult, charts: str | list[str] | None) -> str:
     charts = charts or []
     pct = round(result.confidence * 100)
     lines = [
-        f"# fleetchaos sweep: {', '.join(result.scenarios)}",
+        f"# fleetchaos sweep: {markdown_cell(', '.join(result.scenarios))}",
         "",
-        f"Policies: {', '.join(result.policies)}. Error formats: {', '.join(result.errors)}. "
+        f"Policies: {markdown_cell(', '.join(result.policies))}. Error formats: {markdown_cell(', '.join(result.errors))}. "
         f"Seeds: {', '.join(map(str, result.seeds))} ({len(result.seeds)} simulated days per arm and point). "
         f"Figures are means per seed with {pct}% confidence intervals.",
         "",
     ]
     if result.grid:
         lines += ["Swept parameters:", ""]
-        lines += [f"- `{k}`: {', '.join(value_text(v) for v in vals)}" for k, vals in result.grid.items()]
+        lines += [
+            f"- `{markdown_cell(k)}`: {markdown_cell(', '.join(value_text(v) for v in vals))}"
+            for k, vals in result.grid.items()
+        ]
         lines.append("")
     for chart in charts:
         metric = chart.removeprefix("curve_").removesuffix(".png")
-        lines += [f"![{metric} against {result.x}]({chart})", ""]
+        lines += [f"![{metric} against {markdown_cell(str(result.x))}]({chart})", ""]
     if charts and len(_panels(result)) > MAX_PANELS:
         lines += [f"The chart draws the first {MAX_PANELS} panels; every point is in the tables below.", ""]
     columns = [(m, m, display_kind(m)) for m in metric_names(result) if m not in {c[0] for c in COLUMNS}] + list(
@@ -191,12 +198,14 @@ def sweep_markdown(result: SweepResult, charts: str | list[str] | None) -> str:
     for e in result.entries:
         cells = []
         for key, _, kind in columns:
-            text = fmt(e.metrics.get(key), kind)
             if key in HEADLINE_METRICS or key in metric_names(result):
-                text += fmt_ci(e.ci.get(key, [None, None]), kind)
-            cells.append(text)
+                cells.append(with_interval(e.metrics.get(key), e.ci.get(key, [None, None]), kind))
+            else:
+                cells.append(fmt(e.metrics.get(key), kind))
         lines.append(
-            f"| {e.scenario} | {params_text(e.params)} | {e.policy} | {e.errors} | " + " | ".join(cells) + " |"
+            f"| {' | '.join(markdown_cell(t) for t in (e.scenario, params_text(e.params), e.policy, e.errors))} | "
+            + " | ".join(cells)
+            + " |"
         )
     lines += ["", "## Versions", ""]
     lines += [f"- {k} {v}" for k, v in result.versions.items()]
@@ -212,17 +221,13 @@ def sweep_markdown(result: SweepResult, charts: str | list[str] | None) -> str:
 def write_sweep_report(result: SweepResult, out_dir: Path) -> list[Path]:
     """Write a sweep's results.json, curve chart and summary.md into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    results_path = out_dir / "results.json"
-    results_path.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    written.append(results_path)
+    written = [write_text(out_dir / "results.json", result.model_dump_json(indent=2) + "\n")]
     charts = []
-    for metric in metric_names(result):
-        chart = curve_chart(result, out_dir / chart_name(metric), metric)
-        if chart is not None:
-            written.append(chart)
-            charts.append(chart.name)
-    summary = out_dir / "summary.md"
-    summary.write_text(sweep_markdown(result, charts), encoding="utf-8")
-    written.append(summary)
+    with plain_text():
+        for metric in metric_names(result):
+            chart = curve_chart(result, out_dir / chart_name(metric), metric)
+            if chart is not None:
+                written.append(chart)
+                charts.append(chart.name)
+    written.append(write_text(out_dir / "summary.md", sweep_markdown(result, charts)))
     return written

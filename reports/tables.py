@@ -5,8 +5,10 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from fleetchaos.escaping import rich_text
+from fleetchaos.reports.naming import policy_labels
 from fleetchaos.results.models import CompareResult, RunResult
-from fleetchaos.results.registry import HEADLINE_METRICS, is_rate
+from fleetchaos.results.registry import REGISTRY, is_rate, lead_metrics
 
 
 def display_kind(metric: str) -> str:
@@ -14,12 +16,16 @@ def display_kind(metric: str) -> str:
     return "pct" if is_rate(metric) else "num"
 
 
-#: Metrics shown in the comparison table, with their headers and formats (:func:`display_kind`).
+#: Metrics shown in the wide comparison table (``--wide``) and the report's "More figures",
+#: with their headers and formats (:func:`display_kind`).
 COLUMNS: tuple[tuple[str, str, str], ...] = tuple(
     (metric, header, display_kind(metric))
     for metric, header in (
-        ("recovery_rate", "recovery"),
+        ("success_rate", "success"),
+        ("common_recovery_rate", "recovery, common set"),
+        ("recovery_rate", "own-set rec."),
         ("silent_failure_rate", "silent fail"),
+        ("failed_retries", "failed retries"),
         ("wasted_retries", "wasted retries"),
         ("faulted_tasks", "faulted"),
         ("tool_calls", "tool calls"),
@@ -30,6 +36,17 @@ COLUMNS: tuple[tuple[str, str, str], ...] = tuple(
     )
 )
 
+#: The default terminal table's figures after the lead metrics: narrow enough for 100 columns.
+NARROW: tuple[tuple[str, str], ...] = (
+    ("silent_failure_rate", "silent"),
+    ("failed_retries", "failed"),
+    ("wasted_retries", "wasted"),
+    ("cost_usd", "cost/run"),
+)
+
+#: Short headers of the lead metrics in the default terminal table.
+LEAD_HEADERS = {"success_rate": "success", "common_recovery_rate": "common rec.", "goodput_per_day": "goodput/day"}
+
 
 def fmt(value: float | None, kind: str) -> str:
     """A metric value for display."""
@@ -38,13 +55,54 @@ def fmt(value: float | None, kind: str) -> str:
     return f"{100 * value:.1f}%" if kind == "pct" else f"{value:,.1f}"
 
 
+def count_text(value: float | None) -> str:
+    """A count, or a mean of counts over seeds: an integer (one decimal only for a fraction below 10)."""
+    if value is None:
+        return "-"
+    if float(value).is_integer() or abs(value) >= 10:
+        return f"{value:,.0f}"
+    return f"{value:.1f}"
+
+
+def rate_interval(value: float | None, ci: list[float | None]) -> str:
+    """``97.0% 93-99``: a rate with its interval in whole percent (intervals of rates are not symmetric)."""
+    if value is None:
+        return "-"
+    lo, hi = ([*ci, None, None])[:2]
+    text = f"{100 * value:.1f}%"
+    if lo is None or hi is None:
+        return text
+    digits = 1 if hi < 0.1 else 0  # whole percent, but tenths for a small rate
+    return f"{text} {100 * lo:.{digits}f}-{100 * hi:.{digits}f}"
+
+
 def fmt_ci(ci: list[float | None], kind: str) -> str:
-    """A confidence interval for display, as its half-width (Student-t intervals are symmetric)."""
+    """A count's confidence interval for display, as its half-width (a count's Student-t interval is symmetric)."""
     lo, hi = ci
     if lo is None or hi is None:
         return ""
     half = (hi - lo) / 2.0
     return f" ±{100 * half:.1f}" if kind == "pct" else f" ±{half:,.1f}"
+
+
+def with_interval(value: float | None, ci: list[float | None], kind: str) -> str:
+    """A value with its interval: ``[low, high]`` in percent for a rate (not symmetric), ``±half-width`` otherwise."""
+    text = fmt(value, kind)
+    if kind != "pct" or value is None:
+        return text + fmt_ci(ci, kind) if value is not None else text
+    lo, hi = ([*ci, None, None])[:2]
+    return text if lo is None or hi is None else f"{text} [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def _cell(arm, metric: str) -> str:
+    if is_rate(metric):
+        return rate_interval(arm.metrics.get(metric), arm.ci.get(metric, [None, None]))
+    if metric == "cost_usd":
+        value = arm.metrics.get(metric)
+        return "-" if value is None else f"${value:,.0f}"
+    if REGISTRY[metric].denominator.startswith("none"):
+        return count_text(arm.metrics.get(metric))
+    return fmt(arm.metrics.get(metric), "num")
 
 
 def policy_error_tasks(metrics: dict, breakdowns: dict, runs: int = 1) -> int:
@@ -86,31 +144,39 @@ def policy_error_lines(result: CompareResult | RunResult, limit: int = 80) -> li
     return lines
 
 
-def compare_table(result: CompareResult) -> Table:
-    """One row per arm; rates with their confidence intervals; arms with policy errors named below it."""
+def compare_table(result: CompareResult, *, wide: bool = False) -> Table:
+    """One row per arm, named by the policy's own name: the lead metrics with their intervals, then silent
+    failures, failed and wasted retries and the cost per run (100 columns); ``wide`` shows every column of
+    :data:`COLUMNS`.  Arms with policy errors are named below it."""
     pct = round(result.confidence * 100)
     broken = policy_error_lines(result)
+    leads = lead_metrics(result.closed_loop)
+    if wide:
+        columns = [(m, LEAD_HEADERS.get(m, h)) for m, h, _ in COLUMNS] + [("cost_usd", "cost/run")]
+        if result.closed_loop:
+            columns.insert(0, ("goodput_per_day", LEAD_HEADERS["goodput_per_day"]))
+    else:
+        columns = [(m, LEAD_HEADERS[m]) for m in leads] + list(NARROW)
+    notes = ["failed / wasted: retries per run that failed again / sent while the cause still held"]
+    if "common_recovery_rate" in dict(columns):
+        notes.insert(0, "common rec.: recovery on the tasks faulted in any arm")
+    notes.append("own-set rec.: on the arm's own faulted tasks (secondary)" if wide else "more figures: --wide")
     table = Table(
-        title=f"{result.scenario}: {len(result.seeds)} seeds, mean per seed ± {pct}% CI half-width",
+        title=Text(f"{result.scenario}: {len(result.seeds)} seeds, mean per seed, rates with their {pct}% interval"),
         header_style="bold",
         # A broken policy's figures measure the bug, not a strategy: say so where the figures are read.
-        caption=Text("\n".join(broken)) if broken else None,  # Text: messages are not markup
+        caption=Text("\n".join([*broken, *notes])),  # Text: messages are not markup
         caption_justify="left",
-        caption_style="yellow",
+        caption_style="yellow" if broken else "dim",
         min_width=max(map(len, broken), default=None),  # a caption wraps at the table's width
     )
     table.add_column("policy")
     table.add_column("errors")
-    for _, header, _ in COLUMNS:
+    for _, header in columns:
         table.add_column(header, justify="right")
-    for arm in result.arms:
-        cells = []
-        for key, _, kind in COLUMNS:
-            text = fmt(arm.metrics.get(key), kind)
-            if key in HEADLINE_METRICS:
-                text += fmt_ci(arm.ci.get(key, [None, None]), kind)
-            cells.append(text)
-        table.add_row(arm.policy, arm.errors, *cells)
+    for arm, label in zip(result.arms, policy_labels(result.arms)):
+        # Text: a policy's name is the user's, never rich markup
+        table.add_row(Text(label), Text(arm.errors), *(_cell(arm, metric) for metric, _ in columns))
     return table
 
 
@@ -118,7 +184,7 @@ def run_table(result: RunResult) -> Table:
     """Every metric of one run; policy errors named below it."""
     broken = policy_error_lines(result)
     table = Table(
-        title=f"{result.scenario}: {result.policy} on {result.errors} errors, seed {result.seed}",
+        title=rich_text(f"{result.scenario}: {result.policy} on {result.errors} errors, seed {result.seed}"),
         caption=Text("\n".join(broken)) if broken else None,  # Text: messages are not markup
         caption_justify="left",
         caption_style="yellow",
@@ -127,5 +193,7 @@ def run_table(result: RunResult) -> Table:
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, value in result.metrics.items():
-        table.add_row(key, fmt(value, display_kind(key)))
+        known = REGISTRY.get(key)
+        is_count = known is not None and known.denominator.startswith("none") and known.unit != "USD"
+        table.add_row(key, count_text(value) if is_count else fmt(value, display_kind(key)))
     return table

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fleetchaos.files import atomic_write
 from fleetchaos.reports.compare_report import write_compare_report
 from fleetchaos.reports.results_io import load_results
 from fleetchaos.reports.run_report import write_run_report
@@ -39,5 +40,6 @@ def write_report(results: Path, out_dir: Path, *, prepare: Callable[[Any], Any] 
     if source_csv.is_file():
         tasks_csv = out_dir / "tasks.csv"
         if source_csv.resolve() != tasks_csv.resolve():
-            shutil.copyfile(source_csv, tasks_csv)
+            with source_csv.open("rb") as src, atomic_write(tasks_csv, "wb", root=out_dir) as dst:
+                shutil.copyfileobj(src, dst)
     return write_compare_report(result, out_dir, tasks_csv=tasks_csv)

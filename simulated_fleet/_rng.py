@@ -80,6 +80,17 @@ def transport_key(call: int, n: int) -> int:
     return mix(call ^ (S_TRANSPORT + n))
 
 
+def layer_key(request: int, layer: int, n: int) -> int:
+    """The key of the ``n``-th retry that transport layer ``layer`` (1 and up; 0 is :func:`transport_key`'s)
+    makes of a request, from the request's key: each retry's tries below it draw from it."""
+    return key(request, S_TRANSPORT, layer, n)
+
+
+def layer_stream(layer: int) -> int:
+    """The stream of transport layer ``layer``'s jitter draws (:data:`S_TRANSPORT` for layer 0)."""
+    return S_TRANSPORT if layer == 0 else key(S_TRANSPORT, layer)
+
+
 def persistent_key(task: int, step: int, item: int = 0, source: int = 0) -> int:
     """The key of a fault that hits every execution alike: no execution number in it.
 

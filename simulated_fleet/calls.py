@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 from fleetchaos.sim import _rng
+from fleetchaos.sim.capacity import Provider, build_providers
 from fleetchaos.sim.config import FleetSpec, lognormal_params
 from fleetchaos.sim.faults import CALL_STAGES, CallRule, FaultPlan
 from fleetchaos.sim.kinds import KINDS, SOURCE, TASK_STEP, TASK_STEP_ITEM, WORKER_TOOL, FaultKind
@@ -35,6 +36,10 @@ S_BATCH = _rng.stream_id("call:batch_items")
 # Module-level names for the per-call functions: a global read instead of two look-ups.
 _draw, _normal_pair, _exp = _rng.draw, _rng.normal_pair, math.exp
 
+#: ``waited`` for a call no client waits for any more (its client gave up while it queued):
+#: no call timeout applies to it.
+NO_CLIENT = -math.inf
+
 #: A slow call that hits the fleet's call timeout committed its side effect with this probability.
 SLOW_CALL_COMMITTED_P = 0.5
 
@@ -42,6 +47,7 @@ SLOW_CALL_COMMITTED_P = 0.5
 NODE_CRASH, EXPIRED_KEY, DISK_FULL = KINDS["node_crash"], KINDS["expired_key"], KINDS["disk_full"]
 RATE_LIMIT, QUOTA_EXHAUSTED = KINDS["rate_limit"], KINDS["quota_exhausted"]
 TIMEOUT, LATENCY_SPIKE = KINDS["timeout"], KINDS["latency_spike"]
+OVERLOADED = KINDS["overloaded"]
 
 #: What :meth:`CallModel.decide` returns: (the fault the call met or None, its duration in
 #: simulated seconds, whether its side effect committed, the instant a refused call may be
@@ -99,6 +105,8 @@ class Step:
     sigma: float
     needs: tuple[int, ...]
     pushes: bool
+    cancels: bool = False
+    """The tool stops its work when the client gives up (``after_timeout: cancel``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +142,7 @@ def compile_template(index: int, template, plan: FaultPlan) -> Template:
                 sigma=sigma,
                 needs=tuple(names.index(n) for n in s.needs),
                 pushes=bool(plan.git_branches) and s.tool in plan.git_tools,
+                cancels=s.after_timeout == "cancel",
             )
         )
     return Template(
@@ -159,12 +168,15 @@ class CallModel:
         "_dependency_draws",
         "_rules",
         "_template_rules",
+        "api_provider",
         "call_timeout_s",
         "installed",
         "latency_mean",
         "latency_mu",
         "latency_sigma",
         "plan",
+        "providers",
+        "route",
         "seed",
         "shared",
         "spikes",
@@ -184,6 +196,18 @@ class CallModel:
         self._dependency_draws: dict[tuple[int, int, str], float] = {}  # (rule stream, worker, tool) -> its draw
         self._rules: dict[tuple[int, int, int], StepRules] = {}
         self._template_rules: dict[tuple[int, int], tuple[StepRules, ...]] = {}
+        self.providers: list[Provider] = build_providers(fleet.providers, plan.slowdowns)
+        """The run's providers with a declared capacity, in the scenario's order."""
+        self.api_provider: Provider | None = None
+        # tool -> its provider; None when the scenario declares none (the per-call check is one attribute test)
+        self.route: dict[str, Provider] | None = None
+        if self.providers:
+            self.route = {}
+            for provider, spec in zip(self.providers, fleet.providers, strict=True):
+                if spec.tools is None:
+                    self.api_provider = provider
+                for tool in spec.tools or ():
+                    self.route[tool] = provider
 
     def rules_for(self, worker: int, tpl: Template, si: int) -> StepRules:
         """The per-call rules that can hit this worker, template and step, grouped by stage."""
@@ -215,12 +239,15 @@ class CallModel:
         now: float,
         batch_failed: Mapping[int, FaultKind],
         sources: dict[tuple[int, int], int],
+        waited: float = 0.0,
     ) -> CallOutcome:
         """What item ``item``'s call of ``step`` meets and does, starting at ``now`` on ``node``.
 
         ``key`` is the call's key (:func:`fleetchaos.sim._rng.call_key`), ``task_key`` its
         task's; ``batch_failed`` the items :meth:`batch_failures` chose for this step
-        execution; ``sources`` the source each (step, item) is on (alternatives taken).
+        execution; ``sources`` the source each (step, item) is on (alternatives taken);
+        ``waited`` the seconds the call already waited since its dispatch (for a tool
+        slot), which count toward the call timeout.
         """
         z_latency, z_duration = _normal_pair(key, S_CALL_TIMES)
         if self.latency_sigma > 0.0:
@@ -267,18 +294,70 @@ class CallModel:
             kind = batch_failed[item]
             return kind, latency + kind.fail_fast_s, False, None
         if step.sigma > 0.0:
-            duration = latency + _exp(step.mu + step.sigma * z_duration)
+            work = _exp(step.mu + step.sigma * z_duration)
         else:
-            duration = latency + step.mean_s
+            work = step.mean_s
         limit = self.call_timeout_s
-        if limit is not None and duration > limit:
-            committed = _draw(key, S_SLOW_COMMIT) < SLOW_CALL_COMMITTED_P
-            return (LATENCY_SPIKE if spiked else TIMEOUT), limit, committed, None
+        route = self.route
+        if route is not None:
+            provider = route.get(step.name)
+            if provider is None and step.uses_api:
+                provider = self.api_provider
+            if provider is not None:
+                patience = math.inf if limit is None else limit - waited - latency
+                admitted = provider.admit(now, work, patience, step.cancels)
+                if admitted is None:
+                    if provider.status == 429:
+                        return RATE_LIMIT, latency + RATE_LIMIT.fail_fast_s, False, provider.next_room(now)
+                    return OVERLOADED, latency + OVERLOADED.fail_fast_s, False, None
+                took, in_time = admitted
+                if not in_time:  # the client gave up; the work goes on (and takes effect) unless the tool cancels it
+                    return (LATENCY_SPIKE if spiked else TIMEOUT), limit - waited, not step.cancels, None  # type: ignore[operator]
+                work = took
+        duration = latency + work
+        if limit is not None and duration + waited > limit:
+            committed = False if step.cancels else _draw(key, S_SLOW_COMMIT) < SLOW_CALL_COMMITTED_P
+            return (LATENCY_SPIKE if spiked else TIMEOUT), limit - waited, committed, None
         for rule in masking:
             p = rule.probability_at(now, node.index)
             if p > 0.0 and _draw(key, rule.stream) < p:
                 return rule.info, duration, False, None
         return None, duration, True, None
+
+    def transient_fault(self, node: NodeView, rules: StepRules, key: int, now: float) -> FaultKind | None:
+        """The transient fault a call keyed ``key`` would meet at ``now`` on ``node``, read without side effects.
+
+        The transient stage of :meth:`decide` alone (the first transient rule whose keyed
+        draw hits), for the wasted-retry judge: a test keeps the two in step.
+        """
+        for rule in rules[1]:
+            p = rule.constant
+            if p is None:
+                p = rule.probability_at(now, node.index)
+            if p > 0.0 and _draw(key, rule.stream) < p:
+                return rule.info
+        return None
+
+    def slow_call(self, node: NodeView, step: Step, key: int, now: float) -> FaultKind | None:
+        """TIMEOUT or LATENCY_SPIKE when a call keyed ``key`` starting at ``now`` would outlast the call timeout, else None.
+
+        The latency and duration of :meth:`decide` (the same keyed draws and the spike in
+        force on ``node``), read without side effects, for the wasted-retry judge.
+        """
+        limit = self.call_timeout_s
+        if limit is None:
+            return None
+        z_latency, z_duration = _normal_pair(key, S_CALL_TIMES)
+        latency = (
+            _exp(self.latency_mu + self.latency_sigma * z_latency) if self.latency_sigma > 0.0 else self.latency_mean
+        )
+        spike = self.spikes[node.index].at(now) if self.spikes[node.index] else None
+        if spike is not None:
+            latency = latency * spike[0] + spike[1]
+        duration = latency + (_exp(step.mu + step.sigma * z_duration) if step.sigma > 0.0 else step.mean_s)
+        if duration <= limit:
+            return None
+        return LATENCY_SPIKE if spike is not None else TIMEOUT
 
     def persistent_hit(
         self,

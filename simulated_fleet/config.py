@@ -6,13 +6,12 @@ They are read once when a run is built; the hot path never touches them.
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import math
 from typing import Literal
 
-from pydantic import Field, model_serializer, model_validator
+from pydantic import BaseModel, Field, model_serializer, model_validator
 
+from fleetchaos.sim.arrival_spec import ArrivalSchedule, RatePoint  # noqa: F401  (re-exported: config is where users look)
 from fleetchaos.sim.fault_specs import (  # noqa: F401  (re-exported: config is where users look)
     FAULT_MODELS,
     DiskFull,
@@ -26,8 +25,24 @@ from fleetchaos.sim.fault_specs import (  # noqa: F401  (re-exported: config is 
     _Strict,
 )
 from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
+from fleetchaos.sim.provider_spec import ProviderSpec, SlowdownPoint  # noqa: F401  (re-exported, as above)
 
 DAY_S = 86_400.0
+
+
+def _without_defaults(model: BaseModel, data: object, names: tuple[str, ...]) -> object:
+    """``data`` (a model's dump) without the fields ``names`` that hold their defaults.
+
+    Fields added after results were first recorded are left out of a dump while they
+    hold their defaults, so the results, hashes and history of every scenario that does
+    not use them stay byte-identical.
+    """
+    if isinstance(data, dict):
+        fields = type(model).model_fields
+        for name in names:
+            if getattr(model, name) == fields[name].get_default(call_default_factory=True):
+                data.pop(name, None)
+    return data
 
 
 def lognormal_params(mean: float, cv: float) -> tuple[float, float]:
@@ -105,6 +120,39 @@ class FleetSpec(_Strict):
     remediation: RemediationSpec = Field(
         default_factory=lambda: RemediationSpec(), description="the remediation agent a policy may send to a worker"
     )
+    providers: list[ProviderSpec] = Field(
+        default_factory=list,
+        description="providers with a declared capacity (servers, a latency curve, a refusal threshold); "
+        "none: calls never wait for one another outside the workers' tool slots",
+    )
+    max_actions_per_task: int = Field(
+        default=100,
+        ge=1,
+        le=100_000,
+        description="the orchestrator stops a task after this many recovery actions (reported as the action cap, "
+        "not as a policy error)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_new_defaults(self, handler):
+        return _without_defaults(self, handler(self), ("providers", "max_actions_per_task"))
+
+    @model_validator(mode="after")
+    def _providers_apart(self) -> FleetSpec:
+        names: set[str] = set()
+        served: dict[str, str] = {}
+        for i, provider in enumerate(self.providers):
+            where = f"fleet.providers[{i}]"
+            if provider.name in names:
+                raise ValueError(f"{where}.name: provider {provider.name!r} is declared twice; give each its own name")
+            names.add(provider.name)
+            for tool in provider.tools or ("(every API call)",):
+                if tool in served:
+                    raise ValueError(
+                        f"{where}.tools: {tool} is already served by provider {served[tool]!r}; a call has one provider"
+                    )
+                served[tool] = provider.name
+        return self
 
 
 def _factor(setting: str, why: str) -> float:
@@ -163,6 +211,16 @@ class StepSpec(_Strict):
         default_factory=list,
         description="earlier steps whose output this step consumes: with incomplete inputs its output is wrong",
     )
+    after_timeout: Literal["continue", "cancel"] = Field(
+        default="continue",
+        description="what the tool's work does when its client gives up (a call timeout): continue (work still "
+        "queued for a slot or a provider runs to its end and takes effect; a call cut while running on a worker "
+        "without a provider took effect half the time) or cancel (it stops and takes no effect)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_new_defaults(self, handler):
+        return _without_defaults(self, handler(self), ("after_timeout",))
 
 
 class TemplateSpec(_Strict):
@@ -242,94 +300,6 @@ class Arrival(_Strict):
     )
 
 
-class RatePoint(_Strict):
-    """One point of an arrival-rate schedule: from ``at_s`` on, tasks arrive at this rate."""
-
-    at_s: float = Field(ge=0, description="simulated seconds (from the start of each period when it repeats)")
-    tasks_per_hour: float = Field(ge=0, le=1_000_000, description="mean arrivals per hour at this point")
-
-
-class ArrivalSchedule(_Strict):
-    """The arrival rate over time, as points joined by a step or a straight line.
-
-    ``step``: the rate of the last point at or before the instant.  ``linear``: straight
-    lines between neighbouring points; after the last point the rate stays at its value,
-    or with ``every_s`` runs to the first point's value at the end of the period.  With
-    ``every_s`` the schedule repeats (86400: a profile by time of day); without it, it
-    spans the run once.  A spike is two points; 24 hourly points make a daily profile.
-    """
-
-    points: list[RatePoint] = Field(min_length=1, max_length=10_000, description="in increasing at_s, the first at 0")
-    interpolation: Literal["step", "linear"] = Field(
-        default="step", description="step: hold each point's rate until the next; linear: straight lines between"
-    )
-    every_s: float | None = Field(default=None, gt=0, description="repeat period (default: the schedule runs once)")
-
-    @model_validator(mode="after")
-    def _ordered_points(self) -> ArrivalSchedule:
-        if self.points[0].at_s != 0:
-            raise ValueError(
-                f"points[0].at_s is {self.points[0].at_s:g}; the first point must be at 0 so the rate is "
-                "defined from the start (add a point at 0 with the rate before it)"
-            )
-        for i in range(1, len(self.points)):
-            if self.points[i].at_s <= self.points[i - 1].at_s:
-                raise ValueError(
-                    f"points[{i}].at_s {self.points[i].at_s:g} is not after points[{i - 1}].at_s "
-                    f"{self.points[i - 1].at_s:g}; list the points in increasing time"
-                )
-        if self.every_s is not None and self.points[-1].at_s >= self.every_s:
-            raise ValueError(
-                f"points[{len(self.points) - 1}].at_s {self.points[-1].at_s:g} is not inside the period "
-                f"every_s {self.every_s:g}; every point must be before the period ends"
-            )
-        if not any(p.tasks_per_hour > 0 for p in self.points):
-            raise ValueError("every point has tasks_per_hour 0: no task would ever arrive; give one a positive rate")
-        return self
-
-    def rate_per_s(self, t: float) -> float:
-        """Tasks per simulated second at instant ``t``."""
-        return self.compiled()(t)
-
-    def compiled(self):
-        """``rate(t)`` in tasks per second, with the points unpacked once (the workload calls it per arrival)."""
-        at = [p.at_s for p in self.points]
-        per_s = [p.tasks_per_hour / 3600.0 for p in self.points]
-        every = self.every_s
-        linear = self.interpolation == "linear"
-        last = len(at) - 1
-        end_at = every if every is not None else math.inf
-        end_rate = per_s[0] if every is not None else per_s[-1]
-
-        def rate(t: float) -> float:
-            u = t % every if every is not None else t
-            i = bisect.bisect_right(at, u) - 1
-            if not linear:
-                return per_s[i]
-            if i < last:
-                a, b, ra, rb = at[i], at[i + 1], per_s[i], per_s[i + 1]
-            elif end_at < math.inf:
-                a, b, ra, rb = at[i], end_at, per_s[i], end_rate
-            else:
-                return per_s[i]
-            return ra + (u - a) / (b - a) * (rb - ra)
-
-        return rate
-
-    def mean_per_s(self, horizon_s: float) -> float:
-        """The mean rate over ``[0, horizon_s)`` (for size estimates): exact, piece by piece."""
-        rate = self.compiled()
-        span = min(horizon_s, self.every_s) if self.every_s is not None else horizon_s
-        edges = sorted({0.0, span, *(p.at_s for p in self.points if p.at_s < span)})
-        total = 0.0
-        for a, b in itertools.pairwise(edges):
-            if self.interpolation == "step":
-                total += rate(a) * (b - a)
-            else:  # a straight line between a and b: its mean is the mean of its ends
-                total += (rate(a) + rate(math.nextafter(b, a))) / 2.0 * (b - a)
-        return total / span if span > 0 else 0.0
-
-
 class WorkloadSpec(_Strict):
     """Tasks arriving over the simulated horizon.
 
@@ -346,7 +316,7 @@ class WorkloadSpec(_Strict):
         ge=1,
         le=100_000,
         description="closed loop: this many clients each submit a task, wait for its end, think, repeat "
-        "(tasks_per_day is then ignored)",
+        "(tasks_per_day is then ignored; an arrival_schedule adds open-loop tasks on top, such as a spike)",
     )
     think: Distribution = Distribution(mean_s=300, cv=1.0)
     arrival_schedule: ArrivalSchedule | None = Field(
@@ -401,6 +371,13 @@ class WorldSpec(_Strict):
                 raise ValueError(f"fleet.overrides: worker {o.worker} does not exist ({span})")
         tools = sorted({s.tool for t in self.workload.templates for s in t.steps})
         templates = [t.name for t in self.workload.templates]
+        providers = [p.name for p in self.fleet.providers]
+        for i, p in enumerate(self.fleet.providers):
+            for tool in p.tools or ():
+                if tool not in tools:
+                    raise ValueError(
+                        f"fleet.providers[{i}].tools: no step uses tool {tool!r} (tools: {', '.join(tools)})"
+                    )
         for i, fault in enumerate(self.faults):
             where = f"faults[{i}]"
             for w in getattr(fault, "workers", None) or ():
@@ -428,6 +405,12 @@ class WorldSpec(_Strict):
             for tool in getattr(fault, "tools", None) or ():
                 if tool not in tools:
                     raise ValueError(f"{where}.tools: no step uses tool {tool!r} (tools: {', '.join(tools)})")
+            provider = getattr(fault, "provider", None)
+            if provider is not None and provider not in providers:
+                raise ValueError(
+                    f"{where}.provider: no provider is named {provider!r} "
+                    f"(fleet.providers: {', '.join(providers) or 'none declared'})"
+                )
             for name in getattr(fault, "templates", None) or ():
                 if name not in templates:
                     raise ValueError(f"{where}.templates: unknown template {name!r} (known: {', '.join(templates)})")

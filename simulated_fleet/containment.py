@@ -2,9 +2,15 @@
 
 :class:`ContainedPolicy` wraps a user's :class:`~fleetchaos.sim.observation.RecoveryPolicy`
 for the driver.  It reads the policy's optional attributes once, checks every action it
-returns field by field and rebuilds it as one of the canonical action types, caps the
-actions per task, and turns an exception in any hook into a ``policy_error`` on the task
+returns field by field and rebuilds it as one of the canonical action types, and turns an exception in any hook into a ``policy_error`` on the task
 (the task then gives up), so the driver only ever acts on well-formed actions.
+
+*Any* exception: ``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit`` and other
+``BaseException`` subclasses a policy raises are its own failure, never the harness's
+exit; only the harness's own interrupts pass (:data:`fleetchaos.sim.interrupts.PASS_THROUGH`:
+the user's Ctrl-C or SIGTERM, the run's wall-clock limit).  Every text recorded from a
+policy goes through :func:`~fleetchaos.sim.interrupts.policy_text` (sanitised, bounded,
+never raising), because it reaches results, reports, the history and the terminal.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from fleetchaos.sim.interrupts import PASS_THROUGH, check_expired, describe_exception, exception_parts, policy_text
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.observation import (
     ACTION_TYPES,
@@ -29,7 +36,7 @@ from fleetchaos.sim.observation import (
     TaskHistory,
     UseAlternative,
 )
-from fleetchaos.sim.transport import TransportRetry
+from fleetchaos.sim.transport import TransportRetry, TransportSpecError, transport_layers
 
 
 def as_number(value, what: str) -> float:
@@ -54,7 +61,7 @@ def canonical(action) -> Action:
     """Rebuild a policy's action as a checked instance of one of the action classes."""
     for cls in (Escalate, Rollback, DeadLetter):
         if isinstance(action, cls):
-            return cls(str(action.reason))
+            return cls(policy_text(action.reason))
     if isinstance(action, GiveUp):
         if action.claim not in ("failed", "partial"):
             raise ValueError(f"GiveUp claim must be 'failed' or 'partial', got {action.claim!r}")
@@ -75,32 +82,50 @@ def canonical(action) -> Action:
 class ContainedPolicy:
     """A recovery policy as the driver uses it: optional attributes read once, every hook contained."""
 
-    def __init__(self, policy: RecoveryPolicy, orchestrators: int, *, max_actions: int = 100):
+    def __init__(self, policy: RecoveryPolicy, orchestrators: int):
         """Read ``policy``'s optional attributes and build each orchestrator's shared state."""
         self.policy = policy
-        self.max_actions = max_actions
-        self.guardrail = bool(getattr(policy, "guardrail", False))
-        self.idempotent = bool(getattr(policy, "idempotency_keys", False))
         self.hooks_error: str | None = None
         """Why the policy's hooks are unusable: every task then records it and gives up."""
-        transport = getattr(policy, "transport", None)
-        if transport is not None and not isinstance(transport, TransportRetry):
-            self.hooks_error = f"policy.transport must be a TransportRetry, got {type(transport).__name__}"
-            transport = None
-        self.transport: TransportRetry | None = transport if transport is not None and transport.attempts > 1 else None
-        self._observe = getattr(policy, "observe", None)
-        self._choose = getattr(policy, "choose_worker", None)
+        self.guardrail = bool(self._attribute("guardrail", False))
+        self.idempotent = bool(self._attribute("idempotency_keys", False))
+        self.transport: tuple[TransportRetry, ...] = ()
+        """The policy's transport layers, nearest the tool first (the CLI refuses a malformed one before any run)."""
+        try:
+            self.transport = transport_layers(self._attribute("transport", None))
+        except TransportSpecError as exc:
+            self._broken(str(exc))
+        self._observe = self._attribute("observe", None)
+        self._choose = self._attribute("choose_worker", None)
+        self._admit = self._attribute("before_dispatch", None)
         self.observes = self._observe is not None
         self.chooses = self._choose is not None
+        self.admits = self._admit is not None
         self.shared: list[object] = [None] * orchestrators
-        new_shared = getattr(policy, "new_shared_state", None)
+        new_shared = self._attribute("new_shared_state", None)
         if new_shared is not None:
             try:
                 self.shared = [new_shared() for _ in range(orchestrators)]
-            except Exception as exc:  # a broken user policy is contained: every task records why
-                self.hooks_error = f"policy raised {type(exc).__name__} in new_shared_state(): {exc}"[:500]
+            except PASS_THROUGH:
+                raise
+            except BaseException as exc:  # a broken user policy is contained: every task records why
+                name, message = exception_parts(exc)
+                self._broken(f"policy raised {name} in new_shared_state(): {message}")
 
-    def decide(self, obs: Observation, history: TaskHistory, rec: TaskRecord, actions: int) -> Action:
+    def _broken(self, why: str) -> None:
+        self.hooks_error = self.hooks_error or policy_text(why)
+
+    def _attribute(self, name: str, default):
+        """The policy's optional attribute, or ``default``; a property that raises makes the policy unusable."""
+        try:
+            return getattr(self.policy, name, default)
+        except PASS_THROUGH:
+            raise
+        except BaseException as exc:
+            self._broken(f"policy raised {describe_exception(exc)} reading its attribute {name!r}")
+            return default
+
+    def decide(self, obs: Observation, history: TaskHistory, rec: TaskRecord) -> Action:
         """Ask the policy, containing anything it does wrong to this task.
 
         Whatever the policy returns is checked field by field and rebuilt as one of the
@@ -109,18 +134,24 @@ class ContainedPolicy:
         if self.hooks_error is not None:
             rec.policy_error = self.hooks_error
             return GiveUp()
-        if actions > self.max_actions:
-            rec.policy_error = f"action cap reached: more than {self.max_actions} actions for one task"
-            return GiveUp()
         try:
             action = self.policy.decide(obs, replace(history))  # a copy: a policy cannot corrupt the driver's state
-        except Exception as exc:  # a broken user policy must not stop the run
-            rec.policy_error = f"policy raised {type(exc).__name__}: {exc}"[:500]
+        except PASS_THROUGH:
+            raise
+        except BaseException as exc:  # a broken user policy must not stop the run, whatever it raises
+            check_expired()  # the exception may be the limit's interrupt, swallowed and replaced
+            rec.policy_error = policy_text(f"policy raised {describe_exception(exc)}")
             return GiveUp()
+        check_expired()  # a policy that caught the limit's interrupt itself
         try:
             return canonical(action)
         except (TypeError, ValueError, OverflowError) as exc:
-            rec.policy_error = f"policy returned an invalid action: {exc}"[:500]
+            rec.policy_error = policy_text(f"policy returned an invalid action: {policy_text(exc)}")
+            return GiveUp()
+        except PASS_THROUGH:
+            raise
+        except BaseException as exc:  # reading the action ran the policy's code (a property, __float__)
+            rec.policy_error = policy_text(f"policy returned an action that raised {describe_exception(exc)}")
             return GiveUp()
 
     def choose_worker(self, proposed: int, workers: int, shared, now: float, rec: TaskRecord) -> int:
@@ -130,13 +161,36 @@ class ContainedPolicy:
             if chosen >= workers:
                 raise ValueError(f"choose_worker() returned worker {chosen}; the fleet has {workers}")
             return chosen
-        except Exception as exc:
-            rec.policy_error = rec.policy_error or f"policy choose_worker() failed: {type(exc).__name__}: {exc}"[:500]
+        except PASS_THROUGH:
+            raise
+        except BaseException as exc:
+            rec.policy_error = rec.policy_error or policy_text(
+                f"policy choose_worker() failed: {describe_exception(exc)}"
+            )
             return proposed
+
+    def before_dispatch(self, shared, now: float, first: bool, draw: float, rec: TaskRecord) -> Action | None:
+        """The policy's verdict on a dispatch about to go out: None sends it; GiveUp or Escalate refuses it.
+
+        Anything else it returns, or raises, is recorded as a policy error and the dispatch goes out.
+        """
+        try:
+            verdict = self._admit(shared, now, first, draw)  # type: ignore[misc]
+            if verdict is None:
+                return None
+            action = canonical(verdict)
+            if not isinstance(action, (GiveUp, Escalate)):
+                raise TypeError(f"expected None, GiveUp or Escalate, got {type(action).__name__}")
+            return action
+        except Exception as exc:
+            rec.policy_error = rec.policy_error or f"policy before_dispatch() failed: {type(exc).__name__}: {exc}"[:500]
+            return None
 
     def observe(self, obs: Observation, shared, now: float, rec: TaskRecord) -> None:
         """Tell the policy's shared controls about a dispatch's outcome; a raising hook is recorded, not fatal."""
         try:
             self._observe(obs, shared, now, rec.id)  # type: ignore[misc]
-        except Exception as exc:
-            rec.policy_error = rec.policy_error or f"policy observe() raised {type(exc).__name__}: {exc}"[:500]
+        except PASS_THROUGH:
+            raise
+        except BaseException as exc:
+            rec.policy_error = rec.policy_error or policy_text(f"policy observe() raised {describe_exception(exc)}")

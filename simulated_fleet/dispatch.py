@@ -14,12 +14,12 @@ request, one timeout and one release (the same event pattern as a bare SimPy mod
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 
 import simpy
 
 from fleetchaos.sim import _rng
-from fleetchaos.sim.calls import NO_ITEMS, CallModel, CallOutcome, StepRules, Template
+from fleetchaos.sim.calls import NO_CLIENT, NO_ITEMS, CallModel, CallOutcome, StepRules, Template
 from fleetchaos.sim.faults import FaultPlan, Partition
 from fleetchaos.sim.fleet import Worker
 from fleetchaos.sim.journal import Journal
@@ -47,7 +47,7 @@ class Dispatcher:
         *,
         partial_step_ok: bool,
         plain_success: bool,
-        transport: TransportRetry | None,
+        transport: tuple[TransportRetry, ...],
         idempotent: bool,
         heartbeat_timeout_s: float | None,
     ):
@@ -63,9 +63,14 @@ class Dispatcher:
         self.partial_step_ok = partial_step_ok
         self.plain_success = plain_success
         self.transport = transport
+        # A first failure enters the layers when some layer retries its kind.
+        self.transport_on: frozenset[str] = frozenset().union(*(layer.on for layer in transport))
         self.idempotent = idempotent
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self.branch_heads = [0] * plan.git_branches
+        self.call_timeout_s = calls.call_timeout_s
+        self.on_orphans_done: Callable[[TaskRecord], None] | None = None
+        """Called with a task's record when the last of its orphaned steps ends (the world hands it on then)."""
 
     def partitioned(self, orchestrator: int, worker: int, now: float) -> Partition | None:
         """The partition cutting ``orchestrator`` off from ``worker`` at ``now``, if any."""
@@ -117,8 +122,17 @@ class Dispatcher:
                 rec.redone_steps += 1
             rec.step_executions += 1
             wait = w.slots.acquire()
+            waited = 0.0
             if wait is not None:
-                yield wait
+                limit = self.call_timeout_s
+                if limit is None:
+                    yield wait
+                else:  # the call timeout counts from dispatch: a client may give up while the step queues
+                    queued = env.now
+                    yield wait | env.timeout(limit)
+                    if not wait.triggered:
+                        return self._gave_up_queued(task, tpl, rec, w, start, si, skip, wait, sources, masked)
+                    waited = env.now - queued
             now = env.now
             rules = step_rules[si]
             step_key = _rng.step_key(task_key, si, executions[si])
@@ -147,9 +161,9 @@ class Dispatcher:
                 rec.calls += 1
                 key = call_key(step_key, item)
                 fault, duration, committed, retry_at = decide(
-                    w, step, rules, task_key, item, key, now, batch_failed, sources
+                    w, step, rules, task_key, item, key, now, batch_failed, sources, waited
                 )
-                if fault is not None and transport is not None and fault.name in transport.on:
+                if fault is not None and transport and fault.name in self.transport_on:
                     fault, duration, committed, retry_at = self._transport_retry(
                         rec,
                         (fault, duration, committed, retry_at),
@@ -262,6 +276,70 @@ class Dispatcher:
             return PLAIN_OK
         return self._report(task, tpl, w, start, -1, None, (), masked=masked)
 
+    def _gave_up_queued(self, task, tpl, rec, w, start, si, skip, request, sources, masked) -> AttemptReport:
+        """The client's call timeout ran out while the step waited for a tool slot: every call of it timed out.
+
+        A tool that cancels its work withdraws the request; otherwise the step stays queued
+        and runs when a slot frees, as an orphan nobody waits for (:meth:`_orphan`).
+        """
+        step = tpl.steps[si]
+        items = [i for i in range(step.fan_out) if i not in skip]
+        if step.cancels:
+            w.slots.cancel(request)
+        else:
+            rec.orphans += 1
+            self.env.process(self._orphan(task, tpl, rec, w, si, items, request, sources))
+        now = self.env.now
+        for _item in items:
+            self.journal.fault(rec, "timeout", now, step.name, w.index)
+        return self._report(
+            task,
+            tpl,
+            w,
+            start,
+            si,
+            "timeout",
+            tuple(skip),
+            item_failures=tuple((i, "timeout") for i in items),
+            masked=masked,
+        )
+
+    def _orphan(self, task, tpl, rec: TaskRecord, w: Worker, si: int, items, request, sources) -> Generator:
+        """A step whose client gave up while it queued: when its slot comes it runs anyway, holds the slot
+        for its calls and takes effect (disk writes and shared branches aside), with no one told."""
+        env = self.env
+        yield request
+        step = tpl.steps[si]
+        rules = self.calls.step_rules(w.index, tpl)[si]
+        task_key = _rng.task_key(self.run_key, task.id)
+        step_key = _rng.step_key(task_key, si, rec.executions[si])
+        now = env.now
+        longest = 0.0
+        took_effect = []
+        for item in items:
+            rec.calls += 1
+            fault, duration, committed, _ = self.calls.decide(
+                w, step, rules, task_key, item, _rng.call_key(step_key, item), now, NO_ITEMS, sources, NO_CLIENT
+            )
+            longest = max(longest, duration)
+            if fault is None or fault.spends_tokens:
+                rec.tokens += step.tokens
+            if fault is None or committed:
+                took_effect.append(item)
+            if fault is not None:
+                self.journal.fault(rec, fault.name, now, step.name, w.index)
+        yield env.timeout(longest)
+        w.slots.release()
+        garbage = any(0 in rec.commits[n] for n in step.needs)
+        if not garbage:
+            for item in took_effect:
+                rec.commits[si][item] += 1
+            if self.idempotent and si in tpl.append_steps:
+                self._deduplicate(rec, rec.commits[si])
+        rec.orphans -= 1
+        if not rec.orphans and self.on_orphans_done is not None:
+            self.on_orphans_done(rec)
+
     def _report(
         self,
         task,
@@ -309,35 +387,57 @@ class Dispatcher:
         batch_failed,
         sources: dict[tuple[int, int], int],
         garbage: bool,
+        level: int | None = None,
     ) -> CallOutcome:
-        """The transport layer retries a failed call on its own: the outcome of its last try,
+        """The transport layers retry a failed call on their own: the outcome of the last try,
         with the duration of every try and wait between them.
 
-        Each try is a real tool call (counted, priced, and able to commit a side effect
+        Layer ``level`` (the top one by default) handles one request whose first try
+        below it gave ``first``: the layers under it retry that try first, then it retries
+        what they gave up on, each of its retries going through them again.  Each try at
+        the bottom is a real tool call (counted, priced, and able to commit a side effect
         that then happens twice); the tries and the waits between them run inside the
-        step's slot, so they lengthen the call.  A try later than ``now`` meets the
-        fleet as it stands at that instant (the token bucket only refills forward).
+        step's slot, so they lengthen the call.  A try later than ``now`` meets the fleet
+        as it stands at that instant (the token bucket only refills forward).
         """
-        transport = self.transport
+        layers = self.transport
+        if level is None:
+            level = len(layers) - 1
+            if rec.layer_tries is None:
+                rec.layer_tries = [0] * len(layers)
+        if level > 0:
+            first = self._transport_retry(
+                rec, first, w, step, rules, task_key, item, key, now, batch_failed, sources, garbage, level - 1
+            )
+        layer = layers[level]
+        stream = _rng.layer_stream(level)
+        tries = rec.layer_tries
+        tries[level] += 1  # type: ignore[index]
         fault, duration, committed, retry_at = first
         elapsed = 0.0
-        for n in range(1, transport.attempts):
-            if fault is None or fault.name not in transport.on:
+        for n in range(1, layer.attempts):
+            if fault is None or fault.name not in layer.on:
                 break
             self.journal.fault(rec, fault.name, now, step.name, w.index)
             if committed and not garbage:
                 rec.commits[step.index][item] += 1  # the failed try took effect anyway; the next try repeats it
             if fault.outcome_unknown:
                 rec.tokens += step.tokens
-            pause = transport.wait_s(n - 1, _rng.draw(key, _rng.S_TRANSPORT + n))
+            pause = layer.wait_s(n - 1, _rng.draw(key, stream + n))
             if retry_at is not None:
                 pause = max(pause, retry_at - (now + elapsed + duration))
             elapsed += duration + pause
             rec.calls += 1
             rec.transport_retries += 1
-            fault, duration, committed, retry_at = self.calls.decide(
-                w, step, rules, task_key, item, _rng.transport_key(key, n), now + elapsed, batch_failed, sources
-            )
+            tries[level] += 1  # type: ignore[index]
+            sub_key = _rng.transport_key(key, n) if level == 0 else _rng.layer_key(key, level, n)
+            outcome = self.calls.decide(w, step, rules, task_key, item, sub_key, now + elapsed, batch_failed, sources)
+            if level > 0:
+                outcome = self._transport_retry(
+                    rec, outcome, w, step, rules, task_key, item, sub_key, now + elapsed, batch_failed, sources,
+                    garbage, level - 1,
+                )  # fmt: skip
+            fault, duration, committed, retry_at = outcome
         return fault, elapsed + duration, committed, retry_at
 
     @staticmethod

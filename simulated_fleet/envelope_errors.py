@@ -29,7 +29,7 @@ from fleetchaos.sim.config import WorldSpec
 from fleetchaos.sim.fault_specs import WrongEnvelope
 from fleetchaos.sim.faults import Spans, expand_windows, resolve_swarm
 from fleetchaos.sim.formats import ErrorFormat
-from fleetchaos.sim.kinds import KINDS, FailureContract, FaultKind, reported_kind
+from fleetchaos.sim.kinds import KINDS, PROVIDER_KINDS, FailureContract, FaultKind, reported_kind
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.truth import AttemptReport
 
@@ -86,6 +86,9 @@ class EnvelopeRule:
     spans: Spans | None
     misclassify: float
     reported_as: tuple[str, ...] | None
+    reportable: tuple[str, ...]
+    """The kinds a misclassification may name when ``reported_as`` is not given: every kind
+    reported as a failure that the world can produce (a provider's overload only where one is declared)."""
     mark_recoverable: float
     wrong_retry_after: float
     log_factor_low: float
@@ -121,9 +124,12 @@ class EnvelopeRule:
         )
 
 
-def compile_rule(fault: WrongEnvelope, index: int, horizon_s: float) -> EnvelopeRule:
-    """An :class:`EnvelopeRule` from a (swarm-resolved) ``wrong_envelope`` fault."""
+def compile_rule(fault: WrongEnvelope, index: int, horizon_s: float, *, providers: bool = False) -> EnvelopeRule:
+    """An :class:`EnvelopeRule` from a (swarm-resolved) ``wrong_envelope`` fault; ``providers``: the world declares some."""
     low, high = fault.retry_after_factor
+    reportable = tuple(
+        name for name, k in KINDS.items() if k.wire is not None and (providers or name not in PROVIDER_KINDS)
+    )
     return EnvelopeRule(
         index=index,
         workers=None if fault.workers is None else frozenset(fault.workers),
@@ -132,6 +138,7 @@ def compile_rule(fault: WrongEnvelope, index: int, horizon_s: float) -> Envelope
         spans=Spans(expand_windows(fault.windows, horizon_s)) if fault.windows else None,
         misclassify=fault.misclassify,
         reported_as=None if fault.reported_as is None else tuple(fault.reported_as),
+        reportable=reportable,
         mark_recoverable=fault.mark_recoverable,
         wrong_retry_after=fault.wrong_retry_after,
         log_factor_low=math.log(low),
@@ -152,7 +159,9 @@ class EnvelopeErrors:
     def build(cls, spec: WorldSpec, seed: int) -> EnvelopeErrors | None:
         """The rules of a WorldSpec for ``seed`` (swarm parameters drawn as the fault plan draws them); None without any."""
         rules = tuple(
-            compile_rule(resolve_swarm(fault, seed, index), index, spec.duration_s)
+            compile_rule(
+                resolve_swarm(fault, seed, index), index, spec.duration_s, providers=bool(spec.fleet.providers)
+            )
             for index, fault in enumerate(spec.faults)
             if isinstance(fault, WrongEnvelope)
         )
@@ -210,7 +219,7 @@ def _wrong(way: str, rule: EnvelopeRule, truth: AttemptReport, current: AttemptR
     if way == MISCLASSIFIED:
         if rule.misclassify <= 0.0 or _rng.draw(key, S_MISCLASSIFY) >= rule.misclassify:
             return None
-        pool = _misclassification_pool(kind, rule.reported_as)
+        pool = _misclassification_pool(kind, rule.reported_as if rule.reported_as is not None else rule.reportable)
         if not pool:
             return None
         return {"shown_as": KINDS[pool[int(_rng.draw(key, S_MISCLASSIFY_AS) * len(pool))]]}
@@ -249,9 +258,8 @@ def _wrong(way: str, rule: EnvelopeRule, truth: AttemptReport, current: AttemptR
     return {"dropped_fields": (*current.dropped_fields, "partial_success")}
 
 
-def _misclassification_pool(truth: FaultKind, reported_as: tuple[str, ...] | None) -> tuple[str, ...]:
-    """The kinds a misclassified failure of ``truth`` may be reported as: never one with its own error code."""
-    names = reported_as if reported_as is not None else tuple(n for n, k in KINDS.items() if k.wire is not None)
+def _misclassification_pool(truth: FaultKind, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The kinds of ``names`` a misclassified failure of ``truth`` may be reported as: never one with its own error code."""
     code = truth.contract.error_code
     return tuple(n for n in names if KINDS[n].contract.error_code != code)
 

@@ -285,7 +285,8 @@ class WrongEnvelope(_Targeted):
     reported_as: list[str] | None = Field(
         default=None,
         description="the kinds a misclassified failure is reported as, one drawn uniformly "
-        "(default: every kind reported with another error code)",
+        "(default: every kind reported with another error code; a provider's overload only where fleet.providers "
+        "declares one)",
     )
     mark_recoverable: float = Field(
         default=0,
@@ -354,6 +355,17 @@ class QuotaExhausted(_Fault):
 
     kind: Literal["quota_exhausted"] = "quota_exhausted"
     calls_per_day: int = Field(gt=0, le=100_000_000)
+
+
+class Overloaded(_Fault):
+    """A provider loses part of its speed during windows, so it refuses calls (503) at a lower load."""
+
+    kind: Literal["overloaded"] = "overloaded"
+    provider: str = Field(min_length=1, description="the provider (a fleet.providers name) that slows down")
+    windows: list[Window] = Field(min_length=1, description="when it serves slower")
+    capacity_factor: float = Field(
+        default=0.5, gt=0, le=1, description="share of its speed left in a window (service takes 1/factor as long)"
+    )
 
 
 def _models(base: type[_Fault]) -> dict[str, type[_Fault]]:

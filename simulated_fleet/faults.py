@@ -28,6 +28,7 @@ from fleetchaos.sim.fault_specs import (
     LatencySpike,
     NetworkPartition,
     NodeCrash,
+    Overloaded,
     QuotaExhausted,
     RateLimit,
     SchemaDrift,
@@ -221,6 +222,8 @@ class FaultPlan:
     git_branches: int = 0
     git_tools: frozenset[str] = frozenset()
     quota_per_day: int = 0
+    slowdowns: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
+    """Per provider name: (start, end, capacity factor) windows of an ``overloaded`` fault."""
     resolved: list[dict] = field(default_factory=list)
     """Each fault's parameters after swarm draws, for reports and replay."""
 
@@ -413,6 +416,10 @@ def build_plan(spec, seed: int) -> FaultPlan:
             plan.git_tools = frozenset(fault.tools)
         elif isinstance(fault, QuotaExhausted):
             plan.quota_per_day = fault.calls_per_day
+        elif isinstance(fault, Overloaded):
+            plan.slowdowns.setdefault(fault.provider, []).extend(
+                (s, e, fault.capacity_factor) for s, e in expand_windows(fault.windows, horizon)
+            )
     for w in range(n):
         plan.disk_full[w] = _merge(plan.disk_full[w])
         plan.crashes[w] = _merge(plan.crashes[w])
@@ -420,6 +427,7 @@ def build_plan(spec, seed: int) -> FaultPlan:
         plan.latency[w] = SpanTable(plan.latency[w])
         plan.drift[w] = SpanTable(plan.drift[w])
     plan.rate_windows = _disjoint(rate)
+    plan.slowdowns = {name: _disjoint(windows) for name, windows in plan.slowdowns.items()}
     return plan
 
 

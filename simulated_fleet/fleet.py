@@ -68,6 +68,10 @@ class SlotPool:
             released.callbacks.append(self._grant_next)
             released.succeed()
 
+    def cancel(self, request: simpy.Event) -> None:
+        """Withdraw a request still waiting for a slot (its client gave up and its work is cancelled)."""
+        self._waiting.remove(request)
+
     def _grant_next(self, _released: simpy.Event) -> None:
         if self._waiting and self.count < self.capacity:
             self.count += 1

@@ -3,6 +3,11 @@
 The records themselves, one per kind, are in :mod:`fleetchaos.sim.kinds`.  Every field
 is required, so a record that lacks one fails at import, and ``__post_init__`` refuses a
 record whose fields contradict its stage.  Standard library only.
+
+Adding a kind: one record in :mod:`fleetchaos.sim.kinds`, its pydantic model in
+:mod:`fleetchaos.sim.fault_specs`, and its realisation when no existing stage covers it
+(a state kind: where :mod:`fleetchaos.sim.faults` schedules it and
+:mod:`fleetchaos.sim.calls` meets it).
 """
 
 from __future__ import annotations
@@ -39,9 +44,22 @@ SOURCE = "source"  # per task, step, item and source: an alternative source draw
 PERSISTENT_SCOPES = (WORKER_TOOL, TASK_STEP, TASK_STEP_ITEM, SOURCE)
 
 #: The causes the wasted-retry judge (:mod:`fleetchaos.sim.waste`) can check still hold.
-CAUSES = ("credentials_expired", "disk_refuses", "retry_after", "worker_down", "partitioned", "persistent", "batch")
+CAUSES = (
+    "credentials_expired",
+    "disk_refuses",
+    "bucket_empty",
+    "quota_spent",
+    "worker_down",
+    "partitioned",
+    "persistent",
+    "batch",
+    "transient",
+)
 
-#: What a remediation agent can repair on a worker (:meth:`fleetchaos.sim.world.World._repair`).
+#: The causes behind a retry-after hint: the judge reads them, never the hint.
+HINTED_CAUSES = ("bucket_empty", "quota_spent")
+
+#: What a remediation agent can repair on a worker (:func:`fleetchaos.sim.remediation.repair`).
 REMEDIES = ("refresh_credentials", "clear_disk", "install_tool")
 
 #: Alternatives a worker can name in the failure-type contract.
@@ -135,8 +153,13 @@ class FaultKind:
         if self.waste is not None:
             if self.waste.cause not in CAUSES:
                 problems.append(f"waste.cause {self.waste.cause!r} is not one of {CAUSES}")
-            if (self.waste.cause == "retry_after") != self.retry_after:
-                problems.append("a kind with a retry-after hint is judged by it (waste.cause 'retry_after')")
+            if (self.waste.cause in HINTED_CAUSES) != self.retry_after:
+                problems.append(
+                    "a kind with a retry-after hint is judged by the truth behind the hint "
+                    f"(waste.cause one of {HINTED_CAUSES}), and only such a kind"
+                )
+            if (stage == TRANSIENT) and self.waste.cause != "transient":
+                problems.append("a transient kind is judged by its own draws again (waste.cause 'transient')")
         if self.remedy is not None and self.remedy not in REMEDIES:
             problems.append(f"remedy {self.remedy!r} is not one of {REMEDIES}")
         if problems:
@@ -148,7 +171,29 @@ class FaultKind:
         return self.outcome_unknown or self.stage == MASKING
 
 
-#: The three families of wasted retries (docs/metrics.md, ``wasted_retries``).
+#: The four families of wasted retries (docs/metrics.md, ``wasted_retries``).
 PERMANENT_ERROR = "retried a permanent error"
-BEFORE_RETRY_AFTER = "before retry-after"
+STILL_RATE_LIMITED = "while still rate limited"
 EXHAUSTED_RESOURCE = "on the same exhausted resource"
+
+
+#: How a report that names no failure kind is rendered: unclassified, fatal, escalate.
+UNCLASSIFIED = FaultKind(
+    name="unclassified",
+    stage=UNCLASSIFIED_STAGE,
+    contract=FailureContract("UNCLASSIFIED", "fatal", False, "escalate"),
+    fail_fast_s=None,
+    outcome_unknown=False,
+    retry_after=False,
+    transport_retryable=False,
+    retry_helps=False,
+    failure_type="permanent",
+    subagent_category="unknown",
+    alternative=None,
+    wire=Wire(500, "Internal Server Error", "ERR_UNKNOWN"),
+    waste=None,
+    remedy=None,
+    persistent_scope=None,
+    effect="A failure no kind names.",
+)
+TRANSIENT_AGAIN = "into the same transient fault"

@@ -1,22 +1,9 @@
 """Every fault kind, one record each: where the world meets it and how each contract reports it.
 
-A :class:`FaultKind` is the single place the project knows a kind: the stage of a tool
-call (or of the fleet's state) that meets it, the structured contract a worker reports
-it with, its wording in the other contracts and in vendor text, how long a call takes
-to fail on it, whether the cause still holds when a retry comes (the wasted-retry
-judge), what a remediation agent repairs, and one sentence for people.  Every table
-that used to key on a kind (the error formats, the vendor texts, the transport layer,
-the waste families, ``fleetchaos faults list``, docs/scenarios.md) reads these records.
-
-Adding a kind: one record here, its pydantic model in :mod:`fleetchaos.sim.fault_specs`,
-and its realisation when no existing stage covers it (a state kind: where
-:mod:`fleetchaos.sim.faults` schedules it and :mod:`fleetchaos.sim.calls` meets it).
-Every field is required, so a record that lacks one fails at import, and
-``__post_init__`` refuses a record whose fields contradict its stage
-(:mod:`fleetchaos.sim.kind_record` defines the record and the words its fields use).
-
-This module imports nothing but the standard library: a policy, a format or a
-real-code runtime can read it without SimPy or pydantic.
+Every table that keys on a kind (the error formats, vendor texts, the transport layer,
+the waste families, ``fleetchaos faults list``, docs/scenarios.md) reads these records;
+:mod:`fleetchaos.sim.kind_record` defines their shape and how to add a kind.  Standard
+library only: a policy, a format or a real-code runtime reads it without SimPy or pydantic.
 """
 
 from __future__ import annotations
@@ -24,7 +11,6 @@ from __future__ import annotations
 from fleetchaos.sim.kind_record import (
     ALTERNATIVE_SOURCE,
     BATCH,
-    BEFORE_RETRY_AFTER,
     CAUSES,
     EXHAUSTED_RESOURCE,
     MASKING,
@@ -37,10 +23,12 @@ from fleetchaos.sim.kind_record import (
     SOURCE,
     STAGES,
     STATE,
+    STILL_RATE_LIMITED,
     TASK_STEP,
     TASK_STEP_ITEM,
     TRANSIENT,
-    UNCLASSIFIED_STAGE,
+    TRANSIENT_AGAIN,
+    UNCLASSIFIED,
     WORKER_TOOL,
     FailureContract,
     FaultKind,
@@ -65,7 +53,7 @@ KINDS: dict[str, FaultKind] = {
             subagent_category="transient",
             alternative=None,
             wire=Wire(503, "Service Unavailable", "ECONNRESET"),
-            waste=None,
+            waste=Waste("transient", "blip drawn again", TRANSIENT_AGAIN),
             remedy=None,
             persistent_scope=None,
             effect="The call fails fast on a dropped connection and takes no effect; a retry normally succeeds.",
@@ -83,7 +71,7 @@ KINDS: dict[str, FaultKind] = {
             subagent_category="transient",
             alternative=None,
             wire=Wire(504, "Gateway Timeout", "ETIMEDOUT"),
-            waste=None,
+            waste=Waste("transient", "timed out again", TRANSIENT_AGAIN),
             remedy=None,
             persistent_scope=None,
             effect="The call hangs until timeout_s; with committed_probability its side effect took effect anyway, "
@@ -102,7 +90,7 @@ KINDS: dict[str, FaultKind] = {
             subagent_category="transient",
             alternative=None,
             wire=Wire(429, "Too Many Requests", "ERR_RATE_LIMITED"),
-            waste=Waste("retry_after", "before retry-after", BEFORE_RETRY_AFTER),
+            waste=Waste("bucket_empty", "API token bucket still empty", STILL_RATE_LIMITED),
             remedy=None,
             persistent_scope=None,
             effect="Inside its windows the fleet-wide API token bucket refills at capacity_factor of its rate; an API "
@@ -351,7 +339,7 @@ KINDS: dict[str, FaultKind] = {
             subagent_category="transient",
             alternative=None,
             wire=Wire(504, "Gateway Timeout", "ETIMEDOUT"),
-            waste=None,
+            waste=Waste("transient", "still too slow in the spike", TRANSIENT_AGAIN),
             remedy=None,
             persistent_scope=None,
             effect="During its windows network latency on the targeted workers is multiplied by factor (plus add_s); "
@@ -370,35 +358,35 @@ KINDS: dict[str, FaultKind] = {
             subagent_category="transient",
             alternative=None,
             wire=Wire(429, "Too Many Requests", "ERR_QUOTA_EXCEEDED"),
-            waste=Waste("retry_after", "same exhausted quota", EXHAUSTED_RESOURCE),
+            waste=Waste("quota_spent", "same exhausted quota", EXHAUSTED_RESOURCE),
             remedy=None,
             persistent_scope=None,
             effect="Once calls_per_day API calls have gone through in a simulated day, every further API call fails "
             "and takes no effect until the next day starts.",
         ),
+        FaultKind(
+            name="overloaded",
+            stage=STATE,
+            contract=FailureContract("SERVICE_OVERLOADED", "transient", True, "retry_with_backoff"),
+            fail_fast_s=0.05,
+            outcome_unknown=False,
+            retry_after=False,
+            transport_retryable=True,
+            retry_helps=True,
+            failure_type="rate_limited",
+            subagent_category="transient",
+            alternative=None,
+            wire=Wire(503, "Service Unavailable", "ERR_OVERLOADED"),
+            waste=None,
+            remedy=None,
+            persistent_scope=None,
+            effect="A full provider (fleet.providers) refuses a new call at once (HTTP 503) and the call takes no "
+            "effect; during the fault's windows the provider serves at capacity_factor of its speed, so it fills "
+            "at a lower load.",
+        ),
     )
 }
 """Every fault kind by name, in catalogue order (the five core kinds first)."""
-
-#: How a report that names no failure kind is rendered: unclassified, fatal, escalate.
-UNCLASSIFIED = FaultKind(
-    name="unclassified",
-    stage=UNCLASSIFIED_STAGE,
-    contract=FailureContract("UNCLASSIFIED", "fatal", False, "escalate"),
-    fail_fast_s=None,
-    outcome_unknown=False,
-    retry_after=False,
-    transport_retryable=False,
-    retry_helps=False,
-    failure_type="permanent",
-    subagent_category="unknown",
-    alternative=None,
-    wire=Wire(500, "Internal Server Error", "ERR_UNKNOWN"),
-    waste=None,
-    remedy=None,
-    persistent_scope=None,
-    effect="A failure no kind names.",
-)
 
 
 class UnknownFaultKind(KeyError):
@@ -436,6 +424,11 @@ def rendered_kind(failure: str | None) -> FaultKind:
     return kind
 
 
+#: Kinds that only a provider with a declared capacity (``fleet.providers``) produces: a
+#: world without one never meets them, and a wrong envelope there does not name them.
+PROVIDER_KINDS: frozenset[str] = frozenset({"overloaded"})
+
+
 def kinds_in(*stages: str) -> tuple[str, ...]:
     """The names of the kinds met at these stages, in catalogue order (read now, not at import)."""
     return tuple(name for name, k in KINDS.items() if k.stage in stages)
@@ -455,6 +448,7 @@ __all__ = [  # the records, their lookups, and the words the records use (from k
     "OTHER_WORKER",
     "PERSISTENT",
     "PERSISTENT_SCOPES",
+    "PROVIDER_KINDS",
     "REMEDIES",
     "REPORTING",
     "SOURCE",

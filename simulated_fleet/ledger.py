@@ -42,13 +42,19 @@ class TaskRecord:
     redone_steps: int = 0
     wasted_retries: int = 0
     wasted_reasons: dict[str, int] = field(default_factory=dict)
+    failed_retries: int = 0
+    """Retries whose dispatch failed again (the worker saw a failed step, or the dispatch was lost)."""
+    failed_retry_kinds: dict[str, int] = field(default_factory=dict)
+    """Failed retries by the fault kind they failed with."""
+    failed_retry_reasons: dict[str, int] = field(default_factory=dict)
+    """Failed retries by how they relate to the failure before them (:data:`fleetchaos.sim.waste.FAILED_RETRY_REASONS`)."""
     fault_hits: dict[str, int] = field(default_factory=dict)
     first_fault: str | None = None
     first_fault_s: float | None = None
     step_executions_at_first_fault: int = 0
     policy_error: str | None = None
     stopped_by: str | None = None
-    """'deadline' or 'budget' when the orchestrator's own limit ended recovery."""
+    """'deadline', 'budget' or 'action_cap' when the orchestrator's own limit ended recovery."""
     schema_skews: int = 0
     """Envelopes seen whose schema_version differed from the orchestrator's."""
     alternatives_used: int = 0
@@ -81,6 +87,13 @@ class TaskRecord:
     """Compensating calls a rollback made (one per committed item, included in ``calls``)."""
     deduplicated: int = 0
     """Side effects an idempotency key stopped from taking effect twice."""
+    throttled: int = 0
+    """Dispatches the policy refused locally before they went out (``before_dispatch``)."""
+    layer_tries: list[int] | None = None
+    """Tries each transport layer made, nearest the tool first (first tries included); None without layers."""
+    orphans: int = 0
+    """Steps whose client gave up while they waited for a tool slot and whose work has not ended yet
+    (``after_timeout: continue``): the record is final only once they end."""
 
     @property
     def faulted(self) -> bool:
@@ -117,6 +130,12 @@ class TaskRecord:
         self.misreported += 1
         for way in ways:
             self.misreported_ways[way] = self.misreported_ways.get(way, 0) + 1
+
+    def note_failed_retry(self, kind: str, reason: str) -> None:
+        """Record a retry whose dispatch failed again, with ``kind`` (its failure) and ``reason``."""
+        self.failed_retries += 1
+        self.failed_retry_kinds[kind] = self.failed_retry_kinds.get(kind, 0) + 1
+        self.failed_retry_reasons[reason] = self.failed_retry_reasons.get(reason, 0) + 1
 
     def note_wasted(self, reason: str) -> None:
         """Record a retry issued while the cause of the previous failure still held."""

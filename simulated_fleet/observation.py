@@ -174,15 +174,20 @@ class RecoveryPolicy(Protocol):
       format's failure flag says a step failed;
     * ``idempotency_keys`` (bool): calls carry idempotency keys, so a retried call whose
       side effect already took effect does not take effect twice;
-    * ``transport`` (:class:`fleetchaos.sim.transport.TransportRetry`): a transport layer
-      under the agent runtime that retries failed tool calls itself, before the policy
-      ever sees them;
+    * ``transport`` (:class:`fleetchaos.sim.transport.TransportRetry`, or a list of them
+      nearest the tool first): transport layers under the agent runtime that retry failed
+      tool calls themselves, each the failures of the one below, before the policy ever
+      sees them;
     * ``new_shared_state()``: a fresh mutable object per orchestrator and run, handed to
       every decision as ``history.shared`` (retry budgets, circuit breakers);
     * ``observe(observation, shared, now_s, task_id)``: called after every dispatch,
       successful or not, so shared controls can count successes and failures;
     * ``choose_worker(proposed, workers, shared, now_s)``: may move a dispatch away from
-      the worker the orchestrator proposed (a circuit breaker skipping open workers).
+      the worker the orchestrator proposed (a circuit breaker skipping open workers);
+    * ``before_dispatch(shared, now_s, first, draw)``: called before every dispatch, first
+      tries included (``first``), with a uniform ``draw`` in [0, 1) keyed by the task and
+      attempt; None sends it, a :class:`GiveUp` or :class:`Escalate` refuses it locally and
+      ends the task so (client-side throttling, retry budgets that count every request).
     """
 
     name: str

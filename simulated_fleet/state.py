@@ -70,6 +70,13 @@ class TokenBucket:
             return self.rate * self.windows[i][2]
         return self.rate
 
+    def available(self, now: float) -> float:
+        """The tokens the bucket holds at ``now``, refilled to then; takes nothing and changes nothing."""
+        if now <= self.last:
+            return self.tokens
+        refill = self._refill_amount(self.last, now) if self.windows else self.rate * (now - self.last)
+        return min(self.burst, self.tokens + refill)
+
     def take(self, now: float) -> float:
         """Take one token: 0.0 on success, else the seconds until a token is available."""
         if now > self.last:
@@ -118,6 +125,10 @@ class DailyQuota:
     def __init__(self, per_day: int):
         self.per_day = per_day
         self._used: dict[int, int] = {}  # day -> calls counted against the quota
+
+    def spent(self, now: float) -> bool:
+        """Whether the day of ``now`` has used its whole quota (a call now would be refused); changes nothing."""
+        return bool(self.per_day) and self._used.get(int(now // DAY_S), 0) >= self.per_day
 
     def take(self, now: float) -> float | None:
         """Count one call at ``now``: None if the quota allows it, else the instant the next day starts."""

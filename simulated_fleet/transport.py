@@ -1,10 +1,12 @@
-"""A transport layer under the agent runtime: per-call retries the policy never sees.
+"""Transport layers under the agent runtime: per-call retries the policy never sees.
 
 Real agent runtimes sit on HTTP clients and SDKs that retry on their own (botocore,
-gRPC, urllib3's ``Retry``).  When the agent's recovery policy retries a dispatch too,
-the attempts multiply: a dependency that always fails costs transport attempts x agent
-dispatches calls.  This layer makes that product a measured figure rather than an
-assumption.
+gRPC, urllib3's ``Retry``), often several deep (an SDK over a service mesh over a
+client library).  A policy's ``transport`` is one :class:`TransportRetry` or a list of
+them, the layer nearest the tool first; each layer retries the failures of the layer
+below it.  The attempts multiply: a dependency that always fails costs the product of
+every layer's attempts in calls for each request, times the agent's dispatches.  These
+layers make that product a measured figure rather than an assumption.
 """
 
 from __future__ import annotations
@@ -75,3 +77,35 @@ class TransportRetry:
         if self.jitter == "equal":
             return value / 2.0 + value / 2.0 * uniform
         return value
+
+
+class TransportSpecError(ValueError):
+    """A policy's ``transport`` that is not a TransportRetry or a list of them (the message says the fix)."""
+
+
+def transport_layers(transport: object) -> tuple[TransportRetry, ...]:
+    """A policy's ``transport`` as its layers, nearest the tool first, without layers that never retry.
+
+    Raises :class:`TransportSpecError` naming the field, what it got and the fix; the CLI
+    checks every policy with it before any run.
+    """
+    if transport is None:
+        return ()
+    fix = "give a TransportRetry(attempts=..., base_s=..., cap_s=..., jitter=...) or a list of them, nearest the tool first"
+    if isinstance(transport, TransportRetry):
+        layers: tuple = (transport,)
+    elif isinstance(transport, (list, tuple)):
+        layers = tuple(transport)
+        for i, layer in enumerate(layers):
+            if not isinstance(layer, TransportRetry):
+                raise TransportSpecError(f"policy.transport[{i}] must be a TransportRetry, got {_shown(layer)}; {fix}")
+    else:
+        raise TransportSpecError(
+            f"policy.transport must be a TransportRetry or a list of them, got {_shown(transport)}; {fix}"
+        )
+    return tuple(layer for layer in layers if layer.attempts > 1)
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60]}" if len(text) <= 60 else type(value).__name__

@@ -1,13 +1,20 @@
 """The wasted-retry judge: does the cause of a task's last failure still hold when it is retried?
 
 A metric definition, not part of what happens: the judge reads the truth at the moment a
-retry is dispatched and, when the cause of the previous failure still holds (the
-credentials are still expired, the disk still full, the retry-after instant not reached,
-the same persistent fault would hit again), counts the retry as wasted under the
-reason the kind's record gives (:attr:`fleetchaos.sim.kinds.FaultKind.waste`).  It
-changes nothing in the run: no draw, no state.
+retry is dispatched and, when the cause of the previous failure still holds, counts the
+retry as wasted under the reason the kind's record gives
+(:attr:`fleetchaos.sim.kinds.FaultKind.waste`).  The cause is judged against the fault's
+truth, never against what an error format passes on: the credentials still expired, the
+disk still full, the API token bucket still empty (whatever instant a retry-after hint
+named), the day's quota still spent, the worker still down or cut off, the same
+persistent fault or batch items, and for a transient fault (a blip, a timeout) the
+retried call's own keyed draws meeting it again at that instant.  It changes nothing in
+the run: no draw is consumed, no state is touched.
 
 Each cause a record may name (:data:`fleetchaos.sim.kinds.CAUSES`) has one check here.
+
+:func:`failed_retry_reason` classifies the other retry metric, ``failed_retries`` (a
+retry whose dispatch failed again): what happened, not whether it could have been known.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from typing import NamedTuple
 from fleetchaos.sim import _rng
 from fleetchaos.sim.calls import CallModel, Template
 from fleetchaos.sim.kinds import fault_kind
-from fleetchaos.sim.state import NodeState
+from fleetchaos.sim.state import NodeState, SharedCapacity
 
 
 class LastFailure(NamedTuple):
@@ -26,84 +33,146 @@ class LastFailure(NamedTuple):
 
     kind: str
     retry_at: float | None
-    """The instant its retry-after hint pointed to (None without a hint)."""
+    """The instant the refusal named as its end (a retry-after hint), None without one."""
     step: int
     items: tuple[int, ...]
     """The items of ``step`` that failed with ``kind`` (``(0,)`` when none is named)."""
 
 
+class RetryAt(NamedTuple):
+    """A retry at the instant it is dispatched: where it goes and what the task has done so far."""
+
+    node: NodeState
+    task_id: int
+    orchestrator: int
+    tpl: Template
+    sources: dict[tuple[int, int], int]
+    """The source each (step, item) is on (alternatives taken)."""
+    executions: list[int]
+    """Executions of each step so far: the retry's next execution of step ``s`` is ``executions[s] + 1``."""
+    now: float
+
+
+#: The reasons of ``failed_retries_by_reason``: how a failed retry relates to the failure before it.
+SAME_AFTER_HINT = "same fault, after its retry-after instant"
+SAME_BEFORE_HINT = "same fault, before its retry-after instant"
+SAME_AGAIN = "same fault again"
+OTHER_FAULT = "a different fault"
+FAILED_RETRY_REASONS = (SAME_AFTER_HINT, SAME_BEFORE_HINT, SAME_AGAIN, OTHER_FAULT)
+
+
+def failed_retry_reason(last: LastFailure, dispatched_at: float, failure: str) -> str:
+    """Why a retry dispatched at ``dispatched_at`` after ``last`` failed with ``failure``, in one of four words.
+
+    A pure function of the truth: a refusal that named its end (a 429, a spent quota)
+    followed by the same refusal is split by whether the retry went before or after that
+    instant (obedient waiters that all wake at the hinted instant and are refused
+    together land in the first).
+    """
+    if failure != last.kind:
+        return OTHER_FAULT
+    if last.retry_at is None:
+        return SAME_AGAIN
+    return SAME_AFTER_HINT if dispatched_at >= last.retry_at else SAME_BEFORE_HINT
+
+
 class RetryJudge:
     """Judges each retry of a run at the moment it is dispatched."""
 
-    __slots__ = ("_checks", "calls", "partitioned", "run_key")
+    __slots__ = ("_checks", "calls", "partitioned", "run_key", "shared")
 
-    def __init__(self, calls: CallModel, run_key: int, partitioned: Callable[[int, int, float], object]):
-        """``partitioned(orchestrator, worker, now)`` is truthy while a partition cuts them apart."""
+    def __init__(
+        self,
+        calls: CallModel,
+        run_key: int,
+        partitioned: Callable[[int, int, float], object],
+        shared: SharedCapacity | None = None,
+    ):
+        """``partitioned(orchestrator, worker, now)`` is truthy while a partition cuts them apart;
+        ``shared`` is the fleet's API capacity (token bucket and quota)."""
         self.calls = calls
         self.run_key = run_key
         self.partitioned = partitioned
-        self._checks: dict[str, Callable[..., bool]] = {
+        self.shared = shared
+        self._checks: dict[str, Callable[[LastFailure, RetryAt], bool]] = {
             "credentials_expired": self._credentials_expired,
             "disk_refuses": self._disk_refuses,
-            "retry_after": self._before_retry_after,
+            "bucket_empty": self._bucket_empty,
+            "quota_spent": self._quota_spent,
             "worker_down": self._worker_down,
             "partitioned": self._partitioned,
             "persistent": self._persistent,
             "batch": self._batch,
+            "transient": self._transient,
         }
 
-    def wasted(
-        self,
-        last: LastFailure,
-        node: NodeState,
-        task_id: int,
-        orchestrator: int,
-        tpl: Template,
-        sources: dict[tuple[int, int], int],
-        now: float,
-    ) -> str | None:
-        """The waste reason when the cause of ``last`` still holds for a retry on ``node`` at ``now``, else None."""
+    def wasted(self, last: LastFailure, retry: RetryAt) -> str | None:
+        """The waste reason when the cause of ``last`` still holds for ``retry``, else None."""
         waste = fault_kind(last.kind).waste
         if waste is None:
             return None
-        held = self._checks[waste.cause](last, node, task_id, orchestrator, tpl, sources, now)
-        return waste.reason if held else None
+        return waste.reason if self._checks[waste.cause](last, retry) else None
 
     @staticmethod
-    def _credentials_expired(last, node, task_id, orchestrator, tpl, sources, now) -> bool:
-        return node.credentials_expired(now)
+    def _credentials_expired(last: LastFailure, retry: RetryAt) -> bool:
+        return retry.node.credentials_expired(retry.now)
 
     @staticmethod
-    def _disk_refuses(last, node, task_id, orchestrator, tpl, sources, now) -> bool:
-        return node.disk_refuses(now, tpl.steps[last.step].disk_mb)
+    def _disk_refuses(last: LastFailure, retry: RetryAt) -> bool:
+        return retry.node.disk_refuses(retry.now, retry.tpl.steps[last.step].disk_mb)
+
+    def _bucket_empty(self, last: LastFailure, retry: RetryAt) -> bool:
+        """The fleet's API token bucket still holds less than one token (a call now would be refused)."""
+        return self.shared is not None and self.shared.bucket.available(retry.now) < 1.0
+
+    def _quota_spent(self, last: LastFailure, retry: RetryAt) -> bool:
+        """The day's API quota is still used up (the retry comes before the next day starts)."""
+        return self.shared is not None and self.shared.quota.spent(retry.now)
 
     @staticmethod
-    def _before_retry_after(last, node, task_id, orchestrator, tpl, sources, now) -> bool:
-        return last.retry_at is not None and now < last.retry_at
+    def _worker_down(last: LastFailure, retry: RetryAt) -> bool:
+        return retry.node.down(retry.now)
 
-    @staticmethod
-    def _worker_down(last, node, task_id, orchestrator, tpl, sources, now) -> bool:
-        return node.down(now)
+    def _partitioned(self, last: LastFailure, retry: RetryAt) -> bool:
+        return self.partitioned(retry.orchestrator, retry.node.index, retry.now) is not None
 
-    def _partitioned(self, last, node, task_id, orchestrator, tpl, sources, now) -> bool:
-        return self.partitioned(orchestrator, node.index, now) is not None
-
-    def _persistent(self, last, node, task_id, orchestrator, tpl, sources, now) -> bool:
+    def _persistent(self, last: LastFailure, retry: RetryAt) -> bool:
         """The same persistent fault would hit one of the failed items again."""
-        task_key = _rng.task_key(self.run_key, task_id)
-        step = tpl.steps[last.step]
-        rules = self.calls.rules_for(node.index, tpl, last.step)[0]
+        task_key = _rng.task_key(self.run_key, retry.task_id)
+        step = retry.tpl.steps[last.step]
+        rules = self.calls.rules_for(retry.node.index, retry.tpl, last.step)[0]
         return any(
-            r.kind == last.kind and self.calls.persistent_hit(r, task_key, step, item, node.index, now, sources)
+            r.kind == last.kind
+            and self.calls.persistent_hit(r, task_key, step, item, retry.node.index, retry.now, retry.sources)
             for r in rules
             for item in last.items
         )
 
-    def _batch(self, last, node, task_id, orchestrator, tpl, sources, now) -> bool:
+    def _batch(self, last: LastFailure, retry: RetryAt) -> bool:
         """A persistent batch rule would choose one of the failed items again (a fresh draw would not)."""
-        task_key = _rng.task_key(self.run_key, task_id)
-        rules = [r for r in self.calls.rules_for(node.index, tpl, last.step)[2] if r.spec.persistent]
+        task_key = _rng.task_key(self.run_key, retry.task_id)
+        index = retry.node.index
+        rules = [r for r in self.calls.rules_for(index, retry.tpl, last.step)[2] if r.spec.persistent]
         chosen = self.calls.batch_failures(
-            tuple(rules), tpl.steps[last.step].fan_out, task_key, last.step, 0, node.index, now
+            tuple(rules), retry.tpl.steps[last.step].fan_out, task_key, last.step, 0, index, retry.now
         )
         return any(item in chosen for item in last.items)
+
+    def _transient(self, last: LastFailure, retry: RetryAt) -> bool:
+        """The retried call's own keyed draws meet the same transient fault again at the retry's instant.
+
+        The retry's next execution of the failed step draws with the key that execution
+        will have; the fault rule's probability (or the latency spike) is the one in force
+        on the retry's worker when the retry is dispatched.
+        """
+        calls = self.calls
+        node, tpl = retry.node, retry.tpl
+        step = tpl.steps[last.step]
+        rules = calls.rules_for(node.index, tpl, last.step)
+        step_key = _rng.step_key(_rng.task_key(self.run_key, retry.task_id), last.step, retry.executions[last.step] + 1)
+        for item in last.items:
+            key = _rng.call_key(step_key, item)
+            met = calls.transient_fault(node, rules, key, retry.now) or calls.slow_call(node, step, key, retry.now)
+            if met is not None and met.name == last.kind:
+                return True
+        return False

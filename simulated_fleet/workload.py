@@ -133,6 +133,11 @@ def _faker():  # constructing Faker is slow; each run re-seeds its own instance
     return Faker("en_US")
 
 
+def is_closed_loop(spec: WorkloadSpec) -> bool:
+    """Whether clients submit tasks as their previous ones end (so each arm of a comparison runs its own tasks)."""
+    return spec.clients is not None and spec.arrivals is None
+
+
 def closed_loop_task(
     spec: WorkloadSpec,
     seed: int,

@@ -30,7 +30,6 @@ from fleetchaos.sim.faults import FaultPlan, build_plan
 from fleetchaos.sim.fleet import Worker
 from fleetchaos.sim.formats import ErrorFormat
 from fleetchaos.sim.journal import Journal
-from fleetchaos.sim.kinds import fault_kind
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.misread import misread_factor
 from fleetchaos.sim.observation import (
@@ -45,16 +44,21 @@ from fleetchaos.sim.observation import (
     TaskHistory,
     UseAlternative,
 )
+from fleetchaos.sim.remediation import repair
 from fleetchaos.sim.state import DailyQuota, SharedCapacity, TokenBucket
 from fleetchaos.sim.truth import AttemptReport
-from fleetchaos.sim.waste import LastFailure, RetryJudge
-from fleetchaos.sim.workload import Task, TitleSource, arrivals, closed_loop_task
+from fleetchaos.sim.waste import LastFailure, RetryAt, RetryJudge, failed_retry_reason
+from fleetchaos.sim.workload import Task, TitleSource, arrivals, closed_loop_task, is_closed_loop
 
 S_POLICY = _rng.stream_id("policy")
 S_MISREAD = _rng.stream_id("orchestrator:misread")
 S_HUMAN = _rng.stream_id("escalation:human")
 S_REMEDIATION = _rng.stream_id("remediation:duration")
 S_REMEDIATION_OK = _rng.stream_id("remediation:success")
+S_ADMIT = _rng.stream_id("policy:before_dispatch")
+
+#: The first id of open-loop tasks that arrive beside closed-loop clients (an arrival schedule's spike).
+OPEN_LOOP_IDS = 1_000_000_000
 
 
 @dataclass(slots=True)
@@ -86,7 +90,7 @@ class World:
         error_format: ErrorFormat,
         seed: int,
         *,
-        max_actions: int = 100,
+        max_actions: int | None = None,
         drain_s: float = DAY_S,
         trace: bool = False,
         sink: Callable[[TaskRecord], None] | None = None,
@@ -99,7 +103,8 @@ class World:
         the run stops are handed over at the end of :meth:`run`, in creation order.  The
         run's output then has no records, and no fault log unless ``trace`` is on, so
         memory stays bounded by the tasks in flight.  Without a sink every record is kept
-        and returned in :attr:`RunOutput.records`.
+        and returned in :attr:`RunOutput.records`.  ``max_actions`` overrides the
+        scenario's ``fleet.max_actions_per_task``.
 
         ``call_model`` decides every tool call: :class:`~fleetchaos.sim.calls.CallModel`,
         or a subclass that also runs each decided call on real code (real-code mode's
@@ -132,7 +137,8 @@ class World:
         self.shared_capacity = SharedCapacity(bucket, DailyQuota(plan.quota_per_day), fleet.api_reject_cost)
         self.refresh_s = fleet.credential_refresh_s
         self.misread_p = fleet.misread_probability * misread_factor(error_format, fleet.misread_factor)
-        self.policy = ContainedPolicy(policy, fleet.orchestrators, max_actions=max_actions)
+        self.policy = ContainedPolicy(policy, fleet.orchestrators)
+        self.max_actions = fleet.max_actions_per_task if max_actions is None else max_actions
         self.guarded = self.policy.guardrail and bool(getattr(error_format, "failure_flag", False))
         self.human = fleet.human_response
         self.remediation = fleet.remediation
@@ -163,7 +169,8 @@ class World:
             idempotent=self.policy.idempotent,
             heartbeat_timeout_s=fleet.heartbeat_timeout_s,
         )
-        self.judge = RetryJudge(self.calls, self.run_key, self.dispatcher.partitioned)
+        self.judge = RetryJudge(self.calls, self.run_key, self.dispatcher.partitioned, self.shared_capacity)
+        self.dispatcher.on_orphans_done = self._orphans_done
         self._next_task_id = 0
 
     # -- running -----------------------------------------------------------------------
@@ -171,10 +178,12 @@ class World:
     def run(self) -> RunOutput:
         """Simulate the horizon, then let in-flight tasks drain for up to ``drain_s``."""
         workload = self.spec.workload
-        if workload.clients is not None and workload.arrivals is None:
+        if is_closed_loop(workload):
             titles = TitleSource(self.seed)
             for client in range(workload.clients):
                 self.env.process(self._client(client, titles))
+            if workload.arrival_schedule is not None:  # open-loop tasks on top of the clients (a spike)
+                self.env.process(self._source(OPEN_LOOP_IDS))
         else:
             self.env.process(self._source())
         self.env.run(until=self.spec.duration_s + self.drain_s)
@@ -195,13 +204,17 @@ class World:
             journal.fault_tally,
         )
 
-    def _source(self) -> Generator:
+    def _source(self, first_id: int = 0) -> Generator:
+        """Open-loop arrivals; beside closed-loop clients their ids start at ``first_id``, apart from the clients'."""
         env = self.env
         spec = self.spec
         for task in arrivals(spec.workload, self.seed, spec.duration_s, spec.fleet.orchestrators, spec.fleet.workers):
             if task.arrival_s > env.now:
                 yield env.timeout(task.arrival_s - env.now)
-            self._next_task_id = task.id + 1
+            if first_id:
+                task = task._replace(id=first_id + task.id)
+            else:
+                self._next_task_id = task.id + 1
             env.process(self._task(task))
 
     def _client(self, client: int, titles: TitleSource) -> Generator:
@@ -258,6 +271,16 @@ class World:
         shared = policy.shared[task.orchestrator]
         while True:
             attempts += 1
+            if policy.admits:
+                draw = _rng.uniform(_rng.key(self.run_key, S_ADMIT, task.id, attempts))
+                refused = policy.before_dispatch(shared, env.now, attempts == 1, draw, rec)
+                if refused is not None:  # refused locally: the task ends as the policy said, nothing is sent
+                    rec.throttled += 1
+                    rec.claim = "escalated" if isinstance(refused, Escalate) else refused.claim
+                    if isinstance(refused, Escalate):
+                        rec.pages += 1
+                        rec.human_s = self._duration(self.human, S_HUMAN, task.id, actions + 1)
+                    break
             if policy.chooses:
                 worker = policy.choose_worker(worker, len(self.workers), shared, env.now, rec)
             if history is not None:
@@ -265,8 +288,10 @@ class World:
                 history.worker = worker
             w = self.workers[worker]
             rec.worker = worker
+            dispatched_at = env.now
             if last is not None:
-                reason = self.judge.wasted(last, w, task.id, task.orchestrator, tpl, sources, env.now)
+                retry = RetryAt(w, task.id, task.orchestrator, tpl, sources, rec.executions, dispatched_at)
+                reason = self.judge.wasted(last, retry)
                 if reason is not None:
                     rec.note_wasted(reason)
             if tracing:
@@ -279,6 +304,9 @@ class World:
             load[0] -= 1
             load[1] -= retrying
             w.in_flight -= 1
+            if last is not None and (report is None or report.failed_step >= 0):  # the retry failed again
+                failure = "node_crash" if report is None else report.failure
+                rec.note_failed_retry(failure, failed_retry_reason(last, dispatched_at, failure))
             if report is None:  # lost with a crashed worker, and nobody is waiting for it
                 return
             if report is PLAIN_OK:  # rendering it would give the bare "ok" observation
@@ -327,8 +355,8 @@ class World:
             history.same_failure_streak = history.same_failure_streak + 1 if code == history.last_code else 1
             history.last_code = code
             actions += 1
-            stop = self._limit_reached(tpl, rec, history)
-            action = GiveUp() if stop else policy.decide(obs, history, rec, actions)
+            stop = self._limit_reached(tpl, rec, history, actions)
+            action = GiveUp() if stop else policy.decide(obs, history, rec)
             retry_at = env.now + report.retry_after_s if report.retry_after_s is not None else None
             failed_items = tuple(i for i, k in report.item_failures if k == report.failure) or (0,)
             last = LastFailure(report.failure, retry_at, report.failed_step, failed_items)
@@ -384,8 +412,14 @@ class World:
             self.workers[index].disk_used_mb -= mb
         if tracing:
             emit("end", task.id, worker, rec.claim)
-        if self.sink is not None:
+        if self.sink is not None and not rec.orphans:  # else handed on when its orphaned steps end
             del self._open[task.id]
+            self.sink(rec)
+
+    def _orphans_done(self, rec: TaskRecord) -> None:
+        """The last orphaned step of a task ended: a task that has ended too is handed to the sink now."""
+        if self.sink is not None and rec.end_s is not None and rec.id in self._open:
+            del self._open[rec.id]
             self.sink(rec)
 
     def _duration(self, spec, stream: int, task_id: int, n: int) -> float:
@@ -406,13 +440,8 @@ class World:
         rec.remediation_s += took
         rec.tokens += spec.tokens
         succeeded = _rng.uniform(_rng.key(self.run_key, S_REMEDIATION_OK, task_id, n)) < spec.success_probability
-        if not (succeeded and self._repair(w, report, tpl)):
+        if not (succeeded and repair(self.calls, w, report, tpl, self.env.now)):
             rec.remediations_failed += 1
-
-    def _repair(self, w: Worker, report: AttemptReport, tpl: Template) -> bool:
-        """Repair what a machine can repair on a worker (the failure kind's ``remedy``); False if nothing."""
-        remedy = fault_kind(report.failure).remedy if report.failure is not None else None
-        return remedy is not None and REPAIRS[remedy](self, w, report, tpl)
 
     def _rollback(self, rec: TaskRecord) -> Generator:
         """Compensate every committed item (one compensating call each, a round trip apiece, per step in reverse)."""
@@ -428,13 +457,16 @@ class World:
         rec.compensations += calls
         rec.calls += calls
 
-    def _limit_reached(self, tpl: Template, rec: TaskRecord, history: TaskHistory) -> bool:
-        """The orchestrator's own limits: a task's deadline and its call budget."""
+    def _limit_reached(self, tpl: Template, rec: TaskRecord, history: TaskHistory, actions: int) -> bool:
+        """The orchestrator's own limits: a task's deadline, its call budget and the actions per task."""
         if tpl.deadline_s is not None and history.elapsed_s >= tpl.deadline_s:
             rec.stopped_by = "deadline"
             return True
         if tpl.budget_calls is not None and rec.calls >= tpl.budget_calls:
             rec.stopped_by = "budget"
+            return True
+        if actions > self.max_actions:
+            rec.stopped_by = "action_cap"
             return True
         return False
 
@@ -452,30 +484,3 @@ class World:
             return (current + 1) % n
         others = [i for i in range(n) if i != current]
         return min(others, key=lambda i: (self.workers[i].in_flight, (i - current) % n))
-
-
-# -- what a remediation agent repairs, per remedy a fault kind's record names ------------------
-
-
-def _refresh_credentials(world: World, w: Worker, report: AttemptReport, tpl: Template) -> bool:
-    w.refresh_credentials(world.env.now)
-    return True
-
-
-def _clear_disk(world: World, w: Worker, report: AttemptReport, tpl: Template) -> bool:
-    return w.clear_disk_fault(world.env.now)  # False when no fault filled the disk
-
-
-def _install_tool(world: World, w: Worker, report: AttemptReport, tpl: Template) -> bool:
-    if report.failed_step < 0:
-        return False
-    world.calls.installed.add((w.index, tpl.names[report.failed_step]))
-    return True
-
-
-#: Each remedy of :data:`fleetchaos.sim.kinds.REMEDIES` -> what it does; True when it repaired the cause.
-REPAIRS: dict[str, Callable[[World, Worker, AttemptReport, Template], bool]] = {
-    "refresh_credentials": _refresh_credentials,
-    "clear_disk": _clear_disk,
-    "install_tool": _install_tool,
-}

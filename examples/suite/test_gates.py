@@ -7,12 +7,15 @@ replays the worst seed.  Tests sharing a marker share the simulated runs.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fleetchaos import assert_rate, load_scenario
 
-# A production day on the 12-node fleet, 5 seeds (the ini default), our policy (ini).
-DAY = pytest.mark.fleetchaos(scenario="default")
+# Our production day (a scenario file next to this one: our fleet, traffic, provider and
+# faults), 5 seeds (the ini default), our policy (ini).
+DAY = pytest.mark.fleetchaos(scenario="chaos/production_day.yaml")
 # A credential rotation in a busy hour (a scenario file next to this one).
 ROTATION = pytest.mark.fleetchaos(scenario="chaos/key_rotation.yaml", seeds=3)
 
@@ -20,6 +23,8 @@ ROTATION = pytest.mark.fleetchaos(scenario="chaos/key_rotation.yaml", seeds=3)
 @DAY
 def test_recovers_most_faulted_tasks(fleetchaos_result):
     """At least 80% of the tasks that meet a fault still complete and are reported done."""
+    # Our requirement, not a measured figure: four in five faulted tasks must finish without
+    # a human. Every other one pages on-call, and the rota is staffed for that share.
     assert_rate(fleetchaos_result.recovery_rate, at_least=0.8)
 
 
@@ -43,8 +48,9 @@ def test_rides_out_a_key_rotation(fleetchaos_result):
 
 
 def test_survives_a_flakier_network(fleetchaos):
-    """The production day with five times the network blips still recovers at least 70% of faulted tasks."""
-    day = load_scenario("default")
+    """Our production day with five times the network blips still recovers at least 70% of faulted tasks."""
+    # On a bad network day we accept a lower bar (seven in ten), never silent failures.
+    day = load_scenario(str(Path(__file__).with_name("chaos") / "production_day.yaml"))
     faults = [f.model_copy(update={"probability": 0.1}) if f.kind == "network_blip" else f for f in day.faults]
     result = fleetchaos.run(day.model_copy(update={"name": "flaky-network", "faults": faults}))
     assert_rate(result.recovery_rate, at_least=0.7)

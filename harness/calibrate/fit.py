@@ -36,6 +36,8 @@ NOT_FITTED = {
     "schema_drift": "the envelope version a worker speaks is not a tool-call attribute",
     "latency_spike": "slow calls are in the latency fit; spikes as windows are not fitted",
     "network_partition": "a partition refuses dispatches, not tool calls; not fitted",
+    "overloaded": "a provider refuses calls because of its capacity and queue (fleet.providers), which a trace "
+    "does not give; its 503s are counted, the provider is not fitted",
 }
 
 

@@ -52,7 +52,7 @@ def _ecdf_chart(observed: Calls, simulated: Calls, path: Path) -> Path:
     import numpy as np
     from matplotlib.figure import Figure
 
-    from fleetchaos.reports.charts import _save
+    from fleetchaos.reports.charts import save_png
 
     tools = observed.tools
     cols = min(3, len(tools))
@@ -75,13 +75,13 @@ def _ecdf_chart(observed: Calls, simulated: Calls, path: Path) -> Path:
             ax.legend(fontsize=7, loc="lower right")
     fig.suptitle("Successful call durations (s), ECDF: observed against simulated", fontsize=10)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def _hourly_chart(observed: Calls, simulated: Calls, origin_s: float, path: Path) -> Path:
     from matplotlib.figure import Figure
 
-    from fleetchaos.reports.charts import _save
+    from fleetchaos.reports.charts import save_png
 
     fig = Figure(figsize=(8, 3.2))
     ax = fig.add_subplot(1, 1, 1)
@@ -94,7 +94,7 @@ def _hourly_chart(observed: Calls, simulated: Calls, origin_s: float, path: Path
     ax.legend(fontsize=8)
     ax.set_title("Share of tool calls that failed, by hour of day", fontsize=10)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def _share(calls: Calls, i: int) -> str:

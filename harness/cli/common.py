@@ -1,17 +1,20 @@
 """What every command shares: exit codes, consoles, common options, input checks, and error handling.
 
 Data goes to stdout, messages to stderr.  Exit codes: 0 ok, 1 regression gate failed,
-2 invalid input or usage, 3 internal error, 130 interrupted.  :class:`ErrorHandlingGroup`
-turns a :class:`~fleetchaos.errors.UserError` into one message and exit 2, and anything
-unexpected into exit 3.
+2 invalid input or usage, 3 internal error (or a full disk, named as such), 4 a run outlived
+its wall-clock limit, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+:class:`ErrorHandlingGroup` turns a :class:`~fleetchaos.errors.UserError` into one message
+and exit 2, and anything unexpected into exit 3.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
+from typing import NoReturn
 
 import click
 from rich.console import Console
@@ -22,6 +25,8 @@ from fleetchaos.errors import UserError
 __all__ = [
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
+    "EXIT_TERMINATED",
+    "EXIT_TIME_LIMIT",
     "EXIT_USAGE",
     "Confidence",
     "ErrorHandlingGroup",
@@ -29,7 +34,11 @@ __all__ = [
     "determinism_option",
     "jobs_option",
     "make_report_dir",
+    "nonempty_path",
     "param_option",
+    "policies_with_params",
+    "policy_param_options",
+    "report_option",
     "run_determinism_check",
     "scenario_option",
     "scheduler_option",
@@ -37,12 +46,15 @@ __all__ = [
     "split_names",
     "stderr_console",
     "stdout_console",
+    "time_limit_option",
     "traces_option",
 ]
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+EXIT_TIME_LIMIT = 4
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 
 
 class Confidence(click.FloatRange):
@@ -67,8 +79,14 @@ def stderr_console() -> Console:
 
 
 def split_names(value: str) -> tuple[str, ...]:
-    """A comma-separated option as a tuple of its non-empty, stripped items."""
-    return tuple(v.strip() for v in value.split(",") if v.strip())
+    """A comma-separated option as a tuple of its non-empty, stripped items.
+
+    Commas inside parentheses, brackets or quotes do not split: ``backoff(base_s=1,cap_s=5),structured``
+    is two policies.
+    """
+    from fleetchaos.policies.spec import split_specs
+
+    return split_specs(value)
 
 
 def make_report_dir(path: Path | None, option: str = "--report") -> None:
@@ -83,34 +101,115 @@ def make_report_dir(path: Path | None, option: str = "--report") -> None:
         ) from None
 
 
-def apply_single_params(spec, ref: str, options: tuple[str, ...]):
-    """Apply ``--param PATH=VALUE`` options that each give exactly one value."""
-    from fleetchaos.runs.sweep import scenario_source
-    from fleetchaos.scenario.params import apply_params, parse_param_option
+def _single_values(options: tuple[str, ...], command: str) -> list[tuple[str, object]]:
+    from fleetchaos.scenario.params import parse_param_option
 
     pairs = []
     for option in options:
         path, values = parse_param_option(option)
         if len(values) != 1:
             raise UserError(
-                f"--param {option}: run takes one value per parameter; use `fleetchaos sweep` to sweep several"
+                f"--param {option}: {command} takes one value per parameter; use `fleetchaos sweep` to sweep several"
             )
         pairs.append((path, values[0]))
-    return apply_params(spec, pairs, source=scenario_source(ref))
+    return pairs
+
+
+def apply_single_params(spec, ref: str, options: tuple[str, ...], command: str = "run"):
+    """Apply ``--param PATH=VALUE`` scenario options that each give exactly one value.
+
+    ``policy.NAME=VALUE`` options are not scenario values: split them off first with
+    :func:`policy_param_options`.
+    """
+    from fleetchaos.runs.sweep import scenario_source
+    from fleetchaos.scenario.params import apply_params
+
+    return apply_params(spec, _single_values(options, command), source=scenario_source(ref))
+
+
+def policy_param_options(
+    options: tuple[str, ...], command: str = "run"
+) -> tuple[tuple[str, ...], tuple[tuple[str, object], ...]]:
+    """``--param`` options split into scenario options and ``policy.NAME=VALUE`` pairs (one value each)."""
+    from fleetchaos.policies.spec import policy_param_name
+
+    scenario = tuple(o for o in options if policy_param_name(o.partition("=")[0].strip()) is None)
+    policy = tuple(o for o in options if o not in scenario)
+    pairs = tuple((policy_param_name(path) or "", value) for path, value in _single_values(policy, command))
+    return scenario, pairs
+
+
+def policies_with_params(names: tuple[str, ...], pairs: tuple[tuple[str, object], ...], where: str) -> tuple[str, ...]:
+    """Each policy's canonical spec with the ``--param policy.NAME=VALUE`` pairs set on it.
+
+    A policy that lacks one of the parameters is a user error naming it and the fix.
+    """
+    from fleetchaos.names import check_policies
+    from fleetchaos.policies.registry import PolicyLookupError, with_params
+
+    names = check_policies(names, where)
+    if not pairs:
+        return names
+    out = []
+    for name in names:
+        try:
+            out.append(with_params(name, [(k, tuple(v) if isinstance(v, list) else v) for k, v in pairs]))
+        except PolicyLookupError as exc:
+            given = " ".join(f"--param policy.{k}=..." for k, _ in pairs)
+            raise UserError(
+                f"{given}: {exc}; to set a parameter on some arms only, write it in their spec, "
+                f"e.g. {where} 'backoff(base_s=0.5)'"
+            ) from None
+    return check_policies(out, where)
+
+
+def _error(message: str, code: int, label: str = "error") -> NoReturn:
+    stderr_console().print(f"[red]{label}:[/red] {escape(message)}", highlight=False, markup=True)
+    sys.exit(code)
 
 
 class ErrorHandlingGroup(click.Group):
-    """Turns user errors into one message and exit 2, and crashes into exit 3."""
+    """Turns user errors into one message and exit 2, and crashes into exit 3.
+
+    While a command runs, Ctrl-C and SIGTERM raise :class:`~fleetchaos.sim.interrupts.UserInterrupt`
+    (so a policy raising ``KeyboardInterrupt`` is not mistaken for the user): the command
+    keeps its finished runs and marks its history group interrupted; exit 130 or 143.
+    """
 
     def invoke(self, ctx: click.Context):
+        from concurrent.futures.process import BrokenProcessPool
+
+        from fleetchaos.errors import RunTimeLimitError
+        from fleetchaos.files import DISK_FULL
+        from fleetchaos.sim.interrupts import UserInterrupt, user_signals
+
         try:
-            return super().invoke(ctx)
+            with user_signals():
+                return super().invoke(ctx)
         except UserError as exc:
-            stderr_console().print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, markup=True)
-            sys.exit(EXIT_USAGE)
+            _error(str(exc), EXIT_USAGE)
+        except RunTimeLimitError as exc:
+            _error(str(exc), EXIT_TIME_LIMIT)
+        except UserInterrupt as exc:
+            terminated = exc.signum == signal.SIGTERM
+            stderr_console().print("terminated" if terminated else "interrupted")
+            sys.exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
         except KeyboardInterrupt:
             stderr_console().print("interrupted")
             sys.exit(EXIT_INTERRUPTED)
+        except BrokenProcessPool:
+            _error(
+                "a worker process died (killed by a signal, or out of memory?) before its runs finished; the runs "
+                "that finished are kept in the history; run again with fewer --jobs, or --jobs 1 to see the cause",
+                EXIT_USAGE,
+            )
+        except OSError as exc:  # the machine, not fleetchaos: a full disk, a file that vanished
+            where = f"{exc.filename}: " if exc.filename else ""
+            cause = exc.strerror or type(exc).__name__
+            if exc.errno in DISK_FULL:
+                _error(f"{where}{cause}: no room to write (a full disk, a quota or a file-size limit); free some "
+                       "space or write elsewhere, then run again", EXIT_INTERNAL)  # fmt: skip
+            _error(f"{where}{cause}; check the path and its permissions", EXIT_USAGE)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
             raise
         except Exception as exc:  # an internal error, never a user's mistake
@@ -139,9 +238,20 @@ scenario_option = click.option(
 jobs_option = click.option(
     "--jobs", type=click.IntRange(1, 512), help="local worker processes; 1 runs in this process [default: one per core]"
 )
+
+
+def _scheduler(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        from fleetchaos.runs.executors import check_scheduler
+
+        check_scheduler(value)  # before anything is read, stored or started
+    return value
+
+
 scheduler_option = click.option(
     "--scheduler",
     metavar="tcp://HOST:PORT",
+    callback=_scheduler,
     help="run on a Dask distributed cluster (needs: pip install 'fleetchaos[dask]')",
 )
 param_option = click.option(
@@ -149,7 +259,8 @@ param_option = click.option(
     "params",
     multiple=True,
     metavar="PATH=V1,V2,...",
-    help="set a scenario value by dotted path, e.g. faults[0].probability=0.1 or fleet.workers=50",
+    help="set a scenario value by dotted path, e.g. faults[0].probability=0.1 or fleet.workers=50, "
+    "or a policy parameter, e.g. policy.base_s=0.5",
 )
 traces_option = click.option(
     "--traces",
@@ -157,6 +268,41 @@ traces_option = click.option(
     type=click.Path(file_okay=False, path_type=Path),
     help="write the traced run(s) here as OTLP JSON, one trace per task (docs/calibration.md)",
 )
+
+
+def _time_limit(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not (0 < value < float("inf")):
+        raise click.BadParameter(f"{value!r} is not a number of seconds > 0", ctx, param)
+    return value
+
+
+time_limit_option = click.option(
+    "--time-limit",
+    "time_limit",
+    type=float,
+    metavar="SECONDS",
+    callback=_time_limit,
+    help="wall-clock limit of each run; a run still going then fails the command with exit 4 "
+    "[default: 600 s + 5 ms per estimated tool call]",
+)
+
+
+def nonempty_path(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    """A click callback: an output folder option as a Path; an empty value is a usage error (it would mean the working directory)."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise click.BadParameter("give a folder name (an empty one would write into the working directory)", ctx, param)
+    return Path(value)
+
+
+report_option = click.option(
+    "--report",
+    type=click.Path(file_okay=False),
+    callback=nonempty_path,
+    help="write a report folder here",
+)
+
 determinism_option = click.option(
     "--check-determinism",
     is_flag=True,

@@ -1,7 +1,8 @@
 """Command-line plumbing shared by ``run`` and ``compare``: the run history and the regression gate.
 
-``history_options`` adds ``--history``, ``--no-history``, ``--label``, ``--baseline`` and
-``--fail-on`` to a command; :class:`HistorySession` hands them to the one gate session
+``history_options`` adds ``--history``, ``--no-history``, ``--label``, ``--baseline``,
+``--fail-on`` and the gate's three permissions (``--allow-new-arms``,
+``--allow-policy-errors``, ``--allow-partial-baseline``) to a command; :class:`HistorySession` hands them to the one gate session
 (:class:`fleetchaos.gates.session.GateSession`), which checks the gate specs and resolves
 the baseline *before* anything runs, stores each finished run as it arrives, marks the
 group complete or interrupted, and finally checks the new runs against the baseline.
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from fleetchaos.escaping import one_line, rich_text
 from fleetchaos.gates.session import COMMAND, EXIT_GATE, GateSession
 from fleetchaos.results.registry import is_rate
 
@@ -46,6 +48,21 @@ def history_options(command: Callable) -> Callable:
             help="exit 1 when METRIC is worse than the baseline by more than THRESHOLD, seed by seed: "
             "relative (recovery_rate:-2%) or absolute (recovery_rate:-0.02); repeatable",
         ),
+        click.option(
+            "--allow-new-arms",
+            is_flag=True,
+            help="with --baseline: let arms the baseline does not have pass unjudged (default: they fail the gate)",
+        ),
+        click.option(
+            "--allow-policy-errors",
+            is_flag=True,
+            help="with --baseline: let runs whose policy errored pass the gate (default: they fail it)",
+        ),
+        click.option(
+            "--allow-partial-baseline",
+            is_flag=True,
+            help="with --baseline: accept a group that is not complete (killed, interrupted); the gate says what it lacks",
+        ),
     ]
     for option in reversed(options):
         command = option(command)
@@ -62,6 +79,9 @@ class HistorySession(GateSession):
         label: str | None,
         baseline_ref: str | None,
         fail_on: tuple[str, ...],
+        allow_new_arms: bool = False,
+        allow_policy_errors: bool = False,
+        allow_partial_baseline: bool = False,
     ):
         super().__init__(
             COMMAND,
@@ -70,6 +90,9 @@ class HistorySession(GateSession):
             history_path=history_path,
             store=not no_history,
             label=label,
+            allow_new_arms=allow_new_arms,
+            allow_policy_errors=allow_policy_errors,
+            allow_partial_baseline=allow_partial_baseline,
         )
 
 
@@ -84,6 +107,12 @@ def fill_comparisons(result):
         if lengths == {len(result.seeds)}:
             result = result.model_copy(update={"comparisons": paired_comparisons(result.arms, result.confidence)})
     return result
+
+
+def _listed(meta: dict, key: str) -> list:
+    """A list stored in a group's meta, or [] when it is missing or not a list."""
+    value = meta.get(key)
+    return value if isinstance(value, list) else []
 
 
 def _fmt(metrics: dict, name: str) -> str:
@@ -101,7 +130,7 @@ def show_history(ref: str | None, history_path: Path | None, limit: int, as_json
 
     from fleetchaos.gates import history
 
-    store = history.open_store(history_path, create=False)
+    store = history.open_store(history_path, create=False, readonly=True)
     try:
         if ref is None:
             groups = store.groups(limit=limit)
@@ -113,15 +142,15 @@ def show_history(ref: str | None, history_path: Path | None, limit: int, as_json
                 ]  # fmt: skip
                 click.echo(json.dumps({"history": str(store.path), "groups": doc}, indent=2))
                 return
-            table = Table(title=f"run groups in {store.path} (newest first)", header_style="bold")
+            table = Table(title=rich_text(f"run groups in {store.path} (newest first)"), header_style="bold")
             for column in ("ref", "created (UTC)", "kind", "scenario", "label", "status", "runs", "arms", "seeds"):
                 table.add_column(column, justify="right" if column in ("runs",) else "left")
             for g in groups:
-                policies, formats = g.meta.get("policies", []), g.meta.get("errors", [])
-                seeds = g.meta.get("seeds", [])
+                policies, formats, seeds = (_listed(g.meta, key) for key in ("policies", "errors", "seeds"))
                 seed_text = (f"{seeds[0]}..{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])) if seeds else "-"
-                table.add_row(g.ref, g.created_at.replace("+00:00", ""), g.kind, g.scenario, g.label or "", g.status,
-                              str(g.runs), f"{len(policies)} x {len(formats)}", seed_text)  # fmt: skip
+                cells = (g.ref, g.created_at.replace("+00:00", ""), g.kind, g.scenario, g.label or "", g.status,
+                         str(g.runs), f"{len(policies)} x {len(formats)}", seed_text)  # fmt: skip
+                table.add_row(*(rich_text(one_line(c, 200)) for c in cells))  # stored text is data, never markup
             console.print(table)
             if not groups:
                 click.echo("no run groups stored yet", err=True)
@@ -137,13 +166,14 @@ def show_history(ref: str | None, history_path: Path | None, limit: int, as_json
             click.echo(json.dumps({"group": group.id, "kind": group.kind, "label": group.label, "runs": doc}, indent=2))
             return
         title = f"group {group.ref} ({group.kind} of {group.scenario}, {group.status}, {group.created_at})"
-        table = Table(title=title, header_style="bold")
+        table = Table(title=rich_text(title), header_style="bold")
         for column in ("run", "policy", "errors", "seed", "recovery", "silent fail", "wasted retries", "cost (USD)"):
             table.add_column(column, justify="right" if column not in ("policy", "errors") else "left")
         for r in runs:
             m = r.metrics
-            table.add_row(str(r.id), r.policy, r.errors, str(r.seed), _fmt(m, "recovery_rate"),
-                          _fmt(m, "silent_failure_rate"), _fmt(m, "wasted_retries"), _fmt(m, "cost_usd"))  # fmt: skip
+            cells = (str(r.id), r.policy, r.errors, str(r.seed), _fmt(m, "recovery_rate"),
+                     _fmt(m, "silent_failure_rate"), _fmt(m, "wasted_retries"), _fmt(m, "cost_usd"))  # fmt: skip
+            table.add_row(*(rich_text(one_line(c, 200)) for c in cells))
         console.print(table)
     finally:
         store.close()

@@ -178,6 +178,8 @@ def policies_show(name: str, as_json: bool) -> None:
         return
     out = [f"name:        {info.name}", f"source:      {info.source} ({info.origin})",
            f"description: {info.description or '(no docstring)'}"]  # fmt: skip
+    if info.contract is not None:
+        out.insert(2, f"contract:    {info.contract} (the error format it was written for)")
     if info.details:
         out += ["", *(f"  {line}" if line else "" for line in info.details.splitlines())]
     if info.recipe is not None:
@@ -185,6 +187,11 @@ def policies_show(name: str, as_json: bool) -> None:
     out += ["", "parameters:" + ("" if info.parameters else " none (not a dataclass, or no fields besides name)")]
     width = max((len(k) for k in info.parameters), default=0)
     out += [f"  {k:<{width}} = {v!r}" for k, v in info.parameters.items()]
+    if info.settable:
+        out += [
+            "",
+            f"spec parameters: {', '.join(info.settable)} (e.g. {info.name.partition('(')[0]}({info.settable[0]}=...))",
+        ]
     out += ["", "driver attributes:" + ("" if info.driver_attributes else " none (the driver's defaults apply)")]
     for key, value in info.driver_attributes.items():
         shown = value if isinstance(value, str) and value.startswith("method ") else repr(value)

@@ -2,11 +2,11 @@
 
 Each family of commands lives in its own module (:mod:`~fleetchaos.cli.running`,
 :mod:`~fleetchaos.cli.sweeping`, :mod:`~fleetchaos.cli.reporting`,
-:mod:`~fleetchaos.cli.listings`, :mod:`~fleetchaos.cli.shrinking`,
-:mod:`~fleetchaos.cli.calibrate`); what they share (exit codes, options, error handling)
-is in :mod:`~fleetchaos.cli.common`.  Data goes to stdout, messages to stderr.  Exit
-codes: 0 ok, 1 regression gate failed, 2 invalid input or usage, 3 internal error,
-130 interrupted.
+:mod:`~fleetchaos.cli.listings`, :mod:`~fleetchaos.cli.shrinking`, :mod:`~fleetchaos.cli.tuning`,
+:mod:`~fleetchaos.cli.robustness`, :mod:`~fleetchaos.cli.calibrate`); what they share (exit
+codes, options, error handling) is in :mod:`~fleetchaos.cli.common`.  Data goes to stdout,
+messages to stderr.  Exit codes: 0 ok, 1 regression gate failed, 2 invalid input or usage,
+3 internal error, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from fleetchaos.cli.calibrate import calibrate
 from fleetchaos.cli.common import ErrorHandlingGroup
 from fleetchaos.cli.listings import faults, policies, scenarios, schema
 from fleetchaos.cli.reporting import history, report
+from fleetchaos.cli.robustness import robustness
 from fleetchaos.cli.running import compare, run
 from fleetchaos.cli.shrinking import shrink
 from fleetchaos.cli.sweeping import ablation, sweep
+from fleetchaos.cli.tuning import tune
 
 __all__ = ["main"]
 
@@ -35,8 +37,22 @@ def main() -> None:
     """
 
 
-_COMMANDS = (run, compare, sweep, ablation, report, history, scenarios, schema, policies, faults, shrink, calibrate)
-for _command in _COMMANDS:
+for _command in (
+    run,
+    compare,
+    sweep,
+    ablation,
+    tune,
+    robustness,
+    report,
+    history,
+    scenarios,
+    schema,
+    policies,
+    faults,
+    shrink,
+    calibrate,
+):
     main.add_command(_command)
 
 

@@ -14,6 +14,9 @@ from fleetchaos.cli.common import (
     jobs_option,
     make_report_dir,
     param_option,
+    policies_with_params,
+    policy_param_options,
+    report_option,
     run_determinism_check,
     scenario_option,
     scheduler_option,
@@ -21,11 +24,13 @@ from fleetchaos.cli.common import (
     split_names,
     stderr_console,
     stdout_console,
+    time_limit_option,
     traces_option,
 )
 from fleetchaos.cli.history import HistorySession, history_options
+from fleetchaos.cli.tuning import TUNE_OPTIONS, best_arms, tune_options
 from fleetchaos.errors import UserError
-from fleetchaos.names import check_formats, check_policies
+from fleetchaos.names import check_formats
 
 __all__ = ["compare", "run"]
 
@@ -59,7 +64,8 @@ def _print_traces(traces) -> None:
 )
 @click.option("--seed", default=1, show_default=True, type=click.IntRange(0, 2**63 - 1))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
-@click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
+@report_option
+@time_limit_option
 @traces_option
 @determinism_option
 @history_options
@@ -72,6 +78,7 @@ def run(
     as_json: bool,
     report: Path | None,
     traces_dir: Path | None = None,
+    time_limit: float | None = None,
     check_determinism: bool = False,
     **history_args,
 ) -> None:
@@ -81,12 +88,15 @@ def run(
     stored run group (exit 1 on a regression).
     """
     from fleetchaos.runs.runner import run_one, versions
-    from fleetchaos.scenario.load import load_scenario
+    from fleetchaos.scenario.load import check_rows_fit, load_scenario
 
     spec = load_scenario(scenario)
-    check_policies((policy,), "--policy")
+    scenario_params, policy_params = policy_param_options(params)
+    (policy,) = policies_with_params((policy,), policy_params, "--policy")
     check_formats((errors,), "--errors")
-    spec, applied = apply_single_params(spec, scenario, params)
+    spec, applied = apply_single_params(spec, scenario, scenario_params)
+    if report is not None or check_determinism:
+        check_rows_fit(spec, "--report" if report is not None else "--check-determinism")
     make_report_dir(report)
     make_report_dir(traces_dir, "--traces")
     if check_determinism:
@@ -100,7 +110,7 @@ def run(
         traces = _trace_folder(traces_dir, spec)
         result = run_one(
             spec, policy, errors, seed, scenario_ref=scenario, keep_tasks=report is not None, params=applied,
-            trace=report is not None or traces is not None, trace_label="this run",
+            trace=report is not None or traces is not None, trace_label="this run", time_limit_s=time_limit,
             on_trace=None if traces is None else lambda output: traces.write(policy, errors, seed, output),
         )  # fmt: skip
         result.versions = versions()
@@ -131,31 +141,60 @@ def run(
 
 @click.command()
 @scenario_option
+@param_option
 @click.option(
     "--seeds", type=click.IntRange(1, 10_000), help="number of seeds [default: the scenario's seeds, else 10]"
 )
 @click.option("--first-seed", type=click.IntRange(0, 2**62), help="first seed of the range [default: 1]")
-@click.option("--policies", default="blind-retry,backoff,structured", show_default=True, help="comma-separated")
+@click.option(
+    "--policies",
+    default="blind-retry,backoff,structured",
+    show_default=True,
+    help="comma-separated; 'best' is the policy tuned on each format (see --tune)",
+)
 @click.option("--errors", "formats", default="generic,structured", show_default=True, help="comma-separated")
+@click.option(
+    "--tune",
+    "tune_arms",
+    is_flag=True,
+    help="best against best: tune a policy per format on training seeds (the tune options below), then run each "
+    "tuned policy on every format; replaces the default --policies with 'best', or adds it to yours",
+)
+@tune_options
 @jobs_option
 @scheduler_option
 @click.option("--confidence", default=0.95, show_default=True, type=Confidence(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
-@click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
+@report_option
+@time_limit_option
+@click.option("--wide", is_flag=True, help="the terminal table shows every figure, not only the 100-column headline")
+@click.option(
+    "--robustness",
+    "robustness_seeds",
+    type=click.IntRange(1, 10_000),
+    metavar="SEEDS",
+    help="then vary the scenario's main assumptions one at a time (the ranges of `fleetchaos robustness`) on "
+    "this many seeds, and state in the report and the finding where the two leading arms swap places",
+)
 @traces_option
 @determinism_option
 @history_options
 def compare(
     scenario: str,
+    params: tuple[str, ...],
     seeds: int | None,
     first_seed: int | None,
     policies: str,
     formats: str,
+    tune_arms: bool,
     jobs: int | None,
     scheduler: str | None,
     confidence: float,
     as_json: bool,
     report: Path | None,
+    wide: bool = False,
+    robustness_seeds: int | None = None,
+    time_limit: float | None = None,
     traces_dir: Path | None = None,
     check_determinism: bool = False,
     **history_args,
@@ -169,33 +208,76 @@ def compare(
     runs as OTLP JSON.
     """
     from fleetchaos.cli.progress import progress_bar
+    from fleetchaos.runs.best import BEST
     from fleetchaos.runs.executors import open_executor
     from fleetchaos.runs.runner import compare as run_compare
     from fleetchaos.runs.runner import versions
-    from fleetchaos.scenario.load import load_scenario
+    from fleetchaos.scenario.load import check_rows_fit, load_scenario
 
+    tune_opts = {k: history_args.pop(k) for k in TUNE_OPTIONS}
     spec = load_scenario(scenario)
     policy_names, format_names = split_names(policies), split_names(formats)
+    if tune_arms and BEST not in policy_names:
+        source = click.get_current_context().get_parameter_source("policies")
+        given = source is not None and source.name != "DEFAULT"
+        policy_names = (*policy_names, BEST) if given else (BEST,)
+    tuning = BEST in policy_names
     if not policy_names:
         raise UserError("--policies: give at least one policy")
     if not format_names:
         raise UserError("--errors: give at least one error format")
-    check_policies(policy_names, "--policies")
+    scenario_params, policy_params = policy_param_options(params, "compare")
+    if tuning and policy_params:
+        raise UserError("--param policy.*: with 'best' arms, give parameters in each named policy's spec instead")
+    named = tuple(p for p in policy_names if p != BEST)
+    named = policies_with_params(named, policy_params, "--policies") if named else ()
+    policy_names = tuple(BEST if p == BEST else named[sum(q != BEST for q in policy_names[:i])]
+                         for i, p in enumerate(policy_names))  # fmt: skip
     check_formats(format_names, "--errors")
+    spec, applied = apply_single_params(spec, scenario, scenario_params, "compare")
+    if report is not None or check_determinism:
+        check_rows_fit(spec, "--report" if report is not None else "--check-determinism")
     make_report_dir(report)
     make_report_dir(traces_dir, "--traces")
     seed_list = seeds_to_run(spec, seeds, first_seed)
+    if robustness_seeds is not None and check_determinism:
+        raise UserError("--robustness with --check-determinism: check determinism on its own, then compare")
+    if check_determinism and tuning:
+        raise UserError("--check-determinism with --tune: tune first, then check the tuned specs by name")
+    base = best = tune_executor = None
+    if tuning:
+        tune_executor = open_executor(jobs, scheduler)  # kept for the comparison's own runs
+        try:
+            policy_names, base, best = best_arms(
+                spec, scenario, applied, policy_names, format_names, seed_list, tune_opts, tune_executor
+            )
+        except BaseException:
+            tune_executor.shutdown()
+            raise
     if check_determinism:
         run_determinism_check(spec, scenario, [(p, e) for p in policy_names for e in format_names], seed_list)
         return
     session = HistorySession(**history_args)
+    # Connect (or start the local workers) before touching the history, so a cluster that
+    # cannot be reached leaves no group behind.
+    executor = tune_executor if tune_executor is not None else open_executor(jobs, scheduler)
     tasks_csv = None
-    if report is not None:
-        from fleetchaos.reports import TaskCsvWriter
+    try:
+        if report is not None:
+            from fleetchaos.reports import TaskCsvWriter
 
-        tasks_csv = TaskCsvWriter(report / "tasks.csv", [(p, e) for p in policy_names for e in format_names])
-    session.start("compare", spec, {"scenario_ref": scenario, "policies": list(policy_names), "errors": list(format_names),
-                                    "seeds": seed_list, "confidence": confidence, "versions": versions()})  # fmt: skip
+            tasks_csv = TaskCsvWriter(report / "tasks.csv", [(p, e) for p in policy_names for e in format_names])
+        meta = {"scenario_ref": scenario, "policies": list(policy_names), "errors": list(format_names),
+                "seeds": seed_list, "confidence": confidence, "versions": versions()}  # fmt: skip
+        if applied:
+            meta["params"] = dict(applied)
+        if best is not None:
+            meta["tuned"] = dict(best)
+        session.start("compare", spec, meta)
+    except BaseException:
+        executor.shutdown()
+        session.finish("failed")
+        raise
 
     def on_run(run) -> None:
         if tasks_csv is not None:
@@ -205,7 +287,6 @@ def compare(
 
     status = "failed"
     traces = _trace_folder(traces_dir, spec)
-    executor = open_executor(jobs, scheduler)
     try:
         total = len(seed_list) * len(policy_names) * len(format_names)
         with progress_bar(total, "compare", console=stderr_console()) as advance:
@@ -221,7 +302,18 @@ def compare(
                 keep_tasks=report is not None,
                 trace=report is not None or traces is not None,
                 on_trace=None if traces is None else traces.write,
+                params=applied,
+                time_limit_s=time_limit,
             )
+        if base is not None and best is not None:
+            from fleetchaos.results.studies import TunedCompareResult
+            from fleetchaos.runs.best import tuning_record
+
+            result = TunedCompareResult(**dict(result), tuning=tuning_record(result, base, best))
+        if robustness_seeds is not None:
+            from fleetchaos.cli.robustness import with_flips
+
+            result = with_flips(result, spec, scenario, seed_list[0], robustness_seeds, executor, confidence)
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"
@@ -246,7 +338,12 @@ def compare(
     else:
         from fleetchaos.reports import compare_table
 
-        stdout_console().print(compare_table(result))
+        stdout_console().print(compare_table(result, wide=wide))
+        if getattr(result, "tuning", None) is not None:
+            from fleetchaos.reports.studies import gap_headline, gap_table
+
+            click.echo(gap_headline(result.tuning))
+            stdout_console().print(gap_table(result.tuning))
         if len(seed_list) < 2:
             click.echo("only one seed: no confidence intervals; use --seeds 10 or more to compare arms", err=True)
     code = session.gate(lambda line: click.echo(line, err=True))

@@ -2,15 +2,46 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import click
 
 from fleetchaos.cli.common import apply_single_params, param_option, scenario_option, stderr_console
 from fleetchaos.errors import UserError
+from fleetchaos.files import write_text
 from fleetchaos.names import check_formats, check_policies
 
-__all__ = ["shrink"]
+__all__ = ["check_outputs", "shrink"]
+
+
+def check_outputs(output: Path, scenario_ref: str, *, force: bool) -> Path:
+    """Check, before any trial runs, that the test and its scenario can be written; returns the scenario's path.
+
+    The test must be a ``.py`` file; neither file may be the input scenario (whatever
+    ``--force`` says); an existing file is replaced only with ``force``; the folder must
+    be creatable and writable.
+    """
+    if output.suffix != ".py":
+        raise UserError(f"-o {output}: the regression test must be a .py file (its scenario goes beside it as .yaml)")
+    yaml_path = output.with_suffix(".yaml")
+    source = Path(scenario_ref)
+    for target in (output, yaml_path):
+        if source.exists() and target.exists() and target.resolve() == source.resolve():
+            raise UserError(f"-o {output}: would overwrite the input scenario {scenario_ref}; choose another name")
+        if target.exists() and not force:
+            raise UserError(f"-o {output}: {target} exists; choose another name, or pass --force to replace it")
+        if target.exists() and not target.is_file():
+            raise UserError(f"-o {output}: {target} exists and is not a file; choose another name")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=output.parent):
+            pass
+    except OSError as exc:
+        raise UserError(
+            f"-o {output}: cannot write into {output.parent} ({exc.strerror or exc}); choose a writable folder"
+        ) from None
+    return yaml_path
 
 
 @click.command()
@@ -46,6 +77,7 @@ __all__ = ["shrink"]
     type=click.IntRange(1, 100_000),
     help="bound on the number of trial runs",
 )
+@click.option("--force", is_flag=True, help="replace the test and scenario files if they exist")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 def shrink(
     scenario: str,
@@ -58,6 +90,7 @@ def shrink(
     output: Path,
     max_trials: int,
     as_json: bool,
+    force: bool = False,
 ) -> None:
     """Reduce a failing run to a minimal one and write a pytest regression test for it.
 
@@ -68,7 +101,7 @@ def shrink(
     """
     import json
 
-    from fleetchaos.scenario.load import load_scenario
+    from fleetchaos.scenario.load import check_rows_fit, load_scenario
     from fleetchaos.testing.shrink import parse_property, regression_test, scenario_yaml
     from fleetchaos.testing.shrink import shrink as do_shrink
 
@@ -79,6 +112,8 @@ def shrink(
     check_policies((policy,), "--policy")
     check_formats((errors,), "--errors")
     spec, _applied = apply_single_params(spec, scenario, params)
+    check_rows_fit(spec, "shrink")
+    yaml_path = check_outputs(output, scenario, force=force)
     err = stderr_console()
     result = do_shrink(
         spec,
@@ -90,10 +125,8 @@ def shrink(
         max_trials=max_trials,
         progress=lambda line: err.print(line, highlight=False, markup=False),
     )
-    yaml_path = output.with_suffix(".yaml")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    yaml_path.write_text(scenario_yaml(result.scenario), encoding="utf-8")
-    output.write_text(regression_test(result, yaml_path.name), encoding="utf-8")
+    write_text(yaml_path, scenario_yaml(result.scenario))
+    write_text(output, regression_test(result, yaml_path.name))
     if as_json:
         click.echo(json.dumps({**result.summary(), "files": [str(yaml_path), str(output)]}, indent=2))
     else:

@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from fleetchaos.cli.common import (
-    EXIT_INTERRUPTED,
     Confidence,
     determinism_option,
     jobs_option,
     make_report_dir,
+    nonempty_path,
     param_option,
+    report_option,
     run_determinism_check,
     scheduler_option,
     seeds_to_run,
     split_names,
     stderr_console,
     stdout_console,
+    time_limit_option,
 )
 from fleetchaos.errors import UserError
 from fleetchaos.names import check_policies
@@ -42,7 +44,7 @@ __all__ = ["ablation", "sweep"]
 @click.option("--errors", "formats", help="comma-separated [default: generic,structured]")
 @click.option(
     "--metric",
-    help="the metric the report draws against the swept parameter; comma-separated for several [default: recovery_rate]",
+    help="the metric the report draws against the swept parameter; comma-separated for several [default: success_rate]",
 )
 @click.option(
     "--x", "x_param", metavar="PATH", help="the swept parameter on the curves' x axis [default: the first numeric one]"
@@ -51,7 +53,8 @@ __all__ = ["ablation", "sweep"]
 @scheduler_option
 @click.option("--confidence", type=Confidence(0.5, 0.999), help="[default: 0.95]")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
-@click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write a report folder here")
+@report_option
+@time_limit_option
 @click.option(
     "--history",
     "history_path",
@@ -80,6 +83,7 @@ def sweep(
     history_path: Path | None,
     no_history: bool,
     resume: bool,
+    time_limit: float | None = None,
     check_determinism: bool = False,
 ) -> None:
     """Every policy on every error format over scenarios, parameter grids and seeds.
@@ -134,16 +138,23 @@ def sweep(
     if resume and no_history:
         raise UserError("--resume reads the run history: drop --no-history")
     plan = plan_sweep(spec)
+    if time_limit is not None:
+        plan.variants[:] = [replace(v, time_limit_s=time_limit) for v in plan.variants]
     make_report_dir(report)
     if check_determinism:
         from fleetchaos.runs.runner import replay_command
+        from fleetchaos.scenario.load import check_rows_fit
+
+        for variant in plan.variants:
+            check_rows_fit(variant.scenario, "--check-determinism")
 
         runs = []
         for job in plan.jobs:
             variant = plan.variants[job.variant]
             ref = variant.ref or variant.scenario.name
-            replay = replay_command(ref, job.policy, job.errors, job.seed, variant.params)
-            runs.append((variant.scenario, job.policy, job.errors, job.seed, replay))
+            policy = variant.policy_spec(job.policy)
+            replay = replay_command(ref, policy, job.errors, job.seed, variant.scenario_params)
+            runs.append((variant.scenario, policy, job.errors, job.seed, replay))
         run_determinism_check(None, "", [], [], runs=runs)
         return
     err = stderr_console()
@@ -195,7 +206,7 @@ def sweep(
             else "; nothing was kept (--no-history)"
         )
         err.print(f"interrupted: {finished} of {todo} runs finished{kept}", highlight=False)
-        sys.exit(EXIT_INTERRUPTED)
+        raise  # the command line's handler exits 130 (Ctrl-C) or 143 (SIGTERM)
     finally:
         executor.shutdown()
         if store is not None:
@@ -229,7 +240,8 @@ def sweep(
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @click.option(
     "--report",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False),
+    callback=nonempty_path,
     help="write ablation.json, ablation.md and ablation.png here",
 )
 def ablation(

@@ -7,16 +7,35 @@ when the *whole* interval lies on the wrong side of the bound, and its message g
 figure, the interval, the seeds and the ``fleetchaos run`` command that replays the
 worst seed.
 
+Two more rules keep a gate from passing when it should not:
+
+* a figure from runs whose policy errored (tasks given up because the policy raised or
+  returned nonsense) fails every gate, unless the test says it expects policy errors
+  (``allow_policy_errors=True``);
+* a pass whose interval straddles the bound (or that has no interval) is a pass on
+  *weak evidence*: it is reported to the listeners of :data:`WEAK_EVIDENCE` (the pytest
+  plugin shows it in the terminal summary and the junit XML), and ``strict=True`` (or the
+  plugin's ``fleetchaos_strict`` ini option, through :func:`set_strict_default`) makes it fail.
+
 Light to import: no SimPy, no matplotlib.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Real
 
-__all__ = ["Estimate", "RateAssertionError", "assert_rate", "fmt_number"]
+__all__ = [
+    "WEAK_EVIDENCE",
+    "Estimate",
+    "RateAssertionError",
+    "WeakPass",
+    "assert_rate",
+    "fmt_number",
+    "set_strict_default",
+]
 
 
 def seeds_text(seeds) -> str:
@@ -55,6 +74,10 @@ class Estimate:
     per_seed: tuple[float | None, ...] = ()
     replay: tuple[str, ...] = ()
     label: str = ""
+    policy_errors: int = 0
+    """Tasks given up because the policy errored, over every seed (a gate never passes these silently)."""
+    policy_error: str = ""
+    """The most frequent policy error message, for the failure message."""
 
     @property
     def has_interval(self) -> bool:
@@ -83,7 +106,38 @@ class Estimate:
 
 
 class RateAssertionError(AssertionError):
-    """A statistical gate that the whole confidence interval misses."""
+    """A statistical gate that the whole confidence interval misses (or that cannot be trusted)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WeakPass:
+    """A gate that passed only because the evidence could not rule it out: the interval straddles the bound."""
+
+    metric: str
+    bound: str
+    """``at_least 0.6`` or ``at_most 0``."""
+    figure: str
+    """The estimate as :meth:`Estimate.describe` gives it."""
+    label: str
+
+    def line(self) -> str:
+        """One line for summaries: what passed on weak evidence, and how to make it decisive."""
+        where = f" ({self.label})" if self.label else ""
+        return (
+            f"{self.metric} {self.bound} passed on weak evidence: {self.figure}{where}; "
+            "the interval straddles the bound: add seeds to decide it"
+        )
+
+
+#: Callables told of every pass on weak evidence (the pytest plugin registers one per test).
+WEAK_EVIDENCE: list[Callable[[WeakPass], None]] = []
+
+_STRICT_DEFAULT = [False]
+
+
+def set_strict_default(strict: bool) -> None:
+    """Make ``strict`` the default of :func:`assert_rate` (the plugin's ``fleetchaos_strict`` ini option)."""
+    _STRICT_DEFAULT[0] = bool(strict)
 
 
 def _bound(name: str, value: object) -> float | None:
@@ -136,17 +190,27 @@ def _message(est: Estimate, headline: str, low_is_bad: bool) -> str:
     return "\n".join(lines)
 
 
-def assert_rate(subject: Estimate | float, *, at_least: float | None = None, at_most: float | None = None) -> None:
+def assert_rate(
+    subject: Estimate | float,
+    *,
+    at_least: float | None = None,
+    at_most: float | None = None,
+    allow_policy_errors: bool = False,
+    strict: bool | None = None,
+) -> None:
     """Fail only when the whole confidence interval of ``subject`` misses the bound.
 
     * ``at_least=b`` fails when the interval's upper end is below ``b``;
     * ``at_most=b`` fails when the interval's lower end is above ``b``.
 
     An interval that straddles the bound passes: the evidence does not show the gate is
-    missed (add seeds to narrow it).  Without an interval (one seed of a count, or a bare
-    number) the value itself is compared.  An undefined figure (no data in any seed) fails,
-    since a gate that cannot be judged must not pass silently.  The message gives the
-    figure, the interval, the seeds and the command that replays the worst seed.
+    missed (add seeds to narrow it); such a pass is reported as a pass on weak evidence
+    (:data:`WEAK_EVIDENCE`), and with ``strict=True`` it fails.  Without an interval (one
+    seed of a count, or a bare number) the value itself is compared.  An undefined figure
+    (no data in any seed) fails, since a gate that cannot be judged must not pass
+    silently; so does a figure from runs whose policy errored, unless
+    ``allow_policy_errors``.  The message gives the figure, the interval, the seeds and
+    the command that replays the worst seed.
     """
     __tracebackhide__ = True  # pytest shows the caller's line, not this function's
     lower = _bound("at_least", at_least)
@@ -154,6 +218,17 @@ def assert_rate(subject: Estimate | float, *, at_least: float | None = None, at_
     if lower is None and upper is None:
         raise TypeError("assert_rate: give at_least=, at_most=, or both")
     est = _as_estimate(subject)
+    if est.policy_errors and not allow_policy_errors:
+        first = f" (most frequent: {est.policy_error})" if est.policy_error else ""
+        raise RateAssertionError(
+            _message(
+                est,
+                f"{est.metric} comes from runs whose policy errored: {est.policy_errors} task(s) were given up "
+                f"because the policy raised or returned nonsense{first}; a gate never passes such a run: "
+                "fix the policy, or pass allow_policy_errors=True if the test expects it",
+                low_is_bad=True,
+            )
+        )
     if est.value is None:
         raise RateAssertionError(
             _message(
@@ -185,3 +260,22 @@ def assert_rate(subject: Estimate | float, *, at_least: float | None = None, at_
                 low_is_bad=False,
             )
         )
+    weak = []
+    if lower is not None and low < lower:
+        weak.append(f"at_least {fmt_number(lower)}")
+    if upper is not None and high > upper:
+        weak.append(f"at_most {fmt_number(upper)}")
+    if not weak:
+        return
+    record = WeakPass(est.metric, " and ".join(weak), est.describe(), est.label)
+    if strict if strict is not None else _STRICT_DEFAULT[0]:
+        raise RateAssertionError(
+            _message(
+                est,
+                f"{est.metric} {record.bound}: not a decisive pass (strict): the {what} "
+                f"{fmt_number(low)}..{fmt_number(high)} straddles the bound; add seeds to decide it",
+                low_is_bad=lower is not None and low < lower,
+            )
+        )
+    for listener in list(WEAK_EVIDENCE):
+        listener(record)

@@ -50,12 +50,14 @@ class BaselineEntry:
     from_compare: bool
     per_seed: dict[int, dict[str, float | None]] = field(default_factory=dict)
     """Seed -> that run's metrics; empty when the document kept only means."""
+    task_sets: dict[int, dict[str, str]] = field(default_factory=dict)
+    """Seed -> that run's task sets (faulted and successful task ids), when the source kept them."""
 
     def arm(self, label: str | None = None) -> Arm:
         """The entry as the regression rule's :class:`~fleetchaos.gates.regression.Arm`."""
         label = label or f"{self.policy} on {self.errors}"
         if self.per_seed:
-            return Arm(label, self.per_seed, seeds=tuple(sorted(self.per_seed)))
+            return Arm(label, self.per_seed, seeds=tuple(sorted(self.per_seed)), task_sets=self.task_sets)
         return Arm(label, means=self.metrics, seeds=tuple(self.seeds))
 
 
@@ -67,6 +69,8 @@ class Baseline:
     entries: dict[tuple[str, str, str], BaselineEntry] = field(default_factory=dict)
     ref: str = ""
     """How messages name the baseline: the reference as given (``#7``, a path)."""
+    lacking: str = ""
+    """What a partial history group lacks (empty for a complete one), said by the gate."""
 
     def lookup(self, scenario: str, policy: str, errors: str) -> BaselineEntry | None:
         """The stored arm, or None when the baseline has none."""
@@ -120,6 +124,14 @@ def _per_seed(arm: dict, seeds: list[int]) -> dict[int, dict[str, float | None]]
     return out
 
 
+def _task_sets(doc: dict) -> dict[str, str]:
+    """A run document's task sets, when it kept well-formed ones; else empty (the gate falls back)."""
+    sets = doc.get("task_sets")
+    if isinstance(sets, dict) and all(isinstance(sets.get(k), str) for k in ("faulted", "succeeded")):
+        return {"faulted": sets["faulted"], "succeeded": sets["succeeded"]}
+    return {}
+
+
 def _entries(doc: Any, origin: str) -> list[BaselineEntry]:
     """Baseline entries of one JSON document (a comparison, a run, or a list of them)."""
     if isinstance(doc, list):
@@ -145,6 +157,7 @@ def _entries(doc: Any, origin: str) -> list[BaselineEntry]:
         seed = doc.get("seed")
         metrics = _metrics(doc, origin)
         known = isinstance(seed, int) and not isinstance(seed, bool)
+        sets = _task_sets(doc)
         return [
             BaselineEntry(
                 _str(doc, "scenario", origin),
@@ -155,6 +168,7 @@ def _entries(doc: Any, origin: str) -> list[BaselineEntry]:
                 origin,
                 False,
                 {seed: metrics} if known else {},
+                {seed: sets} if known and sets else {},
             )
         ]
     raise UserError(
@@ -164,12 +178,16 @@ def _entries(doc: Any, origin: str) -> list[BaselineEntry]:
 
 
 def _read(path: Path) -> Any:
+    from fleetchaos.files import StrictJsonError, loads_json, read_text_bounded
+
     try:
-        if path.stat().st_size > MAX_BASELINE_BYTES:
-            raise UserError(f"{path}: larger than {MAX_BASELINE_BYTES} bytes; is this a results file?")
-        return json.loads(path.read_text(encoding="utf-8"))
+        return loads_json(read_text_bounded(path, MAX_BASELINE_BYTES, what="baseline results file"))
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: not valid JSON: {exc}") from None
+    except StrictJsonError as exc:
+        raise UserError(f"{path}: not a results file: {exc}") from None
+    except RecursionError:
+        raise UserError(f"{path}: nested too deeply to be a results file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: cannot read: {exc}") from None
 
@@ -193,11 +211,13 @@ def _pooled(entries: list[BaselineEntry], origin: str | None = None) -> Baseline
         for seed, metrics in e.per_seed.items():
             by_seed.setdefault(seed, []).append(metrics)
     per_seed = {seed: found[0] if len(found) == 1 else _average(found) for seed, found in sorted(by_seed.items())}
+    # a seed's task sets are kept only when one run gave it (several runs name different tasks)
+    sets = {seed: e.task_sets[seed] for e in entries for seed in e.task_sets if len(by_seed[seed]) == 1}
     metrics = _average([e.metrics for e in entries])
     seeds = sorted({s for e in entries for s in e.seeds})
     if origin is None:
         origin = first.origin if len(entries) == 1 else f"{len(entries)} runs under {Path(first.origin).parent}"
-    return BaselineEntry(first.scenario, first.policy, first.errors, metrics, seeds, origin, False, per_seed)
+    return BaselineEntry(first.scenario, first.policy, first.errors, metrics, seeds, origin, False, per_seed, sets)
 
 
 def _merge(entries: list[BaselineEntry], origin: str | None = None) -> BaselineEntry:
@@ -209,25 +229,71 @@ def _merge(entries: list[BaselineEntry], origin: str | None = None) -> BaselineE
 
 
 def load_baseline(
-    ref: str | Path, *, history: str | Path | None = None, option: str = PLUGIN_OPTION, files: bool = True
+    ref: str | Path,
+    *,
+    history: str | Path | None = None,
+    option: str = PLUGIN_OPTION,
+    files: bool = True,
+    allow_partial: bool = False,
+    partial_option: str = "--fleetchaos-allow-partial-baseline",
 ) -> Baseline:
     """Read a baseline: results JSON when ``ref`` is an existing file or folder, else a group of the run history.
 
     ``history`` is the history file (default: :func:`fleetchaos.gates.history.default_path`).
     ``option`` names the option in messages; with ``files=False`` (the CLI's ``--baseline``)
-    ``ref`` always names a history group.
+    ``ref`` always names a history group.  A history group must be complete: ``latest``
+    is the newest complete group, and a group that was killed or interrupted is refused
+    unless ``allow_partial`` (then :attr:`Baseline.lacking` says what it lacks);
+    ``partial_option`` names that permission in messages.
     """
     if not files:
-        return _load_history(str(ref), history, option, files=False)
+        return _load_history(str(ref), history, option, False, allow_partial, partial_option)
     path = Path(ref)
     if path.exists():
         return _load_results(path, option)
     if path.suffix == ".json" or len(path.parts) > 1:
         raise UserError(f"{option}: {ref}: no such file or folder")
-    return _load_history(str(ref), history, option, files=True)
+    return _load_history(str(ref), history, option, True, allow_partial, partial_option)
 
 
-def _load_history(ref: str, history: str | Path | None, option: str, files: bool) -> Baseline:
+def _expected_runs(group) -> int | None:
+    """How many runs a group's command set out to store, from its meta (None when it does not say)."""
+    meta = group.meta
+    lists = [meta.get(key) for key in ("policies", "errors", "seeds")]
+    if not all(isinstance(x, list) for x in lists):
+        return None
+    return len(lists[0]) * len(lists[1]) * len(lists[2])  # type: ignore[arg-type]
+
+
+def _baseline_group(store, ref: str, option: str, allow_partial: bool, partial_option: str):
+    """The group a baseline reference names: ``latest`` is the newest complete one; a partial one is refused."""
+    from fleetchaos.gates.history import COMPLETE
+
+    if ref.strip() == "latest":
+        groups = store.groups()
+        complete = next((g for g in groups if g.status == COMPLETE), None)
+        if complete is None:
+            newest = f" (the newest, {groups[0].ref}, is {groups[0].status})" if groups else ""
+            raise UserError(
+                f"{option} latest: no complete run group in {store.path}{newest}; "
+                "a baseline must be a complete group: finish a run or compare first"
+            )
+        return complete
+    group = store.resolve(ref)
+    if group.status != COMPLETE and not allow_partial:
+        expected = _expected_runs(group)
+        of = f" of the {expected}" if expected is not None else ""
+        raise UserError(
+            f"{option} {ref}: group {group.ref} is {group.status} ({group.runs}{of} runs stored), not complete: "
+            "gating against it would skip whatever it lacks; name a complete group (see `fleetchaos history`), "
+            f"or pass {partial_option} to gate against what it holds"
+        )
+    return group
+
+
+def _load_history(
+    ref: str, history: str | Path | None, option: str, files: bool, allow_partial: bool, partial_option: str
+) -> Baseline:
     """The runs of one history group, by arm and seed."""
     from fleetchaos.gates.history import default_path, open_store
 
@@ -238,8 +304,8 @@ def _load_history(ref: str, history: str | Path | None, option: str, files: bool
             "group of that name in; give a results.json, a report folder, or a history group (7, #7, latest, a label) "
             "with --fleetchaos-history PATH"
         )
-    with open_store(store_path, create=False) as store:  # no file: "no history here", naming --history
-        group = store.resolve(ref)
+    with open_store(store_path, create=False, readonly=True) as store:  # no file: "no history here", naming --history
+        group = _baseline_group(store, ref, option, allow_partial, partial_option)
         runs = store.runs(group.id)
     if not runs:
         raise UserError(f"{option} {ref}: group {group.ref} holds no runs; pick another (see `fleetchaos history`)")
@@ -247,12 +313,35 @@ def _load_history(ref: str, history: str | Path | None, option: str, files: bool
     found: dict[tuple[str, str, str], list[BaselineEntry]] = {}
     for run in runs:
         metrics = dict(run.metrics)
+        sets = _stored_task_sets(run.result_json)
         entry = BaselineEntry(
-            run.scenario, run.policy, run.errors, metrics, [run.seed], name, False, {run.seed: metrics}
+            run.scenario,
+            run.policy,
+            run.errors,
+            metrics,
+            [run.seed],
+            name,
+            False,
+            {run.seed: metrics},
+            {run.seed: sets} if sets else {},
         )
         found.setdefault((run.scenario, run.policy, run.errors), []).append(entry)
     entries = {k: _merge(v, name) for k, v in sorted(found.items())}
-    return Baseline(source=f"{name} in {store_path}", entries=entries, ref=group.ref)
+    lacking = ""
+    if group.status != "complete":
+        expected = _expected_runs(group)
+        of = f" of the {expected} runs its command started" if expected is not None else " runs"
+        lacking = f"is {group.status}: it holds {len(runs)}{of}; arms and seeds it lacks are not judged"
+    return Baseline(source=f"{name} in {store_path}", entries=entries, ref=group.ref, lacking=lacking)
+
+
+def _stored_task_sets(result_json: str) -> dict[str, str]:
+    """The task sets of a stored run (empty for runs stored before they were recorded)."""
+    try:
+        doc = json.loads(result_json)
+    except json.JSONDecodeError:
+        return {}
+    return _task_sets(doc) if isinstance(doc, dict) else {}
 
 
 def _load_results(path: Path, option: str) -> Baseline:

@@ -29,12 +29,13 @@ import contextlib
 import json
 import os
 import sqlite3
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from fleetchaos.errors import UserError
+from fleetchaos.gates.history_rows import Group, StoredRun, group_of, stored_run_of
 from fleetchaos.results.models import RunResult
 
 #: Where run and compare write unless told otherwise (relative to the working directory).
@@ -98,78 +99,146 @@ def _now() -> str:
     return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
-@dataclass(frozen=True, slots=True)
-class Group:
-    """One stored command invocation: a run, a comparison or a sweep."""
-
-    id: int
-    kind: str
-    scenario: str
-    label: str | None
-    status: str
-    created_at: str
-    meta: dict[str, Any]
-    runs: int
-
-    @property
-    def ref(self) -> str:
-        """How to name this group on the command line (``--baseline``)."""
-        return f"#{self.id}"
-
-
-@dataclass(frozen=True, slots=True)
-class StoredRun:
-    """One stored run: its identity, metrics and whole result (without per-task rows)."""
-
-    id: int
-    group_id: int
-    key: str
-    scenario: str
-    policy: str
-    errors: str
-    seed: int
-    params: dict[str, Any]
-    metrics: dict[str, float | None]
-    created_at: str
-    result_json: str = field(repr=False)
-
-    @property
-    def result(self) -> RunResult:
-        """The stored :class:`RunResult`."""
-        return RunResult.model_validate_json(self.result_json)
+#: The tables and columns a fleetchaos store has; a file without them is not ours to touch.
+_COLUMNS = {
+    "groups": {"id", "kind", "scenario", "label", "status", "created_at", "meta"},
+    "runs": {
+        "id",
+        "group_id",
+        "key",
+        "scenario",
+        "policy",
+        "errors",
+        "seed",
+        "params",
+        "metrics",
+        "result",
+        "created_at",
+    },
+}
+#: Largest group id a reference may name (SQLite's INTEGER).
+MAX_ID = 2**63 - 1
 
 
 class HistoryStore:
-    """A connection to one history file.  Use :func:`open_store` to get one."""
+    """A connection to one history file.  Use :func:`open_store` to get one.
 
-    def __init__(self, path: Path, *, create: bool = True):
+    An existing file is first opened read-only and recognised (its schema version and its
+    tables) before anything is written to it: a file that is not a fleetchaos store, or
+    one written by a newer fleetchaos, is refused untouched (no tables added, no journal
+    mode changed).  ``readonly`` stores never write; a store on a read-only mount is read
+    as it is (SQLite's ``immutable`` mode).  Only a writing open creates a missing file.
+    """
+
+    def __init__(self, path: Path, *, create: bool = True, readonly: bool = False):
         self.path = Path(path)
-        if not create and not self.path.is_file():
+        self.readonly = readonly
+        exists = self.path.exists()
+        if exists and not self.path.is_file():
+            raise UserError(f"{self.path}: not a file; pass --history PATH to a history file")
+        if not exists and (readonly or not create):
             raise UserError(
                 f"{self.path}: no history here; run or compare without --no-history first, or pass --history PATH"
             )
-        if create:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise UserError(
-                    f"{self.path}: history written by a newer fleetchaos (schema {version}, this one reads {SCHEMA_VERSION}); "
-                    "upgrade fleetchaos or pass another --history"
-                )
-            if version < SCHEMA_VERSION:
-                with self._transaction():
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            self._db.execute(statement)
-                    self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            if exists:
+                self._db = self._open_existing()
+            else:
+                self._db = self._create()
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
             raise UserError(f"{self.path}: not a fleetchaos history ({exc}); pass another --history PATH") from None
+        except OSError as exc:
+            self._close_quietly()
+            raise UserError(
+                f"{self.path}: cannot open the history ({exc.strerror or exc}); pass another --history PATH"
+            ) from None
+
+    def _connect_readonly(self) -> sqlite3.Connection:
+        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+        db = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+        try:
+            db.execute("PRAGMA schema_version").fetchone()  # reads the header: fails on a read-only WAL store
+            return db
+        except sqlite3.OperationalError:
+            db.close()
+        # A WAL store on a read-only mount: SQLite cannot make its shared-memory file there,
+        # so read the file as an unchanging one (nothing else can write to it either).
+        return sqlite3.connect(f"{uri}&immutable=1", uri=True, timeout=30.0, isolation_level=None)
+
+    def _recognise(self, db: sqlite3.Connection) -> bool:
+        """True for a fleetchaos store, False for an empty database; refuse anything else without writing to it.
+
+        An empty database (a 0-byte file, or one another fleetchaos process is creating
+        right now) holds nothing to lose; every other file must carry the schema version
+        and the tables of a store.
+        """
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        names = [name for (name,) in db.execute("SELECT name FROM sqlite_master")]
+        if version == 0 and not names:
+            return False
+        tables = {
+            name: {row[1] for row in db.execute(f"PRAGMA table_info({name})")} for name in names if name in _COLUMNS
+        }
+        if version > SCHEMA_VERSION:
+            raise UserError(
+                f"{self.path}: history written by a newer fleetchaos (schema {version}, this one reads {SCHEMA_VERSION}); "
+                "upgrade fleetchaos or pass another --history"
+            )
+        if version != SCHEMA_VERSION or any(not _COLUMNS[t] <= tables.get(t, set()) for t in _COLUMNS):
+            raise UserError(
+                f"{self.path}: not a fleetchaos history (an SQLite file without its tables); it was left untouched; "
+                "pass another --history PATH"
+            )
+        return True
+
+    def _open_existing(self) -> sqlite3.Connection:
+        size = self.path.stat().st_size
+        if size:
+            with self.path.open("rb") as fh:
+                header = fh.read(16)
+            if size < 512 or header != b"SQLite format 3\x00":  # SQLite itself would take a short file as empty
+                raise UserError(
+                    f"{self.path}: not a fleetchaos history (not even an SQLite file); it was left untouched; "
+                    "pass another --history PATH"
+                )
+        db = self._connect_readonly()
+        try:
+            ours = self._recognise(db)
+        except BaseException:
+            db.close()
+            raise
+        if not ours:
+            db.close()
+            if self.readonly:
+                raise UserError(f"{self.path}: no runs stored here yet; run or compare without --no-history first")
+            return self._create()
+        if self.readonly:
+            return db
+        db.close()
+        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        self._db = db
+        self._configure(db)
+        return db
+
+    def _create(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        self._db = db
+        self._configure(db)
+        with self._transaction():
+            if db.execute("PRAGMA user_version").fetchone()[0] == 0:  # another process may have just made it
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        return db
+
+    @staticmethod
+    def _configure(db: sqlite3.Connection) -> None:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute("PRAGMA foreign_keys=ON")
 
     # -- plumbing ----------------------------------------------------------------------
 
@@ -243,7 +312,7 @@ class HistoryStore:
         )
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [_group(row) for row in self._db.execute(sql)]
+        return [group_of(row, self.path) for row in self._db.execute(sql)]
 
     def group(self, group_id: int) -> Group | None:
         """The group with this id, or None."""
@@ -252,7 +321,7 @@ class HistoryStore:
             "(SELECT COUNT(*) FROM runs r WHERE r.group_id = g.id) FROM groups g WHERE g.id = ?",
             (group_id,),
         ).fetchone()
-        return None if row is None else _group(row)
+        return None if row is None else group_of(row, self.path)
 
     def resolve(self, ref: str) -> Group:
         """The group a user names: ``7`` or ``#7`` (an id), ``latest`` (the newest group), or a label (its newest group).
@@ -262,7 +331,8 @@ class HistoryStore:
         text = ref.strip()
         found: Group | None = None
         if text.lstrip("#").isdigit():
-            found = self.group(int(text.lstrip("#")))
+            number = int(text.lstrip("#")) if len(text) <= 20 else MAX_ID + 1
+            found = self.group(number) if number <= MAX_ID else None
         elif text == "latest":
             newest = self.groups(limit=1)
             found = newest[0] if newest else None
@@ -284,22 +354,7 @@ class HistoryStore:
             "FROM runs WHERE group_id = ? ORDER BY id",
             (group_id,),
         )
-        return [
-            StoredRun(
-                id=r[0],
-                group_id=r[1],
-                key=r[2],
-                scenario=r[3],
-                policy=r[4],
-                errors=r[5],
-                seed=r[6],
-                params=json.loads(r[7]),
-                metrics=json.loads(r[8]),
-                created_at=r[9],
-                result_json=r[10],
-            )
-            for r in rows
-        ]
+        return [stored_run_of(r, self.path) for r in rows]
 
     def has_run(self, key: str, group_id: int | None = None) -> bool:
         """Whether a run with this :func:`run_key` is stored (in ``group_id``, or in any group)."""
@@ -328,19 +383,10 @@ class _Transaction:
             self.db.execute("ROLLBACK")
 
 
-def _group(row) -> Group:
-    return Group(
-        id=row[0],
-        kind=row[1],
-        scenario=row[2],
-        label=row[3],
-        status=row[4],
-        created_at=row[5],
-        meta=json.loads(row[6]),
-        runs=row[7],
-    )
+def open_store(path: str | Path | None = None, *, create: bool = True, readonly: bool = False) -> HistoryStore:
+    """Open (and with ``create``, create) the history at ``path`` (default: :func:`default_path`).
 
-
-def open_store(path: str | Path | None = None, *, create: bool = True) -> HistoryStore:
-    """Open (and with ``create``, create) the history at ``path`` (default: :func:`default_path`)."""
-    return HistoryStore(Path(path) if path is not None else default_path(), create=create)
+    ``readonly`` opens an existing store for reading only (the ``history`` listing, baselines):
+    it never creates, converts or writes to the file.
+    """
+    return HistoryStore(Path(path) if path is not None else default_path(), create=create, readonly=readonly)

@@ -22,7 +22,12 @@ the baseline's mean over them.  When the two share no seed (or the baseline kept
 means), the means over each side's own seeds are compared, and the check says so.  A
 relative threshold against a baseline of 0 fails on any worsening.
 
-Light to import (the standard library, the registry and :mod:`fleetchaos.names`).
+``common_recovery_rate`` is judged on a common set of each pair: the union of the new
+run's and the baseline run's faulted tasks on that seed, read from both runs' task sets
+(:mod:`fleetchaos.results.common_set`), so the two values of a pair share one denominator.
+
+Light to import (the standard library, the registry, :mod:`fleetchaos.names` and the
+bitmaps of :mod:`fleetchaos.results.common_set`).
 """
 
 from __future__ import annotations
@@ -34,7 +39,11 @@ from dataclasses import dataclass, field
 
 from fleetchaos.errors import UserError
 from fleetchaos.names import check_metric
+from fleetchaos.results.common_set import common_pair
 from fleetchaos.results.registry import DIRECTIONLESS, GATED_METRICS, direction
+
+#: The metric judged on the union of the two runs' faulted tasks, seed by seed.
+COMMON_RECOVERY = "common_recovery_rate"
 
 _SPEC = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([+-]?)\s*(\d+(?:\.\d*)?|\.\d+)\s*(%?)\s*$")
 
@@ -124,12 +133,15 @@ class Arm:
 
     ``per_seed`` maps a seed to that run's metrics.  ``means`` is set instead when only
     the means over ``seeds`` are known (a comparison results file of an older version).
+    ``task_sets`` maps a seed to that run's task sets (:attr:`RunResult.task_sets`), when
+    known: what judging ``common_recovery_rate`` on the pair's union needs.
     """
 
     label: str
     per_seed: Mapping[int, Mapping[str, float | None]] = field(default_factory=dict)
     means: Mapping[str, float | None] | None = None
     seeds: tuple[int, ...] = ()
+    task_sets: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
 
     def values(self, metric: str) -> dict[int, float]:
         """Seed -> the metric's value, for the seeds where it has one."""
@@ -151,13 +163,17 @@ class Arm:
 def arm_of(label: str, runs: Iterable) -> Arm:
     """An :class:`Arm` from results with ``seed`` and ``metrics`` (RunResults, stored runs).
 
-    Several runs on one seed (the points of a sweep) are averaged into that seed's value.
+    Several runs on one seed (the points of a sweep) are averaged into that seed's value
+    (and their task sets, which name different tasks, are not kept).
     """
     by_seed: dict[int, list[Mapping[str, float | None]]] = {}
+    sets: dict[int, list[Mapping[str, str]]] = {}
     for run in runs:
         by_seed.setdefault(int(run.seed), []).append(run.metrics)
+        sets.setdefault(int(run.seed), []).append(getattr(run, "task_sets", None) or {})
     per_seed = {seed: _average(found) for seed, found in sorted(by_seed.items())}
-    return Arm(label, per_seed, seeds=tuple(per_seed))
+    task_sets = {seed: found[0] for seed, found in sorted(sets.items()) if len(found) == 1 and found[0]}
+    return Arm(label, per_seed, seeds=tuple(per_seed), task_sets=task_sets)
 
 
 def _average(metrics: list[Mapping[str, float | None]]) -> Mapping[str, float | None]:
@@ -257,13 +273,48 @@ def judge(rule: FailOn, current: Arm, baseline: Arm, baseline_ref: str) -> Check
     if not common:
         return made(current.mean(name), baseline.mean(name), len(cur_values),
                     "no seed in common: means over each group's own seeds", worst=worst_own)  # fmt: skip
+    note = ""
+    if name == COMMON_RECOVERY:
+        cur_values, base_values, note = _on_pair_unions(current, baseline, common, cur_values, base_values)
     pairs = tuple(sorted(s for s in common if s in cur_values and s in base_values))
     if not pairs:
         return made(None, None, 0, f"no seed where both have a value among {len(common)} in common")
     cur = sum(cur_values[s] for s in pairs) / len(pairs)
     base = sum(base_values[s] for s in pairs) / len(pairs)
     worst = max(pairs, key=lambda s: (worsening(rule, cur_values[s], base_values[s]), -s))
-    return made(cur, base, len(pairs), pairs=pairs, worst=worst)
+    return made(cur, base, len(pairs), note, pairs=pairs, worst=worst)
+
+
+def _on_pair_unions(
+    current: Arm, baseline: Arm, seeds: set[int], cur_values: dict[int, float], base_values: dict[int, float]
+) -> tuple[dict[int, float], dict[int, float], str]:
+    """Each seed's common recovery of both arms on the union of their two runs' faulted tasks.
+
+    A seed where either side kept no task sets keeps its stored values (each computed on
+    its own comparison's common set), and the note says on how many seeds that happened.
+    """
+    cur, base = dict(cur_values), dict(base_values)
+    fallback = 0
+    for seed in seeds:
+        mine, theirs = current.task_sets.get(seed), baseline.task_sets.get(seed)
+        if not mine or not theirs:
+            fallback += 1
+            continue
+        pair = common_pair(mine, theirs)
+        cur.pop(seed, None)
+        base.pop(seed, None)
+        if pair is not None:  # no task faulted in either run: no value on that seed
+            cur[seed], base[seed] = pair
+    if not fallback:
+        return cur, base, "on the union of both runs' faulted tasks, seed by seed"
+    return (
+        cur,
+        base,
+        (
+            f"{fallback} of {len(seeds)} seed(s) without task sets on one side: their stored values, "
+            "each on its own comparison's common set"
+        ),
+    )
 
 
 def check_arms(rules: list[FailOn], pairs: Iterable[tuple[Arm, Arm]], baseline_ref: str) -> list[Check]:

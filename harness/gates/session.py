@@ -30,7 +30,16 @@ from fleetchaos.errors import UserError
 from fleetchaos.gates.baseline import Baseline, load_baseline
 from fleetchaos.gates.regression import Arm, Check, arm_of, check_arms, default_rules, match_group, parse_fail_ons
 
-__all__ = ["COMMAND", "EXIT_GATE", "SUITE", "GateProfile", "GateSession", "failure_message"]
+__all__ = [
+    "COMMAND",
+    "EXIT_GATE",
+    "SUITE",
+    "GateProblem",
+    "GateProfile",
+    "GateSession",
+    "failure_message",
+    "policy_error_count",
+]
 
 #: Exit code of a command whose regression gate failed.
 EXIT_GATE = 1
@@ -51,6 +60,9 @@ class GateProfile:
     """A baseline without thresholds gates the registry's gated metrics; else it only reports their changes."""
     baseline_hint: str
     """Said when thresholds come without a baseline."""
+    allow_new_arms_option: str
+    allow_policy_errors_option: str
+    allow_partial_option: str
 
 
 #: The CLI's ``run`` and ``compare``: ``--baseline`` names a history group.
@@ -61,6 +73,9 @@ COMMAND = GateProfile(
     by_scenario=False,
     gate_by_default=False,
     baseline_hint="the stored run group to compare with (see `fleetchaos history`)",
+    allow_new_arms_option="--allow-new-arms",
+    allow_policy_errors_option="--allow-policy-errors",
+    allow_partial_option="--allow-partial-baseline",
 )
 
 #: The pytest plugin: ``--fleetchaos-baseline`` names results JSON, a report folder or a history group.
@@ -71,6 +86,9 @@ SUITE = GateProfile(
     by_scenario=True,
     gate_by_default=True,
     baseline_hint="a results.json, a report folder or a history group to compare with",
+    allow_new_arms_option="--fleetchaos-allow-new-arms",
+    allow_policy_errors_option="allow_policy_errors=True (marker or fleetchaos.run)",
+    allow_partial_option="--fleetchaos-allow-partial-baseline",
 )
 
 
@@ -97,6 +115,9 @@ class GateSession:
         store: bool = False,
         label: str | None = None,
         fail_on_source: str | None = None,
+        allow_policy_errors: bool = False,
+        allow_new_arms: bool = False,
+        allow_partial_baseline: bool = False,
     ):
         """Parse the thresholds, resolve the baseline and open the history, before anything runs.
 
@@ -104,8 +125,15 @@ class GateSession:
         (default ``$FLEETCHAOS_HISTORY`` or ``fleetchaos-out/history.db``); the baseline's
         history groups are read from there too.  ``fail_on_source`` names where the
         thresholds came from in messages (default: the profile's option).
+
+        The gate fails a run whose policy errored (unless ``allow_policy_errors``) and an
+        arm the baseline does not have (unless ``allow_new_arms``); a baseline group that
+        is not complete (killed, interrupted) is refused unless ``allow_partial_baseline``,
+        and then the gate says what it lacks.
         """
         self.profile = profile
+        self.allow_policy_errors = allow_policy_errors
+        self.allow_new_arms = allow_new_arms
         self.rules = parse_fail_ons(fail_on, fail_on_source or profile.fail_on_option)
         if self.rules and baseline_ref is None:
             raise UserError(f"{profile.fail_on_option} needs {profile.baseline_option} REF: {profile.baseline_hint}")
@@ -113,7 +141,12 @@ class GateSession:
         self.baseline: Baseline | None = None
         if baseline_ref is not None:  # resolved first: a bad reference creates nothing and runs nothing
             self.baseline = load_baseline(
-                baseline_ref, history=history_path, option=profile.baseline_option, files=profile.results_files
+                baseline_ref,
+                history=history_path,
+                option=profile.baseline_option,
+                files=profile.results_files,
+                allow_partial=allow_partial_baseline,
+                partial_option=profile.allow_partial_option,
             )
         if not self.rules:
             self.rules = default_rules(informative=not profile.gate_by_default)
@@ -142,9 +175,7 @@ class GateSession:
         """Store one finished run (in its own transaction), and keep its figures for the gate if there is one."""
         self.finished += 1
         if self.baseline is not None:
-            self._runs.append(
-                _Figures(result.scenario, result.policy, result.errors, result.seed, dict(result.metrics))
-            )
+            self._runs.append(_figures(result))
         if self.store is not None and self.group_id is not None:
             self.store.add_run(self.group_id, result)
 
@@ -182,6 +213,55 @@ class GateSession:
         arms = {key: arm_of(f"{key[0]} on {key[1]}", rs) for key, rs in current.items()}
         return check_arms(self.rules, match_group(arms, self.baseline.by_arm(), ref), ref)
 
+    def unmatched(self, runs: Iterable | None = None) -> list[str]:
+        """The arms of ``runs`` the baseline has no arm for (so no metric of theirs is judged)."""
+        if self.baseline is None:
+            return []
+        runs = self._runs if runs is None else list(runs)
+        if self.profile.by_scenario:
+            keys = dict.fromkeys((r.scenario, r.policy, r.errors) for r in runs)
+            return [f"{p} on {e} ({s})" for s, p, e in keys if self.baseline.lookup(s, p, e) is None]
+        current = dict.fromkeys((r.policy, r.errors) for r in runs)
+        stored = self.baseline.by_arm()
+        if len(current) == 1 and len(stored) == 1:
+            return []  # a single arm is gated against a single stored arm whatever their names
+        return [f"{p} on {e}" for p, e in current if (p, e) not in stored]
+
+    def problems(self, runs: Iterable | None = None) -> list[GateProblem]:
+        """What fails the gate besides a regression: arms the baseline lacks, runs whose policy errored.
+
+        Each is a failure unless allowed (then a note), so a gate never passes silently on
+        an arm it did not judge or on a run whose policy broke.
+        """
+        if self.baseline is None:
+            return []
+        runs = self._runs if runs is None else [_figures(r) for r in runs]
+        out = []
+        if self.baseline.lacking:
+            out.append(GateProblem("partial baseline", f"baseline {self.baseline.ref} {self.baseline.lacking}", False))
+        allowed = self.allow_new_arms
+        hint = "" if allowed else f"; pass {self.profile.allow_new_arms_option} to let new arms pass unjudged"
+        for arm in self.unmatched(runs):
+            what = f"{arm}: no such arm in baseline {self.baseline.ref}, so none of its figures is judged{hint}"
+            out.append(GateProblem("new arm", what, not allowed))
+        errored: dict[tuple[str, str], list[_Figures]] = {}
+        for r in runs:
+            if r.policy_errors:
+                errored.setdefault((r.policy, r.errors), []).append(r)
+        for (policy, errors), rs in errored.items():
+            tasks = sum(r.policy_errors for r in rs)
+            first = next((r.first_error for r in rs if r.first_error), "")
+            seeds = ", ".join(str(r.seed) for r in rs)
+            what = (
+                f"{policy} on {errors}: {tasks} task(s) given up because the policy errored (seeds {seeds}"
+                + (f"; first: {first}" if first else "")
+                + ")"
+            )
+            if not self.allow_policy_errors:
+                what += f"; fix the policy, or pass {self.profile.allow_policy_errors_option} if the test expects it"
+            out.append(GateProblem("policy errors", what, not self.allow_policy_errors))
+        return out
+
     def _scenario_pairs(self, runs: list) -> list[tuple[Arm, Arm]]:
         assert self.baseline is not None
         current: dict[tuple[str, str, str], list] = {}
@@ -202,21 +282,66 @@ class GateSession:
         failed = [c for c in checks if c.failed]
         for c in checks:
             echo(c.line())
-        if failed:
-            echo(f"{len(failed)} regression(s) against baseline {self.baseline.ref}: exit {EXIT_GATE}")
+        problems = self.problems()
+        for p in problems:
+            echo(p.line())
+        broken = [p for p in problems if p.failed]
+        if failed or broken:
+            parts = [f"{len(failed)} regression(s)"] if failed else []
+            parts += [f"{len(broken)} gate failure(s) besides regressions"] if broken else []
+            echo(f"{' and '.join(parts)} against baseline {self.baseline.ref}: exit {EXIT_GATE}")
             return EXIT_GATE
         return 0
 
 
 @dataclass(frozen=True, slots=True)
+class GateProblem:
+    """A gate failure that is not a regression (or, when allowed, a note): what and why, on one line."""
+
+    kind: str
+    """``new arm``, ``policy errors`` or ``partial baseline``."""
+    text: str
+    failed: bool
+
+    def line(self) -> str:
+        """``FAILED new arm: ...`` or ``note (allowed) new arm: ...``."""
+        return f"{'FAILED' if self.failed else 'note'} {self.kind}: {self.text}"
+
+
+@dataclass(frozen=True, slots=True)
 class _Figures:
-    """What the gate keeps of a finished run: its identity and metrics (no per-task rows)."""
+    """What the gate keeps of a finished run: its identity, metrics, task sets and policy errors (no per-task rows)."""
 
     scenario: str
     policy: str
     errors: str
     seed: int
     metrics: dict[str, float | None]
+    task_sets: dict[str, str]
+    policy_errors: int = 0
+    first_error: str = ""
+
+
+def policy_error_count(result) -> tuple[int, str]:
+    """(tasks given up because the policy errored, the most frequent message) of a run result."""
+    by_message = (getattr(result, "breakdowns", None) or {}).get("policy_errors_by_message") or {}
+    count = sum(by_message.values()) if by_message else round((result.metrics or {}).get("policy_errors") or 0)
+    first = min(by_message.items(), key=lambda kv: (-kv[1], kv[0]))[0] if by_message else ""
+    return int(count), first
+
+
+def _figures(result) -> _Figures:
+    errors, first = policy_error_count(result)
+    return _Figures(
+        result.scenario,
+        result.policy,
+        result.errors,
+        result.seed,
+        dict(result.metrics),
+        dict(getattr(result, "task_sets", None) or {}),
+        errors,
+        first,
+    )
 
 
 def failure_message(check: Check, origin: str, replays: Mapping[int, str]) -> str:

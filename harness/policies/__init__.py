@@ -8,9 +8,12 @@
 * :mod:`~fleetchaos.policies.budgets` and :mod:`~fleetchaos.policies.breakers`: the classic retry
   controls as pure transitions; :mod:`~fleetchaos.policies.controls`: :class:`Controlled`, which wires
   them into the driver;
+* :mod:`~fleetchaos.policies.generic`: :class:`RemedyLadder`, which makes the most of an error it
+  cannot read (no envelope, no text);
 * :mod:`~fleetchaos.policies.presets`: named recipes built from all of the above;
 * :mod:`~fleetchaos.policies.registry`: names to policies (built-ins, presets, entry points, import
-  paths) and their descriptions.
+  paths) and their descriptions; :mod:`~fleetchaos.policies.spec`: names with parameters,
+  ``backoff(base_s=0.5,cap_s=5)``.
 
 Every public name is importable from here.  Names load on first use (as in :mod:`fleetchaos`), so
 importing this package loads no policy module, and no policy module imports SimPy.
@@ -95,6 +98,10 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "ControlState",
         "Controlled",
     ),
+    "fleetchaos.policies.generic": (
+        "RUNGS",
+        "RemedyLadder",
+    ),
     "fleetchaos.policies.presets": (
         "BACKOFF_VARIANTS",
         "PRESETS",
@@ -124,7 +131,15 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "list_policies",
         "policy_entry_points",
         "policy_names",
+        "resolve_policy",
         "suggest",
+        "with_params",
+    ),
+    "fleetchaos.policies.spec": (
+        "PolicySpec",
+        "PolicySpecError",
+        "format_spec",
+        "parse_spec",
     ),
 }
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
@@ -138,6 +153,7 @@ __all__ = [
     "IMPORT_PATH",
     "POLICIES",
     "PRESETS",
+    "RUNGS",
     "STATUS_CATEGORIES",
     "AdaptiveThrottle",
     "AwsRetryQuota",
@@ -162,9 +178,12 @@ __all__ = [
     "Policy",
     "PolicyInfo",
     "PolicyLookupError",
+    "PolicySpec",
+    "PolicySpecError",
     "QuotaState",
     "RawParsing",
     "RecoveryMatrix",
+    "RemedyLadder",
     "StructuredDecisionTree",
     "ThrottleWindow",
     "breaker_key",
@@ -173,6 +192,7 @@ __all__ = [
     "decorrelated_jitter",
     "describe_policy",
     "exponential",
+    "format_spec",
     "full_jitter",
     "get_policy",
     "hinted_delay",
@@ -184,8 +204,10 @@ __all__ = [
     "instead_reroute",
     "list_policies",
     "parse_raw",
+    "parse_spec",
     "policy_entry_points",
     "policy_names",
+    "resolve_policy",
     "resume_from_refs",
     "resume_of",
     "resume_point",
@@ -215,6 +237,7 @@ __all__ = [
     "wait_max",
     "wait_retry_after",
     "wait_sum",
+    "with_params",
 ]
 
 

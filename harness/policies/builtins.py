@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleetchaos.policies._recovery import full_jitter, hinted_delay, resume_from_refs, resume_point, unknown_branch
+from fleetchaos.policies._recovery import full_jitter, hinted_delay, resume_from_refs, unknown_branch
 from fleetchaos.policies.raw_errors import parse_raw
-from fleetchaos.sim.envelope import AgentToolError
+from fleetchaos.policies.readers import code_of, resume_of, retry_after_s_of, tree_category, tree_recoverable
 from fleetchaos.sim.envelopes import FailureTypeError
 from fleetchaos.sim.observation import (
     Action,
@@ -46,11 +46,18 @@ class BlindRetry:
 
 @dataclass(frozen=True, slots=True)
 class Backoff:
-    """Retry any failure after exponential backoff with full jitter, up to ``max_retries``."""
+    """Retry any failure after exponential backoff with full jitter, up to ``max_retries``.
+
+    The waits are on the time scale of the faults a fleet meets, not of one call: a
+    provider's queue drains in minutes, rate cuts and brownouts last tens of minutes.
+    The first wait is up to a minute and each cap doubles (at most half an hour); with
+    the default three retries, as many as ``blind-retry``'s, they spread over about three
+    and a half minutes on average and up to seven (docs/policies.md, "Time scales").
+    """
 
     max_retries: int = 3
-    base_s: float = 2.0
-    cap_s: float = 60.0
+    base_s: float = 60.0
+    cap_s: float = 1800.0
     name: str = "backoff"
 
     def decide(self, observation: Observation, history: TaskHistory) -> Action:
@@ -71,8 +78,12 @@ class StructuredDecisionTree:
     * fatal, not recoverable, or repeated failure: escalate.  Recoverable failures
       become fatal after ``max_retries`` retries or ``max_same`` identical codes in a row.
 
-    Without an envelope (a generic format) only the unknown branch is left: back off and
-    retry ``unknown_retries`` times, then escalate.
+    It reads every structured contract the project ships (AgentToolError, failure-type,
+    subagent-result, tool-envelope), each through its own words
+    (:func:`~fleetchaos.policies.readers.tree_category`,
+    :func:`~fleetchaos.policies.readers.tree_recoverable`).  Without an envelope (a generic
+    format), or with a category a contract leaves unknown, only the unknown branch is
+    left: back off and retry ``unknown_retries`` times, then escalate.
     """
 
     max_retries: int = 5
@@ -83,22 +94,22 @@ class StructuredDecisionTree:
     name: str = "structured"
 
     def decide(self, observation: Observation, history: TaskHistory) -> Action:
-        envelope = observation.envelope
-        if not isinstance(envelope, AgentToolError):  # no envelope, or a contract it does not read
+        category = tree_category(observation)
+        if category is None:  # no envelope, or a category its contract leaves unknown
             return unknown_branch(history, self.unknown_retries, self.base_s, self.cap_s, "unclassified failure")
-        if not envelope.recoverable or envelope.category == "fatal":
-            return Escalate(f"{envelope.error_code}: not recoverable")
-        if envelope.category in ("validation", "dependency"):
-            return Escalate(f"{envelope.error_code}: {envelope.category}, needs triage")
+        code = code_of(observation) or category.upper()
+        if tree_recoverable(observation) is False or category == "fatal":
+            return Escalate(f"{code}: not recoverable")
+        if category in ("validation", "dependency"):
+            return Escalate(f"{code}: {category}, needs triage")
         if history.retries >= self.max_retries or history.same_failure_streak >= self.max_same:
-            return Escalate(f"{envelope.error_code}: repeated recoverable failure")
-        start, done = resume_point(envelope)
-        if envelope.category == "resource":
+            return Escalate(f"{code}: repeated recoverable failure")
+        start, done = resume_of(observation)
+        if category == "resource":
             return Reroute(0.0, start, done)
-        if envelope.category == "auth":
+        if category == "auth":
             return RefreshCredentials(start, done)
-        hint = envelope.retry_after_ms / 1000.0 if envelope.retry_after_ms is not None else None
-        return Retry(hinted_delay(hint, history, self.base_s, self.cap_s), start, done)
+        return Retry(hinted_delay(retry_after_s_of(observation), history, self.base_s, self.cap_s), start, done)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,8 @@
 pure transitions over frozen state.  A :class:`Controlled` policy keeps that state where
 the driver lets a policy keep state across tasks: one :class:`ControlState` per
 orchestrator (``new_shared_state``), updated after every dispatch (``observe``), read when
-a retry is decided (``decide``) and when a dispatch picks its worker (``choose_worker``).  Everything stays reproducible: the only
+a retry is decided (``decide``), before every dispatch (``before_dispatch``: the adaptive
+throttle) and when a dispatch picks its worker (``choose_worker``).  Everything stays reproducible: the only
 draws are the adaptive throttle's, and they come from the task's seeded ``history.rng``.
 """
 
@@ -36,7 +37,14 @@ RETRY_ACTIONS = (Retry, Reroute, RefreshCredentials, UseAlternative, Remediate)
 #: Error codes that mean the backend refused the request for overload (not "accepted" for
 #: adaptive throttling): the contract's codes for a 429 and an exhausted quota, and the
 #: failure-type contract's ``rate_limited``.
-OVERLOAD_CODES = frozenset({FAILURES["rate_limit"].error_code, FAILURES["quota_exhausted"].error_code, "RATE_LIMITED"})
+OVERLOAD_CODES = frozenset(
+    {
+        FAILURES["rate_limit"].error_code,
+        FAILURES["quota_exhausted"].error_code,
+        FAILURES["overloaded"].error_code,
+        "RATE_LIMITED",
+    }
+)
 
 #: Error codes of a timed-out call (the AWS quota charges a retry after one more): the
 #: contract's code and the failure-type contract's ``timeout``.
@@ -55,7 +63,7 @@ class ControlState:
     paid: dict[int, int] = field(default_factory=dict)
     """AWS quota: what each task's outstanding retry paid, refunded when it succeeds."""
     refused: int = 0
-    """Retries the budget refused."""
+    """Retries the budget refused (and, for the adaptive throttle, any dispatch it refused locally)."""
     diverted: int = 0
     """Dispatches moved off a worker whose breaker was open."""
 
@@ -69,7 +77,8 @@ class Controlled:
       (failures drain, successes refill, retries only above half), an
       :class:`~fleetchaos.policies.budgets.EnvoyRetryBudget` (retries in flight at most a share of the
       orchestrator's dispatches in flight) or an :class:`~fleetchaos.policies.budgets.AdaptiveThrottle`
-      (the SRE formula: refuse a retry with probability ``(requests - K*accepts)/(requests+1)``).
+      (the SRE formula: refuse any request, first tries included, with probability
+      ``(requests - K*accepts)/(requests+1)``).
       A refused retry becomes ``when_refused`` (give up, or escalate to a human).
     * ``breaker``: a :class:`~fleetchaos.policies.breakers.CircuitBreaker` per worker.  Dispatches skip
       workers whose breaker is open (the next allowed one in rotation), and a retry on an
@@ -186,14 +195,23 @@ class Controlled:
             return budget.allows_retry(shared.budget)
         if isinstance(budget, EnvoyRetryBudget):
             return budget.allows_retry(EnvoyLoad(history.dispatches_in_flight, history.retries_in_flight))
-        if isinstance(budget, AdaptiveThrottle):
-            # A retry that goes out is counted as a request when its dispatch is observed;
-            # one refused here is counted now (SRE counts locally rejected requests too).
-            if history.rng.random() >= budget.reject_probability(shared.budget, history.now_s):
-                return True
-            shared.budget = budget.on_request(shared.budget, history.now_s)
-            return False
-        return True
+        return True  # the adaptive throttle judges every dispatch, first tries included: before_dispatch
+
+    def before_dispatch(self, shared: ControlState | None, now_s: float, first: bool, draw: float) -> Action | None:
+        """The adaptive throttle's verdict on any dispatch, first tries included (SRE: every request).
+
+        A request goes out with probability ``1 - (requests - K*accepts)/(requests+1)``;
+        one refused locally is counted as a request now (SRE counts local rejections too),
+        one sent is counted when its dispatch is observed.  Other controls send everything.
+        """
+        budget = self.budget
+        if not isinstance(budget, AdaptiveThrottle) or shared is None:
+            return None
+        if draw >= budget.reject_probability(shared.budget, now_s):
+            return None
+        shared.budget = budget.on_request(shared.budget, now_s)
+        shared.refused += 1
+        return Escalate("throttled locally") if self.when_refused == "escalate" else GiveUp()
 
     def __repr__(self) -> str:
         parts = [f"name={self.name!r}", f"policy={self.policy!r}"]

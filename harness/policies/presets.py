@@ -16,6 +16,8 @@ breakers) lives in the driver-kept shared state of :class:`~fleetchaos.policies.
 * ``budget-aws``, ``budget-grpc``, ``budget-envoy``, ``throttle-sre``, ``breaker-worker``:
   backoff under one shared control each;
 * ``layered-transport``: backoff over a transport layer that retries each call itself;
+* ``ladder``, ``ladder-breaker``: the remedy ladder for generic errors (:mod:`fleetchaos.policies.generic`),
+  alone and under per-worker circuit breakers;
 * ``escalate-all``: page a human on every failure (what escalating everything costs).
 """
 
@@ -31,6 +33,7 @@ from fleetchaos.policies.breakers import CircuitBreaker
 from fleetchaos.policies.budgets import AdaptiveThrottle, AwsRetryQuota, EnvoyRetryBudget, GrpcRetryThrottle
 from fleetchaos.policies.builtins import Backoff
 from fleetchaos.policies.controls import Controlled
+from fleetchaos.policies.generic import RemedyLadder
 from fleetchaos.policies.instead import instead_give_up
 from fleetchaos.policies.readers import category_of, code_of, resume_of, retry_after_s_of, retryable_of
 from fleetchaos.policies.retry_on import retry_always
@@ -96,13 +99,21 @@ def _backoff_variant(name: str, wait) -> Callable[[], Policy]:
     return build
 
 
+#: The backoff variants' first wait and cap: the time scale of the faults contention studies
+#: meet (a provider's queue after a spike, a rate cut of minutes, call timeouts of seconds);
+#: waits of a second or two end inside the fault that caused them (docs/policies.md).
+BASE_S, CAP_S = 10.0, 600.0
+
 BACKOFF_VARIANTS: dict[str, Callable[[], Policy]] = {
+    "retry-immediate": _backoff_variant("retry-immediate", wait_fixed(0.0)),
     "retry-fixed": _backoff_variant("retry-fixed", wait_fixed(2.0)),
-    "backoff-none": _backoff_variant("backoff-none", wait_exponential(1.0, 60.0)),
-    "backoff-full-jitter": _backoff_variant("backoff-full-jitter", wait_full_jitter(1.0, 60.0)),
-    "backoff-equal-jitter": _backoff_variant("backoff-equal-jitter", wait_equal_jitter(1.0, 60.0)),
-    "backoff-decorrelated-jitter": _backoff_variant("backoff-decorrelated-jitter", wait_decorrelated_jitter(1.0, 60.0)),
-    "retry-after": _backoff_variant("retry-after", wait_max(wait_retry_after(), wait_full_jitter(1.0, 60.0))),
+    "backoff-none": _backoff_variant("backoff-none", wait_exponential(BASE_S, CAP_S)),
+    "backoff-full-jitter": _backoff_variant("backoff-full-jitter", wait_full_jitter(BASE_S, CAP_S)),
+    "backoff-equal-jitter": _backoff_variant("backoff-equal-jitter", wait_equal_jitter(BASE_S, CAP_S)),
+    "backoff-decorrelated-jitter": _backoff_variant(
+        "backoff-decorrelated-jitter", wait_decorrelated_jitter(BASE_S, CAP_S)
+    ),
+    "retry-after": _backoff_variant("retry-after", wait_max(wait_retry_after(), wait_full_jitter(BASE_S, CAP_S))),
 }
 
 
@@ -320,12 +331,27 @@ def _controlled(name: str, **controls) -> Callable[[], Controlled]:
     return build
 
 
+def _budgeted_immediate() -> Controlled:
+    """Immediate retries (``retry-immediate``) under a shared AWS-style retry budget: the budget alone, no backoff."""
+    return Controlled(BACKOFF_VARIANTS["retry-immediate"](), budget=AwsRetryQuota(), name="retry-immediate-budget")
+
+
 def _matrix(name: str, batch_mode: str) -> Callable[[], Controlled]:
     def build() -> Controlled:
         return Controlled(RecoveryMatrix(batch_mode=batch_mode, name=name), budget=AwsRetryQuota(), name=name)  # type: ignore[arg-type]
 
     build.__doc__ = f"The recovery matrix ({batch_mode} batches) under a shared AWS-style retry budget."
     return build
+
+
+def _ladder_breaker() -> Controlled:
+    """The remedy ladder under a circuit breaker per worker: a worker failing across tasks is routed around.
+
+    The breaker is the classic one (5 failures in a row open it for 30 s, one trial call
+    half-opens it), the same as ``breaker-worker``'s, so the two differ only in the policy
+    under it.
+    """
+    return Controlled(RemedyLadder(name="ladder-breaker"), breaker=CircuitBreaker(), name="ladder-breaker")
 
 
 #: Named presets, merged into :data:`fleetchaos.policies.registry.POLICIES`.
@@ -337,10 +363,13 @@ PRESETS: dict[str, Callable[[], RecoveryPolicy]] = {
     "recovery-matrix-fail-fast": _matrix("recovery-matrix-fail-fast", "fail_fast"),
     "recovery-matrix-all-or-nothing": _matrix("recovery-matrix-all-or-nothing", "all_or_nothing"),
     "budget-aws": _controlled("budget-aws", budget=AwsRetryQuota()),
+    "retry-immediate-budget": _budgeted_immediate,
     "budget-grpc": _controlled("budget-grpc", budget=GrpcRetryThrottle()),
     "budget-envoy": _controlled("budget-envoy", budget=EnvoyRetryBudget()),
     "throttle-sre": _controlled("throttle-sre", budget=AdaptiveThrottle()),
     "breaker-worker": _controlled("breaker-worker", breaker=CircuitBreaker()),
     "layered-transport": LayeredBackoff,
     "escalate-all": EscalateAll,
+    "ladder": RemedyLadder,
+    "ladder-breaker": _ladder_breaker,
 }

@@ -4,6 +4,12 @@ Every error contract names these things differently (``category`` or ``failure_t
 ``recoverable`` or ``retriable``, ``partial_success`` or ``partial_results``); the blocks and
 the presets read them through these functions, so one recipe works on every format.  A
 generic format has no envelope: each reader then says None (or "resume from the start").
+
+A tool envelope names no category: its stable ``error_code`` does, through the code table
+every contract shares (:data:`CODE_CATEGORIES`, the codes ``fleetchaos faults list`` and
+docs/formats.md publish), and a ``timeout`` status is transient whatever its code.
+:func:`tree_category` and :func:`tree_recoverable` translate each contract's words into the
+AgentToolError vocabulary the structured decision tree branches on.
 """
 
 from __future__ import annotations
@@ -12,9 +18,46 @@ from collections.abc import Mapping
 
 from fleetchaos.policies._recovery import resume_from_refs, resume_point
 from fleetchaos.sim.envelope import AgentToolError
+from fleetchaos.sim.envelopes import FailureTypeError, SubagentResult, ToolEnvelope
+from fleetchaos.sim.kinds import KINDS
 from fleetchaos.sim.observation import Observation
 
-__all__ = ["category_of", "code_of", "resume_of", "retry_after_s_of", "retryable_of"]
+__all__ = [
+    "CODE_CATEGORIES",
+    "TREE_CATEGORIES",
+    "category_of",
+    "code_of",
+    "resume_of",
+    "retry_after_s_of",
+    "retryable_of",
+    "tree_category",
+    "tree_recoverable",
+]
+
+#: The shared code table: each stable error code's category (AgentToolError's vocabulary).
+CODE_CATEGORIES: dict[str, str] = {kind.contract.error_code: kind.contract.category for kind in KINDS.values()}
+
+#: Each contract's category words in the vocabulary the structured tree branches on
+#: (transient, resource, auth, validation, dependency, fatal).  FailureTypeError: a timeout
+#: or a rate limit is transient, an unavailable worker a resource, a missing source a
+#: dependency, a permanent failure fatal.  SubagentResult: a permission problem is auth, a
+#: business rule a dependency (another action is needed); ``unknown`` is left unread.
+TREE_CATEGORIES: dict[str, str] = {
+    "transient": "transient",
+    "resource": "resource",
+    "auth": "auth",
+    "validation": "validation",
+    "dependency": "dependency",
+    "fatal": "fatal",
+    "timeout": "transient",
+    "rate_limited": "transient",
+    "auth_error": "auth",
+    "unavailable": "resource",
+    "not_found": "dependency",
+    "permanent": "fatal",
+    "permission": "auth",
+    "business": "dependency",
+}
 
 
 def category_of(observation: Observation) -> str | None:
@@ -22,13 +65,51 @@ def category_of(observation: Observation) -> str | None:
 
     AgentToolError gives ``transient``/``resource``/``auth``/...; SubagentResult gives
     ``transient``/``validation``/``permission``/...; FailureTypeError gives its failure type
-    (``timeout``, ``rate_limited``, ...).  A ToolEnvelope or no envelope gives None.
+    (``timeout``, ``rate_limited``, ...).  A ToolEnvelope gives its code's category from
+    :data:`CODE_CATEGORIES` (``transient`` for a ``timeout`` status); no envelope gives None.
     """
     envelope = observation.envelope
     for attr in ("category", "error_category", "failure_type"):
         value = getattr(envelope, attr, None)
         if value is not None:
             return str(value)
+    if isinstance(envelope, ToolEnvelope):
+        if envelope.status == "timeout":
+            return "transient"
+        return CODE_CATEGORIES.get(envelope.error_code or "")
+    return None
+
+
+def tree_category(observation: Observation) -> str | None:
+    """The failure's category in the structured tree's vocabulary (:data:`TREE_CATEGORIES`), whatever the contract.
+
+    None without an envelope, for a word the table does not translate (a subagent's
+    ``unknown``), and for a code the shared table does not know.
+    """
+    category = category_of(observation)
+    return TREE_CATEGORIES.get(category) if category is not None else None
+
+
+def tree_recoverable(observation: Observation) -> bool | None:
+    """Can the orchestrator act on this failure without a human, as the contract says it; None if it does not say.
+
+    AgentToolError's ``recoverable`` and a tool envelope's ``retriable`` say it directly.  A
+    failure type with ``retry_recommended`` False is not recoverable when a retry or a
+    refresh is all the tree would do (transient and auth), and a subagent's
+    ``is_retryable`` speaks for transient failures only.
+    """
+    envelope = observation.envelope
+    if isinstance(envelope, AgentToolError):
+        return envelope.recoverable
+    if isinstance(envelope, ToolEnvelope):
+        return envelope.retriable
+    category = tree_category(observation)
+    if isinstance(envelope, FailureTypeError):
+        if envelope.retry_recommended is False and category in ("transient", "auth"):
+            return False
+        return None
+    if isinstance(envelope, SubagentResult) and category == "transient":
+        return envelope.is_retryable
     return None
 
 

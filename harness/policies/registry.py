@@ -14,16 +14,21 @@ import difflib
 import importlib
 import importlib.metadata
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from fleetchaos.policies.blocks import Policy as Recipe
 from fleetchaos.policies.builtins import Backoff, BlindRetry, FailureTypeRouter, RawParsing, StructuredDecisionTree
 from fleetchaos.policies.presets import PRESETS
+from fleetchaos.policies.spec import PolicySpecError, apply_params, format_spec, parse_spec
+from fleetchaos.policies.spec import parameters as spec_parameters
+from fleetchaos.sim.interrupts import PASS_THROUGH, describe_exception
 from fleetchaos.sim.observation import RecoveryPolicy
 
 __all__ = [
     "BUILT_IN",
+    "CONTRACTS",
     "DRIVER_ATTRIBUTES",
     "ENTRY_POINT",
     "ENTRY_POINT_GROUP",
@@ -36,7 +41,9 @@ __all__ = [
     "list_policies",
     "policy_entry_points",
     "policy_names",
+    "resolve_policy",
     "suggest",
+    "with_params",
 ]
 
 #: Built-in policies and the named presets (backoff variants, the reference recipes, the
@@ -51,6 +58,23 @@ POLICIES: dict[str, Callable[[], RecoveryPolicy]] = {
 }
 
 
+#: The error contract (a format name of ``--errors``) each built-in and preset was written
+#: for: the one its reference recipe reads, where a test checks it recovers transient
+#: failures.  ``generic`` marks the policies that read no envelope at all.  The rest (the
+#: retry baselines, backoff variants and controls) act the same on every format.
+CONTRACTS: dict[str, str] = {
+    "structured": "structured",
+    "category-tree-remediation": "agent-tool-error",
+    "failure-type-router": "failure-type",
+    "coordinator": "subagent-result",
+    "recovery-matrix": "tool-envelope",
+    "recovery-matrix-fail-fast": "tool-envelope",
+    "recovery-matrix-all-or-nothing": "tool-envelope",
+    "raw-parse": "raw",
+    "ladder": "generic",
+    "ladder-breaker": "generic",
+}
+
 #: The entry point group in which installed packages register policies: each entry maps a
 #: policy name to an object reference ``module:attr`` (a policy class or instance).  See
 #: docs/policies.md, "Write your own policy".
@@ -63,10 +87,12 @@ DRIVER_ATTRIBUTES: dict[str, str] = {
     "guardrail": "a final-answer guardrail blocks a success claim while the format's failure flag says a step failed",
     "idempotency_keys": "calls carry idempotency keys: a retried call whose side effect already took effect "
     "does not take effect twice",
-    "transport": "a transport layer under the agent runtime retries failed tool calls before the policy sees them",
+    "transport": "transport layers under the agent runtime (one, or a list nearest the tool first) retry failed "
+    "tool calls before the policy sees them",
     "new_shared_state": "a fresh mutable object per orchestrator and run, handed to every decision as history.shared",
     "observe": "called after every dispatch, successful or not, so shared controls can count outcomes",
     "choose_worker": "may move a dispatch away from the worker the orchestrator proposed",
+    "before_dispatch": "judges every dispatch before it goes out, first tries included, and may refuse it locally",
 }
 
 #: Where a policy comes from, as ``fleetchaos policies list/show`` say it.
@@ -107,12 +133,49 @@ def suggest(name: str) -> str | None:
 
 
 def get_policy(name: str) -> RecoveryPolicy:
-    """A policy by name: a built-in, an import path ``pkg.module:Name``, or an installed entry point.
+    """A policy by name or spec: a built-in, an import path ``pkg.module:Name``, or an installed entry point.
 
-    Built-in names win over entry points of the same name; a name with a colon is always an
-    import path.  Raises :class:`PolicyLookupError` with a message naming the policy, what
-    failed and the fix.
+    The name may carry parameters, ``backoff(base_s=0.005,cap_s=2)`` (see
+    :mod:`fleetchaos.policies.spec`).  Built-in names win over entry points of the same
+    name; a name with a colon is always an import path.  Raises :class:`PolicyLookupError`
+    with a message naming the policy, what failed and the fix.
     """
+    return resolve_policy(name)[0]
+
+
+def resolve_policy(text: str) -> tuple[RecoveryPolicy, str]:
+    """The policy a spec names, and the spec's canonical spelling (what results and replays record).
+
+    The canonical spelling of a bare name is the name itself; parameters are written in
+    the policy's field order with their values as validated (``cap_s=2`` -> ``cap_s=2.0``).
+    """
+    try:
+        spec = parse_spec(text)
+        policy = _by_name(spec.name)
+        policy, params = apply_params(policy, spec.name, spec.params)
+    except PolicySpecError as exc:
+        raise PolicyLookupError(str(exc)) from None
+    return policy, format_spec(spec.name, params)
+
+
+def with_params(text: str, params: Sequence[tuple[str, Any]]) -> str:
+    """The canonical spec of ``text`` with ``params`` set: a parameter given here replaces the spec's own.
+
+    Raises :class:`PolicyLookupError` as :func:`resolve_policy` does (an unknown parameter
+    names the policy, the parameter and the valid ones).
+    """
+    if not params:
+        return resolve_policy(text)[1]
+    try:
+        spec = parse_spec(text)
+    except PolicySpecError as exc:
+        raise PolicyLookupError(str(exc)) from None
+    given = dict(spec.params)
+    given.update(params)
+    return resolve_policy(format_spec(spec.name, tuple(given.items())))[1]
+
+
+def _by_name(name: str) -> RecoveryPolicy:
     if name in POLICIES:
         return POLICIES[name]()
     if ":" in name:
@@ -132,10 +195,10 @@ def _from_import_path(name: str) -> RecoveryPolicy:
     module_name, _, attr = name.partition(":")
     try:
         module = importlib.import_module(module_name)
-    except (Exception, SystemExit) as exc:  # a module may raise anything, or call sys.exit(), on import
-        raise PolicyLookupError(
-            f"policy {name!r}: cannot import {module_name!r} ({type(exc).__name__}: {exc})"
-        ) from None
+    except PASS_THROUGH:
+        raise
+    except BaseException as exc:  # a module may raise anything, or call sys.exit(), on import
+        raise PolicyLookupError(f"policy {name!r}: cannot import {module_name!r} ({describe_exception(exc)})") from None
     try:
         target = getattr(module, attr)
     except AttributeError:
@@ -157,8 +220,10 @@ def _from_entry_point(name: str, registered: tuple[importlib.metadata.EntryPoint
     fix = f"fix {table} in that package's pyproject.toml and reinstall it, or uninstall the package"
     try:
         target = ep.load()
-    except (Exception, SystemExit) as exc:  # third-party code: an import may raise anything
-        raise PolicyLookupError(f"{subject}: cannot load it ({type(exc).__name__}: {exc}); {fix}") from None
+    except PASS_THROUGH:
+        raise
+    except BaseException as exc:  # third-party code: an import may raise anything
+        raise PolicyLookupError(f"{subject}: cannot load it ({describe_exception(exc)}); {fix}") from None
     try:
         return _instantiate(subject, ep.value, target, fix="a policy class must build with no arguments")
     except PolicyLookupError as exc:
@@ -172,9 +237,12 @@ def _instantiate(subject: str, attr: str, target, *, fix: str) -> RecoveryPolicy
     """
     try:
         policy = target() if isinstance(target, type) else target
-    except Exception as exc:
-        raise PolicyLookupError(f"{subject}: {attr}() failed ({type(exc).__name__}: {exc}); {fix}") from None
-    if not callable(getattr(policy, "decide", None)):
+        has_decide = callable(getattr(policy, "decide", None))
+    except PASS_THROUGH:
+        raise
+    except BaseException as exc:  # the class's own code: it may raise anything
+        raise PolicyLookupError(f"{subject}: {attr}() failed ({describe_exception(exc)}); {fix}") from None
+    if not has_decide:
         raise PolicyLookupError(f"{subject}: {attr} has no decide(observation, history) method")
     return policy
 
@@ -194,7 +262,9 @@ class PolicyInfo:
     ``parameters`` are the policy's dataclass fields (``name`` excepted) with the values it
     is built with; ``recipe`` is the flattened repr of a :class:`fleetchaos.policies.blocks.Policy`;
     ``driver_attributes`` are the :data:`DRIVER_ATTRIBUTES` the policy sets.  ``error`` is
-    set (and the rest mostly empty) for an entry point that cannot be loaded.
+    set (and the rest mostly empty) for an entry point that cannot be loaded.  ``contract``
+    is the error format a built-in was written for (:data:`CONTRACTS`); ``settable`` the
+    parameter names a spec may set (``backoff(base_s=0.5)``, :mod:`fleetchaos.policies.spec`).
     """
 
     name: str
@@ -207,6 +277,8 @@ class PolicyInfo:
     driver_attributes: dict[str, object] = field(default_factory=dict)
     shadowed: str | None = None
     error: str | None = None
+    contract: str | None = None
+    settable: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         """JSON-ready: values that JSON cannot hold are given as their repr."""
@@ -214,20 +286,22 @@ class PolicyInfo:
         doc = {f: getattr(self, f) for f in self.__dataclass_fields__}
         doc["parameters"] = {k: _plain(v) for k, v in self.parameters.items()}
         doc["driver_attributes"] = {k: _plain(v) for k, v in self.driver_attributes.items()}
+        doc["settable"] = list(self.settable)
         return doc
 
 
 def describe_policy(name: str) -> PolicyInfo:
     """A description of the policy ``get_policy(name)`` returns; PolicyLookupError as ``get_policy``."""
-    policy = get_policy(name)
-    if name in POLICIES:
+    policy, canonical = resolve_policy(name)
+    base = parse_spec(name).name
+    if base in POLICIES:
         source, origin = BUILT_IN, _qualified(type(policy))
-    elif ":" in name:
-        source, origin = IMPORT_PATH, name
+    elif ":" in base:
+        source, origin = IMPORT_PATH, base
     else:
-        ep = policy_entry_points()[name][0]
+        ep = policy_entry_points()[base][0]
         source, origin = ENTRY_POINT, f"{ep.value} (package {_dist_name(ep)})"
-    return _info(name, source, origin, policy)
+    return _info(canonical, source, origin, policy)
 
 
 def list_policies() -> list[PolicyInfo]:
@@ -276,6 +350,8 @@ def _info(name: str, source: str, origin: str, policy) -> PolicyInfo:
         parameters=parameters,
         recipe=repr(policy) if isinstance(policy, Recipe) else None,
         driver_attributes=driver,
+        contract=CONTRACTS.get(name.partition("(")[0]) if source == BUILT_IN else None,
+        settable=tuple(spec_parameters(policy)),
     )
 
 

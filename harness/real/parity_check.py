@@ -381,8 +381,8 @@ def _calls_class(driver: _Driver) -> type[CallModel]:
     class DrivenCalls(CallModel):
         __slots__ = ()
 
-        def decide(self, node, step, rules, task_key, item, key, now, batch_failed, sources):  # type: ignore[override]
-            outcome = CallModel.decide(self, node, step, rules, task_key, item, key, now, batch_failed, sources)
+        def decide(self, node, step, rules, task_key, item, key, now, batch_failed, sources, waited=0.0):  # type: ignore[override]
+            outcome = CallModel.decide(self, node, step, rules, task_key, item, key, now, batch_failed, sources, waited)
             return driver.decided(node, step, task_key, item, key, outcome)
 
     return DrivenCalls

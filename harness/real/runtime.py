@@ -10,8 +10,9 @@ simulated call for the same seed, whatever order real calls arrive in.  What rea
 effect goes to the same :class:`~fleetchaos.sim.ledger.TaskRecord` the oracle and the
 metrics read.
 
-Fault kinds that need the simulator's worker topology stay simulation-only
-(:data:`SIM_ONLY`); a scenario with one is refused before anything runs.
+Fault kinds that need the simulator's worker topology (:data:`SIM_ONLY`) and providers with
+a declared capacity (a queue in arrival order, racy across real threads) stay simulation-only;
+a scenario with either is refused before anything runs.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from fleetchaos.sim.kinds import MASKING, FaultKind
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.state import DailyQuota, NodeState, SharedCapacity, TokenBucket
 from fleetchaos.sim.truth import AttemptReport
-from fleetchaos.sim.waste import LastFailure, RetryJudge
+from fleetchaos.sim.waste import LastFailure, RetryAt, RetryJudge
 from fleetchaos.sim.workload import arrivals
 
 __all__ = ["CLAIMS", "SIM_ONLY", "Runtime", "check_real_scenario", "load_real_scenario"]
@@ -65,6 +66,13 @@ def check_real_scenario(spec: Scenario, ref: str) -> None:
                 f"{ref}: faults[{i}].kind: {fault.kind} is simulation-only in real-code mode (got {fault.kind}); "
                 f"run it in the simulator, or drop it from the scenario for real runs (simulation-only: {', '.join(SIM_ONLY)})"
             )
+    if spec.fleet.providers:  # calls queue for a provider in arrival order: real threads would decide that order
+        names = ", ".join(p.name for p in spec.fleet.providers)
+        raise UserError(
+            f"{ref}: fleet.providers: providers with a declared capacity are simulation-only in real-code mode "
+            f"(got {names}); run the scenario in the simulator, or drop fleet.providers (and its overloaded faults) "
+            "for real runs"
+        )
     workload = spec.workload
     if workload.clients is not None and workload.arrivals is None:
         raise UserError(
@@ -370,10 +378,9 @@ class Runtime:
                         rec.redone_steps += 1
                     if execution > 1 and scope.last is not None:
                         rec.retries += 1
-                        reason = self.judge.wasted(scope.last, node, rec.id, rec.orchestrator, tpl, scope.sources, now)
-                        if reason is not None:
-                            rec.note_wasted(reason)
-                        scope.last = None
+                        scope.begin_retry(
+                            self.judge, RetryAt(node, rec.id, rec.orchestrator, tpl, scope.sources, rec.executions, now)
+                        )
             else:
                 execution = max(scope.item_calls[si].get(item_no, 0), 1)
                 rec.transport_retries += 1
@@ -399,7 +406,7 @@ class Runtime:
             if kind is not None:
                 self.journal.fault(rec, kind.name, now, tool, scope.worker)
                 if kind.stage != MASKING:
-                    scope.last = LastFailure(kind.name, retry_at, si, (item_no,))
+                    scope.note_failure(LastFailure(kind.name, retry_at, si, (item_no,)))
             self.injections.drawn[tool, OK if kind is None else kind.name] += 1
         fault = None
         if kind is not None:

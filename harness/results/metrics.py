@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from operator import attrgetter
 
+from fleetchaos.results.common_set import TaskIdSets
 from fleetchaos.results.models import rounded
 from fleetchaos.results.oracle import TaskOutcome, Verdict, judge, verdict
 from fleetchaos.results.stats import percentile
@@ -72,6 +73,7 @@ TASK_COUNTS: tuple[str, ...] = (
     "tokens",
     "retries",
     "wasted_retries",
+    "failed_retries",
     "redone_steps",
     "secrets_leaked",
     "schema_skews",
@@ -91,6 +93,7 @@ RECORD_COUNTS: tuple[str, ...] = (
     "tokens",
     "retries",
     "wasted_retries",
+    "failed_retries",
     "redone_steps",
     "secrets_leaked",
     "schema_skews",
@@ -126,10 +129,26 @@ def task_counts(record: TaskRecord, judged: Verdict) -> tuple[int, ...]:
 
 #: The TASK_COUNTS totals the ``task_counts`` breakdown reports: the numerators and
 #: denominators of the pooled task-level rates (fleetchaos.results.registry.POOLED_RATES).
-POOLED_COUNTS = ("tasks", "faulted", "recovered", "successes", "silent_failures", "escalated", "data_loss")
+POOLED_COUNTS = (
+    "tasks",
+    "faulted",
+    "recovered",
+    "successes",
+    "silent_failures",
+    "escalated",
+    "data_loss",
+    "common_set",
+    "common_recovered",
+)
 
 #: The breakdowns :func:`compute` returns (from the records alone), in its order.
-RECORD_BREAKDOWNS = ("wasted_retries_by_reason", "fault_hits_by_kind", "claims")
+RECORD_BREAKDOWNS = (
+    "wasted_retries_by_reason",
+    "failed_retries_by_kind",
+    "failed_retries_by_reason",
+    "fault_hits_by_kind",
+    "claims",
+)
 
 
 #: Tasks whose counts are summed together: bounded memory, one C-level column sum per block.
@@ -152,14 +171,29 @@ class RunAccumulator:
     a sum of integers.
     """
 
-    def __init__(self, fleet: FleetSpec | None, *, duration_s: float | None = None):
-        """``fleet`` prices ``cost_usd``; ``duration_s`` (the horizon) gives ``human_pages_per_day``."""
+    def __init__(
+        self,
+        fleet: FleetSpec | None,
+        *,
+        duration_s: float | None = None,
+        goodput_bin_s: float | None = None,
+        closed_loop: bool = False,
+    ):
+        """``fleet`` prices ``cost_usd``; ``duration_s`` (the horizon) gives the per-day figures;
+        ``goodput_bin_s`` adds the ``goodput_by_time`` breakdown in bins that long; ``closed_loop``
+        (clients submitting as their tasks end) leaves the common set undefined."""
         self.fleet = fleet
         self.duration_s = duration_s
+        self.goodput_bin_s = goodput_bin_s
+        self.goodput: Counter[int] = Counter()  # bin -> tasks that completed in truth and in claim, by end
+        self.closed_loop = closed_loop
+        self.task_ids = TaskIdSets()
         self._sums: list[int] = [0] * len(TASK_COUNTS)  # in TASK_COUNTS order
         self._pending: list[tuple[int, ...]] = []  # counts of tasks not yet summed (at most _SUM_EVERY)
         self.claims: Counter[str] = Counter()
         self.wasted_by_reason: Counter[str] = Counter()
+        self.failed_by_kind: Counter[str] = Counter()
+        self.failed_by_reason: Counter[str] = Counter()
         self.fault_hits_by_kind: Counter[str] = Counter()
         self.misreported_by_way: Counter[str] = Counter()
         self.faulted_by_first: Counter[str] = Counter()
@@ -168,6 +202,9 @@ class RunAccumulator:
         # Counted per message, not per policy: the report names each distinct problem.  The driver
         # truncates messages to 500 characters; a message that varies per task is one entry each.
         self.policy_errors: Counter[str] = Counter()
+        self.stopped_by: Counter[str] = Counter()  # the orchestrator's own limits that ended tasks
+        self.layer_tries: list[int] = []  # tries of each transport layer, nearest the tool first
+        self.throttled = 0  # dispatches a policy refused locally before they went out (before_dispatch)
         self.first_arrival_s = math.inf
         self.last_end_s = -math.inf
         # (arrival_s, id, steps_to_recovery, time_to_recovery_s) of each recovered task: the
@@ -186,6 +223,9 @@ class RunAccumulator:
         totals["data_loss"] = sum(claims[claim] for claim in UNREPORTED_CLAIMS)
         totals["dead_letters"] = claims["dead_lettered"]
         totals["policy_errors"] = sum(self.policy_errors.values())  # one entry per task with an error
+        if not self.closed_loop:  # a lone run's common set is its own faulted tasks (a comparison widens it)
+            totals["common_set"] = totals["faulted"]
+            totals["common_recovered"] = totals["recovered"]
         return totals
 
     def _sum_pending(self) -> None:
@@ -212,12 +252,33 @@ class RunAccumulator:
         self.claims[record.claim] += 1
         if record.wasted_reasons:
             self.wasted_by_reason.update(record.wasted_reasons)
+        if record.failed_retries:
+            self.failed_by_kind.update(record.failed_retry_kinds)
+            self.failed_by_reason.update(record.failed_retry_reasons)
+        if judged.faulted or judged.truth == TRUTH_FULL:
+            self.task_ids.add(record.id, judged.faulted, judged.truth == TRUTH_FULL and record.claim == "success")
         if record.fault_hits:
             self.fault_hits_by_kind.update(record.fault_hits)
         if record.misreported_ways:
             self.misreported_by_way.update(record.misreported_ways)
         if record.policy_error is not None:
             self.policy_errors[record.policy_error] += 1
+        if record.stopped_by is not None:
+            self.stopped_by[record.stopped_by] += 1
+        if (
+            self.goodput_bin_s is not None
+            and record.claim == "success"
+            and record.end_s is not None
+            and record.truth == "full"
+        ):
+            self.goodput[int(record.end_s // self.goodput_bin_s)] += 1
+        if record.throttled:
+            self.throttled += record.throttled
+        if record.layer_tries is not None:
+            if len(self.layer_tries) < len(record.layer_tries):
+                self.layer_tries.extend([0] * (len(record.layer_tries) - len(self.layer_tries)))
+            for i, n in enumerate(record.layer_tries):
+                self.layer_tries[i] += n
         # The latest end and the earliest arrival: the same whatever order records arrive in.
         if record.end_s is not None and record.end_s > self.last_end_s:
             self.last_end_s = record.end_s
@@ -256,24 +317,31 @@ class RunAccumulator:
         step_values = [float(s) for s in steps if s is not None]
         time_values = [x for x in times if x is not None]
         fleet = self.fleet
-        cost = None
+        token_cost = tool_cost = human_cost = cost = None
         if fleet is not None:
-            cost = (
-                t["tokens"] / 1000.0 * fleet.usd_per_1k_tokens
-                + calls * fleet.usd_per_tool_call
-                + t["human_ms"] / 3_600_000.0 * fleet.usd_per_human_hour
-            )
+            token_cost = t["tokens"] / 1000.0 * fleet.usd_per_1k_tokens
+            tool_cost = calls * fleet.usd_per_tool_call
+            human_cost = t["human_ms"] / 3_600_000.0 * fleet.usd_per_human_hour
+            cost = token_cost + tool_cost + human_cost
+        days = self.duration_s / DAY_S if self.duration_s else None
+        common = t.get("common_set", 0)
         out: dict[str, float | None] = {
-            "recovery_rate": recovered / faulted if faulted else None,
+            "success_rate": t["successes"] / tasks if tasks else None,
+            "common_recovery_rate": t["common_recovered"] / common if common else None,
+            "goodput_per_day": t["successes"] / days if days else None,
             "silent_failure_rate": t["silent_failures"] / tasks if tasks else None,
             "wasted_retries": float(t["wasted_retries"]),
+            "failed_retries": float(t["failed_retries"]),
+            "recovery_rate": recovered / faulted if faulted else None,
             "tasks": float(tasks),
             "faulted_tasks": float(faulted),
             "recovered_tasks": float(recovered),
-            "success_rate": t["successes"] / tasks if tasks else None,
             "tool_calls": float(calls),
             "tokens": float(t["tokens"]),
             "cost_usd": cost,
+            "token_cost_usd": token_cost,
+            "tool_call_cost_usd": tool_cost,
+            "human_cost_usd": human_cost,
             "retries": float(t["retries"]),
             "redone_steps": float(t["redone_steps"]),
             "duplicate_side_effects": float(t["duplicate_side_effects"]),
@@ -287,7 +355,7 @@ class RunAccumulator:
             "data_loss_rate": t["data_loss"] / tasks if tasks else None,
             "escalation_rate": t["escalated"] / tasks if tasks else None,
             "human_pages": float(t["pages"]),
-            "human_pages_per_day": t["pages"] / (self.duration_s / DAY_S) if self.duration_s else None,
+            "human_pages_per_day": t["pages"] / days if days else None,
             "p50_steps_to_recovery": percentile(step_values, 50),
             "p95_steps_to_recovery": percentile(step_values, 95),
             "p50_time_to_recovery_s": percentile(time_values, 50),
@@ -329,6 +397,8 @@ class RunAccumulator:
             by_worker[worker] += n
         out = {
             "wasted_retries_by_reason": dict(sorted(self.wasted_by_reason.items())),
+            "failed_retries_by_kind": dict(sorted(self.failed_by_kind.items())),
+            "failed_retries_by_reason": dict(sorted(self.failed_by_reason.items())),
             "fault_hits_by_kind": dict(sorted(self.fault_hits_by_kind.items())),
             "claims": dict(sorted(self.claims.items())),
             "wasted_retries_by_family": dict(sorted(by_family.items())),
@@ -339,8 +409,16 @@ class RunAccumulator:
             "fault_hits_by_tool": dict(sorted(by_tool.items())),
             "fault_hits_by_worker": {str(w): n for w, n in sorted(by_worker.items())},
             "misreported_failures_by_way": dict(sorted(self.misreported_by_way.items())),
-            "task_counts": dict(sorted((name, totals[name]) for name in POOLED_COUNTS)),
+            "task_counts": dict(sorted((name, totals[name]) for name in POOLED_COUNTS if name in totals)),
         }
+        if self.stopped_by:  # only when a limit ended a task: results without one stay as they were
+            out["tasks_stopped_by_limit"] = dict(sorted(self.stopped_by.items()))
+        if self.goodput_bin_s is not None:  # keyed by the bin's start in seconds, zero-padded so keys sort in time
+            out["goodput_by_time"] = {f"{b * self.goodput_bin_s:09.0f}": n for b, n in sorted(self.goodput.items())}
+        if self.throttled:  # only when a policy refused a request locally
+            out["dispatches_refused_locally"] = {"dispatches": self.throttled}
+        if self.layer_tries:  # only with transport layers: tries per layer, the ratio of neighbours its amplification
+            out["transport_tries_by_layer"] = {f"layer {i + 1}": n for i, n in enumerate(self.layer_tries)}
         return dict(sorted(out.items()))
 
     def samples(self) -> dict[str, list[float]]:

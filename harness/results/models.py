@@ -96,6 +96,12 @@ class RunResult(_Model):
     """The chance the orchestrator read a reported failure as a success in this run: the
     scenario's ``misread_probability`` times the format's misread factor, at most 1 (an
     assumption reports state)."""
+    policy_name: str = ""
+    """The policy's own name (its ``name`` attribute), which reports show for the arm."""
+    task_sets: dict[str, str] = {}
+    """Ids of the run's faulted and of its truly successful tasks (``faulted``, ``succeeded``), each a
+    base64 bitmap (:mod:`fleetchaos.results.common_set`): what recovery on a common set needs.
+    Empty in a closed-loop scenario, whose arms run different tasks."""
 
 
 class ArmResult(_Model):
@@ -108,9 +114,11 @@ class ArmResult(_Model):
     per_seed: dict[str, list[float | None]]
     breakdowns: dict[str, dict[str, int]]
     pooled: dict[str, Proportion] = {}
+    """Task-level rates pooled over every seed (recovered / faulted tasks, ...), with Wilson intervals."""
     recipe: str = ""
     """The policy's repr, as its runs recorded it."""
-    """Task-level rates pooled over every seed (recovered / faulted tasks, ...), with Wilson intervals."""
+    policy_name: str = ""
+    """The policy's own name (its ``name`` attribute: a preset's name for an import path or a spec)."""
     samples: dict[str, list[float]] = {}
     """Per-task values pooled over seeds, sorted; at most :data:`SAMPLE_LIMIT` order statistics each."""
     misread_probability: float | None = None
@@ -132,6 +140,30 @@ class Comparison(_Model):
     verdict: str
 
 
+class Flip(_Model):
+    """Where the ordering of two arms on a metric reverses as one scenario parameter is varied."""
+
+    parameter: str
+    """The varied parameter (a dotted path into the scenario, as ``--param`` names it)."""
+    metric: str
+    ahead: str
+    """The arm ahead at ``holds_at`` (``policy on errors``)."""
+    behind: str
+    """The arm it falls behind at ``flips_at``."""
+    holds_at: Any
+    """The last value tried where ``ahead`` is still ahead."""
+    flips_at: Any
+    """The first value tried where ``behind`` is ahead instead."""
+
+
+class Robustness(_Model):
+    """What a flip analysis varied and where the ordering of the arms flipped (the conclusion reads it)."""
+
+    varied: dict[str, list[Any]]
+    """Each varied parameter (dotted path) with the values tried, in order."""
+    flips: list[Flip] = []
+
+
 class CompareResult(_Model):
     """Every arm of a comparison on the same scenario and seeds."""
 
@@ -145,6 +177,13 @@ class CompareResult(_Model):
     timelines: list[Timeline] = []
     scenario_config: dict[str, Any] = {}
     """The validated scenario the comparison ran, so a report states every modelling parameter."""
+    closed_loop: bool = False
+    """The scenario's clients submit as their tasks end, so each arm runs its own tasks: the
+    comparison leads with goodput per day instead of rates on shared tasks
+    (:func:`fleetchaos.results.registry.lead_metrics`)."""
+    robustness: Robustness | None = None
+    """Where the ordering of the arms holds and flips as scenario assumptions vary; None
+    when no flip analysis was run (the report's conclusion says so)."""
 
     def arm(self, policy: str, errors: str) -> ArmResult:
         """The arm of ``policy`` on ``errors``."""

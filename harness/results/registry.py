@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "CLOSED_LOOP_LEAD",
     "DIRECTIONLESS",
     "GATED_METRICS",
     "HEADLINE_METRICS",
     "METRICS",
+    "OPEN_LOOP_LEAD",
     "POOLED_RATES",
     "RATES",
     "REGISTRY",
@@ -31,6 +33,7 @@ __all__ = [
     "Metric",
     "direction",
     "is_rate",
+    "lead_metrics",
     "markdown_table",
 ]
 
@@ -84,14 +87,32 @@ _RECOVERED = "recovered tasks (null when none)"
 #: Every metric, in display order (the order a run's metrics serialise in).
 _ALL: tuple[Metric, ...] = (
     _rate(
-        "recovery_rate",
-        "recovered tasks / faulted tasks (a recovered task met a fault, its work fully took "
-        "effect and it was claimed a success)",
-        "faulted tasks (null when none)",
+        "success_rate",
+        "tasks whose work fully took effect and that were claimed a success / tasks",
+        "all tasks (the same for every arm of an open-loop scenario)",
         "higher",
-        ("recovered", "faulted"),
+        ("successes", "tasks"),
         headline=True,
         gate="2%",
+    ),
+    _rate(
+        "common_recovery_rate",
+        "tasks of the common set that ended truly successful / the common set; in a comparison the common "
+        "set of a seed is every task faulted in any arm on that seed, for a lone run its own faulted tasks "
+        "(see Recovery on a common set)",
+        "the common set of the seed: the same for every arm (null when empty, and in closed-loop scenarios)",
+        "higher",
+        ("common_recovered", "common_set"),
+        headline=True,
+        gate="2%",
+    ),
+    Metric(
+        "goodput_per_day",
+        "tasks whose work fully took effect and that were claimed a success / (horizon `duration_s` / 86,400): "
+        "the common headline of closed-loop scenarios",
+        "tasks per day",
+        "simulated days of the horizon (the same for every arm)",
+        "higher",
     ),
     _rate(
         "silent_failure_rate",
@@ -104,16 +125,32 @@ _ALL: tuple[Metric, ...] = (
     ),
     _count(
         "wasted_retries",
-        "retries sent while the cause of the previous failure still held (see Wasted retries)",
+        "retries dispatched while the true cause of the previous failure still held (see Wasted retries)",
         "retries",
         "lower",
         headline=True,
         gate="2%",
     ),
+    _count(
+        "failed_retries",
+        "retries whose dispatch failed again, whatever the cause (see Failed retries)",
+        "retries",
+        "lower",
+        headline=True,
+    ),
+    _rate(
+        "recovery_rate",
+        "recovered tasks / the arm's own faulted tasks (a recovered task met a fault, its work fully took "
+        "effect and it was claimed a success); secondary: its denominator differs between arms",
+        "the arm's own faulted tasks (null when none)",
+        "higher",
+        ("recovered", "faulted"),
+    ),
     _count("tasks", "tasks that arrived during the horizon (the workload)", "tasks", None),
     _count(
         "faulted_tasks",
-        "tasks that met at least one fault, injected or emergent (a 429 from the shared bucket)",
+        "tasks that met at least one fault, injected or emergent (a 429 from the shared bucket, a full provider's "
+        "refusal, a call timeout from queueing)",
         "tasks",
         "lower",
     ),
@@ -123,13 +160,6 @@ _ALL: tuple[Metric, ...] = (
         "tasks",
         "higher",
     ),
-    _rate(
-        "success_rate",
-        "tasks whose work fully took effect and that were claimed a success / tasks",
-        "all tasks",
-        "higher",
-        ("successes", "tasks"),
-    ),
     _count("tool_calls", "tool calls made (each item of a fan-out step is one call)", "calls", "lower"),
     _count("tokens", "model tokens consumed by the API calls that ran (see Cost)", "tokens", "lower"),
     _count(
@@ -138,6 +168,9 @@ _ALL: tuple[Metric, ...] = (
         "USD",
         "lower",
     ),
+    _count("token_cost_usd", "the part of `cost_usd` paid for model tokens", "USD", "lower"),
+    _count("tool_call_cost_usd", "the part of `cost_usd` paid for tool calls", "USD", "lower"),
+    _count("human_cost_usd", "the part of `cost_usd` paid for paged humans' hours", "USD", "lower"),
     _count("retries", "dispatches of a task after its first", "dispatches", "lower"),
     _count("redone_steps", "executions of a step whose items had all already taken effect", "executions", "lower"),
     _count(
@@ -244,7 +277,7 @@ _ALL: tuple[Metric, ...] = (
     _count("failed_remediations", "remediations that repaired nothing (see Remediation)", "remediations", "lower"),
     _count(
         "transport_retries",
-        "tool calls the transport layer under the agent repeated on its own (in `tool_calls`)",
+        "tool calls the transport layers under the agent repeated on their own, every layer's (in `tool_calls`)",
         "calls",
         "lower",
     ),
@@ -286,12 +319,30 @@ DIRECTIONLESS: frozenset[str] = frozenset(m.name for m in _ALL if m.better is No
 #: The figures every table leads with, with their confidence intervals.
 HEADLINE_METRICS: tuple[str, ...] = tuple(m.name for m in _ALL if m.headline)
 
+#: The arm-independent figures a comparison of an open-loop scenario leads with (its
+#: conclusion, headline table and first verdicts): every arm meets the same tasks.
+OPEN_LOOP_LEAD: tuple[str, ...] = ("success_rate", "common_recovery_rate")
+
+#: The same for a closed-loop scenario, whose clients submit as fast as their tasks end, so
+#: that each arm runs its own set of tasks: successful tasks per simulated day.
+CLOSED_LOOP_LEAD: tuple[str, ...] = ("goodput_per_day",)
+
+
+def lead_metrics(closed_loop: bool) -> tuple[str, ...]:
+    """The arm-independent metrics a comparison leads with (:data:`OPEN_LOOP_LEAD` or :data:`CLOSED_LOOP_LEAD`)."""
+    return CLOSED_LOOP_LEAD if closed_loop else OPEN_LOOP_LEAD
+
+
 #: Metrics a comparison gives a paired verdict on (each arm against the reference arm), in
 #: the order its ``comparisons`` list them (results serialise in it).
 VERDICT_METRICS: tuple[str, ...] = (
-    "recovery_rate",
+    "success_rate",
+    "common_recovery_rate",
+    "goodput_per_day",
     "silent_failure_rate",
     "wasted_retries",
+    "failed_retries",
+    "recovery_rate",
     "data_loss_rate",
     "escalation_rate",
     "human_pages_per_day",
@@ -304,7 +355,14 @@ VERDICT_METRICS: tuple[str, ...] = (
 GATED_METRICS: dict[str, str] = {m.name: m.gate for m in _ALL if m.gate is not None}
 
 #: The order results list the pooled rates in (``ArmResult.pooled`` serialises in it).
-_POOLED_ORDER = ("recovery_rate", "silent_failure_rate", "success_rate", "escalation_rate", "data_loss_rate")
+_POOLED_ORDER = (
+    "success_rate",
+    "common_recovery_rate",
+    "silent_failure_rate",
+    "recovery_rate",
+    "escalation_rate",
+    "data_loss_rate",
+)
 if set(_POOLED_ORDER) != {m.name for m in _ALL if m.pooled is not None}:  # pragma: no cover - a registry edit
     raise RuntimeError("_POOLED_ORDER must name every metric with a pooled (numerator, denominator)")
 

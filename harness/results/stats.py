@@ -38,6 +38,48 @@ def mean_ci(
     return mean, mean - half, mean + half
 
 
+def _logit(p: float) -> float:
+    return math.log(p / (1.0 - p))
+
+
+def _expit(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def rate_ci(
+    values: list[float | None], trials: list[int | None], confidence: float = DEFAULT_CONFIDENCE
+) -> tuple[float | None, float | None, float | None]:
+    """(mean, low, high) of the mean of per-seed proportions, with an interval that stays inside [0, 1].
+
+    The spread is measured on the logit scale, where a proportion's sampling error is
+    roughly symmetric: each seed's rate ``k/n`` becomes ``logit((k + 0.5) / (n + 1))``
+    (the half-count keeps 0% and 100% finite), and the Student-t half-width of those
+    logits is laid around ``logit(mean)`` and mapped back.  So the interval is asymmetric
+    near 0 and 1, always contains the mean, and never leaves [0, 1]; a mean of exactly 0
+    (or 1) keeps 0 (or 1) as its bound.  ``trials[i]`` is seed ``i``'s denominator;
+    seeds whose value is None are left out, as in :func:`mean_ci`.
+    """
+    if len(values) != len(trials):
+        raise ValueError(f"rate_ci needs one denominator per value: {len(values)} against {len(trials)}")
+    pairs = [(v, n) for v, n in zip(values, trials) if v is not None]
+    k = len(pairs)
+    if k == 0:
+        return None, None, None
+    mean = sum(v for v, _ in pairs) / k
+    if k < 2 or any(n is None or n <= 0 for _, n in pairs):
+        return mean, None, None
+    logits = [_logit((v * n + 0.5) / (n + 1.0)) for v, n in pairs]  # type: ignore[operator]
+    centre_of_logits = sum(logits) / k
+    sd = math.sqrt(sum((x - centre_of_logits) ** 2 for x in logits) / (k - 1))
+    half = float(student_t.ppf(0.5 + confidence / 2.0, k - 1)) * sd / math.sqrt(k)
+    if mean <= 0.0:
+        return mean, 0.0, _expit(centre_of_logits + half)
+    if mean >= 1.0:
+        return mean, _expit(centre_of_logits - half), 1.0
+    centre = _logit(mean)
+    return mean, min(mean, _expit(centre - half)), max(mean, _expit(centre + half))
+
+
 def wilson(successes: int, trials: int, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
     """Wilson score interval for a proportion of independent trials."""
     if trials <= 0:
@@ -61,9 +103,10 @@ MIN_SEEDS = 5
 BETTER = "better"
 WORSE = "worse"
 INCONCLUSIVE = "inconclusive"
+NO_DIFFERENCE = "no difference"
 TOO_FEW_SEEDS = "too few seeds"
 NO_DIRECTION = "no direction"
-VERDICTS = (BETTER, WORSE, INCONCLUSIVE, TOO_FEW_SEEDS, NO_DIRECTION)
+VERDICTS = (BETTER, WORSE, INCONCLUSIVE, NO_DIFFERENCE, TOO_FEW_SEEDS, NO_DIRECTION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,11 +139,19 @@ def paired_difference(
     return PairedDifference(len(diffs), mean, low, high, diffs)
 
 
+def bounded(diff: PairedDifference, low: float, high: float) -> PairedDifference:
+    """``diff`` with its interval cut to [``low``, ``high``], the range the difference can take."""
+    if diff.low is None or diff.high is None:
+        return diff
+    return PairedDifference(diff.n, diff.mean, max(low, diff.low), min(high, diff.high), diff.differences)
+
+
 def verdict(diff: PairedDifference, higher_is_better: bool | None, min_seeds: int = MIN_SEEDS) -> str:
     """better / worse / inconclusive for an arm against its reference, from a paired difference.
 
     * ``too few seeds`` when fewer than ``min_seeds`` pairs exist: never a winner;
     * ``no direction`` for a metric where neither higher nor lower is better;
+    * ``no difference`` when every paired difference is exactly zero (the arms agree seed by seed);
     * ``better`` or ``worse`` when the whole confidence interval of the mean difference lies
       on one side of zero (which side is good depends on the metric's direction);
     * ``inconclusive`` when the interval contains zero.
@@ -109,6 +160,8 @@ def verdict(diff: PairedDifference, higher_is_better: bool | None, min_seeds: in
         return TOO_FEW_SEEDS
     if higher_is_better is None:
         return NO_DIRECTION
+    if all(d == 0.0 for d in diff.differences):
+        return NO_DIFFERENCE
     if diff.low > 0.0:
         return BETTER if higher_is_better else WORSE
     if diff.high < 0.0:

@@ -101,6 +101,9 @@ def _noop() -> None:
 def _worker_init(parent: int) -> None:
     # Ctrl-C is the parent's to handle: it cancels pending work and stops the pool.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGTERM (the pool's terminate()) ends a worker at once, whatever handler the
+    # parent had installed when it forked (the command line's raises an interrupt).
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # A parent killed outright (kill -9, the OOM killer) cannot stop its pool: each
     # worker notices it was orphaned and exits instead of waiting forever.
     threading.Thread(target=_exit_when_orphaned, args=(parent,), name="fleetchaos-orphan-watch", daemon=True).start()
@@ -144,7 +147,7 @@ class DaskExecutor(Executor):
         distributed = import_distributed()
         try:
             self.client = distributed.Client(address, timeout=timeout_s, set_as_default=False)
-        except (OSError, TimeoutError, ValueError) as exc:
+        except Exception as exc:  # third-party code: an unreachable or odd address may raise anything
             raise UserError(
                 f"--scheduler {address}: cannot connect to a Dask scheduler ({' '.join(str(exc).split())[:200]}); "
                 "check the address (tcp://HOST:PORT) and that `dask scheduler` is running there"
@@ -184,11 +187,34 @@ def import_distributed():
     return distributed
 
 
+def check_scheduler(address: str) -> None:
+    """A usage error unless ``address`` is ``tcp://HOST:PORT``, checked before anything connects or runs.
+
+    ``tls://`` needs security settings fleetchaos does not pass, ``ucx://`` needs UCX, and
+    anything else is not a Dask scheduler address: each is one message, never a crash.
+    """
+    from urllib.parse import urlsplit
+
+    fix = "give the scheduler's address as tcp://HOST:PORT (see `dask scheduler`)"
+    try:
+        parts = urlsplit(address.strip())
+        port = parts.port
+    except ValueError:
+        raise UserError(f"--scheduler {address!r}: not an address; {fix}") from None
+    if "://" not in address:
+        raise UserError(f"--scheduler {address!r}: not an address with a scheme; {fix}")
+    if parts.scheme != "tcp":
+        raise UserError(
+            f"--scheduler {address!r}: only tcp:// schedulers are supported (got {parts.scheme or 'no'} scheme); {fix}"
+        )
+    if not parts.hostname or port is None or parts.path not in ("", "/"):
+        raise UserError(f"--scheduler {address!r}: expected tcp://HOST:PORT; {fix}")
+
+
 def open_executor(jobs: int | None = None, scheduler: str | None = None) -> Executor:
     """The executor a user asked for: Dask if ``scheduler``, serial if ``jobs == 1``, else processes."""
     if scheduler:
-        if not scheduler.strip() or "://" not in scheduler:
-            raise UserError(f"--scheduler {scheduler!r}: expected an address like tcp://HOST:PORT")
+        check_scheduler(scheduler)
         return DaskExecutor(scheduler)
     workers = default_jobs() if jobs is None else jobs
     if workers < 1:

@@ -14,7 +14,10 @@ from importlib.metadata import PackageNotFoundError, version
 from itertools import product
 from typing import Any
 
-from fleetchaos.policies.registry import get_policy
+from fleetchaos.errors import RunTimeLimitError
+from fleetchaos.policies.registry import get_policy, with_params
+from fleetchaos.policies.spec import policy_param_name
+from fleetchaos.results.common_set import apply_common_sets
 from fleetchaos.results.metrics import RunAccumulator
 from fleetchaos.results.models import (
     SAMPLE_LIMIT,
@@ -26,19 +29,25 @@ from fleetchaos.results.models import (
     rounded,
 )
 from fleetchaos.results.oracle import TaskOutcome
-from fleetchaos.results.registry import METRICS, POOLED_RATES, VERDICT_METRICS, direction
+from fleetchaos.results.registry import METRICS, POOLED_RATES, VERDICT_METRICS, direction, is_rate
 from fleetchaos.results.stats import (
     DEFAULT_CONFIDENCE,
     MIN_SEEDS,
+    bounded,
     mean_ci,
     paired_difference,
+    rate_ci,
     thin_sorted,
     verdict,
     wilson,
 )
 from fleetchaos.runs.executors import MAX_CHUNK, chunk_size, chunked, map_chunks, open_executor, workers_of
+from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
+from fleetchaos.runs.traces import traced_timelines
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.interrupts import PASS_THROUGH, WallClockExceeded, exception_parts, policy_text, user_signals
+from fleetchaos.sim.workload import is_closed_loop
 from fleetchaos.sim.world import World
 
 BUILTIN_POLICIES = ("blind-retry", "backoff", "structured")
@@ -52,7 +61,8 @@ def replay_command(
     from fleetchaos.scenario.params import format_value
 
     extra = "".join(f" --param {shlex.quote(f'{path}={format_value(value)}')}" for path, value in params)
-    return f"fleetchaos run --scenario {scenario_ref}{extra} --policy {policy} --errors {errors} --seed {seed}"
+    # A policy with parameters, backoff(base_s=0.5), is quoted for the shell; a bare name reads as it is.
+    return f"fleetchaos run --scenario {scenario_ref}{extra} --policy {shlex.quote(policy)} --errors {errors} --seed {seed}"
 
 
 def run_one(
@@ -67,6 +77,7 @@ def run_one(
     trace: bool = False,
     trace_label: str = "traced run",
     on_trace: Callable[[Any], None] | None = None,
+    time_limit_s: float | None = None,
 ) -> RunResult:
     """Simulate one arm on one seed and judge every task.
 
@@ -74,9 +85,17 @@ def run_one(
     applied to ``scenario`` (see :func:`fleetchaos.scenario.params.apply_params`).  With ``trace`` the
     run records its events and the result carries a :class:`~fleetchaos.results.models.Timeline`
     (labelled ``trace_label``) for the timeline charts; ``on_trace``, if given, then receives
-    the world's :class:`~fleetchaos.sim.world.RunOutput` (to export its traces).
+    the world's :class:`~fleetchaos.sim.world.RunOutput` (to export its traces).  A run still going after
+    ``time_limit_s`` of wall-clock time (default :func:`fleetchaos.runs.limits.default_time_limit`)
+    raises :class:`~fleetchaos.errors.RunTimeLimitError`.
     """
-    acc = RunAccumulator(scenario.fleet, duration_s=scenario.duration_s)
+    closed_loop = is_closed_loop(scenario.workload)
+    acc = RunAccumulator(
+        scenario.fleet,
+        duration_s=scenario.duration_s,
+        goodput_bin_s=getattr(scenario, "goodput_bin_s", None),
+        closed_loop=closed_loop,
+    )
     # Per-task rows, when wanted, are built as each task ends (its record is dropped) and
     # put back in the world's creation order, (arrival_s, id), once the run is over.
     rows: list[tuple[float, int, dict]] | None = [] if keep_tasks else None
@@ -87,14 +106,35 @@ def run_one(
         else:
             rows.append((record.arrival_s, record.id, _task_row(acc.add(record))))
 
-    policy_obj = get_policy(policy)
-    world = World(scenario, policy_obj, get_format(errors), seed, trace=trace, sink=sink)
-    with _gc_paused():
-        output = world.run()
-        acc.add_faults(output.fault_tally)
-        metrics, breakdowns = acc.metrics(), acc.breakdowns()
-    tasks = [row for _, _, row in sorted(rows, key=lambda x: (x[0], x[1]))] if rows is not None else []
     replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params)
+    limit = default_time_limit(scenario) if time_limit_s is None else time_limit_s
+    try:
+        with wall_clock_limit(limit), user_signals(sigterm=False):
+            policy_obj = get_policy(policy)
+            world = World(scenario, policy_obj, get_format(errors), seed, trace=trace, sink=sink)
+            with _gc_paused():
+                output = world.run()
+                acc.add_faults(output.fault_tally)
+                metrics, breakdowns = acc.metrics(), acc.breakdowns()
+    except WallClockExceeded:
+        raise RunTimeLimitError(
+            f"policy {policy} on {errors}, seed {seed}: still running after {time_limit_text(limit)} of wall-clock "
+            f"time, so it was stopped (a policy that blocks in real time: time.sleep, network, input()?); "
+            f"replay it with: {replay}; or allow longer with --time-limit SECONDS"
+        ) from None
+    if world.calls.providers:  # what each provider did, abandoned work included (only where one is declared)
+        breakdowns["provider_calls"] = {
+            f"{p.name} {what}": n
+            for p in world.calls.providers
+            for what, n in (
+                ("abandoned", p.abandoned),
+                ("cancelled", p.cancelled),
+                ("refused", p.refused),
+                ("served", p.served),
+            )
+        }
+        breakdowns = dict(sorted(breakdowns.items()))
+    tasks = [row for _, _, row in sorted(rows, key=lambda x: (x[0], x[1]))] if rows is not None else []
     timeline = None
     if trace:
         from fleetchaos.runs.traces import timeline_of
@@ -124,6 +164,8 @@ def run_one(
         timeline=timeline,
         recipe=policy_recipe(policy_obj),
         misread_probability=rounded(min(1.0, world.misread_p)),
+        policy_name=str(getattr(policy_obj, "name", "") or policy),
+        task_sets={} if closed_loop else acc.task_ids.encoded(),
     )
     # Assigned, not validated: validation would copy every row (pydantic builds new dicts),
     # doubling the peak memory of a run with per-task rows.  The rows are plain dicts of
@@ -138,13 +180,16 @@ def policy_recipe(policy: Any) -> str:
     A class without a repr of its own would print a memory address, which differs from run
     to run; it is recorded as ``module:QualName()`` instead, so results stay byte-identical.
     """
-    if type(policy).__repr__ is object.__repr__:
-        cls = type(policy)
-        return f"{cls.__module__}:{cls.__qualname__}()"
     try:
-        return repr(policy)[:2000]
-    except Exception as exc:  # a user's __repr__ may raise: the run must not
-        return f"{type(policy).__qualname__} (repr failed: {type(exc).__name__})"
+        cls = type(policy)
+        if cls.__repr__ is object.__repr__:
+            return f"{cls.__module__}:{cls.__qualname__}()"
+        return policy_text(repr(policy), limit=2000)  # sanitised: a repr may show what the policy saw
+    except PASS_THROUGH:
+        raise
+    except BaseException as exc:  # a user's __repr__ may raise anything: the run must not
+        name, _ = exception_parts(exc)
+        return f"{policy_text(type(policy).__qualname__)} (repr failed: {name})"
 
 
 @contextmanager
@@ -186,9 +231,22 @@ class Variant:
     ref: str | None = None
     """How the user named the base scenario (catalogue name or path), for replay commands."""
     params: tuple[tuple[str, Any], ...] = ()
-    """(dotted path, value) of each swept parameter, in grid order."""
+    """(dotted path, value) of each swept parameter, in grid order: scenario values already
+    applied to ``scenario``, then ``policy.NAME`` values the runs set on their policy."""
     keep_tasks: bool = False
     """Runs carry their per-task rows (for a report's tasks.csv)."""
+    time_limit_s: float | None = None
+    """Each run's wall-clock limit (None: :func:`fleetchaos.runs.limits.default_time_limit`)."""
+
+    @property
+    def scenario_params(self) -> tuple[tuple[str, Any], ...]:
+        """The swept scenario values (already applied to ``scenario``): what a run's replay gives as ``--param``."""
+        return tuple((p, v) for p, v in self.params if policy_param_name(p) is None)
+
+    def policy_spec(self, policy: str) -> str:
+        """``policy`` with this variant's ``policy.NAME`` values set: the spec its runs run and record."""
+        pairs = [(policy_param_name(p), v) for p, v in self.params if policy_param_name(p) is not None]
+        return with_params(policy, pairs) if pairs else policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,12 +273,13 @@ def _run_chunk(chunk: tuple[Variant, tuple[tuple[int, str, str, int], ...]]) -> 
         for index, policy, errors, seed in items:
             result = run_one(
                 variant.scenario,
-                policy,
+                variant.policy_spec(policy),
                 errors,
                 seed,
                 scenario_ref=variant.ref,
-                params=variant.params,
+                params=variant.scenario_params,
                 keep_tasks=variant.keep_tasks,
+                time_limit_s=variant.time_limit_s,
             )
             out.append((index, result))
     return out
@@ -277,7 +336,11 @@ def aggregate(policy: str, errors: str, runs: list[RunResult], confidence: float
     per_seed: dict[str, list[float | None]] = {}
     for name in METRICS:
         values = [r.metrics.get(name) for r in runs]
-        mean, lo, hi = mean_ci(values, confidence)
+        if name in POOLED_RATES:  # a proportion: its interval stays inside [0, 1]
+            trials = [r.breakdowns.get("task_counts", {}).get(POOLED_RATES[name][1]) for r in runs]
+            mean, lo, hi = rate_ci(values, trials, confidence)
+        else:
+            mean, lo, hi = mean_ci(values, confidence)
         metrics[name] = rounded(mean)
         ci[name] = [rounded(lo), rounded(hi)]
         per_seed[name] = values
@@ -298,6 +361,7 @@ def aggregate(policy: str, errors: str, runs: list[RunResult], confidence: float
         breakdowns={k: dict(sorted(v.items())) for k, v in sorted(breakdowns.items())},
         pooled=pooled_rates(breakdowns.get("task_counts", {}), confidence),
         recipe=runs[0].recipe if runs else "",
+        policy_name=runs[0].policy_name if runs else "",
         samples={k: thin_sorted(v, SAMPLE_LIMIT) for k, v in sorted(samples.items())},
         misread_probability=runs[0].misread_probability if runs else None,
     )
@@ -340,6 +404,8 @@ def paired_comparisons(
             if name not in arm.per_seed or name not in ref.per_seed:
                 continue
             diff = paired_difference(arm.per_seed[name], ref.per_seed[name], confidence)
+            if is_rate(name):  # a difference of two proportions lies in [-1, 1], whatever the t-interval says
+                diff = bounded(diff, -1.0, 1.0)
             out.append(
                 Comparison(
                     policy=arm.policy,
@@ -354,55 +420,6 @@ def paired_comparisons(
                     verdict=verdict(diff, direction(name), min_seeds),
                 )
             )
-    return out
-
-
-def representative_arms(arms: list[ArmResult]) -> list[tuple[str, ArmResult]]:
-    """The arms a report traces: the best and the worst by mean recovery rate (one if they coincide)."""
-    ranked = [a for a in arms if a.metrics.get("recovery_rate") is not None] or list(arms)
-    if not ranked:
-        return []
-
-    def key(arm: ArmResult) -> float:
-        return arm.metrics.get("recovery_rate") or 0.0
-
-    best = max(ranked, key=key)
-    worst = min(ranked, key=key)
-    if best is worst:
-        return [("best recovery", best)]
-    return [("best recovery", best), ("worst recovery", worst)]
-
-
-def traced_timelines(
-    scenario: Scenario,
-    arms: list[ArmResult],
-    seed: int,
-    scenario_ref: str | None = None,
-    on_trace: Callable[[str, str, int, Any], None] | None = None,
-) -> list:
-    """Timelines of ``seed`` for the best and the worst arm, each run again with tracing on.
-
-    ``on_trace(policy, errors, seed, output)`` receives each traced run's world output.
-    """
-    out = []
-    for label, arm in representative_arms(arms):
-        hand = None
-        if on_trace is not None:
-
-            def hand(output, arm=arm) -> None:
-                on_trace(arm.policy, arm.errors, seed, output)
-
-        traced = run_one(
-            scenario,
-            arm.policy,
-            arm.errors,
-            seed,
-            scenario_ref=scenario_ref,
-            trace=True,
-            trace_label=label,
-            on_trace=hand,
-        )
-        out.append(traced.timeline)
     return out
 
 
@@ -421,6 +438,8 @@ def compare(
     keep_tasks: bool = False,
     trace: bool = False,
     on_trace: Callable[[str, str, int, Any], None] | None = None,
+    params: Sequence[tuple[str, Any]] = (),
+    time_limit_s: float | None = None,
 ) -> CompareResult:
     """Every policy on every error format, each on the same seeds (so the same faults).
 
@@ -431,11 +450,13 @@ def compare(
     ``on_result`` carry their per-task rows (dropped right after, so memory stays flat).
     With ``trace`` the first seed of the best and the worst arm is run again with tracing
     on and the comparison carries their timelines; ``on_trace(policy, errors, seed,
-    output)`` receives each of those runs' world output.
+    output)`` receives each of those runs' world output.  ``params`` (``--param`` values already
+    applied to ``scenario``) label every run and its replay command.  ``time_limit_s`` bounds
+    each run's wall-clock time (:mod:`fleetchaos.runs.limits`).
     """
     arms = list(product(policies, formats))
     job_list = [RunJob(0, p, e, s) for (p, e) in arms for s in seeds]
-    variants = [Variant(scenario, scenario_ref, keep_tasks=keep_tasks)]
+    variants = [Variant(scenario, scenario_ref, tuple(params), keep_tasks=keep_tasks, time_limit_s=time_limit_s)]
 
     def hand_on(_index: int, result: RunResult) -> None:
         if on_result is not None:
@@ -449,6 +470,7 @@ def compare(
     finally:
         if owned:
             pool.shutdown()
+    apply_common_sets(results)  # every arm's recovery on the tasks faulted in any arm, seed by seed
     by_arm: dict[tuple[str, str], list[RunResult]] = {}
     for r in results:
         by_arm.setdefault((r.policy, r.errors), []).append(r)
@@ -461,6 +483,9 @@ def compare(
         arms=arm_results,
         versions=versions(),
         comparisons=paired_comparisons(arm_results, confidence),
-        timelines=traced_timelines(scenario, arm_results, seeds[0], scenario_ref, on_trace) if trace and seeds else [],
+        timelines=traced_timelines(run_one, scenario, arm_results, seeds[0], scenario_ref, params, on_trace)
+        if trace and seeds
+        else [],
         scenario_config=scenario.model_dump(mode="json"),
+        closed_loop=is_closed_loop(scenario.workload),
     )

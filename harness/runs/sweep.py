@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -23,12 +24,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from fleetchaos.errors import UserError
 from fleetchaos.names import check_formats, check_metric, check_policies
+from fleetchaos.policies.spec import policy_param_name
+from fleetchaos.results.common_set import apply_common_sets
 from fleetchaos.results.models import RunResult, SweepEntry, SweepResult
 from fleetchaos.scenario.params import ParamError, apply_params, format_value, grid_points, parse_path
+from fleetchaos.seeds import seeds_problem
 
 DEFAULT_POLICIES = ("blind-retry", "backoff", "structured")
 DEFAULT_FORMATS = ("generic", "structured")
-DEFAULT_METRIC = "recovery_rate"
+DEFAULT_METRIC = "success_rate"
 
 
 class SweepSpec(BaseModel):
@@ -66,8 +70,9 @@ class SweepSpec(BaseModel):
         else:
             if not value:
                 raise ValueError("seeds: the list is empty; give at least one seed")
-            if len(set(value)) != len(value) or any(s < 0 for s in value):
-                raise ValueError("seeds: seeds must be distinct whole numbers >= 0")
+            problem = seeds_problem(value)
+            if problem is not None:
+                raise ValueError(f"seeds: {problem}")
         return value
 
     @field_validator("params")
@@ -87,13 +92,16 @@ class SweepSpec(BaseModel):
 
 def load_sweep_file(path: str | Path) -> SweepSpec:
     """Read and validate a sweep file; a user error names the file, field and fix."""
-    from fleetchaos.scenario.load import format_validation_error, parse_document
+    from fleetchaos.files import FileTooLargeError, read_text_bounded
+    from fleetchaos.scenario.load import MAX_FILE_BYTES, format_validation_error, parse_document
 
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text_bounded(path, MAX_FILE_BYTES, what="sweep file")
     except FileNotFoundError:
         raise UserError(f"--file {source}: no such file") from None
+    except FileTooLargeError as exc:
+        raise UserError(f"--file {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"--file {source}: cannot read: {exc}") from None
     data = parse_document(
@@ -132,10 +140,38 @@ class SweepPlan:
     seeds: list[int] = field(default_factory=list)
     scenario_digests: list[str] = field(default_factory=list)
     """:func:`scenario_hash` of each base scenario, in ``scenario_names`` order."""
+    policies: tuple[str, ...] = ()
+    """The policies' canonical specs (``backoff(cap_s=5.0)`` for ``backoff(cap_s=5)``), in ``spec.policies`` order."""
 
 
 def _numeric(values: list[Any]) -> bool:
     return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
+#: Most scenario variants (grid points x scenarios) a sweep plans: each is a validated scenario
+#: held until the sweep ends (measured: a 64k-point grid of the default day took 2.2 GB,
+#: ~34 KB a point, before its first run), so 4,096 is ~140 MB.
+MAX_GRID_POINTS = 4096
+#: Most runs one sweep makes (variants x policies x formats x seeds).
+MAX_SWEEP_RUNS = 200_000
+
+
+def check_grid_size(spec: SweepSpec, seeds: int) -> None:
+    """Refuse a grid too big to plan, before any scenario is built: the figures and the fix."""
+    points = math.prod(len(values) for values in spec.params.values()) * len(spec.scenarios)
+    runs = points * len(spec.policies) * len(spec.errors) * seeds
+    if points > MAX_GRID_POINTS:
+        raise UserError(
+            f"--param: the grid has {points:,} points ({' x '.join(str(len(v)) for v in spec.params.values())} values"
+            f" x {len(spec.scenarios)} scenario(s)); a sweep plans at most {MAX_GRID_POINTS:,} (each point is a "
+            "scenario held in memory, ~34 KB measured); sweep fewer values, or split the grid into several sweeps"
+        )
+    if runs > MAX_SWEEP_RUNS:
+        raise UserError(
+            f"the sweep would make {runs:,} runs ({points:,} points x {len(spec.policies)} policies x "
+            f"{len(spec.errors)} formats x {seeds} seeds); a sweep makes at most {MAX_SWEEP_RUNS:,}; "
+            "sweep fewer values, arms or seeds, or split it into several sweeps"
+        )
 
 
 def plan_sweep(spec: SweepSpec) -> SweepPlan:
@@ -148,17 +184,20 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
         raise UserError("--metric: empty; give a metric name such as recovery_rate (comma-separated for several)")
     for name in spec.metric_names():
         check_metric(name, "--metric")
-    check_policies(spec.policies, "--policies")
+    policies = check_policies(spec.policies, "--policies")
     check_formats(spec.errors, "--errors")
     for path in spec.params:
         parse_path(path)
+    policy_grid = {p: v for p, v in spec.params.items() if policy_param_name(p) is not None}
+    policy_points = _policy_points(policies, policy_grid)
     if len(set(spec.scenarios)) != len(spec.scenarios):
         raise UserError(f"--scenario: {', '.join(spec.scenarios)} names one scenario twice")
     if spec.x is not None and spec.x not in spec.params:
         swept = ", ".join(spec.params) or "none"
         raise UserError(f"--x {spec.x}: not a swept parameter (swept: {swept}); add --param {spec.x}=... or drop --x")
     seeds = spec.seed_list()
-    points = grid_points(spec.params)
+    check_grid_size(spec, len(seeds))
+    points = grid_points({p: v for p, v in spec.params.items() if p not in policy_grid})
     variants: list[Variant] = []
     names: list[str] = []
     scenario_digests: list[str] = []
@@ -181,12 +220,14 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
                     f"are the same point once validated; give each value once"
                 )
             seen[marker] = point
-            variants.append(Variant(scenario, ref, canonical))
+            for policy_point in policy_points:
+                variants.append(Variant(scenario, ref, canonical + policy_point))
         if not grid and spec.params:
             # The grid as validated, read from the first scenario's points.
-            for i, path in enumerate(spec.params):
+            width = len(points) * len(policy_points)
+            for i, path in enumerate([p for p in spec.params if p not in policy_grid] + list(policy_grid)):
                 values: list[Any] = []
-                for v in variants[-len(points) :]:
+                for v in variants[-width:]:
                     value = v.params[i][1]
                     if value not in values:
                         values.append(value)
@@ -197,7 +238,7 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
     jobs = [
         RunJob(v, policy, errors, seed)
         for v in range(len(variants))
-        for policy in spec.policies
+        for policy in policies
         for errors in spec.errors
         for seed in seeds
     ]
@@ -205,9 +246,43 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
         run_key(variants[j.variant].scenario.name, j.policy, j.errors, j.seed, dict(variants[j.variant].params))
         for j in jobs
     ]
-    ident = json.dumps([scenario_digests, list(grid.items()), spec.policies, spec.errors, seeds], separators=(",", ":"))
+    ident = json.dumps(
+        [scenario_digests, list(grid.items()), list(policies), spec.errors, seeds], separators=(",", ":")
+    )
     sweep_id = hashlib.sha256(ident.encode("utf-8")).hexdigest()[:16]
-    return SweepPlan(spec, names, grid, x, variants, jobs, keys, sweep_id, seeds, scenario_digests)
+    return SweepPlan(spec, names, grid, x, variants, jobs, keys, sweep_id, seeds, scenario_digests, policies)
+
+
+def _policy_points(policies: tuple[str, ...], grid: dict[str, list[Any]]) -> list[tuple[tuple[str, Any], ...]]:
+    """Every point of the policy parameters' grid, values as the first policy validates them.
+
+    Each point must apply to every policy of the sweep (a run is every arm at every point);
+    a policy without one of the parameters is a user error naming it and the fix.
+    """
+    from fleetchaos.policies.registry import PolicyLookupError, with_params
+    from fleetchaos.policies.spec import parse_spec
+
+    points = grid_points(grid)
+    if not grid:
+        return points
+    out = []
+    for point in points:
+        pairs = [(policy_param_name(p) or "", tuple(v) if isinstance(v, list) else v) for p, v in point]
+        validated: tuple[tuple[str, Any], ...] = ()
+        for policy in policies:
+            try:
+                spec = parse_spec(with_params(policy, pairs))
+            except PolicyLookupError as exc:
+                given = ", ".join(f"{p}={format_value(v)}" for p, v in point)
+                raise UserError(
+                    f"--param {given}: {exc}; sweep a policy parameter over policies that all have it "
+                    "(or set it per policy in its spec, e.g. --policies 'backoff(base_s=0.5)')"
+                ) from None
+            if not validated:
+                values = dict(spec.params)
+                validated = tuple((p, values[policy_param_name(p) or ""]) for p, _ in point)
+        out.append(validated)
+    return out
 
 
 SWEEP_KIND = "sweep"
@@ -233,7 +308,7 @@ def open_group(store, plan: SweepPlan, *, resume: bool) -> tuple[int, dict[str, 
         "sweep_id": plan.sweep_id,
         "scenario_hashes": dict(zip(plan.scenario_names, plan.scenario_digests)),
         "grid": plan.grid,
-        "policies": list(plan.spec.policies),
+        "policies": list(plan.policies),
         "errors": list(plan.spec.errors),
         "seeds": plan.seeds,
         "runs": len(plan.keys),
@@ -276,6 +351,7 @@ def summarise(plan: SweepPlan, results: list[RunResult]) -> SweepResult:
     from fleetchaos.runs.runner import aggregate, versions
 
     spec = plan.spec
+    apply_common_sets(results)  # recovery on the tasks faulted in any arm, per point and seed
     by_arm: dict[tuple[int, str, str], list[RunResult]] = {}
     for job, result in zip(plan.jobs, results):
         by_arm.setdefault((job.variant, job.policy, job.errors), []).append(result)
@@ -287,7 +363,7 @@ def summarise(plan: SweepPlan, results: list[RunResult]) -> SweepResult:
     return SweepResult(
         scenarios=plan.scenario_names,
         grid=plan.grid,
-        policies=list(spec.policies),
+        policies=list(plan.policies),
         errors=list(spec.errors),
         seeds=plan.seeds,
         confidence=spec.confidence,

@@ -1,4 +1,4 @@
-"""Turns one traced run of the simulator into a :class:`~fleetchaos.results.models.Timeline`.
+"""Traced runs: one run of the simulator as a :class:`~fleetchaos.results.models.Timeline`, and the arms a report traces.
 
 A traced run records every dispatch, recovery action and task end
 (``World(..., trace=True)``); with the run's fault plan and fault log that is what the
@@ -8,8 +8,14 @@ kept, so a timeline stays small enough to travel inside ``results.json``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 from fleetchaos.results.metrics import error_code
-from fleetchaos.results.models import Timeline, rounded
+from fleetchaos.results.models import ArmResult, Timeline, rounded
+from fleetchaos.results.registry import lead_metrics
+from fleetchaos.scenario.load import Scenario
+from fleetchaos.sim.workload import is_closed_loop
 
 #: Recovery actions a timeline keeps (a plain Retry shows as the next dispatch instead).
 TIMELINE_ACTIONS = frozenset({"Reroute", "RefreshCredentials", "Escalate", "GiveUp", "UseAlternative"})
@@ -71,3 +77,57 @@ def timeline_of(output, *, label: str, policy: str, errors: str, seed: int, repl
         crashes=[[span(a, b) for a, b in spans if a < end] for spans in getattr(plan, "crashes", [])],
         partitions=sorted(partitions, key=lambda x: (x[0], x[1])),
     )
+
+
+def representative_arms(arms: list[ArmResult], metric: str = "success_rate") -> list[tuple[str, ArmResult]]:
+    """The arms a report traces: the best and the worst by the mean of ``metric`` (one if they coincide)."""
+    ranked = [a for a in arms if a.metrics.get(metric) is not None] or list(arms)
+    if not ranked:
+        return []
+
+    def key(arm: ArmResult) -> float:
+        return arm.metrics.get(metric) or 0.0
+
+    best = max(ranked, key=key)
+    worst = min(ranked, key=key)
+    word = metric.replace("_", " ")
+    if best is worst:
+        return [(f"best {word}", best)]
+    return [(f"best {word}", best), (f"worst {word}", worst)]
+
+
+def traced_timelines(
+    run_one: Callable[..., Any],
+    scenario: Scenario,
+    arms: list[ArmResult],
+    seed: int,
+    scenario_ref: str | None = None,
+    params: Sequence[tuple[str, Any]] = (),
+    on_trace: Callable[[str, str, int, Any], None] | None = None,
+) -> list:
+    """Timelines of ``seed`` for the best and the worst arm on the lead metric, each run again with tracing on.
+
+    ``run_one`` is :func:`fleetchaos.runs.runner.run_one` (passed in: the runner imports this module);
+    ``on_trace(policy, errors, seed, output)`` receives each traced run's world output.
+    """
+    out = []
+    for label, arm in representative_arms(arms, lead_metrics(is_closed_loop(scenario.workload))[0]):
+        hand = None
+        if on_trace is not None:
+
+            def hand(output, arm=arm) -> None:
+                on_trace(arm.policy, arm.errors, seed, output)
+
+        traced = run_one(
+            scenario,
+            arm.policy,
+            arm.errors,
+            seed,
+            scenario_ref=scenario_ref,
+            params=params,
+            trace=True,
+            trace_label=label,
+            on_trace=hand,
+        )
+        out.append(traced.timeline)
+    return out

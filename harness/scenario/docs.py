@@ -12,7 +12,14 @@ from pydantic import BaseModel
 from fleetchaos.scenario import _yaml
 from fleetchaos.scenario.fault_catalogue import fault_kinds
 from fleetchaos.scenario.fields import parameters
-from fleetchaos.scenario.load import MAX_FILE_BYTES, MAX_SCHEDULE_SPANS, MAX_TASKS, MAX_TOOL_CALLS, Scenario
+from fleetchaos.scenario.load import (
+    MAX_FILE_BYTES,
+    MAX_REPORT_TASKS,
+    MAX_SCHEDULE_SPANS,
+    MAX_TASKS,
+    MAX_TOOL_CALLS,
+    Scenario,
+)
 from fleetchaos.sim.config import (
     Arrival,
     ArrivalSchedule,
@@ -27,6 +34,7 @@ from fleetchaos.sim.config import (
     WorkloadSpec,
 )
 from fleetchaos.sim.fault_specs import Burst, NodeEvent, Ramp, Window
+from fleetchaos.sim.provider_spec import ProviderSpec, SlowdownPoint
 
 #: The models a scenario file is made of, with the key they appear under.
 SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
@@ -35,6 +43,8 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("fleet.overrides[]", WorkerOverride),
     ("fleet.remediation", RemediationSpec),
     ("fleet.misread_factor", MisreadFactors),
+    ("fleet.providers[]", ProviderSpec),
+    ("fleet.providers[].slowdown[]", SlowdownPoint),
     ("durations (network_latency, human_response, duration, think)", Distribution),
     ("workload", WorkloadSpec),
     ("workload.templates[]", TemplateSpec),
@@ -132,10 +142,12 @@ def render() -> str:
         "* YAML is loaded safely (no Python objects); JSON is accepted for `.json` files.",
         f"* Files larger than {MAX_FILE_BYTES:,} bytes, YAML anchors and aliases (`&a`, `*a`), nesting deeper",
         f"  than {_yaml.MAX_DEPTH} levels and more than {_yaml.MAX_NODES:,} YAML nodes are refused.",
-        f"* Sizes one machine cannot run are refused: more than {MAX_TASKS:,} tasks per run (each",
-        f"  task's record stays in memory, about 1.5 KB) or more than {MAX_TOOL_CALLS:,} tool calls per run",
-        "  (about 80 minutes of CPU for one run), estimated before any fault or retry from",
-        "  `tasks_per_day` x days (or the closed-loop clients) and the templates' calls per task;",
+        f"* Sizes one machine cannot run are refused: more than {MAX_TASKS:,} tasks per run or more",
+        f"  than {MAX_TOOL_CALLS:,} tool calls per run (about 80 minutes of CPU for one run), estimated",
+        "  before any fault or retry from `tasks_per_day` x days (or, for a closed loop, the clients",
+        "  sending a task per think time and round trip, as fast as failing tasks let them) and the",
+        "  templates' calls per task; a run that keeps every task (`--report`, `--check-determinism`,",
+        f"  `shrink`) at most {MAX_REPORT_TASKS:,} tasks (measured: up to 48 KB a task with its trace);",
         f"  and fault schedules that expand to more than {MAX_SCHEDULE_SPANS:,} windows (rate-limit ones",
         "  included), burst phases and node events per run.",
         "* A mistake is reported as `FILE: PATH: RULE (got VALUE); FIX`, one line per problem,",

@@ -9,11 +9,13 @@ import math
 from pathlib import Path
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_serializer, model_validator
 
 import fleetchaos.catalogue as catalogue
 from fleetchaos.errors import ScenarioError
+from fleetchaos.files import FileTooLargeError, StrictJsonError, loads_json, read_text_bounded
 from fleetchaos.scenario._yaml import MAX_DEPTH, YamlLimitError, load_yaml
+from fleetchaos.seeds import seeds_problem
 from fleetchaos.sim.config import DAY_S, WorldSpec
 from fleetchaos.sim.fault_specs import FAULT_MODELS
 from fleetchaos.sim.workload import explicit_task_count
@@ -35,6 +37,14 @@ MAX_TOOL_CALLS = 100_000_000
 # ~110 MB per run.  Lookups during the run are binary searches, so their number does not
 # slow a call down (10,000 rate-limit windows: the default day runs in 31 ms as with 100).
 MAX_SCHEDULE_SPANS = 1_000_000
+# A run that keeps a row per task (a report, a determinism check, a shrink) holds them all
+# until it ends, and a traced run keeps every dispatch and fault of the run: measured on
+# the default day scaled to 20,000 and 60,000 tasks with `run --report`, 13.7 KB per task
+# with the structured policy and 47.8 KB with retry-fixed (19 retries per call at worst).
+# The worst is assumed, against 4 GB per run (two runs side by side on a 2-core machine).
+REPORT_BYTES_PER_TASK = 48_000
+MAX_REPORT_BYTES = 4_000_000_000
+MAX_REPORT_TASKS = MAX_REPORT_BYTES // REPORT_BYTES_PER_TASK
 
 
 def _occurrences(windows, horizon_s: float) -> int:
@@ -86,8 +96,11 @@ def estimated_size(world: WorldSpec) -> tuple[float, float]:
     """(tasks, tool calls) a run of ``world`` makes without faults (retries add calls).
 
     Open loop: ``tasks_per_day`` over the horizon (or the explicit arrivals).  Closed
-    loop: each client completes one task per think time plus the mean task duration.
-    Tool calls: one per item of every step, weighted over the templates.
+    loop: at most one task per client per think time plus one network round trip, the
+    rate of tasks that fail fast (a failing fleet finishes tasks sooner, so clients send
+    more: the mean task duration would underestimate it up to 46x).  Tool calls: one per
+    item of every step, weighted over the templates; retries add up to ~19x more (the
+    worst preset, retry-fixed), which the run's wall-clock limit allows for.
     """
     workload = world.workload
     weights = [t.weight for t in workload.templates]
@@ -97,10 +110,9 @@ def estimated_size(world: WorldSpec) -> tuple[float, float]:
         tasks = float(explicit_task_count(workload, world.fleet.workers))
     elif workload.clients is not None:
         rtt = 2.0 * world.fleet.network_latency.mean_s
-        busy = (
-            sum(w * sum(s.duration.mean_s + rtt for s in t.steps) for w, t in zip(weights, workload.templates)) / total
-        )
-        tasks = workload.clients * world.duration_s / (workload.think.mean_s + busy)
+        tasks = workload.clients * world.duration_s / (workload.think.mean_s + rtt)
+        if workload.arrival_schedule is not None:  # open-loop tasks on top of the clients
+            tasks += workload.arrival_schedule.mean_per_s(world.duration_s) * world.duration_s
     elif workload.arrival_schedule is not None:
         tasks = workload.arrival_schedule.mean_per_s(world.duration_s) * world.duration_s
     else:
@@ -120,6 +132,29 @@ class Scenario(WorldSpec):
         max_length=10_000,
         description="the seeds compare and ablation run when --seeds and --first-seed are not given",
     )
+    goodput_bin_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=86_400,
+        description="record goodput over time in bins of this many seconds (tasks that really completed and were "
+        "reported complete, by the instant they ended) and draw it per arm in the report",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_goodput(self, handler):
+        # Without the setting a scenario dumps as before it existed: results stay byte-identical.
+        data = handler(self)
+        if self.goodput_bin_s is None and isinstance(data, dict):
+            data.pop("goodput_bin_s", None)
+        return data
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_seeds(cls, value: list[int] | None) -> list[int] | None:
+        problem = None if value is None else seeds_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @model_validator(mode="after")
     def _fits_one_machine(self) -> Scenario:
@@ -137,7 +172,7 @@ class Scenario(WorldSpec):
         if tasks > MAX_TASKS:
             raise ValueError(
                 f"workload: about {tasks:,.0f} tasks ({how}) is more than one machine can simulate: "
-                f"the limit is {MAX_TASKS:,} tasks per run (a report keeps each task's row in memory, ~1.5 KB); "
+                f"the limit is {MAX_TASKS:,} tasks per run; "
                 f"use {fix}, or split it into several scenarios"
             )
         if calls > MAX_TOOL_CALLS:
@@ -157,6 +192,20 @@ class Scenario(WorldSpec):
                 "per day, or a shorter duration_s"
             )
         return self
+
+
+def check_rows_fit(scenario: WorldSpec, why: str) -> None:
+    """Refuse, before it starts, a run that keeps a row per task (``why``: a report, a determinism check)
+    and would not fit in memory: about :data:`REPORT_BYTES_PER_TASK` per task (measured), at most
+    :data:`MAX_REPORT_BYTES` per run."""
+    tasks, _ = estimated_size(scenario)
+    if tasks > MAX_REPORT_TASKS:
+        raise ScenarioError(
+            f"{why}: about {tasks:,.0f} tasks per run, each kept in memory with its trace (up to "
+            f"{REPORT_BYTES_PER_TASK // 1000} KB a task, measured): about {tasks * REPORT_BYTES_PER_TASK / 1e9:,.1f} GB, "
+            f"more than the {MAX_REPORT_BYTES / 1e9:g} GB a run may use; the limit is {MAX_REPORT_TASKS:,} tasks; "
+            "run without it (a plain run streams its tasks), or lower workload.tasks_per_day or duration_s"
+        )
 
 
 def format_validation_error(source: str, exc: ValidationError) -> str:
@@ -197,8 +246,8 @@ def parse_document(
     if len(text.encode("utf-8", "replace")) > MAX_FILE_BYTES:
         raise ScenarioError(f"{source}: file is larger than {MAX_FILE_BYTES} bytes; {what} files are small documents")
     try:
-        data = json.loads(text) if source.endswith(".json") else load_yaml(text)
-    except YamlLimitError as exc:
+        data = loads_json(text, nonfinite=True) if source.endswith(".json") else load_yaml(text)
+    except (YamlLimitError, StrictJsonError) as exc:
         raise ScenarioError(f"{source}: {exc}") from None
     except RecursionError:
         raise ScenarioError(f"{source}: nested too deeply to be a {what} file") from None
@@ -248,9 +297,11 @@ def load_scenario(ref: str) -> Scenario:
     path = Path(ref)
     if path.suffix in (".yaml", ".yml", ".json") or path.exists():
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text_bounded(path, MAX_FILE_BYTES, what="scenario file")
         except FileNotFoundError:
             raise ScenarioError(f"{ref}: no such file") from None
+        except FileTooLargeError as exc:
+            raise ScenarioError(f"{exc}; scenario files are small documents") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ScenarioError(f"{ref}: cannot read: {exc}") from None
         return parse_scenario(text, str(path))

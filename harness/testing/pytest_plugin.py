@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from fleetchaos.testing.plugin_support import MARKER_KEYS, ini_confidence, ini_seeds, marker_config, marker_problem
 from fleetchaos.testing.summary import summary_lines, summary_row
 
 if TYPE_CHECKING:
@@ -43,10 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = ["MARKER_KEYS", "FleetChaos"]
 
-#: Keyword arguments the ``fleetchaos`` marker accepts (the last three are read by ``fleetchaos_real``).
-MARKER_KEYS = ("scenario", "seeds", "policy", "errors", "confidence", "bindings", "tasks", "clock")
-
 _RUNS_KEY = pytest.StashKey[list]()
+_WEAK_KEY = pytest.StashKey[list]()
 _STATE_KEY = pytest.StashKey["_SessionState"]()
 
 
@@ -61,13 +60,18 @@ class _SessionState:
 
     cache: dict = field(default_factory=dict)
     rows: list = field(default_factory=list)
+    weak: list = field(default_factory=list)
+    """(test id, line) of every gate that passed on weak evidence."""
     gate: Any = None
     """The :class:`~fleetchaos.gates.session.GateSession` judging runs against the baseline, if one was given."""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect the scenario rows of each finished test."""
+        if report.when != "call":
+            return
+        self.weak += [(report.nodeid, line) for line in getattr(report, "fleetchaos_weak", ())]
         rows = getattr(report, "fleetchaos", None)
-        if not rows or report.when != "call":
+        if not rows:
             return
         if hasattr(report, "wasxfail"):
             outcome = "xfail" if report.skipped else "XPASS"
@@ -77,7 +81,16 @@ class _SessionState:
             self.rows.append({"test": report.nodeid, "outcome": outcome, **row})
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-        """A table of the scenarios run: arm, seeds, headline figures with intervals, baseline verdict."""
+        """A table of the scenarios run (arm, seeds, headline figures with intervals, policy errors, baseline
+        verdict), then every gate that passed on weak evidence."""
+        if self.weak:
+            terminalreporter.write_sep("=", "fleetchaos: passed on weak evidence")
+            for test, line in self.weak:
+                terminalreporter.write_line(f"{test}: {line}")
+            terminalreporter.write_line(
+                "each interval straddles its bound: the gate could not be missed, nor shown to hold; add seeds, "
+                "or require decisive passes with assert_rate(..., strict=True) or the ini option fleetchaos_strict"
+            )
         if not self.rows:
             return
         rows = sorted(self.rows, key=lambda r: r["test"])
@@ -126,7 +139,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="METRIC:THRESHOLD",
         help="with --fleetchaos-baseline: fail when METRIC is worse than the baseline by more than THRESHOLD, "
         "relative (recovery_rate:-2%%) or absolute (recovery_rate:-0.02); repeatable, replaces the ini "
-        "fleetchaos_fail_on [default: recovery_rate:-2%%, silent_failure_rate:+2%%, wasted_retries:+2%%]",
+        "fleetchaos_fail_on [default: success_rate:-2%%, common_recovery_rate:-2%%, silent_failure_rate:+2%%, "
+        "wasted_retries:+2%%]",
+    )
+    group.addoption(
+        "--fleetchaos-allow-new-arms",
+        action="store_true",
+        default=False,
+        help="with --fleetchaos-baseline: let scenario runs the baseline has no arm for pass unjudged "
+        "(default: they fail)",
+    )
+    group.addoption(
+        "--fleetchaos-allow-partial-baseline",
+        action="store_true",
+        default=False,
+        help="with --fleetchaos-baseline: accept a history group that is not complete (killed, interrupted)",
     )
     group.addoption(
         "--fleetchaos-history",
@@ -141,6 +168,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("fleetchaos_errors", "default error format of scenario tests", default="structured")
     parser.addini("fleetchaos_confidence", "confidence level of the intervals", default="0.95")
     parser.addini(
+        "fleetchaos_strict",
+        "assert_rate fails a pass on weak evidence (an interval straddling the bound) unless strict=False",
+        type="bool",
+        default=False,
+    )
+    parser.addini(
         "fleetchaos_fail_on",
         "regression thresholds against --fleetchaos-baseline: METRIC:THRESHOLD, comma-separated "
         "[default: each gated metric at 2% of its baseline value]",
@@ -152,12 +185,15 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register the marker (so ``--strict-markers`` accepts it) and the session state."""
     config.addinivalue_line(
         "markers",
-        "fleetchaos(scenario=None, seeds=None, policy=None, errors=None, confidence=None): "
-        "configure the fleetchaos fixture for this test (a chaos scenario, its seeds, the recovery "
-        "policy and the error format)",
+        "fleetchaos(scenario=None, seeds=None, policy=None, errors=None, confidence=None, "
+        "allow_policy_errors=False): configure the fleetchaos fixture for this test (a chaos scenario, its "
+        "seeds, the recovery policy and the error format; whether it expects policy errors)",
     )
-    _ini_seeds(config)  # a mistake in the ini file stops pytest at once, not in every test
-    _ini_confidence(config)
+    from fleetchaos.gates.assertions import set_strict_default
+
+    set_strict_default(bool(config.getini("fleetchaos_strict")))
+    ini_seeds(config)  # a mistake in the ini file stops pytest at once, not in every test
+    ini_confidence(config)
     seed = config.getoption("fleetchaos_seed", None)
     if seed is not None and seed < 0:
         raise pytest.UsageError(f"--fleetchaos-seed: must be a seed >= 0, got {seed}")
@@ -178,6 +214,9 @@ def pytest_configure(config: pytest.Config) -> None:
                 fail_on=fail_on,
                 history_path=config.getoption("fleetchaos_history", None),
                 fail_on_source=source,
+                allow_new_arms=bool(config.getoption("fleetchaos_allow_new_arms", False)),
+                allow_partial_baseline=bool(config.getoption("fleetchaos_allow_partial_baseline", False)),
+                allow_policy_errors=True,  # judged per test, where the marker can allow them
             )
         except UserError as exc:
             raise pytest.UsageError(str(exc)) from None
@@ -201,51 +240,12 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     return [f"fleetchaos: {', '.join(parts)}"] if parts else None
 
 
-def _ini_seeds(config: pytest.Config) -> int | list[int]:
-    raw = str(config.getini("fleetchaos_seeds")).strip()
-    try:
-        if "," in raw:
-            return [int(s) for s in raw.split(",") if s.strip()]
-        return int(raw)
-    except ValueError:
-        raise pytest.UsageError(
-            f"ini fleetchaos_seeds: expected a count or a comma-separated list of seeds, got {raw!r}"
-        ) from None
-
-
-def _ini_confidence(config: pytest.Config) -> float:
-    raw = str(config.getini("fleetchaos_confidence")).strip()
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0.5 <= value < 1.0:
-        raise pytest.UsageError(f"ini fleetchaos_confidence: expected a level in [0.5, 1) such as 0.95, got {raw!r}")
-    return value
-
-
-def _marker_config(node: pytest.Item) -> dict[str, Any]:
-    """The test's marker arguments, the closest marker winning key by key."""
-    merged: dict[str, Any] = {}
-    for mark in reversed(list(node.iter_markers("fleetchaos"))):
-        if len(mark.args) > 1:
-            pytest.fail(
-                f"@pytest.mark.fleetchaos: at most one positional argument (the scenario), got {mark.args!r}",
-                pytrace=False,
-            )
-        unknown = sorted(set(mark.kwargs) - set(MARKER_KEYS))
-        if unknown:
-            pytest.fail(
-                f"@pytest.mark.fleetchaos: unknown argument(s) {', '.join(unknown)} (known: {', '.join(MARKER_KEYS)})",
-                pytrace=False,
-            )
-        if mark.args:
-            merged["scenario"] = mark.args[0]
-        merged.update(mark.kwargs)
-    return merged
-
-
 # -- the fixture --------------------------------------------------------------------------
+
+
+def _first_given(*values: Any) -> Any:
+    """The first value that is not None."""
+    return next((v for v in values if v is not None), None)
 
 
 def _slug(text: str) -> str:
@@ -264,7 +264,7 @@ class FleetChaos:
         self._request = request
         self._config = request.config
         self._state: _SessionState = request.config.stash[_STATE_KEY]
-        self.marker: dict[str, Any] = _marker_config(request.node)
+        self.marker: dict[str, Any] = marker_config(request.node)
         self.results: list[ScenarioResult] = []
 
     def _resolve_path(self, ref: str | Path) -> str | Path:
@@ -296,18 +296,27 @@ class FleetChaos:
         errors: str | None = None,
         seeds: int | list[int] | None = None,
         confidence: float | None = None,
+        allow_policy_errors: bool | None = None,
     ) -> ScenarioResult:
         """Simulate ``scenario`` with ``policy`` on ``errors`` for each seed; figures with intervals.
 
         ``scenario`` is a catalogue name, a path (relative to the test file or the rootdir)
         or a Scenario object.  With ``--fleetchaos-report`` it writes a report folder; with
         ``--fleetchaos-baseline`` the test fails, once its body has run, if a gated
-        figure got worse than the baseline by more than its threshold, seed by seed.
+        figure got worse than the baseline by more than its threshold, seed by seed.  A run
+        whose policy errored fails the test once its body has run, unless
+        ``allow_policy_errors`` (here or in the marker) says the test expects it.
         """
         from fleetchaos.errors import UserError
         from fleetchaos.testing.suite import resolve_seeds, run_scenario
 
         mark = self.marker
+        given = {"scenario": scenario, "policy": policy, "errors": errors, "seeds": seeds, "confidence": confidence,
+                 "allow_policy_errors": allow_policy_errors}  # fmt: skip
+        for key, value in given.items():
+            problem = marker_problem(key, value)
+            if problem is not None:
+                pytest.fail(f"fleetchaos.run(): {problem}", pytrace=False)
         scenario = scenario if scenario is not None else mark.get("scenario")
         if scenario is None:
             pytest.fail(
@@ -315,16 +324,18 @@ class FleetChaos:
                 "@pytest.mark.fleetchaos(scenario='default')",
                 pytrace=False,
             )
-        policy = policy or mark.get("policy") or self._config.getini("fleetchaos_policy")
-        errors = errors or mark.get("errors") or self._config.getini("fleetchaos_errors")
+        # `is None`, never `or`: an empty name is a mistake to report, not a default to fill in.
+        policy = _first_given(policy, mark.get("policy"), self._config.getini("fleetchaos_policy"))
+        errors = _first_given(errors, mark.get("errors"), self._config.getini("fleetchaos_errors"))
+        allowed = bool(_first_given(allow_policy_errors, mark.get("allow_policy_errors"), False))
         if seeds is None:
             seeds = mark.get("seeds")
         if seeds is None:
-            seeds = _ini_seeds(self._config)
+            seeds = ini_seeds(self._config)
         if confidence is None:
             confidence = mark.get("confidence")
         if confidence is None:
-            confidence = _ini_confidence(self._config)
+            confidence = ini_confidence(self._config)
         report_dir = self._config.getoption("fleetchaos_report")
         try:
             seed_list = resolve_seeds(seeds, self._config.getoption("fleetchaos_seed"))
@@ -344,13 +355,21 @@ class FleetChaos:
             pytest.fail(f"fleetchaos: {exc}", pytrace=False)
         self.results.append(result)
         report = self._write_report(result, Path(report_dir)) if report_dir is not None else None
-        self.note(result, report=report)
+        self.note(result, report=report, allow_policy_errors=allowed)
         return result
 
-    def note(self, result: ScenarioResult, *, mode: str = "sim", report: Path | None = None) -> None:
+    def note(
+        self,
+        result: ScenarioResult,
+        *,
+        mode: str = "sim",
+        report: Path | None = None,
+        allow_policy_errors: bool | None = None,
+    ) -> None:
         """Add a scenario run to the test's summary rows; a simulated run is judged against the baseline.
 
-        A regression fails the test after its body has run (see ``pytest_runtest_call``).
+        A regression, or a policy error the test does not allow, fails the test after its body
+        has run (see ``pytest_runtest_call``).
         """
         verdicts = self._baseline_verdicts(result) if mode == "sim" else []
         row = summary_row(result, verdicts)
@@ -358,11 +377,21 @@ class FleetChaos:
         if report is not None:
             row["report"] = str(report)
         row["regressions"] = [v["message"] for v in verdicts if v["regressed"]]
+        tasks, first = result.policy_errors
+        if allow_policy_errors is None:  # a caller that does not say: the test's marker decides
+            marker = self._request.node.get_closest_marker("fleetchaos")
+            allow_policy_errors = bool(marker is not None and marker.kwargs.get("allow_policy_errors"))
+        if tasks and not allow_policy_errors:
+            row["regressions"].append(
+                f"policy errors: {result.policy} on {result.errors} gave up {tasks} task(s) because the policy errored "
+                f"(most frequent: {first or 'n/a'}); a scenario test never passes a run whose policy errored: fix the "
+                "policy, or mark the test @pytest.mark.fleetchaos(allow_policy_errors=True) if it expects them"
+            )
         self._request.node.stash.setdefault(_RUNS_KEY, []).append(row)
 
     def default_seeds(self) -> int | list[int]:
         """The suite's default seeds (the ``fleetchaos_seeds`` ini option)."""
-        return _ini_seeds(self._config)
+        return ini_seeds(self._config)
 
     def report_dir(self) -> Path | None:
         """The folder this test's reports go to (None without ``--fleetchaos-report``)."""
@@ -375,11 +404,11 @@ class FleetChaos:
         arm = _slug(f"{result.scenario}.{result.policy}.{result.errors}")
         out = root / _slug(self._request.node.nodeid) / arm
         if len(result.runs) == 1:  # one seed: a run report, as `fleetchaos run --report` writes
-            write_run_report(result.runs[0], out)
+            write_run_report(result.runs[0], out, root=root)
             return out
-        write_compare_report(result.to_compare_result(), out)
+        write_compare_report(result.to_compare_result(), out, root=root)
         for run in result.runs:
-            write_run_report(run, out / f"seed-{run.seed}")
+            write_run_report(run, out / f"seed-{run.seed}", root=root)
         return out
 
     def _baseline_verdicts(self, result: ScenarioResult) -> list[dict[str, Any]]:
@@ -396,8 +425,11 @@ class FleetChaos:
         replays = {run.seed: run.replay for run in result.runs}
         out = []
         for check in gate.check(result.runs):
-            message = failure_message(check, entry.origin, replays) if check.failed else ""
+            message = failure_message(check, entry.origin, replays) if check.failed and entry is not None else ""
             out.append({"metric": check.rule.metric, "regressed": check.failed, "message": message})
+        for problem in gate.problems(result.runs):
+            if problem.kind != "policy errors":  # judged by the test itself (allow_policy_errors)
+                out.append({"metric": problem.kind, "regressed": problem.failed, "message": problem.line()})
         return out
 
 
@@ -426,8 +458,22 @@ def fleetchaos_result(fleetchaos: FleetChaos) -> ScenarioResult:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
-    """Fail a test whose scenario runs regressed against the baseline, once its body has passed."""
-    result = yield
+    """Fail a test whose scenario runs regressed (or whose policy errored), once its body has passed.
+
+    While the body runs, every ``assert_rate`` that passes on weak evidence is recorded
+    for the test's report (terminal summary, junit XML property).
+    """
+    from fleetchaos.gates.assertions import WEAK_EVIDENCE
+
+    weak = item.stash.setdefault(_WEAK_KEY, [])
+    listener = weak.append
+    WEAK_EVIDENCE.append(listener)
+    try:
+        result = yield
+    finally:
+        WEAK_EVIDENCE.remove(listener)
+        # The junit XML writes a test's user properties from its teardown report: add them to the item.
+        item.user_properties += [("fleetchaos_weak_evidence", w.line()) for w in weak]
     regressions = [m for row in item.stash.get(_RUNS_KEY, []) for m in row.get("regressions", [])]
     if regressions:
         pytest.fail("\n".join(regressions), pytrace=False)
@@ -439,6 +485,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """Attach the test's scenario rows to its call report (xdist carries them to the controller)."""
     report = yield
     if report.when == "call":
+        weak = [w.line() for w in item.stash.get(_WEAK_KEY, [])]
+        if weak:
+            report.fleetchaos_weak = weak
+            report.sections.append(("fleetchaos passed on weak evidence", "\n".join(weak)))
         rows = item.stash.get(_RUNS_KEY, None)
         if rows:
             report.fleetchaos = list(rows)

@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, Any, Union
 
 from fleetchaos.errors import UserError
 from fleetchaos.gates.assertions import Estimate
+from fleetchaos.gates.session import policy_error_count
 from fleetchaos.names import check_formats, check_policies
 from fleetchaos.results.models import CompareResult, RunResult
 from fleetchaos.results.registry import HEADLINE_METRICS, POOLED_RATES, direction
-from fleetchaos.results.stats import DEFAULT_CONFIDENCE, mean_ci, wilson
+from fleetchaos.results.stats import DEFAULT_CONFIDENCE, mean_ci, rate_ci, wilson
+from fleetchaos.seeds import MAX_SEED, seeds_problem
 
 if TYPE_CHECKING:
     from fleetchaos.scenario.load import Scenario
@@ -75,14 +77,12 @@ def resolve_seeds(seeds: int | Iterable[int] | None, first: int | None = None) -
             raise UserError(f"seeds: expected a count or a list of seeds, got {seeds!r}") from None
         if not out:
             raise UserError("seeds: give at least one seed")
-        for s in out:
-            if isinstance(s, bool) or not isinstance(s, int) or s < 0:
-                raise UserError(f"seeds: every seed must be a whole number >= 0, got {s!r}")
-        if len(set(out)) != len(out):
-            raise UserError(f"seeds: seeds must be distinct, got {out}")
+        problem = seeds_problem(out)
+        if problem is not None:
+            raise UserError(f"seeds: {problem}")
     if first is not None:
-        if first < 0:
-            raise UserError(f"--fleetchaos-seed: must be >= 0, got {first}")
+        if not 0 <= first <= MAX_SEED - len(out):
+            raise UserError(f"--fleetchaos-seed: must be between 0 and {MAX_SEED - len(out)}, got {first}")
         out = list(range(first, first + len(out)))
     return out
 
@@ -153,8 +153,17 @@ class ScenarioResult:
             known = ", ".join(self.metric_names)
             raise KeyError(f"unknown metric {metric!r} (known: {known})")
 
+    @property
+    def policy_errors(self) -> tuple[int, str]:
+        """(tasks given up because the policy errored, over every seed; the most frequent message)."""
+        counts = [policy_error_count(r) for r in self.runs]
+        total = sum(n for n, _ in counts)
+        first = next((m for n, m in sorted(counts, key=lambda c: -c[0]) if m), "")
+        return total, first
+
     def _estimate(self, metric: str, value, low, high, method: str) -> Estimate:
         low, high = _clip(metric, low, high)
+        errors, first_error = self.policy_errors
         return Estimate(
             metric=metric,
             value=value,
@@ -166,6 +175,8 @@ class ScenarioResult:
             per_seed=tuple(r.metrics.get(metric) for r in self.runs),
             replay=self.replay,
             label=self.label,
+            policy_errors=errors,
+            policy_error=first_error,
         )
 
     def metric(self, metric: str) -> Estimate:
@@ -183,6 +194,12 @@ class ScenarioResult:
         skipped = len(values) - len(present)
         note = f"; {skipped} seed(s) undefined, left out" if skipped else ""
         if len(present) >= 2:
+            if metric in PROPORTIONS:  # an interval that stays inside [0, 1]
+                trials = [None if (c := _count(r, metric)) is None else c[1] for r in self.runs]
+                mean, low, high = rate_ci(values, trials, self.confidence)
+                if low is not None:
+                    method = f"t-interval on the logit scale across {len(present)} seeds{note}"
+                    return self._estimate(metric, mean, low, high, method)
             mean, low, high = mean_ci(values, self.confidence)
             return self._estimate(metric, mean, low, high, f"Student-t across {len(present)} seeds{note}")
         run, value = present[0]
@@ -342,6 +359,10 @@ def run_scenario(
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.5 <= confidence < 1.0:
         raise UserError(f"confidence: must be a level in [0.5, 1) such as 0.95, got {confidence!r}")
     spec, ref = load_ref(scenario, save_dir)
+    if keep_tasks:
+        from fleetchaos.scenario.load import check_rows_fit
+
+        check_rows_fit(spec, "--fleetchaos-report")
     seed_list = resolve_seeds(seeds)
     _check_arm(policy, errors)
     from fleetchaos.scenario.load import scenario_hash

@@ -33,14 +33,17 @@ def summary_row(result: ScenarioResult, verdicts: list[dict[str, Any]]) -> dict[
     else:
         bad = [v["metric"] for v in verdicts if v["regressed"]]
         baseline = "regressed: " + ", ".join(bad) if bad else "ok"
+    errors, _ = result.policy_errors
     return {
         "scenario": result.scenario,
         "policy": result.policy,
         "errors": result.errors,
         "seeds": seeds_text(result.seeds),
+        "success": _interval(result.success_rate),
         "recovery": _interval(result.recovery_rate),
         "silent": _interval(result.silent_failure_rate),
         "wasted": _interval(result.wasted_retries),
+        "policy_errors": f"{errors} tasks" if errors else "0",
         "baseline": baseline,
         "replays": list(result.replay),
     }
@@ -53,9 +56,11 @@ COLUMNS = (
     ("policy", "policy"),
     ("errors", "errors"),
     ("seeds", "seeds"),
+    ("success", "success rate"),
     ("recovery", "recovery rate"),
     ("silent", "silent failures"),
     ("wasted", "wasted retries"),
+    ("policy_errors", "policy errors"),
     ("baseline", "baseline"),
     ("mode", "mode"),
 )

@@ -46,6 +46,7 @@ FAULT_KINDS = (
     "network_partition",
     "latency_spike",
     "quota_exhausted",
+    "overloaded",
 )
 IGNORE = "ignore"
 
@@ -91,6 +92,7 @@ DEFAULT_CODES: dict[str, str] = {
     **dict.fromkeys(["ERR_NON_FAST_FORWARD", "GIT_PUSH_REJECTED", "non_fast_forward", "ABORTED"], "git_push_conflict"),
     **dict.fromkeys(["ERR_BATCH_ITEM", "BATCH_ITEM_FAILED"], "partial_batch"),
     **dict.fromkeys(["ECONNREFUSED", "WORKER_LOST"], "node_crash"),
+    **dict.fromkeys(["ERR_OVERLOADED", "SERVICE_OVERLOADED", "OVERLOADED", "overloaded_error"], "overloaded"),
     **dict.fromkeys(["EHOSTUNREACH", "NETWORK_PARTITION"], "network_partition"),
 }  # fmt: skip
 

@@ -77,7 +77,8 @@ def test_baseline_without_fail_on_only_reports_changes(cli, small, baseline):
     result = cli("run", "--scenario", small, "--policy", "blind-retry", "--errors", "generic", "--history", baseline,
                  "--baseline", "good")  # fmt: skip
     assert result.exit_code == 0
-    assert "compared recovery_rate for blind-retry on generic" in result.stderr
+    assert "compared success_rate for blind-retry on generic" in result.stderr
+    assert "compared common_recovery_rate for blind-retry on generic" in result.stderr
 
 
 def test_history_lists_groups_and_runs(cli, small, baseline):

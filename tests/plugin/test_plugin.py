@@ -64,7 +64,7 @@ def test_fixture_runs_a_scenario_by_name_by_path_and_as_an_object(chaos_dir):
                 assert (r.scenario, r.policy, r.errors, r.seeds) == ("small", "structured", "structured", (1, 2))
                 assert r.replay[1] == "fleetchaos run --scenario sub/near.yaml --policy structured --errors structured --seed 2"
                 assert r.recovery_rate.has_interval and 0.9 < r.recovery_rate.value <= 1.0
-                assert r.wasted_retries.value == 0.0
+                assert r.wasted_retries.value == sum(x.metrics["wasted_retries"] for x in r.runs) / 2
 
             def test_by_object(fleetchaos):
                 spec = load_scenario("small.yaml").model_copy(update={"name": "tweaked"})
@@ -138,7 +138,8 @@ def test_invalid_marker_and_arguments_fail_with_one_clear_message(chaos_dir):
     result.assert_outcomes(failed=4, errors=1)
     result.stdout.fnmatch_lines_random(
         [
-            "*@pytest.mark.fleetchaos: unknown argument(s) seed (known: scenario, seeds, policy, errors, confidence, bindings, tasks, clock)",
+            "*@pytest.mark.fleetchaos: unknown argument(s) seed (known: scenario, seeds, policy, errors, confidence, "
+            "bindings, tasks, clock, allow_policy_errors)",
             "*fleetchaos: policy: unknown policy 'nope'*",
             "*fleetchaos: errors: unknown error format 'structred' (known: *generic*structured*); did you mean 'structured'?",
             "*unknown scenario 'defualt'*did you mean 'default'?",
@@ -251,7 +252,7 @@ def test_baseline_option_fails_a_run_that_regresses(chaos_dir):
             {
                 "policy": "blind-retry",
                 "errors": "generic",
-                "metrics": {"recovery_rate": 0.9, "silent_failure_rate": 0.0, "wasted_retries": 0.0},
+                "metrics": {"common_recovery_rate": 0.9, "silent_failure_rate": 0.0, "wasted_retries": 0.0},
             }
         ],
     }
@@ -261,14 +262,14 @@ def test_baseline_option_fails_a_run_that_regresses(chaos_dir):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*recovery_rate regressed against the baseline baseline.json (0.9, a mean over its own seeds):",
-            "*REGRESSION recovery_rate for blind-retry on generic: * against 0.9 in baseline baseline.json "
+            "*common_recovery_rate regressed against the baseline baseline.json (0.9, a mean over its own seeds):",
+            "*REGRESSION common_recovery_rate for blind-retry on generic: * against 0.9 in baseline baseline.json "
             "(blind-retry on generic), change -*, allowed -2% over 3 seeds; the baseline kept no per-seed values*",
             "*replay the worst seed (*): fleetchaos run --scenario small.yaml --policy blind-retry --errors generic --seed *",
         ]
     )
     result.stdout.fnmatch_lines(
-        ["*test_blind*FAILED*regressed: recovery_rate, silent_failure_rate, wasted_retries *sim"]
+        ["*test_blind*FAILED*regressed: common_recovery_rate, silent_failure_rate, wasted_retries *sim"]
     )
 
 
@@ -286,7 +287,8 @@ def test_a_report_folder_is_the_baseline_of_the_next_run(chaos_dir):
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "fleetchaos: baseline main, gate recovery_rate:-2%, silent_failure_rate:+2%, wasted_retries:+2%",
+            "fleetchaos: baseline main, gate success_rate:-2%, common_recovery_rate:-2%, silent_failure_rate:+2%, "
+            "wasted_retries:+2%",
             "*test_blind*passed*  ok *sim",
         ]
     )
@@ -301,15 +303,17 @@ def test_a_run_history_group_is_a_baseline(chaos_dir):
     with open_store(chaos_dir.path / "hist.db") as store:
         gid = store.new_group("compare", "small", label="main")
         for run in runs:
-            store.add_run(gid, run.model_copy(update={"metrics": {**run.metrics, "recovery_rate": 0.95}}))
+            tampered = {**run.metrics, "common_recovery_rate": 0.95}
+            store.add_run(gid, run.model_copy(update={"metrics": tampered, "task_sets": {}}))
         store.finish_group(gid)
     chaos_dir.makepyfile(test_pt_blind=BLIND)
     result = chaos_dir.runpytest("--fleetchaos-baseline", "main", "--fleetchaos-history", "hist.db")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*recovery_rate regressed against the baseline history #1 (main) (0.95 on seeds 1-3):",
-            "*REGRESSION recovery_rate for blind-retry on generic: * against 0.95 in baseline #1 (blind-retry on generic)*",
+            "*common_recovery_rate regressed against the baseline history #1 (main) (0.95 on seeds 1-3):",
+            "*REGRESSION common_recovery_rate for blind-retry on generic: * against 0.95 in baseline #1 "
+            "(blind-retry on generic)*",
         ]
     )
 
@@ -355,7 +359,7 @@ def test_failing_assert_rate_gives_figure_interval_seeds_and_a_replay_that_repro
     result.stdout.fnmatch_lines(
         [
             "E * recovery_rate is below 0.7: the whole interval *..* lies below the bound",
-            "E *figure: recovery_rate = * (95% CI *..*, Student-t across 3 seeds)",
+            "E *figure: recovery_rate = * (95% CI *..*, t-interval on the logit scale across 3 seeds)",
             "E *run: scenario small.yaml, policy blind-retry, errors generic",
             "E *seeds: 1, 2, 3",
             "E *per seed: *, *, *",
@@ -391,10 +395,13 @@ def test_terminal_summary_lists_every_scenario_run(chaos_dir):
     result.stdout.fnmatch_lines(
         [
             "*= fleetchaos scenarios =*",
-            "test * outcome * scenario * policy * errors * seeds * recovery rate * silent failures * wasted retries * baseline * mode",
+            "test * outcome * scenario * policy * errors * seeds * success rate * recovery rate * silent failures * "
+            "wasted retries * baseline * mode",
             # (fnmatch reads [...] as a character class, so ? stands for each bracket)
-            "test_terminal_summary_lists_every_scenario_run.py::test_a * passed * small * structured * structured * 1-3 * 0.9* ?0.9*, *? * ?0, 0.0*? * 0 ?0, 0? * - * sim",
-            "test_terminal_summary_lists_every_scenario_run.py::test_a * passed * small * blind-retry * generic * 1-3 * 0.2* ?0.1*, 0.3*? * 0.* ?0.*, 0.*? * 6* ?5*, 7*? * - * sim",
+            "test_terminal_summary_lists_every_scenario_run.py::test_a * passed * small * structured * structured * 1-3 "
+            "* 0.9* ?0.9*, *? * 0.9* ?0.9*, *? * 0.0* ?0.0*, 0.0*? * * ?*, *? * - * sim",
+            "test_terminal_summary_lists_every_scenario_run.py::test_a * passed * small * blind-retry * generic * 1-3 "
+            "* 0.* ?0.*, 0.*? * 0.2* ?0.1*, 0.3*? * 0.* ?0.*, 0.*? * 6* ?5*, 7*? * - * sim",
         ]
     )
 

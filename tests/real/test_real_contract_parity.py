@@ -66,6 +66,18 @@ def test_a_tool_that_follows_the_contract_conforms_for_every_applicable_kind():
     report.assert_conforms()
 
 
+def test_a_providers_overload_can_still_be_forced_to_check_how_a_tool_surfaces_a_503():
+    """kinds=["overloaded"] checks a tool against the overload contract though real runs refuse providers."""
+    good = check_contract(
+        "research_fanout", samples={"search": lambda: contract_tool(search_api)("q", 0)}, kinds=["overloaded"]
+    )
+    bare = check_contract(
+        "research_fanout", samples={"search": lambda: bare_tool(search_api)("q", 0)}, kinds=["overloaded"]
+    )
+    assert [r.conforms for r in good.rows] == [True]
+    assert [r.conforms for r in bare.rows] == [False] and "SERVICE_OVERLOADED" in "; ".join(bare.rows[0].mismatches)
+
+
 def test_a_tool_that_passes_the_vendor_error_through_leaks_its_secrets():
     """Surfacing str(exception) carries the planted secrets of the vendor text: reported as a leak."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -45,3 +46,8 @@ def test_the_real_agent_suite_passes_offline_with_its_reports(tmp_path):
     assert met.get(("post_note", "timeout"), 0) + met.get(("update_contact", "timeout"), 0) > 0
     assert sum(n for (tool, kind), n in met.items() if kind == "expired_key") > 0
     assert "real" in out.stdout.splitlines()[-3] or " real" in out.stdout
+    results = json.loads((run_dir / "results.json").read_text())
+    # the real code's retries are judged like the simulation's: those that failed again are counted, by reason
+    assert results["metrics"]["policy_errors"] == 0
+    assert results["metrics"]["failed_retries"] > 0
+    assert sum(results["breakdowns"]["failed_retries_by_reason"].values()) == results["metrics"]["failed_retries"]

@@ -180,6 +180,21 @@ def test_a_simulation_only_kind_is_refused_with_one_message(small_scenario):
         Runtime(spec, seed=1)
 
 
+def test_providers_with_a_declared_capacity_are_refused_with_one_message(small_scenario):
+    """fleet.providers (and so an overloaded fault) is simulation-only: one line names the field, the providers and the fix."""
+    spec = small_scenario(
+        [{"kind": "overloaded", "provider": "backend", "windows": [{"start_s": 0, "duration_s": 60}]}],
+        providers=[{"name": "backend", "tools": ["write"], "servers": 1}],
+    )
+    with pytest.raises(
+        UserError, match=r"fleet\.providers: providers with a declared capacity are simulation-only"
+    ) as e:
+        Runtime(spec, seed=1)
+    assert "\n" not in str(e.value) and "backend" in str(e.value) and "drop fleet.providers" in str(e.value)
+    with pytest.raises(UserError, match=r"fleet\.providers"):
+        run_real(spec, lambda task, rt: "success", seed=1)
+
+
 def test_an_unscoped_call_inside_an_active_runtime_is_refused(small_scenario):
     """With a runtime active but no task scope, a bound call is refused (and counted as unbound)."""
     with Runtime(small_scenario([]), seed=1) as rt, pytest.raises(UnboundCall, match="outside a task scope"):

@@ -19,19 +19,21 @@ from click.testing import CliRunner
 import fleetchaos.catalogue as catalogue
 from fleetchaos.cli.main import main
 from fleetchaos.reports import dumps, load_results
-from fleetchaos.reports.charts import pareto_front
+from fleetchaos.reports.arm_charts import pareto_front
 from fleetchaos.results.models import CompareResult
 
 REPO = Path(__file__).resolve().parents[2]
 
 CHARTS = {
-    "recovery.png",
+    "headline.png",
     "silent_and_wasted.png",
-    "cost_vs_recovery.png",
+    "failed_retries.png",
+    "cost_split.png",
+    "cost_vs_success.png",
     "recovery_by_fault_kind.png",
     "time_to_recovery_ecdf.png",
-    "timeline_best_recovery.png",
-    "timeline_worst_recovery.png",
+    "timeline_best_success_rate.png",
+    "timeline_worst_success_rate.png",
     "error_codes.png",
 }
 
@@ -111,24 +113,35 @@ def test_html_is_self_contained(reports):
         data = base64.b64encode((reports[0] / name).read_bytes()).decode("ascii")
         assert data in page, name
     assert page.count("<table>") >= 6
+    # the finding opens the page; the verdict matrix and the scenario document are collapsed at its end
+    assert page.index('<p class="finding">') < page.index("<h2>Headline</h2>") < page.index("<details>")
+    appendix = page[page.index("<details>") :]
+    assert "Verdicts against the reference arm" in appendix and "tasks_per_day" in appendix
+    assert "tasks_per_day" not in page[: page.index("<details>")]
 
 
 def test_summary_states_scenario_seeds_versions_assumptions_and_verdicts(reports):
     """The Markdown summary states the setup, the modelling assumptions, the verdicts and links every chart."""
     text = (reports[0] / "summary.md").read_text(encoding="utf-8")
     for needle in (
-        "Scenario: `small`",
+        "Scenario: small",
         "Seeds: 1, 2, 3, 4, 5",
         "fleetchaos 0.1.0",
+        "## Headline",
         "## Modelling assumptions",
-        "## Verdicts against the reference arm",
+        "## Appendix: every verdict, pooled rates and the scenario as it ran",
+        "### Verdicts against the reference arm",
         "## How to read these figures",
+        "### Failed retries by the fault they met",
         '"tasks_per_day": 100',
     ):
         assert needle in text, needle  # fmt: skip
     for name in CHARTS:
         assert f"]({name})" in text
-    assert re.search(r"\| (better|worse|inconclusive) \|", text)
+    assert re.search(r"\| (better|worse|inconclusive|no difference) \|", text)
+    # the page opens with what it found, then the headline table; the appendix comes last
+    assert text.index("On small over 5 seeds:") < text.index("## Headline") < text.index("## Setup")
+    assert text.index("## Files and replay") < text.index("## Appendix")
 
 
 def test_results_json_is_compact_and_faithful(reports):
@@ -138,7 +151,8 @@ def test_results_json_is_compact_and_faithful(reports):
     assert isinstance(result, CompareResult)
     assert json.loads(path.read_text()) == json.loads(result.model_dump_json())
     assert path.read_text() == dumps(result)
-    assert len(result.timelines) == 2 and {t.label for t in result.timelines} == {"best recovery", "worst recovery"}
+    labels = {t.label for t in result.timelines}
+    assert len(result.timelines) == 2 and labels == {"best success rate", "worst success rate"}
     assert path.stat().st_size < 400_000
 
 
@@ -185,3 +199,26 @@ def test_pareto_front_by_hand():
     """Of (cost, recovery) points, the front keeps those no other point beats on both, sorted by cost."""
     points = [(70.0, 0.85), (68.0, 0.35), (68.3, 0.35), (66.8, 0.32), (71.0, 0.52), (66.8, 0.30)]
     assert pareto_front(points) == [3, 1, 0]
+
+
+def test_goodput_over_time_is_recorded_and_drawn_only_when_the_scenario_asks(tmp_path):
+    """goodput_bin_s adds a goodput_by_time breakdown and a goodput chart; without it neither appears."""
+    from fleetchaos.reports.compare_report import write_compare_report
+    from fleetchaos.reports.goodput import goodput_series
+    from fleetchaos.runs.runner import compare
+    from fleetchaos.scenario.load import load_scenario
+
+    base = load_scenario("crm_sync_403")
+    plain = compare(base, [1], policies=("blind-retry",), formats=("structured",))
+    assert "goodput_by_time" not in plain.arms[0].breakdowns
+    assert "goodput_bin_s" not in plain.scenario_config
+    binned = base.model_validate({**base.model_dump(), "goodput_bin_s": 3600})
+    result = compare(binned, [1, 2], policies=("blind-retry", "structured"), formats=("structured",))
+    counts = result.arms[0].breakdowns["goodput_by_time"]
+    assert all(len(k) == 9 for k in counts) and sum(counts.values()) > 0
+    xs, ys = goodput_series(counts, 3600.0, 2, binned.duration_s)
+    assert len(xs) == int(binned.duration_s // 3600) and abs(sum(ys) * 60 * 2 - sum(
+        v for k, v in counts.items() if float(k) < binned.duration_s)) < 1e-6  # fmt: skip
+    written = {p.name for p in write_compare_report(result, tmp_path)}
+    assert "goodput_over_time.png" in written
+    assert "Goodput over time" in (tmp_path / "summary.md").read_text()

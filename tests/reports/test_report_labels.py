@@ -13,13 +13,12 @@ from matplotlib.patches import Rectangle
 from fleetchaos.reports import cells, compare_report, notes
 from fleetchaos.reports import sweep as sweep_report
 from fleetchaos.reports.ablation import ablation_chart
+from fleetchaos.reports.arm_charts import lead_chart, pareto_chart
 from fleetchaos.reports.charts import (
     SPIKE_MIN_COUNT,
     SPIKE_SD,
-    _bar_with_ci,
+    bar_with_ci,
     error_codes_chart,
-    pareto_chart,
-    recovery_chart,
 )
 from fleetchaos.reports.tables import display_kind
 from fleetchaos.results.models import ArmResult, CompareResult, SweepEntry, SweepResult
@@ -33,8 +32,8 @@ def _arm(policy: str, errors: str, recovery: float | None, ci: list[float | None
     return ArmResult(
         policy=policy,
         errors=errors,
-        metrics={"recovery_rate": recovery, "cost_usd": 1.0, "escalation_rate": 0.05},
-        ci={"recovery_rate": ci, "cost_usd": [0.5, 1.5], "escalation_rate": [0.01, 0.09]},
+        metrics={"recovery_rate": recovery, "success_rate": recovery, "cost_usd": 1.0, "escalation_rate": 0.05},
+        ci={"recovery_rate": ci, "success_rate": ci, "cost_usd": [0.5, 1.5], "escalation_rate": [0.01, 0.09]},
         per_seed={},
         breakdowns={},
     )
@@ -59,7 +58,7 @@ def _bars(ax) -> list[Rectangle]:
 def test_undefined_mean_draws_no_bar_and_reads_n_a():
     """An arm whose mean is None gets no bar and the label "n/a", never a 0.0 bar labelled as a value."""
     ax = Figure().subplots()
-    _bar_with_ci(ax, _compare(), "recovery_rate", 100.0)
+    bar_with_ci(ax, _compare(), "recovery_rate", 100.0)
     bars = _bars(ax)
     assert [(round(b.get_x() + b.get_width() / 2), b.get_height()) for b in bars] == [(1, 50.0)]
     labels = {round(t.xy[0]): t.get_text() for t in ax.texts}
@@ -74,27 +73,29 @@ def test_all_means_undefined_draws_no_bars():
     result = _compare()
     result.arms[1] = _arm("structured", "structured", None, [None, None])
     ax = Figure().subplots()
-    _bar_with_ci(ax, result, "recovery_rate", 100.0)
+    bar_with_ci(ax, result, "recovery_rate", 100.0)
     assert _bars(ax) == []
     assert [t.get_text() for t in ax.texts] == ["n/a", "n/a"]
 
 
-def test_recovery_chart_with_an_undefined_arm_is_byte_stable(tmp_path):
-    """The recovery chart of a result with an undefined arm is written, and the same bytes twice."""
-    a = recovery_chart(_compare(), tmp_path / "a.png")
-    b = recovery_chart(_compare(), tmp_path / "b.png")
+def test_headline_chart_with_an_undefined_arm_is_byte_stable(tmp_path):
+    """The headline chart of a result with an undefined arm is written, and the same bytes twice."""
+    a = lead_chart(_compare(), tmp_path / "a.png")
+    b = lead_chart(_compare(), tmp_path / "b.png")
     assert a.read_bytes() == b.read_bytes()
 
 
 def _ablation_doc() -> dict:
     step = {
-        "metrics": {"recovery_rate": 0.5, "wasted_retries": 3.0, "silent_failure_rate": 0.01},
-        "ci": {"recovery_rate": [0.4, 0.6], "wasted_retries": [2.0, 4.0], "silent_failure_rate": [0.0, 0.02]},
-    }
+        "metrics": {"common_recovery_rate": 0.5, "success_rate": 0.9, "wasted_retries": 3.0, "silent_failure_rate": 0.01},
+        "ci": {"common_recovery_rate": [0.4, 0.6], "success_rate": [0.8, 0.95], "wasted_retries": [2.0, 4.0],
+               "silent_failure_rate": [0.0, 0.02]},
+    }  # fmt: skip
     undefined = {
-        "metrics": {"recovery_rate": None, "wasted_retries": 0.0, "silent_failure_rate": 0.0},
-        "ci": {"recovery_rate": [None, None], "wasted_retries": [0.0, 0.0], "silent_failure_rate": [0.0, 0.0]},
-    }
+        "metrics": {"common_recovery_rate": None, "success_rate": 1.0, "wasted_retries": 0.0, "silent_failure_rate": 0.0},
+        "ci": {"common_recovery_rate": [None, None], "success_rate": [1.0, 1.0], "wasted_retries": [0.0, 0.0],
+               "silent_failure_rate": [0.0, 0.0]},
+    }  # fmt: skip
     return {"scenario": "quiet", "seeds": [1, 2, 3], "policy": "p",
             "steps": [{"format": "generic", **undefined}, {"format": "ablation:failure_type", **step}]}  # fmt: skip
 
@@ -111,7 +112,7 @@ def test_ablation_chart_draws_no_bar_for_an_undefined_mean(tmp_path, monkeypatch
     monkeypatch.setattr(Figure, "savefig", keep)
     path = ablation_chart(_ablation_doc(), tmp_path / "a.png")
     assert path.read_bytes() == ablation_chart(_ablation_doc(), tmp_path / "b.png").read_bytes()
-    recovery, wasted, _silent = figures[0].axes
+    recovery, _success, wasted, _silent = figures[0].axes
     assert [(round(b.get_x() + b.get_width() / 2), b.get_height()) for b in _bars(recovery)] == [(1, 0.5)]
     assert [(round(t.xy[0]), t.get_text()) for t in recovery.texts] == [(0, "n/a")]
     assert len(_bars(wasted)) == 2 and not wasted.texts  # 0.0 is a value, drawn as one
@@ -173,10 +174,10 @@ def test_sweep_tables_format_escalation_rate_as_a_percentage():
     console = Console(width=200, record=True)
     console.print(sweep_report.sweep_table(_sweep()))
     text = console.export_text()
-    assert "5.0% ±2.0" in text and "10.0% ±5.0" in text
+    assert "5.0% [3.0, 7.0]" in text and "10.0% [5.0, 15.0]" in text
     md = sweep_report.sweep_markdown(_sweep(), None)
-    assert "| 5.0% ±2.0 | 10.0% ±5.0 |" in md
-    assert "| 0.1 ±" not in md
+    assert "| 5.0% [3.0, 7.0] | 10.0% [5.0, 15.0] |" in md
+    assert "| 0.1 ±" not in md and "3.0 ±1.0" in md  # a count keeps its symmetric half-width
 
 
 def test_sweep_curve_of_a_rate_is_in_percent(tmp_path, monkeypatch):

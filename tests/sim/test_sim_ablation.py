@@ -30,7 +30,11 @@ def test_ablation_steps_are_in_order_with_compare_metric_names(default_doc):
     assert [s["format"] for s in default_doc["steps"]] == list(STEPS)
     assert default_doc["seeds"] == SEEDS
     for step in default_doc["steps"]:
-        assert {"recovery_rate", "wasted_retries", "silent_failure_rate"} <= set(step["metrics"]) == set(step["ci"])
+        assert (
+            {"common_recovery_rate", "success_rate", "wasted_retries", "silent_failure_rate"}
+            <= set(step["metrics"])
+            == set(step["ci"])
+        )
 
 
 def test_each_field_pays_on_the_default_scenario(default_doc):
@@ -39,7 +43,7 @@ def test_each_field_pays_on_the_default_scenario(default_doc):
     typed, partial, alts, flag = (m[f] for f in ABLATION_FORMATS)
     assert typed["recovery_rate"] > m["generic"]["recovery_rate"]
     assert partial["redone_steps"] < typed["redone_steps"] and partial["recovery_rate"] > typed["recovery_rate"]
-    assert _step(default_doc, "ablation:+alternatives")["gain"]["recovery_rate"]["ci"][0] > 0
+    assert _step(default_doc, "ablation:+alternatives")["gain"]["common_recovery_rate"]["ci"][0] > 0
     assert flag["wasted_retries"] < alts["wasted_retries"]
 
 

@@ -20,8 +20,8 @@ ADVERSARIES = {
     "adversarial_policies:Garbage": ("policy returned an invalid action: expected an action", False),
     "adversarial_policies:SleepsForever": (None, True),
     "adversarial_policies:SleepsAtTheFloatLimit": (None, True),
-    "adversarial_policies:NeverGivesUp": ("action cap reached: more than 100 actions for one task", False),
-    "adversarial_policies:MutatesSharedState": ("action cap reached: more than 100 actions for one task", False),
+    "adversarial_policies:NeverGivesUp": (None, False),  # stopped at the action cap: a limit, not a policy error
+    "adversarial_policies:MutatesSharedState": (None, False),
     "adversarial_policies:MutatesObservation": (
         "policy raised FrozenInstanceError: cannot assign to field 'ok'",
         False,
@@ -89,4 +89,4 @@ def test_corrupting_the_history_is_contained_to_a_copy(sim):
     assert t1.claim == "success" and t1.policy_error is None
     for rec in (t0, t2):
         assert rec.claim == "failed" and rec.retries == 3 and rec.calls == 4
-        assert rec.policy_error == "action cap reached: more than 3 actions for one task"
+        assert rec.stopped_by == "action_cap" and rec.policy_error is None

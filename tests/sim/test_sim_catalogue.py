@@ -82,11 +82,12 @@ def test_catalogue_has_every_story():
 
 @pytest.mark.parametrize("name", catalogue.names())
 def test_scenario_is_described_and_validates(name):
-    """Each scenario loads, carries its own name, a description and what it reveals, and has faults."""
+    """Each scenario loads, carries its own name, a description and what it reveals, and has faults or a provider to overload."""
     sc = load_scenario(name)
     assert sc.name == name
     assert len(sc.description.split()) >= 15 and len(sc.reveals.split()) >= 10
-    assert sc.faults
+    assert sc.faults or sc.fleet.providers  # injected faults, or a provider whose capacity the load can exceed
+    assert "time scale" in (sc.description + sc.reveals).lower()  # which time scale a policy must reach
 
 
 def test_cli_validates_the_whole_catalogue():

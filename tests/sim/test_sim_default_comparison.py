@@ -36,3 +36,44 @@ def test_structured_policy_on_generic_errors_only_has_its_unknown_branch(result)
     assert blind.metrics["escalations"] > informed.metrics["escalations"]
     assert blind.metrics["recovery_rate"] < informed.metrics["recovery_rate"]
     assert blind.metrics["redone_steps"] > informed.metrics["redone_steps"]
+
+
+def test_backoff_and_blind_retry_differ_beyond_noise_on_a_headline_metric(result):
+    """Same 3 retries, waits on the faults' time scale: backoff differs from blind-retry beyond noise (paired, 10 seeds)."""
+    from fleetchaos.results.registry import HEADLINE_METRICS
+    from fleetchaos.results.stats import paired_difference
+
+    for errors in ("generic", "structured"):
+        backoff, blind = result.arm("backoff", errors), result.arm("blind-retry", errors)
+        apart = {}
+        for metric in HEADLINE_METRICS:
+            d = paired_difference(backoff.per_seed[metric], blind.per_seed[metric])
+            if d.low is not None and (d.low > 0 or d.high < 0):
+                apart[metric] = d.mean
+        assert apart, errors
+        assert apart.get("wasted_retries", 0) < 0, (errors, apart)  # it waits out causes blind retries run into
+
+
+def test_the_headline_figures_share_their_denominators_and_retries_that_failed_again_are_counted(result):
+    """Every arm's common set is the same on each seed; structured on structured errors still fails retries
+    (in the loaded default, refusals of the busy provider and 429s after the hinted instant), which the
+    truth-judged wasted count no longer hides."""
+    sizes = {tuple(a.per_seed["faulted_tasks"]) for a in result.arms}
+    assert len(sizes) > 1  # the arms' own faulted tasks differ...
+    common = {a.pooled["common_recovery_rate"].trials for a in result.arms}
+    assert len(common) == 1  # ...but the common set is one for all
+    assert common.pop() >= max(a.pooled["recovery_rate"].trials for a in result.arms)
+    best = result.arm("structured", "structured")
+    assert best.metrics["failed_retries"] > 10
+    by_reason = best.breakdowns["failed_retries_by_reason"]
+    # obedient waiters: retries after a 429 go at (or after) the hinted instant and are refused again
+    assert by_reason["same fault, after its retry-after instant"] > 10 * by_reason.get(
+        "same fault, before its retry-after instant", 0
+    )
+    by_kind = best.breakdowns["failed_retries_by_kind"]
+    assert by_kind["rate_limit"] + by_kind["overloaded"] > sum(by_kind.values()) / 2
+    assert best.metrics["wasted_retries"] > 0  # judged against the bucket, not the hint the envelope passes on
+    for arm in result.arms:  # rates' intervals stay inside [0, 1] and contain the mean
+        for name in ("success_rate", "common_recovery_rate", "recovery_rate", "silent_failure_rate"):
+            low, high = arm.ci[name]
+            assert 0.0 <= low <= arm.metrics[name] <= high <= 1.0, (arm.policy, arm.errors, name)

@@ -72,13 +72,18 @@ def test_fault_schedule_identical_across_arms(default_scenario):
     # every arm also sees the same arrivals (same task count)
     assert len({r.metrics["tasks"] for r in results}) == 1
 
-    # First dispatches, on the default scenario less its rate limit: the fleet's API bucket is
-    # the one resource a retry drains for other tasks (blind retries empty it, and a later
-    # task's first call then meets a 429 the other arm's does not), so with it the first
-    # dispatches may differ for a legitimate reason.  The generic format keeps both policies
-    # blind to error codes, so neither refreshes a key another task's first call would meet.
+    # First dispatches, on the default scenario less its shared capacity: the fleet's API
+    # bucket, the model provider and the call timeout that queueing runs into are what a
+    # retry drains for other tasks (blind retries empty the bucket or fill the provider's
+    # queue, and a later task's first call then meets a 429, a 503 or a timeout the other
+    # arm's does not), so with them the first dispatches may differ for a legitimate reason.
+    # The generic format keeps both policies blind to error codes, so neither refreshes a key
+    # another task's first call would meet.
     no_bucket = default_scenario.model_copy(
-        update={"faults": [f for f in default_scenario.faults if f.kind != "rate_limit"]}
+        update={
+            "faults": [f for f in default_scenario.faults if f.kind != "rate_limit"],
+            "fleet": default_scenario.fleet.model_copy(update={"providers": [], "call_timeout_s": None}),
+        }
     )
     blind, blind_total = _first_dispatch_faults(no_bucket, "blind-retry", "generic", 5)
     tree, tree_total = _first_dispatch_faults(no_bucket, "structured", "generic", 5)

@@ -322,7 +322,8 @@ def test_reject_cost_keeps_the_storm_going_after_the_window(sim, cost, claim, hi
     assert rec.claim == claim and rec.commits == commits
     assert rec.fault_hits == {"rate_limit": hits} and rec.retries == retries and rec.calls == calls
     assert sum(t >= 10.0 for t, *_ in r.output.fault_log) == late_hits
-    assert rec.wasted_reasons == {"before retry-after": hits - 1}  # every restart before a token was due
+    assert rec.wasted_reasons == {"API token bucket still empty": hits - 1}  # every restart found the bucket empty
+    assert rec.failed_retries == retries - (claim == "success")  # all but the one that found a token
     assert rec.end_s == pytest.approx(13.3, **APPROX)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleetchaos.policies import BlindRetry
+from fleetchaos.policies import Backoff, BlindRetry, get_policy
 from fleetchaos.sim.observation import RefreshCredentials, Reroute, Retry
 
 APPROX = dict(abs=1e-9)
@@ -67,7 +67,7 @@ def test_blip_blind_retry_lands_after_window_and_recovers(sim):
     ],
 )
 def test_blip_blind_retry_inside_window_blips_again(sim, window_s, attempts, claim):
-    """An immediate retry that still falls inside the blip window blips again; blips are never counted as wasted."""
+    """An immediate retry that still falls inside the blip window blips again: wasted and failed, by the truth."""
     scn = sim.scenario(
         plan_push(sim),
         faults=[{"kind": "network_blip", "probability": 1.0, "windows": [{"start_s": 0, "duration_s": window_s}]}],
@@ -89,25 +89,28 @@ def test_blip_blind_retry_inside_window_blips_again(sim, window_s, attempts, cla
         assert rec.fault_hits == {"network_blip": 4}
         assert rec.end_s == pytest.approx(4.4, **APPROX)
         assert out.steps_to_recovery is None
-    assert rec.wasted_retries == 0
+    # the retries dispatched inside the window (p = 1 there) meet the blip again: wasted and failed alike
+    inside = 1 if claim == "success" else 3
+    assert rec.wasted_retries == inside and rec.wasted_reasons == {"blip drawn again": inside}
+    assert rec.failed_retries == inside and rec.failed_retry_reasons == {"same fault again": inside}
     assert rec.redone_steps == 0
     assert len(r.log) == attempts - (1 if claim == "success" else 0)
 
 
 @pytest.mark.parametrize("policy, errors", [("structured", "structured"), ("backoff", "generic")])
 def test_blip_backoff_retry_recovers(sim, policy, errors):
-    """A policy with backoff waits a jittered delay in [0, 2) s after a blip, then recovers (not wasted)."""
+    """A policy with backoff waits a jittered delay in [0, base_s) after a blip, then recovers (not wasted)."""
     scn = sim.scenario(
         plan_push(sim),
         faults=[{"kind": "network_blip", "probability": 1.0, "windows": [{"start_s": 0, "duration_s": 0.5}]}],
     )
     r = sim.run(scn, policy, errors)
-    # t=0 blip -> 1.1 ; delay d = full jitter in [0, min(cap, base*2**0)) = [0, 2)
+    # t=0 blip -> 1.1 ; delay d = full jitter in [0, min(cap, base*2**0)) = [0, base_s)
     # t=1.1+d (outside [0, 0.5)) plan -> 11.2+d ; push -> 16.3+d
     [decision] = r.log
     assert isinstance(decision.action, Retry)
     d = decision.action.delay_s
-    assert 0.0 <= d < 2.0
+    assert 0.0 <= d < get_policy(policy).base_s
     assert decision.action.resume_from == 0  # the blip was on step 0: nothing to skip
     if errors == "structured":
         env = decision.observation.envelope
@@ -231,7 +234,7 @@ def rate_limited(sim, window_s: float = 1000.0):
 
 
 def test_rate_limit_blind_retry_before_retry_after_is_wasted(sim):
-    """Blind retries sent before the 429's retry-after instant are all wasted 'before retry-after'."""
+    """Blind retries sent while the token bucket is still empty are all wasted: the bucket still empty."""
     r = sim.run(rate_limited(sim), "blind-retry", "generic")
     # bucket starts full with 1 token, refills at 0.01/s in the window.
     # t=0     plan takes the token (0 left) -> 10.1
@@ -244,24 +247,26 @@ def test_rate_limit_blind_retry_before_retry_after_is_wasted(sim):
     assert rec.calls == 5
     assert rec.retries == 3
     assert rec.wasted_retries == 3
-    assert rec.wasted_reasons == {"before retry-after": 3}
+    assert rec.wasted_reasons == {"API token bucket still empty": 3}
+    assert rec.failed_retries == 3 and rec.failed_retry_reasons == {"same fault, before its retry-after instant": 3}
     assert rec.redone_steps == 3
     assert rec.fault_hits == {"rate_limit": 4}
     assert rec.claim == "failed" and out.truth == "partial"
     assert not out.silent_failure and not out.false_alarm
     assert rec.end_s == pytest.approx(10.9, **APPROX)
-    assert r.breakdowns["wasted_retries_by_reason"] == {"before retry-after": 3}
+    assert r.breakdowns["wasted_retries_by_reason"] == {"API token bucket still empty": 3}
+    assert r.breakdowns["failed_retries_by_kind"] == {"rate_limit": 3}
     assert r.output.plan.describe() == ["fleet: API rate x0.01 from 0s to 1000s"]
 
 
 def test_rate_limit_backoff_short_delays_still_wasted(sim):
-    """Backoff delays (< 2, 4, 8 s) are far shorter than a 90 s retry-after: all 3 retries wasted."""
-    r = sim.run(rate_limited(sim), "backoff", "generic")
+    """Backoff on a second's time scale (delays < 2, 4, 8 s) ends inside a 90 s retry-after: all 3 retries wasted."""
+    r = sim.run(rate_limited(sim), sim.Recorder(Backoff(base_s=2.0, cap_s=60.0)), "generic")
     d1, d2, d3 = r.recorder.delays()[:3]
     assert 0 <= d1 < 2 and 0 <= d2 < 4 and 0 <= d3 < 8
     # failures end at 10.3, 10.5+d1, 10.7+d1+d2, 10.9+d1+d2+d3, all < 100 = token instant
     rec = r.rec
-    assert rec.wasted_reasons == {"before retry-after": 3}
+    assert rec.wasted_reasons == {"API token bucket still empty": 3}
     assert rec.claim == "failed"
     assert rec.end_s == pytest.approx(10.9 + d1 + d2 + d3, **APPROX)
 

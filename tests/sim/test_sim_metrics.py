@@ -71,8 +71,13 @@ def test_metrics_blind_retry_generic_by_hand(sim):
     assert m["mean_steps_to_recovery"] == 2.0
     assert m["mean_time_to_recovery_s"] == pytest.approx(21.3, **APPROX)
     assert set(m) == set(METRICS)
+    # the one retry (task 1 at 1.1 s) came after the blip window and went through
+    assert m["failed_retries"] == 0.0
+    assert m["common_recovery_rate"] == pytest.approx(1 / 2)  # a lone run: its own faulted tasks
     assert r.breakdowns == {
         "wasted_retries_by_reason": {},
+        "failed_retries_by_kind": {},
+        "failed_retries_by_reason": {},
         "fault_hits_by_kind": {"network_blip": 1, "rate_limit": 2},
         "claims": {"success": 3},
     }

@@ -60,7 +60,8 @@ def test_breakdowns_by_kind_code_tool_and_worker(sim):
     assert b["faulted_tasks_by_first_fault"] == {"network_blip": 1, "rate_limit": 1}
     assert b["recovered_tasks_by_first_fault"] == {"network_blip": 1, "rate_limit": 0}
     assert b["task_counts"] == {
-        "data_loss": 0, "escalated": 0, "faulted": 2, "recovered": 1, "silent_failures": 1, "successes": 2, "tasks": 3,
+        "common_recovered": 1, "common_set": 2, "data_loss": 0, "escalated": 0, "faulted": 2, "recovered": 1,
+        "silent_failures": 1, "successes": 2, "tasks": 3,
     }  # fmt: skip
     # the old breakdowns are still there, unchanged
     assert b["fault_hits_by_kind"] == {"network_blip": 1, "rate_limit": 2}

@@ -104,30 +104,37 @@ def test_broken_policy_gives_up_task_and_run_goes_on(sim, policy, message):
 
 
 def test_never_giving_up_hits_action_cap(sim):
-    """A policy that always retries is stopped after max_actions (100): 101 failed calls, 100 wasted retries."""
+    """A policy that always retries is stopped at the action cap (100), reported as that limit, not as a policy error."""
     r = sim.run(broken_world(sim), NeverGivesUp(), "generic")
     t0, t1, t2 = r.records
     # actions 1..100 are Retry(); the 101st failure exceeds the cap -> GiveUp().
     # 101 dispatches of 0.4 s: task 0 ends at 40.4, task 2 (arrived at 5) at 45.4.
     # every retry finds the key still expired -> 100 wasted each.
     for rec, end in ((t0, 40.4), (t2, 45.4)):
-        assert rec.policy_error == "action cap reached: more than 100 actions for one task"
+        assert rec.policy_error is None and rec.stopped_by == "action_cap"
         assert rec.calls == 101 and rec.retries == 100
         assert rec.wasted_reasons == {"credentials still expired": 100}
         assert rec.claim == "failed"
         assert rec.end_s == pytest.approx(end, abs=1e-6)
     assert t1.claim == "success"
-    assert r.metrics["policy_errors"] == 2.0
+    assert r.metrics["policy_errors"] == 0.0
     assert r.metrics["wasted_retries"] == 200.0
 
 
 def test_action_cap_is_configurable(sim):
-    """World(max_actions=2): 2 retries are allowed, the 3rd failure is capped."""
-    r = sim.run(broken_world(sim), NeverGivesUp(), "generic", max_actions=2)
-    t0 = r.records[0]
-    assert t0.calls == 3 and t0.retries == 2
-    assert t0.policy_error == "action cap reached: more than 2 actions for one task"
-    assert t0.end_s == pytest.approx(1.2, **APPROX)
+    """fleet.max_actions_per_task 2 (or World(max_actions=2)): 2 retries are allowed, the 3rd failure is capped."""
+    world = broken_world(sim)
+    world = world.model_validate(
+        {**world.model_dump(), "fleet": {**world.fleet.model_dump(), "max_actions_per_task": 2}}
+    )
+    for r in (
+        sim.run(world, NeverGivesUp(), "generic"),
+        sim.run(broken_world(sim), NeverGivesUp(), "generic", max_actions=2),
+    ):
+        t0 = r.records[0]
+        assert t0.calls == 3 and t0.retries == 2
+        assert t0.stopped_by == "action_cap" and t0.policy_error is None
+        assert t0.end_s == pytest.approx(1.2, **APPROX)
 
 
 # --------------------------------------------------------------------------------------

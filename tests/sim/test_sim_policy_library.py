@@ -302,16 +302,19 @@ def _contention(policy: str, workers: int, seed: int) -> dict:
 
 
 def test_push_contention_jitter_clears_a_thundering_herd_that_lockstep_backoff_feeds():
-    """100 workers push to one branch at once.  Every variant gets every push in (they retry until success);
-    exponential backoff without jitter keeps the losers in lockstep: far more calls and a far later finish."""
+    """100 workers push to one branch at once.  The jittered variants get every push in; exponential backoff
+    without jitter keeps the losers in lockstep: far more calls, a far later finish, and at the variants'
+    time scale (base 10 s) some pushes still colliding when their hour is up."""
     seeds = (1, 2, 3)
     runs = {
         p: [_contention(p, 100, s) for s in seeds]
         for p in ("backoff-none", "backoff-full-jitter", "backoff-decorrelated-jitter")
     }
-    for metrics in (m for ms in runs.values() for m in ms):
-        assert metrics["tasks"] == 100 and metrics["success_rate"] == 1.0
-        assert metrics["duplicate_side_effects"] == 0  # a rejected push commits nothing
+    for policy, ms in runs.items():
+        for metrics in ms:
+            assert metrics["tasks"] == 100 and metrics["duplicate_side_effects"] == 0  # a rejected push commits nothing
+            assert metrics["success_rate"] == 1.0 or policy == "backoff-none"
+    assert all(m["success_rate"] < 1.0 for m in runs["backoff-none"])
     mean = {p: {k: sum(m[k] for m in ms) / len(ms) for k in ("tool_calls", "makespan_s")} for p, ms in runs.items()}
     for jittered in ("backoff-full-jitter", "backoff-decorrelated-jitter"):
         assert mean[jittered]["tool_calls"] < 0.75 * mean["backoff-none"]["tool_calls"]

@@ -21,6 +21,7 @@ import pytest
 
 import fleetchaos.catalogue as catalogue
 from fleetchaos.policies import get_policy
+from fleetchaos.results.common_set import decode
 from fleetchaos.results.metrics import WASTE_FAMILIES, RunAccumulator, compute_run, error_code, pages_of
 from fleetchaos.results.models import rounded
 from fleetchaos.results.oracle import judge
@@ -32,6 +33,7 @@ from fleetchaos.scenario.params import apply_params
 from fleetchaos.sim.config import DAY_S
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.ledger import TaskRecord
+from fleetchaos.sim.workload import is_closed_loop
 from fleetchaos.sim.world import World
 
 
@@ -43,10 +45,11 @@ def creation_order(record) -> tuple[float, int]:
 # -- the list-based computation, written out plainly -------------------------------------
 
 
-def reference(records: list[TaskRecord], fault_log: list[tuple], fleet, duration_s: float):
+def reference(records: list[TaskRecord], fault_log: list[tuple], fleet, duration_s: float, closed_loop: bool = False):
     """(metrics, breakdowns, samples) of a run from all its records and its fault log, the
     way fleetchaos computed them before streaming: judge every record into a list, then
-    one pass over that list per figure, floats summed in record order."""
+    one pass over that list per figure, floats summed in record order.  A closed-loop
+    run has no common set (its tasks are its own)."""
     outcomes = [judge(r) for r in records]
     tasks = len(outcomes)
     faulted = [o for o in outcomes if o.faulted]
@@ -62,19 +65,28 @@ def reference(records: list[TaskRecord], fault_log: list[tuple], fleet, duration
     transport = sum(r.transport_retries for r in records)
     compensations = sum(r.compensations for r in records)
     ended = [r.end_s for r in records if r.end_s is not None]
+    successes = sum(o.truth == "full" and o.claim == "success" for o in outcomes)
+    token_cost = sum(o.tokens for o in outcomes) / 1000.0 * fleet.usd_per_1k_tokens
+    tool_cost = sum(o.calls for o in outcomes) * fleet.usd_per_tool_call
+    human_cost = human_ms / 3_600_000.0 * fleet.usd_per_human_hour
     metrics = {
-        "recovery_rate": len(recovered) / len(faulted) if faulted else None,
+        "success_rate": successes / tasks if tasks else None,
+        # a lone run's common set is its own faulted tasks
+        "common_recovery_rate": len(recovered) / len(faulted) if faulted and not closed_loop else None,
+        "goodput_per_day": successes / (duration_s / DAY_S),
         "silent_failure_rate": sum(o.silent_failure for o in outcomes) / tasks if tasks else None,
         "wasted_retries": float(sum(o.wasted_retries for o in outcomes)),
+        "failed_retries": float(sum(r.failed_retries for r in records)),
+        "recovery_rate": len(recovered) / len(faulted) if faulted else None,
         "tasks": float(tasks),
         "faulted_tasks": float(len(faulted)),
         "recovered_tasks": float(len(recovered)),
-        "success_rate": sum(o.truth == "full" and o.claim == "success" for o in outcomes) / tasks if tasks else None,
         "tool_calls": tool_calls,
         "tokens": float(sum(o.tokens for o in outcomes)),
-        "cost_usd": sum(o.tokens for o in outcomes) / 1000.0 * fleet.usd_per_1k_tokens
-        + sum(o.calls for o in outcomes) * fleet.usd_per_tool_call
-        + human_ms / 3_600_000.0 * fleet.usd_per_human_hour,
+        "cost_usd": token_cost + tool_cost + human_cost,
+        "token_cost_usd": token_cost,
+        "tool_call_cost_usd": tool_cost,
+        "human_cost_usd": human_cost,
         "retries": float(sum(o.retries for o in outcomes)),
         "redone_steps": float(sum(o.redone_steps for o in outcomes)),
         "duplicate_side_effects": float(sum(o.duplicate_side_effects for o in outcomes)),
@@ -113,7 +125,11 @@ def reference(records: list[TaskRecord], fault_log: list[tuple], fleet, duration
     by_reason: Counter = Counter()
     by_kind: Counter = Counter()
     by_family: Counter = Counter()
+    failed_by_kind: Counter = Counter()
+    failed_by_reason: Counter = Counter()
     for r in records:
+        failed_by_kind.update(r.failed_retry_kinds)
+        failed_by_reason.update(r.failed_retry_reasons)
         by_reason.update(r.wasted_reasons)
         by_kind.update(r.fault_hits)
         for reason, n in r.wasted_reasons.items():
@@ -135,8 +151,12 @@ def reference(records: list[TaskRecord], fault_log: list[tuple], fleet, duration
         "escalated": claims["escalated"],
         "data_loss": unreported,
     }
+    if not closed_loop:
+        counts.update(common_set=len(faulted), common_recovered=len(recovered))
     breakdowns = {
         "claims": dict(sorted(claims.items())),
+        "failed_retries_by_kind": dict(sorted(failed_by_kind.items())),
+        "failed_retries_by_reason": dict(sorted(failed_by_reason.items())),
         "fault_hits_by_error_code": dict(sorted(by_code.items())),
         "fault_hits_by_kind": dict(sorted(by_kind.items())),
         "fault_hits_by_tool": dict(sorted(by_tool.items())),
@@ -255,11 +275,20 @@ def test_run_one_streams_the_result_the_kept_records_give(label):
     _, make, policy, errors, seed, _ = next(c for c in CASES if c[0] == label)
     scenario = make()
     kept = _world(scenario, policy, errors, seed).run()
+    closed_loop = is_closed_loop(scenario.workload)
     metrics, breakdowns, samples, outcomes = reference(
-        kept.records, kept.fault_log, scenario.fleet, scenario.duration_s
+        kept.records, kept.fault_log, scenario.fleet, scenario.duration_s, closed_loop
     )
     result = runner.run_one(scenario, policy, errors, seed, keep_tasks=True)
     assert result.metrics == {k: rounded(v) for k, v in metrics.items()}
+    if closed_loop:
+        assert result.task_sets == {}
+    else:  # the bitmaps hold exactly the ids of the faulted and of the truly successful tasks
+        faulted = {o.id for o in outcomes if o.faulted}
+        succeeded = {o.id for o in outcomes if o.truth == "full" and o.claim == "success"}
+        assert {i for i in range(len(outcomes) + 8) if decode(result.task_sets["faulted"]) >> i & 1} == faulted
+        assert {i for i in range(len(outcomes) + 8) if decode(result.task_sets["succeeded"]) >> i & 1} == succeeded
+        assert faulted and succeeded
     assert result.breakdowns == breakdowns
     assert result.samples == samples
     assert result.tasks == [runner._task_row(o) for o in outcomes]

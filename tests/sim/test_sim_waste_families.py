@@ -12,12 +12,13 @@ WASTE_REASONS = {name: kind.waste.reason for name, kind in KINDS.items() if kind
 
 
 def test_every_recorded_reason_has_a_family():
-    """Each reason the driver can record maps to one of the three families."""
+    """Each reason the driver can record maps to one of the four families."""
     assert set(WASTE_REASONS.values()) == set(WASTE_FAMILIES)
     assert set(WASTE_FAMILIES.values()) == {
         "retried a permanent error",
-        "before retry-after",
+        "while still rate limited",
         "on the same exhausted resource",
+        "into the same transient fault",
     }
 
 
@@ -42,14 +43,18 @@ DOCUMENTED_FAMILIES = {
     "access still denied": "retried a permanent error",
     "same missing source": "retried a permanent error",
     "same failing batch items": "retried a permanent error",
-    # "sent before the retry-after instant of a 429"
-    "before retry-after": "before retry-after",
+    # "the fleet's API token bucket still empty (whatever instant a retry-after hint named)"
+    "API token bucket still empty": "while still rate limited",
     # "the same full disk, the same exhausted daily quota (before its reset), a worker still
     # down or still cut off (the same exhausted resource)"
     "same full disk": "on the same exhausted resource",
     "same exhausted quota": "on the same exhausted resource",
     "worker still down": "on the same exhausted resource",
     "still partitioned": "on the same exhausted resource",
+    # "the retried call's own keyed draws meet the same blip, timeout or spike again"
+    "blip drawn again": "into the same transient fault",
+    "timed out again": "into the same transient fault",
+    "still too slow in the spike": "into the same transient fault",
 }
 
 
@@ -69,7 +74,10 @@ def test_each_documented_reason_falls_in_the_family_docs_metrics_md_gives_it():
             "partial_batch",
         )
     } == {r for r, f in DOCUMENTED_FAMILIES.items() if f == "retried a permanent error"}
-    assert WASTE_REASONS["rate_limit"] == "before retry-after"
+    assert WASTE_REASONS["rate_limit"] == "API token bucket still empty"
+    assert {WASTE_REASONS[k] for k in ("network_blip", "timeout", "latency_spike")} == {
+        r for r, f in DOCUMENTED_FAMILIES.items() if f == "into the same transient fault"
+    }
     assert {WASTE_REASONS[k] for k in ("disk_full", "quota_exhausted", "node_crash", "network_partition")} == {
         r for r, f in DOCUMENTED_FAMILIES.items() if f == "on the same exhausted resource"
     }
@@ -98,8 +106,8 @@ def test_an_expired_key_retried_blindly_is_a_retried_permanent_error(sim):
     assert _families(r, scn) == {"retried a permanent error": 3}
 
 
-def test_retries_inside_a_rate_limit_window_are_before_retry_after(sim):
-    """Hand-built world: blind retries before a 429's retry-after instant -> {"before retry-after": 3}."""
+def test_retries_inside_a_rate_limit_window_are_while_still_rate_limited(sim):
+    """Hand-built world: blind retries while the token bucket is still empty -> {"while still rate limited": 3}."""
     scn = sim.scenario(
         _plan_push(sim),
         faults=[{"kind": "rate_limit", "capacity_factor": 0.01, "windows": [{"start_s": 0, "duration_s": 1000}]}],
@@ -107,7 +115,7 @@ def test_retries_inside_a_rate_limit_window_are_before_retry_after(sim):
         api_burst=1,
     )
     r = sim.run(scn, "blind-retry", "generic")
-    assert _families(r, scn) == {"before retry-after": 3}
+    assert _families(r, scn) == {"while still rate limited": 3}
 
 
 def test_retries_onto_a_crashed_worker_are_on_the_same_exhausted_resource(sim):

@@ -217,7 +217,7 @@ def test_progress_bar_draws_only_on_a_terminal():
         (("--errors", "generic,generic"), "--errors: generic, generic names one twice"),
         (("--scenario", "defualt"), "did you mean 'default'?"),
         (("--x", "fleet.workers"), "--x fleet.workers: not a swept parameter"),
-        (("--scheduler", "localhost:8786"), "expected an address like tcp://HOST:PORT"),
+        (("--scheduler", "localhost:8786"), "address as tcp://HOST:PORT"),
         (("--resume", "--no-history"), "--resume reads the run history"),
         (("--file", "missing.yaml"), "--file missing.yaml: no such file"),
     ],

@@ -9,6 +9,12 @@ from fleetchaos.scenario.load import load_scenario
 from fleetchaos.traces.otlp_write import write_run_traces
 
 
+@pytest.fixture(scope="session")
+def export_run():
+    """:func:`export` for tests (a fixture: importing ``conftest`` by name picks whichever folder's loaded first)."""
+    return export
+
+
 def export(tmp_path, scenario, policy: str, errors: str, seed: int, name: str = "run.otlp.jsonl"):
     """Run ``scenario`` traced, write its OTLP JSON; (result, world output, path)."""
     path = tmp_path / name

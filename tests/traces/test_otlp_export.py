@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from conftest import export
-
 from fleetchaos.scenario.load import load_scenario
 from fleetchaos.sim.sanitise import PlantedSecrets
 from fleetchaos.traces.otlp_read import ReadStats
@@ -26,12 +24,12 @@ def _attrs(span) -> dict:
     return {a["key"]: next(iter(a["value"].values())) for a in span["attributes"]}
 
 
-def test_same_seed_same_bytes(tmp_path):
+def test_same_seed_same_bytes(tmp_path, export_run):
     """Two runs of one seed write byte-identical files; another seed writes different ones."""
     scenario = load_scenario("crm_sync_403")
-    _, _, a = export(tmp_path, scenario, "backoff", "generic", 5, "a.jsonl")
-    _, _, b = export(tmp_path, scenario, "backoff", "generic", 5, "b.jsonl")
-    _, _, c = export(tmp_path, scenario, "backoff", "generic", 6, "c.jsonl")
+    _, _, a = export_run(tmp_path, scenario, "backoff", "generic", 5, "a.jsonl")
+    _, _, b = export_run(tmp_path, scenario, "backoff", "generic", 5, "b.jsonl")
+    _, _, c = export_run(tmp_path, scenario, "backoff", "generic", 6, "c.jsonl")
     assert a.read_bytes() == b.read_bytes()
     assert a.read_bytes() != c.read_bytes()
 
@@ -87,10 +85,10 @@ def test_reader_reads_back_what_the_writer_wrote(default_export):
     assert stats.skipped == 0
 
 
-def test_no_planted_secret_reaches_the_traces(tmp_path):
+def test_no_planted_secret_reaches_the_traces(tmp_path, export_run):
     """A raw vendor format plants secrets in its error text; none of them is written to the traces."""
     scenario = load_scenario("default")
-    _, _, path = export(tmp_path, scenario, "blind-retry", "raw", 2)
+    _, _, path = export_run(tmp_path, scenario, "blind-retry", "raw", 2)
     text = path.read_text()
     secrets = PlantedSecrets.for_run(2).all()
     assert secrets

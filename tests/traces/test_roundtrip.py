@@ -78,6 +78,9 @@ def test_round_trip_crm_sync_403():
 def test_round_trip_default_day(policy, errors):
     """The default day (blips, timeouts, rate-limit cuts, full disks, expired keys): per-call kinds and durations come back.
 
+    Not its provider: the loaded default's overload refusals come from a queue a trace does
+    not describe; the calibration says so and its world, without them, recovers more.
+
     Kinds whose failures cluster (a rate-limit cut, a key that stays expired, a full disk)
     are not binomial over calls; they are held to the spread the original scenario itself
     shows across ten other seeds.
@@ -90,9 +93,16 @@ def test_round_trip_default_day(policy, errors):
         shares = [side.kind_counts.get(kind, 0) / side.calls for side in spread]
         second = rt.second.kind_counts.get(kind, 0) / rt.second.calls
         assert min(shares) <= second <= max(shares), (kind, second, shares)
-    for metric in ("recovery_rate", "silent_failure_rate"):
-        values = [side.metrics[metric] for side in spread]
-        assert min(values) <= rt.second.metrics[metric] <= max(values), (metric, rt.second.metrics[metric], values)
+    # The loaded default's provider (its capacity and queue) is not in a trace: its 503s are
+    # counted and named as not fitted, and the calibrated world, without them, fails less:
+    # silent failures no higher and recovery no lower than the original's spread
+    # (docs/calibration.md).
+    values = [side.metrics["silent_failure_rate"] for side in spread]
+    assert rt.second.metrics["silent_failure_rate"] <= max(values), values
+    assert rt.first.kind_counts.get("overloaded", 0) > 0 and rt.second.kind_counts.get("overloaded", 0) == 0
+    assert any(note.startswith("overloaded") for note in rt.calibration.notes), rt.calibration.notes
+    values = [side.metrics["recovery_rate"] for side in spread]
+    assert rt.second.metrics["recovery_rate"] >= min(values), values
 
 
 @pytest.mark.slow

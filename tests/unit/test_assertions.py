@@ -9,7 +9,7 @@ import pytest
 from fleetchaos.errors import UserError
 from fleetchaos.gates.assertions import Estimate, RateAssertionError, assert_rate
 from fleetchaos.results.models import RunResult
-from fleetchaos.results.stats import mean_ci, wilson
+from fleetchaos.results.stats import mean_ci, rate_ci, wilson
 from fleetchaos.testing.suite import ScenarioResult, resolve_seeds
 
 
@@ -142,6 +142,18 @@ def test_a_rate_interval_is_kept_inside_0_and_1():
     assert e.high == 1.0 and e.low == 0.0
 
 
+def test_a_rate_with_its_task_counts_gets_the_logit_interval():
+    """1/40 and 7/88 on two seeds: the Student-t interval would run below zero; the logit one stays above it."""
+    r = result(
+        run(1, silent_failure_rate=1 / 40, counts={"silent_failures": 1, "tasks": 40}),
+        run(2, silent_failure_rate=7 / 88, counts={"silent_failures": 7, "tasks": 88}),
+    )
+    e = r.silent_failure_rate
+    assert (e.value, e.low, e.high) == rate_ci([1 / 40, 7 / 88], [40, 88])
+    assert 0.0 < e.low < e.value < e.high < 1.0
+    assert e.method == "t-interval on the logit scale across 2 seeds"
+
+
 def test_one_seed_gives_a_proportion_its_wilson_interval_and_a_count_none():
     """With one seed a rate gets the Wilson interval of that run's tasks; a count has no interval."""
     r = result(
@@ -212,8 +224,9 @@ def test_seeds_are_a_count_or_a_list_and_the_first_seed_option_moves_them(seeds,
     [
         (0, "between 1 and 10000, got 0"),
         ([], "at least one seed"),
-        ([1, 1], "distinct"),
-        ([-1], ">= 0, got -1"),
+        ([1, 1], "listed twice"),
+        ([-1], "between 0 and 2\\*\\*63-1.*got -1"),
+        ([1, 2**64 + 1], "got 18446744073709551617"),
         (True, "got True"),
         ("5", "every seed must be a whole number"),
     ],

@@ -22,7 +22,7 @@ def compare_doc(recovery=0.9, silent=0.0, wasted=2.0) -> dict:
             {
                 "policy": "p",
                 "errors": "e",
-                "metrics": {"recovery_rate": recovery, "silent_failure_rate": silent, "wasted_retries": wasted},
+                "metrics": {"common_recovery_rate": recovery, "silent_failure_rate": silent, "wasted_retries": wasted},
                 "ci": {},
             }
         ],
@@ -31,7 +31,7 @@ def compare_doc(recovery=0.9, silent=0.0, wasted=2.0) -> dict:
 
 def run_doc(seed: int, recovery: float) -> dict:
     """A single-run results document."""
-    return {"scenario": "s", "policy": "p", "errors": "e", "seed": seed, "metrics": {"recovery_rate": recovery}}
+    return {"scenario": "s", "policy": "p", "errors": "e", "seed": seed, "metrics": {"common_recovery_rate": recovery}}
 
 
 def current(recovery: list[float], wasted: list[float] | None = None, scenario: str = "s") -> ScenarioResult:
@@ -43,7 +43,7 @@ def current(recovery: list[float], wasted: list[float] | None = None, scenario: 
             policy="p",
             errors="e",
             seed=i + 1,
-            metrics={"recovery_rate": r, "silent_failure_rate": 0.0, "wasted_retries": w},
+            metrics={"common_recovery_rate": r, "silent_failure_rate": 0.0, "wasted_retries": w},
             breakdowns={},
             fault_schedule=[],
             replay=f"fleetchaos run --scenario s --policy p --errors e --seed {i + 1}",
@@ -58,7 +58,7 @@ def test_a_comparison_file_gives_one_entry_per_arm(tmp_path):
     path = tmp_path / "results.json"
     path.write_text(json.dumps(compare_doc()))
     entry = load_baseline(path).lookup("s", "p", "e")
-    assert entry.metrics["recovery_rate"] == 0.9 and entry.seeds == [1, 2, 3]
+    assert entry.metrics["common_recovery_rate"] == 0.9 and entry.seeds == [1, 2, 3]
     assert load_baseline(path).lookup("s", "p", "other") is None
 
 
@@ -69,16 +69,16 @@ def test_a_folder_prefers_comparisons_and_averages_single_runs(tmp_path):
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "results.json").write_text(json.dumps(run_doc(2, 0.7)))
     entry = load_baseline(tmp_path).lookup("s", "p", "e")
-    assert entry.metrics["recovery_rate"] == pytest.approx(0.6) and entry.seeds == [1, 2]
+    assert entry.metrics["common_recovery_rate"] == pytest.approx(0.6) and entry.seeds == [1, 2]
     (tmp_path / "results.json").write_text(json.dumps(compare_doc(recovery=0.9)))
-    assert load_baseline(tmp_path).lookup("s", "p", "e").metrics["recovery_rate"] == 0.9
+    assert load_baseline(tmp_path).lookup("s", "p", "e").metrics["common_recovery_rate"] == 0.9
 
 
 def test_a_json_list_of_results_is_read(tmp_path):
     """A list of documents contributes every entry."""
     path = tmp_path / "all.json"
     path.write_text(json.dumps([run_doc(1, 0.4), compare_doc()]))
-    assert load_baseline(path).lookup("s", "p", "e").metrics["recovery_rate"] == 0.9
+    assert load_baseline(path).lookup("s", "p", "e").metrics["common_recovery_rate"] == 0.9
 
 
 def verdicts(ref, result: ScenarioResult, *, history=None, fail_on=()) -> dict[str, str]:
@@ -101,12 +101,13 @@ def test_a_baseline_of_means_gates_the_headline_metrics_at_their_default_thresho
     path = tmp_path / "results.json"
     path.write_text(json.dumps(compare_doc(recovery=0.9, wasted=2.0)))
     bad = verdicts(path, current([0.5, 0.55, 0.6]))
-    assert bad["recovery_rate"].startswith(
-        f"recovery_rate regressed against the baseline {path} (0.9, a mean over its own seeds):\n"
-        "  REGRESSION recovery_rate for p on e: 0.55 against 0.9 "
+    assert bad["common_recovery_rate"].startswith(
+        f"common_recovery_rate regressed against the baseline {path} (0.9, a mean over its own seeds):\n"
+        "  REGRESSION common_recovery_rate for p on e: 0.55 against 0.9 "
     )
     assert (
-        "replay the worst seed (1): fleetchaos run --scenario s --policy p --errors e --seed 1" in bad["recovery_rate"]
+        "replay the worst seed (1): fleetchaos run --scenario s --policy p --errors e --seed 1"
+        in bad["common_recovery_rate"]
     )
     assert bad["silent_failure_rate"] == "" and bad["wasted_retries"] == ""
     assert verdicts(path, current([0.8, 0.95, 0.9])) == dict.fromkeys(bad, "")
@@ -116,19 +117,19 @@ def test_a_baseline_of_means_gates_the_headline_metrics_at_their_default_thresho
 def test_a_comparison_with_per_seed_values_is_paired_seed_by_seed(tmp_path):
     """Each seed 9% worse than a stored comparison's same seed fails, naming the paired seeds and the worst seed."""
     doc = compare_doc(recovery=0.6)
-    doc["arms"][0]["per_seed"] = {"recovery_rate": [0.2, 0.9, 0.7], "wasted_retries": [2.0, 2.0, 2.0]}
+    doc["arms"][0]["per_seed"] = {"common_recovery_rate": [0.2, 0.9, 0.7], "wasted_retries": [2.0, 2.0, 2.0]}
     path = tmp_path / "results.json"
     path.write_text(json.dumps(doc))
     entry = load_baseline(path).lookup("s", "p", "e")
-    assert entry.per_seed[2] == {"recovery_rate": 0.9, "wasted_retries": 2.0}
+    assert entry.per_seed[2] == {"common_recovery_rate": 0.9, "wasted_retries": 2.0}
     worse = verdicts(path, current([0.2 * 0.91, 0.9 * 0.91, 0.7 * 0.88]))
-    message = worse["recovery_rate"]
-    assert message.startswith(f"recovery_rate regressed against the baseline {path} (0.6 on seeds 1-3):")
+    message = worse["common_recovery_rate"]
+    assert message.startswith(f"common_recovery_rate regressed against the baseline {path} (0.6 on seeds 1-3):")
     assert "allowed -2% over 3 seeds" in message
     assert "replay the worst seed (3): fleetchaos run --scenario s --policy p --errors e --seed 3" in message
-    assert not verdicts(path, current([0.2, 0.9, 0.7]))["recovery_rate"]
-    assert not verdicts(path, current([0.2 * 0.91, 0.9 * 0.91, 0.7 * 0.88]), fail_on=["recovery_rate:-15%"])[
-        "recovery_rate"
+    assert not verdicts(path, current([0.2, 0.9, 0.7]))["common_recovery_rate"]
+    assert not verdicts(path, current([0.2 * 0.91, 0.9 * 0.91, 0.7 * 0.88]), fail_on=["common_recovery_rate:-15%"])[
+        "common_recovery_rate"
     ]
 
 
@@ -184,9 +185,9 @@ def test_a_history_group_is_a_baseline_kept_seed_by_seed(tmp_path):
     for ref in ("main", "latest", str(gid), f"#{gid}"):
         baseline = load_baseline(ref, history=db)
         entry = baseline.lookup("s", "p", "e")
-        assert entry.metrics["recovery_rate"] == pytest.approx(0.85) and entry.seeds == [1, 2]
+        assert entry.metrics["common_recovery_rate"] == pytest.approx(0.85) and entry.seeds == [1, 2]
     found = verdicts("main", current([0.4, 0.5, 0.45]), history=db)
-    assert f"against the baseline history #{gid} (main) (0.85 on seeds 1,2):" in found["recovery_rate"]
+    assert f"against the baseline history #{gid} (main) (0.85 on seeds 1,2):" in found["common_recovery_rate"]
 
 
 def test_an_unknown_history_group_or_a_missing_history_is_a_user_error(tmp_path):
@@ -200,3 +201,21 @@ def test_an_unknown_history_group_or_a_missing_history_is_a_user_error(tmp_path)
         store.new_group("run", "s", label="other")
     with pytest.raises(UserError, match="no run group 'main'"):
         load_baseline("main", history=db)
+
+
+def test_a_history_group_keeps_each_runs_task_sets_for_the_common_set_gate(tmp_path):
+    """Runs stored whole keep their task sets; the baseline hands them to the rule seed by seed."""
+    from fleetchaos.gates.history import open_store
+
+    db = tmp_path / "history.db"
+    runs = current([0.9, 0.8]).runs
+    for i, run in enumerate(runs):
+        run.task_sets = {"faulted": "Aw==", "succeeded": "Bw==" if i == 0 else "AQ=="}  # {0,1}; {0,1,2} or {0}
+    with open_store(db) as store:
+        gid = store.new_group("compare", "s", label="main")
+        for run in runs:
+            store.add_run(gid, run)
+        store.finish_group(gid)
+    entry = load_baseline("main", history=db).lookup("s", "p", "e")
+    assert entry.task_sets == {1: runs[0].task_sets, 2: runs[1].task_sets}
+    assert entry.arm().task_sets == entry.task_sets

@@ -44,7 +44,8 @@ def report(failure: str = "network_blip", **kw) -> AttemptReport:
 def errors(seed: int = 1, **fault) -> EnvelopeErrors:
     """The run's rules for one wrong_envelope fault with these parameters."""
     rule = compile_rule(WrongEnvelope(**fault), 0, 86_400.0)
-    built = EnvelopeErrors.build(SimpleNamespace(faults=[WrongEnvelope(**fault)], duration_s=86_400.0), seed)
+    world = SimpleNamespace(faults=[WrongEnvelope(**fault)], duration_s=86_400.0, fleet=SimpleNamespace(providers=[]))
+    built = EnvelopeErrors.build(world, seed)
     assert built is not None and built.rules == (rule,)
     return built
 
@@ -172,3 +173,16 @@ def test_wrong_envelope_parameters_are_validated(fault, message):
     """Kinds must be ones reported as failures, the factor range ordered and positive, probabilities in [0, 1]."""
     with pytest.raises(ValidationError, match=message):
         WrongEnvelope(**fault)
+
+
+def test_a_misclassification_names_a_providers_overload_only_where_a_provider_is_declared():
+    """Without fleet.providers the default pool leaves out overloaded (a world without one never meets it); with one it is in."""
+    fault = WrongEnvelope(misclassify=1.0)
+    without = compile_rule(fault, 0, 86_400.0)
+    with_provider = compile_rule(fault, 0, 86_400.0, providers=True)
+    reported = tuple(n for n, k in KINDS.items() if k.wire is not None)
+    assert "overloaded" in reported and "overloaded" not in without.reportable
+    assert with_provider.reportable == reported
+    assert without.reportable == tuple(n for n in reported if n != "overloaded")
+    world = SimpleNamespace(faults=[fault], duration_s=86_400.0, fleet=SimpleNamespace(providers=["model_api"]))
+    assert EnvelopeErrors.build(world, 1).rules == (with_provider,)

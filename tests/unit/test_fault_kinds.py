@@ -20,7 +20,7 @@ from fleetchaos.sim.envelope import ErrorCategory
 from fleetchaos.sim.envelopes import FailureType, SubagentResult
 from fleetchaos.sim.fault_specs import FAULT_MODELS, _by_catalogue_order, _CallFault
 from fleetchaos.sim.formats import FORMATS, get_format
-from fleetchaos.sim.kind_record import BEFORE_RETRY_AFTER, EXHAUSTED_RESOURCE, PERMANENT_ERROR
+from fleetchaos.sim.kind_record import EXHAUSTED_RESOURCE, PERMANENT_ERROR, STILL_RATE_LIMITED, TRANSIENT_AGAIN
 from fleetchaos.sim.kinds import (
     BATCH,
     CAUSES,
@@ -40,19 +40,19 @@ from fleetchaos.sim.kinds import (
     kinds_in,
     waste_families,
 )
+from fleetchaos.sim.remediation import REPAIRS
 from fleetchaos.sim.transport import TRANSPORT_KINDS, TransportRetry
 from fleetchaos.sim.truth import FAILURES, AttemptReport
 from fleetchaos.sim.waste import RetryJudge
-from fleetchaos.sim.world import REPAIRS
 
 ROOT = Path(__file__).resolve().parents[2]
 FIELDS = [f.name for f in dataclasses.fields(FaultKind)]
 
 
 def test_every_kind_has_a_record_and_a_model_in_one_order():
-    """KINDS and FAULT_MODELS name the same 19 kinds in the same (catalogue) order, the core five first."""
+    """KINDS and FAULT_MODELS name the same 20 kinds in the same (catalogue) order, the core five first."""
     assert list(KINDS) == list(FAULT_MODELS)
-    assert len(KINDS) == 19
+    assert len(KINDS) == 20
     assert list(KINDS)[:5] == ["network_blip", "timeout", "rate_limit", "disk_full", "expired_key"]
     assert all(record.name == name for name, record in KINDS.items())
 
@@ -126,7 +126,7 @@ def test_each_record_speaks_every_contracts_vocabulary(kind):
     assert record.subagent_category in _literal(SubagentResult.model_fields["error_category"].annotation)
     assert 400 <= record.wire.status <= 599 and record.wire.reason and record.wire.errno.isupper()
     if record.waste is not None:
-        assert record.waste.family in (PERMANENT_ERROR, BEFORE_RETRY_AFTER, EXHAUSTED_RESOURCE)
+        assert record.waste.family in (PERMANENT_ERROR, STILL_RATE_LIMITED, EXHAUSTED_RESOURCE, TRANSIENT_AGAIN)
         assert WASTE_FAMILIES[record.waste.reason] == record.waste.family
 
 

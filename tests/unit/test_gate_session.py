@@ -12,10 +12,11 @@ from fleetchaos.scenario.load import load_scenario
 
 
 def run(scenario: str, policy: str, seed: int, recovery: float) -> RunResult:
-    """A finished run with the headline metrics."""
+    """A finished run with the gated metrics (both recovery rates and the success rate set to ``recovery``)."""
     return RunResult(scenario=scenario, policy=policy, errors="generic", seed=seed, breakdowns={}, fault_schedule=[],
                      replay=f"fleetchaos run --seed {seed}",
-                     metrics={"recovery_rate": recovery, "silent_failure_rate": 0.1, "wasted_retries": 3.0})  # fmt: skip
+                     metrics={"success_rate": recovery, "common_recovery_rate": recovery, "recovery_rate": recovery,
+                              "silent_failure_rate": 0.1, "wasted_retries": 3.0})  # fmt: skip
 
 
 @pytest.fixture
@@ -58,10 +59,13 @@ def test_a_baseline_alone_reports_in_the_cli_and_gates_in_the_plugin(stored):
     """Without thresholds the command only compares; the suite gates at the registry's default thresholds."""
     worse = [run("s", "backoff", seed, 0.4) for seed in (1, 2, 3)]
     command = GateSession(COMMAND, baseline_ref="main", history_path=stored)
-    assert [c.failed for c in command.check(worse)] == [False, False, False]
-    assert command.check(worse)[0].line().startswith("compared recovery_rate")
+    assert [c.failed for c in command.check(worse)] == [False, False, False, False]
+    assert command.check(worse)[0].line().startswith("compared success_rate")
     suite = GateSession(SUITE, baseline_ref="main", history_path=stored)
-    assert [c.failed for c in suite.check(worse)] == [True, False, False]
+    assert [c.rule.metric for c in suite.check(worse)] == [
+        "success_rate", "common_recovery_rate", "silent_failure_rate", "wasted_retries",
+    ]  # fmt: skip
+    assert [c.failed for c in suite.check(worse)] == [True, True, False, False]
 
 
 def test_arms_match_by_scenario_in_the_plugin_and_by_arm_in_the_cli(stored):

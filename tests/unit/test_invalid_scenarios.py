@@ -554,7 +554,7 @@ def test_fuzz_raw_text_never_crashes_the_loader(text):
 
 
 def test_estimated_size_of_open_and_closed_loops():
-    """The size estimate: tasks_per_day x days (or clients over think + task time) and calls per task."""
+    """The size estimate: tasks_per_day x days (or clients over think + a round trip, as fast as tasks fail) and calls per task."""
     from fleetchaos.scenario.load import estimated_size
 
     open_loop = parse_scenario(
@@ -567,7 +567,7 @@ def test_estimated_size_of_open_and_closed_loops():
         "w.yaml",
     )
     tasks, calls = estimated_size(closed)
-    assert tasks == pytest.approx(3 * 1000 / (90 + 10 + 2 * 0.08)) and calls == tasks
+    assert tasks == pytest.approx(3 * 1000 / (90 + 2 * 0.08)) and calls == tasks
 
 
 def test_world_spec_refuses_duplicate_template_names():

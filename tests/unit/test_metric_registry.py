@@ -11,16 +11,19 @@ import pytest
 
 from fleetchaos.gates.regression import parse_fail_on
 from fleetchaos.results.registry import (
+    CLOSED_LOOP_LEAD,
     DIRECTIONLESS,
     GATED_METRICS,
     HEADLINE_METRICS,
     METRICS,
+    OPEN_LOOP_LEAD,
     POOLED_RATES,
     RATES,
     REGISTRY,
     VERDICT_METRICS,
     direction,
     is_rate,
+    lead_metrics,
     markdown_table,
 )
 
@@ -71,7 +74,21 @@ def test_records_agree_with_themselves():
             assert m.better is not None, f"{m.name} is judged but has no better direction"
     assert set(RATES) == set(POOLED_RATES) == {n for n in METRICS if n.endswith("_rate")}
     assert set(VERDICT_METRICS) <= set(METRICS) and set(HEADLINE_METRICS) <= set(VERDICT_METRICS)
-    assert HEADLINE_METRICS == ("recovery_rate", "silent_failure_rate", "wasted_retries")
+    assert HEADLINE_METRICS == (
+        "success_rate",
+        "common_recovery_rate",
+        "silent_failure_rate",
+        "wasted_retries",
+        "failed_retries",
+    )
+    # the arm-independent leads are headline metrics with a verdict and a default gate
+    for name in (*OPEN_LOOP_LEAD, *CLOSED_LOOP_LEAD):
+        assert REGISTRY[name].verdict and (REGISTRY[name].headline or name == "goodput_per_day"), name
+    assert lead_metrics(False) == OPEN_LOOP_LEAD == ("success_rate", "common_recovery_rate")
+    assert lead_metrics(True) == CLOSED_LOOP_LEAD == ("goodput_per_day",)
+    # own-denominator recovery stays, as a secondary figure: no headline, no default gate
+    assert not REGISTRY["recovery_rate"].headline and REGISTRY["recovery_rate"].gate is None
+    assert "own faulted tasks" in REGISTRY["recovery_rate"].denominator
 
 
 def test_directionless_metrics_are_the_workload_and_neutral_counts():
@@ -99,7 +116,7 @@ def test_every_user_of_metric_names_reads_the_registry():
     assert runner.VERDICT_METRICS is VERDICT_METRICS and runner.POOLED_RATES is POOLED_RATES
     assert suite.PROPORTIONS is POOLED_RATES
     assert set(suite.HEADLINE) == set(HEADLINE_METRICS)
-    assert set(ablation.HEADLINE) == set(HEADLINE_METRICS) == {m for m, _ in PANELS}
+    assert set(ablation.HEADLINE) <= set(HEADLINE_METRICS) and set(ablation.HEADLINE) == {m for m, _ in PANELS}
     for metric, _, kind in COLUMNS:
         assert kind == display_kind(metric) == ("pct" if is_rate(metric) else "num")
 

@@ -165,9 +165,9 @@ def test_blind_retry_does_not_touch_history_rng():
 @pytest.mark.parametrize(
     "retries, bound",
     [
-        (0, 2.0),  # min(60, 2 * 2**0) = 2
-        (1, 4.0),  # min(60, 2 * 2**1) = 4
-        (2, 8.0),  # min(60, 2 * 2**2) = 8
+        (0, 60.0),  # min(1800, 60 * 2**0) = 60
+        (1, 120.0),  # min(1800, 60 * 2**1) = 120
+        (5, 1800.0),  # min(1800, 60 * 2**5 = 1920) = 1800: the cap
     ],
 )
 def test_backoff_full_jitter_delay_within_bound(retries, bound):
@@ -199,8 +199,8 @@ def test_backoff_reproducible_for_same_seed():
     a = Backoff().decide(GENERIC_FAILED, history(1, seed=99))
     b = Backoff().decide(GENERIC_FAILED, history(1, seed=99))
     assert a == b
-    # the delay is exactly Random(99).uniform(0, 4): jitter comes only from history.rng
-    assert a.delay_s == random.Random(99).uniform(0.0, 4.0)
+    # the delay is exactly Random(99).uniform(0, 120): jitter comes only from history.rng
+    assert a.delay_s == random.Random(99).uniform(0.0, 120.0)
 
 
 def test_backoff_different_seeds_differ():

@@ -101,19 +101,20 @@ def test_every_preset_is_registered_builds_and_has_its_name():
 def test_backoff_variants_retry_anything_until_their_stop(name):
     policy = get_policy(name)
     action = policy.decide(GENERIC, hist(retries=3))
-    assert isinstance(action, Retry) and 0.0 <= action.delay_s <= 60.0
+    assert isinstance(action, Retry) and 0.0 <= action.delay_s <= 600.0  # the variants' cap
     assert isinstance(policy.decide(GENERIC, hist(retries=59)), GiveUp)  # the 60th dispatch was the last
 
 
 def test_backoff_variant_waits_follow_their_formulas():
     h = hist(retries=3)
     assert get_policy("retry-fixed").decide(GENERIC, h).delay_s == 2.0
-    assert get_policy("backoff-none").decide(GENERIC, hist(retries=3)).delay_s == 8.0  # 1 * 2**3
-    assert get_policy("backoff-none").decide(GENERIC, hist(retries=9)).delay_s == 60.0  # capped
+    assert get_policy("retry-immediate").decide(GENERIC, h).delay_s == 0.0
+    assert get_policy("backoff-none").decide(GENERIC, hist(retries=3)).delay_s == 80.0  # 10 * 2**3
+    assert get_policy("backoff-none").decide(GENERIC, hist(retries=9)).delay_s == 600.0  # capped
     for seed in range(50):
         full = get_policy("backoff-full-jitter").decide(GENERIC, hist(retries=3, seed=seed)).delay_s
         equal = get_policy("backoff-equal-jitter").decide(GENERIC, hist(retries=3, seed=seed)).delay_s
-        assert 0.0 <= full < 8.0 and 4.0 <= equal < 8.0
+        assert 0.0 <= full < 80.0 and 40.0 <= equal < 80.0
     honoured = get_policy("retry-after").decide(ate(retry_after_ms=30_000), hist(retries=0)).delay_s
     assert honoured >= 30.0
 
@@ -309,23 +310,28 @@ def test_envoy_budget_reads_the_orchestrators_load():
 
 
 def test_adaptive_throttle_refuses_with_the_sre_probability():
-    """10 requests, 0 accepted (all rate limited) -> p = 10/11: almost every retry is refused locally."""
+    """10 requests, 0 accepted (all rate limited) -> p = 10/11: almost every dispatch, first tries included, is refused."""
     policy, shared = _controlled(budget=AdaptiveThrottle(k=2.0))
     limited = ate(code="RATE_LIMITED")
     for _ in range(10):
         policy.observe(limited, shared, 5.0, 1)
     assert AdaptiveThrottle().reject_probability(shared.budget, 5.0) == pytest.approx(10 / 11)
-    # each trial on a copy of that state: a refused retry is itself counted as a request
+    # each trial on a copy of that state: a refused request is itself counted as a request
     outcomes = [
-        type(policy.decide(limited, hist(shared=ControlState(budget=shared.budget), now=5.0, seed=s)))
+        type(policy.before_dispatch(ControlState(budget=shared.budget), 5.0, first, (s + 0.5) / 400))
         for s in range(400)
+        for first in (True, False)
     ]
-    assert 0.86 < outcomes.count(GiveUp) / 400 < 0.95
-    policy.decide(limited, hist(shared=shared, now=5.0, seed=1))
-    assert shared.budget.totals() in ((10, 0), (11, 0))  # counted once more only when refused
+    assert outcomes.count(GiveUp) == 2 * 364  # draws below 10/11 are refused, first tries and retries alike
+    assert isinstance(policy.decide(limited, hist(shared=shared, now=5.0, seed=1)), Retry)  # decide no longer judges
+    policy.before_dispatch(shared, 5.0, True, 0.0)
+    assert shared.budget.totals() == (11, 0)  # counted once more when refused
+    policy.before_dispatch(shared, 5.0, True, 0.999)
+    assert shared.budget.totals() == (11, 0)  # sent: counted when its dispatch is observed
     accepted, fresh = _controlled(budget=AdaptiveThrottle(k=2.0))
     for _ in range(10):
         accepted.observe(OK, fresh, 5.0, 1)
+    assert all(accepted.before_dispatch(fresh, 5.0, True, s / 50) is None for s in range(50))
     assert all(isinstance(accepted.decide(ate(), hist(shared=fresh, now=5.0, seed=s)), Retry) for s in range(50))
 
 

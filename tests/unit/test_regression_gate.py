@@ -188,11 +188,18 @@ def test_default_rules_report_or_gate_the_registry_gated_metrics():
     informative = default_rules(informative=True)
     assert [r.metric for r in informative] == list(GATED_METRICS) and all(r.informative for r in informative)
     gating = default_rules(informative=False)
-    assert [r.allowed() for r in gating] == ["-2%", "+2%", "+2%"]
-    base = [result("p", "e", 1, recovery_rate=0.5, silent_failure_rate=0.0, wasted_retries=1.0)]
-    cur = [result("p", "e", 1, recovery_rate=0.1, silent_failure_rate=0.0, wasted_retries=1.0)]
-    assert [c.failed for c in check(informative, cur, base, "#1")] == [False, False, False]
-    assert [c.failed for c in check(gating, cur, base, "#1")] == [True, False, False]
+    assert [r.metric for r in gating] == [
+        "success_rate",
+        "common_recovery_rate",
+        "silent_failure_rate",
+        "wasted_retries",
+    ]
+    assert [r.allowed() for r in gating] == ["-2%", "-2%", "+2%", "+2%"]
+    same = {"silent_failure_rate": 0.0, "wasted_retries": 1.0}
+    base = [result("p", "e", 1, success_rate=0.9, common_recovery_rate=0.5, **same)]
+    cur = [result("p", "e", 1, success_rate=0.9, common_recovery_rate=0.1, **same)]
+    assert [c.failed for c in check(informative, cur, base, "#1")] == [False, False, False, False]
+    assert [c.failed for c in check(gating, cur, base, "#1")] == [False, True, False, False]
 
 
 def test_option_names_in_messages_follow_the_front_end():
@@ -201,3 +208,33 @@ def test_option_names_in_messages_follow_the_front_end():
         parse_fail_on("recovery_rate:+2%", "--fleetchaos-fail-on")
     with pytest.raises(UserError, match=re.escape("--fail-on 'nope:2%': unknown metric")):
         parse_fail_on("nope:2%")
+
+
+def _sets(faulted: set[int], succeeded: set[int]) -> dict[str, str]:
+    from fleetchaos.results.common_set import encode
+
+    def bits(ids: set[int]) -> bytes:
+        return sum(1 << i for i in ids).to_bytes(8, "little")
+
+    return {"faulted": encode(bits(faulted)), "succeeded": encode(bits(succeeded))}
+
+
+def test_common_recovery_is_judged_on_the_union_of_both_runs_faulted_tasks():
+    """Each side 100% on its own faulted tasks; on the union {0,1,2,3} the new run saves 2 of 4: a regression."""
+    rule = parse_fail_on("common_recovery_rate:-2%")
+    base = result("p", "e", 1, common_recovery_rate=1.0)
+    base.task_sets = _sets({0, 1, 2, 3}, {0, 1, 2, 3, 4, 5})
+    cur = result("p", "e", 1, common_recovery_rate=1.0)
+    cur.task_sets = _sets({0, 1}, {0, 1, 4, 5})  # tasks 2 and 3 met no fault here, and never finished
+    (found,) = check([rule], [cur], [base], "#1")
+    assert (found.current, found.baseline, found.failed) == (0.5, 1.0, True)
+    assert "on the union of both runs' faulted tasks" in found.line()
+    # a baseline that kept no task sets: each side's stored value, and the check says so
+    base.task_sets = {}
+    (fallback,) = check([rule], [cur], [base], "#1")
+    assert (fallback.current, fallback.baseline, fallback.failed) == (1.0, 1.0, False)
+    assert "1 of 1 seed(s) without task sets on one side" in fallback.line()
+    # another metric is never recomputed from the sets
+    (other,) = check([parse_fail_on("success_rate:-2%")], [result("p", "e", 1, success_rate=0.5)],
+                     [result("p", "e", 1, success_rate=0.5)], "#1")  # fmt: skip
+    assert not other.failed and other.note == ""

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from fleetchaos.results.stats import DEFAULT_CONFIDENCE, mean_ci, wilson
+from fleetchaos.results.stats import DEFAULT_CONFIDENCE, mean_ci, rate_ci, wilson
 
 # Quantiles used below (tables / scipy.stats.t.ppf):
 T975_DF4 = 2.7764451051977934  # t_{0.975, 4}
@@ -166,3 +166,60 @@ def test_wilson_rejects_no_trials(trials):
     """wilson raises ValueError when there are no trials."""
     with pytest.raises(ValueError, match="at least one trial"):
         wilson(0, trials)
+
+
+# -- rate_ci: the interval of a mean of per-seed proportions, on the logit scale ----------
+
+
+def test_rate_ci_two_seeds_never_shows_a_negative_bound():
+    """5.3% over two seeds (1/40 and 7/88): the t-interval would reach below zero; the logit one stays inside."""
+    values, trials = [1 / 40, 7 / 88], [40, 88]
+    mean, low, high = mean_ci(values)
+    assert low < 0.0  # the symmetric Student-t interval the report used to print
+    mean, low, high = rate_ci(values, trials)
+    assert mean == pytest.approx((1 / 40 + 7 / 88) / 2)
+    assert 0.0 < low <= mean <= high < 1.0
+
+
+def test_rate_ci_by_hand():
+    """Three seeds: the half-width of the adjusted logits laid around logit(mean), mapped back."""
+    values, trials = [0.5, 0.6, 0.7], [10, 10, 10]
+    logits = [math.log(((v * 10 + 0.5) / 11) / (1 - (v * 10 + 0.5) / 11)) for v in values]
+    centre = sum(logits) / 3
+    sd = math.sqrt(sum((x - centre) ** 2 for x in logits) / 2)
+    half = 4.302652729911275 * sd / math.sqrt(3)  # t(0.975, 2)
+    mean = 0.6
+    expected_low = 1 / (1 + math.exp(-(math.log(mean / (1 - mean)) - half)))
+    expected_high = 1 / (1 + math.exp(-(math.log(mean / (1 - mean)) + half)))
+    got = rate_ci(values, trials)
+    assert got == pytest.approx((mean, expected_low, expected_high))
+
+
+def test_rate_ci_at_zero_and_one_keeps_the_edge_as_its_bound():
+    """A mean of exactly 0 (or 1) has 0 (or 1) as its low (or high) bound and a real bound on the other side."""
+    mean, low, high = rate_ci([0.0, 0.0, 0.0], [20, 30, 25])
+    assert (mean, low) == (0.0, 0.0) and 0.0 < high < 0.05
+    mean, low, high = rate_ci([1.0, 1.0], [20, 30])
+    assert (mean, high) == (1.0, 1.0) and 0.5 < low < 1.0  # two seeds: t(0.975, 1) = 12.7 makes it wide
+
+
+def test_rate_ci_without_an_interval():
+    """One seed, no value, or an unknown denominator: the mean alone."""
+    assert rate_ci([0.4], [10]) == (0.4, None, None)
+    assert rate_ci([None, None], [10, 10]) == (None, None, None)
+    assert rate_ci([0.4, 0.5], [10, None]) == (0.45, None, None)
+    with pytest.raises(ValueError):
+        rate_ci([0.4, 0.5], [10])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_rate_ci_always_inside_the_unit_interval_and_around_the_mean(seed):
+    """Any per-seed counts: 0 <= low <= mean <= high <= 1."""
+    import random
+
+    rng = random.Random(seed)
+    k = rng.randint(2, 6)
+    trials = [rng.randint(1, 200) for _ in range(k)]
+    values = [rng.choice([0, n, rng.randint(0, n)]) / n for n in trials]
+    mean, low, high = rate_ci(values, trials, rng.choice([0.5, 0.9, 0.95, 0.999]))
+    assert 0.0 <= low <= mean <= high <= 1.0

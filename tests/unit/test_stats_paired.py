@@ -9,6 +9,7 @@ import pytest
 from fleetchaos.results.stats import (
     BETTER,
     INCONCLUSIVE,
+    NO_DIFFERENCE,
     NO_DIRECTION,
     TOO_FEW_SEEDS,
     WORSE,
@@ -63,11 +64,14 @@ def test_verdict_inconclusive_when_the_interval_contains_zero():
     assert verdict(d, False) == INCONCLUSIVE
 
 
-def test_verdict_identical_arms_are_inconclusive():
-    """Identical per-seed values give a zero-width interval at 0: inconclusive, not better."""
+def test_verdict_identical_arms_read_no_difference():
+    """Identical per-seed values (every difference exactly 0) read "no difference", neither better nor inconclusive."""
     d = paired_difference([0.3] * 6, [0.3] * 6)
     assert (d.low, d.high) == (0.0, 0.0)
-    assert verdict(d, True) == INCONCLUSIVE
+    assert verdict(d, True) == NO_DIFFERENCE
+    assert verdict(d, False) == NO_DIFFERENCE
+    # one seed that differs is no longer "no difference"
+    assert verdict(paired_difference([0.3] * 5 + [0.31], [0.3] * 6), True) == INCONCLUSIVE
 
 
 def test_constant_nonzero_differences_are_decisive():

@@ -29,9 +29,7 @@ MAX_LINES = 500
 #: Modules allowed over MAX_LINES for now, each being split by another engineer in parallel
 #: work; the lead removes an entry once its split is merged (and this test fails on an entry
 #: that is no longer over the limit, so none lingers).  Keep this list minimal.
-OVERSIZED_FOR_NOW = {
-    "fleetchaos.reports.charts": "reports/charts.py (540 lines): report charts, in the same reports work",
-}
+OVERSIZED_FOR_NOW: dict[str, str] = {}
 
 
 class Module:

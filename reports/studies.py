@@ -1,0 +1,205 @@
+"""Tables and summaries of the studies: tuning results and the best-against-best split of a tuned comparison."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.table import Table
+from rich.text import Text
+
+from fleetchaos.reports.cells import diff, diff_ci, metric_cell
+from fleetchaos.reports.results_io import dumps
+from fleetchaos.results.registry import HEADLINE_METRICS, is_rate
+from fleetchaos.results.studies import TuneResult, TuningRecord
+
+__all__ = [
+    "best_lines",
+    "gap_headline",
+    "gap_table",
+    "seed_range",
+    "tune_headline",
+    "tune_markdown",
+    "tune_table",
+    "tuning_blocks",
+    "write_tune_report",
+]
+
+
+def seed_range(seeds: list[int]) -> str:
+    """``1-10`` for consecutive seeds, else the list."""
+    if seeds and seeds == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"{seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])
+    return ", ".join(map(str, seeds))
+
+
+def _family_rows(result: TuneResult) -> list[tuple[str, str, str, str]]:
+    """(family, training objective, held-out objective with interval, spec) per family, the winner first."""
+    best_of: dict[str, tuple[float | None, str]] = {}
+    for trial in result.trials:
+        held = best_of.get(trial.family)
+        better = held is None or (
+            trial.objective is not None
+            and (
+                held[0] is None or (trial.objective > held[0] if result.higher_is_better else trial.objective < held[0])
+            )
+        )
+        if better:
+            best_of[trial.family] = (trial.objective, trial.policy)
+    held_out = {arm.policy: arm for arm in result.holdout}
+    rows = []
+    for family, (objective, policy) in sorted(best_of.items(), key=lambda kv: kv[1][1] != result.best):
+        arm = held_out.get(policy)
+        rows.append(
+            (
+                family,
+                _value(result.objective, objective),
+                metric_cell(arm, result.objective) if arm is not None else "-",
+                policy,
+            )
+        )
+    return rows
+
+
+def _value(metric: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{100 * value:.1f}%" if is_rate(metric) else f"{value:,.2f}"
+
+
+def tune_headline(result: TuneResult) -> str:
+    """One sentence: what was searched, on which seeds, and which seeds are held out."""
+    return _headline(result)
+
+
+def _headline(result: TuneResult) -> str:
+    return (
+        f"tune {result.scenario} on {result.errors} errors: {len(result.space)} families, {len(result.trials)} "
+        f"candidates ({result.search} search, sampler seed {result.sampler_seed}, space v{result.space_version}); "
+        f"objective {result.objective} on training seeds {seed_range(result.train_seeds)}; "
+        f"held out: seeds {seed_range(result.holdout_seeds)}, which no candidate ran on"
+    )
+
+
+def tune_table(result: TuneResult) -> Table:
+    """Each family's best candidate: its training objective, its held-out figure with interval, its spec."""
+    pct = round(result.confidence * 100)
+    table = Table(header_style="bold")
+    table.add_column("family")
+    table.add_column("train", justify="right")
+    table.add_column(f"held out ({pct}% CI)", justify="right")
+    table.add_column("best candidate", overflow="fold")
+    for i, row in enumerate(_family_rows(result)):
+        table.add_row(*(Text(cell) for cell in row), style="bold" if i == 0 else None)
+    return table
+
+
+def best_lines(result: TuneResult) -> list[str]:
+    """The winner, its parameters and its held-out headline figures with intervals, and the command that repeats them."""
+    arm = result.holdout[0]
+    lines = [f"best: {result.best}", f"held out on seeds {seed_range(result.holdout_seeds)}:"]
+    for metric in dict.fromkeys([result.objective, *HEADLINE_METRICS]):
+        lines.append(f"  {metric}: {metric_cell(arm, metric)}")
+    seeds = result.holdout_seeds
+    consecutive = seeds == list(range(seeds[0], seeds[0] + len(seeds)))
+    extra = "".join(f" --param {p}={json.dumps(v)}" for p, v in result.params.items())
+    if consecutive:
+        lines.append(
+            f"repeat: fleetchaos compare --scenario {result.scenario}{extra} --policies '{result.best}' "
+            f"--errors {result.errors} --seeds {len(seeds)} --first-seed {seeds[0]}"
+        )
+    return lines
+
+
+def tune_markdown(result: TuneResult) -> str:
+    """summary.md of a tuning search."""
+    out = [f"# Tuning: {result.scenario} on {result.errors} errors", "", _headline(result) + ".", ""]
+    out += ["| family | train | held out | best candidate |", "|---|---:|---:|---|"]
+    out += [f"| {f} | {t} | {h} | `{p}` |" for f, t, h, p in _family_rows(result)]
+    out += ["", *(f"    {line}" if line.startswith("  ") else line for line in best_lines(result)), ""]
+    out += ["## Search space", ""]
+    for family, dims in result.space.items():
+        ranges = ", ".join(f"`{name}` {text}" for name, text in dims.items()) or "defaults only"
+        out.append(f"* `{family}`: {ranges}")
+    return "\n".join(out) + "\n"
+
+
+def write_tune_report(result: TuneResult, out_dir: Path) -> list[Path]:
+    """results.json and summary.md of a tuning search."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = out_dir / "results.json"
+    results.write_text(dumps(result), encoding="utf-8")
+    summary = out_dir / "summary.md"
+    summary.write_text(tune_markdown(result), encoding="utf-8")
+    return [results, summary]
+
+
+def _alias(tuning: TuningRecord, policy: str) -> str:
+    """``best-for-FORMAT`` for a tuned spec (``best-for-A+B`` when it won on several), else the policy itself."""
+    formats = [e for e, p in tuning.best.items() if p == policy]
+    return f"best-for-{'+'.join(formats)}" if formats else policy
+
+
+def gap_headline(tuning: TuningRecord) -> str:
+    """What the gap table compares, where the tuned policies come from, and what each alias stands for."""
+    aliases = {}
+    for policy in tuning.best.values():
+        aliases.setdefault(_alias(tuning, policy), policy)
+    legend = "\n".join(f"  {alias} = {policy}" for alias, policy in aliases.items())
+    return (
+        f"best against best on {tuning.objective} (paired differences over the comparison's seeds); each format's "
+        f"policy tuned on training seeds {seed_range(tuning.train_seeds)} ({tuning.search} search, {tuning.trials} "
+        f"trials per family):\n{legend}"
+    )
+
+
+def gap_table(tuning: TuningRecord) -> Table:
+    """What part of the gap between the best arms is the format and what part the policy (paired differences)."""
+    table = Table(header_style="bold")
+    for column in ("difference", "arm", "minus", "mean", "interval"):
+        table.add_column(column, justify="right" if column in ("mean", "interval") else "left", overflow="fold")
+    for gap in tuning.gaps:
+        table.add_row(*(Text(cell) for cell in _gap_cells(tuning, gap)))
+    return table
+
+
+def _gap_cells(tuning: TuningRecord, gap) -> tuple[str, str, str, str, str]:
+    """A gap row with tuned specs shown by their aliases."""
+    label = gap.label
+    if label.startswith("same policy: "):
+        label = f"same policy: {_alias(tuning, label.removeprefix('same policy: '))}"
+    return (
+        label,
+        f"{_alias(tuning, gap.policy)} on {gap.errors}",
+        f"{_alias(tuning, gap.reference_policy)} on {gap.reference_errors}",
+        diff(gap.metric, gap.mean_difference),
+        diff_ci(gap.metric, gap.ci),
+    )
+
+
+def tuning_blocks(result: object) -> list:
+    """The report section of a tuned comparison: which arm is which, and the gap split; [] without tuning."""
+    from fleetchaos.reports.blocks import H2, TABLE, P
+
+    tuning = getattr(result, "tuning", None)
+    if not isinstance(tuning, TuningRecord):
+        return []
+    return [
+        H2("Best against best"),
+        P(gap_headline(tuning).partition(":")[0] + "."),
+        TABLE(
+            ["alias", "policy", "errors", "role"],
+            [[_alias(tuning, r.policy), f"`{r.policy}`", r.errors, r.role] for r in tuning.roles],
+            align_right=4,
+        ),
+        P(
+            "The gap between the best arms, and its parts: the same policy on both formats (what the format alone "
+            "changes) and the two policies on one format (what the policy alone changes). Each is the mean of the "
+            "per-seed differences, arm minus reference, with its interval."
+        ),
+        TABLE(
+            ["difference", "arm", "minus", "mean", "interval"],
+            [list(_gap_cells(tuning, g)) for g in tuning.gaps],
+            align_right=3,
+        ),
+    ]

@@ -1,0 +1,157 @@
+"""Providers with a declared capacity, decided at each call's arrival without SimPy.
+
+A :class:`Provider` is the API, or the backend of some tools, as a scenario declares it
+(:class:`~fleetchaos.sim.config.ProviderSpec`): ``servers`` serving calls first come,
+first served; a ``slowdown`` curve that makes service longer the more calls are in it;
+a ``max_in_flight`` past which it refuses new calls, each refusal still costing it
+work.  Everything is decided when a call arrives, from the instants earlier calls leave
+(a heap of when each server is next free, a heap of when each call in it leaves), so a
+call costs a few heap operations and no event: in a first-come-first-served queue a
+call's start depends only on the calls before it.
+
+A client's patience (the call timeout, counted from dispatch) decides what it sees; the
+provider's work goes on after the client gave up unless the tool cancels it, which is
+what makes a queue of abandoned work, and a retry storm, outlive a spike in load.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from bisect import bisect_right
+
+from fleetchaos.sim.config import ProviderSpec
+
+#: What :meth:`Provider.admit` returns for a refused call.
+REFUSED = None
+
+
+class Provider:
+    """One provider's capacity and the calls in it (mutable: one per run)."""
+
+    __slots__ = (
+        "_curve",
+        "_free",
+        "_in_system",
+        "_slow",
+        "_slow_ends",
+        "abandoned",
+        "cancelled",
+        "max_in_flight",
+        "name",
+        "refused",
+        "reject_cost_s",
+        "served",
+        "status",
+    )
+
+    def __init__(self, spec: ProviderSpec, slowdowns: list[tuple[float, float, float]] | None = None):
+        """``slowdowns`` are an ``overloaded`` fault's disjoint, sorted ``(start, end, capacity factor)`` windows."""
+        self.name = spec.name
+        self.status = spec.overload_status
+        self.max_in_flight = spec.max_in_flight
+        self.reject_cost_s = spec.reject_cost_s
+        self._free: list[float] | None = [0.0] * spec.servers if spec.servers else None  # heap: when each server frees
+        self._in_system: list[float] = []  # heap: when each call in the provider leaves it
+        self._curve = [(p.in_flight, p.factor) for p in spec.slowdown]
+        self._slow = slowdowns or []
+        self._slow_ends = [end for _, end, _ in self._slow]
+        self.served = 0
+        """Calls it accepted (finished in time or not)."""
+        self.refused = 0
+        """Calls it refused for overload."""
+        self.abandoned = 0
+        """Accepted calls whose client gave up while it went on working for them."""
+        self.cancelled = 0
+        """Accepted calls whose client gave up and whose work was dropped."""
+
+    def in_flight(self, now: float) -> int:
+        """Calls in the provider at ``now`` (served or waiting, abandoned ones included)."""
+        calls = self._in_system
+        while calls and calls[0] <= now:
+            heapq.heappop(calls)
+        return len(calls)
+
+    def next_room(self, now: float) -> float:
+        """The instant the first call in it leaves (``now`` if it is empty): a refusal's retry-after."""
+        self.in_flight(now)
+        return self._in_system[0] if self._in_system else now
+
+    def factor(self, in_flight: int) -> float:
+        """The slowdown curve at ``in_flight`` calls: linear between points, flat past the ends (1 without a curve)."""
+        curve = self._curve
+        if not curve:
+            return 1.0
+        if in_flight <= curve[0][0]:
+            return curve[0][1]
+        for (n0, f0), (n1, f1) in itertools.pairwise(curve):
+            if in_flight <= n1:
+                return f0 + (f1 - f0) * (in_flight - n0) / (n1 - n0)
+        return curve[-1][1]
+
+    def speed(self, now: float) -> float:
+        """The share of its speed left at ``now`` (an ``overloaded`` fault's window), 1.0 outside them."""
+        i = bisect_right(self._slow_ends, now)
+        if i < len(self._slow) and self._slow[i][0] <= now:
+            return self._slow[i][2]
+        return 1.0
+
+    def admit(self, now: float, service_s: float, patience_s: float, cancel: bool) -> tuple[float, bool] | None:
+        """A call arriving at ``now`` whose work takes ``service_s`` on an idle provider.
+
+        Returns :data:`REFUSED` (None) when it is refused for overload, else ``(seconds
+        until the client hears back, whether the work finished within the client's
+        patience)``.  A client whose patience runs out hears back after ``patience_s``;
+        its call's work goes on to the end (taking effect later) unless ``cancel``, in
+        which case it stops then (or never starts, if it was still waiting).
+        """
+        calls = self._in_system
+        while calls and calls[0] <= now:
+            heapq.heappop(calls)
+        n = len(calls) + 1
+        limit = self.max_in_flight
+        if limit is not None and n > limit:
+            self.refused += 1
+            cost = self.reject_cost_s
+            if cost > 0.0:
+                free = self._free
+                if free is not None:  # the next free server spends the time refusing
+                    heapq.heapreplace(free, max(now, free[0]) + cost)
+                else:
+                    heapq.heappush(calls, now + cost)
+            return REFUSED
+        self.served += 1
+        work = service_s
+        if self._curve:
+            work *= self.factor(n)
+        if self._slow:
+            work /= self.speed(now)
+        free = self._free
+        start = now if free is None else max(now, free[0])
+        finish = start + work
+        if finish - now <= patience_s:
+            if free is not None:
+                heapq.heapreplace(free, finish)
+            heapq.heappush(calls, finish)
+            return finish - now, True
+        gave_up = now + patience_s
+        if not cancel:
+            self.abandoned += 1
+            leaves = finish
+        else:
+            self.cancelled += 1
+            leaves = gave_up
+        if free is not None and start < leaves:
+            heapq.heapreplace(free, min(finish, leaves))
+        heapq.heappush(calls, leaves)
+        return patience_s, False
+
+
+def build_providers(
+    specs: list[ProviderSpec], slowdowns: dict[str, list[tuple[float, float, float]]]
+) -> list[Provider]:
+    """One :class:`Provider` per spec, with its ``overloaded`` windows."""
+    return [Provider(spec, slowdowns.get(spec.name)) for spec in specs]
+
+
+__all__ = ["REFUSED", "Provider", "build_providers"]

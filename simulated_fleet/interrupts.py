@@ -1,0 +1,145 @@
+"""What a policy may never swallow, and how a policy's failure is described.
+
+Containment (:mod:`fleetchaos.sim.containment`) turns *anything* a policy raises into a
+policy error on its task, :class:`BaseException` included: ``SystemExit``,
+``KeyboardInterrupt``, ``GeneratorExit``, custom subclasses, an exception whose
+``__str__`` raises.  Two exceptions are the harness's own and pass through it
+(:data:`PASS_THROUGH`):
+
+* :class:`UserInterrupt`: the user pressed Ctrl-C or sent SIGTERM.  The command line
+  installs handlers that raise it (:func:`user_signals`), so a policy that raises a plain
+  ``KeyboardInterrupt`` is told apart from the user's own;
+* :class:`WallClockExceeded`: a run outlived its wall-clock limit
+  (:mod:`fleetchaos.runs.limits` raises it in the thread running the simulation).
+
+:func:`describe_exception` names a policy's exception without ever raising, and with every
+planted secret shape scrubbed (:func:`fleetchaos.sim.sanitise.sanitise`), since its text
+reaches every output.  Light to import: the standard library only (and the sanitiser).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from fleetchaos.sim.sanitise import sanitise
+
+__all__ = [
+    "PASS_THROUGH",
+    "UserInterrupt",
+    "WallClockExceeded",
+    "check_expired",
+    "describe_exception",
+    "exception_parts",
+    "mark_expired",
+    "policy_text",
+    "user_signals",
+]
+
+#: Longest policy-supplied text kept in a result (an error message, a repr).
+MAX_POLICY_TEXT = 500
+
+
+class UserInterrupt(KeyboardInterrupt):
+    """The user's Ctrl-C (SIGINT) or SIGTERM, as raised by the handlers of :func:`user_signals`."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(int(signum))  # args stay (signum,): SimPy rebuilds an exception from its args
+        self.signum = int(signum)
+
+    def __str__(self) -> str:
+        return signal.Signals(self.signum).name
+
+
+class WallClockExceeded(BaseException):  # a control-flow signal like KeyboardInterrupt, not an Exception
+    """A run outlived its wall-clock limit; raised into the thread that runs it."""
+
+
+#: The harness's own exceptions: containment re-raises these and contains everything else.
+PASS_THROUGH: tuple[type[BaseException], ...] = (UserInterrupt, WallClockExceeded)
+
+#: Threads whose run has outlived its wall-clock limit (see :func:`check_expired`).
+_EXPIRED: set[int] = set()
+
+
+def mark_expired(thread_id: int, expired: bool = True) -> None:
+    """Record (or clear) that the run in thread ``thread_id`` has outlived its wall-clock limit."""
+    if expired:
+        _EXPIRED.add(thread_id)
+    else:
+        _EXPIRED.discard(thread_id)
+
+
+def check_expired() -> None:
+    """Raise :class:`WallClockExceeded` if this thread's run has outlived its limit.
+
+    Containment calls it after every policy call, so a policy that catches the limit's
+    interrupt inside its own code (``except BaseException: pass``) still cannot keep
+    the run alive.
+    """
+    if _EXPIRED and threading.get_ident() in _EXPIRED:
+        raise WallClockExceeded()
+
+
+def policy_text(text: object, limit: int = MAX_POLICY_TEXT) -> str:
+    """Any text a policy hands back (a message, a repr, a reason) as it may be shown: sanitised, one line, bounded.
+
+    Never raises: ``str()`` of a hostile object (or of a ``str`` subclass) is tried under containment too.
+    """
+    try:
+        raw = str.__str__(text) if isinstance(text, str) else str(text)
+        raw = raw if type(raw) is str else str.__str__(raw)  # a str subclass's own methods are never called
+    except PASS_THROUGH:
+        raise
+    except BaseException:  # a policy's object whose __str__ fails must not stop the run
+        raw = "(unprintable)"
+    flat = " ".join(raw[: 4 * limit].split())
+    return sanitise(flat)[:limit]
+
+
+def exception_parts(exc: BaseException) -> tuple[str, str]:
+    """(type name, message) of a policy's exception, the message sanitised and bounded; never raises."""
+    try:
+        name = type(exc).__name__
+        name = name if type(name) is str else "exception"
+    except BaseException:  # a metaclass can make even the name fail
+        name = "exception"
+    return name, policy_text(exc)
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``TypeName: message`` of a policy's exception, sanitised and bounded; never raises."""
+    name, message = exception_parts(exc)
+    return policy_text(f"{name}: {message}" if message else name)
+
+
+@contextmanager
+def user_signals(*, sigterm: bool = True) -> Iterator[None]:
+    """Raise :class:`UserInterrupt` on Ctrl-C (and on SIGTERM) while the block runs.
+
+    Only the main thread can install handlers; elsewhere (a Dask worker thread) this does
+    nothing.  A signal the process ignores (pool workers ignore SIGINT) stays ignored, and
+    the previous handlers come back afterwards.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_interrupt(signum, frame):
+        raise UserInterrupt(signum)
+
+    wanted = [signal.SIGINT] + ([signal.SIGTERM] if sigterm else [])
+    previous = {}
+    for signum in wanted:
+        current = signal.getsignal(signum)
+        if current is signal.SIG_IGN or current is raise_interrupt:
+            continue
+        previous[signum] = current
+        signal.signal(signum, raise_interrupt)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

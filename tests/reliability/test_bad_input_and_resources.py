@@ -1,0 +1,131 @@
+"""Issue 17 items 12, 13 and 14: reads are bounded, sizes are refused from measured costs, and every user mistake
+is exit 2 (a full disk a clean exit 3 naming the cause), checked before work starts where it can be."""
+
+from __future__ import annotations
+
+import json
+import resource
+import signal
+
+import pytest
+from conftest import fleetchaos
+
+from fleetchaos.errors import UserError
+from fleetchaos.files import FileTooLargeError, read_bounded
+from fleetchaos.runs.sweep import SweepSpec, check_grid_size
+from fleetchaos.scenario.load import MAX_REPORT_TASKS, check_rows_fit, estimated_size, parse_scenario
+
+
+def test_reads_are_bounded_before_the_whole_input_is_read(tmp_path):
+    """A regular file over the limit is refused from its size; a device is read only up to the limit."""
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"a" * 2000)
+    with pytest.raises(FileTooLargeError, match="2,000 bytes is larger than the 1,000 bytes"):
+        read_bounded(big, 1000)
+    with pytest.raises(FileTooLargeError, match="read stopped there"):
+        read_bounded("/dev/zero", 1000)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["scenarios", "validate", "/dev/zero"], "more than the 1,000,000 bytes a scenario file may have"),
+        (["run", "--scenario", "/dev/zero", "--no-history"], "more than the 1,000,000 bytes"),
+        (["report", "/dev/zero", "-o", "out"], "bytes a results file may have"),
+        (["sweep", "--file", "/dev/zero", "--no-history"], "bytes a sweep file may have"),
+    ],
+    ids=["validate", "run", "report", "sweep"],
+)
+def test_dev_zero_is_refused_without_reading_it_all(tmp_path, args, message):
+    """Every command that reads a user's file stops at its limit on /dev/zero: exit 2, one message."""
+    out = fleetchaos(*args, cwd=tmp_path, timeout=120)
+    assert out.returncode == 2 and message in out.stderr, out.stderr
+
+
+def test_json_repeated_keys_and_infinity_are_refused(tmp_path):
+    """A scenario JSON with a key twice, and a results file holding Infinity, are exit 2 naming the problem."""
+    (tmp_path / "s.json").write_text('{"name": "a", "name": "b"}')
+    out = fleetchaos("scenarios", "validate", "s.json", cwd=tmp_path)
+    assert out.returncode == 2 and "key 'name' appears twice" in out.stderr + out.stdout
+    (tmp_path / "r.json").write_text('{"scenario": "x", "seeds": [1], "confidence": 0.95, "arms": [], "x": Infinity}')
+    out = fleetchaos("report", "r.json", "-o", "rep", cwd=tmp_path)
+    assert out.returncode == 2 and "Infinity is not a JSON number" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("scheduler", ["tls://localhost:8786", "ucx://localhost:8786", "localhost:8786"])
+def test_unsupported_schedulers_are_usage_errors_before_any_group_is_stored(tmp_path, scheduler):
+    """tls:// and ucx:// (and an address without a scheme) are exit 2, and no history group is left behind."""
+    out = fleetchaos("compare", "--scheduler", scheduler, "--seeds", "1", cwd=tmp_path)
+    assert out.returncode == 2 and "tcp://HOST:PORT" in out.stderr, out.stderr
+    assert not (tmp_path / "history.db").exists()
+
+
+@pytest.mark.parametrize(
+    "param",
+    [
+        "workload.templates[0].steps[0].duration.mean_s=1e300",
+        "duration_s=1e-9",
+        "workload.tasks_per_day=1e-300",
+        "x=" + "[" * 300 + "]" * 300,
+    ],
+    ids=["huge-mean", "tiny-duration", "tiny-rate", "deep-param"],
+)
+def test_absurd_values_are_a_result_or_a_usage_error_never_a_crash(tmp_path, tiny, param):
+    """Huge means, tiny horizons and rates, and deeply nested --param values: exit 0 or 2, never 3 or a traceback."""
+    out = fleetchaos("run", "--scenario", str(tiny), "--param", param, "--no-history", cwd=tmp_path)
+    assert out.returncode in (0, 2), out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_a_killed_pool_worker_is_one_message(tmp_path, tiny):
+    """A worker process killed under a compare gives exit 2 saying so, never an internal error."""
+    out = fleetchaos("compare", "--scenario", str(tiny), "--policies", "hostile_policies:KillsItsProcess,backoff",
+                     "--errors", "generic", "--seeds", "2", "--jobs", "2", cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 2 and "a worker process died" in out.stderr, out.stderr
+
+
+def test_a_full_disk_is_a_clean_exit_3_naming_the_cause_and_leaves_no_truncated_report(tmp_path, tiny):
+    """Writing a report past a file-size limit (as a full disk does) is exit 3 naming the OS cause; results.json,
+    summary.md and report.html are whole or absent, never 0-byte or cut."""
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (40_000, 40_000))
+
+    out = fleetchaos("run", "--scenario", str(tiny), "--report", "rep", "--no-history", cwd=tmp_path, preexec_fn=limit)
+    assert out.returncode == 3, out.stderr
+    assert "File too large: no room to write" in out.stderr and "Traceback" not in out.stderr
+    for name in ("results.json", "summary.md", "report.html"):
+        path = tmp_path / "rep" / name
+        if path.exists():
+            assert path.stat().st_size > 0
+            if name == "results.json":
+                json.loads(path.read_text())
+
+
+def test_a_report_run_too_big_to_keep_in_memory_is_refused_first(tmp_path):
+    """A run with a report is limited by its measured cost per task (up to 48 KB), before it starts."""
+    out = fleetchaos("run", "--param", f"workload.tasks_per_day={MAX_REPORT_TASKS * 2}", "--report", "rep",
+                     "--no-history", cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 2 and "more than the 4 GB a run may use" in out.stderr, out.stderr
+    assert not (tmp_path / "rep").exists()
+
+
+def test_a_closed_loop_is_estimated_as_fast_as_failing_tasks_go():
+    """Clients of a closed loop send a task per think time plus a round trip: the fail-fast rate, not the mean task."""
+    spec = parse_scenario(
+        "name: x\nduration_s: 86400\nworkload:\n  clients: 10\n  think: {mean_s: 10}\n  templates:\n"
+        "    - name: t\n      steps: [{tool: a, duration: {mean_s: 450}}]\n",
+        "x.yaml",
+    )
+    tasks, _ = estimated_size(spec)
+    assert tasks == pytest.approx(10 * 86400 / (10 + 2 * 0.08))
+    with pytest.raises(UserError, match="about 850,394 tasks per run"):
+        check_rows_fit(spec.model_copy(update={"duration_s": 86400 * 10}), "--report")
+
+
+def test_a_sweep_grid_is_bounded_before_any_scenario_is_built():
+    """A 64k-point grid is refused from its counts alone, with the figures and the fix."""
+    spec = SweepSpec(params={"fleet.workers": list(range(1, 257)), "workload.tasks_per_day": list(range(1, 257))})
+    with pytest.raises(UserError, match="65,536 points"):
+        check_grid_size(spec, 10)
