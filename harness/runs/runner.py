@@ -23,6 +23,7 @@ from fleetchaos.results.models import (
     Comparison,
     Proportion,
     RunResult,
+    Timeline,
     rounded,
 )
 from fleetchaos.results.oracle import TaskOutcome
@@ -36,7 +37,14 @@ from fleetchaos.results.stats import (
     verdict,
     wilson,
 )
-from fleetchaos.runs.executors import MAX_CHUNK, chunk_size, chunked, map_chunks, open_executor, workers_of
+from fleetchaos.runs.executors import (
+    MAX_CHUNK,
+    SerialExecutor,
+    map_chunks,
+    open_executor,
+    tapered,
+    workers_of,
+)
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.world import World
@@ -232,16 +240,20 @@ def run_jobs(
     """Run every job on ``executor``; results in job order, whatever order they finish in.
 
     Jobs are batched into chunks of one variant each, so a worker receives a scenario once
-    per chunk.  ``on_result(index, result)`` is called in this thread as each run finishes
+    per chunk; chunks shrink towards the end (:func:`~fleetchaos.runs.executors.tapered`)
+    so the workers finish together.  ``on_result(index, result)`` is called in this thread as each run finishes
     (to store it or move a progress bar).  On Ctrl-C or an error, pending chunks are
     cancelled and the exception propagates; runs already handed to ``on_result`` stay handed.
     """
     limit = max_chunk or getattr(executor, "max_chunk", None) or MAX_CHUNK
-    size = chunk_size(len(jobs), workers_of(executor), limit)
     by_variant: dict[int, list[tuple[int, str, str, int]]] = {}
     for index, job in enumerate(jobs):
         by_variant.setdefault(job.variant, []).append((index, job.policy, job.errors, job.seed))
-    chunks = [(variants[v], tuple(part)) for v, items in by_variant.items() for part in chunked(items, size)]
+    groups = list(by_variant.items())
+    chunks = [
+        (variants[groups[g][0]], tuple(part))
+        for g, part in tapered([items for _, items in groups], workers_of(executor), limit)
+    ]
     results: list[RunResult | None] = [None] * len(jobs)
 
     def done(batch: list[tuple[int, RunResult]]) -> None:
@@ -367,15 +379,35 @@ def representative_arms(arms: list[ArmResult]) -> list[tuple[str, ArmResult]]:
     return [("best recovery", best), ("worst recovery", worst)]
 
 
-def traced_timelines(scenario: Scenario, arms: list[ArmResult], seed: int, scenario_ref: str | None = None) -> list:
-    """Timelines of ``seed`` for the best and the worst arm, each run again with tracing on."""
-    out = []
-    for label, arm in representative_arms(arms):
-        traced = run_one(
-            scenario, arm.policy, arm.errors, seed, scenario_ref=scenario_ref, trace=True, trace_label=label
-        )
-        out.append(traced.timeline)
-    return out
+def traced_timelines(
+    scenario: Scenario,
+    arms: list[ArmResult],
+    seed: int,
+    scenario_ref: str | None = None,
+    executor: Executor | None = None,
+) -> list[Timeline]:
+    """Timelines of ``seed`` for the best and the worst arm, each run again with tracing on.
+
+    With an ``executor`` the two runs go to it side by side; the timelines come back in the
+    same order either way.
+    """
+    calls = [(scenario, arm.policy, arm.errors, seed, scenario_ref, label) for label, arm in representative_arms(arms)]
+    timelines: list[Timeline | None] = [None] * len(calls)
+
+    def keep(done: tuple[int, Timeline]) -> None:
+        timelines[done[0]] = done[1]
+
+    map_chunks(executor or SerialExecutor(), _traced_timeline, list(enumerate(calls)), keep)
+    return timelines  # type: ignore[return-value]  # every slot is filled once map_chunks returns
+
+
+def _traced_timeline(call: tuple[int, tuple[Scenario, str, str, int, str | None, str]]) -> tuple[int, Timeline]:
+    """One traced run in a worker: its index and timeline (the rest of its result stays there)."""
+    index, (scenario, policy, errors, seed, scenario_ref, label) = call
+    with _RUN_LOCK:
+        traced = run_one(scenario, policy, errors, seed, scenario_ref=scenario_ref, trace=True, trace_label=label)
+    assert traced.timeline is not None  # a traced run always carries its timeline
+    return index, traced.timeline
 
 
 def compare(
@@ -416,13 +448,14 @@ def compare(
     pool = open_executor(jobs, scheduler) if executor is None else executor
     try:
         results = run_jobs(variants, job_list, executor=pool, on_result=hand_on)
+        by_arm: dict[tuple[str, str], list[RunResult]] = {}
+        for r in results:
+            by_arm.setdefault((r.policy, r.errors), []).append(r)
+        arm_results = [aggregate(p, e, by_arm[(p, e)], confidence) for (p, e) in arms]
+        timelines = traced_timelines(scenario, arm_results, seeds[0], scenario_ref, pool) if trace and seeds else []
     finally:
         if owned:
             pool.shutdown()
-    by_arm: dict[tuple[str, str], list[RunResult]] = {}
-    for r in results:
-        by_arm.setdefault((r.policy, r.errors), []).append(r)
-    arm_results = [aggregate(p, e, by_arm[(p, e)], confidence) for (p, e) in arms]
     return CompareResult(
         scenario=scenario.name,
         description=scenario.description,
@@ -431,6 +464,6 @@ def compare(
         arms=arm_results,
         versions=versions(),
         comparisons=paired_comparisons(arm_results, confidence),
-        timelines=traced_timelines(scenario, arm_results, seeds[0], scenario_ref) if trace and seeds else [],
+        timelines=timelines,
         scenario_config=scenario.model_dump(mode="json"),
     )
