@@ -79,3 +79,15 @@ def proportion(p: Proportion | None) -> str:
     if p is None or p.rate is None:
         return "-"
     return f"{100 * p.rate:.1f}% [{100 * p.low:.1f}, {100 * p.high:.1f}] ({p.successes}/{p.trials})"
+
+
+def arm_label(arm: ArmResult, sep: str = " on ") -> str:
+    """How an arm is named in charts and tables."""
+    return f"{arm.policy}{sep}{arm.errors}"
+
+
+def kind_recovery(arm: ArmResult) -> dict[str, tuple[int, int]]:
+    """(recovered, faulted) tasks per kind of first fault, pooled over seeds."""
+    faulted = arm.breakdowns.get("faulted_tasks_by_first_fault", {})
+    recovered = arm.breakdowns.get("recovered_tasks_by_first_fault", {})
+    return {k: (recovered.get(k, 0), n) for k, n in faulted.items()}

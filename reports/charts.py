@@ -20,7 +20,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from fleetchaos.results.models import ArmResult, CompareResult, Timeline
+from fleetchaos.reports.cells import arm_label, kind_recovery
+from fleetchaos.results.models import CompareResult, Timeline
 from fleetchaos.results.stats import spikes
 
 PALETTE = {"generic": "#c0504d", "structured": "#4f81bd"}
@@ -44,11 +45,6 @@ def _save(fig: Figure, path: Path) -> Path:
     FigureCanvasAgg(fig)
     fig.savefig(path, format="png", dpi=DPI, metadata=PNG_METADATA)
     return path
-
-
-def arm_label(arm: ArmResult, sep: str = " on ") -> str:
-    """How an arm is named in charts and tables."""
-    return f"{arm.policy}{sep}{arm.errors}"
 
 
 def _labels(result: CompareResult) -> list[str]:
@@ -234,13 +230,6 @@ def pareto_chart(result: CompareResult, path: Path) -> Path | None:
 
 
 # -- recovery by fault kind --------------------------------------------------------------
-
-
-def kind_recovery(arm: ArmResult) -> dict[str, tuple[int, int]]:
-    """(recovered, faulted) tasks per kind of first fault, pooled over seeds."""
-    faulted = arm.breakdowns.get("faulted_tasks_by_first_fault", {})
-    recovered = arm.breakdowns.get("recovered_tasks_by_first_fault", {})
-    return {k: (recovered.get(k, 0), n) for k, n in faulted.items()}
 
 
 def heatmap_chart(result: CompareResult, path: Path) -> Path | None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+from concurrent.futures import Executor
 from pathlib import Path
 
-from fleetchaos.reports import charts
 from fleetchaos.reports.blocks import H1, H2, H3, IMG, PRE, TABLE, UL, Block, P, to_markdown, write_pages
-from fleetchaos.reports.cells import counts, diff, diff_ci, metric_cell, num, proportion
+from fleetchaos.reports.cells import arm_label, counts, diff, diff_ci, kind_recovery, metric_cell, num, proportion
+from fleetchaos.reports.drawing import Chart, draw_charts
 from fleetchaos.reports.notes import ASSUMPTIONS, READING_NOTES
 from fleetchaos.reports.policy_errors import policy_error_blocks
 from fleetchaos.reports.results_io import dumps
@@ -31,6 +32,9 @@ DETAIL_COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("cost_usd", "cost (USD)", 2),
 )
 
+#: The module of the chart functions (imported where the charts are drawn).
+CHARTS = "fleetchaos.reports.charts"
+
 CHART_FILES = {
     "recovery": "recovery.png",
     "silent_and_wasted": "silent_and_wasted.png",
@@ -46,18 +50,20 @@ def _timeline_file(index: int, t: Timeline) -> str:
     return f"timeline_{slug}.png"
 
 
-def _render_compare_charts(result: CompareResult, out_dir: Path) -> dict[str, Path]:
-    made: dict[str, Path | None] = {
-        "recovery": charts.recovery_chart(result, out_dir / CHART_FILES["recovery"]),
-        "silent_and_wasted": charts.cost_chart(result, out_dir / CHART_FILES["silent_and_wasted"]),
-        "cost_vs_recovery": charts.pareto_chart(result, out_dir / CHART_FILES["cost_vs_recovery"]),
-        "heatmap": charts.heatmap_chart(result, out_dir / CHART_FILES["heatmap"]),
-        "ecdf": charts.ecdf_chart(result, out_dir / CHART_FILES["ecdf"]),
-    }
+def compare_charts(result: CompareResult) -> list[Chart]:
+    """The charts of a comparison report, with their data and file names."""
+    of_arms = (
+        ("recovery", "recovery_chart"),
+        ("silent_and_wasted", "cost_chart"),
+        ("cost_vs_recovery", "pareto_chart"),
+        ("heatmap", "heatmap_chart"),
+        ("ecdf", "ecdf_chart"),
+    )
+    out = [Chart(key, CHART_FILES[key], f"{CHARTS}:{function}", (result,)) for key, function in of_arms]
     for i, t in enumerate(result.timelines):
-        made[f"timeline{i}"] = charts.timeline_chart(t, out_dir / _timeline_file(i, t))
-    made["error_codes"] = charts.error_codes_chart(result.timelines, out_dir / CHART_FILES["error_codes"])
-    return {k: v for k, v in made.items() if v is not None}
+        out.append(Chart(f"timeline{i}", _timeline_file(i, t), f"{CHARTS}:timeline_chart", (t,)))
+    out.append(Chart("error_codes", CHART_FILES["error_codes"], f"{CHARTS}:error_codes_chart", (result.timelines,)))
+    return out
 
 
 def compare_blocks(
@@ -76,12 +82,12 @@ def compare_blocks(
     setup = [
         f"Scenario: `{result.scenario}`",
         f"Seeds: {seeds} ({n} independent simulated runs per arm; every arm meets the same faults for a seed)",
-        f"Arms: {len(result.arms)} ({', '.join(charts.arm_label(a) for a in result.arms)})",
+        f"Arms: {len(result.arms)} ({', '.join(arm_label(a) for a in result.arms)})",
         f"Confidence: {pct}%",
         "Versions: " + (", ".join(f"{k} {v}" for k, v in result.versions.items()) or "not recorded"),
     ]
     if reference is not None and len(result.arms) > 1:
-        setup.append(f"Reference arm for verdicts: {charts.arm_label(reference)}")
+        setup.append(f"Reference arm for verdicts: {arm_label(reference)}")
     blocks += [H2("Setup"), UL(setup)]
     if n < MIN_SEEDS:
         blocks.append(
@@ -219,7 +225,7 @@ def _breakdown_blocks(result: CompareResult) -> list[Block]:
     if kinds:
         rows = []
         for a in result.arms:
-            d = charts.kind_recovery(a)
+            d = kind_recovery(a)
             rows.append([a.policy, a.errors] + [
                 (f"{100 * d[k][0] / d[k][1]:.0f}% ({d[k][0]}/{d[k][1]})" if d.get(k, (0, 0))[1] else "-") for k in kinds
             ])  # fmt: skip
@@ -246,12 +252,15 @@ def compare_markdown(result: CompareResult) -> str:
     return to_markdown(compare_blocks(result))
 
 
-def write_compare_report(result: CompareResult, out_dir: Path, *, tasks_csv: Path | None = None) -> list[Path]:
+def write_compare_report(
+    result: CompareResult, out_dir: Path, *, tasks_csv: Path | None = None, executor: Executor | None = None
+) -> list[Path]:
     """Write the report of a comparison into ``out_dir``; returns the files written.
 
     Writes results.json, summary.md, report.html and the charts.  ``tasks_csv`` names a
     per-task CSV already written into ``out_dir`` (by :class:`TaskCsvWriter`) for the
-    report to point at.
+    report to point at.  With an ``executor`` the charts are drawn side by side on it
+    (:func:`~fleetchaos.reports.drawing.draw_charts`).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -259,7 +268,7 @@ def write_compare_report(result: CompareResult, out_dir: Path, *, tasks_csv: Pat
     results_path = out_dir / "results.json"
     results_path.write_text(dumps(result), encoding="utf-8")
     written.append(results_path)
-    made = _render_compare_charts(result, out_dir)
+    made = draw_charts(compare_charts(result), out_dir, executor)
     written += list(made.values())
     csv_name = tasks_csv.name if tasks_csv is not None else None
     blocks = compare_blocks(result, made, csv_name)

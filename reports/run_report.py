@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import Executor
 from pathlib import Path
 
-from fleetchaos.reports import charts
 from fleetchaos.reports.blocks import H1, H2, IMG, TABLE, UL, Block, write_pages
 from fleetchaos.reports.cells import counts, num, pct, sorted_keys
-from fleetchaos.reports.compare_report import CHART_FILES
+from fleetchaos.reports.compare_report import CHART_FILES, CHARTS
+from fleetchaos.reports.drawing import Chart, draw_charts
 from fleetchaos.reports.notes import ASSUMPTIONS
 from fleetchaos.reports.policy_errors import policy_error_blocks
 from fleetchaos.reports.results_io import dumps, write_task_csv
@@ -77,8 +78,26 @@ def run_blocks(result: RunResult, made: dict[str, Path], tasks_csv: str | None) 
     return blocks
 
 
-def write_run_report(result: RunResult, out_dir: Path) -> list[Path]:
-    """Write one run's results.json, tasks.csv (if it kept task rows), charts, summary.md and report.html."""
+def run_charts(result: RunResult) -> list[Chart]:
+    """The charts of a run's report: its timeline and error codes (when traced), and its ECDF of recovery times."""
+    out = []
+    if result.timeline is not None:
+        out.append(Chart("timeline", "timeline.png", f"{CHARTS}:timeline_chart", (result.timeline,)))
+        out.append(
+            Chart("error_codes", CHART_FILES["error_codes"], f"{CHARTS}:error_codes_chart", ([result.timeline],))
+        )
+    times = result.samples.get("time_to_recovery_s", [])
+    out.append(
+        Chart("ecdf", CHART_FILES["ecdf"], f"{CHARTS}:run_ecdf_chart", (times, f"{result.policy} on {result.errors}"))
+    )
+    return out
+
+
+def write_run_report(result: RunResult, out_dir: Path, executor: Executor | None = None) -> list[Path]:
+    """Write one run's results.json, tasks.csv (if it kept task rows), charts, summary.md and report.html.
+
+    With an ``executor`` the charts are drawn side by side on it (:func:`~fleetchaos.reports.drawing.draw_charts`).
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     results_path = out_dir / "results.json"
@@ -87,16 +106,7 @@ def write_run_report(result: RunResult, out_dir: Path) -> list[Path]:
     csv_path = write_task_csv(result.tasks, out_dir / "tasks.csv")
     if csv_path is not None:
         written.append(csv_path)
-    made: dict[str, Path] = {}
-    if result.timeline is not None:
-        made["timeline"] = charts.timeline_chart(result.timeline, out_dir / "timeline.png")
-        codes = charts.error_codes_chart([result.timeline], out_dir / CHART_FILES["error_codes"])
-        if codes is not None:
-            made["error_codes"] = codes
-    ecdf = charts.run_ecdf_chart(result.samples.get("time_to_recovery_s", []), f"{result.policy} on {result.errors}",
-                                 out_dir / CHART_FILES["ecdf"])  # fmt: skip
-    if ecdf is not None:
-        made["ecdf"] = ecdf
+    made = draw_charts(run_charts(result), out_dir, executor)
     written += list(made.values())
     blocks = run_blocks(result, made, csv_path.name if csv_path else None)
     written += write_pages(out_dir, blocks, f"fleetchaos run: {result.scenario}", made)

@@ -91,8 +91,14 @@ def run(
         session.finish(status)
     if report is not None:
         from fleetchaos.reports import write_run_report
+        from fleetchaos.runs.executors import open_executor
 
-        for path in write_run_report(result, report):
+        pool = open_executor(preload=("fleetchaos.reports.charts",))  # its charts are drawn side by side
+        try:
+            written = write_run_report(result, report, executor=pool)
+        finally:
+            pool.shutdown()
+        for path in written:
             stderr_console().print(f"wrote {path}", highlight=False)
     if as_json:
         click.echo(result.model_dump_json(indent=2, exclude={"tasks", "timeline", "samples"}))
@@ -177,7 +183,8 @@ def compare(
         advance(1)
 
     status = "failed"
-    executor = open_executor(jobs, scheduler)
+    # With a report to draw, forked workers start with the charts (matplotlib) loaded.
+    executor = open_executor(jobs, scheduler, preload=("fleetchaos.reports.charts",) if report is not None else ())
     try:
         total = len(seed_list) * len(policy_names) * len(format_names)
         with progress_bar(total, "compare", console=stderr_console()) as advance:
@@ -201,7 +208,8 @@ def compare(
             stderr_console().print(f"kept the {session.finished} finished runs in {where}", highlight=False)
         raise
     finally:
-        executor.shutdown()
+        if report is None or status != "complete":
+            executor.shutdown()
         session.finish(status)
         if tasks_csv is not None and status != "complete":
             tasks_csv.abort()
@@ -209,7 +217,11 @@ def compare(
         from fleetchaos.reports import write_compare_report
 
         csv_path = tasks_csv.close() if tasks_csv is not None else None
-        for path in write_compare_report(result, report, tasks_csv=csv_path):
+        try:  # the runs' workers draw the charts
+            written = write_compare_report(result, report, tasks_csv=csv_path, executor=executor)
+        finally:
+            executor.shutdown()
+        for path in written:
             stderr_console().print(f"wrote {path}", highlight=False)
     if as_json:
         click.echo(result.model_dump_json(indent=2))

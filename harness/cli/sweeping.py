@@ -148,8 +148,9 @@ def sweep(
         return
     err = stderr_console()
     # Connect (or start the local workers) before touching the history, so a cluster that
-    # cannot be reached leaves no empty group behind.
-    executor = open_executor(jobs, scheduler)
+    # cannot be reached leaves no empty group behind.  With a report to draw, forked
+    # workers start with the charts (matplotlib) loaded.
+    executor = open_executor(jobs, scheduler, preload=("fleetchaos.reports.charts",) if report is not None else ())
     store = group_id = None
     done: dict = {}
     if not no_history:
@@ -197,14 +198,19 @@ def sweep(
         err.print(f"interrupted: {finished} of {todo} runs finished{kept}", highlight=False)
         sys.exit(EXIT_INTERRUPTED)
     finally:
-        executor.shutdown()
+        if report is None or status != "complete":
+            executor.shutdown()
         if store is not None:
             store.finish_group(group_id, status)
             store.close()
     if report is not None:
         from fleetchaos.reports.sweep import write_sweep_report
 
-        for path in write_sweep_report(result, report):
+        try:  # the runs' workers draw the curves
+            written = write_sweep_report(result, report, executor)
+        finally:
+            executor.shutdown()
+        for path in written:
             err.print(f"wrote {path}", highlight=False)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
