@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fleetchaos.reports.blocks import H1, H2, H3, IMG, PRE, TABLE, UL, Block, P, to_markdown, write_pages
 from fleetchaos.reports.cells import arm_label, counts, diff, diff_ci, kind_recovery, metric_cell, num, proportion
-from fleetchaos.reports.drawing import Chart, draw_charts
+from fleetchaos.reports.drawing import Chart, Drawing
 from fleetchaos.reports.notes import ASSUMPTIONS, READING_NOTES
 from fleetchaos.reports.policy_errors import policy_error_blocks
 from fleetchaos.reports.results_io import dumps
@@ -257,18 +257,22 @@ def write_compare_report(
 ) -> list[Path]:
     """Write the report of a comparison into ``out_dir``; returns the files written.
 
-    Writes results.json, summary.md, report.html and the charts.  ``tasks_csv`` names a
-    per-task CSV already written into ``out_dir`` (by :class:`TaskCsvWriter`) for the
-    report to point at.  With an ``executor`` the charts are drawn side by side on it
-    (:func:`~fleetchaos.reports.drawing.draw_charts`).
+    Writes results.json, summary.md, report.html and the charts.  ``tasks_csv`` names the
+    per-task CSV in ``out_dir`` (written by :class:`TaskCsvWriter`) for the report to point
+    at.  With an ``executor`` the charts are drawn side by side on it while this process
+    writes results.json (:class:`~fleetchaos.reports.drawing.Drawing`).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    results_path = out_dir / "results.json"
-    results_path.write_text(dumps(result), encoding="utf-8")
-    written.append(results_path)
-    made = draw_charts(compare_charts(result), out_dir, executor)
+    drawing = Drawing(compare_charts(result), executor)
+    try:
+        results_path = out_dir / "results.json"
+        results_path.write_text(dumps(result), encoding="utf-8")
+    except BaseException:
+        drawing.cancel()
+        raise
+    written = [results_path]
+    made = drawing.write(out_dir)
     written += list(made.values())
     csv_name = tasks_csv.name if tasks_csv is not None else None
     blocks = compare_blocks(result, made, csv_name)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Chart", "draw_charts", "render_png"]
+__all__ = ["Chart", "Drawing", "draw_charts", "render_png"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,34 +46,45 @@ def render_png(chart: Chart) -> tuple[str, bytes | None]:
     return chart.key, (buffer.getvalue() if drawn is not None else None)
 
 
-def draw_charts(charts: Sequence[Chart], out_dir: Path, executor: Executor | None = None) -> dict[str, Path]:
-    """Draw ``charts`` into ``out_dir``; the files written by chart key, in the order given.
+class Drawing:
+    """Charts on their way: submitted to an executor at once, written by :meth:`write`.
 
-    Without an executor, each chart is drawn here in turn.  With one, every chart is
-    submitted at once (a report has a handful) and drawn by whichever worker is free; on
-    Ctrl-C or an error the charts not yet started are cancelled and the exception
-    propagates (the caller owns the executor and shuts it down).
+    Between the two the caller can do its own work (write the results file, sort the
+    per-task CSV) while the workers draw.  Without an executor nothing happens until
+    :meth:`write`, which then draws each chart here in turn.  On Ctrl-C or an error,
+    :meth:`cancel` (or :meth:`write` itself) cancels the charts not yet started; the
+    caller owns the executor and shuts it down.
     """
-    drawn: dict[str, bytes | None] = {}
-    if executor is None:
-        for chart in charts:
-            key, png = render_png(chart)
-            drawn[key] = png
-    else:
-        futures = [executor.submit(render_png, chart) for chart in charts]
+
+    def __init__(self, charts: Sequence[Chart], executor: Executor | None = None):
+        self.charts = list(charts)
+        self._futures = [executor.submit(render_png, chart) for chart in self.charts] if executor is not None else None
+
+    def write(self, out_dir: Path) -> dict[str, Path]:
+        """Wait for the charts and write their PNGs into ``out_dir``; the files by chart key, in the charts' order."""
+        drawn: dict[str, bytes | None] = {}
         try:
-            for future in futures:
-                key, png = future.result()
+            for index, chart in enumerate(self.charts):
+                key, png = render_png(chart) if self._futures is None else self._futures[index].result()
                 drawn[key] = png
         except BaseException:
-            for future in futures:
-                future.cancel()
+            self.cancel()
             raise
-    made: dict[str, Path] = {}
-    for chart in charts:
-        png = drawn[chart.key]
-        if png is not None:
-            path = out_dir / chart.filename
-            path.write_bytes(png)
-            made[chart.key] = path
-    return made
+        made: dict[str, Path] = {}
+        for chart in self.charts:
+            png = drawn[chart.key]
+            if png is not None:
+                path = out_dir / chart.filename
+                path.write_bytes(png)
+                made[chart.key] = path
+        return made
+
+    def cancel(self) -> None:
+        """Cancel the charts not yet started."""
+        for future in self._futures or ():
+            future.cancel()
+
+
+def draw_charts(charts: Sequence[Chart], out_dir: Path, executor: Executor | None = None) -> dict[str, Path]:
+    """Draw ``charts`` into ``out_dir`` (on ``executor``, side by side, if given); the files written by chart key."""
+    return Drawing(charts, executor).write(out_dir)

@@ -9,7 +9,7 @@ from pathlib import Path
 from fleetchaos.reports.blocks import H1, H2, IMG, TABLE, UL, Block, write_pages
 from fleetchaos.reports.cells import counts, num, pct, sorted_keys
 from fleetchaos.reports.compare_report import CHART_FILES, CHARTS
-from fleetchaos.reports.drawing import Chart, draw_charts
+from fleetchaos.reports.drawing import Chart, Drawing
 from fleetchaos.reports.notes import ASSUMPTIONS
 from fleetchaos.reports.policy_errors import policy_error_blocks
 from fleetchaos.reports.results_io import dumps, write_task_csv
@@ -96,17 +96,23 @@ def run_charts(result: RunResult) -> list[Chart]:
 def write_run_report(result: RunResult, out_dir: Path, executor: Executor | None = None) -> list[Path]:
     """Write one run's results.json, tasks.csv (if it kept task rows), charts, summary.md and report.html.
 
-    With an ``executor`` the charts are drawn side by side on it (:func:`~fleetchaos.reports.drawing.draw_charts`).
+    With an ``executor`` the charts are drawn side by side on it while this process writes
+    results.json and tasks.csv (:class:`~fleetchaos.reports.drawing.Drawing`).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    results_path = out_dir / "results.json"
-    results_path.write_text(dumps(result), encoding="utf-8")
-    written = [results_path]
-    csv_path = write_task_csv(result.tasks, out_dir / "tasks.csv")
-    if csv_path is not None:
-        written.append(csv_path)
-    made = draw_charts(run_charts(result), out_dir, executor)
+    drawing = Drawing(run_charts(result), executor)
+    try:
+        results_path = out_dir / "results.json"
+        results_path.write_text(dumps(result), encoding="utf-8")
+        written = [results_path]
+        csv_path = write_task_csv(result.tasks, out_dir / "tasks.csv")
+        if csv_path is not None:
+            written.append(csv_path)
+    except BaseException:
+        drawing.cancel()
+        raise
+    made = drawing.write(out_dir)
     written += list(made.values())
     blocks = run_blocks(result, made, csv_path.name if csv_path else None)
     written += write_pages(out_dir, blocks, f"fleetchaos run: {result.scenario}", made)

@@ -214,13 +214,20 @@ def compare(
         if tasks_csv is not None and status != "complete":
             tasks_csv.abort()
     if report is not None:
+        from concurrent.futures import ThreadPoolExecutor
+
         from fleetchaos.reports import write_compare_report
 
-        csv_path = tasks_csv.close() if tasks_csv is not None else None
-        try:  # the runs' workers draw the charts
-            written = write_compare_report(result, report, tasks_csv=csv_path, executor=executor)
-        finally:
-            executor.shutdown()
+        csv_path = tasks_csv.path if tasks_csv is not None and tasks_csv.rows else None
+        # The runs' workers draw the charts while a thread here sorts tasks.csv into place.
+        with ThreadPoolExecutor(1, thread_name_prefix="fleetchaos-tasks-csv") as side:
+            closing = side.submit(tasks_csv.close) if tasks_csv is not None else None
+            try:
+                written = write_compare_report(result, report, tasks_csv=csv_path, executor=executor)
+            finally:
+                executor.shutdown()
+            if closing is not None:
+                closing.result()
         for path in written:
             stderr_console().print(f"wrote {path}", highlight=False)
     if as_json:

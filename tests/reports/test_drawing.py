@@ -5,13 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO
 
-from fleetchaos.reports.drawing import Chart, draw_charts, render_png
+from fleetchaos.reports.drawing import Chart, Drawing, draw_charts, render_png
 from fleetchaos.runs.executors import LocalProcessExecutor, SerialExecutor
 
 
 def stripes(width: int, fill: str, file: IO[bytes]) -> IO[bytes]:
     """A stand-in chart function: writes bytes that depend on its data."""
     file.write(fill.encode() * width)
+    return file
+
+
+DRAWN: list[str] = []
+
+
+def logged(name: str, file: IO[bytes]) -> IO[bytes]:
+    """A stand-in chart function that notes when it is drawn."""
+    DRAWN.append(name)
+    file.write(name.encode())
     return file
 
 
@@ -52,3 +62,18 @@ def test_charts_drawn_here_or_in_a_pool_give_the_same_files_in_order(tmp_path):
         assert made == {"b": out / "b.png", "a": out / "a.png"}
         folders[name] = _folder(out)
     assert folders["here"] == folders["serial"] == folders["pool"] == {"b.png": b"bbb", "a.png": b"aaaaa"}
+
+
+def test_a_drawing_is_under_way_on_its_executor_while_the_caller_works(tmp_path):
+    """With an executor the charts are submitted when the Drawing is made; without one, drawn when it is written."""
+    charts = [Chart("one", "one.png", f"{__name__}:logged", ("one",))]
+    DRAWN.clear()
+    drawing = Drawing(charts, SerialExecutor())
+    DRAWN.append("caller")
+    assert drawing.write(tmp_path) == {"one": tmp_path / "one.png"}
+    assert DRAWN == ["one", "caller"]
+    DRAWN.clear()
+    drawing = Drawing(charts)
+    DRAWN.append("caller")
+    drawing.write(tmp_path)
+    assert DRAWN == ["caller", "one"]
