@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from fleetchaos.cli.chart_pool import chart_pool, warm_chart_workers
 from fleetchaos.cli.common import (
     Confidence,
     apply_single_params,
@@ -61,6 +62,7 @@ def run(
     The run is appended to the run history; --baseline and --fail-on gate it against a
     stored run group (exit 1 on a regression).
     """
+    warm = warm_chart_workers(None if check_determinism else report)  # matplotlib loads meanwhile, elsewhere
     from fleetchaos.runs.runner import run_one, versions
     from fleetchaos.scenario.load import load_scenario
 
@@ -91,13 +93,13 @@ def run(
         session.finish(status)
     if report is not None:
         from fleetchaos.reports import write_run_report
-        from fleetchaos.runs.executors import open_executor
 
-        pool = open_executor(preload=("fleetchaos.reports.charts",))  # its charts are drawn side by side
+        pool = chart_pool(None, warm)  # its charts are drawn side by side
         try:
             written = write_run_report(result, report, executor=pool)
         finally:
-            pool.shutdown()
+            if pool is not None:
+                pool.shutdown()
         for path in written:
             stderr_console().print(f"wrote {path}", highlight=False)
     if as_json:
@@ -148,6 +150,7 @@ def compare(
     With --report, the report also gets a per-task CSV and traced runs of the best and
     the worst arm (fleet timeline, error codes over time).
     """
+    warm = warm_chart_workers(None if check_determinism else report, jobs)  # matplotlib loads meanwhile, elsewhere
     from fleetchaos.cli.progress import progress_bar
     from fleetchaos.runs.executors import open_executor
     from fleetchaos.runs.runner import compare as run_compare
@@ -183,8 +186,7 @@ def compare(
         advance(1)
 
     status = "failed"
-    # With a report to draw, forked workers start with the charts (matplotlib) loaded.
-    executor = open_executor(jobs, scheduler, preload=("fleetchaos.reports.charts",) if report is not None else ())
+    executor = open_executor(jobs, scheduler)
     try:
         total = len(seed_list) * len(policy_names) * len(format_names)
         with progress_bar(total, "compare", console=stderr_console()) as advance:
@@ -208,8 +210,7 @@ def compare(
             stderr_console().print(f"kept the {session.finished} finished runs in {where}", highlight=False)
         raise
     finally:
-        if report is None or status != "complete":
-            executor.shutdown()
+        executor.shutdown()
         session.finish(status)
         if tasks_csv is not None and status != "complete":
             tasks_csv.abort()
@@ -219,13 +220,15 @@ def compare(
         from fleetchaos.reports import write_compare_report
 
         csv_path = tasks_csv.path if tasks_csv is not None and tasks_csv.rows else None
-        # The runs' workers draw the charts while a thread here sorts tasks.csv into place.
+        pool = chart_pool(jobs, warm)
+        # The chart workers draw while a thread here sorts tasks.csv into place.
         with ThreadPoolExecutor(1, thread_name_prefix="fleetchaos-tasks-csv") as side:
             closing = side.submit(tasks_csv.close) if tasks_csv is not None else None
             try:
-                written = write_compare_report(result, report, tasks_csv=csv_path, executor=executor)
+                written = write_compare_report(result, report, tasks_csv=csv_path, executor=pool)
             finally:
-                executor.shutdown()
+                if pool is not None:
+                    pool.shutdown()
             if closing is not None:
                 closing.result()
         for path in written:

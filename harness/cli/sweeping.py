@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from fleetchaos.cli.chart_pool import chart_pool, warm_chart_workers
 from fleetchaos.cli.common import (
     EXIT_INTERRUPTED,
     Confidence,
@@ -89,6 +90,7 @@ def sweep(
     policy and error format, with confidence bands.  Each finished run is stored in the
     run history as it completes; after Ctrl-C or a crash, --resume runs only the rest.
     """
+    warm = warm_chart_workers(None if check_determinism else report, jobs)  # matplotlib loads meanwhile, elsewhere
     from pydantic import ValidationError
 
     from fleetchaos.cli.progress import progress_bar
@@ -148,9 +150,8 @@ def sweep(
         return
     err = stderr_console()
     # Connect (or start the local workers) before touching the history, so a cluster that
-    # cannot be reached leaves no empty group behind.  With a report to draw, forked
-    # workers start with the charts (matplotlib) loaded.
-    executor = open_executor(jobs, scheduler, preload=("fleetchaos.reports.charts",) if report is not None else ())
+    # cannot be reached leaves no empty group behind.
+    executor = open_executor(jobs, scheduler)
     store = group_id = None
     done: dict = {}
     if not no_history:
@@ -198,18 +199,19 @@ def sweep(
         err.print(f"interrupted: {finished} of {todo} runs finished{kept}", highlight=False)
         sys.exit(EXIT_INTERRUPTED)
     finally:
-        if report is None or status != "complete":
-            executor.shutdown()
+        executor.shutdown()
         if store is not None:
             store.finish_group(group_id, status)
             store.close()
     if report is not None:
         from fleetchaos.reports.sweep import write_sweep_report
 
-        try:  # the runs' workers draw the curves
-            written = write_sweep_report(result, report, executor)
+        pool = chart_pool(jobs, warm)  # the curves are drawn side by side
+        try:
+            written = write_sweep_report(result, report, pool)
         finally:
-            executor.shutdown()
+            if pool is not None:
+                pool.shutdown()
         for path in written:
             err.print(f"wrote {path}", highlight=False)
     if as_json:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 from decimal import Context, Decimal
-from fractions import Fraction
 from functools import lru_cache
 from statistics import NormalDist
 
@@ -128,17 +127,19 @@ def _atan(x: Decimal) -> Decimal:
 
 def _density_constant(df: int) -> Decimal:
     """``Gamma((df+1)/2) / (sqrt(df*pi) * Gamma(df/2))``, the density at 0, exactly from its product form."""
+    numerator = denominator = 1  # whole numbers: the ratio is exact until the one division
     if df % 2 == 0:  # (1/2) * prod_{k=1}^{df/2-1} (2k+1)/(2k), over sqrt(df)
-        ratio = Fraction(1, 2)
+        denominator = 2
         for k in range(1, df // 2):
-            ratio *= Fraction(2 * k + 1, 2 * k)
+            numerator *= 2 * k + 1
+            denominator *= 2 * k
         scale = Decimal(1)
     else:  # prod_{k=1}^{(df-1)/2} (2k)/(2k-1), over pi * sqrt(df)
-        ratio = Fraction(1)
         for k in range(1, (df - 1) // 2 + 1):
-            ratio *= Fraction(2 * k, 2 * k - 1)
+            numerator *= 2 * k
+            denominator *= 2 * k - 1
         scale = _PI
-    exact = _CTX.divide(Decimal(ratio.numerator), Decimal(ratio.denominator))
+    exact = _CTX.divide(Decimal(numerator), Decimal(denominator))
     return _CTX.divide(exact, _CTX.multiply(scale, _CTX.sqrt(Decimal(df))))
 
 

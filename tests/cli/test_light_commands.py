@@ -56,6 +56,7 @@ def test_help_loads_neither_the_simulation_nor_pydantic(tmp_path):
 
 
 def test_a_report_does_load_matplotlib(tmp_path):
-    """The probe sees what it should: writing a report folder does import matplotlib (for its charts)."""
-    args = ["run", "--scenario", "default", "--no-history", "--report", str(tmp_path / "out")]
+    """The probe sees what it should: a report drawn in the command's own process (--jobs 1) imports matplotlib."""
+    args = ["compare", "--scenario", "default", "--seeds", "1", "--jobs", "1", "--no-history",
+            "--policies", "blind-retry", "--errors", "generic", "--report", str(tmp_path / "out")]  # fmt: skip
     assert _loaded(args, ("matplotlib",), tmp_path) == ["matplotlib"]
