@@ -1,26 +1,37 @@
-"""Bare-SimPy skeletons of the fleet's event pattern, the yardsticks for the harness's speed.
+"""Bare-SimPy skeletons of the fleet, the yardsticks for the harness's speed.
 
-``per_call=True`` is the issue's skeleton, the one the 0.5x target is set against: one
-SimPy process per task; per tool call one request of the worker's slot ``Resource``, one
-timeout and one release.  The default, per step, is leaner: a fan-out step's items share
-one request, timeout and release, as a dispatch's calls share one slot and one timeout in
-the harness.  No faults, formats, policies or ledger: what is left is SimPy's own cost of
-the events.  Tasks, templates and workers come from the same scenario, so all models see
-the same load.
+Three event patterns over the same tasks (same arrival process, templates and workers),
+with no faults, formats, policies or ledger: what is left is SimPy's own cost of the
+events and the least Python that drives them.
 
-The harness uses fewer SimPy events than either skeleton: a free tool slot is taken with
-no event (``fleetchaos.sim.fleet.SlotPool``), so a step costs one timeout, plus a wait
-event only when every slot of the worker is busy.
+* ``per_call``: one SimPy process per task; per tool call one request of the worker's
+  slot ``Resource``, one timeout and one release (about 3.6 events per call).  The
+  yardstick of the earlier 0.5x target.
+* ``per_step``: the same, but a fan-out step's calls share one request, timeout and
+  release.
+* ``fleetchaos``: the harness's own pattern, like for like (about 1.25 events per call in
+  the default scenario, as the harness): a process per task started by a source that
+  waits for each arrival; per step one timeout for its calls; a tool slot taken with no
+  event when it is free and nothing else is due at that instant, and a wait event (and a
+  release event that hands the slot over) only when every slot of the worker is busy, as
+  ``fleetchaos.sim.fleet.SlotPool`` does.  The harness's ratio against this one is what its
+  own per-call Python costs.
+
+:func:`events_of` counts the events an ``Environment`` scheduled, so each figure can be
+printed with its events per call.
 """
 
 from __future__ import annotations
 
 import random
+from collections import deque
 from dataclasses import dataclass
 
 import simpy
 
 from fleetchaos.sim.config import WorldSpec, lognormal_params
+
+PATTERNS = ("per_call", "per_step", "fleetchaos")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +42,14 @@ class SkeletonTask:
     worker: int
     steps: tuple[tuple[int, float, float], ...]
     """(fan_out, mu, sigma) of each step's log-normal duration."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkeletonRun:
+    """What a skeleton run did: tool calls made and SimPy events scheduled."""
+
+    calls: int
+    events: int
 
 
 def skeleton_tasks(spec: WorldSpec, seed: int) -> list[SkeletonTask]:
@@ -50,40 +69,102 @@ def skeleton_tasks(spec: WorldSpec, seed: int) -> list[SkeletonTask]:
     ]
 
 
-def run_skeleton(spec: WorldSpec, tasks: list[SkeletonTask], seed: int, *, per_call: bool = False) -> int:
-    """Simulate ``tasks`` with bare SimPy; returns the number of tool calls made."""
+def events_of(env: simpy.Environment) -> int:
+    """How many events ``env`` has scheduled so far (SimPy numbers each one as it is scheduled)."""
+    return next(env._eid)  # type: ignore[attr-defined]  # SimPy's event counter
+
+
+class _Slots:
+    """A worker's tool slots in the harness's event pattern (``SlotPool``, reduced to its events)."""
+
+    __slots__ = ("capacity", "count", "env", "waiting")
+
+    def __init__(self, env: simpy.Environment, capacity: int):
+        self.env = env
+        self.capacity = capacity
+        self.count = 0
+        self.waiting: deque[simpy.Event] = deque()
+
+    def acquire(self) -> simpy.Event | None:
+        if not self.waiting and self.count < self.capacity:
+            self.count += 1
+            if self.env.peek() > self.env.now:
+                return None
+            granted = self.env.event()
+            granted.succeed()
+            return granted
+        event = self.env.event()
+        self.waiting.append(event)
+        return event
+
+    def release(self) -> None:
+        self.count -= 1
+        if self.waiting:
+            released = self.env.event()
+            released.callbacks.append(self._grant)
+            released.succeed()
+
+    def _grant(self, _event: simpy.Event) -> None:
+        if self.waiting and self.count < self.capacity:
+            self.count += 1
+            self.waiting.popleft().succeed()
+
+
+def run_skeleton(spec: WorldSpec, tasks: list[SkeletonTask], seed: int, *, pattern: str = "per_step") -> SkeletonRun:
+    """Simulate ``tasks`` with bare SimPy in the given event pattern (see :data:`PATTERNS`)."""
     env = simpy.Environment()
-    slots = [simpy.Resource(env, capacity=spec.fleet.tool_slots) for _ in range(spec.fleet.workers)]
     rng = random.Random(seed)
+    lognormal = rng.lognormvariate
     calls = 0
 
-    def task(t: SkeletonTask):
+    def per_step(t: SkeletonTask):
         nonlocal calls
-        res = slots[t.worker]
+        res = resources[t.worker]
         for fan_out, mu, sigma in t.steps:
             req = res.request()
             yield req
-            yield env.timeout(rng.lognormvariate(mu, sigma))
+            yield env.timeout(lognormal(mu, sigma))
             res.release(req)
             calls += fan_out
 
-    def task_per_call(t: SkeletonTask):
+    def per_call(t: SkeletonTask):
         nonlocal calls
-        res = slots[t.worker]
+        res = resources[t.worker]
         for fan_out, mu, sigma in t.steps:
             for _ in range(fan_out):
                 req = res.request()
                 yield req
-                yield env.timeout(rng.lognormvariate(mu, sigma))
+                yield env.timeout(lognormal(mu, sigma))
                 res.release(req)
                 calls += 1
+
+    def like_fleetchaos(t: SkeletonTask):
+        nonlocal calls
+        slots = pools[t.worker]
+        for fan_out, mu, sigma in t.steps:
+            wait = slots.acquire()
+            if wait is not None:
+                yield wait
+            longest = max(lognormal(mu, sigma) for _ in range(fan_out))  # the step waits for its slowest call
+            yield env.timeout(longest)
+            slots.release()
+            calls += fan_out
+
+    if pattern == "fleetchaos":
+        pools = [_Slots(env, spec.fleet.tool_slots) for _ in range(spec.fleet.workers)]
+        body = like_fleetchaos
+    elif pattern in ("per_call", "per_step"):
+        resources = [simpy.Resource(env, capacity=spec.fleet.tool_slots) for _ in range(spec.fleet.workers)]
+        body = per_call if pattern == "per_call" else per_step
+    else:
+        raise ValueError(f"unknown pattern {pattern!r}: one of {', '.join(PATTERNS)}")
 
     def source():
         for t in tasks:
             if t.arrival_s > env.now:
                 yield env.timeout(t.arrival_s - env.now)
-            env.process(task_per_call(t) if per_call else task(t))
+            env.process(body(t))
 
     env.process(source())
     env.run(until=spec.duration_s * 2)
-    return calls
+    return SkeletonRun(calls, events_of(env))

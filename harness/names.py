@@ -13,7 +13,14 @@ import sys
 from collections.abc import Iterable
 
 from fleetchaos.errors import UserError
-from fleetchaos.scenario.messages import _did_you_mean
+
+
+def _did_you_mean(name: str, known: Iterable[str]) -> str:
+    # The suggestion lives with the scenario messages, which load pydantic and the scenario
+    # models: imported only when a name is wrong, so the command line starts light.
+    from fleetchaos.scenario.messages import _did_you_mean as suggestion
+
+    return suggestion(name, known)
 
 
 def allow_local_policies(names: Iterable[str]) -> None:

@@ -8,8 +8,7 @@ retry failed with, and by how it relates to the failure before it.
 from __future__ import annotations
 
 from fleetchaos.reports.blocks import H2, H3, TABLE, Block, P, literal
-from fleetchaos.reports.cells import counts
-from fleetchaos.reports.charts import kind_recovery
+from fleetchaos.reports.cells import counts, kind_recovery
 from fleetchaos.reports.naming import arm_names
 from fleetchaos.results.models import CompareResult
 

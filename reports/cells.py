@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from fleetchaos.reports.naming import policy_label
 from fleetchaos.results.models import ArmResult, Proportion
 from fleetchaos.results.registry import is_rate
 
@@ -81,3 +82,15 @@ def proportion(p: Proportion | None) -> str:
     if p.low is None or p.high is None:  # a results file may carry a rate without its interval
         return f"{100 * p.rate:.1f}% ({p.successes}/{p.trials})"
     return f"{100 * p.rate:.1f}% [{100 * p.low:.1f}, {100 * p.high:.1f}] ({p.successes}/{p.trials})"
+
+
+def arm_label(arm: ArmResult, sep: str = " on ") -> str:
+    """How an arm is named in charts and tables: the policy's own name, then its error format."""
+    return f"{policy_label(arm)}{sep}{arm.errors}"
+
+
+def kind_recovery(arm: ArmResult) -> dict[str, tuple[int, int]]:
+    """(recovered, faulted) tasks per kind of first fault, pooled over seeds."""
+    faulted = arm.breakdowns.get("faulted_tasks_by_first_fault", {})
+    recovered = arm.breakdowns.get("recovered_tasks_by_first_fault", {})
+    return {k: (recovered.get(k, 0), n) for k, n in faulted.items()}

@@ -16,6 +16,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -24,8 +25,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from fleetchaos.files import atomic_write
-from fleetchaos.reports.naming import policy_label
-from fleetchaos.results.models import ArmResult, CompareResult, Timeline
+from fleetchaos.reports.cells import arm_label, kind_recovery
+from fleetchaos.results.models import CompareResult, Timeline
 from fleetchaos.results.stats import spikes
 
 PALETTE = {"generic": "#c0504d", "structured": "#4f81bd"}
@@ -52,16 +53,19 @@ def plain_text() -> Iterator[None]:
         yield
 
 
-def save_png(fig: Figure, path: Path) -> Path:
+def save_png(fig: Figure, path: Path | BinaryIO) -> Path | BinaryIO:
+    """Write ``fig`` as PNG to ``path`` (atomically, never through a symlink) or into a binary file object.
+
+    A chart drawn in a worker (:mod:`fleetchaos.reports.drawing`) is rendered into memory
+    and written by the command's own process.
+    """
     FigureCanvasAgg(fig)
+    if not isinstance(path, (str, Path)):
+        fig.savefig(path, format="png", dpi=DPI, metadata=PNG_METADATA)
+        return path
     with atomic_write(path, "wb") as fh:  # never a half-written PNG, never through a symlink
         fig.savefig(fh, format="png", dpi=DPI, metadata=PNG_METADATA)
     return path
-
-
-def arm_label(arm: ArmResult, sep: str = " on ") -> str:
-    """How an arm is named in charts and tables: the policy's own name, then its error format."""
-    return f"{policy_label(arm)}{sep}{arm.errors}"
 
 
 def _labels(result: CompareResult) -> list[str]:
@@ -147,13 +151,6 @@ def ci_text(result: CompareResult) -> str:
 
 
 # -- recovery by fault kind --------------------------------------------------------------
-
-
-def kind_recovery(arm: ArmResult) -> dict[str, tuple[int, int]]:
-    """(recovered, faulted) tasks per kind of first fault, pooled over seeds."""
-    faulted = arm.breakdowns.get("faulted_tasks_by_first_fault", {})
-    recovered = arm.breakdowns.get("recovered_tasks_by_first_fault", {})
-    return {k: (recovered.get(k, 0), n) for k, n in faulted.items()}
 
 
 def heatmap_chart(result: CompareResult, path: Path) -> Path | None:

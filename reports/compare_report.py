@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import re
+from concurrent.futures import Executor
 from pathlib import Path
 
 from fleetchaos.files import check_inside, write_text
-from fleetchaos.reports import arm_charts, charts
 from fleetchaos.reports.assumptions import stated_assumptions
 from fleetchaos.reports.blocks import (
     DETAILS,
@@ -34,7 +34,8 @@ from fleetchaos.reports.blocks import (
 from fleetchaos.reports.breakdown_sections import breakdown_blocks
 from fleetchaos.reports.cells import diff, diff_ci, metric_cell, num, proportion
 from fleetchaos.reports.conclusion import finding
-from fleetchaos.reports.goodput import GOODPUT, goodput_chart
+from fleetchaos.reports.drawing import Chart, Drawing
+from fleetchaos.reports.goodput import GOODPUT
 from fleetchaos.reports.headline import headline_table
 from fleetchaos.reports.naming import arm_names
 from fleetchaos.reports.notes import ASSUMPTIONS, READING_NOTES
@@ -60,6 +61,10 @@ DETAIL_COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("human_hours", "paged human hours", 1),
 )
 
+#: The module of the chart functions (imported where the charts are drawn).
+CHARTS = "fleetchaos.reports.charts"
+ARM_CHARTS = "fleetchaos.reports.arm_charts"
+
 CHART_FILES = {
     "headline": "headline.png",
     "silent_and_wasted": "silent_and_wasted.png",
@@ -78,21 +83,23 @@ def _timeline_file(index: int, t: Timeline) -> str:
     return f"timeline_{slug}.png"
 
 
-def _render_compare_charts(result: CompareResult, out_dir: Path) -> dict[str, Path]:
-    made: dict[str, Path | None] = {
-        "headline": arm_charts.lead_chart(result, out_dir / CHART_FILES["headline"]),
-        "silent_and_wasted": arm_charts.silent_and_wasted_chart(result, out_dir / CHART_FILES["silent_and_wasted"]),
-        "failed_retries": arm_charts.failed_retries_chart(result, out_dir / CHART_FILES["failed_retries"]),
-        "cost_split": arm_charts.cost_split_chart(result, out_dir / CHART_FILES["cost_split"]),
-        "cost_vs_success": arm_charts.pareto_chart(result, out_dir / CHART_FILES["cost_vs_success"]),
-        "heatmap": charts.heatmap_chart(result, out_dir / CHART_FILES["heatmap"]),
-        "ecdf": charts.ecdf_chart(result, out_dir / CHART_FILES["ecdf"]),
-        "goodput": goodput_chart(result, out_dir / CHART_FILES["goodput"]),
-    }
+def compare_charts(result: CompareResult) -> list[Chart]:
+    """The charts of a comparison report, with their data and file names (drawn by name, maybe in a worker)."""
+    of_arms = (
+        ("headline", f"{ARM_CHARTS}:lead_chart"),
+        ("silent_and_wasted", f"{ARM_CHARTS}:silent_and_wasted_chart"),
+        ("failed_retries", f"{ARM_CHARTS}:failed_retries_chart"),
+        ("cost_split", f"{ARM_CHARTS}:cost_split_chart"),
+        ("cost_vs_success", f"{ARM_CHARTS}:pareto_chart"),
+        ("heatmap", f"{CHARTS}:heatmap_chart"),
+        ("ecdf", f"{CHARTS}:ecdf_chart"),
+        ("goodput", "fleetchaos.reports.goodput:goodput_chart"),
+    )
+    out = [Chart(key, CHART_FILES[key], function, (result,)) for key, function in of_arms]
     for i, t in enumerate(result.timelines):
-        made[f"timeline{i}"] = charts.timeline_chart(t, out_dir / _timeline_file(i, t))
-    made["error_codes"] = charts.error_codes_chart(result.timelines, out_dir / CHART_FILES["error_codes"])
-    return {k: v for k, v in made.items() if v is not None}
+        out.append(Chart(f"timeline{i}", _timeline_file(i, t), f"{CHARTS}:timeline_chart", (t,)))
+    out.append(Chart("error_codes", CHART_FILES["error_codes"], f"{CHARTS}:error_codes_chart", (result.timelines,)))
+    return out
 
 
 def _headline_blocks(result: CompareResult, pct: int) -> list[Block]:
@@ -331,7 +338,12 @@ def compare_markdown(result: CompareResult) -> str:
 
 
 def write_compare_report(
-    result: CompareResult, out_dir: Path, *, tasks_csv: Path | None = None, root: Path | None = None
+    result: CompareResult,
+    out_dir: Path,
+    *,
+    tasks_csv: Path | None = None,
+    root: Path | None = None,
+    executor: Executor | None = None,
 ) -> list[Path]:
     """Write the report of a comparison into ``out_dir``; returns the files written.
 
@@ -339,13 +351,19 @@ def write_compare_report(
     (:mod:`fleetchaos.files`).  ``tasks_csv`` names a per-task CSV already written into
     ``out_dir`` (by :class:`TaskCsvWriter`) for the report to point at.  ``out_dir`` must
     resolve inside ``root`` (default: itself), so a symlinked sub-folder cannot lead out.
+    With an ``executor`` the charts are drawn side by side on it while this process writes
+    results.json (:class:`~fleetchaos.reports.drawing.Drawing`).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     check_inside(out_dir / "results.json", Path(root) if root is not None else out_dir)
-    written = [write_text(out_dir / "results.json", dumps(result))]
-    with charts.plain_text():
-        made = _render_compare_charts(result, out_dir)
+    drawing = Drawing(compare_charts(result), executor)
+    try:
+        written = [write_text(out_dir / "results.json", dumps(result))]
+    except BaseException:
+        drawing.cancel()
+        raise
+    made = drawing.write(out_dir)
     written += list(made.values())
     csv_name = tasks_csv.name if tasks_csv is not None else None
     blocks = compare_blocks(result, made, csv_name)

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import Executor
 from pathlib import Path
 
 from fleetchaos.files import check_inside, write_text
-from fleetchaos.reports import charts
 from fleetchaos.reports.assumptions import stated_assumptions
 from fleetchaos.reports.blocks import H1, H2, IMG, TABLE, UL, Block, write_pages
 from fleetchaos.reports.cells import counts, num, pct, sorted_keys
-from fleetchaos.reports.compare_report import CHART_FILES
+from fleetchaos.reports.compare_report import CHART_FILES, CHARTS
+from fleetchaos.reports.drawing import Chart, Drawing
 from fleetchaos.reports.notes import ASSUMPTIONS
 from fleetchaos.reports.policy_errors import policy_error_blocks
 from fleetchaos.reports.results_io import dumps, write_task_csv
@@ -85,34 +86,43 @@ def run_blocks(result: RunResult, made: dict[str, Path], tasks_csv: str | None) 
     return blocks
 
 
-def _render_run_charts(result: RunResult, out_dir: Path) -> dict[str, Path]:
-    made: dict[str, Path] = {}
+def run_charts(result: RunResult) -> list[Chart]:
+    """The charts of a run's report: its timeline and error codes (when traced), and its ECDF of recovery times."""
+    out = []
     if result.timeline is not None:
-        made["timeline"] = charts.timeline_chart(result.timeline, out_dir / "timeline.png")
-        codes = charts.error_codes_chart([result.timeline], out_dir / CHART_FILES["error_codes"])
-        if codes is not None:
-            made["error_codes"] = codes
-    ecdf = charts.run_ecdf_chart(result.samples.get("time_to_recovery_s", []), f"{result.policy} on {result.errors}",
-                                 out_dir / CHART_FILES["ecdf"])  # fmt: skip
-    if ecdf is not None:
-        made["ecdf"] = ecdf
-    return made
+        out.append(Chart("timeline", "timeline.png", f"{CHARTS}:timeline_chart", (result.timeline,)))
+        out.append(
+            Chart("error_codes", CHART_FILES["error_codes"], f"{CHARTS}:error_codes_chart", ([result.timeline],))
+        )
+    times = result.samples.get("time_to_recovery_s", [])
+    out.append(
+        Chart("ecdf", CHART_FILES["ecdf"], f"{CHARTS}:run_ecdf_chart", (times, f"{result.policy} on {result.errors}"))
+    )
+    return out
 
 
-def write_run_report(result: RunResult, out_dir: Path, *, root: Path | None = None) -> list[Path]:
+def write_run_report(
+    result: RunResult, out_dir: Path, *, root: Path | None = None, executor: Executor | None = None
+) -> list[Path]:
     """Write one run's results.json, tasks.csv (if it kept task rows), charts, summary.md and report.html.
 
     Each file is written atomically; ``out_dir`` must resolve inside ``root`` (default: itself).
+    With an ``executor`` the charts are drawn side by side on it while this process writes
+    results.json and tasks.csv (:class:`~fleetchaos.reports.drawing.Drawing`).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     check_inside(out_dir / "results.json", Path(root) if root is not None else out_dir)
-    written = [write_text(out_dir / "results.json", dumps(result))]
-    csv_path = write_task_csv(result.tasks, out_dir / "tasks.csv")
-    if csv_path is not None:
-        written.append(csv_path)
-    with charts.plain_text():
-        made = _render_run_charts(result, out_dir)
+    drawing = Drawing(run_charts(result), executor)
+    try:
+        written = [write_text(out_dir / "results.json", dumps(result))]
+        csv_path = write_task_csv(result.tasks, out_dir / "tasks.csv")
+        if csv_path is not None:
+            written.append(csv_path)
+    except BaseException:
+        drawing.cancel()
+        raise
+    made = drawing.write(out_dir)
     written += list(made.values())
     blocks = run_blocks(result, made, csv_path.name if csv_path else None)
     written += write_pages(out_dir, blocks, f"fleetchaos run: {result.scenario}", made)

@@ -1,22 +1,22 @@
 """Sweep reports: a table per point, and curves of a metric against a swept parameter.
 
 Charts use matplotlib's object API on the Agg backend and are written without a
-software tag, so the same sweep result gives the same PNG bytes.
+software tag, so the same sweep result gives the same PNG bytes.  matplotlib is imported
+when a chart is drawn, so the sweep's terminal table costs none of it.
 """
 
 from __future__ import annotations
 
 import json
+from concurrent.futures import Executor
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from rich.table import Table
 
 from fleetchaos.escaping import markdown_cell, rich_text
 from fleetchaos.files import atomic_write, write_text
-from fleetchaos.reports.charts import PNG_METADATA, plain_text
+from fleetchaos.reports.drawing import Chart, draw_charts
 from fleetchaos.reports.tables import COLUMNS, display_kind, fmt, with_interval
 from fleetchaos.results.models import SweepEntry, SweepResult
 from fleetchaos.results.registry import HEADLINE_METRICS
@@ -89,6 +89,11 @@ def curve_chart(result: SweepResult, path: Path, metric: str | None = None) -> P
     x = result.x
     if x is None:
         return None
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from fleetchaos.reports.charts import PNG_METADATA
+
     metric = metric or metric_names(result)[0]
     scale = 100.0 if display_kind(metric) == "pct" else 1.0
     panels = list(_panels(result).items())[:MAX_PANELS]
@@ -159,6 +164,9 @@ def curve_chart(result: SweepResult, path: Path, metric: str | None = None) -> P
     pct = round(result.confidence * 100)
     fig.suptitle(f"{metric} against {x}: mean of {len(result.seeds)} seeds, {pct}% CI band", fontsize=10)
     FigureCanvasAgg(fig)
+    if not isinstance(path, (str, Path)):  # drawn in a worker, into memory (fleetchaos.reports.drawing)
+        fig.savefig(path, format="png", dpi=100, metadata=PNG_METADATA)
+        return path
     with atomic_write(path, "wb") as fh:
         fig.savefig(fh, format="png", dpi=100, metadata=PNG_METADATA)
     return path
@@ -218,16 +226,24 @@ def sweep_markdown(result: SweepResult, charts: str | list[str] | None) -> str:
     return "\n".join(lines)
 
 
-def write_sweep_report(result: SweepResult, out_dir: Path) -> list[Path]:
-    """Write a sweep's results.json, curve chart and summary.md into ``out_dir``."""
+def metric_curve(result: SweepResult, metric: str, file: Path | IO[bytes]) -> Path | IO[bytes] | None:
+    """:func:`curve_chart` of ``metric`` with the file last, as :mod:`fleetchaos.reports.drawing` calls a chart."""
+    return curve_chart(result, file, metric)  # type: ignore[arg-type]  # savefig takes a binary file as well
+
+
+def write_sweep_report(result: SweepResult, out_dir: Path, executor: Executor | None = None) -> list[Path]:
+    """Write a sweep's results.json, curve chart and summary.md into ``out_dir``.
+
+    With an ``executor`` the curves are drawn side by side on it (:func:`~fleetchaos.reports.drawing.draw_charts`).
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [write_text(out_dir / "results.json", result.model_dump_json(indent=2) + "\n")]
-    charts = []
-    with plain_text():
-        for metric in metric_names(result):
-            chart = curve_chart(result, out_dir / chart_name(metric), metric)
-            if chart is not None:
-                written.append(chart)
-                charts.append(chart.name)
+    curves = [
+        Chart(f"curve{i}", chart_name(metric), "fleetchaos.reports.sweep:metric_curve", (result, metric))
+        for i, metric in enumerate(metric_names(result))
+    ]
+    made = draw_charts(curves, out_dir, executor)
+    written += made.values()
+    charts = [path.name for path in made.values()]
     written.append(write_text(out_dir / "summary.md", sweep_markdown(result, charts)))
     return written

@@ -62,7 +62,9 @@ class TitleSource:
     Building the Faker pools costs about 10 ms, a sixth of a 3,000-call run, and only
     per-task rows (tasks.csv, the report) ever show a title.  So a task's picks are drawn
     from the workload's stream as it arrives (the same draws as picking from the pools
-    themselves), and the pools are built the first time a title is read.
+    themselves), and the pools are built the first time a title is read.  They depend on
+    the seed and size alone, so a process keeps the last few (:func:`_name_pools`): the
+    arms of a comparison share their seeds and build each seed's pools once.
     """
 
     __slots__ = ("_pools", "seed", "size")
@@ -87,7 +89,7 @@ class TitleSource:
     def pools(self) -> NamePools:
         """The run's name pools, built on first use."""
         if self._pools is None:
-            self._pools = NamePools.build(self.seed, self.size)
+            self._pools = _name_pools(self.seed, self.size)
         return self._pools
 
     def pick(self, template_name: str, rng: random.Random) -> Title:
@@ -124,6 +126,12 @@ class Task(NamedTuple):
     orchestrator: int
     title: Title | str
     """The task's title; ``str(task.title)`` is its text."""
+
+
+@functools.lru_cache(maxsize=64)
+def _name_pools(seed: int, size: int) -> NamePools:
+    # Immutable and a function of (seed, size): shared by every run of the seed in this process.
+    return NamePools.build(seed, size)
 
 
 @functools.cache

@@ -11,7 +11,6 @@ from rich.markup import escape
 from fleetchaos.cli.common import EXIT_USAGE, stderr_console, stdout_console
 from fleetchaos.errors import UserError
 from fleetchaos.names import allow_local_policies
-from fleetchaos.scenario.messages import _did_you_mean
 
 __all__ = ["faults", "policies", "scenarios", "schema"]
 
@@ -90,6 +89,7 @@ def schema(what: str, name: str | None, markdown: bool) -> None:
 
         doc = Scenario.model_json_schema()
     else:
+        from fleetchaos.scenario.messages import _did_you_mean
         from fleetchaos.sim.envelopes import ENVELOPES
 
         if name is not None and name not in ENVELOPES:

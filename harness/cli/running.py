@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from fleetchaos.cli.chart_pool import chart_pool, warm_chart_workers
 from fleetchaos.cli.common import (
     Confidence,
     apply_single_params,
@@ -87,6 +88,7 @@ def run(
     The run is appended to the run history; --baseline and --fail-on gate it against a
     stored run group (exit 1 on a regression).
     """
+    warm = warm_chart_workers(None if check_determinism else report)  # matplotlib loads meanwhile, elsewhere
     from fleetchaos.runs.runner import run_one, versions
     from fleetchaos.scenario.load import check_rows_fit, load_scenario
 
@@ -124,7 +126,13 @@ def run(
     if report is not None:
         from fleetchaos.reports import write_run_report
 
-        for path in write_run_report(result, report):
+        pool = chart_pool(None, warm)  # its charts are drawn side by side
+        try:
+            written = write_run_report(result, report, executor=pool)
+        finally:
+            if pool is not None:
+                pool.shutdown()
+        for path in written:
             stderr_console().print(f"wrote {path}", highlight=False)
     _print_traces(traces)
     if as_json:
@@ -207,6 +215,7 @@ def compare(
     the worst arm (fleet timeline, error codes over time); --traces writes those traced
     runs as OTLP JSON.
     """
+    warm = warm_chart_workers(None if check_determinism else report, jobs)  # matplotlib loads meanwhile, elsewhere
     from fleetchaos.cli.progress import progress_bar
     from fleetchaos.runs.best import BEST
     from fleetchaos.runs.executors import open_executor
@@ -327,10 +336,23 @@ def compare(
         if tasks_csv is not None and status != "complete":
             tasks_csv.abort()
     if report is not None:
+        from concurrent.futures import ThreadPoolExecutor
+
         from fleetchaos.reports import write_compare_report
 
-        csv_path = tasks_csv.close() if tasks_csv is not None else None
-        for path in write_compare_report(result, report, tasks_csv=csv_path):
+        csv_path = tasks_csv.path if tasks_csv is not None and tasks_csv.rows else None
+        pool = chart_pool(jobs, warm)
+        # The chart workers draw while a thread here sorts tasks.csv into place.
+        with ThreadPoolExecutor(1, thread_name_prefix="fleetchaos-tasks-csv") as side:
+            closing = side.submit(tasks_csv.close) if tasks_csv is not None else None
+            try:
+                written = write_compare_report(result, report, tasks_csv=csv_path, executor=pool)
+            finally:
+                if pool is not None:
+                    pool.shutdown()
+            if closing is not None:
+                closing.result()
+        for path in written:
             stderr_console().print(f"wrote {path}", highlight=False)
     _print_traces(traces)
     if as_json:

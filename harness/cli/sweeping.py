@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from fleetchaos.cli.chart_pool import chart_pool, warm_chart_workers
 from fleetchaos.cli.common import (
     Confidence,
     determinism_option,
@@ -93,6 +94,7 @@ def sweep(
     policy and error format, with confidence bands.  Each finished run is stored in the
     run history as it completes; after Ctrl-C or a crash, --resume runs only the rest.
     """
+    warm = warm_chart_workers(None if check_determinism else report, jobs)  # matplotlib loads meanwhile, elsewhere
     from pydantic import ValidationError
 
     from fleetchaos.cli.progress import progress_bar
@@ -215,7 +217,13 @@ def sweep(
     if report is not None:
         from fleetchaos.reports.sweep import write_sweep_report
 
-        for path in write_sweep_report(result, report):
+        pool = chart_pool(jobs, warm)  # the curves are drawn side by side
+        try:
+            written = write_sweep_report(result, report, pool)
+        finally:
+            if pool is not None:
+                pool.shutdown()
+        for path in written:
             err.print(f"wrote {path}", highlight=False)
     if as_json:
         click.echo(result.model_dump_json(indent=2))

@@ -5,7 +5,7 @@ Each seed is one independent replication of the whole simulated day, so a metric
 per-seed values are the sample; the interval is for the mean over seeds.  Arms of a
 comparison face the same faults for a seed, so their per-seed values are paired.
 
-Pure functions of numbers: no SimPy, no result models (``reports`` may import this).
+Pure functions of numbers: no SimPy, no SciPy, no result models (``reports`` may import this).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from scipy.stats import t as student_t
+from fleetchaos.results.student_t import student_t_quantile
 
 DEFAULT_CONFIDENCE = 0.95
 
@@ -34,7 +34,7 @@ def mean_ci(
     if n < 2:
         return mean, None, None
     var = sum((x - mean) ** 2 for x in xs) / (n - 1)
-    half = float(student_t.ppf(0.5 + confidence / 2.0, n - 1)) * math.sqrt(var / n)
+    half = student_t_quantile(0.5 + confidence / 2.0, n - 1) * math.sqrt(var / n)
     return mean, mean - half, mean + half
 
 
@@ -71,7 +71,7 @@ def rate_ci(
     logits = [_logit((v * n + 0.5) / (n + 1.0)) for v, n in pairs]  # type: ignore[operator]
     centre_of_logits = sum(logits) / k
     sd = math.sqrt(sum((x - centre_of_logits) ** 2 for x in logits) / (k - 1))
-    half = float(student_t.ppf(0.5 + confidence / 2.0, k - 1)) * sd / math.sqrt(k)
+    half = student_t_quantile(0.5 + confidence / 2.0, k - 1) * sd / math.sqrt(k)
     if mean <= 0.0:
         return mean, 0.0, _expit(centre_of_logits + half)
     if mean >= 1.0:

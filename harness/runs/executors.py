@@ -1,7 +1,10 @@
 """Executors that run batches of simulations, behind ``concurrent.futures.Executor``.
 
 * :class:`SerialExecutor`: in this process, one chunk at a time (``--jobs 1``);
-* :class:`LocalProcessExecutor`: a local process pool (the default, one process per core);
+* :class:`LocalProcessExecutor`: a local process pool (the default, one process per core),
+  whose workers are forked where that is safe (Linux, one thread), so they start with
+  everything the parent has loaded, and started afresh elsewhere, importing only what
+  their work needs;
 * :class:`DaskExecutor`: a Dask ``distributed`` cluster (``--scheduler tcp://HOST:PORT``),
   from the optional extra ``fleetchaos[dask]``; ``distributed`` is imported only here,
   and only when asked for.
@@ -14,12 +17,17 @@ never shows in the results: callers index results by job, never by completion.
 
 from __future__ import annotations
 
+import gc
+import importlib
+import multiprocessing
+import multiprocessing.connection
 import os
 import signal
+import sys
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from multiprocessing.context import BaseContext
 from typing import Any, TypeVar
 
 from fleetchaos.errors import UserError
@@ -27,12 +35,10 @@ from fleetchaos.errors import UserError
 T = TypeVar("T")
 R = TypeVar("R")
 
-#: The most jobs one chunk carries: small enough for a live progress bar, little lost work
-#: after a crash and a short tail when the last chunks finish, large enough that
-#: scheduling costs stay small (a run takes 50-150 ms; a chunk costs about 1 ms to schedule).
+#: The most jobs one chunk carries: small enough for a live progress bar and little lost
+#: work after a crash, large enough that scheduling costs stay small (a run takes 40-150 ms;
+#: a chunk costs about 1 ms to schedule).  The last chunks are smaller (:func:`tapered`).
 MAX_CHUNK = 4
-#: Chunks per worker the chunk size aims for, so the last chunks balance the load.
-CHUNKS_PER_WORKER = 8
 
 
 def default_jobs() -> int:
@@ -40,18 +46,29 @@ def default_jobs() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def chunk_size(n_jobs: int, workers: int, limit: int = MAX_CHUNK) -> int:
-    """Jobs per chunk: about ``CHUNKS_PER_WORKER`` chunks per worker, at most ``limit``."""
-    if n_jobs <= 0:
-        return 1
-    per = -(-n_jobs // max(1, workers * CHUNKS_PER_WORKER))
-    return max(1, min(limit, per))
-
-
 def chunked(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
     """``items`` in consecutive slices of at most ``size``."""
     for start in range(0, len(items), max(1, size)):
         yield items[start : start + size]
+
+
+def tapered(groups: Sequence[Sequence[T]], workers: int, limit: int = MAX_CHUNK) -> Iterator[tuple[int, Sequence[T]]]:
+    """Each group in consecutive slices, ``(group index, slice)``, shrinking as the work runs out.
+
+    A slice holds about ``1 / (2 * workers)`` of the items not yet sliced (at most ``limit``,
+    at least 1; guided self-scheduling): long batches go out in full chunks, and the last
+    chunks hold one item each, so no worker waits long for another at the end.  A slice
+    never spans two groups.
+    """
+    remaining = sum(len(group) for group in groups)
+    for index, group in enumerate(groups):
+        start = 0
+        while start < len(group):
+            size = max(1, min(limit, -(-remaining // (2 * max(1, workers)))))
+            part = group[start : start + size]
+            yield index, part
+            start += len(part)
+            remaining -= len(part)
 
 
 class SerialExecutor(Executor):
@@ -98,31 +115,98 @@ def _noop() -> None:
     return None
 
 
-def _worker_init(parent: int) -> None:
+def _worker_init(preload: tuple[str, ...] = ()) -> None:
     # Ctrl-C is the parent's to handle: it cancels pending work and stops the pool.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # SIGTERM (the pool's terminate()) ends a worker at once, whatever handler the
     # parent had installed when it forked (the command line's raises an interrupt).
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    for module in preload:  # a forked worker has them already; a fresh one loads them before its first chunk
+        importlib.import_module(module)
     # A parent killed outright (kill -9, the OOM killer) cannot stop its pool: each
     # worker notices it was orphaned and exits instead of waiting forever.
-    threading.Thread(target=_exit_when_orphaned, args=(parent,), name="fleetchaos-orphan-watch", daemon=True).start()
+    threading.Thread(target=_exit_when_orphaned, name="fleetchaos-orphan-watch", daemon=True).start()
 
 
-def _exit_when_orphaned(parent: int, every_s: float = 0.5) -> None:
-    while os.getppid() == parent:
-        time.sleep(every_s)
+def _exit_when_orphaned() -> None:
+    # Every start method hands a worker the read end of a pipe whose other end only its
+    # parent holds open (multiprocessing's parent sentinel): it becomes readable when the
+    # parent dies, however it died, even while it lingers unreaped and whoever the worker's
+    # own parent process is (a forkserver's workers are the server's children).
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+    multiprocessing.connection.wait([parent.sentinel])
     os._exit(1)
 
 
-class LocalProcessExecutor(ProcessPoolExecutor):
-    """A local process pool whose workers leave Ctrl-C to the parent."""
+def start_method() -> str:
+    """How worker processes start: ``fork`` on Linux while this process runs one thread.
 
-    def __init__(self, workers: int):
-        super().__init__(max_workers=workers, initializer=_worker_init, initargs=(os.getpid(),))
+    A forked worker shares everything the parent has imported (the simulation, and the
+    charts when a report will be drawn), so it starts in milliseconds instead of paying
+    the imports again.  Forking a process that runs other threads can deadlock the child
+    (a lock another thread held at the fork stays held), so then Linux workers come from
+    ``forkserver``; macOS's system libraries do not survive a fork and Windows has none,
+    so there the platform's default (``spawn``) starts them.  Workers that start afresh
+    import only what their work needs, when it first arrives.
+    """
+    if not sys.platform.startswith("linux"):
+        return multiprocessing.get_start_method()
+    return "fork" if threading.active_count() == 1 else "forkserver"
+
+
+def warm_forkserver(preload: Sequence[str]) -> bool:
+    """Start the forkserver now (Linux), importing ``preload`` and this command's main module in the background.
+
+    A pool made later with ``method="forkserver"`` forks its workers from that server, so
+    they start with those modules loaded, and the server imported them while this process
+    was busy starting up, on a core it would have left idle.  False where there is no
+    forkserver to start (not Linux).
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    from multiprocessing import forkserver
+
+    multiprocessing.set_forkserver_preload(["__main__", *preload])  # __main__: workers need not import it again
+    forkserver.ensure_running()
+    return True
+
+
+class LocalProcessExecutor(ProcessPoolExecutor):
+    """A local process pool whose workers leave Ctrl-C to the parent.
+
+    ``preload`` names modules the workers will need (the chart module before a report is
+    drawn): imported here before forking, so every worker shares them, or, where workers
+    start afresh, by each worker as it starts.  ``method`` chooses how workers start
+    (default :func:`start_method`); ``"forkserver"`` after :func:`warm_forkserver` gives
+    workers forked from a server that has the preloads already.
+    """
+
+    def __init__(self, workers: int, preload: Sequence[str] = (), *, method: str | None = None):
+        method = method or start_method()
+        context: BaseContext = multiprocessing.get_context(method)
+        if method == "fork":
+            for module in preload:
+                importlib.import_module(module)
+        super().__init__(
+            max_workers=workers,
+            mp_context=context,
+            initializer=_worker_init,
+            initargs=(() if method == "fork" else tuple(preload),),
+        )
         self.workers = workers
-        # Start the workers now, before a progress bar starts its drawing thread.
-        self.submit(_noop).result()
+        self.start_method = method
+        # Start the workers now, before a progress bar starts its drawing thread.  Objects
+        # alive now are frozen out of the collector's reach while forking: a worker's
+        # collections then never touch (and copy) the pages it shares with its parent.
+        if method == "fork":
+            gc.freeze()
+        try:
+            self.submit(_noop).result()
+        finally:
+            if method == "fork":
+                gc.unfreeze()
 
     def terminate(self) -> None:
         """Cancel what has not started and stop the worker processes now."""
@@ -211,15 +295,18 @@ def check_scheduler(address: str) -> None:
         raise UserError(f"--scheduler {address!r}: expected tcp://HOST:PORT; {fix}")
 
 
-def open_executor(jobs: int | None = None, scheduler: str | None = None) -> Executor:
-    """The executor a user asked for: Dask if ``scheduler``, serial if ``jobs == 1``, else processes."""
+def open_executor(jobs: int | None = None, scheduler: str | None = None, preload: Sequence[str] = ()) -> Executor:
+    """The executor a user asked for: Dask if ``scheduler``, serial if ``jobs == 1``, else processes.
+
+    ``preload`` names modules local worker processes will need (see :class:`LocalProcessExecutor`).
+    """
     if scheduler:
         check_scheduler(scheduler)
         return DaskExecutor(scheduler)
     workers = default_jobs() if jobs is None else jobs
     if workers < 1:
         raise UserError(f"--jobs {jobs}: need at least 1")
-    return SerialExecutor() if workers == 1 else LocalProcessExecutor(workers)
+    return SerialExecutor() if workers == 1 else LocalProcessExecutor(workers, preload)
 
 
 def workers_of(executor: Executor) -> int:

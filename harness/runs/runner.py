@@ -41,7 +41,7 @@ from fleetchaos.results.stats import (
     verdict,
     wilson,
 )
-from fleetchaos.runs.executors import MAX_CHUNK, chunk_size, chunked, map_chunks, open_executor, workers_of
+from fleetchaos.runs.executors import MAX_CHUNK, map_chunks, open_executor, tapered, workers_of
 from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
 from fleetchaos.runs.traces import traced_timelines
 from fleetchaos.scenario.load import Scenario
@@ -296,16 +296,20 @@ def run_jobs(
     """Run every job on ``executor``; results in job order, whatever order they finish in.
 
     Jobs are batched into chunks of one variant each, so a worker receives a scenario once
-    per chunk.  ``on_result(index, result)`` is called in this thread as each run finishes
+    per chunk; chunks shrink towards the end (:func:`~fleetchaos.runs.executors.tapered`)
+    so the workers finish together.  ``on_result(index, result)`` is called in this thread as each run finishes
     (to store it or move a progress bar).  On Ctrl-C or an error, pending chunks are
     cancelled and the exception propagates; runs already handed to ``on_result`` stay handed.
     """
     limit = max_chunk or getattr(executor, "max_chunk", None) or MAX_CHUNK
-    size = chunk_size(len(jobs), workers_of(executor), limit)
     by_variant: dict[int, list[tuple[int, str, str, int]]] = {}
     for index, job in enumerate(jobs):
         by_variant.setdefault(job.variant, []).append((index, job.policy, job.errors, job.seed))
-    chunks = [(variants[v], tuple(part)) for v, items in by_variant.items() for part in chunked(items, size)]
+    groups = list(by_variant.items())
+    chunks = [
+        (variants[groups[g][0]], tuple(part))
+        for g, part in tapered([items for _, items in groups], workers_of(executor), limit)
+    ]
     results: list[RunResult | None] = [None] * len(jobs)
 
     def done(batch: list[tuple[int, RunResult]]) -> None:

@@ -6,7 +6,7 @@ outside pytest.  Its :class:`ScenarioResult` gives each metric as an
 a Wilson interval for a proportion of one seed's tasks), the seeds, and the
 ``fleetchaos run`` command that replays each seed.
 
-Importing this module is light (pydantic and scipy); the simulation is imported when a
+Importing this module is light (pydantic only); the simulation is imported when a
 scenario is run.
 """
 

@@ -54,10 +54,14 @@ def _small_scenario(root: Path) -> str:
 def shared(tmp_path_factory) -> Path:
     """A folder shared by the xdist workers: a light scenario and the same comparison reported twice.
 
-    ``a``: compare --report in this process; ``b``: the same command in a fresh process
-    with another hash seed.  Built once per session under a file lock.
+    ``a``: compare --report in this process, one run and one chart at a time; ``b``: the
+    same command in a fresh process with another hash seed and two worker processes, which
+    run the simulations and draw the charts.  Built once per session under a file lock.
     """
-    root = tmp_path_factory.getbasetemp().parent / "fleetchaos-report-pair"
+    # Under xdist each worker's base folder sits in the session's; alone, the base folder is
+    # the session's (its parent is shared by every session, whose stale pair would pass).
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "fleetchaos-report-pair"
     root.mkdir(exist_ok=True)
     with (root / "lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -67,7 +71,8 @@ def shared(tmp_path_factory) -> Path:
                                         catch_exceptions=False)  # fmt: skip
             assert result.exit_code == 0, result.stderr
             env = {**os.environ, "PYTHONHASHSEED": "12345"}
-            proc = subprocess.run([sys.executable, "-m", "fleetchaos.cli", *COMPARE, "--scenario", small, "--report",
+            pooled = [*COMPARE[:4], "2", *COMPARE[5:]]  # --jobs 2
+            proc = subprocess.run([sys.executable, "-m", "fleetchaos.cli", *pooled, "--scenario", small, "--report",
                                    str(root / "b")], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
             assert proc.returncode == 0, proc.stderr
             (root / "done").touch()

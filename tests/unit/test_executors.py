@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import time
 from concurrent.futures import Executor
 
 import pytest
@@ -11,10 +14,10 @@ from fleetchaos.errors import UserError
 from fleetchaos.runs.executors import (
     LocalProcessExecutor,
     SerialExecutor,
-    chunk_size,
     chunked,
     map_chunks,
     open_executor,
+    tapered,
 )
 
 
@@ -26,13 +29,21 @@ def _boom(chunk):
     raise ValueError(f"bad chunk {chunk}")
 
 
-def test_chunk_size_aims_for_several_chunks_per_worker_and_caps():
-    """Chunks are small enough to balance the workers and never exceed the cap."""
-    assert chunk_size(200, 2) == 4  # 200 / (2 workers * 8) = 13, capped at 4
-    assert chunk_size(48, 2) == 3
-    assert chunk_size(16, 2) == 1
-    assert chunk_size(3, 8) == 1
-    assert chunk_size(0, 2) == 1
+def _sizes(groups, workers, limit=4):
+    return [(g, len(part)) for g, part in tapered(groups, workers, limit)]
+
+
+def test_tapered_chunks_shrink_as_the_work_runs_out_and_keep_to_their_group():
+    """Chunks hold a 1/(2 workers) share of what is left, capped, down to one job each; none spans two groups."""
+    assert [n for _, n in _sizes([list(range(60))], 2)] == [4] * 12 + [3, 3, 2, 1, 1, 1, 1]
+    assert [n for _, n in _sizes([list(range(5))], 8)] == [1] * 5
+    assert _sizes([list(range(3)), list(range(2))], 1, limit=2) == [(0, 2), (0, 1), (1, 1), (1, 1)]
+    assert _sizes([[], list(range(2))], 2) == [(1, 1), (1, 1)]
+    groups = [list(range(7)), list(range(10, 23))]
+    rebuilt: dict[int, list[int]] = {0: [], 1: []}
+    for g, part in tapered(groups, 2):
+        rebuilt[g] += part
+    assert rebuilt == {0: groups[0], 1: groups[1]}
     assert [list(c) for c in chunked(list(range(5)), 2)] == [[0, 1], [2, 3], [4]]
 
 
@@ -118,3 +129,96 @@ def test_unreachable_scheduler_is_a_user_error():
 
     with pytest.raises(UserError, match="cannot connect to a Dask scheduler"):
         DaskExecutor("tcp://127.0.0.1:9", timeout_s=0.5)
+
+
+#: In a fresh interpreter: the start method with one thread and with two, and where a preloaded module is loaded.
+START_PROBE = """
+import json, sys, threading
+from fleetchaos.runs.executors import LocalProcessExecutor, start_method
+
+def loaded(name):
+    return name in sys.modules
+
+alone = start_method()
+with LocalProcessExecutor(2, preload=["fleetchaos.reports.cells"]) as pool:
+    in_parent = loaded("fleetchaos.reports.cells")
+    in_workers = [pool.submit(loaded, "fleetchaos.reports.cells").result() for _ in range(4)]
+    method = pool.start_method
+stop = threading.Event()
+other = threading.Thread(target=stop.wait)
+other.start()
+crowded = start_method()
+stop.set()
+other.join()
+print(json.dumps({"alone": alone, "crowded": crowded, "method": method, "parent": in_parent, "workers": in_workers}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux only")
+def test_workers_are_forked_with_their_preloads_only_while_one_thread_runs():
+    """On Linux a lone thread forks its workers after importing the preloads; with a second thread alive, a forkserver starts them."""
+    import json
+
+    out = subprocess.run([sys.executable, "-c", START_PROBE], capture_output=True, text=True, check=True, timeout=120)
+    seen = json.loads(out.stdout)
+    assert seen == {"alone": "fork", "crowded": "forkserver", "method": "fork", "parent": True, "workers": [True] * 4}
+
+
+def _has_module(name: str) -> bool:
+    return name in sys.modules
+
+
+def test_fresh_workers_import_their_preloads_as_they_start(monkeypatch):
+    """Where workers start afresh (spawn), each imports the preloaded modules itself; the parent does not."""
+    import fleetchaos.runs.executors as executors
+
+    monkeypatch.setattr(executors, "start_method", lambda: "spawn")
+    name = "fleetchaos.reports.drawing"
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    with LocalProcessExecutor(2, preload=[name]) as pool:
+        assert pool.start_method == "spawn"
+        assert name not in sys.modules
+        assert all(pool.submit(_has_module, name).result() for _ in range(4))
+
+
+#: In a fresh interpreter with a second thread alive: a forkserver pool that works, then waits to be killed.
+FORKSERVER_PROBE = """
+import os, sys, threading, time
+threading.Thread(target=threading.Event().wait, daemon=True).start()
+from fleetchaos.runs.executors import LocalProcessExecutor
+pool = LocalProcessExecutor(2)
+assert pool.start_method == "forkserver", pool.start_method
+assert [pool.submit(pow, 2, n).result() for n in range(4)] == [1, 2, 4, 8]
+print(" ".join(str(pid) for pid in pool._processes), flush=True)
+time.sleep(60)
+"""
+
+
+def _gone(pids: list[int], within_s: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + within_s
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [pid for pid in alive if _exists(pid)]
+    return alive
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forkserver workers are a Linux path")
+def test_forkserver_workers_run_and_exit_when_their_command_is_killed():
+    """With another thread alive the workers come from a forkserver: they run work, and leave when the parent is killed."""
+    proc = subprocess.Popen([sys.executable, "-c", FORKSERVER_PROBE], stdout=subprocess.PIPE, text=True)
+    try:
+        workers = [int(pid) for pid in proc.stdout.readline().split()]  # started as work arrived: one or two
+        assert 1 <= len(workers) <= 2
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)
+    assert _gone(workers) == [], "orphaned forkserver workers kept running after their parent was killed"

@@ -1,0 +1,140 @@
+"""Figures of whole commands, as a user waits for them: start-up, a one-shot run, parallel compare, the demo.
+
+Each command runs as a fresh process; its wall time is taken around it and its CPU time
+and peak memory from the operating system's accounting of the finished process and the
+workers it reaped (``os.wait4``).  Every command is run once first, unmeasured, so its
+bytecode is cached as after an install (``PYTHONDONTWRITEBYTECODE`` is removed from the
+commands' environment), and commands compared with each other run in turn, A B A B, so a
+change in the machine's load falls on both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+#: The modules a light command must not load.
+HEAVY = ("scipy", "matplotlib", "faker", "hypothesis")
+
+
+def fleetchaos() -> str:
+    """The installed console script next to this interpreter."""
+    return str(Path(sys.executable).with_name("fleetchaos"))
+
+
+def environment(folder: Path) -> dict[str, str]:
+    """The commands' environment: bytecode cached as after an install, the run history in ``folder``."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["FLEETCHAOS_HISTORY"] = str(folder / "history.db")
+    return env
+
+
+def timed(cmd: Sequence[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
+    """One run of ``cmd``: wall seconds, CPU seconds (with its reaped workers) and peak RSS of its largest process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(list(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
+    err = proc.stderr.read() if proc.stderr is not None else b""
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {err.decode(errors='replace')[-500:]}")
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_mib": usage.ru_maxrss / 1024}
+
+
+def measure(commands: dict[str, Sequence[str]], runs: int, folder: Path) -> dict[str, dict]:
+    """Each command ``runs`` times after one warm-up, in turn; the median of each figure, and every wall time."""
+    env = environment(folder)
+    for cmd in commands.values():
+        timed(cmd, env, folder)
+    seen: dict[str, list[dict[str, float]]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, cmd in commands.items():
+            seen[name].append(timed(cmd, env, folder))
+    out = {}
+    for name, rows in seen.items():
+        out[name] = {key: round(statistics.median(r[key] for r in rows), 3) for key in rows[0]}
+        out[name]["walls"] = [round(r["wall_s"], 3) for r in rows]
+    return out
+
+
+def paired_ratio(slow: list[float], fast: list[float]) -> float:
+    """The median of the pairwise ratios ``slow[i] / fast[i]`` (runs taken in turn)."""
+    return round(statistics.median(s / f for s, f in zip(slow, fast)), 2)
+
+
+# -- start-up and a one-shot run ----------------------------------------------------------------
+
+#: Runs the command line (arguments after the first) in a fresh interpreter; prints which watched modules it loaded.
+COMMAND_PROBE = """
+import json, sys
+from fleetchaos.cli.main import main
+try:
+    main(sys.argv[2:], prog_name="fleetchaos", standalone_mode=False)
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in json.loads(sys.argv[1]) if m in sys.modules)))
+"""
+#: The same for ``import fleetchaos`` and a look at its public names.
+IMPORT_PROBE = """
+import json, sys
+import fleetchaos
+fleetchaos.__all__
+print(json.dumps(sorted(m for m in json.loads(sys.argv[1]) if m in sys.modules)))
+"""
+
+
+def heavy_loaded(probe: str, args: Sequence[str], folder: Path) -> list[str]:
+    """Which of :data:`HEAVY` a probe (a command or the import) loads, in a fresh interpreter."""
+    cmd = [sys.executable, "-c", probe, json.dumps(HEAVY), *args]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=environment(folder), cwd=folder)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def startup(runs: int) -> dict:
+    """``fleetchaos --help``, ``import fleetchaos`` and a one-shot ``fleetchaos run --scenario default``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        figures = measure(
+            {
+                "help": [fleetchaos(), "--help"],
+                "import": [sys.executable, "-c", "import fleetchaos"],
+                "python": [sys.executable, "-c", "pass"],
+                "run": [fleetchaos(), "run", "--scenario", "default"],
+            },
+            runs,
+            folder,
+        )
+        figures["run_loads"] = heavy_loaded(COMMAND_PROBE, ["run", "--scenario", "default", "--no-history"], folder)
+        figures["import_loads"] = heavy_loaded(IMPORT_PROBE, [], folder)
+    return figures
+
+
+# -- parallel compare -------------------------------------------------------------------------------
+
+
+def compare_speedup(runs: int, seeds: int = 10) -> dict:
+    """``compare --seeds 10`` at ``--jobs 2`` against ``--jobs 1``, taken in turn; the median pairwise speed-up."""
+    base = [fleetchaos(), "compare", "--scenario", "default", "--seeds", str(seeds)]
+    with tempfile.TemporaryDirectory() as tmp:
+        figures = measure({"jobs1": [*base, "--jobs", "1"], "jobs2": [*base, "--jobs", "2"]}, runs, Path(tmp))
+    figures["speedup"] = paired_ratio(figures["jobs1"]["walls"], figures["jobs2"]["walls"])
+    return figures
+
+
+# -- make demo ----------------------------------------------------------------------------------------
+
+
+def demo(runs: int) -> dict:
+    """The command behind ``make demo`` (a 10-seed comparison with its report folder), installed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = str(Path(tmp) / "demo")
+        cmd = [fleetchaos(), "compare", "--scenario", "default", "--seeds", "10", "--report", report]
+        return measure({"demo": cmd}, runs, Path(tmp))["demo"]
