@@ -11,9 +11,12 @@ def policy_label(arm: ArmResult) -> str:
     """The policy as readers know it: its own ``name`` (a preset's name, not its import path).
 
     A policy given with parameters (``backoff(base_s=0.5)``) keeps its spec: two arms of
-    one policy with different parameters must not read alike.  Results written before
+    one policy with different parameters must not read alike; a tuned one reads as its
+    alias (``best-for-generic``).  Results written before
     the name was recorded show what the run was given.
     """
+    if arm.alias:
+        return arm.alias
     if "(" in arm.policy or not arm.policy_name:
         return arm.policy
     return arm.policy_name

@@ -316,9 +316,9 @@ def compare(
             )
         if base is not None and best is not None:
             from fleetchaos.results.studies import TunedCompareResult
-            from fleetchaos.runs.best import tuning_record
+            from fleetchaos.runs.best import tuning_record, with_aliases
 
-            result = TunedCompareResult(**dict(result), tuning=tuning_record(result, base, best))
+            result = TunedCompareResult(**dict(with_aliases(result, best)), tuning=tuning_record(result, base, best))
         if robustness_seeds is not None:
             from fleetchaos.cli.robustness import with_flips
 

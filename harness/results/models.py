@@ -119,6 +119,10 @@ class ArmResult(_Model):
     """The policy's repr, as its runs recorded it."""
     policy_name: str = ""
     """The policy's own name (its ``name`` attribute: a preset's name for an import path or a spec)."""
+    alias: str = Field(default="", exclude_if=lambda alias: not alias)
+    """How reports name the policy when its spec is too long to read (``best-for-generic`` for a
+    policy ``compare --tune`` tuned on generic errors; the report's legend gives the spec); left
+    out of the JSON when empty."""
     samples: dict[str, list[float]] = {}
     """Per-task values pooled over seeds, sorted; at most :data:`SAMPLE_LIMIT` order statistics each."""
     misread_probability: float | None = None

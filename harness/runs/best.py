@@ -20,7 +20,7 @@ from fleetchaos.results.models import CompareResult, RunResult, rounded
 from fleetchaos.results.studies import ArmRole, Gap, TuningRecord
 from fleetchaos.runs.tune import TuneSpec, best_trial, check_tune, search
 
-__all__ = ["BEST", "expand_best", "gaps", "tune_formats", "tuning_record"]
+__all__ = ["BEST", "expand_best", "gaps", "tune_formats", "tuning_record", "with_aliases"]
 
 #: The policy name that stands for "the policy tuned on this format".
 BEST = "best"
@@ -57,6 +57,15 @@ def expand_best(policies: tuple[str, ...], best: dict[str, str]) -> tuple[str, .
             if name not in out:
                 out.append(name)
     return tuple(out)
+
+
+def with_aliases(result: CompareResult, best: dict[str, str]) -> CompareResult:
+    """``result`` with each tuned arm's alias set (``best-for-FORMAT``, ``best-for-A+B`` when one spec won on several)."""
+    arms = []
+    for arm in result.arms:
+        formats = [f for f, p in best.items() if p == arm.policy]
+        arms.append(arm.model_copy(update={"alias": f"best-for-{'+'.join(formats)}"}) if formats else arm)
+    return result.model_copy(update={"arms": arms})
 
 
 def tuning_record(result: CompareResult, base: TuneSpec, best: dict[str, str]) -> TuningRecord:

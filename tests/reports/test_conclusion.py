@@ -191,3 +191,16 @@ def test_a_pooled_rate_without_its_interval_still_renders():
 
     assert proportion(Proportion(successes=3, trials=10, rate=0.3, low=None, high=0.5)) == "30.0% (3/10)"
     assert proportion(Proportion(successes=3, trials=10, rate=0.3, low=0.1, high=0.5)) == "30.0% [10.0, 50.0] (3/10)"
+
+
+def test_a_tuned_arm_reads_as_its_alias_and_an_untuned_result_keeps_its_bytes():
+    """with_aliases names tuned specs best-for-FORMAT in the finding and the headline; an alias-free JSON is unchanged."""
+    from fleetchaos.runs.best import with_aliases
+
+    base = _comparison()
+    spec = "waiter"
+    tuned = with_aliases(base, {"structured": spec})
+    assert tuned.arms[0].alias == "best-for-structured" and tuned.arms[1].alias == ""
+    text = finding(tuned)
+    assert "**best-for-structured on structured**" in text
+    assert '"alias"' not in base.model_dump_json() and '"alias":"best-for-structured"' in tuned.model_dump_json()
