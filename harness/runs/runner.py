@@ -345,6 +345,8 @@ def aggregate(policy: str, errors: str, runs: list[RunResult], confidence: float
             mean, lo, hi = rate_ci(values, trials, confidence)
         else:
             mean, lo, hi = mean_ci(values, confidence)
+            if lo is not None and lo < 0.0:  # every metric here is a count, a cost or a time: never below 0
+                lo = 0.0
         metrics[name] = rounded(mean)
         ci[name] = [rounded(lo), rounded(hi)]
         per_seed[name] = values
