@@ -1,9 +1,12 @@
 """Safe YAML loading for user files.
 
 ``yaml.safe_load`` already refuses arbitrary Python objects.  On top of that this loader
-refuses anchors and aliases (the "billion laughs" expansion), caps nesting depth and node
-count, so a hostile or broken file costs little before it is rejected, and refuses a key
-repeated in one mapping (plain YAML keeps the last value without a word).
+caps nesting depth and node count, so a hostile or broken file costs little before it is
+rejected, and refuses a key repeated in one mapping (plain YAML keeps the last value
+without a word).  Anchors, aliases and merge keys (``&base``, ``*base``, ``<<: *base``)
+are allowed, as teams write them, but every alias counts the nodes it stands for: the
+"billion laughs" expansion passes the node cap after a few levels and is refused before
+anything walks it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ class _LimitedLoader(yaml.SafeLoader):
         super().__init__(stream)
         self._nodes = 0
         self._depth = 0
+        self._sizes: dict[str, int] = {}  # anchor -> the nodes it stands for, aliases inside expanded
 
     def _nested(self, compose, anchor):
         self._depth += 1
@@ -40,28 +44,33 @@ class _LimitedLoader(yaml.SafeLoader):
     def compose_mapping_node(self, anchor):  # type: ignore[override]
         return self._nested(super().compose_mapping_node, anchor)
 
-    def compose_node(self, parent, index):  # type: ignore[override]
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise YamlLimitError(
-                f"line {event.start_mark.line + 1}: YAML aliases (*name) are not allowed in scenario files; "
-                "write the value out in full"
-            )
-        event = self.peek_event()
-        if getattr(event, "anchor", None):
-            raise YamlLimitError(
-                f"line {event.start_mark.line + 1}: YAML anchors (&name) are not allowed in scenario files; "
-                "write the value out in full"
-            )
-        self._nodes += 1
+    def _count(self, nodes: int, mark) -> None:
+        self._nodes += nodes
         if self._nodes > MAX_NODES:
-            raise YamlLimitError(f"more than {MAX_NODES} YAML nodes; scenario files are small documents")
-        return super().compose_node(parent, index)
+            raise YamlLimitError(
+                f"line {mark.line + 1}: more than {MAX_NODES} YAML nodes once aliases are expanded; "
+                "scenario files are small documents"
+            )
+
+    def compose_node(self, parent, index):  # type: ignore[override]
+        event = self.peek_event()
+        if self.check_event(yaml.AliasEvent):  # stands for every node of what it names
+            self._count(self._sizes.get(event.anchor, 1), event.start_mark)
+            return super().compose_node(parent, index)
+        anchor = getattr(event, "anchor", None)
+        before = self._nodes
+        self._count(1, event.start_mark)
+        node = super().compose_node(parent, index)
+        if anchor:
+            self._sizes[anchor] = self._nodes - before
+        return node
 
     def construct_mapping(self, node, deep=False):  # type: ignore[override]
         if isinstance(node, yaml.MappingNode):
             seen = set()
             for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base`: merged keys may be overridden
+                    continue
                 key = self.construct_object(key_node, deep=True)
                 try:
                     repeated = key in seen

@@ -281,13 +281,19 @@ def test_sweep_finds_a_policy_module_in_the_working_directory(cli, small, tmp_pa
     assert "fc_sweep_local_policy:Quitter" in result.stdout
 
 
+#: Aliases of aliases: nine to the power eight nodes once expanded.
+_BOMB = "a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+    f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]\n" for i in range(1, 9)
+)
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
         ("policies: [structured\n", "not valid YAML: line 2, column 1"),
         ("", "expected a mapping of fields, but the file is empty; give at least one field"),
         ("- structured\n", "(top level): expected a mapping of fields, got list"),
-        ("a: &x 1\nb: *x\n", "anchors"),
+        (_BOMB, "once aliases are expanded"),
     ],
     ids=["broken-yaml", "empty", "list", "alias"],
 )
