@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import click
@@ -12,7 +13,7 @@ from fleetchaos.cli.common import EXIT_USAGE, stderr_console, stdout_console
 from fleetchaos.errors import UserError
 from fleetchaos.names import allow_local_policies
 
-__all__ = ["faults", "policies", "scenarios", "schema"]
+__all__ = ["faults", "plain_doc", "policies", "scenarios", "schema"]
 
 
 @click.group()
@@ -20,26 +21,50 @@ def scenarios() -> None:
     """The built-in scenario catalogue."""
 
 
+#: Characters of a scenario's description ``scenarios list`` shows before an ellipsis.
+DESCRIPTION_CHARS = 100
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` on one line, at most ``limit`` characters, a cut one ending with an ellipsis."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "\u2026"
+
+
 @scenarios.command("list")
-def scenarios_list() -> None:
-    """List catalogue scenarios."""
+@click.option(
+    "--json", "as_json", is_flag=True, help="print one JSON document: name, description, reveals, fault kinds"
+)
+def scenarios_list(as_json: bool) -> None:
+    """List catalogue scenarios: each name with the start of its description."""
     import fleetchaos.catalogue as catalogue
     from fleetchaos.scenario.load import load_scenario
 
-    for name in catalogue.names():
-        spec = load_scenario(name)
-        first = " ".join(spec.description.split())[:100]
-        click.echo(f"{name:20s} {first}")
+    specs = [load_scenario(name) for name in catalogue.names()]
+    if as_json:
+        import json
+
+        rows = [{"name": n, "description": " ".join(s.description.split()), "reveals": " ".join(s.reveals.split()),
+                 "faults": [f.kind for f in s.faults]} for n, s in zip(catalogue.names(), specs)]  # fmt: skip
+        click.echo(json.dumps(rows, indent=2))
+        return
+    width = max(len(n) for n in catalogue.names())
+    for name, spec in zip(catalogue.names(), specs):
+        click.echo(f"{name:<{width}}  {_cut(spec.description, DESCRIPTION_CHARS)}")
 
 
 @scenarios.command("show")
 @click.argument("name")
-def scenarios_show(name: str) -> None:
-    """Print a catalogue scenario's file."""
+@click.option("--json", "as_json", is_flag=True, help="print the validated scenario as JSON, every default filled in")
+def scenarios_show(name: str, as_json: bool) -> None:
+    """Print a catalogue scenario's file (or, with --json, the scenario as it runs)."""
     import fleetchaos.catalogue as catalogue
     from fleetchaos.scenario.load import load_scenario
 
-    load_scenario(name)  # validates, and gives the did-you-mean message for typos
+    spec = load_scenario(name)  # validates, and gives the did-you-mean message for typos
+    if as_json:
+        click.echo(spec.model_dump_json(indent=2))
+        return
     click.echo(catalogue.path(name).read_text(encoding="utf-8"), nl=False)
 
 
@@ -101,6 +126,16 @@ def schema(what: str, name: str | None, markdown: bool) -> None:
     click.echo(json.dumps(doc, indent=2, sort_keys=True))
 
 
+_ROLE = re.compile(r":[a-z]+:`(~?)([^`]+)`")
+_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def plain_doc(text: str) -> str:
+    """A docstring as plain text for the terminal: ``code`` -> code, :func:`~a.b.name` -> name, :mod:`a.b` -> a.b."""
+    text = _ROLE.sub(lambda m: m.group(2).rsplit(".", 1)[-1] if m.group(1) else m.group(2), text)
+    return _LITERAL.sub(r"\1", text)
+
+
 @click.group()
 def policies() -> None:
     """Recovery policies: built-in, registered by installed packages, or given by import path."""
@@ -144,7 +179,7 @@ def policies_list(as_json: bool) -> None:
         elif info.shadowed is not None:
             description = Text(f"not used: {info.shadowed}", style="yellow")
         else:
-            description = Text(info.description or "(no docstring)")
+            description = Text(plain_doc(info.description) if info.description else "(no docstring)")
         source = info.source if info.source != ENTRY_POINT else f"{info.source}: {info.origin}"
         table.add_row(Text(info.name), Text(source), description, Text(_policy_params(info)))
     stdout_console().print(table)
@@ -177,11 +212,11 @@ def policies_show(name: str, as_json: bool) -> None:
         click.echo(json.dumps(info.to_dict(), indent=2))
         return
     out = [f"name:        {info.name}", f"source:      {info.source} ({info.origin})",
-           f"description: {info.description or '(no docstring)'}"]  # fmt: skip
+           f"description: {plain_doc(info.description) if info.description else '(no docstring)'}"]  # fmt: skip
     if info.contract is not None:
         out.insert(2, f"contract:    {info.contract} (the error format it was written for)")
     if info.details:
-        out += ["", *(f"  {line}" if line else "" for line in info.details.splitlines())]
+        out += ["", *(f"  {line}" if line else "" for line in plain_doc(info.details).splitlines())]
     if info.recipe is not None:
         out += ["", f"recipe:      {info.recipe}"]
     out += ["", "parameters:" + ("" if info.parameters else " none (not a dataclass, or no fields besides name)")]
@@ -240,13 +275,23 @@ def faults_list(as_json: bool) -> None:
 
 @faults.command("show")
 @click.argument("kind")
-def faults_show(kind: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+def faults_show(kind: str, as_json: bool) -> None:
     """Show one fault kind: its contract, its effect and every parameter."""
     from rich.table import Table
 
     from fleetchaos.scenario.fault_catalogue import fault_kind
 
     k = fault_kind(kind)
+    if as_json:
+        import dataclasses
+        import json
+
+        doc = {f.name: getattr(k, f.name) for f in dataclasses.fields(k) if f.name != "model"}
+        doc["parameters"] = [dataclasses.asdict(p) for p in k.parameters]
+        doc["json_schema"] = k.model.model_json_schema()
+        click.echo(json.dumps(doc, indent=2))
+        return
     out = Console(soft_wrap=False, width=max(140, Console().width), highlight=False)
     recoverable = "n/a" if k.recoverable is None else str(k.recoverable).lower()
     out.print(f"[bold]{k.kind}[/bold]: {escape(k.summary)}")

@@ -1,0 +1,46 @@
+"""Listings as a user reads them: plain text without reST, aligned names, cut lines marked, and --json everywhere."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+import fleetchaos.catalogue as catalogue
+from fleetchaos.cli.listings import plain_doc
+from fleetchaos.cli.main import main
+
+
+def _cli(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_docstrings_print_as_plain_text():
+    """``code``, :func:`~a.b.name` and :mod:`a.b` read as code, name and a.b; policies show prints no reST."""
+    assert plain_doc("up to ``max_retries`` via :func:`~fleetchaos.sim.world.run` in :mod:`fleetchaos.sim`") == (
+        "up to max_retries via run in fleetchaos.sim"
+    )
+    shown = _cli("policies", "show", "backoff").output
+    assert "max_retries" in shown and "``" not in shown and ":func:" not in shown
+
+
+def test_scenarios_list_aligns_every_name_and_marks_cut_descriptions():
+    """The descriptions start in one column whatever the name's length; a cut one ends with an ellipsis."""
+    lines = _cli("scenarios", "list").output.splitlines()
+    names = catalogue.names()
+    assert len(lines) == len(names)
+    width = max(map(len, names))
+    assert all(line[width : width + 2] == "  " and line[width + 2] != " " for line in lines)
+    assert any(line.endswith("\u2026") for line in lines) and all(len(line) <= width + 2 + 100 for line in lines)
+
+
+def test_scenarios_and_faults_speak_json():
+    """scenarios list/show and faults show --json give documents a script can read."""
+    listed = json.loads(_cli("scenarios", "list", "--json").output)
+    assert [row["name"] for row in listed] == catalogue.names()
+    assert "network_blip" in next(row for row in listed if row["name"] == "default")["faults"]
+    shown = json.loads(_cli("scenarios", "show", "default", "--json").output)
+    assert shown["name"] == "default" and shown["fleet"]["workers"] == 10
+    kind = json.loads(_cli("faults", "show", "timeout", "--json").output)
+    assert kind["kind"] == "timeout" and kind["error_code"] and kind["parameters"]
+    assert "properties" in kind["json_schema"]
