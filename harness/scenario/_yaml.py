@@ -92,3 +92,37 @@ def load_yaml(text: str):
         return loader.get_single_data()
     finally:
         loader.dispose()
+
+
+def line_finder(text: str):
+    """``line_of(loc)``: the 1-based line of the YAML node at a validation error's place, or None.
+
+    ``loc`` is pydantic's path (field names and list indexes); a part that names no key at
+    that place (a tagged union's tag) is skipped, and the deepest node reached is the answer.
+    The document is composed again under the same limits; a failure gives no lines.
+    """
+    loader = _LimitedLoader(text)
+    try:
+        root = loader.get_single_node()
+    except (yaml.YAMLError, YamlLimitError):
+        root = None
+    finally:
+        loader.dispose()
+
+    def line_of(loc: tuple) -> int | None:
+        node = root
+        if node is None:
+            return None
+        for part in loc:
+            child = None
+            if isinstance(node, yaml.MappingNode):
+                child = next(
+                    (v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == str(part)), None
+                )
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+                child = node.value[part]
+            if child is not None:
+                node = child
+        return node.start_mark.line + 1
+
+    return line_of

@@ -208,15 +208,21 @@ def check_rows_fit(scenario: WorldSpec, why: str) -> None:
         )
 
 
-def format_validation_error(source: str, exc: ValidationError) -> str:
-    """One line per problem: file, field path, value, rule, and a fix where we know one.
+def format_validation_error(source: str, exc: ValidationError, text: str | None = None) -> str:
+    """One line per problem: file, field path, value, rule, a fix where we know one, and the
+    line of a YAML file (``text``) where the problem is.
 
     Errors of a :class:`Scenario` are resolved against its models, so unknown names get a
     "did you mean" among the names valid at that place (see :mod:`fleetchaos.scenario.messages`).
     """
     from fleetchaos.scenario.messages import format_errors
 
-    return format_errors(source, exc, Scenario if exc.title == Scenario.__name__ else None)
+    line_of = None
+    if text is not None and not source.endswith(".json"):
+        from fleetchaos.scenario._yaml import line_finder
+
+        line_of = line_finder(text)
+    return format_errors(source, exc, Scenario if exc.title == Scenario.__name__ else None, line_of)
 
 
 _TAGS = frozenset(FAULT_MODELS)
@@ -284,7 +290,7 @@ def parse_scenario(text: str, source: str) -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        raise ScenarioError(format_validation_error(source, exc)) from None
+        raise ScenarioError(format_validation_error(source, exc, text)) from None
     except ValueError as exc:
         raise ScenarioError(f"{source}: {exc}") from None
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections.abc import Callable
 from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -293,8 +294,17 @@ def _misspelt(errors: list, root: type[BaseModel] | None) -> set[tuple]:
     return out
 
 
-def format_errors(source: str, exc: ValidationError, root: type[BaseModel] | None = None) -> str:
-    """Every problem of ``exc``, one line each, prefixed with ``source``."""
+def format_errors(
+    source: str,
+    exc: ValidationError,
+    root: type[BaseModel] | None = None,
+    line_of: Callable[[tuple], int | None] | None = None,
+) -> str:
+    """Every problem of ``exc``, one line each, prefixed with ``source``.
+
+    ``line_of(loc)``, where given, finds the file line of a problem's place; the line then
+    ends with it, as a syntax error's does.
+    """
     tags = _tags(root)
     lines = []
     seen = set()
@@ -307,6 +317,9 @@ def format_errors(source: str, exc: ValidationError, root: type[BaseModel] | Non
             line = _one(err, root, tags)
         except Exception:
             line = f"{location(tuple(err.get('loc', ())))}: {err.get('msg', 'invalid value')}"
+        number = line_of(tuple(err.get("loc", ()))) if line_of is not None else None
+        if number is not None:
+            line += f" (line {number})"
         if line not in seen:
             seen.add(line)
             lines.append(f"{source}: {line}")

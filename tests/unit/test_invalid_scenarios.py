@@ -607,3 +607,19 @@ def test_anchors_aliases_and_merge_keys_read_as_the_values_written_out():
         "    - name: b\n      steps: [{tool: u, duration: {mean_s: 4, cv: 0.3}}, {tool: v, duration: {mean_s: 4, cv: 0.5}}]\n"
     )
     assert parse_scenario(shared, "x.yaml") == parse_scenario(full, "x.yaml")
+
+
+def test_a_schema_error_names_the_line_of_its_place():
+    """A value the models refuse ends its message with its YAML line, in a mapping and in a list alike."""
+    from fleetchaos.scenario.load import ScenarioError, parse_scenario
+
+    text = "name: x\nfleet:\n  workers: -3\nfaults:\n  - kind: network_blip\n    probability: 2\n  - kind: timeot\n"
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text, "w.yaml")
+    lines = str(caught.value).splitlines()
+    assert any(line.startswith("w.yaml: fleet.workers:") and line.endswith("(line 3)") for line in lines), lines
+    assert any(line.startswith("w.yaml: faults[0].probability:") and line.endswith("(line 6)") for line in lines)
+    assert any("unknown fault kind 'timeot'" in line and line.endswith("(line 7)") for line in lines), lines
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario('{"name": "x", "fleet": {"workers": -3}}', "w.json")
+    assert "(line" not in str(caught.value)  # JSON: the field path says where
