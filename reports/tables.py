@@ -183,12 +183,13 @@ def compare_table(result: CompareResult, *, wide: bool = False) -> Table:
 def run_table(result: RunResult) -> Table:
     """Every metric of one run; policy errors named below it."""
     broken = policy_error_lines(result)
+    title = f"{result.scenario}: {result.policy} on {result.errors} errors, seed {result.seed}"
     table = Table(
-        title=rich_text(f"{result.scenario}: {result.policy} on {result.errors} errors, seed {result.seed}"),
+        title=rich_text(title),
         caption=Text("\n".join(broken)) if broken else None,  # Text: messages are not markup
         caption_justify="left",
         caption_style="yellow",
-        min_width=max(map(len, broken), default=None),  # a caption wraps at the table's width
+        min_width=max([len(title), *map(len, broken)]),  # title and caption wrap at the table's width
     )
     table.add_column("metric")
     table.add_column("value", justify="right")

@@ -40,9 +40,11 @@ __all__ = [
     "policy_param_options",
     "report_option",
     "run_determinism_check",
+    "run_determinism_option",
     "scenario_option",
     "scheduler_option",
     "seeds_to_run",
+    "single_param_option",
     "split_names",
     "stderr_console",
     "stdout_console",
@@ -262,6 +264,15 @@ param_option = click.option(
     help="set a scenario value by dotted path, e.g. faults[0].probability=0.1 or fleet.workers=50, "
     "or a policy parameter, e.g. policy.base_s=0.5",
 )
+single_param_option = click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="PATH=VALUE",
+    help="set a scenario value by dotted path, e.g. faults[0].probability=0.1 or fleet.workers=50, "
+    "or a policy parameter, e.g. policy.base_s=0.5 (repeat for several; one value each: "
+    "`fleetchaos sweep` sweeps several)",
+)
 traces_option = click.option(
     "--traces",
     "traces_dir",
@@ -308,6 +319,12 @@ determinism_option = click.option(
     is_flag=True,
     help="only check: run every arm on every seed twice, traced, and compare SHA-256 hashes of the event "
     "logs (exit 0 if identical, 1 naming the arm and seed that differ); nothing is stored",
+)
+run_determinism_option = click.option(
+    "--check-determinism",
+    is_flag=True,
+    help="only check: run this policy on this seed twice, traced, and compare SHA-256 hashes of the event "
+    "logs (exit 0 if identical, 1 if they differ); nothing is stored",
 )
 
 

@@ -14,14 +14,15 @@ from fleetchaos.cli.common import (
     determinism_option,
     jobs_option,
     make_report_dir,
-    param_option,
     policies_with_params,
     policy_param_options,
     report_option,
     run_determinism_check,
+    run_determinism_option,
     scenario_option,
     scheduler_option,
     seeds_to_run,
+    single_param_option,
     split_names,
     stderr_console,
     stdout_console,
@@ -54,7 +55,7 @@ def _print_traces(traces) -> None:
 
 @click.command()
 @scenario_option
-@param_option
+@single_param_option
 @click.option("--policy", default="structured", show_default=True, help="built-in name or pkg.module:Policy")
 @click.option(
     "--errors",
@@ -68,7 +69,7 @@ def _print_traces(traces) -> None:
 @report_option
 @time_limit_option
 @traces_option
-@determinism_option
+@run_determinism_option
 @history_options
 def run(
     scenario: str,
@@ -149,7 +150,7 @@ def run(
 
 @click.command()
 @scenario_option
-@param_option
+@single_param_option
 @click.option(
     "--seeds", type=click.IntRange(1, 10_000), help="number of seeds [default: the scenario's seeds, else 10]"
 )

@@ -44,3 +44,12 @@ def test_scenarios_and_faults_speak_json():
     kind = json.loads(_cli("faults", "show", "timeout", "--json").output)
     assert kind["kind"] == "timeout" and kind["error_code"] and kind["parameters"]
     assert "properties" in kind["json_schema"]
+
+
+def test_help_says_one_value_per_param_and_one_run_for_run():
+    """run and compare take one value per --param (PATH=VALUE); run's determinism check speaks of one run."""
+    for command in ("run", "compare"):
+        text = _cli(command, "--help").output
+        assert "--param PATH=VALUE" in text and "V1,V2" not in text, command
+    assert "run this policy on this seed twice" in " ".join(_cli("run", "--help").output.split())
+    assert "--param PATH=V1,V2,..." in _cli("sweep", "--help").output

@@ -67,3 +67,11 @@ def test_a_policy_name_is_never_read_as_terminal_markup():
     result = _result()
     result.arms[0] = _arm("x:Y", "generic", policy_name="[bold red]evil[/]")
     assert any("[bold red]evil[/]" in line for line in _text(compare_table(result)))
+
+
+def test_a_run_tables_title_stays_on_one_line():
+    """The title (scenario, policy, format, seed) does not wrap at the narrow table's width."""
+    run = RunResult(scenario="crm_sync_403", policy="structured", errors="structured", seed=1, breakdowns={},
+                    fault_schedule=[], replay="", metrics={"tasks": 600.0})  # fmt: skip
+    lines = _text(run_table(run), width=100)
+    assert lines[0].strip() == "crm_sync_403: structured on structured errors, seed 1"
