@@ -19,7 +19,7 @@ from fleetchaos.escaping import one_line, rich_text
 from fleetchaos.gates.session import COMMAND, EXIT_GATE, GateSession
 from fleetchaos.results.registry import is_rate
 
-__all__ = ["EXIT_GATE", "HistorySession", "fill_comparisons", "history_options", "show_history"]
+__all__ = ["EXIT_GATE", "HistorySession", "fill_comparisons", "history_options", "in_seed_order", "show_history"]
 
 
 def history_options(command: Callable) -> Callable:
@@ -119,7 +119,9 @@ def _fmt(metrics: dict, name: str) -> str:
     value = metrics.get(name)
     if value is None:
         return "-"
-    return f"{100 * value:.1f}%" if is_rate(name) else f"{value:,.1f}"
+    if is_rate(name):
+        return f"{100 * value:.1f}%"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"  # a count reads as a whole number
 
 
 def show_history(ref: str | None, history_path: Path | None, limit: int, as_json: bool, console) -> None:
@@ -156,7 +158,7 @@ def show_history(ref: str | None, history_path: Path | None, limit: int, as_json
                 click.echo("no run groups stored yet", err=True)
             return
         group = store.resolve(ref)
-        runs = store.runs(group.id)
+        runs = in_seed_order(store.runs(group.id))
         if as_json:
             doc = [
                 {"id": r.id, "key": r.key, "scenario": r.scenario, "policy": r.policy, "errors": r.errors, "seed": r.seed,
@@ -167,13 +169,27 @@ def show_history(ref: str | None, history_path: Path | None, limit: int, as_json
             return
         title = f"group {group.ref} ({group.kind} of {group.scenario}, {group.status}, {group.created_at})"
         table = Table(title=rich_text(title), header_style="bold")
-        for column in ("run", "policy", "errors", "seed", "recovery", "silent fail", "wasted retries", "cost (USD)"):
+        columns = ("run", "policy", "errors", "seed", "success", "recovery", "silent fail", "failed retries",
+                   "wasted retries", "cost (USD)")  # fmt: skip
+        for column in columns:
             table.add_column(column, justify="right" if column not in ("policy", "errors") else "left")
         for r in runs:
             m = r.metrics
-            cells = (str(r.id), r.policy, r.errors, str(r.seed), _fmt(m, "recovery_rate"),
-                     _fmt(m, "silent_failure_rate"), _fmt(m, "wasted_retries"), _fmt(m, "cost_usd"))  # fmt: skip
+            cells = (str(r.id), r.policy, r.errors, str(r.seed), _fmt(m, "success_rate"), _fmt(m, "recovery_rate"),
+                     _fmt(m, "silent_failure_rate"), _fmt(m, "failed_retries"), _fmt(m, "wasted_retries"),
+                     _fmt(m, "cost_usd"))  # fmt: skip
             table.add_row(*(rich_text(one_line(c, 200)) for c in cells))
         console.print(table)
     finally:
         store.close()
+
+
+def in_seed_order(runs: list) -> list:
+    """A group's runs arm by arm (in the order each arm first finished), each arm's by seed.
+
+    Parallel runs are stored as they finish; a reader looks for an arm's seeds together.
+    """
+    first: dict[tuple[str, str], int] = {}
+    for r in runs:
+        first.setdefault((r.policy, r.errors), len(first))
+    return sorted(runs, key=lambda r: (first[(r.policy, r.errors)], r.seed, r.id))

@@ -53,3 +53,16 @@ def test_help_says_one_value_per_param_and_one_run_for_run():
         assert "--param PATH=VALUE" in text and "V1,V2" not in text, command
     assert "run this policy on this seed twice" in " ".join(_cli("run", "--help").output.split())
     assert "--param PATH=V1,V2,..." in _cli("sweep", "--help").output
+
+
+def test_a_groups_runs_are_listed_arm_by_arm_in_seed_order():
+    """Runs stored as parallel workers finished them are shown by arm (first finished first), then by seed."""
+    from types import SimpleNamespace
+
+    from fleetchaos.cli.history import in_seed_order
+
+    stored = [SimpleNamespace(id=i, policy=p, errors="generic", seed=s)
+              for i, (p, s) in enumerate([("b", 3), ("a", 2), ("b", 1), ("a", 1), ("b", 2), ("a", 3)], 1)]  # fmt: skip
+    assert [(r.policy, r.seed) for r in in_seed_order(stored)] == [
+        ("b", 1), ("b", 2), ("b", 3), ("a", 1), ("a", 2), ("a", 3)
+    ]  # fmt: skip
