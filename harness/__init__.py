@@ -43,7 +43,7 @@ _OWN: dict[str, tuple[str, ...]] = {
     "fleetchaos.runs.executors": ("open_executor",),
     "fleetchaos.runs.runner": ("compare", "run_one"),
     "fleetchaos.runs.sweep": ("SweepSpec", "plan_sweep", "run_sweep"),
-    "fleetchaos.scenario.load": ("Scenario", "load_scenario"),
+    "fleetchaos.scenario.load": ("Scenario", "load_scenario", "to_yaml"),
     "fleetchaos.sim.observation": (
         "ACTION_TYPES",
         "Action",

@@ -7,6 +7,7 @@ import hashlib
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_serializer, model_validator
@@ -122,6 +123,10 @@ def estimated_size(world: WorldSpec) -> tuple[float, float]:
 
 class Scenario(WorldSpec):
     """A world plus what it is for: the unit users name on the command line."""
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """How hypothesis prints a falsifying world: its YAML, ready to paste, inside the call that reads it."""
+        printer.text('parse_scenario("""\n' + to_yaml(self) + '""", "world.yaml")')
 
     name: str = Field(min_length=1, max_length=100)
     description: str = Field(default="", description="what the scenario models")
@@ -293,6 +298,19 @@ def parse_scenario(text: str, source: str) -> Scenario:
         raise ScenarioError(format_validation_error(source, exc, text)) from None
     except ValueError as exc:
         raise ScenarioError(f"{source}: {exc}") from None
+
+
+def scenario_document(scenario: Scenario) -> dict[str, Any]:
+    """A scenario as a plain document for YAML or JSON (defaults left out, each fault's kind kept, name first)."""
+    data = scenario.model_dump(mode="json", exclude_defaults=True)
+    data["faults"] = [{"kind": f.kind, **f.model_dump(mode="json", exclude_defaults=True)} for f in scenario.faults]
+    first = {k: data.pop(k) for k in ("name", "description") if k in data}
+    return {**first, **data}
+
+
+def to_yaml(scenario: Scenario) -> str:
+    """A scenario as YAML text, ready to paste into a scenario file; :func:`parse_scenario` reads it back unchanged."""
+    return yaml.safe_dump(scenario_document(scenario), sort_keys=False, width=100)
 
 
 def load_scenario(ref: str) -> Scenario:

@@ -623,3 +623,25 @@ def test_a_schema_error_names_the_line_of_its_place():
     with pytest.raises(ScenarioError) as caught:
         parse_scenario('{"name": "x", "fleet": {"workers": -3}}', "w.json")
     assert "(line" not in str(caught.value)  # JSON: the field path says where
+
+
+@pytest.mark.parametrize("name", ["default", "mixed_production_day", "swarm_worlds", "crm_sync_403"])
+def test_to_yaml_writes_a_scenario_that_loads_back_unchanged(name):
+    """fleetchaos.to_yaml (what a falsifying world prints as) parses back to the very same scenario."""
+    import fleetchaos
+    from fleetchaos.scenario.load import load_scenario, parse_scenario
+
+    scenario = load_scenario(name)
+    assert parse_scenario(fleetchaos.to_yaml(scenario), "pasted.yaml") == scenario
+
+
+def test_hypothesis_prints_a_scenario_as_the_yaml_to_paste():
+    """A falsifying world reads as parse_scenario of its YAML: the YAML between the quotes loads back to it."""
+    from hypothesis.vendor.pretty import pretty
+
+    from fleetchaos.scenario.load import load_scenario, parse_scenario
+
+    scenario = load_scenario("crm_sync_403")
+    shown = pretty(scenario)
+    assert shown.startswith('parse_scenario("""\nname: crm_sync_403\n') and shown.endswith('""", "world.yaml")')
+    assert parse_scenario(shown.split('"""')[1], "world.yaml") == scenario
