@@ -22,13 +22,21 @@ PANELS = (
 )
 
 
-def _fmt(value, ci) -> str:
+#: The panels' metrics that are rates: shown as percentages (their gains in percentage points), as `compare` does.
+RATES = frozenset({"common_recovery_rate", "success_rate", "silent_failure_rate"})
+
+
+def _fmt(value, ci, rate: bool = False, gain: bool = False) -> str:
     if value is None:
         return "n/a"
     lo, hi = ci if ci else (None, None)
+    if rate:
+        sign = "+" if gain else ""
+        text = f"{100 * value:{sign}.1f}{' pp' if gain else '%'}"
+        return text if lo is None or hi is None else f"{text} [{100 * lo:{sign}.1f}, {100 * hi:{sign}.1f}]"
     if lo is None or hi is None:
-        return f"{value:.3g}"
-    return f"{value:.3g} [{lo:.3g}, {hi:.3g}]"
+        return f"{value:,.1f}"
+    return f"{value:,.1f} [{lo:,.1f}, {hi:,.1f}]"
 
 
 def ablation_table(doc: dict) -> str:
@@ -43,9 +51,9 @@ def ablation_table(doc: dict) -> str:
         "|---|---|" + "---|" * len(PANELS) + "---|",
     ]
     for i, step in enumerate(doc["steps"]):
-        cells = [_fmt(step["metrics"].get(m), step["ci"].get(m)) for m, _ in PANELS]
+        cells = [_fmt(step["metrics"].get(m), step["ci"].get(m), rate=m in RATES) for m, _ in PANELS]
         gain = step.get("gain", {}).get("common_recovery_rate")
-        gain_text = _fmt(gain["mean"], gain["ci"]) if gain else "-"
+        gain_text = _fmt(gain["mean"], gain["ci"], rate=True, gain=True) if gain else "-"
         lines.append(f"| {i} | `{step['format']}` | " + " | ".join(cells) + f" | {gain_text} |")
     return "\n".join(lines) + "\n"
 

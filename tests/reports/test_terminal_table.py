@@ -75,3 +75,16 @@ def test_a_run_tables_title_stays_on_one_line():
                     fault_schedule=[], replay="", metrics={"tasks": 600.0})  # fmt: skip
     lines = _text(run_table(run), width=100)
     assert lines[0].strip() == "crm_sync_403: structured on structured errors, seed 1"
+
+
+def test_the_ablation_table_prints_rates_as_percentages_and_gains_in_points():
+    """ablation reads like compare: 48.6% [7.2, 92.1], counts with one decimal, the recovery gain in pp."""
+    from fleetchaos.reports.ablation import ablation_table
+
+    step0 = {"format": "generic", "ci": {"success_rate": [0.0718, 0.921], "wasted_retries": [47.6, 98.4]},
+             "metrics": {"common_recovery_rate": 0.0, "success_rate": 0.486, "wasted_retries": 73.0}}  # fmt: skip
+    step1 = {"format": "ablation:failure_type", "ci": {}, "metrics": {"common_recovery_rate": 0.331},
+             "gain": {"common_recovery_rate": {"mean": 0.331, "ci": [0.299, 0.362]}}}  # fmt: skip
+    text = ablation_table({"scenario": "s", "seeds": [1, 2], "policy": "p", "steps": [step0, step1]})
+    assert "| 48.6% [7.2, 92.1] |" in text and "| 73.0 [47.6, 98.4] |" in text
+    assert "| +33.1 pp [+29.9, +36.2] |" in text and "0.486" not in text
