@@ -69,13 +69,14 @@ def canonical(action) -> Action:
     if isinstance(action, (Retry, Reroute, RefreshCredentials, UseAlternative, Remediate)):
         start = as_index(action.resume_from, "resume_from")
         done = tuple(sorted({as_index(i, "done_items entry") for i in action.done_items}))
-        for cls in (RefreshCredentials, Remediate):  # the base class, as for every action: the driver dispatches on it
-            if isinstance(action, cls):
-                return cls(start, done)
+        for held in (RefreshCredentials, Remediate):  # the base class, as for every action: the driver dispatches on it
+            if isinstance(action, held):
+                return held(start, done)
+        assert isinstance(action, (Reroute, UseAlternative, Retry))  # the other three of the five just checked
         delay = as_number(action.delay_s, "delay_s")
-        for cls in (Reroute, UseAlternative, Retry):
-            if isinstance(action, cls):
-                return cls(delay, start, done)
+        for moved in (Reroute, UseAlternative, Retry):
+            if isinstance(action, moved):
+                return moved(delay, start, done)
     raise TypeError(f"expected an action ({', '.join(t.__name__ for t in ACTION_TYPES)}), got {type(action).__name__}")
 
 
@@ -157,7 +158,7 @@ class ContainedPolicy:
     def choose_worker(self, proposed: int, workers: int, shared, now: float, rec: TaskRecord) -> int:
         """Let the policy move a dispatch (a breaker skipping open workers); a bad answer keeps ``proposed``."""
         try:
-            chosen = as_index(self._choose(proposed, workers, shared, now), "choose_worker()")  # type: ignore[misc]
+            chosen = as_index(self._choose(proposed, workers, shared, now), "choose_worker()")
             if chosen >= workers:
                 raise ValueError(f"choose_worker() returned worker {chosen}; the fleet has {workers}")
             return chosen
@@ -169,13 +170,15 @@ class ContainedPolicy:
             )
             return proposed
 
-    def before_dispatch(self, shared, now: float, first: bool, draw: float, rec: TaskRecord) -> Action | None:
+    def before_dispatch(
+        self, shared, now: float, first: bool, draw: float, rec: TaskRecord
+    ) -> GiveUp | Escalate | None:
         """The policy's verdict on a dispatch about to go out: None sends it; GiveUp or Escalate refuses it.
 
         Anything else it returns, or raises, is recorded as a policy error and the dispatch goes out.
         """
         try:
-            verdict = self._admit(shared, now, first, draw)  # type: ignore[misc]
+            verdict = self._admit(shared, now, first, draw)
             if verdict is None:
                 return None
             action = canonical(verdict)
@@ -189,7 +192,7 @@ class ContainedPolicy:
     def observe(self, obs: Observation, shared, now: float, rec: TaskRecord) -> None:
         """Tell the policy's shared controls about a dispatch's outcome; a raising hook is recorded, not fatal."""
         try:
-            self._observe(obs, shared, now, rec.id)  # type: ignore[misc]
+            self._observe(obs, shared, now, rec.id)
         except PASS_THROUGH:
             raise
         except BaseException as exc:

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Generator
+from typing import cast
 
 import simpy
 
 from fleetchaos.sim import _rng
 from fleetchaos.sim.calls import NO_CLIENT, NO_ITEMS, CallModel, CallOutcome, StepRules, Template
+from fleetchaos.sim.fault_specs import SourceFault
 from fleetchaos.sim.faults import FaultPlan, Partition
 from fleetchaos.sim.fleet import Worker
 from fleetchaos.sim.journal import Journal
@@ -89,7 +91,7 @@ class Dispatcher:
         done: tuple[int, ...],
         sources: dict[tuple[int, int], int],
         workspace: dict[int, float],
-    ) -> Generator:
+    ) -> Generator[simpy.Event, object, AttemptReport | None]:
         """Run the task's steps from ``start`` on ``w`` until one is seen as failed.
 
         Returns the dispatch's AttemptReport (:data:`PLAIN_OK` for a success the format
@@ -205,7 +207,7 @@ class Dispatcher:
                     if retry_at is not None and (token_at is None or retry_at < token_at):
                         token_at = retry_at
             crash_at = w.next_crash_after(now) if finish is not None else math.inf
-            if crash_at < now + longest:
+            if crash_at < now + longest and finish is not None:  # (only a worker that can crash keeps finish)
                 # Calls that finished before the crash took effect; the rest, and the report, are lost.
                 if not garbage:
                     for item in succeeded + committed_anyway:
@@ -464,7 +466,8 @@ class Dispatcher:
             if rule.kind == kind and rule.info.persistent_scope == SOURCE:
                 for item, item_kind in failed:
                     if item_kind == kind:
-                        best = max(best, rule.spec.alternatives - sources.get((si, item), 0))
+                        alternatives = cast(SourceFault, rule.spec).alternatives  # its scope's model has them
+                        best = max(best, alternatives - sources.get((si, item), 0))
         return best
 
     def _drift(self, worker: int, now: float) -> tuple[str | None, tuple[str, ...]]:

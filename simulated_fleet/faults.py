@@ -387,12 +387,12 @@ def build_plan(spec, seed: int) -> FaultPlan:
             for event in fault.events:
                 plan.crashes[event.worker].append((event.at_s, event.at_s + fault.down_s))
         elif isinstance(fault, RateLimit):
-            spans = list(expand_windows(fault.windows, horizon))
+            rate_spans = list(expand_windows(fault.windows, horizon))
             count = round(fault.per_day * horizon / DAY_S)
             for i in range(count):
                 start = _rng.uniform(_rng.key(seed, S_RATE, index, i)) * max(horizon - fault.window_s, 0.0)
-                spans.append((start, start + fault.window_s))
-            rate.extend((s, e, fault.capacity_factor) for s, e in spans)
+                rate_spans.append((start, start + fault.window_s))
+            rate.extend((s, e, fault.capacity_factor) for s, e in rate_spans)
         elif isinstance(fault, NetworkPartition):
             plan.partitions.append(
                 Partition(
@@ -408,9 +408,9 @@ def build_plan(spec, seed: int) -> FaultPlan:
                     (s, e, fault.factor, fault.add_s) for s, e in expand_windows(fault.windows, horizon)
                 )
         elif isinstance(fault, SchemaDrift):
-            spans = expand_windows(fault.windows, horizon) if fault.windows else [(0.0, math.inf)]
+            drift_spans = expand_windows(fault.windows, horizon) if fault.windows else [(0.0, math.inf)]
             for w in targets:
-                plan.drift[w].extend((s, e, fault.version, tuple(fault.missing_fields)) for s, e in spans)
+                plan.drift[w].extend((s, e, fault.version, tuple(fault.missing_fields)) for s, e in drift_spans)
         elif isinstance(fault, GitPushConflict):
             plan.git_branches = fault.branches
             plan.git_tools = frozenset(fault.tools)

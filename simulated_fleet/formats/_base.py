@@ -136,7 +136,7 @@ class StructuredFormat:
 
 
 #: What a field reads as in an envelope version that does not have it.
-_ABSENT = {"partial_success": None, "retry_after_ms": None, "suggested_action": "", "context": {}}
+_ABSENT: dict[str, object] = {"partial_success": None, "retry_after_ms": None, "suggested_action": "", "context": {}}
 
 
 def _older(envelope: AgentToolError, version: str | None, dropped: tuple[str, ...]) -> AgentToolError:
