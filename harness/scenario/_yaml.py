@@ -38,10 +38,10 @@ class _LimitedLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
-    def compose_sequence_node(self, anchor):  # type: ignore[override]
+    def compose_sequence_node(self, anchor):
         return self._nested(super().compose_sequence_node, anchor)
 
-    def compose_mapping_node(self, anchor):  # type: ignore[override]
+    def compose_mapping_node(self, anchor):
         return self._nested(super().compose_mapping_node, anchor)
 
     def _count(self, nodes: int, mark) -> None:
@@ -52,7 +52,7 @@ class _LimitedLoader(yaml.SafeLoader):
                 "scenario files are small documents"
             )
 
-    def compose_node(self, parent, index):  # type: ignore[override]
+    def compose_node(self, parent, index):
         event = self.peek_event()
         if self.check_event(yaml.AliasEvent):  # stands for every node of what it names
             self._count(self._sizes.get(event.anchor, 1), event.start_mark)
@@ -65,7 +65,7 @@ class _LimitedLoader(yaml.SafeLoader):
             self._sizes[anchor] = self._nodes - before
         return node
 
-    def construct_mapping(self, node, deep=False):  # type: ignore[override]
+    def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
             seen = set()
             for key_node, _ in node.value:

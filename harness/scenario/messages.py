@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from fleetchaos.scenario.fields import (
     allowed_range,
@@ -136,7 +137,7 @@ def _value_error(root: type[BaseModel] | None, raw_loc: tuple, where: str, messa
     return message
 
 
-def _one(err: dict, root: type[BaseModel] | None, tags: frozenset[str]) -> str:
+def _one(err: ErrorDetails, root: type[BaseModel] | None, tags: frozenset[str]) -> str:
     """One problem as ``PATH: RULE (got VALUE); FIX``."""
     raw_loc = tuple(err.get("loc", ()))
     loc = tuple(p for p in raw_loc if not (isinstance(p, str) and p in tags))

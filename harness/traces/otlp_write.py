@@ -137,10 +137,10 @@ class OtlpWriter:
                 for span in self._task(event[2], t).dispatch_calls:
                     span["attributes"].extend(_attributes({"fleetchaos.policy.action": str(event[4])}))
             elif kind == "end":
-                task = self._open.pop(event[2], None)
-                if task is not None:
-                    self._close_dispatch(task)
-                    self._finish(task, t, str(event[4]))
+                ended = self._open.pop(event[2], None)
+                if ended is not None:
+                    self._close_dispatch(ended)
+                    self._finish(ended, t, str(event[4]))
 
     def close(self, end_s: float) -> None:
         """Write the tasks still in flight (ended at ``end_s``, claim ``in_flight``) and the last line."""

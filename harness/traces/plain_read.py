@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 
 from fleetchaos.traces.bounded import problem
 from fleetchaos.traces.otlp_read import ReadStats
@@ -99,7 +100,7 @@ class PlainCall(BaseModel):
         return float(value)
 
 
-def _field_of(error: dict) -> str:
+def _field_of(error: ErrorDetails) -> str:
     return ".".join(str(p) for p in error["loc"]) or "(record)"
 
 
