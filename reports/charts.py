@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -53,7 +53,11 @@ def plain_text() -> Iterator[None]:
         yield
 
 
-def save_png(fig: Figure, path: Path | BinaryIO) -> Path | BinaryIO:
+#: Where :func:`save_png` writes, and so what it returns: a path or a binary file object.
+PngTarget = TypeVar("PngTarget", Path, BinaryIO)
+
+
+def save_png(fig: Figure, path: PngTarget) -> PngTarget:
     """Write ``fig`` as PNG to ``path`` (atomically, never through a symlink) or into a binary file object.
 
     A chart drawn in a worker (:mod:`fleetchaos.reports.drawing`) is rendered into memory

@@ -47,13 +47,13 @@ class LatencyFit:
 
 
 def fit_latency(tool: str, durations) -> LatencyFit | None:
-    """The fit of one tool's successful call durations (None with fewer than 2 calls)."""
+    """The fit of one tool's successful call durations (None without any; one call's duration is a constant)."""
     import numpy as np
     from scipy import stats
 
     x = np.sort(np.maximum(np.asarray(durations, dtype=np.float64), MIN_DURATION_S))
     n = len(x)
-    if n < 2:
+    if n == 0:
         return None
     if n > MAX_FIT_SAMPLES:
         x = x[np.linspace(0, n - 1, MAX_FIT_SAMPLES).round().astype(np.int64)]

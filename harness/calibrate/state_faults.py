@@ -136,8 +136,8 @@ def fit_rate_limit(ctx: Context) -> tuple[list[Fitted], dict, list[str]]:
         inside |= (rel >= w.start_s) & (rel < w.end_s)
     busy = np.bincount(index[failed & ~inside], minlength=bins) > 0
     if busy.any():
-        served = np.bincount(index[ok & ~inside], minlength=bins)[busy] / bin_s
-        rate = float(np.median(served))
+        served_rates = np.bincount(index[ok & ~inside], minlength=bins)[busy] / bin_s
+        rate = float(np.median(served_rates))
         comments.append(
             f"{int((failed & ~inside).sum())} rate-limit failures outside windows: the bucket binds there; its rate is "
             f"the median served rate of the {int(busy.sum())} 10-minute bins with refusals ({rate:.4g} calls/s)"

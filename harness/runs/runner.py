@@ -76,7 +76,7 @@ def run_one(
     params: Sequence[tuple[str, Any]] = (),
     trace: bool = False,
     trace_label: str = "traced run",
-    on_trace: Callable[[Any], None] | None = None,
+    on_trace: Callable[[Any], object] | None = None,
     time_limit_s: float | None = None,
 ) -> RunResult:
     """Simulate one arm on one seed and judge every task.
