@@ -426,7 +426,7 @@ class RunAccumulator:
         steps, times = self._recovered()
         return {
             "steps_to_recovery": sorted(float(s) for s in steps if s is not None),
-            "time_to_recovery_s": sorted(rounded(x) for x in times if x is not None),  # type: ignore[type-var]
+            "time_to_recovery_s": sorted(rounded(x) for x in times if x is not None),
         }
 
 

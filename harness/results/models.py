@@ -6,7 +6,7 @@ Floats are rounded to 6 decimals so a result serialises to the same bytes everyw
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,6 +16,10 @@ DIGITS = 6
 SAMPLE_LIMIT = 2000
 
 
+@overload
+def rounded(value: float) -> float: ...
+@overload
+def rounded(value: float | None) -> float | None: ...
 def rounded(value: float | None) -> float | None:
     """A float rounded for stable output (None stays None)."""
     return None if value is None else round(float(value), DIGITS)

@@ -245,7 +245,7 @@ class Variant:
 
     def policy_spec(self, policy: str) -> str:
         """``policy`` with this variant's ``policy.NAME`` values set: the spec its runs run and record."""
-        pairs = [(policy_param_name(p), v) for p, v in self.params if policy_param_name(p) is not None]
+        pairs = [(name, v) for p, v in self.params if (name := policy_param_name(p)) is not None]
         return with_params(policy, pairs) if pairs else policy
 
 
@@ -356,8 +356,8 @@ def aggregate(policy: str, errors: str, runs: list[RunResult], confidence: float
             breakdowns.setdefault(key, Counter()).update(counts)
     samples: dict[str, list[float]] = {}
     for r in runs:
-        for key, values in r.samples.items():
-            samples.setdefault(key, []).extend(values)
+        for key, drawn in r.samples.items():
+            samples.setdefault(key, []).extend(drawn)
     return ArmResult(
         policy=policy,
         errors=errors,

@@ -22,7 +22,7 @@ TIMELINE_ACTIONS = frozenset({"Reroute", "RefreshCredentials", "Escalate", "Give
 
 
 def _t(value: float) -> float:
-    return rounded(value)  # type: ignore[return-value]
+    return rounded(value)
 
 
 def timeline_of(output, *, label: str, policy: str, errors: str, seed: int, replay: str, workers: int) -> Timeline:
@@ -55,7 +55,7 @@ def timeline_of(output, *, label: str, policy: str, errors: str, seed: int, repl
         (_t(t), int(worker), str(kind), error_code(str(kind)), str(tool))
         for t, kind, tool, worker, _task in output.fault_log
     ]
-    partitions = []
+    partitions: list[tuple[float, float, list[int] | None]] = []
     for p in getattr(plan, "partitions", []):
         cut = None if p.workers is None else sorted(p.workers)
         partitions.extend((*span(a, b), cut) for a, b in p.spans.spans if a < end)
@@ -70,7 +70,7 @@ def timeline_of(output, *, label: str, policy: str, errors: str, seed: int, repl
         end_s=_t(end),
         disk_full=[[span(a, b) for a, b in spans if a < end] for spans in plan.disk_full],
         key_expiries=[[_t(t) for t in times if t < end] for times in plan.key_expiries],
-        rate_windows=[(*span(a, b), rounded(f)) for a, b, f in plan.rate_windows if a < end],  # type: ignore[misc]
+        rate_windows=[(*span(a, b), rounded(f)) for a, b, f in plan.rate_windows if a < end],
         dispatches=dispatches,
         faults=faults,
         actions=actions,
