@@ -20,7 +20,7 @@ Light to import (standard library, the registry and the regression rule).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,9 +154,9 @@ def _entries(doc: Any, origin: str) -> list[BaselineEntry]:
             out.append(BaselineEntry(scenario, policy, errors, metrics, seeds, origin, True, per_seed))
         return out
     if "seed" in doc and "metrics" in doc:
-        seed = doc.get("seed")
+        raw_seed = doc.get("seed")
+        seed = raw_seed if isinstance(raw_seed, int) and not isinstance(raw_seed, bool) else None
         metrics = _metrics(doc, origin)
-        known = isinstance(seed, int) and not isinstance(seed, bool)
         sets = _task_sets(doc)
         return [
             BaselineEntry(
@@ -164,11 +164,11 @@ def _entries(doc: Any, origin: str) -> list[BaselineEntry]:
                 _str(doc, "policy", origin),
                 _str(doc, "errors", origin),
                 metrics,
-                [seed] if known else [],
+                [seed] if seed is not None else [],
                 origin,
                 False,
-                {seed: metrics} if known else {},
-                {seed: sets} if known and sets else {},
+                {seed: metrics} if seed is not None else {},
+                {seed: sets} if seed is not None and sets else {},
             )
         ]
     raise UserError(
@@ -197,7 +197,7 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def _average(found: list[Mapping[str, float | None]]) -> dict[str, float | None]:
+def _average(found: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
     """Each metric's mean over several runs' metrics (None where none has a value)."""
     names = dict.fromkeys(k for m in found for k in m)
     return {name: _mean([m.get(name) for m in found]) for name in names}
@@ -262,7 +262,7 @@ def _expected_runs(group) -> int | None:
     lists = [meta.get(key) for key in ("policies", "errors", "seeds")]
     if not all(isinstance(x, list) for x in lists):
         return None
-    return len(lists[0]) * len(lists[1]) * len(lists[2])  # type: ignore[arg-type]
+    return len(lists[0]) * len(lists[1]) * len(lists[2])
 
 
 def _baseline_group(store, ref: str, option: str, allow_partial: bool, partial_option: str):

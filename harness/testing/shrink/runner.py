@@ -93,11 +93,16 @@ def shrink(
     metrics, outcomes, output = probe.run(scenario)
     if task_silent is not None:
         prop = task_property(outcomes, task_silent)
-    elif not prop.holds(metrics, outcomes):  # type: ignore[union-attr]
-        value = metrics.get(prop.metric)  # type: ignore[union-attr]
+    assert prop is not None  # exactly one of task_silent and prop is given (checked above)
+    if task_silent is None and not prop.holds(metrics, outcomes):
+        if isinstance(prop, TaskSilent):
+            raise UserError(
+                f"prop: on the original run it is not so that {prop.describe()}; give a property that holds"
+            )
+        value = metrics.get(prop.metric)
         shown = "undefined" if value is None else f"{value:g}"
         raise UserError(
-            f"--property {prop.expression()}: the original run does not fail it ({prop.metric} is {shown}); "  # type: ignore[union-attr]
+            f"--property {prop.expression()}: the original run does not fail it ({prop.metric} is {shown}); "
             "give a property that holds on the run you want to shrink"
         )
     resolved = list(output.plan.resolved)
