@@ -150,7 +150,7 @@ def show_history(ref: str | None, history_path: Path | None, limit: int, as_json
             for g in groups:
                 policies, formats, seeds = (_listed(g.meta, key) for key in ("policies", "errors", "seeds"))
                 seed_text = (f"{seeds[0]}..{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])) if seeds else "-"
-                cells = (g.ref, g.created_at.replace("+00:00", ""), g.kind, g.scenario, g.label or "", g.status,
+                cells: tuple[str, ...] = (g.ref, g.created_at.replace("+00:00", ""), g.kind, g.scenario, g.label or "", g.status,
                          str(g.runs), f"{len(policies)} x {len(formats)}", seed_text)  # fmt: skip
                 table.add_row(*(rich_text(one_line(c, 200)) for c in cells))  # stored text is data, never markup
             console.print(table)

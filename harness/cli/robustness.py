@@ -110,8 +110,8 @@ def robustness(
     if report is not None:
         from fleetchaos.reports.robustness import write_robustness_report
 
-        for path in write_robustness_report(result, report):
-            stderr_console().print(f"wrote {path}", highlight=False)
+        for written in write_robustness_report(result, report):
+            stderr_console().print(f"wrote {written}", highlight=False)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
         return

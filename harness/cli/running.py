@@ -362,7 +362,9 @@ def compare(
         from fleetchaos.reports import compare_table
 
         stdout_console().print(compare_table(result, wide=wide))
-        if getattr(result, "tuning", None) is not None:
+        from fleetchaos.results.studies import TunedCompareResult
+
+        if isinstance(result, TunedCompareResult):
             from fleetchaos.reports.studies import gap_headline, gap_table
 
             click.echo(gap_headline(result.tuning))

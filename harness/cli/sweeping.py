@@ -190,7 +190,7 @@ def sweep(
 
     def on_result(_key, result) -> None:
         nonlocal finished
-        if store is not None:
+        if store is not None and group_id is not None:  # (opened together)
             store.add_run(group_id, result)
         finished += 1
         advance(1)
@@ -211,7 +211,7 @@ def sweep(
         raise  # the command line's handler exits 130 (Ctrl-C) or 143 (SIGTERM)
     finally:
         executor.shutdown()
-        if store is not None:
+        if store is not None and group_id is not None:
             store.finish_group(group_id, status)
             store.close()
     if report is not None:
@@ -223,8 +223,8 @@ def sweep(
         finally:
             if pool is not None:
                 pool.shutdown()
-        for path in written:
-            err.print(f"wrote {path}", highlight=False)
+        for written_path in written:
+            err.print(f"wrote {written_path}", highlight=False)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
         return
