@@ -102,8 +102,8 @@ class TaskCsvWriter:
             return (order.get(arm, len(order)), arm, int(row["seed"]), int(row["id"]))
 
         rows.sort(key=key)
-        with atomic_write(self.path, "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=fields, lineterminator="\n")
+        with atomic_write(self.path, "w", newline="") as out:
+            writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
             writer.writeheader()
             writer.writerows(rows)
         self.partial.unlink()
