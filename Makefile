@@ -22,6 +22,7 @@ demo: $(STAMP)
 check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python .ci/typecheck.py
 
 test: check
 	$(BIN)/python -m pytest -q -m "not slow" -n 2
