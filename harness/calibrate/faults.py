@@ -70,14 +70,14 @@ class Context:
     bin_s: float
     notes: list[str] = field(default_factory=list)
 
-    def sim_time(self, unix):
+    def sim_time(self, unix: NDArray[np.float64]) -> NDArray[np.float64]:
         """Unix seconds as simulated seconds from the origin."""
         return unix - self.origin_s
 
     def kind_code(self, name: str) -> int:
         return FAULT_KINDS.index(name)
 
-    def eligible(self, name: str):
+    def eligible(self, name: str) -> NDArray[np.bool_]:
         """Calls that reached ``name``'s stage: no earlier-stage failure, not unmapped (and API calls for API kinds)."""
         import numpy as np
 

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # NumPy is imported when a fit is made, not on import
+    from numpy.typing import ArrayLike
 
 #: Durations are fitted on at most this many calls per tool (an evenly spaced subsample
 #: of the sorted values beyond it: the KS distance of 200,000 points is exact to ~0.003).
@@ -46,7 +50,7 @@ class LatencyFit:
         return best[0] if best[1] < self.ks_d else "lognormal"
 
 
-def fit_latency(tool: str, durations) -> LatencyFit | None:
+def fit_latency(tool: str, durations: ArrayLike) -> LatencyFit | None:
     """The fit of one tool's successful call durations (None without any; one call's duration is a constant)."""
     import numpy as np
     from scipy import stats

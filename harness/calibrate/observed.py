@@ -161,6 +161,6 @@ class Calls:
     def __len__(self) -> int:
         return len(self.task)
 
-    def kind_mask(self, name: str):
+    def kind_mask(self, name: str) -> NDArray[np.bool_]:
         """Calls that failed with fault kind ``name``."""
         return self.kind == FAULT_KINDS.index(name)
