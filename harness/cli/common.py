@@ -13,14 +13,18 @@ import os
 import signal
 import sys
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from rich.console import Console
 from rich.markup import escape
 
 from fleetchaos.errors import UserError
+
+if TYPE_CHECKING:
+    from fleetchaos.scenario.load import Scenario
 
 __all__ = [
     "EXIT_INTERNAL",
@@ -62,7 +66,7 @@ EXIT_TERMINATED = 143
 class Confidence(click.FloatRange):
     """A confidence level in [0.5, 0.999]; unlike click.FloatRange it refuses nan (which passes every bound)."""
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         """The float, or a usage error naming the option."""
         number = super().convert(value, param, ctx)
         if number != number:
@@ -117,7 +121,9 @@ def _single_values(options: tuple[str, ...], command: str) -> list[tuple[str, ob
     return pairs
 
 
-def apply_single_params(spec, ref: str, options: tuple[str, ...], command: str = "run"):
+def apply_single_params(
+    spec: Scenario, ref: str, options: tuple[str, ...], command: str = "run"
+) -> tuple[Scenario, tuple[tuple[str, Any], ...]]:
     """Apply ``--param PATH=VALUE`` scenario options that each give exactly one value.
 
     ``policy.NAME=VALUE`` options are not scenario values: split them off first with
@@ -178,7 +184,7 @@ class ErrorHandlingGroup(click.Group):
     keeps its finished runs and marks its history group interrupted; exit 130 or 143.
     """
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: click.Context) -> Any:
         from concurrent.futures.process import BrokenProcessPool
 
         from fleetchaos.errors import RunTimeLimitError
@@ -225,7 +231,7 @@ class ErrorHandlingGroup(click.Group):
             sys.exit(EXIT_INTERNAL)
 
 
-def seeds_to_run(spec, seeds: int | None, first_seed: int | None) -> list[int]:
+def seeds_to_run(spec: Scenario, seeds: int | None, first_seed: int | None) -> list[int]:
     """The seeds to run: --seeds/--first-seed when given, else the scenario's own seeds, else 1..10."""
     if seeds is None and first_seed is None and spec.seeds:
         return list(spec.seeds)
@@ -328,7 +334,13 @@ run_determinism_option = click.option(
 )
 
 
-def run_determinism_check(spec, scenario_ref: str, arms: list[tuple[str, str]], seeds: list[int], runs=None) -> None:
+def run_determinism_check(
+    spec: Scenario | None,
+    scenario_ref: str,
+    arms: list[tuple[str, str]],
+    seeds: list[int],
+    runs: Sequence[tuple[Scenario, str, str, int, str]] | None = None,
+) -> None:
     """The --check-determinism mode: exit 0 if every arm and seed ran the same twice, else 1.
 
     ``runs`` (a sweep's ``(scenario, policy, errors, seed, replay)`` tuples) replaces spec x arms x seeds.
@@ -337,16 +349,17 @@ def run_determinism_check(spec, scenario_ref: str, arms: list[tuple[str, str]], 
 
     err = stderr_console()
     if runs is None:
+        assert spec is not None  # without runs the check is of one scenario's arms and seeds
         mismatches = check_determinism(spec, scenario_ref, arms, seeds)
-        runs = len(arms) * len(seeds)
+        count = len(arms) * len(seeds)
     else:
         mismatches = check_runs(runs)
-        runs = len(runs)
+        count = len(runs)
     for mismatch in mismatches:
         err.print(f"[red]error:[/red] {escape(mismatch.message())}", highlight=False)
     if mismatches:
         err.print(
-            f"determinism check failed: {len(mismatches)} of {runs} runs differ between two runs", highlight=False
+            f"determinism check failed: {len(mismatches)} of {count} runs differ between two runs", highlight=False
         )
         sys.exit(1)
-    err.print(f"determinism check passed: {runs} runs, each run twice, identical event logs", highlight=False)
+    err.print(f"determinism check passed: {count} runs, each run twice, identical event logs", highlight=False)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import click
+from rich.console import Console
 
 from fleetchaos.escaping import one_line, rich_text
 from fleetchaos.gates.session import COMMAND, EXIT_GATE, GateSession
@@ -96,7 +97,7 @@ class HistorySession(GateSession):
         )
 
 
-def fill_comparisons(result):
+def fill_comparisons(result: object) -> object:
     """Add paired verdicts to a comparison loaded from an older results file that has none."""
     from fleetchaos.results.models import CompareResult
 
@@ -124,7 +125,7 @@ def _fmt(metrics: dict, name: str) -> str:
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"  # a count reads as a whole number
 
 
-def show_history(ref: str | None, history_path: Path | None, limit: int, as_json: bool, console) -> None:
+def show_history(ref: str | None, history_path: Path | None, limit: int, as_json: bool, console: Console) -> None:
     """Print the stored groups (newest first), or the runs of the group ``ref`` names."""
     import json
 

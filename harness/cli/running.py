@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -82,7 +83,7 @@ def run(
     traces_dir: Path | None = None,
     time_limit: float | None = None,
     check_determinism: bool = False,
-    **history_args,
+    **history_args: Any,
 ) -> None:
     """Simulate one policy on one error format for one seed.
 
@@ -206,7 +207,7 @@ def compare(
     time_limit: float | None = None,
     traces_dir: Path | None = None,
     check_determinism: bool = False,
-    **history_args,
+    **history_args: Any,
 ) -> None:
     """Every policy on every error format, on the same seeds (the same faults).
 

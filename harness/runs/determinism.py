@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fleetchaos.policies.registry import get_policy
@@ -64,7 +65,7 @@ class Mismatch:
         )
 
 
-def check_runs(runs) -> list[Mismatch]:
+def check_runs(runs: Iterable[tuple[Scenario, str, str, int, str]]) -> list[Mismatch]:
     """Run each ``(scenario, policy, errors, seed, replay command)`` twice; the runs whose fingerprints differ."""
     mismatches = []
     for scenario, policy, errors, seed, replay in runs:
