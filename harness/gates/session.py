@@ -24,11 +24,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleetchaos.errors import UserError
 from fleetchaos.gates.baseline import Baseline, load_baseline
 from fleetchaos.gates.regression import Arm, Check, arm_of, check_arms, default_rules, match_group, parse_fail_ons
+
+if TYPE_CHECKING:
+    from fleetchaos.results.models import RunResult
+    from fleetchaos.scenario.load import Scenario
 
 __all__ = [
     "COMMAND",
@@ -162,7 +166,7 @@ class GateSession:
 
     # -- storing runs as they arrive ------------------------------------------------------
 
-    def start(self, kind: str, spec, meta: dict[str, Any]) -> None:
+    def start(self, kind: str, spec: Scenario, meta: dict[str, Any]) -> None:
         """Open the history group this command's runs are stored in."""
         if self.store is None:
             return
@@ -171,7 +175,7 @@ class GateSession:
         meta = {"scenario_hash": scenario_hash(spec), **meta}
         self.group_id = self.store.new_group(kind, spec.name, label=self.label, meta=meta)
 
-    def add(self, result) -> None:
+    def add(self, result: RunResult) -> None:
         """Store one finished run (in its own transaction), and keep its figures for the gate if there is one."""
         self.finished += 1
         if self.baseline is not None:
@@ -322,7 +326,7 @@ class _Figures:
     first_error: str = ""
 
 
-def policy_error_count(result) -> tuple[int, str]:
+def policy_error_count(result: RunResult) -> tuple[int, str]:
     """(tasks given up because the policy errored, the most frequent message) of a run result."""
     by_message = (getattr(result, "breakdowns", None) or {}).get("policy_errors_by_message") or {}
     count = sum(by_message.values()) if by_message else round((result.metrics or {}).get("policy_errors") or 0)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -29,6 +29,9 @@ from fleetchaos.results.common_set import apply_common_sets
 from fleetchaos.results.models import RunResult, SweepEntry, SweepResult
 from fleetchaos.scenario.params import ParamError, apply_params, format_value, grid_points, parse_path
 from fleetchaos.seeds import seeds_problem
+
+if TYPE_CHECKING:
+    from fleetchaos.gates.history import HistoryStore
 
 DEFAULT_POLICIES = ("blind-retry", "backoff", "structured")
 DEFAULT_FORMATS = ("generic", "structured")
@@ -288,7 +291,7 @@ def _policy_points(policies: tuple[str, ...], grid: dict[str, list[Any]]) -> lis
 SWEEP_KIND = "sweep"
 
 
-def open_group(store, plan: SweepPlan, *, resume: bool) -> tuple[int, dict[str, RunResult]]:
+def open_group(store: HistoryStore, plan: SweepPlan, *, resume: bool) -> tuple[int, dict[str, RunResult]]:
     """The history group this sweep writes to, and the runs it already holds (by key).
 
     With ``resume``, the newest stored group of the same sweep (same scenario hashes,

@@ -9,13 +9,16 @@ kept, so a timeline stays small enough to travel inside ``results.json``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleetchaos.results.metrics import error_code
 from fleetchaos.results.models import ArmResult, Timeline, rounded
 from fleetchaos.results.registry import lead_metrics
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.workload import is_closed_loop
+
+if TYPE_CHECKING:
+    from fleetchaos.sim.world import RunOutput  # SimPy: for the type checker only
 
 #: Recovery actions a timeline keeps (a plain Retry shows as the next dispatch instead).
 TIMELINE_ACTIONS = frozenset({"Reroute", "RefreshCredentials", "Escalate", "GiveUp", "UseAlternative"})
@@ -25,7 +28,9 @@ def _t(value: float) -> float:
     return rounded(value)
 
 
-def timeline_of(output, *, label: str, policy: str, errors: str, seed: int, replay: str, workers: int) -> Timeline:
+def timeline_of(
+    output: RunOutput, *, label: str, policy: str, errors: str, seed: int, replay: str, workers: int
+) -> Timeline:
     """The timeline of one run from its :class:`fleetchaos.sim.world.RunOutput`.
 
     ``output.trace`` must have been recorded (``World(..., trace=True)``).  Unknown trace
@@ -34,6 +39,7 @@ def timeline_of(output, *, label: str, policy: str, errors: str, seed: int, repl
     """
     if output.trace is None:
         raise ValueError("timeline_of needs a traced run: build the World with trace=True")
+    assert output.fault_log is not None  # a traced world keeps its fault log
     plan = output.plan
     end = float(output.end_s)
 
