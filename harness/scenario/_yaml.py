@@ -11,6 +11,9 @@ anything walks it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import yaml
 
 MAX_DEPTH = 32
@@ -85,7 +88,7 @@ class _LimitedLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-def load_yaml(text: str):
+def load_yaml(text: str) -> Any:
     """Parse one YAML document with the limits above."""
     loader = _LimitedLoader(text)
     try:
@@ -94,7 +97,7 @@ def load_yaml(text: str):
         loader.dispose()
 
 
-def line_finder(text: str):
+def line_finder(text: str) -> Callable[[tuple[Any, ...]], int | None]:
     """``line_of(loc)``: the 1-based line of the YAML node at a validation error's place, or None.
 
     ``loc`` is pydantic's path (field names and list indexes); a part that names no key at

@@ -16,6 +16,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import annotated_types
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 __all__ = [
@@ -143,7 +144,8 @@ class FieldAt:
         self.annotation = annotation
 
     @property
-    def field(self):
+    def field(self) -> FieldInfo | None:
+        """The field's pydantic definition, None when the location names no field of a model."""
         if self.model is None or self.field_name is None:
             return None
         return self.model.model_fields.get(self.field_name)

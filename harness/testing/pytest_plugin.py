@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,7 @@ from fleetchaos.testing.plugin_support import MARKER_KEYS, ini_confidence, ini_s
 from fleetchaos.testing.summary import summary_lines, summary_row
 
 if TYPE_CHECKING:
+    from fleetchaos.real.fixture import FleetChaosReal
     from fleetchaos.testing.suite import ScenarioResult
 
 __all__ = ["MARKER_KEYS", "FleetChaos"]
@@ -440,7 +442,7 @@ def fleetchaos(request: pytest.FixtureRequest) -> FleetChaos:
 
 
 @pytest.fixture
-def fleetchaos_real(fleetchaos: FleetChaos):
+def fleetchaos_real(fleetchaos: FleetChaos) -> FleetChaosReal:
     """Drives the scenario's faults into real code: ``check_contract``, ``parity`` and ``run`` (see docs/real-code.md)."""
     from fleetchaos.real.fixture import FleetChaosReal
 
@@ -457,7 +459,7 @@ def fleetchaos_result(fleetchaos: FleetChaos) -> ScenarioResult:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item):
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     """Fail a test whose scenario runs regressed (or whose policy errored), once its body has passed.
 
     While the body runs, every ``assert_rate`` that passes on weak evidence is recorded
@@ -481,7 +483,7 @@ def pytest_runtest_call(item: pytest.Item):
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     """Attach the test's scenario rows to its call report (xdist carries them to the controller)."""
     report = yield
     if report.when == "call":

@@ -125,6 +125,7 @@ def shrink(
         notes.append(f"stopped at the trial budget ({max_trials}); the run below is the smallest failing one found")
     minimal = s.build(current)
     _m, _o, final = s.run(minimal)
+    assert final.fault_log is not None  # a world without a sink keeps its fault log
     met = sorted({CallEvent(t, k, w, tool, ()) for t, k, tool, w, _task in final.fault_log if k in CALL_KINDS})
     return ShrinkResult(
         met=met,
