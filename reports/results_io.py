@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from fleetchaos.escaping import csv_cell, csv_row
 from fleetchaos.files import FileTooLargeError, StrictJsonError, atomic_write, loads_json, read_text_bounded
 from fleetchaos.results.models import CompareResult, RunResult
@@ -42,7 +44,7 @@ def _encode(obj: Any, level: int, in_list: bool) -> str:
     return "[\n" + ",\n".join(parts) + "\n" + "  " * level + "]"
 
 
-def dumps(model) -> str:
+def dumps(model: BaseModel) -> str:
     """A result model as readable, compact JSON: short and flat containers stay on one line.
 
     Values are exactly pydantic's JSON serialisation; only the whitespace differs.

@@ -24,7 +24,7 @@ from typing import Protocol, cast
 
 from fleetchaos.sim import _rng
 from fleetchaos.sim.capacity import Provider, build_providers
-from fleetchaos.sim.config import FleetSpec, lognormal_params
+from fleetchaos.sim.config import FleetSpec, TemplateSpec, lognormal_params
 from fleetchaos.sim.fault_specs import BatchFault, HangingFault, SourceFault
 from fleetchaos.sim.faults import CALL_STAGES, CallRule, FaultPlan
 from fleetchaos.sim.kinds import KINDS, SOURCE, TASK_STEP, TASK_STEP_ITEM, WORKER_TOOL, FaultKind
@@ -136,7 +136,7 @@ class Template:
     budget_calls: int | None
 
 
-def compile_template(index: int, template, plan: FaultPlan) -> Template:
+def compile_template(index: int, template: TemplateSpec, plan: FaultPlan) -> Template:
     """A :class:`~fleetchaos.sim.config.TemplateSpec` compiled once per run."""
     steps = []
     names = [s.tool for s in template.steps]

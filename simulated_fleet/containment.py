@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import SupportsFloat
 
 from fleetchaos.sim.interrupts import PASS_THROUGH, check_expired, describe_exception, exception_parts, policy_text
 from fleetchaos.sim.ledger import TaskRecord
@@ -39,7 +40,7 @@ from fleetchaos.sim.observation import (
 from fleetchaos.sim.transport import TransportRetry, TransportSpecError, transport_layers
 
 
-def as_number(value, what: str) -> float:
+def as_number(value: SupportsFloat, what: str) -> float:
     """A finite, non-negative float from any real number (numpy scalars included)."""
     if isinstance(value, bool):
         raise TypeError(f"{what} must be a number, got a bool")
@@ -49,7 +50,7 @@ def as_number(value, what: str) -> float:
     return number
 
 
-def as_index(value, what: str) -> int:
+def as_index(value: SupportsFloat, what: str) -> int:
     """A non-negative whole number from any real number."""
     number = as_number(value, what)
     if number != int(number):
@@ -57,7 +58,7 @@ def as_index(value, what: str) -> int:
     return int(number)
 
 
-def canonical(action) -> Action:
+def canonical(action: object) -> Action:
     """Rebuild a policy's action as a checked instance of one of the action classes."""
     for cls in (Escalate, Rollback, DeadLetter):
         if isinstance(action, cls):
@@ -155,7 +156,7 @@ class ContainedPolicy:
             rec.policy_error = policy_text(f"policy returned an action that raised {describe_exception(exc)}")
             return GiveUp()
 
-    def choose_worker(self, proposed: int, workers: int, shared, now: float, rec: TaskRecord) -> int:
+    def choose_worker(self, proposed: int, workers: int, shared: object, now: float, rec: TaskRecord) -> int:
         """Let the policy move a dispatch (a breaker skipping open workers); a bad answer keeps ``proposed``."""
         try:
             chosen = as_index(self._choose(proposed, workers, shared, now), "choose_worker()")
@@ -171,7 +172,7 @@ class ContainedPolicy:
             return proposed
 
     def before_dispatch(
-        self, shared, now: float, first: bool, draw: float, rec: TaskRecord
+        self, shared: object, now: float, first: bool, draw: float, rec: TaskRecord
     ) -> GiveUp | Escalate | None:
         """The policy's verdict on a dispatch about to go out: None sends it; GiveUp or Escalate refuses it.
 
@@ -189,7 +190,7 @@ class ContainedPolicy:
             rec.policy_error = rec.policy_error or f"policy before_dispatch() failed: {type(exc).__name__}: {exc}"[:500]
             return None
 
-    def observe(self, obs: Observation, shared, now: float, rec: TaskRecord) -> None:
+    def observe(self, obs: Observation, shared: object, now: float, rec: TaskRecord) -> None:
         """Tell the policy's shared controls about a dispatch's outcome; a raising hook is recorded, not fatal."""
         try:
             self._observe(obs, shared, now, rec.id)

@@ -17,9 +17,10 @@ import itertools
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from fleetchaos.sim import _rng
-from fleetchaos.sim.config import DAY_S
+from fleetchaos.sim.config import DAY_S, WorldSpec
 from fleetchaos.sim.fault_specs import (
     Burst,
     DiskFull,
@@ -34,6 +35,7 @@ from fleetchaos.sim.fault_specs import (
     SchemaDrift,
     Window,
     _CallFault,
+    _Fault,
 )
 from fleetchaos.sim.kinds import BATCH, MASKING, PERSISTENT, TRANSIENT, FaultKind, fault_kind, kinds_in
 
@@ -43,6 +45,8 @@ S_RATE = _rng.stream_id("fault:rate_limit")
 S_CRASH = _rng.stream_id("fault:node_crash")
 S_BURST = _rng.stream_id("fault:burst")
 S_SWARM = _rng.stream_id("fault:swarm")
+
+_FaultT = TypeVar("_FaultT", bound=_Fault)
 
 #: The stages of a tool call whose faults are compiled into :class:`CallRule`s.
 CALL_STAGES = (PERSISTENT, TRANSIENT, BATCH, MASKING)
@@ -315,11 +319,11 @@ def poisson_times(seed: int, stream: int, index: int, worker: int, per_day: floa
         n += 1
 
 
-def resolve_swarm(fault, seed: int, index: int):
+def resolve_swarm(fault: _FaultT, seed: int, index: int) -> _FaultT:
     """The fault with its ``swarm`` parameters drawn for this seed."""
     if not fault.swarm:
         return fault
-    updates = {}
+    updates: dict[str, float] = {}
     for name, (low, high) in sorted(fault.swarm.items()):
         u = _rng.uniform(_rng.key(seed, S_SWARM, index, _rng.stream_id(name)))
         value = low + u * (high - low)
@@ -329,7 +333,7 @@ def resolve_swarm(fault, seed: int, index: int):
     return type(fault).model_validate({**fault.model_dump(), **updates, "swarm": None})
 
 
-def build_plan(spec, seed: int) -> FaultPlan:
+def build_plan(spec: WorldSpec, seed: int) -> FaultPlan:
     """Realise every fault of a WorldSpec for ``seed``."""
     n = spec.fleet.workers
     horizon = spec.duration_s

@@ -205,7 +205,7 @@ def plain_number(x: float) -> str:
     return f"{x:g}"
 
 
-def allowed_range(field) -> str:
+def allowed_range(field: FieldInfo | None) -> str:
     """A field's numeric and length constraints in words: ``0 <= value <= 1``, ``> 0``, ``length >= 1``."""
     if field is None:
         return ""
