@@ -118,10 +118,11 @@ class ExceptionMap:
                 entry = self._table[key]
                 break
         if isinstance(entry, type):
+            cls: type[BaseException] = entry
             message = failure_message(observation)
-            if issubclass(entry, ToolCallError):
-                return entry(message, code=code, category=category)
-            return entry(message)
+            if issubclass(cls, ToolCallError):
+                return cls(message, code=code, category=category)
+            return cls(message)
         made = entry(observation)
         if not isinstance(made, BaseException):
             raise ExceptionMapError(

@@ -16,7 +16,7 @@ import importlib.metadata
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from fleetchaos.policies.blocks import Policy as Recipe
 from fleetchaos.policies.builtins import Backoff, BlindRetry, FailureTypeRouter, RawParsing, StructuredDecisionTree
@@ -249,7 +249,7 @@ def _instantiate(subject: str, attr: str, target, *, fix: str, label: str | None
         raise PolicyLookupError(f"{subject}: {attr}() failed ({describe_exception(exc)}); {fix}") from None
     if not has_decide and is_retry_config(policy):
         try:
-            return from_tenacity(policy, name=label or attr)
+            return cast(RecoveryPolicy, from_tenacity(policy, name=label or attr))  # frozen: its name is read-only
         except RetryTranslationError as exc:
             raise PolicyLookupError(f"{subject}: {exc.reason}") from None
     if not has_decide:

@@ -85,14 +85,14 @@ class _Join(BlockBase):
 
     __slots__ = ()
     _op = "?"
+    members: tuple[Any, ...]
 
     def __repr__(self) -> str:
-        members = self.members  # type: ignore[attr-defined]
-        if len(members) < 2:
-            return f"{type(self).__name__}({', '.join(map(repr, members))})"
+        if len(self.members) < 2:
+            return f"{type(self).__name__}({', '.join(map(repr, self.members))})"
         return f" {self._op} ".join(
-            f"({m!r})" if isinstance(m, _Join) and len(m.members) > 1 else repr(m) for m in members
-        )  # type: ignore[attr-defined]
+            f"({m!r})" if isinstance(m, _Join) and len(m.members) > 1 else repr(m) for m in self.members
+        )
 
 
 # -- stop ---------------------------------------------------------------------------------
