@@ -226,3 +226,15 @@ def test_stamina_objects_are_refused_with_the_reason(monkeypatch):
 def test_a_policy_built_by_hand_has_tenacitys_defaults():
     """TenacityPolicy() is tenacity's Retrying(): never stop, no wait, retry on any exception."""
     assert isinstance(TenacityPolicy().decide(rendered("generic", "timeout"), history(attempts=50)), Retry)
+
+
+def test_the_documented_table_is_the_default_map():
+    """docs/policies.md's exception table lists DEFAULT_EXCEPTIONS, row for row, in order."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "policies.md").read_text(encoding="utf-8")
+    table = text.split("`fleetchaos.DEFAULT_EXCEPTIONS`:\n", 1)[1].split("\n\n", 1)[0]
+    rows = re.findall(r"^\| `([^`]+)` \| `([^`]+)` \|$", table, flags=re.M)
+    documented = [(key, name.removeprefix("fleetchaos.")) for key, name in rows]
+    assert documented == [(key, cls.__name__) for key, cls in DEFAULT_EXCEPTIONS.items()]
