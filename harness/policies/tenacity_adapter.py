@@ -143,7 +143,10 @@ def _label(obj: Any) -> str:
     if callable(obj) and hasattr(obj, "__qualname__") and hasattr(obj, "__module__"):
         return f"{obj.__module__}:{obj.__qualname__}"
     own = getattr(obj, "_name", None)
-    return own if isinstance(own, str) and own else f"tenacity.{type(obj).__qualname__}"
+    if isinstance(own, str) and own:
+        return own
+    cls = type(obj)
+    return f"{cls.__module__.partition('.')[0]}.{cls.__qualname__}"  # tenacity.Retrying, tenacity.AsyncRetrying
 
 
 def _describe(obj: Any) -> str:
