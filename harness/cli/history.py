@@ -19,7 +19,14 @@ from fleetchaos.escaping import one_line, rich_text
 from fleetchaos.gates.session import COMMAND, EXIT_GATE, GateSession
 from fleetchaos.results.registry import is_rate
 
-__all__ = ["EXIT_GATE", "HistorySession", "fill_comparisons", "history_options", "in_seed_order", "show_history"]
+__all__ = [
+    "EXIT_GATE",
+    "HistorySession",
+    "fill_comparisons",
+    "history_options",
+    "in_seed_order",
+    "show_history",
+]
 
 
 def history_options(command: Callable) -> Callable:
@@ -38,7 +45,8 @@ def history_options(command: Callable) -> Callable:
             "--baseline",
             "baseline_ref",
             metavar="REF",
-            help="compare with a stored run group: its id (7 or #7), 'latest', or a label; see `fleetchaos history`",
+            help="compare with a stored run group (its id 7 or #7, 'latest', or a label; see `fleetchaos history`), "
+            "a results.json, a report folder, or a group exported by `fleetchaos history export`",
         ),
         click.option(
             "--fail-on",
@@ -188,8 +196,8 @@ def in_seed_order(runs: list) -> list:
     """A group's runs arm by arm (in the order each arm first finished), each arm's by seed.
 
     Parallel runs are stored as they finish; a reader looks for an arm's seeds together.
+    The one ordering, shared with ``history export``: :func:`fleetchaos.gates.export.seed_ordered`.
     """
-    first: dict[tuple[str, str], int] = {}
-    for r in runs:
-        first.setdefault((r.policy, r.errors), len(first))
-    return sorted(runs, key=lambda r: (first[(r.policy, r.errors)], r.seed, r.id))
+    from fleetchaos.gates.export import seed_ordered
+
+    return seed_ordered(runs)

@@ -63,19 +63,22 @@ class GateProfile:
     allow_new_arms_option: str
     allow_policy_errors_option: str
     allow_partial_option: str
+    history_option: str
+    """The option naming the run-history file, for messages."""
 
 
-#: The CLI's ``run`` and ``compare``: ``--baseline`` names a history group.
+#: The CLI's ``run`` and ``compare``: ``--baseline`` names a history group, results JSON or a report folder.
 COMMAND = GateProfile(
     baseline_option="--baseline",
     fail_on_option="--fail-on",
-    results_files=False,
+    results_files=True,
     by_scenario=False,
     gate_by_default=False,
-    baseline_hint="the stored run group to compare with (see `fleetchaos history`)",
+    baseline_hint="a stored run group (see `fleetchaos history`), a results.json or a report folder to compare with",
     allow_new_arms_option="--allow-new-arms",
     allow_policy_errors_option="--allow-policy-errors",
     allow_partial_option="--allow-partial-baseline",
+    history_option="--history",
 )
 
 #: The pytest plugin: ``--fleetchaos-baseline`` names results JSON, a report folder or a history group.
@@ -89,6 +92,7 @@ SUITE = GateProfile(
     allow_new_arms_option="--fleetchaos-allow-new-arms",
     allow_policy_errors_option="allow_policy_errors=True (marker or fleetchaos.run)",
     allow_partial_option="--fleetchaos-allow-partial-baseline",
+    history_option="--fleetchaos-history",
 )
 
 
@@ -147,6 +151,7 @@ class GateSession:
                 files=profile.results_files,
                 allow_partial=allow_partial_baseline,
                 partial_option=profile.allow_partial_option,
+                history_option=profile.history_option,
             )
         if not self.rules:
             self.rules = default_rules(informative=not profile.gate_by_default)
@@ -212,6 +217,31 @@ class GateSession:
             current.setdefault((r.policy, r.errors), []).append(r)
         arms = {key: arm_of(f"{key[0]} on {key[1]}", rs) for key, rs in current.items()}
         return check_arms(self.rules, match_group(arms, self.baseline.by_arm(), ref), ref)
+
+    def expect_arms(self, arms: Iterable[tuple[str, str]]) -> None:
+        """Refuse, before anything runs, a baseline that shares no arm with the (policy, errors) arms about to run.
+
+        Matching is the command's (:func:`~fleetchaos.gates.regression.match_group`): a single
+        arm against a single stored arm is paired whatever their names; otherwise at least
+        one arm must be in both.  Arms the baseline lacks are named by the gate at the end
+        (and fail it unless allowed); here only "nothing to compare" is found early.
+        """
+        if self.baseline is None or self.profile.by_scenario:
+            return
+        current = list(dict.fromkeys(arms))
+        stored = self.baseline.by_arm()
+        if not stored:
+            raise UserError(f"{self.profile.baseline_option} {self.baseline.ref}: holds no runs; pick another baseline")
+        if len(current) == 1 and len(stored) == 1:
+            return
+        if not any(arm in stored for arm in current):
+            names = ", ".join(f"{p} on {e}" for p, e in current)
+            theirs = ", ".join(f"{p} on {e}" for p, e in stored)
+            raise UserError(
+                f"{self.profile.baseline_option} {self.baseline.ref}: no arm in common (this command runs: {names}; "
+                f"the baseline has: {theirs}); nothing was run: choose --policies/--errors the baseline has, "
+                "or another baseline"
+            )
 
     def unmatched(self, runs: Iterable | None = None) -> list[str]:
         """The arms of ``runs`` the baseline has no arm for (so no metric of theirs is judged)."""
