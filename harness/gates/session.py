@@ -21,7 +21,7 @@ Light to import: no SimPy; the history store is imported when it is used.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -164,17 +164,41 @@ class GateSession:
         self.group_id: int | None = None
         self._runs: list[_Figures] = []  # kept for the gate, only when there is a baseline
         self.finished = 0
+        self.restored = 0  # runs a resumed group already held (start)
 
     # -- storing runs as they arrive ------------------------------------------------------
 
-    def start(self, kind: str, spec, meta: dict[str, Any]) -> None:
-        """Open the history group this command's runs are stored in."""
+    def start(
+        self, kind: str, spec, meta: dict[str, Any], *, resume_by: str | None = None, wanted: Collection[str] = ()
+    ) -> dict[str, Any]:
+        """Open the history group this command's runs are stored in; return the runs it already holds.
+
+        With ``resume_by`` (the key of ``meta`` that identifies the command's whole set of
+        runs, such as ``compare_id``), the newest group of the same kind with the same value
+        is continued whatever its status (``running`` after a ``kill -9``, ``interrupted``
+        after Ctrl-C) and its runs whose :func:`~fleetchaos.gates.history.run_key` is in
+        ``wanted`` are returned by key, their figures kept for the gate; a resumed group
+        keeps its label.  Otherwise, or when there is none, a new group starts and ``{}``
+        is returned.
+        """
         if self.store is None:
-            return
+            return {}
         from fleetchaos.scenario.load import scenario_hash
 
+        if resume_by is not None:
+            for group in self.store.groups():
+                if group.kind == kind and group.meta.get(resume_by) == meta[resume_by]:
+                    done = {r.key: r.result for r in self.store.runs(group.id) if r.key in wanted}
+                    self.store.finish_group(group.id, "running")  # running again until it completes
+                    self.group_id = group.id
+                    for result in done.values():
+                        if self.baseline is not None:
+                            self._runs.append(_figures(result))
+                    self.restored = len(done)
+                    return done
         meta = {"scenario_hash": scenario_hash(spec), **meta}
         self.group_id = self.store.new_group(kind, spec.name, label=self.label, meta=meta)
+        return {}
 
     def add(self, result) -> None:
         """Store one finished run (in its own transaction), and keep its figures for the gate if there is one."""
