@@ -81,7 +81,8 @@ def unpaired_lines(result) -> list[str]:
 @click.argument("a")
 @click.argument("b")
 @click.option("--history", "history_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="the run-history store groups are read from [default: $FLEETCHAOS_HISTORY or fleetchaos-out/history.db]")  # fmt: skip
+              help="the run-history store groups are read from "
+              "[default: $FLEETCHAOS_HISTORY or fleetchaos-out/history.db]")  # fmt: skip
 @click.option("--metric", "metric_names", metavar="NAMES",
               help="comma-separated metrics to compare [default: the headline metrics]")  # fmt: skip
 @click.option("--confidence", default=0.95, show_default=True, type=Confidence(0.5, 0.999))

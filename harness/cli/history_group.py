@@ -73,7 +73,7 @@ def export(ref: str, out: Path | None, history_path: Path | None) -> None:
     if out.is_dir():
         raise UserError(f"-o {out}: a folder; give a file name, e.g. {out / 'baseline.json'}")
     write_text(out, text)
-    stderr_console().print(f"wrote {out} (group {group.ref}, {group.runs} runs)", highlight=False)
+    stderr_console().print(f"wrote {out} (group {group.ref}, {group.runs} runs)", markup=False, highlight=False)
 
 
 @click.command()

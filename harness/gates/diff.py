@@ -265,7 +265,8 @@ def _scenario_warnings(a: Side, b: Side, single: bool) -> tuple[list[str], list[
         if unknown and (single or set(unknown) & {r.scenario for r in other.runs}):
             notes.append(
                 f"{label} ({side.source}) recorded no fingerprint of {', '.join(map(repr, unknown))} "
-                "(a run's results file keeps none): whether both sides ran the same scenario was not checked"
+                "(a run's or a sweep's results file keeps none): whether both sides ran the same scenario "
+                "was not checked"
             )
     return warnings, notes
 
