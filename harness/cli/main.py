@@ -15,8 +15,9 @@ import click
 
 from fleetchaos.cli.calibrate import calibrate
 from fleetchaos.cli.common import ErrorHandlingGroup
+from fleetchaos.cli.history_group import history
 from fleetchaos.cli.listings import faults, policies, scenarios, schema
-from fleetchaos.cli.reporting import history, report
+from fleetchaos.cli.reporting import report
 from fleetchaos.cli.robustness import robustness
 from fleetchaos.cli.running import compare, run
 from fleetchaos.cli.shrinking import shrink

@@ -29,7 +29,7 @@ from fleetchaos.cli.common import (
     time_limit_option,
     traces_option,
 )
-from fleetchaos.cli.history import HistorySession, history_options
+from fleetchaos.cli.history import HistorySession, check_resume, history_options, start_compare
 from fleetchaos.cli.tuning import TUNE_OPTIONS, best_arms, tune_options
 from fleetchaos.errors import UserError
 from fleetchaos.names import check_formats
@@ -106,6 +106,7 @@ def run(
         run_determinism_check(spec, scenario, [(policy, errors)], [seed])
         return
     session = HistorySession(**history_args)
+    session.expect_arms([(policy, errors)])  # a baseline with nothing to compare is refused before the run
     session.start("run", spec, {"scenario_ref": scenario, "policies": [policy], "errors": [errors], "seeds": [seed],
                                 "params": dict(applied), "versions": versions()})  # fmt: skip
     status = "failed"
@@ -187,6 +188,9 @@ def run(
 )
 @traces_option
 @determinism_option
+@click.option(
+    "--resume", is_flag=True, help="continue this comparison stored in the history: run only the runs it lacks"
+)
 @history_options
 def compare(
     scenario: str,
@@ -206,6 +210,7 @@ def compare(
     time_limit: float | None = None,
     traces_dir: Path | None = None,
     check_determinism: bool = False,
+    resume: bool = False,
     **history_args,
 ) -> None:
     """Every policy on every error format, on the same seeds (the same faults).
@@ -214,7 +219,7 @@ def compare(
     --fail-on gate the comparison against a stored run group (exit 1 on a regression).
     With --report, the report also gets a per-task CSV and traced runs of the best and
     the worst arm (fleet timeline, error codes over time); --traces writes those traced
-    runs as OTLP JSON.
+    runs as OTLP JSON.  After Ctrl-C or a crash, the same command with --resume runs only the rest.
     """
     warm = warm_chart_workers(None if check_determinism else report, jobs)  # matplotlib loads meanwhile, elsewhere
     from fleetchaos.cli.progress import progress_bar
@@ -254,6 +259,7 @@ def compare(
         raise UserError("--robustness with --check-determinism: check determinism on its own, then compare")
     if check_determinism and tuning:
         raise UserError("--check-determinism with --tune: tune first, then check the tuned specs by name")
+    check_resume(resume, history_args, tuning, check_determinism)
     base = best = tune_executor = None
     if tuning:
         tune_executor = open_executor(jobs, scheduler)  # kept for the comparison's own runs
@@ -268,6 +274,7 @@ def compare(
         run_determinism_check(spec, scenario, [(p, e) for p in policy_names for e in format_names], seed_list)
         return
     session = HistorySession(**history_args)
+    session.expect_arms((p, e) for p in policy_names for e in format_names)  # before any run of the comparison
     # Connect (or start the local workers) before touching the history, so a cluster that
     # cannot be reached leaves no group behind.
     executor = tune_executor if tune_executor is not None else open_executor(jobs, scheduler)
@@ -283,7 +290,17 @@ def compare(
             meta["params"] = dict(applied)
         if best is not None:
             meta["tuned"] = dict(best)
-        session.start("compare", spec, meta)
+        done = start_compare(session, spec, meta, (policy_names, format_names, seed_list, applied), resume)
+        if done and tasks_csv is not None:  # stored runs keep no per-task rows: a partial tasks.csv would mislead
+            tasks_csv.abort()
+            tasks_csv.partial.unlink(missing_ok=True)
+            why = f"{len(done)} runs come from the history, which keeps no per-task rows"
+            stderr_console().print(
+                f"{tasks_csv.path} is not written: {why}; compare without --resume for it",
+                markup=False,
+                highlight=False,
+            )
+            tasks_csv = None
     except BaseException:
         executor.shutdown()
         session.finish("failed")
@@ -298,7 +315,7 @@ def compare(
     status = "failed"
     traces = _trace_folder(traces_dir, spec)
     try:
-        total = len(seed_list) * len(policy_names) * len(format_names)
+        total = len(seed_list) * len(policy_names) * len(format_names) - len(done)
         with progress_bar(total, "compare", console=stderr_console()) as advance:
             result = run_compare(
                 spec,
@@ -314,6 +331,7 @@ def compare(
                 on_trace=None if traces is None else traces.write,
                 params=applied,
                 time_limit_s=time_limit,
+                done=done,
             )
         if base is not None and best is not None:
             from fleetchaos.results.studies import TunedCompareResult
@@ -329,7 +347,8 @@ def compare(
         status = "interrupted"
         where = session.where()
         if where is not None:
-            stderr_console().print(f"kept the {session.finished} finished runs in {where}", highlight=False)
+            kept = f"kept the {session.finished + session.restored} finished runs in {where}"
+            stderr_console().print(f"{kept}; the same command with --resume finishes it", markup=False, highlight=False)
         raise
     finally:
         executor.shutdown()
