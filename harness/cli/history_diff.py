@@ -18,10 +18,10 @@ __all__ = ["diff", "diff_table", "unpaired_lines"]
 
 
 def _num(value: float) -> str:
-    """A mean of counts, seconds or money: whole above 100, else a few significant digits."""
+    """A mean of counts, seconds or money: whole from 100, one decimal from 1 (as ablation prints), else 3 digits."""
     if abs(value) >= 100:
         return f"{value:,.0f}"
-    return f"{value:.2f}" if abs(value) >= 1 else f"{value:.3g}"
+    return f"{value:.1f}" if abs(value) >= 1 else f"{value:.3g}"
 
 
 def _value(metric, value: float | None) -> str:
