@@ -12,8 +12,10 @@ from pathlib import Path
 
 from fleetchaos.escaping import markdown_cell
 from fleetchaos.files import atomic_write, write_text
+from fleetchaos.reports.tables import count_text, is_count
+from fleetchaos.results.registry import is_rate
 
-#: (metric, axis label) of the chart's panels.
+#: (metric, axis label) of the chart's panels and the table's columns.
 PANELS = (
     ("common_recovery_rate", "recovery on the common set"),
     ("success_rate", "success rate"),
@@ -26,7 +28,7 @@ PANELS = (
 RATES = frozenset({"common_recovery_rate", "success_rate", "silent_failure_rate"})
 
 
-def _fmt(value, ci, rate: bool = False, gain: bool = False) -> str:
+def _fmt(value, ci, rate: bool = False, gain: bool = False, count: bool = False) -> str:
     if value is None:
         return "n/a"
     lo, hi = ci if ci else (None, None)
@@ -34,24 +36,36 @@ def _fmt(value, ci, rate: bool = False, gain: bool = False) -> str:
         sign = "+" if gain else ""
         text = f"{100 * value:{sign}.1f}{' pp' if gain else '%'}"
         return text if lo is None or hi is None else f"{text} [{100 * lo:{sign}.1f}, {100 * hi:{sign}.1f}]"
+    if count:  # a count reads as a whole number, as in every terminal table
+        text = count_text(value)
+        return text if lo is None or hi is None else f"{text} [{count_text(lo)}, {count_text(hi)}]"
     if lo is None or hi is None:
         return f"{value:,.1f}"
     return f"{value:,.1f} [{lo:,.1f}, {hi:,.1f}]"
 
 
-def ablation_table(doc: dict) -> str:
-    """The ablation as a Markdown table: each step's headline metrics with intervals and its gain."""
+def _is_rate(metric: str) -> bool:
+    return metric in RATES or is_rate(metric)
+
+
+def ablation_table(doc: dict, columns: tuple[str, ...] | None = None) -> str:
+    """The ablation as a Markdown table: each step's headline metrics (or ``columns``) with intervals, and its gain.
+
+    Rates read in percent, their gains in percentage points, counts as whole numbers.
+    """
     conf = round(100 * doc.get("confidence", 0.95))
+    labels = dict(PANELS)
+    shown = list(PANELS) if columns is None else [(m, labels.get(m, m)) for m in columns]
     lines = [
         f"Field ablation on `{markdown_cell(doc['scenario'])}` ({len(doc['seeds'])} seeds, "
         f"policy `{markdown_cell(doc.get('policy', '?'))}`, "
         f"{conf}% intervals; gain = paired difference from the previous step)",
         "",
-        "| step | format | " + " | ".join(label for _, label in PANELS) + " | recovery gain |",
-        "|---|---|" + "---|" * len(PANELS) + "---|",
+        "| step | format | " + " | ".join(label for _, label in shown) + " | recovery gain |",
+        "|---|---|" + "---|" * len(shown) + "---|",
     ]
     for i, step in enumerate(doc["steps"]):
-        cells = [_fmt(step["metrics"].get(m), step["ci"].get(m), rate=m in RATES) for m, _ in PANELS]
+        cells = [_fmt(step["metrics"].get(m), step["ci"].get(m), rate=_is_rate(m), count=is_count(m)) for m, _ in shown]
         gain = step.get("gain", {}).get("common_recovery_rate")
         gain_text = _fmt(gain["mean"], gain["ci"], rate=True, gain=True) if gain else "-"
         lines.append(f"| {i} | `{step['format']}` | " + " | ".join(cells) + f" | {gain_text} |")

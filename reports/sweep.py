@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from rich.table import Table
+from rich.text import Text
 
 from fleetchaos.escaping import markdown_cell, rich_text
 from fleetchaos.files import atomic_write, write_text
 from fleetchaos.reports.drawing import Chart, draw_charts
-from fleetchaos.reports.tables import COLUMNS, display_kind, fmt, with_interval
+from fleetchaos.reports.tables import COLUMNS, count_interval, display_kind, fmt, is_count, with_interval
 from fleetchaos.results.models import SweepEntry, SweepResult
 from fleetchaos.results.registry import HEADLINE_METRICS
 
@@ -49,23 +50,35 @@ def chart_name(metric: str) -> str:
     return f"curve_{metric}.png"
 
 
-def sweep_table(result: SweepResult) -> Table:
-    """One row per point and arm: the chosen metric with its interval, and the headline metrics."""
+def _terminal_cell(entry: SweepEntry, metric: str) -> str:
+    value, ci = entry.metrics.get(metric), entry.ci.get(metric, [None, None])
+    return count_interval(value, ci) if is_count(metric) else with_interval(value, ci, display_kind(metric))
+
+
+def sweep_table(result: SweepResult, columns: tuple[str, ...] | None = None) -> Table:
+    """One row per point and arm: the chosen metrics with their intervals, and the headline metrics.
+
+    ``columns`` names the metrics shown instead (``--columns``).  Counts read as whole numbers.
+    """
     pct = round(result.confidence * 100)
     table = Table(
-        title=f"sweep: {len(result.entries)} arms x {len(result.seeds)} seeds, mean per seed and {pct}% CI "
-        "(rates \\[low, high], counts ± half-width)",  # \\[ : a bracket rich must not read as markup
+        title=Text(
+            f"sweep: {len(result.entries)} arms x {len(result.seeds)} seeds, mean per seed and {pct}% CI "
+            "(rates [low, high], counts ± half-width)"
+        ),
         header_style="bold",
     )
     for name in ("scenario", "params", "policy", "errors"):
         table.add_column(name)
-    chosen = metric_names(result)
-    columns = [(m, m, display_kind(m)) for m in chosen]
-    columns += [c for c in COLUMNS[:3] if c[0] not in chosen]
-    for _, header, _ in columns:
+    if columns is not None:
+        shown = [(m, m) for m in columns]
+    else:
+        chosen = metric_names(result)
+        shown = [(m, m) for m in chosen] + [(m, h) for m, h, _ in COLUMNS[:3] if m not in chosen]
+    for _, header in shown:
         table.add_column(header, justify="right")
     for e in result.entries:
-        cells = [with_interval(e.metrics.get(key), e.ci.get(key, [None, None]), kind) for key, _, kind in columns]
+        cells = [_terminal_cell(e, m) for m, _ in shown]
         table.add_row(*(rich_text(t) for t in (e.scenario, params_text(e.params), e.policy, e.errors)), *cells)
     return table
 
