@@ -86,14 +86,14 @@ def sweep_table(result: SweepResult, columns: tuple[str, ...] | None = None) -> 
         header_style="bold",
     )
     for name in ("scenario", "params", "policy", "errors"):
-        table.add_column(name)
+        table.add_column(name, overflow="fold")  # in a narrow terminal a cell folds, never cut
     if columns is not None:
         shown = [(m, m) for m in columns]
     else:
         chosen = metric_names(result)
         shown = [(m, m) for m in chosen] + [(m, h) for m, h, _ in COLUMNS[:3] if m not in chosen]
     for _, header in shown:
-        table.add_column(header, justify="right")
+        table.add_column(header, justify="right", overflow="fold")
     for e in result.entries:
         cells = [_terminal_cell(e, m) for m, _ in shown]
         table.add_row(*(rich_text(t) for t in (e.scenario, params_text(e.params), e.policy, e.errors)), *cells)

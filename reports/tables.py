@@ -200,10 +200,12 @@ def compare_table(result: CompareResult, *, wide: bool = False, columns: tuple[s
         caption_style="yellow" if broken else "dim",
         min_width=max(map(len, broken), default=None),  # a caption wraps at the table's width
     )
-    table.add_column("policy")
-    table.add_column("errors")
+    # In a terminal narrower than the table the figures wrap (at their space, else folded, never cut) before
+    # the names do: names are what users type.
+    table.add_column("policy", no_wrap=True, overflow="fold")
+    table.add_column("errors", no_wrap=True, overflow="fold")
     for _, title in shown:
-        table.add_column(title, justify="right")
+        table.add_column(title, justify="right", overflow="fold")
     for arm, label in zip(result.arms, policy_labels(result.arms)):
         # Text: a policy's name is the user's, never rich markup
         table.add_row(Text(label), Text(arm.errors), *(_cell(arm, metric) for metric, _ in shown))
@@ -221,8 +223,8 @@ def run_table(result: RunResult, columns: tuple[str, ...] | None = None) -> Tabl
         caption_style="yellow",
         min_width=max([len(title), *map(len, broken)]),  # title and caption wrap at the table's width
     )
-    table.add_column("metric")
-    table.add_column("value", justify="right")
+    table.add_column("metric", overflow="fold")
+    table.add_column("value", justify="right", overflow="fold")
     rows = result.metrics.items() if columns is None else [(m, result.metrics.get(m)) for m in columns]
     for key, value in rows:
         table.add_row(key, count_text(value) if is_count(key) else fmt(value, display_kind(key)))

@@ -74,6 +74,8 @@ def test_compare_fits_100_columns_and_folds_into_60(cli, small):
     assert any("blind-retry" in line and "generic" in line for line in lines)
     sixty = cli(*args, columns=60).stdout.splitlines()
     assert max(map(len, sixty)) <= 60
+    assert not any("…" in line for line in sixty)  # cells fold onto more lines, no figure is cut
+    assert any("│ blind-retry │ structured │" in line for line in sixty)  # names whole: figures give way first
     wide = cli(*args, "--wide").stdout.splitlines()  # piped, no COLUMNS: as wide as the table, nothing folded
     assert max(map(len, wide)) > common.PIPE_WIDTH
     assert any("own-set rec." in line and "escalations" in line and "steps to rec." in line for line in wide)
