@@ -192,8 +192,8 @@ def curve_panels(result: SweepResult, metric: str) -> list[Panel]:
                 if not points:
                     continue
                 points.sort()
-                line = CurveLine(policy, errors, *(tuple(p[i] for p in points) for i in range(4)),
-                                 colours[policy], styles[errors], markers[policy])  # fmt: skip
+                xs, ys, lows, highs = (tuple(p[i] for p in points) for i in range(4))
+                line = CurveLine(policy, errors, xs, ys, lows, highs, colours[policy], styles[errors], markers[policy])
                 below = [other for other in lines if _same(other, line)]
                 if below:
                     first = next(other for other in below if not other.coincides_with)

@@ -121,7 +121,7 @@ class DataConsole(Console):
         super().__init__(**kwargs)
         self._fit = fit
 
-    def print(self, *objects, **kwargs) -> None:  # type: ignore[override]  # same signature, passed on
+    def print(self, *objects, **kwargs) -> None:
         """Print ``objects``, first widening to their natural width when printing into a pipe."""
         if self._fit:
             from rich.measure import Measurement

@@ -229,8 +229,8 @@ def sweep(
         finally:
             if pool is not None:
                 pool.shutdown()
-        for path in [] if quiet else written:
-            err.print(f"wrote {path}", highlight=False)
+        for file in [] if quiet else written:
+            err.print(f"wrote {file}", highlight=False)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
         return
