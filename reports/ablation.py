@@ -116,7 +116,7 @@ def _panel(ax, steps: list[dict], metric: str, label: str) -> None:
     zeros = [x for x, _, v in drawn if v == 0.0]
     if zeros:  # a bar of height zero draws nothing: mark its slot so a measured zero reads as one
         ax.hlines([0.0] * len(zeros), [x - 0.4 for x in zeros], [x + 0.4 for x in zeros], colors=ZERO_MARK_COLOUR,
-                  linewidth=2.5, zorder=3, gid="zero-bar")  # fmt: skip
+                  linewidth=3, zorder=3, clip_on=False, gid="zero-bar")  # fmt: skip  # not half hidden under the axis
     if len(drawn) < len(xs):
         keep_bar_slots(ax, len(xs))
     tops = {x: v + h for (x, _, v), h in zip(drawn, errs_hi)}
