@@ -11,11 +11,13 @@ from fleetchaos.cli.chart_pool import chart_pool, warm_chart_workers
 from fleetchaos.cli.common import (
     Confidence,
     apply_single_params,
+    columns_option,
     determinism_option,
     jobs_option,
     make_report_dir,
     policies_with_params,
     policy_param_options,
+    quiet_option,
     report_option,
     run_determinism_check,
     run_determinism_option,
@@ -46,8 +48,8 @@ def _trace_folder(folder: Path | None, spec):
     return TraceFolder(folder, spec.name)
 
 
-def _print_traces(traces) -> None:
-    for summary in [] if traces is None else traces.written:
+def _print_traces(traces, quiet: bool = False) -> None:
+    for summary in [] if traces is None or quiet else traces.written:
         stderr_console().print(
             f"wrote {summary.path} ({summary.traces} traces, {summary.spans} spans, OTLP JSON)", highlight=False
         )
@@ -66,6 +68,8 @@ def _print_traces(traces) -> None:
 )
 @click.option("--seed", default=1, show_default=True, type=click.IntRange(0, 2**63 - 1))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+@columns_option
+@quiet_option
 @report_option
 @time_limit_option
 @traces_option
@@ -82,6 +86,8 @@ def run(
     traces_dir: Path | None = None,
     time_limit: float | None = None,
     check_determinism: bool = False,
+    columns: tuple[str, ...] | None = None,
+    quiet: bool = False,
     **history_args,
 ) -> None:
     """Simulate one policy on one error format for one seed.
@@ -134,15 +140,15 @@ def run(
         finally:
             if pool is not None:
                 pool.shutdown()
-        for path in written:
+        for path in [] if quiet else written:
             stderr_console().print(f"wrote {path}", highlight=False)
-    _print_traces(traces)
+    _print_traces(traces, quiet)
     if as_json:
         click.echo(result.model_dump_json(indent=2, exclude={"tasks", "timeline", "samples"}))
-    else:
+    elif not quiet:
         from fleetchaos.reports import run_table
 
-        stdout_console().print(run_table(result))
+        stdout_console().print(run_table(result, columns))
         click.echo(f"replay: {result.replay}")
     code = session.gate(lambda line: click.echo(line, err=True))
     if code:
@@ -178,6 +184,8 @@ def run(
 @report_option
 @time_limit_option
 @click.option("--wide", is_flag=True, help="the terminal table shows every figure, not only the 100-column headline")
+@columns_option
+@quiet_option
 @click.option(
     "--robustness",
     "robustness_seeds",
@@ -206,6 +214,8 @@ def compare(
     as_json: bool,
     report: Path | None,
     wide: bool = False,
+    columns: tuple[str, ...] | None = None,
+    quiet: bool = False,
     robustness_seeds: int | None = None,
     time_limit: float | None = None,
     traces_dir: Path | None = None,
@@ -230,6 +240,8 @@ def compare(
     from fleetchaos.scenario.load import check_rows_fit, load_scenario
 
     tune_opts = {k: history_args.pop(k) for k in TUNE_OPTIONS}
+    if wide and columns is not None:
+        raise UserError("--wide with --columns: --wide shows every figure, --columns the ones named; give one")
     spec = load_scenario(scenario)
     policy_names, format_names = split_names(policies), split_names(formats)
     if tune_arms and BEST not in policy_names:
@@ -316,7 +328,7 @@ def compare(
     traces = _trace_folder(traces_dir, spec)
     try:
         total = len(seed_list) * len(policy_names) * len(format_names) - len(done)
-        with progress_bar(total, "compare", console=stderr_console()) as advance:
+        with progress_bar(total, "compare", console=stderr_console(), show=not quiet) as advance:
             result = run_compare(
                 spec,
                 seed_list,
@@ -372,15 +384,15 @@ def compare(
                     pool.shutdown()
             if closing is not None:
                 closing.result()
-        for path in written:
+        for path in [] if quiet else written:
             stderr_console().print(f"wrote {path}", highlight=False)
-    _print_traces(traces)
+    _print_traces(traces, quiet)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
-    else:
+    elif not quiet:
         from fleetchaos.reports import compare_table
 
-        stdout_console().print(compare_table(result, wide=wide))
+        stdout_console().print(compare_table(result, wide=wide, columns=columns))
         if getattr(result, "tuning", None) is not None:
             from fleetchaos.reports.studies import gap_headline, gap_table
 

@@ -220,3 +220,6 @@ class SweepResult(_Model):
     """The swept parameter the report's curves are drawn against."""
     entries: list[SweepEntry]
     versions: dict[str, str] = {}
+    scenario_configs: dict[str, dict[str, Any]] = {}
+    """Each scenario of the sweep by name, validated, before the swept values were applied: what the
+    report states as run, and where it reads the kind of a swept fault (``faults[0]`` is a ``network_blip``)."""
