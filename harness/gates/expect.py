@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from fleetchaos.errors import UserError
 from fleetchaos.results.models import ArmResult, ExpectationResult
@@ -176,8 +177,14 @@ def judge(
     out = []
     for i, gate in enumerate(gates):
         rule, bound = gate.bound
-        base = {"gate": i, "metric": gate.metric, "rule": rule, "bound": bound, "statistic": gate.statistic,
-                "arm": gate.arm}  # fmt: skip
+        base: dict[str, Any] = {
+            "gate": i,
+            "metric": gate.metric,
+            "rule": rule,
+            "bound": bound,
+            "statistic": gate.statistic,
+            "arm": gate.arm,
+        }
         matched = [a for a in arms if applies(gate, a.policy, a.errors, names.get(a.policy, frozenset()))]
         if not matched:
             if not unmatched_fail:
