@@ -67,7 +67,8 @@ def history_options(command: Callable) -> Callable:
         click.option(
             "--allow-policy-errors",
             is_flag=True,
-            help="with --baseline: let runs whose policy errored pass the gate (default: they fail it)",
+            help="with --baseline or the scenario's expect: gates: let runs whose policy errored pass the gates "
+            "(default: they fail them)",
         ),
         click.option(
             "--allow-partial-baseline",

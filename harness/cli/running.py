@@ -31,6 +31,7 @@ from fleetchaos.cli.common import (
     time_limit_option,
     traces_option,
 )
+from fleetchaos.cli.expecting import ExpectGates, no_expect_option
 from fleetchaos.cli.history import HistorySession, check_resume, history_options, start_compare
 from fleetchaos.cli.tuning import TUNE_OPTIONS, best_arms, tune_options
 from fleetchaos.errors import UserError
@@ -46,6 +47,10 @@ def _trace_folder(folder: Path | None, spec):
     from fleetchaos.traces.otlp_write import TraceFolder
 
     return TraceFolder(folder, spec.name)
+
+
+def _echo_err(line: str) -> None:
+    click.echo(line, err=True)
 
 
 def _print_traces(traces, quiet: bool = False) -> None:
@@ -74,6 +79,7 @@ def _print_traces(traces, quiet: bool = False) -> None:
 @time_limit_option
 @traces_option
 @run_determinism_option
+@no_expect_option
 @history_options
 def run(
     scenario: str,
@@ -88,12 +94,14 @@ def run(
     check_determinism: bool = False,
     columns: tuple[str, ...] | None = None,
     quiet: bool = False,
+    no_expect: bool = False,
     **history_args,
 ) -> None:
     """Simulate one policy on one error format for one seed.
 
     The run is appended to the run history; --baseline and --fail-on gate it against a
-    stored run group (exit 1 on a regression).
+    stored run group (exit 1 on a regression), and the scenario's expect: gates are
+    judged on it (exit 1 when one fails).
     """
     warm = warm_chart_workers(None if check_determinism else report)  # matplotlib loads meanwhile, elsewhere
     from fleetchaos.runs.runner import run_one, versions
@@ -101,9 +109,13 @@ def run(
 
     spec = load_scenario(scenario)
     scenario_params, policy_params = policy_param_options(params)
+    given = policy
     (policy,) = policies_with_params((policy,), policy_params, "--policy")
     check_formats((errors,), "--errors")
     spec, applied = apply_single_params(spec, scenario, scenario_params)
+    expect = ExpectGates(spec, scenario, [(given, policy, errors)], hint="name it with --policy and --errors",
+                         skip=no_expect or check_determinism,
+                         allow_policy_errors=history_args.get("allow_policy_errors", False))  # fmt: skip
     if report is not None or check_determinism:
         check_rows_fit(spec, "--report" if report is not None else "--check-determinism")
     make_report_dir(report)
@@ -131,6 +143,7 @@ def run(
         raise
     finally:
         session.finish(status)
+    expect.judge_run(result)
     if report is not None:
         from fleetchaos.reports import write_run_report
 
@@ -150,7 +163,7 @@ def run(
 
         stdout_console().print(run_table(result, columns))
         click.echo(f"replay: {result.replay}")
-    code = session.gate(lambda line: click.echo(line, err=True))
+    code = max(expect.gate(_echo_err), session.gate(_echo_err))  # the scenario's gates first, then the baseline's
     if code:
         sys.exit(code)
 
@@ -199,6 +212,7 @@ def run(
 @click.option(
     "--resume", is_flag=True, help="continue this comparison stored in the history: run only the runs it lacks"
 )
+@no_expect_option
 @history_options
 def compare(
     scenario: str,
@@ -221,12 +235,14 @@ def compare(
     traces_dir: Path | None = None,
     check_determinism: bool = False,
     resume: bool = False,
+    no_expect: bool = False,
     **history_args,
 ) -> None:
     """Every policy on every error format, on the same seeds (the same faults).
 
     Each finished run is appended to the run history as it completes; --baseline and
-    --fail-on gate the comparison against a stored run group (exit 1 on a regression).
+    --fail-on gate the comparison against a stored run group (exit 1 on a regression),
+    and the scenario's expect: gates are judged on every arm they name (exit 1 when one fails).
     With --report, the report also gets a per-task CSV and traced runs of the best and
     the worst arm (fleet timeline, error codes over time); --traces writes those traced
     runs as OTLP JSON.  After Ctrl-C or a crash, the same command with --resume runs only the rest.
@@ -249,6 +265,7 @@ def compare(
         given = source is not None and source.name != "DEFAULT"
         policy_names = (*policy_names, BEST) if given else (BEST,)
     tuning = BEST in policy_names
+    typed = policy_names  # as typed: an expect: gate may name an arm so
     if not policy_names:
         raise UserError("--policies: give at least one policy")
     if not format_names:
@@ -262,6 +279,10 @@ def compare(
                          for i, p in enumerate(policy_names))  # fmt: skip
     check_formats(format_names, "--errors")
     spec, applied = apply_single_params(spec, scenario, scenario_params, "compare")
+    arms = [(t, p, e) for t, p in zip(typed, policy_names) for e in format_names]
+    expect = ExpectGates(spec, scenario, arms, hint="add its policy to --policies and its format to --errors",
+                         skip=no_expect or check_determinism,
+                         allow_policy_errors=history_args.get("allow_policy_errors", False))  # fmt: skip
     if report is not None or check_determinism:
         check_rows_fit(spec, "--report" if report is not None else "--check-determinism")
     make_report_dir(report)
@@ -367,6 +388,7 @@ def compare(
         session.finish(status)
         if tasks_csv is not None and status != "complete":
             tasks_csv.abort()
+    expect.judge_compare(result)
     if report is not None:
         from concurrent.futures import ThreadPoolExecutor
 
@@ -400,6 +422,6 @@ def compare(
             stdout_console().print(gap_table(result.tuning))
         if len(seed_list) < 2:
             click.echo("only one seed: no confidence intervals; use --seeds 10 or more to compare arms", err=True)
-    code = session.gate(lambda line: click.echo(line, err=True))
+    code = max(expect.gate(_echo_err), session.gate(_echo_err))  # the scenario's gates first, then the baseline's
     if code:
         sys.exit(code)
