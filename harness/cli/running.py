@@ -63,7 +63,12 @@ def _print_traces(traces, quiet: bool = False) -> None:
 @click.command()
 @scenario_option
 @single_param_option
-@click.option("--policy", default="structured", show_default=True, help="built-in name or pkg.module:Policy")
+@click.option(
+    "--policy",
+    default="structured",
+    show_default=True,
+    help="built-in name, pkg.module:Policy, or pkg.module:RETRY (a tenacity retry config)",
+)
 @click.option(
     "--errors",
     default="structured",

@@ -249,7 +249,12 @@ def sweep(
     "--seeds", type=click.IntRange(1, 10_000), help="number of seeds [default: the scenario's seeds, else 10]"
 )
 @click.option("--first-seed", type=click.IntRange(0, 2**62), help="first seed of the range [default: 1]")
-@click.option("--policy", default="failure-type-router", show_default=True, help="built-in name or pkg.module:Policy")
+@click.option(
+    "--policy",
+    default="failure-type-router",
+    show_default=True,
+    help="built-in name, pkg.module:Policy, or pkg.module:RETRY (a tenacity retry config)",
+)
 @jobs_option
 @scheduler_option
 @click.option("--confidence", default=0.95, show_default=True, type=Confidence(0.5, 0.999))
