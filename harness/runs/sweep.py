@@ -145,6 +145,8 @@ class SweepPlan:
     """:func:`scenario_hash` of each base scenario, in ``scenario_names`` order."""
     policies: tuple[str, ...] = ()
     """The policies' canonical specs (``backoff(cap_s=5.0)`` for ``backoff(cap_s=5)``), in ``spec.policies`` order."""
+    base_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each base scenario's validated document (before swept values), by scenario name."""
 
 
 def _numeric(values: list[Any]) -> bool:
@@ -204,12 +206,14 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
     variants: list[Variant] = []
     names: list[str] = []
     scenario_digests: list[str] = []
+    base_configs: dict[str, dict[str, Any]] = {}
     grid: dict[str, list[Any]] = {}
     for ref in spec.scenarios:
         base = load_scenario(ref)
         if base.name in names:
             raise UserError(f"--scenario {ref}: another scenario of this sweep is also named {base.name!r}; rename one")
         names.append(base.name)
+        base_configs[base.name] = base.model_dump(mode="json")
         digest = scenario_hash(base)
         scenario_digests.append(digest)
         seen: dict[tuple, tuple] = {}
@@ -253,7 +257,9 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
         [scenario_digests, list(grid.items()), list(policies), spec.errors, seeds], separators=(",", ":")
     )
     sweep_id = hashlib.sha256(ident.encode("utf-8")).hexdigest()[:16]
-    return SweepPlan(spec, names, grid, x, variants, jobs, keys, sweep_id, seeds, scenario_digests, policies)
+    return SweepPlan(
+        spec, names, grid, x, variants, jobs, keys, sweep_id, seeds, scenario_digests, policies, base_configs
+    )
 
 
 def _policy_points(policies: tuple[str, ...], grid: dict[str, list[Any]]) -> list[tuple[tuple[str, Any], ...]]:
@@ -374,4 +380,5 @@ def summarise(plan: SweepPlan, results: list[RunResult]) -> SweepResult:
         x=plan.x,
         entries=entries,
         versions=versions(),
+        scenario_configs=dict(plan.base_configs),
     )

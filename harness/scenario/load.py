@@ -16,6 +16,7 @@ import fleetchaos.catalogue as catalogue
 from fleetchaos.errors import ScenarioError
 from fleetchaos.files import FileTooLargeError, StrictJsonError, loads_json, read_text_bounded
 from fleetchaos.scenario._yaml import MAX_DEPTH, YamlLimitError, load_yaml
+from fleetchaos.scenario.expect import Expectation
 from fleetchaos.seeds import seeds_problem
 from fleetchaos.sim.config import DAY_S, WorldSpec
 from fleetchaos.sim.fault_specs import FAULT_MODELS
@@ -144,13 +145,22 @@ class Scenario(WorldSpec):
         description="record goodput over time in bins of this many seconds (tasks that really completed and were "
         "reported complete, by the instant they ended) and draw it per arm in the report",
     )
+    expect: list[Expectation] = Field(
+        default=[],
+        max_length=100,
+        description="acceptance criteria judged after run and compare (exit 1 when one fails) and by the pytest "
+        "plugin: see the expect[] section",
+    )
 
     @model_serializer(mode="wrap")
-    def _omit_absent_goodput(self, handler):
-        # Without the setting a scenario dumps as before it existed: results stay byte-identical.
+    def _omit_absent_settings(self, handler):
+        # Without these settings a scenario dumps as before they existed: results stay byte-identical.
         data = handler(self)
-        if self.goodput_bin_s is None and isinstance(data, dict):
-            data.pop("goodput_bin_s", None)
+        if isinstance(data, dict):
+            if self.goodput_bin_s is None:
+                data.pop("goodput_bin_s", None)
+            if not self.expect:
+                data.pop("expect", None)
         return data
 
     @field_validator("seeds")

@@ -378,7 +378,7 @@ class FleetChaos:
         row["mode"] = mode
         if report is not None:
             row["report"] = str(report)
-        row["regressions"] = [v["message"] for v in verdicts if v["regressed"]]
+        row["regressions"] = [v["message"] for v in verdicts if v["regressed"]] + result.expect_failures()
         tasks, first = result.policy_errors
         if allow_policy_errors is None:  # a caller that does not say: the test's marker decides
             marker = self._request.node.get_closest_marker("fleetchaos")

@@ -16,6 +16,7 @@ import hashlib
 import shlex
 from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
@@ -23,12 +24,13 @@ from fleetchaos.errors import UserError
 from fleetchaos.gates.assertions import Estimate
 from fleetchaos.gates.session import policy_error_count
 from fleetchaos.names import check_formats, check_policies
-from fleetchaos.results.models import CompareResult, RunResult
+from fleetchaos.results.models import CompareResult, ExpectationResult, RunResult
 from fleetchaos.results.registry import HEADLINE_METRICS, POOLED_RATES, direction
 from fleetchaos.results.stats import DEFAULT_CONFIDENCE, mean_ci, rate_ci, wilson
 from fleetchaos.seeds import MAX_SEED, seeds_problem
 
 if TYPE_CHECKING:
+    from fleetchaos.scenario.expect import Expectation
     from fleetchaos.scenario.load import Scenario
 
 __all__ = [
@@ -127,6 +129,31 @@ class ScenarioResult:
     seeds: tuple[int, ...]
     runs: tuple[RunResult, ...]
     confidence: float = DEFAULT_CONFIDENCE
+    expect: tuple[Expectation, ...] = ()
+    """The scenario's ``expect:`` gates (its acceptance criteria), as its file declares them."""
+
+    @cached_property
+    def expectations(self) -> list[ExpectationResult]:
+        """The scenario's ``expect:`` gates that apply to this arm, judged on its runs by the rule the CLI uses.
+
+        Gates naming another arm are not this run's to judge (a test runs one arm). Policy errors are
+        judged by the test itself (``allow_policy_errors``), not here.
+        """
+        if not self.expect or not self.runs:
+            return []
+        from fleetchaos.gates.expect import judge
+
+        arm = self.to_compare_result().arms[0]
+        names = {arm.policy: frozenset({self.policy, arm.policy})}
+        return judge(self.expect, [arm], self.seeds, confidence=self.confidence, names=names,
+                     allow_policy_errors=True, unmatched_fail=False)  # fmt: skip
+
+    def expect_failures(self) -> list[str]:
+        """A test failure message for each ``expect:`` gate this arm failed, naming the command replaying its worst seed."""
+        from fleetchaos.gates.expect import failure_message
+
+        replays = {r.seed: r.replay for r in self.runs}
+        return [failure_message(r, self.scenario_ref, replays) for r in self.expectations if not r.passed]
 
     @property
     def replay(self) -> tuple[str, ...]:
@@ -385,4 +412,5 @@ def run_scenario(
         seeds=tuple(seed_list),
         runs=tuple(runs),
         confidence=confidence,
+        expect=tuple(getattr(spec, "expect", ())),
     )
