@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fleetchaos.escaping import markdown_cell
 from fleetchaos.files import atomic_write, write_text
 from fleetchaos.reports.tables import count_text, is_count
 from fleetchaos.results.registry import is_rate
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: (metric, axis label) of the chart's panels and the table's columns.
 PANELS = (
@@ -139,7 +143,7 @@ def _panel(ax, steps: list[dict], metric: str, label: str) -> None:
     ax.tick_params(axis="y", labelsize=8)
 
 
-def ablation_figure(doc: dict):
+def ablation_figure(doc: dict) -> Figure:
     """The ablation's :class:`~matplotlib.figure.Figure`: four panels (recovery on the common set, success, wasted
     retries, silent failures), a bar per step with its interval and value label, rates in percent with the gain over
     the previous step in percentage points."""

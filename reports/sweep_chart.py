@@ -20,11 +20,14 @@ import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from fleetchaos.files import atomic_write
 from fleetchaos.results.models import SweepEntry, SweepResult
 from fleetchaos.results.registry import is_rate
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "MAX_PANELS",
@@ -233,7 +236,7 @@ def _legend_label(line: CurveLine, notes: dict[str, str]) -> str:
     return f"{line.label} ({note})" if note else line.label
 
 
-def curve_figure(result: SweepResult, metric: str | None = None):
+def curve_figure(result: SweepResult, metric: str | None = None) -> Figure | None:
     """The :class:`~matplotlib.figure.Figure` of ``metric`` (default: the sweep's first) against ``x``; None
     when nothing is swept.
 

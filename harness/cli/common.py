@@ -121,11 +121,11 @@ class DataConsole(Console):
     and a wider table folds its columns to fit.
     """
 
-    def __init__(self, *, fit: bool, **kwargs) -> None:
+    def __init__(self, *, fit: bool, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._fit = fit
 
-    def print(self, *objects, **kwargs) -> None:
+    def print(self, *objects: Any, **kwargs: Any) -> None:
         """Print ``objects``, first widening to their natural width when printing into a pipe."""
         if self._fit:
             from rich.measure import Measurement

@@ -10,10 +10,15 @@ exit 1 when one failed.  ``--no-expect`` runs without them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import click
 
 from fleetchaos.gates.session import EXIT_GATE
+
+if TYPE_CHECKING:
+    from fleetchaos.results.models import CompareResult, RunResult
+    from fleetchaos.scenario.load import Scenario
 
 __all__ = ["ExpectGates", "no_expect_option"]
 
@@ -29,7 +34,7 @@ class ExpectGates:
 
     def __init__(
         self,
-        spec,
+        spec: Scenario,
         scenario_ref: str,
         arms: Sequence[tuple[str, str, str]],
         *,
@@ -67,7 +72,7 @@ class ExpectGates:
         )
         return self.records
 
-    def judge_run(self, result) -> None:
+    def judge_run(self, result: RunResult) -> None:
         """Judge the gates on one run (its arm on its one seed) and record the verdicts in it."""
         if not self.gates:
             return
@@ -77,7 +82,7 @@ class ExpectGates:
         arm = aggregate(result.policy, result.errors, [result], DEFAULT_CONFIDENCE)
         result.expectations = self._judge([arm], [result.seed], DEFAULT_CONFIDENCE)
 
-    def judge_compare(self, result) -> None:
+    def judge_compare(self, result: CompareResult) -> None:
         """Judge the gates on every arm of a comparison and record the verdicts in it."""
         if self.gates:
             result.expectations = self._judge(result.arms, result.seeds, result.confidence)

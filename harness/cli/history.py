@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -20,6 +21,9 @@ from fleetchaos.errors import UserError
 from fleetchaos.escaping import one_line, rich_text
 from fleetchaos.gates.session import COMMAND, EXIT_GATE, GateSession
 from fleetchaos.results.registry import is_rate
+
+if TYPE_CHECKING:
+    from fleetchaos.scenario.load import Scenario
 
 __all__ = [
     "EXIT_GATE",
@@ -124,7 +128,7 @@ def check_resume(resume: bool, history_args: dict, tuning: bool, check_determini
         )
 
 
-def start_compare(session: GateSession, spec, meta: dict, plan: tuple, resume: bool) -> dict:
+def start_compare(session: GateSession, spec: Scenario, meta: dict, plan: tuple, resume: bool) -> dict:
     """Open a comparison's history group (or with ``resume``, continue its newest stored one).
 
     ``plan`` is (policies, formats, seeds, applied ``--param`` values).  Returns the runs

@@ -8,11 +8,17 @@ what could not be paired on stdout (or one JSON document with ``--json``).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from fleetchaos.cli.common import Confidence, split_names, stderr_console, stdout_console
 from fleetchaos.errors import UserError
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from fleetchaos.gates.diff import Diff
 
 __all__ = ["diff", "diff_table", "unpaired_lines"]
 
@@ -44,7 +50,7 @@ def _interval(metric, low: float | None, high: float | None) -> str:
     return f"[{_change(metric, low)}, {_change(metric, high)}]"
 
 
-def diff_table(result):
+def diff_table(result: Diff) -> Table:
     """The paired differences as a Rich table: one row per arm and metric."""
     from rich.table import Table
 
@@ -63,7 +69,7 @@ def diff_table(result):
     return table
 
 
-def unpaired_lines(result) -> list[str]:
+def unpaired_lines(result: Diff) -> list[str]:
     """What could not be paired, one line each: arms only one side ran, seeds only one side ran, metric notes."""
     from fleetchaos.gates.assertions import seeds_text
 

@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from fleetchaos.gates.history_rows import Group, StoredRun
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "export_document", "export_text", "is_export", "seed_ordered"]
 
@@ -54,7 +57,7 @@ def is_export(doc: Any) -> bool:
     return isinstance(doc, dict) and doc.get("format") == EXPORT_FORMAT
 
 
-def export_document(group, runs: Sequence) -> dict[str, Any]:
+def export_document(group: Group, runs: Sequence[StoredRun]) -> dict[str, Any]:
     """The export of ``group`` (a :class:`~fleetchaos.gates.history_rows.Group`) holding ``runs`` (its stored runs).
 
     Each run's result is read back through its model, so a damaged row is the store's
@@ -76,6 +79,6 @@ def export_document(group, runs: Sequence) -> dict[str, Any]:
     }
 
 
-def export_text(group, runs: Sequence) -> str:
+def export_text(group: Group, runs: Sequence[StoredRun]) -> str:
     """:func:`export_document` as indented JSON ending with a newline."""
     return json.dumps(export_document(group, runs), indent=2) + "\n"

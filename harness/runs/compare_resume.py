@@ -17,7 +17,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fleetchaos.scenario.load import Scenario
 
 __all__ = ["COMPARE_ID", "compare_id", "compare_jobs"]
 
@@ -25,7 +28,7 @@ __all__ = ["COMPARE_ID", "compare_id", "compare_jobs"]
 COMPARE_ID = "compare_id"
 
 
-def compare_id(spec, policies: Sequence[str], formats: Sequence[str], seeds: Sequence[int],
+def compare_id(spec: Scenario, policies: Sequence[str], formats: Sequence[str], seeds: Sequence[int],
                params: Sequence[tuple[str, Any]] = ()) -> str:  # fmt: skip
     """A stable id of one comparison: scenario digest, arms, seeds and ``--param`` values (16 hex digits)."""
     from fleetchaos.scenario.load import scenario_hash
@@ -38,7 +41,7 @@ def compare_id(spec, policies: Sequence[str], formats: Sequence[str], seeds: Seq
     return hashlib.sha256(ident.encode("utf-8")).hexdigest()[:16]
 
 
-def compare_jobs(spec, policies: Sequence[str], formats: Sequence[str], seeds: Sequence[int],
+def compare_jobs(spec: Scenario, policies: Sequence[str], formats: Sequence[str], seeds: Sequence[int],
                  params: Sequence[tuple[str, Any]] = ()) -> dict[str, tuple[str, str, int]]:  # fmt: skip
     """The run key of each job of a comparison -> its (policy, error format, seed)."""
     from fleetchaos.gates.history import run_key
