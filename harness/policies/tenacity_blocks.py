@@ -21,11 +21,10 @@ No tenacity import: a translated policy runs, pickles and prints without it.
 from __future__ import annotations
 
 import math
-import random
 import re
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from fleetchaos.policies._combinators import BlockBase
 
@@ -61,6 +60,15 @@ __all__ = [
 MAX_WAIT = sys.maxsize / 2
 
 
+class Draws(Protocol):
+    """The task's seeded stream, as the jittered waits use it (a ``random.Random``): this
+    module draws nothing of its own and imports no ``random``."""
+
+    def random(self) -> float: ...
+
+    def uniform(self, a: float, b: float) -> float: ...
+
+
 @dataclass(slots=True)
 class AttemptState:
     """One failed attempt as tenacity's ``RetryCallState`` shows it, in simulated time."""
@@ -68,7 +76,7 @@ class AttemptState:
     attempt_number: int
     seconds_since_start: float
     exception: BaseException
-    rng: random.Random
+    rng: Draws
     upcoming_sleep: float = 0.0
 
 
