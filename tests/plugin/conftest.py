@@ -7,10 +7,12 @@ from __future__ import annotations
 # every terminal summary) here keeps them loaded, so each run does not pay for
 # importing (and assertion-rewriting) them again.
 import hypothesis  # noqa: F401
+import numpy  # noqa: F401  (a C extension cannot be loaded twice in one process: keep it, and the charts', loaded)
 import pytest
 
 import fleetchaos.gates.baseline
 import fleetchaos.reports
+import fleetchaos.reports.charts
 import fleetchaos.runs.runner
 import fleetchaos.testing.suite  # noqa: F401
 
