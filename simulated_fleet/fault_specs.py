@@ -23,14 +23,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Literal, Protocol, TypeAlias, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 from pydantic import ValidationError as _PydanticValidationError
 
 from fleetchaos.sim.kinds import KINDS
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    # strict: a number must be written as a number (``probability: "0.1"`` is refused, not coerced, as
+    # any other string in a number's place is); a whole number is accepted where a float is expected.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
+
+
+#: A ``[low, high]`` pair as YAML and JSON write it (a list), each end still a strict number.
+_Pair = Annotated[tuple[float, float], Strict(False)]
 
 
 class Window(_Strict):
@@ -90,7 +96,7 @@ class _Fault(_Strict):
         # Each model declares its own ``kind`` literal (a pydantic field); here only for the type checker.
         kind: str
 
-    swarm: dict[str, tuple[float, float]] | None = Field(
+    swarm: dict[str, _Pair] | None = Field(
         default=None,
         description="numeric parameters drawn per seed, uniformly from [low, high]",
     )
@@ -330,7 +336,7 @@ class WrongEnvelope(_Targeted):
     wrong_retry_after: float = Field(
         default=0, ge=0, le=1, description="chance a retry-after hint is off by a factor drawn from retry_after_factor"
     )
-    retry_after_factor: tuple[float, float] = Field(
+    retry_after_factor: _Pair = Field(
         default=(0.1, 10.0),
         description="[low, high]: a wrong hint is the true wait times a factor drawn log-uniformly from this range "
         "(below 1 a stale, too-short hint; above 1 a too-long one)",

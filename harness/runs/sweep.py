@@ -48,7 +48,8 @@ class SweepSpec(BaseModel):
     (``tool_calls,makespan_s``), each with its own curves and table column.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    # strict: a quoted number (``confidence: "0.9"``) is refused as in a scenario file, not coerced.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     scenarios: list[str] = Field(default_factory=lambda: ["default"], min_length=1)
     policies: list[str] = Field(default_factory=lambda: list(DEFAULT_POLICIES), min_length=1)
@@ -63,6 +64,18 @@ class SweepSpec(BaseModel):
     def metric_names(self) -> list[str]:
         """The metrics to draw, in the order given (``metric`` split at commas)."""
         return [m.strip() for m in self.metric.split(",") if m.strip()]
+
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seeds_shape(cls, value: Any) -> Any:
+        # One message for a value that is neither member of the union (rather than one per member).
+        if isinstance(value, bool) or not isinstance(value, (int, list, tuple)):
+            shown = repr(value) if isinstance(value, str) else str(value).lower()
+            raise ValueError(
+                f"expected a count from 1 to 10000 or a list of seeds, got {shown}; "
+                "write a plain number (without quotes) or a list such as [1, 2, 3]"
+            )
+        return value
 
     @field_validator("seeds")
     @classmethod
@@ -113,7 +126,7 @@ def load_sweep_file(path: str | Path) -> SweepSpec:
     try:
         return SweepSpec.model_validate(data)
     except ValidationError as exc:
-        raise UserError(format_validation_error(source, exc)) from None
+        raise UserError(format_validation_error(source, exc, text)) from None
 
 
 def scenario_source(ref: str) -> str:

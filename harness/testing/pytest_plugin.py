@@ -13,7 +13,7 @@ Registered through the ``pytest11`` entry point, so installing fleetchaos is eno
   confidence=...)``: the defaults of ``fleetchaos.run()`` for that test (the closest
   marker wins key by key, so a module ``pytestmark`` can name the scenario);
 * options ``--fleetchaos-seed N`` (consecutive seeds from N), ``--fleetchaos-report DIR``
-  (a report folder per scenario run), ``--fleetchaos-baseline REF`` (fail a run whose
+  (a report folder per arm), ``--fleetchaos-baseline REF`` (fail a run whose
   figures regress against a stored baseline: results JSON, a report folder, or a
   run-history group), ``--fleetchaos-fail-on METRIC:THRESHOLD`` (how much worse each
   metric may get, as the CLI's ``--fail-on``; default: the registry's gated metrics at
@@ -29,7 +29,6 @@ matplotlib, Faker and hypothesis are imported when a scenario first runs.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from fleetchaos.testing.plugin_support import MARKER_KEYS, ini_confidence, ini_seeds, marker_config, marker_problem
+from fleetchaos.testing.plugin_support import (
+    MARKER_KEYS,
+    ini_confidence,
+    ini_seeds,
+    marker_config,
+    marker_problem,
+    replay_prefix,
+    slug,
+    write_arm_report,
+)
 from fleetchaos.testing.summary import summary_lines, summary_row
 
 if TYPE_CHECKING:
@@ -66,6 +74,8 @@ class _SessionState:
     """(test id, line) of every gate that passed on weak evidence."""
     gate: Any = None
     """The :class:`~fleetchaos.gates.session.GateSession` judging runs against the baseline, if one was given."""
+    reports: dict = field(default_factory=dict)
+    """Report folder name -> the arm written there (``--fleetchaos-report``): one report per arm."""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect the scenario rows of each finished test."""
@@ -125,7 +135,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--fleetchaos-report",
         default=None,
         metavar="DIR",
-        help="write a report folder (results.json, summary.md, charts, per-seed tasks.csv) per scenario run into DIR",
+        help="write a report folder (results.json, summary.md, charts, per-seed tasks.csv) per arm into DIR: tests "
+        "sharing an arm (scenario, policy, errors, seeds) share its report",
     )
     group.addoption(
         "--fleetchaos-baseline",
@@ -250,10 +261,6 @@ def _first_given(*values: Any) -> Any:
     return next((v for v in values if v is not None), None)
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:120] or "test"
-
-
 class FleetChaos:
     """What the ``fleetchaos`` fixture gives a test: runs scenarios, remembers the results.
 
@@ -352,11 +359,12 @@ class FleetChaos:
                 keep_tasks=report_dir is not None,
                 save_dir=self._save_dir(),
                 cache=self._state.cache,
+                replay_prefix=replay_prefix(self._config, policy),
             )
         except UserError as exc:
             pytest.fail(f"fleetchaos: {exc}", pytrace=False)
         self.results.append(result)
-        report = self._write_report(result, Path(report_dir)) if report_dir is not None else None
+        report = write_arm_report(result, Path(report_dir), self._state.reports) if report_dir is not None else None
         self.note(result, report=report, allow_policy_errors=allowed)
         return result
 
@@ -398,20 +406,7 @@ class FleetChaos:
     def report_dir(self) -> Path | None:
         """The folder this test's reports go to (None without ``--fleetchaos-report``)."""
         root = self._config.getoption("fleetchaos_report")
-        return None if root is None else Path(root) / _slug(self._request.node.nodeid)
-
-    def _write_report(self, result: ScenarioResult, root: Path) -> Path:
-        from fleetchaos.reports import write_compare_report, write_run_report
-
-        arm = _slug(f"{result.scenario}.{result.policy}.{result.errors}")
-        out = root / _slug(self._request.node.nodeid) / arm
-        if len(result.runs) == 1:  # one seed: a run report, as `fleetchaos run --report` writes
-            write_run_report(result.runs[0], out, root=root)
-            return out
-        write_compare_report(result.to_compare_result(), out, root=root)
-        for run in result.runs:
-            write_run_report(run, out / f"seed-{run.seed}", root=root)
-        return out
+        return None if root is None else Path(root) / slug(self._request.node.nodeid)
 
     def _baseline_verdicts(self, result: ScenarioResult) -> list[dict[str, Any]]:
         """One verdict per gated metric, by the one regression rule: ``{"metric", "regressed", "message"}``.
@@ -424,7 +419,7 @@ class FleetChaos:
         from fleetchaos.gates.session import failure_message
 
         entry = gate.baseline.lookup(result.scenario, result.policy, result.errors)
-        replays = {run.seed: run.replay for run in result.runs}
+        replays = dict(zip(result.seeds, result.replay))
         out = []
         for check in gate.check(result.runs):
             message = failure_message(check, entry.origin, replays) if check.failed and entry is not None else ""

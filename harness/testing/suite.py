@@ -129,6 +129,11 @@ class ScenarioResult:
     seeds: tuple[int, ...]
     runs: tuple[RunResult, ...]
     confidence: float = DEFAULT_CONFIDENCE
+    scenario_digest: str = ""
+    """The scenario's content digest (:func:`~fleetchaos.scenario.load.scenario_hash`)."""
+    replay_prefix: str = ""
+    """What each replay command needs before it to run from a shell (``PYTHONPATH=lib ``), if anything."""
+
     expect: tuple[Expectation, ...] = ()
     """The scenario's ``expect:`` gates (its acceptance criteria), as its file declares them."""
 
@@ -157,8 +162,8 @@ class ScenarioResult:
 
     @property
     def replay(self) -> tuple[str, ...]:
-        """The ``fleetchaos run`` command of each seed, in seed order."""
-        return tuple(r.replay for r in self.runs)
+        """The ``fleetchaos run`` command of each seed, in seed order (with :attr:`replay_prefix`)."""
+        return tuple(self.replay_prefix + r.replay for r in self.runs)
 
     @property
     def label(self) -> str:
@@ -373,13 +378,15 @@ def run_scenario(
     keep_tasks: bool = False,
     save_dir: Path | None = None,
     cache: MutableMapping[Any, RunResult] | None = None,
+    replay_prefix: str = "",
 ) -> ScenarioResult:
     """Run ``policy`` on ``errors`` over ``scenario`` for each seed.
 
     ``scenario`` is a catalogue name, a path to a scenario file, or a
     :class:`~fleetchaos.scenario.load.Scenario`.  ``seeds`` is a count (seeds ``1..n``, default 5) or
     a list.  ``cache`` (any dict) reuses runs already simulated with the same scenario
-    content, arm and seed: a run is a pure function of these.
+    content, arm and seed: a run is a pure function of these.  ``replay_prefix`` goes before
+    each replay command the result names (see :attr:`ScenarioResult.replay_prefix`).
     """
     from fleetchaos.runs.runner import run_one
 
@@ -413,4 +420,6 @@ def run_scenario(
         runs=tuple(runs),
         confidence=confidence,
         expect=tuple(getattr(spec, "expect", ())),
+        scenario_digest=content,
+        replay_prefix=replay_prefix,
     )

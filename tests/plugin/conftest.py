@@ -10,10 +10,12 @@ from __future__ import annotations
 # before any in-process run, or the second run that draws a chart fails.
 import hypothesis  # noqa: F401
 import matplotlib.figure  # noqa: F401
+import numpy  # noqa: F401
 import pytest
 
 import fleetchaos.gates.baseline
 import fleetchaos.reports
+import fleetchaos.reports.charts
 import fleetchaos.runs.runner
 import fleetchaos.testing.suite  # noqa: F401
 
