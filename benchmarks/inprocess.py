@@ -28,8 +28,9 @@ ARMS = tuple((p, e) for p in ("blind-retry", "backoff", "structured") for e in (
 def scaled(workers: int, calls: int) -> dict:
     """The default scenario with ``workers`` workers and a workload of about ``calls`` tool calls.
 
-    The API rate and burst grow with the fleet, so the load per worker (and so the mix of
-    faults and rate limits per call) stays that of the default scenario.
+    The API rate and burst, and each provider's servers and calls in flight, grow with the
+    fleet, so the load per worker and per server (and so the mix of faults, rate limits and
+    refusals per call) stays that of the default scenario with this workload.
     """
     import yaml
 
@@ -41,6 +42,10 @@ def scaled(workers: int, calls: int) -> dict:
     doc["fleet"]["workers"] = workers
     doc["fleet"]["api_rate_per_s"] = doc["fleet"]["api_rate_per_s"] * factor
     doc["fleet"]["api_burst"] = max(1, int(doc["fleet"]["api_burst"] * factor))
+    for provider in doc["fleet"].get("providers", []):  # the same load per server and the same queue per server
+        for field in ("servers", "max_in_flight"):
+            if provider.get(field) is not None:
+                provider[field] = max(1, round(provider[field] * factor))
     doc["workload"]["tasks_per_day"] = round(calls / CALLS_PER_TASK)
     return doc
 

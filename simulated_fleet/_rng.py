@@ -25,6 +25,8 @@ import zlib
 _MASK = 0xFFFFFFFFFFFFFFFF
 _GOLDEN = 0x9E3779B97F4A7C15
 _TWO_POW_MINUS_53 = 2.0**-53
+_M1, _M2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+"""SplitMix64's two multipliers (for callers that inline :func:`draw` on a per-call path)."""
 
 
 def mix(z: int) -> int:

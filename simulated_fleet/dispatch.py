@@ -13,12 +13,12 @@ request, one timeout and one release (the same event pattern as a bare SimPy mod
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Generator
 
 import simpy
 
 from fleetchaos.sim import _rng
+from fleetchaos.sim._rng import _GOLDEN, _M1, _M2, _MASK
 from fleetchaos.sim.calls import NO_CLIENT, NO_ITEMS, CallModel, CallOutcome, StepRules, Template
 from fleetchaos.sim.faults import FaultPlan, Partition
 from fleetchaos.sim.fleet import Worker
@@ -98,30 +98,37 @@ class Dispatcher:
         """
         env = self.env
         journal = self.journal
-        decide = self.calls.decide
-        call_key = _rng.call_key
+        calls = self.calls
+        decide = calls.decide
         transport = self.transport
+        transport_on = self.transport_on
         dispatched = env.now
         partial_ok = self.partial_step_ok
         task_key = _rng.task_key(self.run_key, task.id)
         steps = tpl.steps
-        step_rules = self.calls.step_rules(w.index, tpl)
+        step_rules = calls.step_rules(w.index, tpl)
         masked: list[tuple[int, int, str]] = []
-        cut = self.partitioned(task.orchestrator, w.index, dispatched)
-        if cut is not None:
-            yield env.timeout(cut.connect_timeout_s)
-            journal.fault(rec, "network_partition", dispatched, tpl.names[start], w.index)
-            return self._report(task, tpl, w, start, start, "network_partition", done, masked=masked)
+        if self.plan.partitions:
+            cut = self.partitioned(task.orchestrator, w.index, dispatched)
+            if cut is not None:
+                yield env.timeout(cut.connect_timeout_s)
+                journal.fault(rec, "network_partition", dispatched, tpl.names[start], w.index)
+                return self._report(task, tpl, w, start, start, "network_partition", done, masked=masked)
+        slots = w.slots
+        can_crash = bool(w.crash_spans)
+        tracing = journal.trace is not None
+        executions = rec.executions
+        all_commits = rec.commits
         for si in range(start, len(steps)):
             step = steps[si]
             skip = done if si == start else ()
-            executions = rec.executions
-            executions[si] += 1
-            commits = rec.commits[si]
+            execution = executions[si] + 1
+            executions[si] = execution
+            commits = all_commits[si]
             if 0 not in commits:  # every item already took effect: the step is done again
                 rec.redone_steps += 1
             rec.step_executions += 1
-            wait = w.slots.acquire()
+            wait = slots.acquire()
             waited = 0.0
             if wait is not None:
                 limit = self.call_timeout_s
@@ -135,35 +142,42 @@ class Dispatcher:
                     waited = env.now - queued
             now = env.now
             rules = step_rules[si]
-            step_key = _rng.step_key(task_key, si, executions[si])
+            # _rng.step_key(task_key, si, execution), inlined (the same SplitMix64 arithmetic): once per step.
+            z = ((task_key ^ (si << 40) ^ execution) + _GOLDEN) & _MASK
+            z = ((z ^ (z >> 30)) * _M1) & _MASK
+            z = ((z ^ (z >> 27)) * _M2) & _MASK
+            step_key = z ^ (z >> 31)
+            fan_out = step.fan_out
             batch_rules = rules[2]
             batch_failed = (
-                self.calls.batch_failures(batch_rules, step.fan_out, task_key, si, step_key, w.index, now)
-                if batch_rules and step.fan_out > 1
+                calls.batch_failures(batch_rules, fan_out, task_key, si, step_key, w.index, now)
+                if batch_rules and fan_out > 1
                 else NO_ITEMS
             )
             garbage = False  # an earlier step this one reads is incomplete: its output is wrong
             if step.needs:
-                garbage = any(0 in rec.commits[n] for n in step.needs)
+                garbage = any(0 in all_commits[n] for n in step.needs)
             longest = 0.0
-            failed: list[tuple[int, str]] = []
-            # item -> call duration, for a crash mid-step (only a worker that can crash needs it)
-            finish: dict[int, float] | None = {} if w.crash_spans else None
+            # Built only when needed: most steps have every call succeed.
+            failed: list[tuple[int, str]] | None = None
+            hollow: list[int] | None = None  # looked successful, took no effect (masked failures)
+            committed_anyway: list[int] | None = None
+            pushes: list[tuple[int, int, int]] | None = None
             succeeded: list[int] = []
-            hollow: list[int] = []  # looked successful, took no effect (masked failures)
-            committed_anyway: list[int] = []
-            pushes: list[tuple[int, int, int]] = []
+            # item -> call duration, for a crash mid-step (only a worker that can crash needs it)
+            finish: dict[int, float] | None = {} if can_crash else None
             token_at = None
-            traced: list[list] | None = [] if journal.trace is not None else None  # [item, duration, kind] per call
-            for item in range(step.fan_out):
-                if item in skip:
+            traced: list[list] | None = [] if tracing else None  # [item, duration, kind] per call
+            called = 0
+            for item in range(fan_out):
+                if skip and item in skip:
                     continue
-                rec.calls += 1
-                key = call_key(step_key, item)
+                called += 1
+                key = step_key ^ (item << 32)  # _rng.call_key(step_key, item)
                 fault, duration, committed, retry_at = decide(
                     w, step, rules, task_key, item, key, now, batch_failed, sources, waited
                 )
-                if fault is not None and transport and fault.name in self.transport_on:
+                if fault is not None and transport and fault.name in transport_on:
                     fault, duration, committed, retry_at = self._transport_retry(
                         rec,
                         (fault, duration, committed, retry_at),
@@ -188,6 +202,8 @@ class Dispatcher:
                     rec.tokens += step.tokens
                     if step.pushes:
                         branch = _rng.branch_of(task_key, len(self.branch_heads))
+                        if pushes is None:
+                            pushes = []
                         pushes.append((item, branch, self.branch_heads[branch]))
                     else:
                         succeeded.append(item)
@@ -197,47 +213,60 @@ class Dispatcher:
                 if fault.stage == MASKING:
                     masked.append((si, item, fault.name))
                     journal.fault(rec, fault.name, now, step.name, w.index)
+                    if hollow is None:
+                        hollow = []
                     hollow.append(item)
                 else:
+                    if failed is None:
+                        failed = []
                     failed.append((item, fault.name))
                     if committed:
+                        if committed_anyway is None:
+                            committed_anyway = []
                         committed_anyway.append(item)
                     if retry_at is not None and (token_at is None or retry_at < token_at):
                         token_at = retry_at
-            crash_at = w.next_crash_after(now) if finish is not None else math.inf
-            if crash_at < now + longest:
-                # Calls that finished before the crash took effect; the rest, and the report, are lost.
-                if not garbage:
-                    for item in succeeded + committed_anyway:
-                        if finish[item] <= crash_at - now:
-                            commits[item] += 1
-                if traced is not None:  # calls still running when the worker went down were lost with it
-                    for call in traced:
-                        if call[1] > crash_at - now:
-                            call[1], call[2] = crash_at - now, "node_crash"
-                    journal.calls(task.id, w.index, si, step.name, now, traced)
-                yield from self._lose_dispatch(rec, w, now, crash_at, step.name)
-                if self.heartbeat_timeout_s is None:
-                    yield env.event()  # nobody will ever notice: the task is lost
-                    return None
-                yield env.timeout(self.heartbeat_timeout_s)
-                return self._report(task, tpl, w, start, start, "node_crash", done, masked=masked)
-            yield env.timeout(longest)
-            w.slots.release()
-            for item, branch, head in pushes:
-                if self.branch_heads[branch] == head:
-                    self.branch_heads[branch] = head + 1
-                    succeeded.append(item)
-                else:
-                    failed.append((item, "git_push_conflict"))
-                    if traced is not None:
+            rec.calls += called
+            took_effect = succeeded + committed_anyway if committed_anyway is not None else succeeded
+            if finish is not None:
+                crash_at = w.next_crash_after(now)
+                if crash_at < now + longest:
+                    # Calls that finished before the crash took effect; the rest, and the report, are lost.
+                    if not garbage:
+                        for item in took_effect:
+                            if finish[item] <= crash_at - now:
+                                commits[item] += 1
+                    if traced is not None:  # calls still running when the worker went down were lost with it
                         for call in traced:
-                            if call[0] == item:
-                                call[2] = "git_push_conflict"
+                            if call[1] > crash_at - now:
+                                call[1], call[2] = crash_at - now, "node_crash"
+                        journal.calls(task.id, w.index, si, step.name, now, traced)
+                    yield from self._lose_dispatch(rec, w, now, crash_at, step.name)
+                    if self.heartbeat_timeout_s is None:
+                        yield env.event()  # nobody will ever notice: the task is lost
+                        return None
+                    yield env.timeout(self.heartbeat_timeout_s)
+                    return self._report(task, tpl, w, start, start, "node_crash", done, masked=masked)
+            yield env.timeout(longest)
+            slots.release()
+            if pushes is not None:
+                for item, branch, head in pushes:
+                    if self.branch_heads[branch] == head:
+                        self.branch_heads[branch] = head + 1
+                        succeeded.append(item)
+                    else:
+                        if failed is None:
+                            failed = []
+                        failed.append((item, "git_push_conflict"))
+                        if traced is not None:
+                            for call in traced:
+                                if call[0] == item:
+                                    call[2] = "git_push_conflict"
+                took_effect = succeeded + committed_anyway if committed_anyway is not None else succeeded
             if traced is not None:
                 journal.calls(task.id, w.index, si, step.name, now, traced)
-            if step.writes_disk and (succeeded or committed_anyway):
-                written = step.disk_mb * (len(succeeded) + len(committed_anyway))
+            if step.writes_disk and took_effect:
+                written = step.disk_mb * len(took_effect)
                 w.disk_used_mb += written
                 workspace[w.index] = workspace.get(w.index, 0.0) + written
             if garbage:
@@ -246,16 +275,16 @@ class Dispatcher:
                 if succeeded:
                     rec.wrong_input_steps += 1
             else:
-                for item in succeeded + committed_anyway:
+                for item in took_effect:
                     commits[item] += 1
             if self.idempotent and si in tpl.append_steps:
                 self._deduplicate(rec, commits)
-            if not failed:
+            if failed is None:
                 continue
             failed.sort()
             for _item, kind in failed:
                 journal.fault(rec, kind, now, step.name, w.index)
-            looks_done = succeeded + hollow
+            looks_done = succeeded + hollow if hollow is not None else succeeded
             if partial_ok and looks_done:
                 continue  # the tool said "ok" with what it gathered: silent partial work
             retry_after = None if token_at is None else max(0.0, token_at - env.now)
