@@ -19,11 +19,12 @@ import simpy
 
 from fleetchaos.sim import _rng
 from fleetchaos.sim._rng import _GOLDEN, _M1, _M2, _MASK
-from fleetchaos.sim.calls import NO_CLIENT, NO_ITEMS, CallModel, CallOutcome, StepRules, Template
+from fleetchaos.sim.calls import NO_CLIENT, NO_ITEMS, CallModel, StepRules, Template
 from fleetchaos.sim.faults import FaultPlan, Partition
 from fleetchaos.sim.fleet import Worker
 from fleetchaos.sim.journal import Journal
 from fleetchaos.sim.kinds import MASKING, SOURCE
+from fleetchaos.sim.layers import layered_retry
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.transport import TransportRetry
 from fleetchaos.sim.truth import AttemptReport
@@ -178,7 +179,10 @@ class Dispatcher:
                     w, step, rules, task_key, item, key, now, batch_failed, sources, waited
                 )
                 if fault is not None and transport and fault.name in transport_on:
-                    fault, duration, committed, retry_at = self._transport_retry(
+                    fault, duration, committed, retry_at = layered_retry(
+                        transport,
+                        calls,
+                        journal,
                         rec,
                         (fault, duration, committed, retry_at),
                         w,
@@ -401,73 +405,6 @@ class Dispatcher:
             schema_version=version,
             dropped_fields=dropped,
         )
-
-    def _transport_retry(
-        self,
-        rec: TaskRecord,
-        first: CallOutcome,
-        w: Worker,
-        step,
-        rules: StepRules,
-        task_key: int,
-        item: int,
-        key: int,
-        now: float,
-        batch_failed,
-        sources: dict[tuple[int, int], int],
-        garbage: bool,
-        level: int | None = None,
-    ) -> CallOutcome:
-        """The transport layers retry a failed call on their own: the outcome of the last try,
-        with the duration of every try and wait between them.
-
-        Layer ``level`` (the top one by default) handles one request whose first try
-        below it gave ``first``: the layers under it retry that try first, then it retries
-        what they gave up on, each of its retries going through them again.  Each try at
-        the bottom is a real tool call (counted, priced, and able to commit a side effect
-        that then happens twice); the tries and the waits between them run inside the
-        step's slot, so they lengthen the call.  A try later than ``now`` meets the fleet
-        as it stands at that instant (the token bucket only refills forward).
-        """
-        layers = self.transport
-        if level is None:
-            level = len(layers) - 1
-            if rec.layer_tries is None:
-                rec.layer_tries = [0] * len(layers)
-        if level > 0:
-            first = self._transport_retry(
-                rec, first, w, step, rules, task_key, item, key, now, batch_failed, sources, garbage, level - 1
-            )
-        layer = layers[level]
-        stream = _rng.layer_stream(level)
-        tries = rec.layer_tries
-        tries[level] += 1  # type: ignore[index]
-        fault, duration, committed, retry_at = first
-        elapsed = 0.0
-        for n in range(1, layer.attempts):
-            if fault is None or fault.name not in layer.on:
-                break
-            self.journal.fault(rec, fault.name, now, step.name, w.index)
-            if committed and not garbage:
-                rec.commits[step.index][item] += 1  # the failed try took effect anyway; the next try repeats it
-            if fault.outcome_unknown:
-                rec.tokens += step.tokens
-            pause = layer.wait_s(n - 1, _rng.draw(key, stream + n))
-            if retry_at is not None:
-                pause = max(pause, retry_at - (now + elapsed + duration))
-            elapsed += duration + pause
-            rec.calls += 1
-            rec.transport_retries += 1
-            tries[level] += 1  # type: ignore[index]
-            sub_key = _rng.transport_key(key, n) if level == 0 else _rng.layer_key(key, level, n)
-            outcome = self.calls.decide(w, step, rules, task_key, item, sub_key, now + elapsed, batch_failed, sources)
-            if level > 0:
-                outcome = self._transport_retry(
-                    rec, outcome, w, step, rules, task_key, item, sub_key, now + elapsed, batch_failed, sources,
-                    garbage, level - 1,
-                )  # fmt: skip
-            fault, duration, committed, retry_at = outcome
-        return fault, elapsed + duration, committed, retry_at
 
     @staticmethod
     def _deduplicate(rec: TaskRecord, commits: list[int]) -> None:
