@@ -50,6 +50,21 @@ def key(*parts: int) -> int:
     return z
 
 
+def extend(prefix: int, *parts: int) -> int:
+    """Fold more integers into a key: ``extend(key(a, b), c, d) == key(a, b, c, d)``.
+
+    A key whose first parts are fixed for a run (its seed and stream) is folded once and
+    extended per task, with :func:`mix` inlined.
+    """
+    z = prefix
+    for part in parts:
+        z = ((z ^ (part & _MASK)) + _GOLDEN) & _MASK
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+        z ^= z >> 31
+    return z
+
+
 # -- the keys of a run, a task, a step execution and a tool call --------------------------
 
 S_TASK = stream_id("task")

@@ -16,7 +16,8 @@ never raising), because it reaches results, reports, the history and the termina
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import fields
+from operator import attrgetter
 
 from fleetchaos.sim.interrupts import PASS_THROUGH, check_expired, describe_exception, exception_parts, policy_text
 from fleetchaos.sim.ledger import TaskRecord
@@ -55,6 +56,16 @@ def as_index(value, what: str) -> int:
     if number != int(number):
         raise ValueError(f"{what} must be a whole number, got {value!r}")
     return int(number)
+
+
+#: Every field of a TaskHistory, in its constructor's order.
+_HISTORY_FIELDS = attrgetter(*(f.name for f in fields(TaskHistory)))
+
+
+def copy_history(history: TaskHistory) -> TaskHistory:
+    """A shallow copy, as ``dataclasses.replace(history)`` makes it (every field passed to the
+    constructor), without its per-call field introspection: one per policy decision."""
+    return TaskHistory(*_HISTORY_FIELDS(history))
 
 
 def canonical(action) -> Action:
@@ -135,7 +146,9 @@ class ContainedPolicy:
             rec.policy_error = self.hooks_error
             return GiveUp()
         try:
-            action = self.policy.decide(obs, replace(history))  # a copy: a policy cannot corrupt the driver's state
+            action = self.policy.decide(
+                obs, copy_history(history)
+            )  # a copy: a policy cannot corrupt the driver's state
         except PASS_THROUGH:
             raise
         except BaseException as exc:  # a broken user policy must not stop the run, whatever it raises

@@ -152,6 +152,10 @@ class World:
         # read both) or when tracing (the timeline draws it); a streamed run keeps the tally.
         self.journal = Journal(lambda: env.now, keep_log=sink is None or trace, trace=trace)
         self.run_key = _rng.run_key(seed)
+        # The run's part of the per-task keys, folded once (_rng.extend adds the task's parts).
+        self._admit_key = _rng.key(self.run_key, S_ADMIT)
+        self._misread_key = _rng.key(self.run_key, S_MISREAD)
+        self._policy_key = _rng.key(seed, S_POLICY)
         self.calls = call_model(plan, self.shared_capacity, seed, fleet)
         self.envelope_errors = EnvelopeErrors.build(spec, seed)  # None unless a scenario makes envelopes wrong
         self.dispatcher = Dispatcher(
@@ -272,7 +276,7 @@ class World:
         while True:
             attempts += 1
             if policy.admits:
-                draw = _rng.uniform(_rng.key(self.run_key, S_ADMIT, task.id, attempts))
+                draw = _rng.uniform(_rng.extend(self._admit_key, task.id, attempts))
                 refused = policy.before_dispatch(shared, env.now, attempts == 1, draw, rec)
                 if refused is not None:  # refused locally: the task ends as the policy said, nothing is sent
                     rec.throttled += 1
@@ -334,13 +338,13 @@ class World:
                     task_id=task.id,
                     attempts=attempts,
                     worker=worker,
-                    rng=random.Random(_rng.key(self.seed, S_POLICY, task.id)),
+                    rng=random.Random(_rng.extend(self._policy_key, task.id)),
                     orchestrator=task.orchestrator,
                     shared=shared,
                 )
             if (
                 self.misread_p > 0.0
-                and _rng.uniform(_rng.key(self.run_key, S_MISREAD, task.id, attempts)) < self.misread_p
+                and _rng.uniform(_rng.extend(self._misread_key, task.id, attempts)) < self.misread_p
             ):
                 if self.guarded:
                     rec.misreads_caught += 1  # the guardrail saw the failure flag and blocked the success claim
