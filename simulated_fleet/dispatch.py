@@ -19,7 +19,7 @@ import simpy
 
 from fleetchaos.sim import _rng
 from fleetchaos.sim._rng import _GOLDEN, _M1, _M2, _MASK
-from fleetchaos.sim.calls import NO_CLIENT, NO_ITEMS, CallModel, StepRules, Template
+from fleetchaos.sim.calls import NO_CLIENT, NO_ITEMS, CallModel, CallOutcome, StepRules, Template
 from fleetchaos.sim.faults import FaultPlan, Partition
 from fleetchaos.sim.fleet import Worker
 from fleetchaos.sim.journal import Journal
@@ -118,6 +118,7 @@ class Dispatcher:
         slots = w.slots
         can_crash = bool(w.crash_spans)
         tracing = journal.trace is not None
+        lean = not can_crash and not tracing
         executions = rec.executions
         all_commits = rec.commits
         for si in range(start, len(steps)):
@@ -158,6 +159,26 @@ class Dispatcher:
             garbage = False  # an earlier step this one reads is incomplete: its output is wrong
             if step.needs:
                 garbage = any(0 in all_commits[n] for n in step.needs)
+            first: CallOutcome | None = None
+            if lean and fan_out == 1 and not skip and not step.pushes:
+                # One call on a worker that cannot crash, untraced: the common case, and when it
+                # succeeds, what the general path below does for it, without its bookkeeping.
+                first = decide(w, step, rules, task_key, 0, step_key, now, NO_ITEMS, sources, waited)
+                if first[0] is None:
+                    rec.calls += 1
+                    rec.tokens += step.tokens
+                    yield env.timeout(first[1] if first[1] > 0.0 else 0.0)  # as longest below
+                    slots.release()
+                    if step.writes_disk:
+                        w.disk_used_mb += step.disk_mb
+                        workspace[w.index] = workspace.get(w.index, 0.0) + step.disk_mb
+                    if garbage:
+                        rec.wrong_input_steps += 1
+                    else:
+                        commits[0] += 1
+                    if self.idempotent and si in tpl.append_steps:
+                        self._deduplicate(rec, commits)
+                    continue
             longest = 0.0
             # Built only when needed: most steps have every call succeed.
             failed: list[tuple[int, str]] | None = None
@@ -175,9 +196,12 @@ class Dispatcher:
                     continue
                 called += 1
                 key = step_key ^ (item << 32)  # _rng.call_key(step_key, item)
-                fault, duration, committed, retry_at = decide(
-                    w, step, rules, task_key, item, key, now, batch_failed, sources, waited
-                )
+                if first is None:
+                    fault, duration, committed, retry_at = decide(
+                        w, step, rules, task_key, item, key, now, batch_failed, sources, waited
+                    )
+                else:  # decided above: the one call of the step failed
+                    fault, duration, committed, retry_at = first
                 if fault is not None and transport and fault.name in transport_on:
                     fault, duration, committed, retry_at = layered_retry(
                         transport,
