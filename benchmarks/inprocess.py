@@ -149,6 +149,22 @@ def fleet_day(scenarios: list[str], seeds: int = 1) -> dict:
 # -- scaling -----------------------------------------------------------------------------------
 
 
+def peak_rss() -> int:
+    """This process's peak resident set size in bytes.
+
+    Linux's ``VmHWM`` (``/proc/self/status``) where it exists: ``ru_maxrss`` carries the
+    peak of the process this one was forked from across ``exec``, so a child of a large
+    benchmark process would report the parent's size.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024  # kB
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kB on Linux
+
+
 def scaling_child(workers: int, calls: int) -> None:
     """Runs in a fresh process: one full run, then its figures as JSON on stdout."""
     from fleetchaos.runs.runner import run_one
@@ -157,7 +173,7 @@ def scaling_child(workers: int, calls: int) -> None:
     t0, c0 = time.perf_counter(), time.process_time()
     result = run_one(spec, "structured", "structured", 1)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kB on Linux
+    rss = peak_rss()
     figures = {
         "calls": int(result.metrics["tool_calls"] or 0),
         "tasks": int(result.metrics["tasks"] or 0),
