@@ -70,6 +70,14 @@ def copy_history(history: TaskHistory) -> TaskHistory:
 
 def canonical(action) -> Action:
     """Rebuild a policy's action as a checked instance of one of the action classes."""
+    kind = type(action)
+    if kind is Retry or kind is Reroute or kind is UseAlternative:
+        # The common answer, already well formed (a finite float delay, a whole-number resume
+        # point a float holds exactly, nothing done): what the checks below would build.
+        delay, start, done = action.delay_s, action.resume_from, action.done_items
+        exact = type(delay) is float and type(start) is int and type(done) is tuple
+        if exact and 0.0 <= delay < math.inf and 0 <= start < 2**53 and not done:
+            return kind(delay, start, ())
     for cls in (Escalate, Rollback, DeadLetter):
         if isinstance(action, cls):
             return cls(policy_text(action.reason))
