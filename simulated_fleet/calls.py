@@ -128,6 +128,8 @@ class Template:
     append_steps: tuple[int, ...]
     deadline_s: float | None
     budget_calls: int | None
+    fan_outs: tuple[int, ...] = ()
+    """Each step's fan-out (the shape of a task's ledger record)."""
 
 
 def compile_template(index: int, template, plan: FaultPlan) -> Template:
@@ -161,6 +163,7 @@ def compile_template(index: int, template, plan: FaultPlan) -> Template:
         append_steps=tuple(i for i, s in enumerate(template.steps) if s.side_effect == "append"),
         deadline_s=template.deadline_s,
         budget_calls=template.budget_calls,
+        fan_outs=tuple(s.fan_out for s in template.steps),
     )
 
 

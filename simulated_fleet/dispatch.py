@@ -90,8 +90,10 @@ class Dispatcher:
         done: tuple[int, ...],
         sources: dict[tuple[int, int], int],
         workspace: dict[int, float],
+        task_key: int,
     ) -> Generator:
-        """Run the task's steps from ``start`` on ``w`` until one is seen as failed.
+        """Run the task's steps from ``start`` on ``w`` until one is seen as failed (``task_key``:
+        :func:`fleetchaos.sim._rng.task_key` of the task).
 
         Returns the dispatch's AttemptReport (:data:`PLAIN_OK` for a success the format
         shows as a bare "ok"), or None when the dispatch was lost with a crashed worker
@@ -105,7 +107,6 @@ class Dispatcher:
         transport_on = self.transport_on
         dispatched = env.now
         partial_ok = self.partial_step_ok
-        task_key = _rng.task_key(self.run_key, task.id)
         steps = tpl.steps
         step_rules = calls.step_rules(w.index, tpl)
         masked: list[tuple[int, int, str]] = []

@@ -246,15 +246,16 @@ class World:
         emit = self.journal.emit
         tracing = self.journal.trace is not None
         tpl = self.templates[task.template]
+        # TaskRecord(id, template, title, orchestrator, arrival_s, commits, append_steps, executions)
         rec = TaskRecord(
-            id=task.id,
-            template=tpl.name,
-            title=task.title,
-            orchestrator=task.orchestrator,
-            arrival_s=task.arrival_s,
-            commits=[[0] * s.fan_out for s in tpl.steps],
-            append_steps=tpl.append_steps,
-            executions=[0] * len(tpl.steps),
+            task.id,
+            tpl.name,
+            task.title,
+            task.orchestrator,
+            task.arrival_s,
+            [[0] * fan_out for fan_out in tpl.fan_outs],
+            tpl.append_steps,
+            [0] * len(tpl.fan_outs),
         )
         if self.records is not None:
             self.records.append(rec)
@@ -265,7 +266,8 @@ class World:
         # The policy's view of the task is built at its first failure: most tasks never fail.
         history: TaskHistory | None = None
         attempts = 0
-        worker = self._first_worker(task)
+        worker = task.id % len(self.workers) if not self.least_loaded else self._first_worker(task)
+        task_key = _rng.task_key(self.run_key, task.id)
         start, done = 0, ()
         sources: dict[tuple[int, int], int] = {}
         workspace: dict[int, float] = {}  # worker -> MB this task's files occupy there
@@ -304,7 +306,7 @@ class World:
             retrying = attempts > 1
             load[0] += 1
             load[1] += retrying
-            report = yield from self.dispatcher.attempt(task, tpl, rec, w, start, done, sources, workspace)
+            report = yield from self.dispatcher.attempt(task, tpl, rec, w, start, done, sources, workspace, task_key)
             load[0] -= 1
             load[1] -= retrying
             w.in_flight -= 1
