@@ -33,7 +33,10 @@ Figures (docs/performance.md has the latest ones, the machine and its load):
    report folder; target under 4 s).
 
 Wall-clock figures need a quiet machine: the script prints the 1-minute load before each
-section.  These are measurements, never tests: nothing here fails the build.
+section.  ``benchmarks/instructions.py`` gives the like-for-like ratio without the clock
+(machine instructions per call, counted by valgrind), and ``benchmarks/digest.py`` checks
+that a speed change left every result byte-identical.  These are measurements, never
+tests: nothing here fails the build.
 """
 
 from __future__ import annotations
