@@ -1,8 +1,8 @@
 """Figures of whole commands, as a user waits for them: start-up, a one-shot run, parallel compare, the demo.
 
-Each command runs as a fresh process; its wall time is taken around it and its CPU time
-and peak memory from the operating system's accounting of the finished process and the
-workers it reaped (``os.wait4``).  Every command is run once first, unmeasured, so its
+Each command runs as a fresh process, started by a small launcher process (:data:`LAUNCHER`);
+its wall time is taken around it and its CPU time and peak memory from the operating
+system's accounting of the finished process and the workers it reaped (``os.wait4``).  Every command is run once first, unmeasured, so its
 bytecode is cached as after an install (``PYTHONDONTWRITEBYTECODE`` is removed from the
 commands' environment), and commands compared with each other run in turn, A B A B, so a
 change in the machine's load falls on both.
@@ -16,7 +16,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -36,17 +35,31 @@ def environment(folder: Path) -> dict[str, str]:
     return env
 
 
+#: Starts a command and reports its wall time and the operating system's accounting of it.  Run in a
+#: small interpreter of its own: Linux carries a process's peak RSS across ``exec`` from the process it
+#: was forked from, so a command forked straight from this (large) benchmark process would report at
+#: least this process's size; forked from the launcher it starts from the launcher's few MiB.
+LAUNCHER = """
+import json, os, subprocess, sys, time
+start = time.perf_counter()
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+err = proc.stderr.read()
+_, status, usage = os.wait4(proc.pid, 0)
+wall = time.perf_counter() - start
+print(json.dumps({"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_mib": usage.ru_maxrss / 1024,
+                  "code": os.waitstatus_to_exitcode(status), "err": err.decode(errors="replace")[-500:]}))
+"""
+
+
 def timed(cmd: Sequence[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
     """One run of ``cmd``: wall seconds, CPU seconds (with its reaped workers) and peak RSS of its largest process."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(list(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
-    err = proc.stderr.read() if proc.stderr is not None else b""
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {err.decode(errors='replace')[-500:]}")
-    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_mib": usage.ru_maxrss / 1024}
+    out = subprocess.run([sys.executable, "-c", LAUNCHER, *cmd], capture_output=True, text=True, env=env, cwd=cwd)
+    if out.returncode != 0:
+        raise RuntimeError(f"the launcher failed for {' '.join(cmd)}: {out.stderr[-500:]}")
+    figures = json.loads(out.stdout)
+    if figures["code"] != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {figures['code']}: {figures['err']}")
+    return {key: figures[key] for key in ("wall_s", "cpu_s", "peak_mib")}
 
 
 def measure(commands: dict[str, Sequence[str]], runs: int, folder: Path) -> dict[str, dict]:

@@ -25,6 +25,8 @@ import zlib
 _MASK = 0xFFFFFFFFFFFFFFFF
 _GOLDEN = 0x9E3779B97F4A7C15
 _TWO_POW_MINUS_53 = 2.0**-53
+_M1, _M2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+"""SplitMix64's two multipliers (for callers that inline :func:`draw` on a per-call path)."""
 
 
 def mix(z: int) -> int:
@@ -45,6 +47,21 @@ def key(*parts: int) -> int:
     z = 0
     for part in parts:
         z = mix(z ^ (part & _MASK))
+    return z
+
+
+def extend(prefix: int, *parts: int) -> int:
+    """Fold more integers into a key: ``extend(key(a, b), c, d) == key(a, b, c, d)``.
+
+    A key whose first parts are fixed for a run (its seed and stream) is folded once and
+    extended per task, with :func:`mix` inlined.
+    """
+    z = prefix
+    for part in parts:
+        z = ((z ^ (part & _MASK)) + _GOLDEN) & _MASK
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+        z ^= z >> 31
     return z
 
 

@@ -28,6 +28,7 @@ from fleetchaos.sim.config import FleetSpec, TemplateSpec, lognormal_params
 from fleetchaos.sim.fault_specs import BatchFault, HangingFault, SourceFault
 from fleetchaos.sim.faults import CALL_STAGES, CallRule, FaultPlan
 from fleetchaos.sim.kinds import KINDS, SOURCE, TASK_STEP, TASK_STEP_ITEM, WORKER_TOOL, FaultKind
+from fleetchaos.sim.state import unlimited
 
 S_CALL_TIMES = _rng.stream_id("call:latency+duration")  # one Box-Muller pair per call
 S_COMMIT = _rng.stream_id("call:timeout_committed")
@@ -36,6 +37,11 @@ S_BATCH = _rng.stream_id("call:batch_items")
 
 # Module-level names for the per-call functions: a global read instead of two look-ups.
 _draw, _normal_pair, _exp = _rng.draw, _rng.normal_pair, math.exp
+_sqrt, _log, _cos, _sin, _INF = math.sqrt, math.log, math.cos, math.sin, math.inf
+# decide() inlines _rng.normal_pair and _rng.draw (the same arithmetic, so the same numbers):
+# a Python call costs about as much as the SplitMix64 arithmetic itself.
+_GOLDEN, _MASK, _M1, _M2 = _rng._GOLDEN, _rng._MASK, _rng._M1, _rng._M2
+_TWO_POW_MINUS_32, _TWO_POW_MINUS_53, _TWO_PI = _rng._TWO_POW_MINUS_32, _rng._TWO_POW_MINUS_53, _rng._TWO_PI
 
 #: ``waited`` for a call no client waits for any more (its client gave up while it queued):
 #: no call timeout applies to it.
@@ -81,6 +87,8 @@ class NodeView(Protocol):
     index: int
     credentials_expire_s: float
     """The instant its current credentials stop working (expired at ``now`` iff ``now >=`` it)."""
+    crash_spans: list[tuple[float, float]]
+    """Its crash spans: empty for a worker that never crashes (then :meth:`down` is not asked)."""
 
     def down(self, now: float) -> bool:
         """Whether the worker is crashed at ``now``."""
@@ -134,6 +142,8 @@ class Template:
     append_steps: tuple[int, ...]
     deadline_s: float | None
     budget_calls: int | None
+    fan_outs: tuple[int, ...] = ()
+    """Each step's fan-out (the shape of a task's ledger record)."""
 
 
 def compile_template(index: int, template: TemplateSpec, plan: FaultPlan) -> Template:
@@ -167,6 +177,7 @@ def compile_template(index: int, template: TemplateSpec, plan: FaultPlan) -> Tem
         append_steps=tuple(i for i, s in enumerate(template.steps) if s.side_effect == "append"),
         deadline_s=template.deadline_s,
         budget_calls=template.budget_calls,
+        fan_outs=tuple(s.fan_out for s in template.steps),
     )
 
 
@@ -181,6 +192,9 @@ class CallModel:
     __slots__ = (
         "_dependency_draws",
         "_rules",
+        "_spiking",
+        "_take_quota",
+        "_take_token",
         "_template_rules",
         "api_provider",
         "call_timeout_s",
@@ -206,6 +220,11 @@ class CallModel:
         self.latency_mean = 2.0 * lat.mean_s  # a call is one round trip
         self.latency_mu, self.latency_sigma = lognormal_params(self.latency_mean, lat.cv)
         self.spikes = plan.latency  # per worker: a SpanTable of (factor, add)
+        # The same, None for a worker without spikes: decide() tests it without a method call.
+        self._spiking = [table if table else None for table in plan.latency]
+        # Bound once: every API call takes a token and (with a daily quota) counts against it.
+        self._take_token = shared.take_token
+        self._take_quota = None if shared.take_quota is unlimited else shared.take_quota
         self.installed: set[tuple[int, str]] = set()  # (worker, tool) a remediation agent installed
         self._dependency_draws: dict[tuple[int, int, str], float] = {}  # (rule stream, worker, tool) -> its draw
         self._rules: dict[tuple[int, int, int], StepRules] = {}
@@ -266,22 +285,31 @@ class CallModel:
         ``waited`` the seconds the call already waited since its dispatch (for a tool
         slot), which count toward the call timeout.
         """
-        z_latency, z_duration = _normal_pair(key, S_CALL_TIMES)
-        if self.latency_sigma > 0.0:
-            latency = _exp(self.latency_mu + self.latency_sigma * z_latency)
+        # The call's two normals, _normal_pair(key, S_CALL_TIMES) inlined: r cos t is its
+        # latency's, r sin t its duration's (only a call that gets that far needs it).
+        z = ((key ^ S_CALL_TIMES) + _GOLDEN) & _MASK
+        z = ((z ^ (z >> 30)) * _M1) & _MASK
+        z = ((z ^ (z >> 27)) * _M2) & _MASK
+        z ^= z >> 31
+        r = _sqrt(-2.0 * _log(((z >> 32) + 1) * _TWO_POW_MINUS_32))
+        t = _TWO_PI * (z & 0xFFFFFFFF) * _TWO_POW_MINUS_32
+        sigma = self.latency_sigma
+        if sigma > 0.0:
+            latency = _exp(self.latency_mu + sigma * (r * _cos(t)))
         else:
             latency = self.latency_mean
-        spikes = self.spikes[node.index]
+        spikes = self._spiking[node.index]
         spiked = False
-        if spikes:
+        if spikes is not None:
             spike = spikes.at(now)
             if spike is not None:
                 factor, add = spike
                 latency = latency * factor + add
                 spiked = True
-        if node.down(now):
+        if node.crash_spans and node.down(now):
             return NODE_CRASH, latency + _fails_in(NODE_CRASH), False, None
-        if step.uses_api and now >= node.credentials_expire_s:
+        uses_api = step.uses_api
+        if uses_api and now >= node.credentials_expire_s:
             return EXPIRED_KEY, latency + _fails_in(EXPIRED_KEY), False, None
         persistent, transient, _, masking = rules
         for rule in persistent:
@@ -289,40 +317,44 @@ class CallModel:
                 return rule.info, latency + _fails_in(rule.info), False, None
         if step.writes_disk and node.disk_refuses(now, step.disk_mb):
             return DISK_FULL, latency + _fails_in(DISK_FULL), False, None
-        if step.uses_api:
-            shared = self.shared
-            wait = shared.take_token(now)
+        if uses_api:
+            wait = self._take_token(now)
             if wait > 0.0:
                 return RATE_LIMIT, latency + _fails_in(RATE_LIMIT), False, now + wait
-            reset = shared.take_quota(now)
-            if reset is not None:
-                return QUOTA_EXHAUSTED, latency + _fails_in(QUOTA_EXHAUSTED), False, reset
+            if self._take_quota is not None:
+                reset = self._take_quota(now)
+                if reset is not None:
+                    return QUOTA_EXHAUSTED, latency + _fails_in(QUOTA_EXHAUSTED), False, reset
         for rule in transient:
             p = rule.constant
             if p is None:
                 p = rule.probability_at(now, node.index)
-            if p > 0.0 and _draw(key, rule.stream) < p:
-                kind = rule.info
-                if not kind.outcome_unknown:
-                    return kind, latency + _fails_in(kind), False, None
-                hangs = cast(HangingFault, rule.spec)  # its stage's model has these fields (a test checks it)
-                committed = _draw(key, S_COMMIT ^ rule.stream) < hangs.committed_probability
-                return kind, hangs.timeout_s, committed, None
-        if item in batch_failed:
+            if p > 0.0:
+                z = ((key ^ rule.stream) + _GOLDEN) & _MASK  # _draw(key, rule.stream), inlined
+                z = ((z ^ (z >> 30)) * _M1) & _MASK
+                z = ((z ^ (z >> 27)) * _M2) & _MASK
+                if ((z ^ (z >> 31)) >> 11) * _TWO_POW_MINUS_53 < p:
+                    kind = rule.info
+                    if not kind.outcome_unknown:
+                        return kind, latency + _fails_in(kind), False, None
+                    hangs = cast(HangingFault, rule.spec)  # its stage's model has these fields (a test checks it)
+                    committed = _draw(key, S_COMMIT ^ rule.stream) < hangs.committed_probability
+                    return kind, hangs.timeout_s, committed, None
+        if batch_failed and item in batch_failed:
             kind = batch_failed[item]
             return kind, latency + _fails_in(kind), False, None
         if step.sigma > 0.0:
-            work = _exp(step.mu + step.sigma * z_duration)
+            work = _exp(step.mu + step.sigma * (r * _sin(t)))
         else:
             work = step.mean_s
         limit = self.call_timeout_s
         route = self.route
         if route is not None:
             provider = route.get(step.name)
-            if provider is None and step.uses_api:
+            if provider is None and uses_api:
                 provider = self.api_provider
             if provider is not None:
-                patience = math.inf if limit is None else limit - waited - latency
+                patience = _INF if limit is None else limit - waited - latency
                 admitted = provider.admit(now, work, patience, step.cancels)
                 if admitted is None:
                     if provider.status == 429:

@@ -26,6 +26,8 @@ from fleetchaos.sim.config import ProviderSpec
 #: What :meth:`Provider.admit` returns for a refused call.
 REFUSED = None
 
+_heappop, _heappush, _heapreplace = heapq.heappop, heapq.heappush, heapq.heapreplace
+
 
 class Provider:
     """One provider's capacity and the calls in it (mutable: one per run)."""
@@ -108,10 +110,9 @@ class Provider:
         """
         calls = self._in_system
         while calls and calls[0] <= now:
-            heapq.heappop(calls)
-        n = len(calls) + 1
+            _heappop(calls)
         limit = self.max_in_flight
-        if limit is not None and n > limit:
+        if limit is not None and len(calls) >= limit:
             self.refused += 1
             cost = self.reject_cost_s
             if cost > 0.0:
@@ -124,19 +125,24 @@ class Provider:
         self.served += 1
         work = service_s
         if self._curve:
-            work *= self.factor(n)
+            work *= self.factor(len(calls) + 1)
         if self._slow:
             # Overlapping slow windows multiply their factors, and tiny ones can underflow to 0: no speed
             # is left, and the work never ends (as with a factor so small that the division overflows).
             speed = self.speed(now)
             work = work / speed if speed > 0.0 else math.inf
         free = self._free
-        start = now if free is None else max(now, free[0])
+        if free is None:
+            start = now
+        else:
+            start = free[0]
+            if start < now:  # max(now, free[0])
+                start = now
         finish = start + work
         if finish - now <= patience_s:
             if free is not None:
-                heapq.heapreplace(free, finish)
-            heapq.heappush(calls, finish)
+                _heapreplace(free, finish)
+            _heappush(calls, finish)
             return finish - now, True
         gave_up = now + patience_s
         if not cancel:

@@ -16,8 +16,9 @@ never raising), because it reaches results, reports, the history and the termina
 from __future__ import annotations
 
 import math
-from dataclasses import replace
-from typing import SupportsFloat
+from dataclasses import fields
+from operator import attrgetter
+from typing import SupportsFloat, cast
 
 from fleetchaos.sim.interrupts import PASS_THROUGH, check_expired, describe_exception, exception_parts, policy_text
 from fleetchaos.sim.ledger import TaskRecord
@@ -58,8 +59,27 @@ def as_index(value: SupportsFloat, what: str) -> int:
     return int(number)
 
 
+#: Every field of a TaskHistory, in its constructor's order.
+_HISTORY_FIELDS = attrgetter(*(f.name for f in fields(TaskHistory)))
+
+
+def copy_history(history: TaskHistory) -> TaskHistory:
+    """A shallow copy, as ``dataclasses.replace(history)`` makes it (every field passed to the
+    constructor), without its per-call field introspection: one per policy decision."""
+    return TaskHistory(*_HISTORY_FIELDS(history))
+
+
 def canonical(action: object) -> Action:
     """Rebuild a policy's action as a checked instance of one of the action classes."""
+    kind = type(action)
+    if kind is Retry or kind is Reroute or kind is UseAlternative:
+        # The common answer, already well formed (a finite float delay, a whole-number resume
+        # point a float holds exactly, nothing done): what the checks below would build.
+        exact_type = cast("Retry | Reroute | UseAlternative", action)  # its type was checked just above
+        delay, start, done = exact_type.delay_s, exact_type.resume_from, exact_type.done_items
+        exact = type(delay) is float and type(start) is int and type(done) is tuple
+        if exact and 0.0 <= delay < math.inf and 0 <= start < 2**53 and not done:
+            return kind(delay, start, ())
     for cls in (Escalate, Rollback, DeadLetter):
         if isinstance(action, cls):
             return cls(policy_text(action.reason))
@@ -137,7 +157,9 @@ class ContainedPolicy:
             rec.policy_error = self.hooks_error
             return GiveUp()
         try:
-            action = self.policy.decide(obs, replace(history))  # a copy: a policy cannot corrupt the driver's state
+            action = self.policy.decide(
+                obs, copy_history(history)
+            )  # a copy: a policy cannot corrupt the driver's state
         except PASS_THROUGH:
             raise
         except BaseException as exc:  # a broken user policy must not stop the run, whatever it raises

@@ -13,19 +13,20 @@ request, one timeout and one release (the same event pattern as a bare SimPy mod
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Generator
 from typing import cast
 
 import simpy
 
 from fleetchaos.sim import _rng
+from fleetchaos.sim._rng import _GOLDEN, _M1, _M2, _MASK
 from fleetchaos.sim.calls import NO_CLIENT, NO_ITEMS, CallModel, CallOutcome, StepRules, Template
 from fleetchaos.sim.fault_specs import SourceFault
 from fleetchaos.sim.faults import FaultPlan, Partition
 from fleetchaos.sim.fleet import Worker
 from fleetchaos.sim.journal import Journal
 from fleetchaos.sim.kinds import MASKING, SOURCE
+from fleetchaos.sim.layers import layered_retry
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.transport import TransportRetry
 from fleetchaos.sim.truth import AttemptReport
@@ -91,8 +92,10 @@ class Dispatcher:
         done: tuple[int, ...],
         sources: dict[tuple[int, int], int],
         workspace: dict[int, float],
+        task_key: int,
     ) -> Generator[simpy.Event, object, AttemptReport | None]:
-        """Run the task's steps from ``start`` on ``w`` until one is seen as failed.
+        """Run the task's steps from ``start`` on ``w`` until one is seen as failed (``task_key``:
+        :func:`fleetchaos.sim._rng.task_key` of the task).
 
         Returns the dispatch's AttemptReport (:data:`PLAIN_OK` for a success the format
         shows as a bare "ok"), or None when the dispatch was lost with a crashed worker
@@ -100,30 +103,37 @@ class Dispatcher:
         """
         env = self.env
         journal = self.journal
-        decide = self.calls.decide
-        call_key = _rng.call_key
+        calls = self.calls
+        decide = calls.decide
         transport = self.transport
+        transport_on = self.transport_on
         dispatched = env.now
         partial_ok = self.partial_step_ok
-        task_key = _rng.task_key(self.run_key, task.id)
         steps = tpl.steps
-        step_rules = self.calls.step_rules(w.index, tpl)
+        step_rules = calls.step_rules(w.index, tpl)
         masked: list[tuple[int, int, str]] = []
-        cut = self.partitioned(task.orchestrator, w.index, dispatched)
-        if cut is not None:
-            yield env.timeout(cut.connect_timeout_s)
-            journal.fault(rec, "network_partition", dispatched, tpl.names[start], w.index)
-            return self._report(task, tpl, w, start, start, "network_partition", done, masked=masked)
+        if self.plan.partitions:
+            cut = self.partitioned(task.orchestrator, w.index, dispatched)
+            if cut is not None:
+                yield env.timeout(cut.connect_timeout_s)
+                journal.fault(rec, "network_partition", dispatched, tpl.names[start], w.index)
+                return self._report(task, tpl, w, start, start, "network_partition", done, masked=masked)
+        slots = w.slots
+        can_crash = bool(w.crash_spans)
+        tracing = journal.trace is not None
+        lean = not can_crash and not tracing
+        executions = rec.executions
+        all_commits = rec.commits
         for si in range(start, len(steps)):
             step = steps[si]
             skip = done if si == start else ()
-            executions = rec.executions
-            executions[si] += 1
-            commits = rec.commits[si]
+            execution = executions[si] + 1
+            executions[si] = execution
+            commits = all_commits[si]
             if 0 not in commits:  # every item already took effect: the step is done again
                 rec.redone_steps += 1
             rec.step_executions += 1
-            wait = w.slots.acquire()
+            wait = slots.acquire()
             waited = 0.0
             if wait is not None:
                 limit = self.call_timeout_s
@@ -137,36 +147,69 @@ class Dispatcher:
                     waited = env.now - queued
             now = env.now
             rules = step_rules[si]
-            step_key = _rng.step_key(task_key, si, executions[si])
+            # _rng.step_key(task_key, si, execution), inlined (the same SplitMix64 arithmetic): once per step.
+            z = ((task_key ^ (si << 40) ^ execution) + _GOLDEN) & _MASK
+            z = ((z ^ (z >> 30)) * _M1) & _MASK
+            z = ((z ^ (z >> 27)) * _M2) & _MASK
+            step_key = z ^ (z >> 31)
+            fan_out = step.fan_out
             batch_rules = rules[2]
             batch_failed = (
-                self.calls.batch_failures(batch_rules, step.fan_out, task_key, si, step_key, w.index, now)
-                if batch_rules and step.fan_out > 1
+                calls.batch_failures(batch_rules, fan_out, task_key, si, step_key, w.index, now)
+                if batch_rules and fan_out > 1
                 else NO_ITEMS
             )
             garbage = False  # an earlier step this one reads is incomplete: its output is wrong
             if step.needs:
-                garbage = any(0 in rec.commits[n] for n in step.needs)
-            longest = 0.0
-            failed: list[tuple[int, str]] = []
-            # item -> call duration, for a crash mid-step (only a worker that can crash needs it)
-            finish: dict[int, float] | None = {} if w.crash_spans else None
-            succeeded: list[int] = []
-            hollow: list[int] = []  # looked successful, took no effect (masked failures)
-            committed_anyway: list[int] = []
-            pushes: list[tuple[int, int, int]] = []
-            token_at = None
-            traced: list[list] | None = [] if journal.trace is not None else None  # [item, duration, kind] per call
-            for item in range(step.fan_out):
-                if item in skip:
+                garbage = any(0 in all_commits[n] for n in step.needs)
+            first: CallOutcome | None = None
+            if lean and fan_out == 1 and not skip and not step.pushes:
+                # One call on a worker that cannot crash, untraced: the common case, and when it
+                # succeeds, what the general path below does for it, without its bookkeeping.
+                first = decide(w, step, rules, task_key, 0, step_key, now, NO_ITEMS, sources, waited)
+                if first[0] is None:
+                    rec.calls += 1
+                    rec.tokens += step.tokens
+                    yield env.timeout(first[1] if first[1] > 0.0 else 0.0)  # as longest below
+                    slots.release()
+                    if step.writes_disk:
+                        w.disk_used_mb += step.disk_mb
+                        workspace[w.index] = workspace.get(w.index, 0.0) + step.disk_mb
+                    if garbage:
+                        rec.wrong_input_steps += 1
+                    else:
+                        commits[0] += 1
+                    if self.idempotent and si in tpl.append_steps:
+                        self._deduplicate(rec, commits)
                     continue
-                rec.calls += 1
-                key = call_key(step_key, item)
-                fault, duration, committed, retry_at = decide(
-                    w, step, rules, task_key, item, key, now, batch_failed, sources, waited
-                )
-                if fault is not None and transport and fault.name in self.transport_on:
-                    fault, duration, committed, retry_at = self._transport_retry(
+            longest = 0.0
+            # Built only when needed: most steps have every call succeed.
+            failed: list[tuple[int, str]] | None = None
+            hollow: list[int] | None = None  # looked successful, took no effect (masked failures)
+            committed_anyway: list[int] | None = None
+            pushes: list[tuple[int, int, int]] | None = None
+            succeeded: list[int] = []
+            # item -> call duration, for a crash mid-step (only a worker that can crash needs it)
+            finish: dict[int, float] | None = {} if can_crash else None
+            token_at = None
+            traced: list[list] | None = [] if tracing else None  # [item, duration, kind] per call
+            called = 0
+            for item in range(fan_out):
+                if skip and item in skip:
+                    continue
+                called += 1
+                key = step_key ^ (item << 32)  # _rng.call_key(step_key, item)
+                if first is None:
+                    fault, duration, committed, retry_at = decide(
+                        w, step, rules, task_key, item, key, now, batch_failed, sources, waited
+                    )
+                else:  # decided above: the one call of the step failed
+                    fault, duration, committed, retry_at = first
+                if fault is not None and transport and fault.name in transport_on:
+                    fault, duration, committed, retry_at = layered_retry(
+                        transport,
+                        calls,
+                        journal,
                         rec,
                         (fault, duration, committed, retry_at),
                         w,
@@ -190,6 +233,8 @@ class Dispatcher:
                     rec.tokens += step.tokens
                     if step.pushes:
                         branch = _rng.branch_of(task_key, len(self.branch_heads))
+                        if pushes is None:
+                            pushes = []
                         pushes.append((item, branch, self.branch_heads[branch]))
                     else:
                         succeeded.append(item)
@@ -199,47 +244,60 @@ class Dispatcher:
                 if fault.stage == MASKING:
                     masked.append((si, item, fault.name))
                     journal.fault(rec, fault.name, now, step.name, w.index)
+                    if hollow is None:
+                        hollow = []
                     hollow.append(item)
                 else:
+                    if failed is None:
+                        failed = []
                     failed.append((item, fault.name))
                     if committed:
+                        if committed_anyway is None:
+                            committed_anyway = []
                         committed_anyway.append(item)
                     if retry_at is not None and (token_at is None or retry_at < token_at):
                         token_at = retry_at
-            crash_at = w.next_crash_after(now) if finish is not None else math.inf
-            if crash_at < now + longest and finish is not None:  # (only a worker that can crash keeps finish)
-                # Calls that finished before the crash took effect; the rest, and the report, are lost.
-                if not garbage:
-                    for item in succeeded + committed_anyway:
-                        if finish[item] <= crash_at - now:
-                            commits[item] += 1
-                if traced is not None:  # calls still running when the worker went down were lost with it
-                    for call in traced:
-                        if call[1] > crash_at - now:
-                            call[1], call[2] = crash_at - now, "node_crash"
-                    journal.calls(task.id, w.index, si, step.name, now, traced)
-                yield from self._lose_dispatch(rec, w, now, crash_at, step.name)
-                if self.heartbeat_timeout_s is None:
-                    yield env.event()  # nobody will ever notice: the task is lost
-                    return None
-                yield env.timeout(self.heartbeat_timeout_s)
-                return self._report(task, tpl, w, start, start, "node_crash", done, masked=masked)
-            yield env.timeout(longest)
-            w.slots.release()
-            for item, branch, head in pushes:
-                if self.branch_heads[branch] == head:
-                    self.branch_heads[branch] = head + 1
-                    succeeded.append(item)
-                else:
-                    failed.append((item, "git_push_conflict"))
-                    if traced is not None:
+            rec.calls += called
+            took_effect = succeeded + committed_anyway if committed_anyway is not None else succeeded
+            if finish is not None:
+                crash_at = w.next_crash_after(now)
+                if crash_at < now + longest:
+                    # Calls that finished before the crash took effect; the rest, and the report, are lost.
+                    if not garbage:
+                        for item in took_effect:
+                            if finish[item] <= crash_at - now:
+                                commits[item] += 1
+                    if traced is not None:  # calls still running when the worker went down were lost with it
                         for call in traced:
-                            if call[0] == item:
-                                call[2] = "git_push_conflict"
+                            if call[1] > crash_at - now:
+                                call[1], call[2] = crash_at - now, "node_crash"
+                        journal.calls(task.id, w.index, si, step.name, now, traced)
+                    yield from self._lose_dispatch(rec, w, now, crash_at, step.name)
+                    if self.heartbeat_timeout_s is None:
+                        yield env.event()  # nobody will ever notice: the task is lost
+                        return None
+                    yield env.timeout(self.heartbeat_timeout_s)
+                    return self._report(task, tpl, w, start, start, "node_crash", done, masked=masked)
+            yield env.timeout(longest)
+            slots.release()
+            if pushes is not None:
+                for item, branch, head in pushes:
+                    if self.branch_heads[branch] == head:
+                        self.branch_heads[branch] = head + 1
+                        succeeded.append(item)
+                    else:
+                        if failed is None:
+                            failed = []
+                        failed.append((item, "git_push_conflict"))
+                        if traced is not None:
+                            for call in traced:
+                                if call[0] == item:
+                                    call[2] = "git_push_conflict"
+                took_effect = succeeded + committed_anyway if committed_anyway is not None else succeeded
             if traced is not None:
                 journal.calls(task.id, w.index, si, step.name, now, traced)
-            if step.writes_disk and (succeeded or committed_anyway):
-                written = step.disk_mb * (len(succeeded) + len(committed_anyway))
+            if step.writes_disk and took_effect:
+                written = step.disk_mb * len(took_effect)
                 w.disk_used_mb += written
                 workspace[w.index] = workspace.get(w.index, 0.0) + written
             if garbage:
@@ -248,16 +306,16 @@ class Dispatcher:
                 if succeeded:
                     rec.wrong_input_steps += 1
             else:
-                for item in succeeded + committed_anyway:
+                for item in took_effect:
                     commits[item] += 1
             if self.idempotent and si in tpl.append_steps:
                 self._deduplicate(rec, commits)
-            if not failed:
+            if failed is None:
                 continue
             failed.sort()
             for _item, kind in failed:
                 journal.fault(rec, kind, now, step.name, w.index)
-            looks_done = succeeded + hollow
+            looks_done = succeeded + hollow if hollow is not None else succeeded
             if partial_ok and looks_done:
                 continue  # the tool said "ok" with what it gathered: silent partial work
             retry_after = None if token_at is None else max(0.0, token_at - env.now)
@@ -374,73 +432,6 @@ class Dispatcher:
             schema_version=version,
             dropped_fields=dropped,
         )
-
-    def _transport_retry(
-        self,
-        rec: TaskRecord,
-        first: CallOutcome,
-        w: Worker,
-        step,
-        rules: StepRules,
-        task_key: int,
-        item: int,
-        key: int,
-        now: float,
-        batch_failed,
-        sources: dict[tuple[int, int], int],
-        garbage: bool,
-        level: int | None = None,
-    ) -> CallOutcome:
-        """The transport layers retry a failed call on their own: the outcome of the last try,
-        with the duration of every try and wait between them.
-
-        Layer ``level`` (the top one by default) handles one request whose first try
-        below it gave ``first``: the layers under it retry that try first, then it retries
-        what they gave up on, each of its retries going through them again.  Each try at
-        the bottom is a real tool call (counted, priced, and able to commit a side effect
-        that then happens twice); the tries and the waits between them run inside the
-        step's slot, so they lengthen the call.  A try later than ``now`` meets the fleet
-        as it stands at that instant (the token bucket only refills forward).
-        """
-        layers = self.transport
-        if level is None:
-            level = len(layers) - 1
-            if rec.layer_tries is None:
-                rec.layer_tries = [0] * len(layers)
-        if level > 0:
-            first = self._transport_retry(
-                rec, first, w, step, rules, task_key, item, key, now, batch_failed, sources, garbage, level - 1
-            )
-        layer = layers[level]
-        stream = _rng.layer_stream(level)
-        tries = rec.layer_tries
-        tries[level] += 1  # type: ignore[index]
-        fault, duration, committed, retry_at = first
-        elapsed = 0.0
-        for n in range(1, layer.attempts):
-            if fault is None or fault.name not in layer.on:
-                break
-            self.journal.fault(rec, fault.name, now, step.name, w.index)
-            if committed and not garbage:
-                rec.commits[step.index][item] += 1  # the failed try took effect anyway; the next try repeats it
-            if fault.outcome_unknown:
-                rec.tokens += step.tokens
-            pause = layer.wait_s(n - 1, _rng.draw(key, stream + n))
-            if retry_at is not None:
-                pause = max(pause, retry_at - (now + elapsed + duration))
-            elapsed += duration + pause
-            rec.calls += 1
-            rec.transport_retries += 1
-            tries[level] += 1  # type: ignore[index]
-            sub_key = _rng.transport_key(key, n) if level == 0 else _rng.layer_key(key, level, n)
-            outcome = self.calls.decide(w, step, rules, task_key, item, sub_key, now + elapsed, batch_failed, sources)
-            if level > 0:
-                outcome = self._transport_retry(
-                    rec, outcome, w, step, rules, task_key, item, sub_key, now + elapsed, batch_failed, sources,
-                    garbage, level - 1,
-                )  # fmt: skip
-            fault, duration, committed, retry_at = outcome
-        return fault, elapsed + duration, committed, retry_at
 
     @staticmethod
     def _deduplicate(rec: TaskRecord, commits: list[int]) -> None:

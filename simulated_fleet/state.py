@@ -79,11 +79,20 @@ class TokenBucket:
 
     def take(self, now: float) -> float:
         """Take one token: 0.0 on success, else the seconds until a token is available."""
-        if now > self.last:
-            if self.windows:
-                self.tokens = min(self.burst, self.tokens + self._refill_amount(self.last, now))
+        last = self.last
+        if now > last:
+            windows = self.windows
+            if windows:
+                # No window overlaps (last, now) (the first to end after last starts at or after
+                # now): the full rate, as _refill_amount would find after its search.
+                i = bisect_right(self._ends, last)
+                if i == len(windows) or windows[i][0] >= now:
+                    refill = self.rate * (now - last)
+                else:
+                    refill = self._refill_amount(last, now)
             else:
-                self.tokens = min(self.burst, self.tokens + self.rate * (now - self.last))
+                refill = self.rate * (now - last)
+            self.tokens = min(self.burst, self.tokens + refill)
             self.last = now
         if self.tokens >= 1.0:
             self.tokens -= 1.0
@@ -157,7 +166,7 @@ class SharedCapacity:
         self.reject_cost = reject_cost
         # Bound once: both run on every API call.
         self.take_token = bucket.take if not reject_cost else self._take_token_charged
-        self.take_quota = quota.take if quota.per_day else _unlimited
+        self.take_quota = quota.take if quota.per_day else unlimited
 
     def _take_token_charged(self, now: float) -> float:
         wait = self.bucket.take(now)
@@ -166,8 +175,8 @@ class SharedCapacity:
         return wait
 
 
-def _unlimited(now: float) -> None:
-    """No daily quota: every call is within it."""
+def unlimited(now: float) -> None:
+    """No daily quota: every call is within it (``SharedCapacity.take_quota`` without one)."""
     return None
 
 
@@ -221,7 +230,10 @@ class NodeState:
 
     def disk_refuses(self, now: float, mb: float) -> bool:
         """Whether a write of ``mb`` fails: the disk was filled by a fault, or task workspaces fill it."""
-        return self.disk_full(now) or self.disk_used_mb + mb > self.disk_capacity_mb
+        if self.disk_used_mb + mb > self.disk_capacity_mb:
+            return True
+        faults = self.disk_faults
+        return bool(faults.spans) and faults.active(now)  # asked on every write: no lookup without faults
 
     def next_crash_after(self, now: float) -> float:
         """The start of the next crash strictly after ``now`` (inf if none)."""

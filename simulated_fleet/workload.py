@@ -93,13 +93,23 @@ class TitleSource:
         return self._pools
 
     def pick(self, template_name: str, rng: random.Random) -> Title:
-        """A task's title: ``rng`` chooses pool entries exactly as ``rng.choice(pool)`` would."""
-        entries = range(self.size)  # choice() draws an index below len(seq): the same for a range
+        """A task's title: ``rng`` chooses pool entries exactly as ``rng.choice(pool)`` would.
+
+        ``choice(seq)`` draws ``getrandbits(k)`` for ``k = len(seq).bit_length()`` until the
+        number is below ``len(seq)``, then indexes: done here directly (once per task).
+        """
+        getrandbits = rng.getrandbits
+        size = self.size
+        k = size.bit_length()
+        first = getrandbits(k)
+        while first >= size:
+            first = getrandbits(k)
         if template_name == "coding":
-            picks: tuple[int, ...] = (rng.choice(entries), rng.choice(entries))
-        else:
-            picks = (rng.choice(entries),)
-        return Title(self, template_name, picks)
+            second = getrandbits(k)
+            while second >= size:
+                second = getrandbits(k)
+            return Title(self, template_name, (first, second))
+        return Title(self, template_name, (first,))
 
 
 class Title(NamedTuple):
@@ -211,23 +221,20 @@ def arrivals(spec: WorkloadSpec, seed: int, horizon_s: float, orchestrators: int
     last = len(cum_weights) - 1
     t = 0.0
     task_id = 0
+    uniform = rng.random
+    log, cos, pick, bisect_right = math.log, math.cos, titles.pick, bisect.bisect
     while True:
-        t += rng.expovariate(peak)
+        t += -log(1.0 - uniform()) / peak  # rng.expovariate(peak), the same arithmetic, inlined
         if t >= horizon_s:
             return
         if scheduled is not None:
-            if rng.random() * peak > scheduled(t):
+            if uniform() * peak > scheduled(t):
                 continue
         elif amp > 0:
-            rate = base * (1.0 + amp * math.cos(2.0 * math.pi * (t - PEAK_HOUR_S) / DAY_S))
-            if rng.random() * peak > rate:
+            rate = base * (1.0 + amp * cos(2.0 * math.pi * (t - PEAK_HOUR_S) / DAY_S))
+            if uniform() * peak > rate:
                 continue
-        template = bisect.bisect(cum_weights, rng.random() * total, 0, last)
-        yield Task(
-            id=task_id,
-            arrival_s=t,
-            template=template,
-            orchestrator=task_id % orchestrators,
-            title=titles.pick(names[template], rng),
-        )
+        template = bisect_right(cum_weights, uniform() * total, 0, last)
+        # Task(id, arrival_s, template, orchestrator, title), positionally: one per task.
+        yield Task(task_id, t, template, task_id % orchestrators, pick(names[template], rng))
         task_id += 1

@@ -154,6 +154,10 @@ class World:
         # read both) or when tracing (the timeline draws it); a streamed run keeps the tally.
         self.journal = Journal(lambda: env.now, keep_log=sink is None or trace, trace=trace)
         self.run_key = _rng.run_key(seed)
+        # The run's part of the per-task keys, folded once (_rng.extend adds the task's parts).
+        self._admit_key = _rng.key(self.run_key, S_ADMIT)
+        self._misread_key = _rng.key(self.run_key, S_MISREAD)
+        self._policy_key = _rng.key(seed, S_POLICY)
         self.calls = call_model(plan, self.shared_capacity, seed, fleet)
         self.envelope_errors = EnvelopeErrors.build(spec, seed)  # None unless a scenario makes envelopes wrong
         self.dispatcher = Dispatcher(
@@ -245,15 +249,16 @@ class World:
         emit = self.journal.emit
         tracing = self.journal.trace is not None
         tpl = self.templates[task.template]
+        # TaskRecord(id, template, title, orchestrator, arrival_s, commits, append_steps, executions)
         rec = TaskRecord(
-            id=task.id,
-            template=tpl.name,
-            title=task.title,
-            orchestrator=task.orchestrator,
-            arrival_s=task.arrival_s,
-            commits=[[0] * s.fan_out for s in tpl.steps],
-            append_steps=tpl.append_steps,
-            executions=[0] * len(tpl.steps),
+            task.id,
+            tpl.name,
+            task.title,
+            task.orchestrator,
+            task.arrival_s,
+            [[0] * fan_out for fan_out in tpl.fan_outs],
+            tpl.append_steps,
+            [0] * len(tpl.fan_outs),
         )
         if self.records is not None:
             self.records.append(rec)
@@ -264,7 +269,8 @@ class World:
         # The policy's view of the task is built at its first failure: most tasks never fail.
         history: TaskHistory | None = None
         attempts = 0
-        worker = self._first_worker(task)
+        worker = task.id % len(self.workers) if not self.least_loaded else self._first_worker(task)
+        task_key = _rng.task_key(self.run_key, task.id)
         start = 0
         done: tuple[int, ...] = ()
         sources: dict[tuple[int, int], int] = {}
@@ -276,7 +282,7 @@ class World:
         while True:
             attempts += 1
             if policy.admits:
-                draw = _rng.uniform(_rng.key(self.run_key, S_ADMIT, task.id, attempts))
+                draw = _rng.uniform(_rng.extend(self._admit_key, task.id, attempts))
                 refused = policy.before_dispatch(shared, env.now, attempts == 1, draw, rec)
                 if refused is not None:  # refused locally: the task ends as the policy said, nothing is sent
                     rec.throttled += 1
@@ -304,7 +310,7 @@ class World:
             retrying = attempts > 1
             load[0] += 1
             load[1] += retrying
-            report = yield from self.dispatcher.attempt(task, tpl, rec, w, start, done, sources, workspace)
+            report = yield from self.dispatcher.attempt(task, tpl, rec, w, start, done, sources, workspace, task_key)
             load[0] -= 1
             load[1] -= retrying
             w.in_flight -= 1
@@ -339,13 +345,13 @@ class World:
                     task_id=task.id,
                     attempts=attempts,
                     worker=worker,
-                    rng=random.Random(_rng.key(self.seed, S_POLICY, task.id)),
+                    rng=random.Random(_rng.extend(self._policy_key, task.id)),
                     orchestrator=task.orchestrator,
                     shared=shared,
                 )
             if (
                 self.misread_p > 0.0
-                and _rng.uniform(_rng.key(self.run_key, S_MISREAD, task.id, attempts)) < self.misread_p
+                and _rng.uniform(_rng.extend(self._misread_key, task.id, attempts)) < self.misread_p
             ):
                 if self.guarded:
                     rec.misreads_caught += 1  # the guardrail saw the failure flag and blocked the success claim

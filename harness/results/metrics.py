@@ -259,7 +259,9 @@ class RunAccumulator:
         if record.failed_retries:
             self.failed_by_kind.update(record.failed_retry_kinds)
             self.failed_by_reason.update(record.failed_retry_reasons)
-        if judged.faulted or judged.truth == TRUTH_FULL:
+        # A closed loop's arms run different tasks, so it has no common set (and its open-loop
+        # tasks' ids start at 10**9: their bitmap alone would take 125 MB).
+        if not self.closed_loop and (judged.faulted or judged.truth == TRUTH_FULL):
             self.task_ids.add(record.id, judged.faulted, judged.truth == TRUTH_FULL and record.claim == "success")
         if record.fault_hits:
             self.fault_hits_by_kind.update(record.fault_hits)
