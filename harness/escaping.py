@@ -23,7 +23,10 @@ Light to import: the standard library only (Rich is imported by :func:`rich_text
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # Rich is imported when a Text is made
+    from rich.text import Text
 
 __all__ = [
     "FORMULA_PREFIXES",
@@ -78,7 +81,7 @@ def csv_row(row: dict[str, Any]) -> dict[str, Any]:
     return {key: csv_cell(value) for key, value in row.items()}
 
 
-def rich_text(text: str):
+def rich_text(text: str) -> Text:
     """``text`` as a Rich ``Text``: printed as it is, markup and all."""
     from rich.text import Text
 

@@ -10,7 +10,7 @@ its Markdown and HTML renderings), ``cells`` (how figures read in tables), ``not
 (assumptions and reading notes), ``conclusion`` (the opening finding), ``headline`` (the
 headline table), ``breakdown_sections``, ``policy_errors``, ``compare_report``,
 ``run_report``, ``results_io`` (results JSON and per-task CSV), ``writer`` (a report from a
-results file), ``sweep``, ``ablation``, ``studies`` (tuning and best against best) and
+results file), ``sweep`` (its table and page) and ``sweep_chart`` (its curves), ``ablation``, ``studies`` (tuning and best against best) and
 ``robustness``.
 
 Names load on first use: a terminal table or a results file costs no matplotlib, which

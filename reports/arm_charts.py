@@ -94,8 +94,12 @@ def pareto_chart(result: CompareResult, path: Path) -> Path | None:
         return None
     fig = Figure(figsize=(8.5, 5.2), layout="constrained")
     ax = fig.subplots()
-    points = [(a.metrics["cost_usd"], scale * a.metrics[metric]) for a in arms]  # type: ignore[operator]
-    front = pareto_front(points)  # type: ignore[arg-type]
+    points = [
+        (cost, scale * lead)
+        for a in arms
+        if (cost := a.metrics["cost_usd"]) is not None and (lead := a.metrics[metric]) is not None  # (every arm here)
+    ]
+    front = pareto_front(points)
     fx = [points[i][0] for i in front]
     fy = [points[i][1] for i in front]
     ax.plot(

@@ -16,9 +16,10 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from matplotlib import rc_context
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -53,7 +54,11 @@ def plain_text() -> Iterator[None]:
         yield
 
 
-def save_png(fig: Figure, path: Path | BinaryIO) -> Path | BinaryIO:
+#: Where :func:`save_png` writes, and so what it returns: a path or a binary file object.
+PngTarget = TypeVar("PngTarget", Path, BinaryIO)
+
+
+def save_png(fig: Figure, path: PngTarget) -> PngTarget:
     """Write ``fig`` as PNG to ``path`` (atomically, never through a symlink) or into a binary file object.
 
     A chart drawn in a worker (:mod:`fleetchaos.reports.drawing`) is rendered into memory
@@ -95,7 +100,7 @@ def _hours(seconds: float) -> float:
 UNDEFINED = "n/a"
 
 
-def keep_bar_slots(ax, n: int, width: float = 0.8) -> None:
+def keep_bar_slots(ax: Axes, n: int, width: float = 0.8) -> None:
     """Hold the x range of ``n`` bars at 0..n-1 as if every one were drawn (matplotlib's default 5% margin).
 
     Called when some bar is left out (an undefined mean), so its slot and ``n/a`` label stay in view.
@@ -105,7 +110,7 @@ def keep_bar_slots(ax, n: int, width: float = 0.8) -> None:
     ax.set_xlim(lo - pad, hi + pad)
 
 
-def bar_with_ci(ax, result: CompareResult, metric: str, scale: float, digits: int = 1) -> None:
+def bar_with_ci(ax: Axes, result: CompareResult, metric: str, scale: float, digits: int = 1) -> None:
     """One bar per arm with its interval and value; an arm whose mean is None gets no bar and reads ``n/a``."""
     labels = _labels(result)
     xs, means, lows, highs, colours = [], [], [], [], []

@@ -35,6 +35,7 @@ from fleetchaos.reports.breakdown_sections import breakdown_blocks
 from fleetchaos.reports.cells import diff, diff_ci, metric_cell, num, proportion
 from fleetchaos.reports.conclusion import finding
 from fleetchaos.reports.drawing import Chart, Drawing
+from fleetchaos.reports.expectations import expectation_blocks
 from fleetchaos.reports.goodput import GOODPUT
 from fleetchaos.reports.headline import headline_table
 from fleetchaos.reports.naming import arm_names
@@ -308,6 +309,7 @@ def compare_blocks(
     pct = round(result.confidence * 100)
     blocks = [H1(f"fleetchaos comparison: {literal(result.scenario)}"), Block("p", finding(result), items=("finding",))]
     blocks += _headline_blocks(result, pct)
+    blocks += expectation_blocks(result.expectations)
     blocks += _setup_blocks(result)
     blocks += tuning_blocks(result)  # a tuned comparison (compare --tune) says which arm is which
     blocks += policy_error_blocks(

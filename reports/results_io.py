@@ -1,7 +1,8 @@
 """Results files and per-task CSV: what a report folder holds besides its pages and charts.
 
 ``dumps`` writes a result model as compact JSON with exactly pydantic's values;
-``load_results`` reads a results.json back with a readable reason when it is not one;
+``load_results`` reads a results.json (or an ablation.json) back with a readable reason
+when it is not one;
 :class:`TaskCsvWriter` streams per-task rows while a comparison runs and sorts them at
 the end, so the file does not depend on the number of processes.
 """
@@ -13,9 +14,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from fleetchaos.escaping import csv_cell, csv_row
 from fleetchaos.files import FileTooLargeError, StrictJsonError, atomic_write, loads_json, read_text_bounded
-from fleetchaos.results.models import CompareResult, RunResult
+from fleetchaos.reports.ablation_io import check_ablation, is_ablation
+from fleetchaos.results.models import CompareResult, RunResult, SweepResult
 from fleetchaos.results.studies import TunedCompareResult
 
 #: Largest results file ``fleetchaos report`` reads (a run report with every task's row is ~12.6 KB per task).
@@ -42,7 +46,7 @@ def _encode(obj: Any, level: int, in_list: bool) -> str:
     return "[\n" + ",\n".join(parts) + "\n" + "  " * level + "]"
 
 
-def dumps(model) -> str:
+def dumps(model: BaseModel) -> str:
     """A result model as readable, compact JSON: short and flat containers stay on one line.
 
     Values are exactly pydantic's JSON serialisation; only the whitespace differs.
@@ -102,8 +106,8 @@ class TaskCsvWriter:
             return (order.get(arm, len(order)), arm, int(row["seed"]), int(row["id"]))
 
         rows.sort(key=key)
-        with atomic_write(self.path, "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=fields, lineterminator="\n")
+        with atomic_write(self.path, "w", newline="") as out:
+            writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
             writer.writeheader()
             writer.writerows(rows)
         self.partial.unlink()
@@ -125,16 +129,24 @@ def write_task_csv(tasks: list[dict[str, Any]], path: Path) -> Path | None:
     return path
 
 
-def load_results(path: Path) -> CompareResult | RunResult:
-    """Read a results.json written by run or compare; ValueError with a readable reason otherwise."""
+def load_results(path: Path) -> CompareResult | RunResult | SweepResult | dict:
+    """Read a results file back; ValueError with a readable reason when it is not one.
+
+    The results.json of run, compare or sweep (as their models), or an ablation.json (as
+    the checked plain document the ablation report draws).  A report folder stands for the
+    results.json (else the ablation.json) inside it.
+    """
     from pydantic import ValidationError
 
+    path = Path(path)
+    if path.is_dir():
+        path = next((path / name for name in ("results.json", "ablation.json") if (path / name).is_file()), path)
     try:
         text = read_text_bounded(path, MAX_RESULTS_BYTES, what="results file")
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file") from None
     except IsADirectoryError:
-        raise ValueError(f"{path}: is a folder; give the results.json inside it") from None
+        raise ValueError(f"{path}: is a folder without results.json or ablation.json; give a results file") from None
     except FileTooLargeError as exc:
         raise ValueError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -151,14 +163,21 @@ def load_results(path: Path) -> CompareResult | RunResult:
         raise ValueError(
             f"{path}: expected a JSON object from `fleetchaos run` or `compare`, got a {type(doc).__name__}"
         )
-    model = TunedCompareResult if "tuning" in doc else CompareResult if "arms" in doc else RunResult
+    if is_ablation(doc):
+        return check_ablation(doc, str(path))
+    model: type[RunResult | CompareResult | SweepResult] = (
+        TunedCompareResult if "tuning" in doc
+        else CompareResult if "arms" in doc
+        else SweepResult if "entries" in doc and "grid" in doc
+        else RunResult
+    )  # fmt: skip
     try:
         return model.model_validate(doc)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        kind = "run" if model is RunResult else "comparison"
+        kind = "run" if model is RunResult else "sweep" if model is SweepResult else "comparison"
         raise ValueError(
             f"{path}: not a fleetchaos {kind} result: {where}: {first['msg']} ({exc.error_count()} problem(s)); "
-            "give a results.json written by `fleetchaos run` or `fleetchaos compare`"
+            "give a results.json written by `fleetchaos run`, `compare` or `sweep`, or an ablation.json"
         ) from None

@@ -12,6 +12,7 @@ from fleetchaos.reports.blocks import H1, H2, IMG, TABLE, UL, Block, write_pages
 from fleetchaos.reports.cells import counts, num, pct, sorted_keys
 from fleetchaos.reports.compare_report import CHART_FILES, CHARTS
 from fleetchaos.reports.drawing import Chart, Drawing
+from fleetchaos.reports.expectations import expectation_blocks
 from fleetchaos.reports.notes import ASSUMPTIONS
 from fleetchaos.reports.policy_errors import policy_error_blocks
 from fleetchaos.reports.results_io import dumps, write_task_csv
@@ -48,6 +49,7 @@ def run_blocks(result: RunResult, made: dict[str, Path], tasks_csv: str | None) 
                 else []
             )
         ),
+        *expectation_blocks(result.expectations),
         H2("Metrics"),
         TABLE(
             ["metric", "value"],

@@ -142,7 +142,7 @@ def _alias(tuning: TuningRecord, policy: str) -> str:
 
 def gap_headline(tuning: TuningRecord) -> str:
     """What the gap table compares, where the tuned policies come from, and what each alias stands for."""
-    aliases = {}
+    aliases: dict[str, str] = {}
     for policy in tuning.best.values():
         aliases.setdefault(_alias(tuning, policy), policy)
     legend = "\n".join(f"  {alias} = {policy}" for alias, policy in aliases.items())

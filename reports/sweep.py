@@ -1,8 +1,10 @@
-"""Sweep reports: a table per point, and curves of a metric against a swept parameter.
+"""Sweep reports: the terminal table, and a report folder like a comparison's.
 
-Charts use matplotlib's object API on the Agg backend and are written without a
-software tag, so the same sweep result gives the same PNG bytes.  matplotlib is imported
-when a chart is drawn, so the sweep's terminal table costs none of it.
+The folder holds results.json, one curve chart per chosen metric
+(:mod:`fleetchaos.reports.sweep_chart`), and the same page as summary.md and a
+self-contained report.html (:mod:`fleetchaos.reports.blocks`): the setup with the swept
+parameters named by fault kind, the curves with a note on lines that coincide, a table
+of every point, how to replay a run, and the scenario as it ran.
 """
 
 from __future__ import annotations
@@ -10,240 +12,241 @@ from __future__ import annotations
 import json
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import IO, Any
 
 from rich.table import Table
+from rich.text import Text
 
-from fleetchaos.escaping import markdown_cell, rich_text
-from fleetchaos.files import atomic_write, write_text
-from fleetchaos.reports.drawing import Chart, draw_charts
-from fleetchaos.reports.tables import COLUMNS, display_kind, fmt, with_interval
+from fleetchaos.escaping import rich_text
+from fleetchaos.files import check_inside, write_text
+from fleetchaos.reports.blocks import (
+    DETAILS,
+    END_DETAILS,
+    H1,
+    H2,
+    H3,
+    IMG,
+    PRE,
+    TABLE,
+    UL,
+    Block,
+    P,
+    literal,
+    to_markdown,
+    write_pages,
+)
+from fleetchaos.reports.drawing import Chart, Drawing
+from fleetchaos.reports.sweep_chart import (
+    MAX_PANELS,
+    chart_name,
+    coincidences,
+    curve_chart,
+    curve_panels,
+    metric_curve,
+    metric_names,
+    panel_groups,
+    param_label,
+    params_text,
+    value_text,
+)
+from fleetchaos.reports.tables import COLUMNS, count_interval, display_kind, fmt, is_count, with_interval
 from fleetchaos.results.models import SweepEntry, SweepResult
 from fleetchaos.results.registry import HEADLINE_METRICS
 
-#: Most panels one curve chart draws; further points are listed in the summary only.
-MAX_PANELS = 12
-POLICY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-POLICY_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
-FORMAT_STYLES = {"structured": "-", "generic": "--"}
-_OTHER_STYLES = (":", "-.")
+__all__ = [
+    "MAX_PANELS",
+    "chart_name",
+    "curve_chart",
+    "metric_curve",
+    "metric_names",
+    "params_text",
+    "sweep_blocks",
+    "sweep_markdown",
+    "sweep_table",
+    "value_text",
+    "write_sweep_report",
+]
 
 
-def value_text(value: Any) -> str:
-    """A swept value for display."""
-    return value if isinstance(value, str) else json.dumps(value)
+def _terminal_cell(entry: SweepEntry, metric: str) -> str:
+    value, ci = entry.metrics.get(metric), entry.ci.get(metric, [None, None])
+    return count_interval(value, ci) if is_count(metric) else with_interval(value, ci, display_kind(metric))
 
 
-def params_text(params: dict[str, Any]) -> str:
-    """``path=value`` pairs of one point, or ``-`` for no parameters."""
-    return ", ".join(f"{k}={value_text(v)}" for k, v in params.items()) or "-"
+def sweep_table(result: SweepResult, columns: tuple[str, ...] | None = None) -> Table:
+    """One row per point and arm: the chosen metrics with their intervals, and the headline metrics.
 
-
-def metric_names(result: SweepResult) -> list[str]:
-    """The sweep's chosen metrics (``result.metric`` is one name, or several comma-separated)."""
-    return [m for m in result.metric.split(",") if m]
-
-
-def chart_name(metric: str) -> str:
-    """The file name of the curve chart of ``metric``."""
-    return f"curve_{metric}.png"
-
-
-def sweep_table(result: SweepResult) -> Table:
-    """One row per point and arm: the chosen metric with its interval, and the headline metrics."""
+    ``columns`` names the metrics shown instead (``--columns``).  Counts read as whole numbers.
+    """
     pct = round(result.confidence * 100)
     table = Table(
-        title=f"sweep: {len(result.entries)} arms x {len(result.seeds)} seeds, mean per seed and {pct}% CI "
-        "(rates \\[low, high], counts ± half-width)",  # \\[ : a bracket rich must not read as markup
+        title=Text(
+            f"sweep: {len(result.entries)} arms x {len(result.seeds)} seeds, mean per seed and {pct}% CI "
+            "(rates [low, high], counts ± half-width)"
+        ),
         header_style="bold",
     )
     for name in ("scenario", "params", "policy", "errors"):
-        table.add_column(name)
-    chosen = metric_names(result)
-    columns = [(m, m, display_kind(m)) for m in chosen]
-    columns += [c for c in COLUMNS[:3] if c[0] not in chosen]
-    for _, header, _ in columns:
-        table.add_column(header, justify="right")
+        table.add_column(name, overflow="fold")  # in a narrow terminal a cell folds, never cut
+    if columns is not None:
+        shown = [(m, m) for m in columns]
+    else:
+        chosen = metric_names(result)
+        shown = [(m, m) for m in chosen] + [(m, h) for m, h, _ in COLUMNS[:3] if m not in chosen]
+    for _, header in shown:
+        table.add_column(header, justify="right", overflow="fold")
     for e in result.entries:
-        cells = [with_interval(e.metrics.get(key), e.ci.get(key, [None, None]), kind) for key, _, kind in columns]
+        cells = [_terminal_cell(e, m) for m, _ in shown]
         table.add_row(*(rich_text(t) for t in (e.scenario, params_text(e.params), e.policy, e.errors)), *cells)
     return table
 
 
-def _panels(result: SweepResult) -> dict[tuple, list[SweepEntry]]:
-    """Entries grouped by scenario and the parameters other than the curve's x."""
-    panels: dict[tuple, list[SweepEntry]] = {}
-    for e in result.entries:
-        rest = tuple((k, json.dumps(v, sort_keys=True)) for k, v in e.params.items() if k != result.x)
-        panels.setdefault((e.scenario, rest), []).append(e)
-    return panels
+def _setup_blocks(result: SweepResult) -> list[Block]:
+    n = len(result.seeds)
+    seeds = (
+        ", ".join(map(str, result.seeds)) if n <= 30 else f"{n} seeds from {min(result.seeds)} to {max(result.seeds)}"
+    )
+    setup = [
+        f"Scenarios: {', '.join(literal(s) for s in result.scenarios)}",
+        f"Policies: {', '.join(literal(p) for p in result.policies)}",
+        f"Error formats: {', '.join(literal(e) for e in result.errors)}",
+        f"Seeds: {seeds} ({n} simulated days per arm and point; every arm meets the same faults for a seed)",
+        f"Confidence: {round(result.confidence * 100)}%",
+        "Versions: " + (", ".join(f"{k} {v}" for k, v in result.versions.items()) or "not recorded"),
+    ]
+    swept = []
+    for path, values in result.grid.items():
+        label = param_label(path, result.scenario_configs)
+        notes = ([] if label == path else [literal(path)]) + (["the curves' x axis"] if path == result.x else [])
+        named = literal(label) + (f" ({'; '.join(notes)})" if notes else "")
+        swept.append(f"{named}: {literal(', '.join(value_text(v) for v in values))}")
+    blocks = [H2("Setup"), UL(setup)]
+    if swept:
+        blocks += [
+            P("Swept parameters (each value applied to the validated scenario, then validated again):"),
+            UL(swept),
+        ]
+    return blocks
 
 
-def curve_chart(result: SweepResult, path: Path, metric: str | None = None) -> Path | None:
-    """``metric`` (default: the sweep's) against the swept ``x``, one line per policy and format.
-
-    Lines are means across seeds with their confidence band; colour is the policy, line
-    style the error format.  One panel per scenario and combination of the other swept
-    parameters (at most :data:`MAX_PANELS`).  Returns None when nothing is swept.
-    """
-    x = result.x
-    if x is None:
-        return None
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    from fleetchaos.reports.charts import PNG_METADATA
-
-    metric = metric or metric_names(result)[0]
-    scale = 100.0 if display_kind(metric) == "pct" else 1.0
-    panels = list(_panels(result).items())[:MAX_PANELS]
-    cols = min(3, len(panels))
-    rows = -(-len(panels) // cols)
-    fig = Figure(figsize=(max(9.0, 5.2 * cols), 3.8 * rows + 1.0), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False)
-    xs_all = result.grid.get(x, [])
-    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in xs_all)
-    position = {json.dumps(v, sort_keys=True): (v if numeric else i) for i, v in enumerate(xs_all)}
-    styles = dict(FORMAT_STYLES)
-    for i, name in enumerate(f for f in result.errors if f not in styles):
-        styles[name] = _OTHER_STYLES[i % len(_OTHER_STYLES)]
-    colours = {p: POLICY_COLOURS[i % len(POLICY_COLOURS)] for i, p in enumerate(result.policies)}
-    markers = {p: POLICY_MARKERS[i % len(POLICY_MARKERS)] for i, p in enumerate(result.policies)}
-    for n, ((scenario, rest), entries) in enumerate(panels):
-        ax = axes[n // cols][n % cols]
-        for policy in result.policies:
-            for errors in result.errors:
-                line = [e for e in entries if e.policy == policy and e.errors == errors]
-                points = []
-                for e in line:
-                    mean = e.metrics.get(metric)
-                    if mean is None:
-                        continue
-                    lo, hi = e.ci.get(metric, [None, None])
-                    points.append(
-                        (
-                            position[json.dumps(e.params[x], sort_keys=True)],
-                            mean * scale,
-                            (lo if lo is not None else mean) * scale,
-                            (hi if hi is not None else mean) * scale,
-                        )
-                    )
-                if not points:
-                    continue
-                points.sort()
-                px = [p[0] for p in points]
-                colour = colours[policy]
-                ax.plot(
-                    px,
-                    [p[1] for p in points],
-                    styles[errors],
-                    color=colour,
-                    marker=markers[policy],
-                    markersize=4,
-                    linewidth=1.4,
-                    label=f"{policy} on {errors}",
-                )
-                ax.fill_between(
-                    px, [p[2] for p in points], [p[3] for p in points], color=colour, alpha=0.12, linewidth=0
-                )
-        title = scenario + "".join(f", {k}={v}" for k, v in rest)
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel(x, fontsize=8)
-        ax.set_ylabel(f"{metric} (%)" if scale == 100.0 else metric, fontsize=8)
-        if not numeric:
-            ax.set_xticks(list(range(len(xs_all))), [value_text(v) for v in xs_all], fontsize=8)
-        if scale == 100.0:
-            ax.set_ylim(-2, 102)
-        ax.grid(alpha=0.3)
-        ax.tick_params(labelsize=8)
-    for n in range(len(panels), rows * cols):
-        axes[n // cols][n % cols].set_visible(False)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    if handles:
-        fig.legend(handles, labels, loc="outside lower center", ncols=min(3, len(labels)), fontsize=8)
+def _curve_blocks(result: SweepResult, charts: dict[str, str]) -> list[Block]:
+    if result.x is None:
+        return [H2("Curves"), P("Nothing was swept, so there is no curve; the table below has every arm.")]
+    x_label = param_label(result.x, result.scenario_configs)
     pct = round(result.confidence * 100)
-    fig.suptitle(f"{metric} against {x}: mean of {len(result.seeds)} seeds, {pct}% CI band", fontsize=10)
-    FigureCanvasAgg(fig)
-    if not isinstance(path, (str, Path)):  # drawn in a worker, into memory (fleetchaos.reports.drawing)
-        fig.savefig(path, format="png", dpi=100, metadata=PNG_METADATA)
-        return path
-    with atomic_write(path, "wb") as fh:
-        fig.savefig(fh, format="png", dpi=100, metadata=PNG_METADATA)
-    return path
+    blocks = [H2("Curves")]
+    for metric in metric_names(result):
+        if metric in charts:
+            caption = (
+                f"{metric} against {x_label}: one line per policy (colour, marker) and error format (line style), "
+                f"mean of {len(result.seeds)} seeds with its {pct}% confidence band"
+            )
+            blocks.append(IMG(charts[metric], caption))
+        notes = coincidences(curve_panels(result, metric))
+        if notes:
+            said = "; ".join(f"{literal(label)} {literal(note)}" for label, note in notes.items())
+            blocks.append(
+                P(
+                    f"Lines that coincide on the {metric} chart (the same mean at every point): {said}. "
+                    "Each is drawn on top of the other with hollow, larger markers and a broken line."
+                )
+            )
+    if len(panel_groups(result)) > MAX_PANELS:
+        blocks.append(P(f"The charts draw the first {MAX_PANELS} panels; every point is in the table below."))
+    return blocks
+
+
+def _point_blocks(result: SweepResult) -> list[Block]:
+    chosen = metric_names(result)
+    columns = [(m, m, display_kind(m)) for m in chosen if m not in {c[0] for c in COLUMNS}] + list(COLUMNS)
+    rows = []
+    for e in result.entries:
+        cells = [
+            with_interval(e.metrics.get(key), e.ci.get(key, [None, None]), kind)
+            if key in HEADLINE_METRICS or key in chosen
+            else fmt(e.metrics.get(key), kind)
+            for key, _, kind in columns
+        ]
+        rows.append([literal(t) for t in (e.scenario, params_text(e.params), e.policy, e.errors)] + cells)
+    pct = round(result.confidence * 100)
+    return [
+        H2("Every point"),
+        P(
+            f"One row per scenario, point and arm: mean per seed, with the {pct}% interval for the chosen and "
+            "headline metrics (rates [low, high] in percent, counts ± half-width)."
+        ),
+        TABLE(["scenario", "params", "policy", "errors", *(h for _, h, _ in columns)], rows, align_right=4),
+    ]
+
+
+def _scenario_blocks(result: SweepResult) -> list[Block]:
+    blocks = [DETAILS("Appendix: the scenario as it ran")]
+    if not result.scenario_configs:
+        return [*blocks, P("Not recorded in these results (written before sweeps kept their scenario)."), END_DETAILS()]
+    swept = ", ".join(literal(p) for p in result.grid) or "none"
+    blocks.append(P(f"Each scenario as validated; every point sets its swept values ({swept}) on it."))
+    for name, config in result.scenario_configs.items():
+        blocks += [H3(literal(name)), PRE(json.dumps(config, indent=2, sort_keys=True))]
+    return [*blocks, END_DETAILS()]
+
+
+def sweep_blocks(result: SweepResult, charts: dict[str, str] | None = None) -> list[Block]:
+    """The blocks of a sweep's page; ``charts`` maps a metric to its chart's file name (None: every curve's name)."""
+    if charts is None:
+        charts = {m: chart_name(m) for m in metric_names(result)} if result.x is not None else {}
+    pct = round(result.confidence * 100)
+    blocks = [
+        H1(f"fleetchaos sweep: {literal(', '.join(result.scenarios))}"),
+        P(
+            f"Every policy on every error format at each point of the grid, on the same seeds; figures are means "
+            f"per seed with {pct}% confidence intervals."
+        ),
+    ]
+    blocks += _setup_blocks(result)
+    blocks += _curve_blocks(result, charts)
+    blocks += _point_blocks(result)
+    files = [
+        "`results.json`: every figure above, per seed, with intervals, and the scenario as it ran",
+        "Metric definitions, denominators and directions: docs/metrics.md",
+        "Replay any run: `fleetchaos run --scenario NAME --param PATH=VALUE ... --policy POLICY --errors FORMAT "
+        "--seed N`",
+    ]
+    blocks += [H2("Files and replay"), UL(files)]
+    blocks += _scenario_blocks(result)
+    return blocks
 
 
 def sweep_markdown(result: SweepResult, charts: str | list[str] | None) -> str:
-    """The Markdown summary of a sweep: the grid, the curves (one chart per chosen metric), and a table per point."""
+    """The Markdown summary of a sweep (charts linked by file name; ``charts`` None: none drawn)."""
     if isinstance(charts, str):
         charts = [charts]
-    charts = charts or []
-    pct = round(result.confidence * 100)
-    lines = [
-        f"# fleetchaos sweep: {markdown_cell(', '.join(result.scenarios))}",
-        "",
-        f"Policies: {markdown_cell(', '.join(result.policies))}. Error formats: {markdown_cell(', '.join(result.errors))}. "
-        f"Seeds: {', '.join(map(str, result.seeds))} ({len(result.seeds)} simulated days per arm and point). "
-        f"Figures are means per seed with {pct}% confidence intervals.",
-        "",
-    ]
-    if result.grid:
-        lines += ["Swept parameters:", ""]
-        lines += [
-            f"- `{markdown_cell(k)}`: {markdown_cell(', '.join(value_text(v) for v in vals))}"
-            for k, vals in result.grid.items()
-        ]
-        lines.append("")
-    for chart in charts:
-        metric = chart.removeprefix("curve_").removesuffix(".png")
-        lines += [f"![{metric} against {markdown_cell(str(result.x))}]({chart})", ""]
-    if charts and len(_panels(result)) > MAX_PANELS:
-        lines += [f"The chart draws the first {MAX_PANELS} panels; every point is in the tables below.", ""]
-    columns = [(m, m, display_kind(m)) for m in metric_names(result) if m not in {c[0] for c in COLUMNS}] + list(
-        COLUMNS
-    )
-    header = "| scenario | params | policy | errors | " + " | ".join(h for _, h, _ in columns) + " |"
-    lines += [header, "|---|---|---|---|" + "---:|" * len(columns)]
-    for e in result.entries:
-        cells = []
-        for key, _, kind in columns:
-            if key in HEADLINE_METRICS or key in metric_names(result):
-                cells.append(with_interval(e.metrics.get(key), e.ci.get(key, [None, None]), kind))
-            else:
-                cells.append(fmt(e.metrics.get(key), kind))
-        lines.append(
-            f"| {' | '.join(markdown_cell(t) for t in (e.scenario, params_text(e.params), e.policy, e.errors))} | "
-            + " | ".join(cells)
-            + " |"
-        )
-    lines += ["", "## Versions", ""]
-    lines += [f"- {k} {v}" for k, v in result.versions.items()]
-    lines += [
-        "",
-        "Metric definitions: docs/metrics.md. Replay any run with "
-        "`fleetchaos run --scenario NAME --param PATH=VALUE ... --policy POLICY --errors FORMAT --seed N`.",
-        "",
-    ]
-    return "\n".join(lines)
+    by_metric = {name.removeprefix("curve_").removesuffix(".png"): name for name in charts or []}
+    return to_markdown(sweep_blocks(result, by_metric))
 
 
-def metric_curve(result: SweepResult, metric: str, file: Path | IO[bytes]) -> Path | IO[bytes] | None:
-    """:func:`curve_chart` of ``metric`` with the file last, as :mod:`fleetchaos.reports.drawing` calls a chart."""
-    return curve_chart(result, file, metric)  # type: ignore[arg-type]  # savefig takes a binary file as well
+def write_sweep_report(
+    result: SweepResult, out_dir: Path, executor: Executor | None = None, *, root: Path | None = None
+) -> list[Path]:
+    """Write a sweep's results.json, curve charts, summary.md and report.html into ``out_dir``; the files written.
 
-
-def write_sweep_report(result: SweepResult, out_dir: Path, executor: Executor | None = None) -> list[Path]:
-    """Write a sweep's results.json, curve chart and summary.md into ``out_dir``.
-
-    With an ``executor`` the curves are drawn side by side on it (:func:`~fleetchaos.reports.drawing.draw_charts`).
+    With an ``executor`` the curves are drawn side by side on it
+    (:class:`~fleetchaos.reports.drawing.Drawing`) while this process writes results.json.
+    ``out_dir`` must resolve inside ``root`` (default: itself).
     """
+    out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = [write_text(out_dir / "results.json", result.model_dump_json(indent=2) + "\n")]
+    check_inside(out_dir / "results.json", Path(root) if root is not None else out_dir)
     curves = [
-        Chart(f"curve{i}", chart_name(metric), "fleetchaos.reports.sweep:metric_curve", (result, metric))
-        for i, metric in enumerate(metric_names(result))
+        Chart(metric, chart_name(metric), "fleetchaos.reports.sweep_chart:metric_curve", (result, metric))
+        for metric in metric_names(result)
     ]
-    made = draw_charts(curves, out_dir, executor)
+    drawing = Drawing(curves, executor)
+    try:
+        written = [write_text(out_dir / "results.json", result.model_dump_json(indent=2) + "\n")]
+    except BaseException:
+        drawing.cancel()
+        raise
+    made = drawing.write(out_dir)
     written += made.values()
-    charts = [path.name for path in made.values()]
-    written.append(write_text(out_dir / "summary.md", sweep_markdown(result, charts)))
+    blocks = sweep_blocks(result, {metric: path.name for metric, path in made.items()})
+    written += write_pages(out_dir, blocks, f"fleetchaos sweep: {', '.join(result.scenarios)}", made)
     return written

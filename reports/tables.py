@@ -48,6 +48,21 @@ NARROW: tuple[tuple[str, str], ...] = (
 LEAD_HEADERS = {"success_rate": "success", "common_recovery_rate": "common rec.", "goodput_per_day": "goodput/day"}
 
 
+#: Each metric's short header in terminal tables; a metric not named here is headed by its own name.
+HEADERS: dict[str, str] = {**{m: h for m, h, _ in COLUMNS}, **dict(NARROW), **LEAD_HEADERS}
+
+
+def header(metric: str) -> str:
+    """A metric's header in a terminal table (``--columns`` may name any metric of the registry)."""
+    return HEADERS.get(metric, metric)
+
+
+def is_count(metric: str) -> bool:
+    """A total per run other than money (tasks, retries, calls...): terminal tables print it as a whole number."""
+    known = REGISTRY.get(metric)
+    return known is not None and known.denominator.startswith("none") and known.unit != "USD"
+
+
 def fmt(value: float | None, kind: str) -> str:
     """A metric value for display."""
     if value is None:
@@ -94,13 +109,22 @@ def with_interval(value: float | None, ci: list[float | None], kind: str) -> str
     return text if lo is None or hi is None else f"{text} [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
+def count_interval(value: float | None, ci: list[float | None]) -> str:
+    """A count with its interval's half-width, both whole numbers as :func:`count_text` writes them: ``73 ±25``."""
+    if value is None:
+        return "-"
+    lo, hi = ([*ci, None, None])[:2]
+    text = count_text(value)
+    return text if lo is None or hi is None else f"{text} ±{count_text((hi - lo) / 2.0)}"
+
+
 def _cell(arm, metric: str) -> str:
     if is_rate(metric):
         return rate_interval(arm.metrics.get(metric), arm.ci.get(metric, [None, None]))
-    if metric == "cost_usd":
+    if REGISTRY[metric].unit == "USD":
         value = arm.metrics.get(metric)
         return "-" if value is None else f"${value:,.0f}"
-    if REGISTRY[metric].denominator.startswith("none"):
+    if is_count(metric):
         return count_text(arm.metrics.get(metric))
     return fmt(arm.metrics.get(metric), "num")
 
@@ -144,44 +168,52 @@ def policy_error_lines(result: CompareResult | RunResult, limit: int = 80) -> li
     return lines
 
 
-def compare_table(result: CompareResult, *, wide: bool = False) -> Table:
+def compare_table(result: CompareResult, *, wide: bool = False, columns: tuple[str, ...] | None = None) -> Table:
     """One row per arm, named by the policy's own name: the lead metrics with their intervals, then silent
     failures, failed and wasted retries and the cost per run (100 columns); ``wide`` shows every column of
-    :data:`COLUMNS`.  Arms with policy errors are named below it."""
+    :data:`COLUMNS`, ``columns`` the metrics named, in that order.  Arms with policy errors are named below it."""
     pct = round(result.confidence * 100)
     broken = policy_error_lines(result)
     leads = lead_metrics(result.closed_loop)
-    if wide:
-        columns = [(m, LEAD_HEADERS.get(m, h)) for m, h, _ in COLUMNS] + [("cost_usd", "cost/run")]
+    if columns is not None:
+        shown = [(m, header(m)) for m in columns]
+    elif wide:
+        shown = [(m, LEAD_HEADERS.get(m, h)) for m, h, _ in COLUMNS] + [("cost_usd", "cost/run")]
         if result.closed_loop:
-            columns.insert(0, ("goodput_per_day", LEAD_HEADERS["goodput_per_day"]))
+            shown.insert(0, ("goodput_per_day", LEAD_HEADERS["goodput_per_day"]))
     else:
-        columns = [(m, LEAD_HEADERS[m]) for m in leads] + list(NARROW)
-    notes = ["failed / wasted: retries per run that failed again / sent while the cause still held"]
-    if "common_recovery_rate" in dict(columns):
-        notes.insert(0, "common rec.: recovery on the tasks faulted in any arm")
-    notes.append("own-set rec.: on the arm's own faulted tasks (secondary)" if wide else "more figures: --wide")
+        shown = [(m, LEAD_HEADERS[m]) for m in leads] + list(NARROW)
+    names = {m for m, _ in shown}
+    notes = []
+    if "common_recovery_rate" in names:
+        notes.append("common rec.: recovery on the tasks faulted in any arm")
+    if names & {"failed_retries", "wasted_retries"}:
+        notes.append("failed / wasted: retries per run that failed again / sent while the cause still held")
+    if columns is None:
+        notes.append("own-set rec.: on the arm's own faulted tasks (secondary)" if wide else "more figures: --wide")
     table = Table(
         title=Text(f"{result.scenario}: {len(result.seeds)} seeds, mean per seed, rates with their {pct}% interval"),
         header_style="bold",
         # A broken policy's figures measure the bug, not a strategy: say so where the figures are read.
-        caption=Text("\n".join([*broken, *notes])),  # Text: messages are not markup
+        caption=Text("\n".join([*broken, *notes])) if broken or notes else None,  # Text: messages are not markup
         caption_justify="left",
         caption_style="yellow" if broken else "dim",
         min_width=max(map(len, broken), default=None),  # a caption wraps at the table's width
     )
-    table.add_column("policy")
-    table.add_column("errors")
-    for _, header in columns:
-        table.add_column(header, justify="right")
+    # In a terminal narrower than the table the figures wrap (at their space, else folded, never cut) before
+    # the names do: names are what users type.
+    table.add_column("policy", no_wrap=True, overflow="fold")
+    table.add_column("errors", no_wrap=True, overflow="fold")
+    for _, title in shown:
+        table.add_column(title, justify="right", overflow="fold")
     for arm, label in zip(result.arms, policy_labels(result.arms)):
         # Text: a policy's name is the user's, never rich markup
-        table.add_row(Text(label), Text(arm.errors), *(_cell(arm, metric) for metric, _ in columns))
+        table.add_row(Text(label), Text(arm.errors), *(_cell(arm, metric) for metric, _ in shown))
     return table
 
 
-def run_table(result: RunResult) -> Table:
-    """Every metric of one run; policy errors named below it."""
+def run_table(result: RunResult, columns: tuple[str, ...] | None = None) -> Table:
+    """Every metric of one run (``columns``: the metrics named, in that order); policy errors named below it."""
     broken = policy_error_lines(result)
     title = f"{result.scenario}: {result.policy} on {result.errors} errors, seed {result.seed}"
     table = Table(
@@ -191,10 +223,9 @@ def run_table(result: RunResult) -> Table:
         caption_style="yellow",
         min_width=max([len(title), *map(len, broken)]),  # title and caption wrap at the table's width
     )
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for key, value in result.metrics.items():
-        known = REGISTRY.get(key)
-        is_count = known is not None and known.denominator.startswith("none") and known.unit != "USD"
-        table.add_row(key, count_text(value) if is_count else fmt(value, display_kind(key)))
+    table.add_column("metric", overflow="fold")
+    table.add_column("value", justify="right", overflow="fold")
+    rows = result.metrics.items() if columns is None else [(m, result.metrics.get(m)) for m in columns]
+    for key, value in rows:
+        table.add_row(key, count_text(value) if is_count(key) else fmt(value, display_kind(key)))
     return table

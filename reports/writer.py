@@ -19,23 +19,33 @@ from fleetchaos.files import atomic_write
 from fleetchaos.reports.compare_report import write_compare_report
 from fleetchaos.reports.results_io import load_results
 from fleetchaos.reports.run_report import write_run_report
-from fleetchaos.results.models import RunResult
+from fleetchaos.results.models import RunResult, SweepResult
 
 
 def write_report(results: Path, out_dir: Path, *, prepare: Callable[[Any], Any] | None = None) -> list[Path]:
-    """Rebuild a report folder from a results.json; a tasks.csv beside it is copied along.
+    """Rebuild a report folder from a results.json (of run, compare or sweep) or an ablation.json.
 
-    ``prepare`` may complete the loaded result before it is written (the CLI uses it to
-    compute verdicts missing from results of older versions).
+    A tasks.csv beside a comparison's results is copied along.  ``prepare`` may complete
+    the loaded result before it is written (the CLI uses it to compute verdicts missing
+    from results of older versions).
     """
     result = load_results(results)
     if prepare is not None:
         result = prepare(result)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if isinstance(result, dict):  # an ablation's plain document
+        from fleetchaos.reports.ablation import write_ablation_report
+
+        return write_ablation_report(result, out_dir)
+    if isinstance(result, SweepResult):
+        from fleetchaos.reports.sweep import write_sweep_report
+
+        return write_sweep_report(result, out_dir)
     if isinstance(result, RunResult):
         return write_run_report(result, out_dir)
-    source_csv = Path(results).with_name("tasks.csv")
+    source = Path(results)
+    source_csv = (source if source.is_dir() else source.parent) / "tasks.csv"
     tasks_csv = None
     if source_csv.is_file():
         tasks_csv = out_dir / "tasks.csv"

@@ -20,11 +20,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Protocol
+from typing import Protocol, cast
 
 from fleetchaos.sim import _rng
 from fleetchaos.sim.capacity import Provider, build_providers
-from fleetchaos.sim.config import FleetSpec, lognormal_params
+from fleetchaos.sim.config import FleetSpec, TemplateSpec, lognormal_params
+from fleetchaos.sim.fault_specs import BatchFault, HangingFault, SourceFault
 from fleetchaos.sim.faults import CALL_STAGES, CallRule, FaultPlan
 from fleetchaos.sim.kinds import KINDS, SOURCE, TASK_STEP, TASK_STEP_ITEM, WORKER_TOOL, FaultKind
 from fleetchaos.sim.state import unlimited
@@ -54,6 +55,19 @@ NODE_CRASH, EXPIRED_KEY, DISK_FULL = KINDS["node_crash"], KINDS["expired_key"], 
 RATE_LIMIT, QUOTA_EXHAUSTED = KINDS["rate_limit"], KINDS["quota_exhausted"]
 TIMEOUT, LATENCY_SPIKE = KINDS["timeout"], KINDS["latency_spike"]
 OVERLOADED = KINDS["overloaded"]
+
+
+def _fails_in(kind: FaultKind) -> float:
+    """Seconds a call met by ``kind`` takes to fail on top of the round trip, for a kind that fails fast.
+
+    A persistent, batch or fail-fast transient kind's record must give them (:class:`FaultKind`
+    checks it), and the state kinds the world meets here give them too: None is a broken record.
+    """
+    fail_s = kind.fail_fast_s
+    if fail_s is None:
+        raise ValueError(f"fault kind {kind.name!r} fails fast here, but its record gives no fail_fast_s")
+    return fail_s
+
 
 #: What :meth:`CallModel.decide` returns: (the fault the call met or None, its duration in
 #: simulated seconds, whether its side effect committed, the instant a refused call may be
@@ -132,7 +146,7 @@ class Template:
     """Each step's fan-out (the shape of a task's ledger record)."""
 
 
-def compile_template(index: int, template, plan: FaultPlan) -> Template:
+def compile_template(index: int, template: TemplateSpec, plan: FaultPlan) -> Template:
     """A :class:`~fleetchaos.sim.config.TemplateSpec` compiled once per run."""
     steps = []
     names = [s.tool for s in template.steps]
@@ -235,7 +249,10 @@ class CallModel:
         if rules is None:
             tool = tpl.names[si]
             hits = [r for r in self.plan.rules if r.applies(worker, tool, tpl.name)]
-            rules = tuple(tuple(r for r in hits if r.info.stage == stage) for stage in CALL_STAGES)
+            persistent, transient, batch, masking = (
+                tuple(r for r in hits if r.info.stage == stage) for stage in CALL_STAGES
+            )
+            rules = (persistent, transient, batch, masking)
             self._rules[cache_key] = rules
         return rules
 
@@ -290,24 +307,24 @@ class CallModel:
                 latency = latency * factor + add
                 spiked = True
         if node.crash_spans and node.down(now):
-            return NODE_CRASH, latency + NODE_CRASH.fail_fast_s, False, None
+            return NODE_CRASH, latency + _fails_in(NODE_CRASH), False, None
         uses_api = step.uses_api
         if uses_api and now >= node.credentials_expire_s:
-            return EXPIRED_KEY, latency + EXPIRED_KEY.fail_fast_s, False, None
+            return EXPIRED_KEY, latency + _fails_in(EXPIRED_KEY), False, None
         persistent, transient, _, masking = rules
         for rule in persistent:
             if self.persistent_hit(rule, task_key, step, item, node.index, now, sources):
-                return rule.info, latency + rule.info.fail_fast_s, False, None
+                return rule.info, latency + _fails_in(rule.info), False, None
         if step.writes_disk and node.disk_refuses(now, step.disk_mb):
-            return DISK_FULL, latency + DISK_FULL.fail_fast_s, False, None
+            return DISK_FULL, latency + _fails_in(DISK_FULL), False, None
         if uses_api:
             wait = self._take_token(now)
             if wait > 0.0:
-                return RATE_LIMIT, latency + RATE_LIMIT.fail_fast_s, False, now + wait
+                return RATE_LIMIT, latency + _fails_in(RATE_LIMIT), False, now + wait
             if self._take_quota is not None:
                 reset = self._take_quota(now)
                 if reset is not None:
-                    return QUOTA_EXHAUSTED, latency + QUOTA_EXHAUSTED.fail_fast_s, False, reset
+                    return QUOTA_EXHAUSTED, latency + _fails_in(QUOTA_EXHAUSTED), False, reset
         for rule in transient:
             p = rule.constant
             if p is None:
@@ -319,12 +336,13 @@ class CallModel:
                 if ((z ^ (z >> 31)) >> 11) * _TWO_POW_MINUS_53 < p:
                     kind = rule.info
                     if not kind.outcome_unknown:
-                        return kind, latency + kind.fail_fast_s, False, None
-                    committed = _draw(key, S_COMMIT ^ rule.stream) < rule.spec.committed_probability
-                    return kind, rule.spec.timeout_s, committed, None
+                        return kind, latency + _fails_in(kind), False, None
+                    hangs = cast(HangingFault, rule.spec)  # its stage's model has these fields (a test checks it)
+                    committed = _draw(key, S_COMMIT ^ rule.stream) < hangs.committed_probability
+                    return kind, hangs.timeout_s, committed, None
         if batch_failed and item in batch_failed:
             kind = batch_failed[item]
-            return kind, latency + kind.fail_fast_s, False, None
+            return kind, latency + _fails_in(kind), False, None
         if step.sigma > 0.0:
             work = _exp(step.mu + step.sigma * (r * _sin(t)))
         else:
@@ -340,8 +358,8 @@ class CallModel:
                 admitted = provider.admit(now, work, patience, step.cancels)
                 if admitted is None:
                     if provider.status == 429:
-                        return RATE_LIMIT, latency + RATE_LIMIT.fail_fast_s, False, provider.next_room(now)
-                    return OVERLOADED, latency + OVERLOADED.fail_fast_s, False, None
+                        return RATE_LIMIT, latency + _fails_in(RATE_LIMIT), False, provider.next_room(now)
+                    return OVERLOADED, latency + _fails_in(OVERLOADED), False, None
                 took, in_time = admitted
                 if not in_time:  # the client gave up; the work goes on (and takes effect) unless the tool cancels it
                     return (LATENCY_SPIKE if spiked else TIMEOUT), limit - waited, not step.cancels, None  # type: ignore[operator]
@@ -433,9 +451,10 @@ class CallModel:
             ) < p
         assert scope == SOURCE, scope
         source = sources.get((si, item), 0)  # each source of an item is gone or not, for good
-        if source > rule.spec.alternatives:
+        spec = cast(SourceFault, rule.spec)  # its scope's model has these fields (a test checks it)
+        if source > spec.alternatives:
             return True
-        q = p if source == 0 else rule.spec.alternative_missing_probability
+        q = p if source == 0 else spec.alternative_missing_probability
         return _rng.draw(_rng.persistent_key(task_key, si, item, source), rule.stream) < q
 
     def batch_failures(
@@ -447,8 +466,9 @@ class CallModel:
         execution number, so it chooses the same items every time.
         """
         for rule in rules:
-            key = _rng.persistent_key(task_key, si) if rule.spec.persistent else step_key
+            spec = cast(BatchFault, rule.spec)  # its stage's model has these fields (a test checks it)
+            key = _rng.persistent_key(task_key, si) if spec.persistent else step_key
             if _rng.draw(key, rule.stream) < rule.probability_at(now, worker):
                 order = sorted(range(fan_out), key=lambda i: _rng.draw(key, S_BATCH + i))
-                return dict.fromkeys(order[: min(rule.spec.failures, fan_out)], rule.info)
+                return dict.fromkeys(order[: min(spec.failures, fan_out)], rule.info)
         return NO_ITEMS

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from bisect import bisect_right
 
 from fleetchaos.sim.config import ProviderSpec
@@ -126,7 +127,10 @@ class Provider:
         if self._curve:
             work *= self.factor(len(calls) + 1)
         if self._slow:
-            work /= self.speed(now)
+            # Overlapping slow windows multiply their factors, and tiny ones can underflow to 0: no speed
+            # is left, and the work never ends (as with a factor so small that the division overflows).
+            speed = self.speed(now)
+            work = work / speed if speed > 0.0 else math.inf
         free = self._free
         if free is None:
             start = now

@@ -156,7 +156,7 @@ class FleetSpec(_Strict):
 
 
 def _factor(setting: str, why: str) -> float:
-    return Field(default=DEFAULT_MISREAD_FACTORS[setting], ge=0, le=1000, description=why)  # type: ignore[return-value]
+    return Field(default=DEFAULT_MISREAD_FACTORS[setting], ge=0, le=1000, description=why)
 
 
 class MisreadFactors(_Strict):

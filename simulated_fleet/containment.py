@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import fields
 from operator import attrgetter
+from typing import SupportsFloat
 
 from fleetchaos.sim.interrupts import PASS_THROUGH, check_expired, describe_exception, exception_parts, policy_text
 from fleetchaos.sim.ledger import TaskRecord
@@ -40,7 +41,7 @@ from fleetchaos.sim.observation import (
 from fleetchaos.sim.transport import TransportRetry, TransportSpecError, transport_layers
 
 
-def as_number(value, what: str) -> float:
+def as_number(value: SupportsFloat, what: str) -> float:
     """A finite, non-negative float from any real number (numpy scalars included)."""
     if isinstance(value, bool):
         raise TypeError(f"{what} must be a number, got a bool")
@@ -50,7 +51,7 @@ def as_number(value, what: str) -> float:
     return number
 
 
-def as_index(value, what: str) -> int:
+def as_index(value: SupportsFloat, what: str) -> int:
     """A non-negative whole number from any real number."""
     number = as_number(value, what)
     if number != int(number):
@@ -68,16 +69,15 @@ def copy_history(history: TaskHistory) -> TaskHistory:
     return TaskHistory(*_HISTORY_FIELDS(history))
 
 
-def canonical(action) -> Action:
+def canonical(action: object) -> Action:
     """Rebuild a policy's action as a checked instance of one of the action classes."""
-    kind = type(action)
-    if kind is Retry or kind is Reroute or kind is UseAlternative:
+    if type(action) is Retry or type(action) is Reroute or type(action) is UseAlternative:
         # The common answer, already well formed (a finite float delay, a whole-number resume
         # point a float holds exactly, nothing done): what the checks below would build.
         delay, start, done = action.delay_s, action.resume_from, action.done_items
         exact = type(delay) is float and type(start) is int and type(done) is tuple
         if exact and 0.0 <= delay < math.inf and 0 <= start < 2**53 and not done:
-            return kind(delay, start, ())
+            return type(action)(delay, start, ())
     for cls in (Escalate, Rollback, DeadLetter):
         if isinstance(action, cls):
             return cls(policy_text(action.reason))
@@ -88,13 +88,14 @@ def canonical(action) -> Action:
     if isinstance(action, (Retry, Reroute, RefreshCredentials, UseAlternative, Remediate)):
         start = as_index(action.resume_from, "resume_from")
         done = tuple(sorted({as_index(i, "done_items entry") for i in action.done_items}))
-        for cls in (RefreshCredentials, Remediate):  # the base class, as for every action: the driver dispatches on it
-            if isinstance(action, cls):
-                return cls(start, done)
+        for held in (RefreshCredentials, Remediate):  # the base class, as for every action: the driver dispatches on it
+            if isinstance(action, held):
+                return held(start, done)
+        assert isinstance(action, (Reroute, UseAlternative, Retry))  # the other three of the five just checked
         delay = as_number(action.delay_s, "delay_s")
-        for cls in (Reroute, UseAlternative, Retry):
-            if isinstance(action, cls):
-                return cls(delay, start, done)
+        for moved in (Reroute, UseAlternative, Retry):
+            if isinstance(action, moved):
+                return moved(delay, start, done)
     raise TypeError(f"expected an action ({', '.join(t.__name__ for t in ACTION_TYPES)}), got {type(action).__name__}")
 
 
@@ -154,9 +155,8 @@ class ContainedPolicy:
             rec.policy_error = self.hooks_error
             return GiveUp()
         try:
-            action = self.policy.decide(
-                obs, copy_history(history)
-            )  # a copy: a policy cannot corrupt the driver's state
+            # A copy of the history: a policy cannot corrupt the driver's state.
+            action = self.policy.decide(obs, copy_history(history))
         except PASS_THROUGH:
             raise
         except BaseException as exc:  # a broken user policy must not stop the run, whatever it raises
@@ -175,10 +175,10 @@ class ContainedPolicy:
             rec.policy_error = policy_text(f"policy returned an action that raised {describe_exception(exc)}")
             return GiveUp()
 
-    def choose_worker(self, proposed: int, workers: int, shared, now: float, rec: TaskRecord) -> int:
+    def choose_worker(self, proposed: int, workers: int, shared: object, now: float, rec: TaskRecord) -> int:
         """Let the policy move a dispatch (a breaker skipping open workers); a bad answer keeps ``proposed``."""
         try:
-            chosen = as_index(self._choose(proposed, workers, shared, now), "choose_worker()")  # type: ignore[misc]
+            chosen = as_index(self._choose(proposed, workers, shared, now), "choose_worker()")
             if chosen >= workers:
                 raise ValueError(f"choose_worker() returned worker {chosen}; the fleet has {workers}")
             return chosen
@@ -190,13 +190,15 @@ class ContainedPolicy:
             )
             return proposed
 
-    def before_dispatch(self, shared, now: float, first: bool, draw: float, rec: TaskRecord) -> Action | None:
+    def before_dispatch(
+        self, shared: object, now: float, first: bool, draw: float, rec: TaskRecord
+    ) -> GiveUp | Escalate | None:
         """The policy's verdict on a dispatch about to go out: None sends it; GiveUp or Escalate refuses it.
 
         Anything else it returns, or raises, is recorded as a policy error and the dispatch goes out.
         """
         try:
-            verdict = self._admit(shared, now, first, draw)  # type: ignore[misc]
+            verdict = self._admit(shared, now, first, draw)
             if verdict is None:
                 return None
             action = canonical(verdict)
@@ -207,10 +209,10 @@ class ContainedPolicy:
             rec.policy_error = rec.policy_error or f"policy before_dispatch() failed: {type(exc).__name__}: {exc}"[:500]
             return None
 
-    def observe(self, obs: Observation, shared, now: float, rec: TaskRecord) -> None:
+    def observe(self, obs: Observation, shared: object, now: float, rec: TaskRecord) -> None:
         """Tell the policy's shared controls about a dispatch's outcome; a raising hook is recorded, not fatal."""
         try:
-            self._observe(obs, shared, now, rec.id)  # type: ignore[misc]
+            self._observe(obs, shared, now, rec.id)
         except PASS_THROUGH:
             raise
         except BaseException as exc:

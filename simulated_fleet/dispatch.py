@@ -14,12 +14,14 @@ request, one timeout and one release (the same event pattern as a bare SimPy mod
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
+from typing import cast
 
 import simpy
 
 from fleetchaos.sim import _rng
 from fleetchaos.sim._rng import _GOLDEN, _M1, _M2, _MASK
 from fleetchaos.sim.calls import NO_CLIENT, NO_ITEMS, CallModel, CallOutcome, StepRules, Template
+from fleetchaos.sim.fault_specs import SourceFault
 from fleetchaos.sim.faults import FaultPlan, Partition
 from fleetchaos.sim.fleet import Worker
 from fleetchaos.sim.journal import Journal
@@ -91,7 +93,7 @@ class Dispatcher:
         sources: dict[tuple[int, int], int],
         workspace: dict[int, float],
         task_key: int,
-    ) -> Generator:
+    ) -> Generator[simpy.Event, object, AttemptReport | None]:
         """Run the task's steps from ``start`` on ``w`` until one is seen as failed (``task_key``:
         :func:`fleetchaos.sim._rng.task_key` of the task).
 
@@ -455,7 +457,8 @@ class Dispatcher:
             if rule.kind == kind and rule.info.persistent_scope == SOURCE:
                 for item, item_kind in failed:
                     if item_kind == kind:
-                        best = max(best, rule.spec.alternatives - sources.get((si, item), 0))
+                        alternatives = cast(SourceFault, rule.spec).alternatives  # its scope's model has them
+                        best = max(best, alternatives - sources.get((si, item), 0))
         return best
 
     def _drift(self, worker: int, now: float) -> tuple[str | None, tuple[str, ...]]:

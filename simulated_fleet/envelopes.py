@@ -19,13 +19,25 @@ NAME`` prints the JSON Schema of any of them.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from fleetchaos.sim.envelope import SCHEMA_VERSION, AgentToolError
 
 FailureType = Literal["timeout", "auth_error", "not_found", "rate_limited", "permanent", "unavailable"]
+
+
+class StampedEnvelope(Protocol):
+    """What every structured contract exposes, whatever its model: the ``schema_version`` it is stamped
+    with and the ``error_code`` of its failure (a field or a property; a failure's envelope names one)."""
+
+    schema_version: str
+
+    @property
+    def error_code(self) -> str:
+        """The identity of the failure, the same for identical failures."""
+        ...
 
 
 class _Envelope(BaseModel):

@@ -21,16 +21,22 @@ model, fails at import.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Literal, Protocol, TypeAlias, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 from pydantic import ValidationError as _PydanticValidationError
 
 from fleetchaos.sim.kinds import KINDS
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    # strict: a number must be written as a number (``probability: "0.1"`` is refused, not coerced, as
+    # any other string in a number's place is); a whole number is accepted where a float is expected.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
+
+
+#: A ``[low, high]`` pair as YAML and JSON write it (a list), each end still a strict number.
+_Pair = Annotated[tuple[float, float], Strict(False)]
 
 
 class Window(_Strict):
@@ -86,7 +92,11 @@ class NodeEvent(_Strict):
 
 
 class _Fault(_Strict):
-    swarm: dict[str, tuple[float, float]] | None = Field(
+    if TYPE_CHECKING:
+        # Each model declares its own ``kind`` literal (a pydantic field); here only for the type checker.
+        kind: str
+
+    swarm: dict[str, _Pair] | None = Field(
         default=None,
         description="numeric parameters drawn per seed, uniformly from [low, high]",
     )
@@ -132,6 +142,31 @@ class _CallFault(_Targeted):
     ramp: Ramp | None = Field(default=None, description="probability ramps over time (overrides probability)")
     tools: list[str] | None = Field(default=None, description="only calls of these tools")
     templates: list[str] | None = Field(default=None, description="only tasks of these templates")
+
+
+# The fields the world reads from a per-call kind's model beyond the shared schedule, by the kind's
+# stage (tests/unit/test_fault_kinds.py checks that each kind's model has those of its stage).
+
+
+class HangingFault(Protocol):
+    """A transient kind whose outcome is unknown: the call hangs until ``timeout_s`` and may have committed."""
+
+    committed_probability: float
+    timeout_s: float
+
+
+class SourceFault(Protocol):
+    """A persistent kind keyed per source: a source that is gone may have untried alternatives."""
+
+    alternatives: int
+    alternative_missing_probability: float
+
+
+class BatchFault(Protocol):
+    """A batch kind: ``failures`` items of a fan-out step fail together (the same ones each time if ``persistent``)."""
+
+    failures: int
+    persistent: bool
 
 
 # -- the core five --------------------------------------------------------------------
@@ -252,13 +287,17 @@ class FabricatedDefaults(_CallFault):
     probability: float = Field(default=0.01, ge=0, le=1)
 
 
+#: An envelope field an older schema version lacks.
+_DriftField = Literal["partial_success", "retry_after_ms", "suggested_action", "context"]
+
+
 class SchemaDrift(_Targeted):
     """During a rollout some workers emit an older envelope version, missing newer fields."""
 
     kind: Literal["schema_drift"] = "schema_drift"
     version: str = Field(default="0.9", min_length=1)
-    missing_fields: list[Literal["partial_success", "retry_after_ms", "suggested_action", "context"]] = Field(
-        default_factory=lambda: ["partial_success", "retry_after_ms"]
+    missing_fields: list[_DriftField] = Field(
+        default_factory=lambda: list[_DriftField](["partial_success", "retry_after_ms"])
     )
     windows: list[Window] = Field(default_factory=list, description="rollout windows (default: all run)")
 
@@ -297,7 +336,7 @@ class WrongEnvelope(_Targeted):
     wrong_retry_after: float = Field(
         default=0, ge=0, le=1, description="chance a retry-after hint is off by a factor drawn from retry_after_factor"
     )
-    retry_after_factor: tuple[float, float] = Field(
+    retry_after_factor: _Pair = Field(
         default=(0.1, 10.0),
         description="[low, high]: a wrong hint is the true wait times a factor drawn log-uniformly from this range "
         "(below 1 a stale, too-short hint; above 1 a too-long one)",
@@ -394,4 +433,8 @@ def _by_catalogue_order(models: dict[str, type[_Fault]]) -> dict[str, type[_Faul
 FAULT_MODELS: dict[str, type[_Fault]] = _by_catalogue_order(_models(_Fault))
 
 #: One fault of a scenario's ``faults`` list: the model its ``kind`` names.
-FaultSpec = Annotated[Union[tuple(FAULT_MODELS.values())], Field(discriminator="kind")]  # noqa: UP007
+if TYPE_CHECKING:
+    # The union is built from FAULT_MODELS at import, which a type checker cannot evaluate; each member is a _Fault.
+    FaultSpec: TypeAlias = _Fault
+else:
+    FaultSpec = Annotated[Union[tuple(FAULT_MODELS.values())], Field(discriminator="kind")]  # noqa: UP007

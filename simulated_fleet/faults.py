@@ -17,9 +17,10 @@ import itertools
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from fleetchaos.sim import _rng
-from fleetchaos.sim.config import DAY_S
+from fleetchaos.sim.config import DAY_S, WorldSpec
 from fleetchaos.sim.fault_specs import (
     Burst,
     DiskFull,
@@ -34,6 +35,7 @@ from fleetchaos.sim.fault_specs import (
     SchemaDrift,
     Window,
     _CallFault,
+    _Fault,
 )
 from fleetchaos.sim.kinds import BATCH, MASKING, PERSISTENT, TRANSIENT, FaultKind, fault_kind, kinds_in
 
@@ -43,6 +45,8 @@ S_RATE = _rng.stream_id("fault:rate_limit")
 S_CRASH = _rng.stream_id("fault:node_crash")
 S_BURST = _rng.stream_id("fault:burst")
 S_SWARM = _rng.stream_id("fault:swarm")
+
+_FaultT = TypeVar("_FaultT", bound=_Fault)
 
 #: The stages of a tool call whose faults are compiled into :class:`CallRule`s.
 CALL_STAGES = (PERSISTENT, TRANSIENT, BATCH, MASKING)
@@ -315,11 +319,11 @@ def poisson_times(seed: int, stream: int, index: int, worker: int, per_day: floa
         n += 1
 
 
-def resolve_swarm(fault, seed: int, index: int):
+def resolve_swarm(fault: _FaultT, seed: int, index: int) -> _FaultT:
     """The fault with its ``swarm`` parameters drawn for this seed."""
     if not fault.swarm:
         return fault
-    updates = {}
+    updates: dict[str, float] = {}
     for name, (low, high) in sorted(fault.swarm.items()):
         u = _rng.uniform(_rng.key(seed, S_SWARM, index, _rng.stream_id(name)))
         value = low + u * (high - low)
@@ -329,7 +333,7 @@ def resolve_swarm(fault, seed: int, index: int):
     return type(fault).model_validate({**fault.model_dump(), **updates, "swarm": None})
 
 
-def build_plan(spec, seed: int) -> FaultPlan:
+def build_plan(spec: WorldSpec, seed: int) -> FaultPlan:
     """Realise every fault of a WorldSpec for ``seed``."""
     n = spec.fleet.workers
     horizon = spec.duration_s
@@ -387,12 +391,12 @@ def build_plan(spec, seed: int) -> FaultPlan:
             for event in fault.events:
                 plan.crashes[event.worker].append((event.at_s, event.at_s + fault.down_s))
         elif isinstance(fault, RateLimit):
-            spans = list(expand_windows(fault.windows, horizon))
+            rate_spans = list(expand_windows(fault.windows, horizon))
             count = round(fault.per_day * horizon / DAY_S)
             for i in range(count):
                 start = _rng.uniform(_rng.key(seed, S_RATE, index, i)) * max(horizon - fault.window_s, 0.0)
-                spans.append((start, start + fault.window_s))
-            rate.extend((s, e, fault.capacity_factor) for s, e in spans)
+                rate_spans.append((start, start + fault.window_s))
+            rate.extend((s, e, fault.capacity_factor) for s, e in rate_spans)
         elif isinstance(fault, NetworkPartition):
             plan.partitions.append(
                 Partition(
@@ -408,9 +412,9 @@ def build_plan(spec, seed: int) -> FaultPlan:
                     (s, e, fault.factor, fault.add_s) for s, e in expand_windows(fault.windows, horizon)
                 )
         elif isinstance(fault, SchemaDrift):
-            spans = expand_windows(fault.windows, horizon) if fault.windows else [(0.0, math.inf)]
+            drift_spans = expand_windows(fault.windows, horizon) if fault.windows else [(0.0, math.inf)]
             for w in targets:
-                plan.drift[w].extend((s, e, fault.version, tuple(fault.missing_fields)) for s, e in spans)
+                plan.drift[w].extend((s, e, fault.version, tuple(fault.missing_fields)) for s, e in drift_spans)
         elif isinstance(fault, GitPushConflict):
             plan.git_branches = fault.branches
             plan.git_tools = frozenset(fault.tools)

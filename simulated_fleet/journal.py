@@ -43,7 +43,7 @@ class Journal:
         if self.trace is not None:
             self.trace.append((round(self.clock(), 6), "fault", rec.id, worker, kind, tool))
 
-    def emit(self, *event) -> None:
+    def emit(self, *event: object) -> None:
         """Trace an event at the current simulated time (nothing when not tracing)."""
         if self.trace is not None:
             self.trace.append((round(self.clock(), 6), *event))

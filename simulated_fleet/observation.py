@@ -190,7 +190,10 @@ class RecoveryPolicy(Protocol):
       ends the task so (client-side throttling, retry budgets that count every request).
     """
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The policy's name in reports (read only: a frozen dataclass's field is one)."""
+        ...
 
     def decide(self, observation: Observation, history: TaskHistory) -> Action:
         """Return the next action for a task whose last dispatch did not succeed."""

@@ -20,10 +20,11 @@ retry whose dispatch failed again): what happened, not whether it could have bee
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from fleetchaos.sim import _rng
 from fleetchaos.sim.calls import CallModel, Template
+from fleetchaos.sim.fault_specs import BatchFault
 from fleetchaos.sim.kinds import fault_kind
 from fleetchaos.sim.state import NodeState, SharedCapacity
 
@@ -152,7 +153,8 @@ class RetryJudge:
         """A persistent batch rule would choose one of the failed items again (a fresh draw would not)."""
         task_key = _rng.task_key(self.run_key, retry.task_id)
         index = retry.node.index
-        rules = [r for r in self.calls.rules_for(index, retry.tpl, last.step)[2] if r.spec.persistent]
+        batch = self.calls.rules_for(index, retry.tpl, last.step)[2]  # a batch kind's model has ``persistent``
+        rules = [r for r in batch if cast(BatchFault, r.spec).persistent]
         chosen = self.calls.batch_failures(
             tuple(rules), retry.tpl.steps[last.step].fan_out, task_key, last.step, 0, index, retry.now
         )

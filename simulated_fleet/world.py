@@ -16,6 +16,7 @@ import math
 import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+from typing import cast
 
 import simpy
 
@@ -26,6 +27,7 @@ from fleetchaos.sim.containment import ContainedPolicy
 from fleetchaos.sim.dispatch import PLAIN_OK, Dispatcher
 from fleetchaos.sim.envelope import SCHEMA_VERSION
 from fleetchaos.sim.envelope_errors import EnvelopeErrors
+from fleetchaos.sim.envelopes import StampedEnvelope
 from fleetchaos.sim.faults import FaultPlan, build_plan
 from fleetchaos.sim.fleet import Worker
 from fleetchaos.sim.formats import ErrorFormat
@@ -184,6 +186,7 @@ class World:
         workload = self.spec.workload
         if is_closed_loop(workload):
             titles = TitleSource(self.seed)
+            assert workload.clients is not None  # is_closed_loop: a closed loop has clients
             for client in range(workload.clients):
                 self.env.process(self._client(client, titles))
             if workload.arrival_schedule is not None:  # open-loop tasks on top of the clients (a spike)
@@ -268,7 +271,8 @@ class World:
         attempts = 0
         worker = task.id % len(self.workers) if not self.least_loaded else self._first_worker(task)
         task_key = _rng.task_key(self.run_key, task.id)
-        start, done = 0, ()
+        start = 0
+        done: tuple[int, ...] = ()
         sources: dict[tuple[int, int], int] = {}
         workspace: dict[int, float] = {}  # worker -> MB this task's files occupy there
         last: LastFailure | None = None  # the last dispatch's failure, for the wasted-retry judge
@@ -310,8 +314,8 @@ class World:
             load[0] -= 1
             load[1] -= retrying
             w.in_flight -= 1
-            if last is not None and (report is None or report.failed_step >= 0):  # the retry failed again
-                failure = "node_crash" if report is None else report.failure
+            failure = "node_crash" if report is None else report.failure  # None: every step completed
+            if last is not None and failure is not None:  # the retry failed again
                 rec.note_failed_retry(failure, failed_retry_reason(last, dispatched_at, failure))
             if report is None:  # lost with a crashed worker, and nobody is waiting for it
                 return
@@ -328,7 +332,8 @@ class World:
             rec.secrets_leaked += obs.secrets
             if tracing:
                 self.journal.observation(task.id, worker, obs, report)
-            if obs.envelope is not None and obs.envelope.schema_version != SCHEMA_VERSION:
+            envelope = cast("StampedEnvelope | None", obs.envelope)  # every contract is stamped
+            if envelope is not None and envelope.schema_version != SCHEMA_VERSION:
                 rec.schema_skews += 1
             if policy.observes:
                 policy.observe(obs, shared, env.now, rec)
@@ -357,7 +362,7 @@ class World:
             history.now_s = env.now
             history.elapsed_s = env.now - task.arrival_s
             history.dispatches_in_flight, history.retries_in_flight = load
-            code = obs.envelope.error_code if obs.envelope is not None else obs.status
+            code = envelope.error_code if envelope is not None else obs.status
             history.same_failure_streak = history.same_failure_streak + 1 if code == history.last_code else 1
             history.last_code = code
             actions += 1
@@ -365,45 +370,46 @@ class World:
             action = GiveUp() if stop else policy.decide(obs, history, rec)
             retry_at = env.now + report.retry_after_s if report.retry_after_s is not None else None
             failed_items = tuple(i for i, k in report.item_failures if k == report.failure) or (0,)
-            last = LastFailure(report.failure, retry_at, report.failed_step, failed_items)
+            # None when a format showed a completed dispatch as failed: then no cause holds for the judge to check
+            last = None if failure is None else LastFailure(failure, retry_at, report.failed_step, failed_items)
             kind = type(action)  # canonical: exactly one of the action classes
             if tracing:
                 emit("action", task.id, worker, kind.__name__)
-            if kind is Escalate:
+            if isinstance(action, Escalate):
                 rec.claim = "escalated"
                 # The claim is reported at once; the paged human's hours are charged to the
                 # run (cost, human hours), their own work is outside the simulation.
                 rec.pages += 1
                 rec.human_s = self._duration(self.human, S_HUMAN, task.id, actions)
                 break
-            if kind is GiveUp:
+            if isinstance(action, GiveUp):
                 rec.claim = action.claim
                 break
-            if kind is DeadLetter:
+            if isinstance(action, DeadLetter):
                 rec.claim = "dead_lettered"
                 break
-            if kind is Rollback:
+            if isinstance(action, Rollback):
                 yield from self._rollback(rec)
                 rec.claim = "failed"
                 break
             start = min(action.resume_from, len(tpl.steps) - 1)
             fan_out = tpl.steps[start].fan_out
             done = tuple(i for i in action.done_items if i < fan_out)
-            if kind is RefreshCredentials:
+            if isinstance(action, RefreshCredentials):
                 if self.refresh_s > 0:
                     yield env.timeout(self.refresh_s)
                 w.refresh_credentials(env.now)
                 rec.refreshes += 1
                 history.refreshes += 1
-            elif kind is Remediate:
+            elif isinstance(action, Remediate):
                 yield from self._remediate(rec, w, report, tpl, task.id, actions)
                 history.remediations += 1
             else:
-                if kind is Reroute:
+                if isinstance(action, Reroute):
                     worker = self._reroute(worker)
                     rec.reroutes += 1
                     history.reroutes += 1
-                elif kind is UseAlternative:
+                elif isinstance(action, UseAlternative):
                     for item in range(fan_out):
                         if item not in done:
                             sources[(start, item)] = sources.get((start, item), 0) + 1

@@ -36,3 +36,12 @@ def history_cli(tmp_path, monkeypatch):
         return runner.invoke(main, list(args), catch_exceptions=False)
 
     return invoke
+
+
+@pytest.fixture(autouse=True)
+def _no_columns_from_the_shell(monkeypatch):
+    """Tables are laid out for a pipe (160 columns) unless a test sets COLUMNS itself.
+
+    A developer's exported COLUMNS would otherwise narrow every table the CLI tests read.
+    """
+    monkeypatch.delenv("COLUMNS", raising=False)

@@ -18,6 +18,8 @@ from fleetchaos import assert_rate, load_scenario
 DAY = pytest.mark.fleetchaos(scenario="chaos/production_day.yaml")
 # A credential rotation in a busy hour (a scenario file next to this one).
 ROTATION = pytest.mark.fleetchaos(scenario="chaos/key_rotation.yaml", seeds=3)
+# Our busiest hour, whose file carries its own acceptance criteria (expect:).
+BUSY_HOUR = pytest.mark.fleetchaos(scenario="chaos/busy_hour.yaml")
 
 
 @DAY
@@ -45,6 +47,13 @@ def test_rides_out_a_key_rotation(fleetchaos_result):
     """During a key rotation it refreshes credentials and reroutes: nearly every faulted task recovers, no retry is wasted."""
     assert_rate(fleetchaos_result.recovery_rate, at_least=0.95)
     assert_rate(fleetchaos_result.wasted_retries, at_most=0)
+
+
+@BUSY_HOUR
+def test_meets_the_busy_hours_own_criteria(fleetchaos_result):
+    """The scenario file's expect: gates are the criteria: the plugin fails this test, once its body has run,
+    with each gate our arm misses (the same gates `fleetchaos run` and `compare` judge, exit 1)."""
+    assert fleetchaos_result.expectations, "busy_hour.yaml declares gates for our arm"
 
 
 def test_survives_a_flakier_network(fleetchaos):

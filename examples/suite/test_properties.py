@@ -10,12 +10,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fleetchaos import Scenario, run_one
-from fleetchaos.testing.strategies import fault_mixes, scenarios
+from fleetchaos.testing.strategies import ALL_KINDS, DEFAULT_TOOLS, REPORTED_KINDS, fault_mixes, scenarios
 
 
-@given(scenario=scenarios(max_workers=3, max_tasks=8), seed=st.integers(0, 10_000))
+# The strategies draw every fault kind; a tool that swallows its failure, or an envelope that
+# misreports it, fools any policy by design, so this claim is about the kinds reported as they are.
+@given(scenario=scenarios(max_workers=3, max_tasks=8, kinds=REPORTED_KINDS), seed=st.integers(0, 10_000))
 def test_never_claims_unfinished_work_as_done(team_policy, scenario, seed):
-    """On structured errors, in any small world, no task is claimed done whose work did not all take effect."""
+    """On structured errors, in any small world whose failures are reported, no task is claimed done whose work
+    did not all take effect."""
     result = run_one(scenario, team_policy, "structured", seed, keep_tasks=True)
     silent = [t["id"] for t in result.tasks if t["claim"] == "success" and t["truth"] != "full"]
     assert silent == [], f"tasks {silent} claimed done but not done"
@@ -34,7 +37,14 @@ def busy_hour(faults: list) -> Scenario:
     )
 
 
-@given(faults=fault_mixes(workers=3, horizon_s=3600.0), seed=st.integers(0, 10_000))
+# A daily quota spent in the first minutes keeps a task waiting for the next day's reset, and the next,
+# past the drain limit (a day after the horizon): still in flight by design, so this claim leaves it out.
+@given(
+    faults=fault_mixes(
+        workers=3, horizon_s=3600.0, tools=DEFAULT_TOOLS, kinds=[k for k in ALL_KINDS if k != "quota_exhausted"]
+    ),
+    seed=st.integers(0, 10_000),
+)
 def test_every_task_ends_with_a_verdict(team_policy, faults, seed):
     """Under any background fault mix, every task ends with a claim (done, failed, escalated); none is left in flight."""
     result = run_one(busy_hour(faults), team_policy, "structured", seed)

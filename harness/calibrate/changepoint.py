@@ -12,6 +12,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # NumPy is imported by the functions that use it, not on import
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
 
 #: Penalty per change point, in units of log(trials) of -2 log-likelihood (BIC: 2 per
 #: split; 3 keeps chance clusters of failures at a steady rate from becoming windows).
@@ -45,7 +50,9 @@ def _loglik(k: float, n: float) -> float:
     return k * math.log(p) + (n - k) * math.log1p(-p)
 
 
-def segments(k, n, penalty: float = PENALTY, min_bins: int = 2) -> list[tuple[int, int]]:
+def segments(
+    k: NDArray[np.float64], n: NDArray[np.float64], penalty: float = PENALTY, min_bins: int = 2
+) -> list[tuple[int, int]]:
     """Bin ranges ``[a, b)`` of constant rate, by binary segmentation."""
     import numpy as np
 
@@ -88,8 +95,8 @@ def _vector_loglik(k, n):
 
 
 def find_windows(
-    times,
-    failed,
+    times: ArrayLike,
+    failed: ArrayLike,
     origin_s: float,
     end_s: float,
     bin_s: float = 60.0,

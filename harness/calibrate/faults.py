@@ -15,9 +15,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fleetchaos.calibrate.changepoint import find_windows
 from fleetchaos.traces.codes import FAULT_KINDS
+
+if TYPE_CHECKING:  # NumPy is loaded by the fitters, not on import
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from fleetchaos.calibrate.observed import Calls
 
 #: Stage of each kind in a call (lower is met first); kinds not listed have no per-call stage.
 STAGE = {
@@ -52,25 +59,25 @@ class Fitted:
 class Context:
     """What the fitters share: the calls, the time frame and derived columns."""
 
-    calls: object
+    calls: Calls
     origin_s: float
     duration_s: float
     end_s: float
     """Seconds from the origin to the last call's end (windows may reach into the drain)."""
-    item: object
-    group_start: object
+    item: NDArray[np.int32]
+    group_start: NDArray[np.intp]
     api_tools: set[int]
     bin_s: float
     notes: list[str] = field(default_factory=list)
 
-    def sim_time(self, unix):
+    def sim_time(self, unix: NDArray[np.float64]) -> NDArray[np.float64]:
         """Unix seconds as simulated seconds from the origin."""
         return unix - self.origin_s
 
     def kind_code(self, name: str) -> int:
         return FAULT_KINDS.index(name)
 
-    def eligible(self, name: str):
+    def eligible(self, name: str) -> NDArray[np.bool_]:
         """Calls that reached ``name``'s stage: no earlier-stage failure, not unmapped (and API calls for API kinds)."""
         import numpy as np
 

@@ -134,6 +134,8 @@ def calibrate(
         fit = fit_latency(tool, sample)
         if fit is not None:
             latency[tool] = fit
+            if fit.n == 1:
+                notes.append(f"tool {tool!r}: one call to fit its duration on, kept as a constant (cv 0)")
             if fit.best_family != "lognormal" and fit.ks_p < 0.01:  # only when the log-normal is rejected
                 notes.append(
                     f"tool {tool!r}: a {fit.best_family} fits its durations better (KS "
@@ -188,7 +190,7 @@ def calibrate(
     for i, tpl in enumerate(templates):
         steps = []
         for tool, fan_out in tpl.steps:
-            fit = latency.get(tool)
+            fit = latency[tool]  # every tool of a template made a call, so it has a fit
             step: dict = {"tool": tool, "duration": {"mean_s": round(fit.mean_s, 6), "cv": round(min(fit.cv, 5.0), 6)}}
             if fan_out > 1:
                 step["fan_out"] = min(fan_out, 64)

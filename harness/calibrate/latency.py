@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # NumPy is imported when a fit is made, not on import
+    from numpy.typing import ArrayLike
 
 #: Durations are fitted on at most this many calls per tool (an evenly spaced subsample
 #: of the sorted values beyond it: the KS distance of 200,000 points is exact to ~0.003).
@@ -46,14 +50,14 @@ class LatencyFit:
         return best[0] if best[1] < self.ks_d else "lognormal"
 
 
-def fit_latency(tool: str, durations) -> LatencyFit | None:
-    """The fit of one tool's successful call durations (None with fewer than 2 calls)."""
+def fit_latency(tool: str, durations: ArrayLike) -> LatencyFit | None:
+    """The fit of one tool's successful call durations (None without any; one call's duration is a constant)."""
     import numpy as np
     from scipy import stats
 
     x = np.sort(np.maximum(np.asarray(durations, dtype=np.float64), MIN_DURATION_S))
     n = len(x)
-    if n < 2:
+    if n == 0:
         return None
     if n > MAX_FIT_SAMPLES:
         x = x[np.linspace(0, n - 1, MAX_FIT_SAMPLES).round().astype(np.int64)]

@@ -12,9 +12,14 @@ import re
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fleetchaos.traces.codes import FAULT_KINDS, IGNORE, CodeMap
 from fleetchaos.traces.records import TaskSpan, ToolCall
+
+if TYPE_CHECKING:  # NumPy is loaded when the columns are finished, not on import
+    import numpy as np
+    from numpy.typing import NDArray
 
 #: Kind codes of a call besides an index into FAULT_KINDS.
 OK = -1
@@ -137,25 +142,25 @@ class Observations:
 class Calls:
     """The observed calls as sorted NumPy columns (see :class:`Observations`)."""
 
-    task: object
-    start: object
-    duration: object
-    tool: object
-    worker: object
-    kind: object
-    attempt: object
-    item: object
-    retry_after: object
+    task: NDArray[np.int32]
+    start: NDArray[np.float64]
+    duration: NDArray[np.float64]
+    tool: NDArray[np.int32]
+    worker: NDArray[np.int32]
+    kind: NDArray[np.int8]
+    attempt: NDArray[np.int32]
+    item: NDArray[np.int32]
+    retry_after: NDArray[np.float64]
     tools: list[str]
     workers: list[str]
-    task_start: object
-    task_template: object
+    task_start: NDArray[np.float64]
+    task_template: NDArray[np.int32]
     templates: list[str]
     task_ids: list[str]
 
     def __len__(self) -> int:
         return len(self.task)
 
-    def kind_mask(self, name: str):
+    def kind_mask(self, name: str) -> NDArray[np.bool_]:
         """Calls that failed with fault kind ``name``."""
         return self.kind == FAULT_KINDS.index(name)

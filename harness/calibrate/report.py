@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fleetchaos.calibrate.fit import HOUR_S, Calibration
 from fleetchaos.calibrate.observed import Calls, Observations
@@ -19,11 +20,14 @@ from fleetchaos.reports.blocks import H1, H2, IMG, TABLE, UL, P, write_pages
 from fleetchaos.traces.codes import FAULT_KINDS, CodeMap
 from fleetchaos.traces.read import read_file
 
+if TYPE_CHECKING:
+    from fleetchaos.scenario.load import Scenario
+
 OBSERVED = "#7f7f7f"
 SIMULATED = "#4f81bd"
 
 
-def simulate(scenario, policy: str, errors: str, seed: int) -> tuple[Calls, dict]:
+def simulate(scenario: Scenario, policy: str, errors: str, seed: int) -> tuple[Calls, dict]:
     """One run of the fitted scenario, read back from its exported traces; and its metrics."""
     from fleetchaos.runs.runner import run_one
     from fleetchaos.traces.otlp_write import write_run_traces
@@ -103,7 +107,7 @@ def _share(calls: Calls, i: int) -> str:
 
 
 def write_fit_report(
-    calibration: Calibration, scenario, out_dir: Path, *, policy: str, errors: str, seed: int
+    calibration: Calibration, scenario: Scenario, out_dir: Path, *, policy: str, errors: str, seed: int
 ) -> list[Path]:
     """Write summary.md, report.html and the charts; returns the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)

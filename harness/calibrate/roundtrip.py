@@ -11,12 +11,16 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fleetchaos.calibrate.fit import Calibration, calibrate
 from fleetchaos.calibrate.observed import Calls, Observations
 from fleetchaos.calibrate.yaml_out import to_yaml
 from fleetchaos.traces.codes import FAULT_KINDS, CodeMap
 from fleetchaos.traces.read import read_file
+
+if TYPE_CHECKING:
+    from fleetchaos.scenario.load import Scenario
 
 #: The metrics compared (the headline trio).
 HEADLINE = ("recovery_rate", "silent_failure_rate", "wasted_retries")
@@ -66,7 +70,7 @@ def measure(path: Path, metrics: dict) -> Side:
     )
 
 
-def measure_run(scenario, policy: str, errors: str, seed: int) -> Side:
+def measure_run(scenario: Scenario, policy: str, errors: str, seed: int) -> Side:
     """One run of ``scenario``, measured from its exported traces like either side of a round trip."""
     from fleetchaos.runs.runner import run_one
     from fleetchaos.traces.otlp_write import write_run_traces
@@ -80,7 +84,7 @@ def measure_run(scenario, policy: str, errors: str, seed: int) -> Side:
         return measure(path, result.metrics)
 
 
-def round_trip(scenario, policy: str, errors: str, seed: int, *, second_seed: int | None = None) -> RoundTrip:
+def round_trip(scenario: Scenario, policy: str, errors: str, seed: int, *, second_seed: int | None = None) -> RoundTrip:
     """Run ``scenario``, calibrate from its traces, run the calibrated scenario (on ``second_seed``, default ``seed``)."""
     from fleetchaos.runs.runner import run_one
     from fleetchaos.scenario.load import parse_scenario

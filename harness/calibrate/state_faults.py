@@ -9,10 +9,14 @@ one worker (or, for the shared API bucket, fleet-wide windows of refusals).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from fleetchaos.calibrate.changepoint import find_windows
 from fleetchaos.calibrate.faults import STAGE, Context, Fitted, _clip_windows, _pct, _rate_comment, _window_doc
 from fleetchaos.traces.codes import FAULT_KINDS
+
+if TYPE_CHECKING:
+    from fleetchaos.calibrate.observed import Calls
 
 #: Rate-limit refusals this close to a window's edge belong to it (a cut's first and last
 #: refusals are sparse: the bucket's burst is spent first, and callers back off).
@@ -136,8 +140,8 @@ def fit_rate_limit(ctx: Context) -> tuple[list[Fitted], dict, list[str]]:
         inside |= (rel >= w.start_s) & (rel < w.end_s)
     busy = np.bincount(index[failed & ~inside], minlength=bins) > 0
     if busy.any():
-        served = np.bincount(index[ok & ~inside], minlength=bins)[busy] / bin_s
-        rate = float(np.median(served))
+        served_rates = np.bincount(index[ok & ~inside], minlength=bins)[busy] / bin_s
+        rate = float(np.median(served_rates))
         comments.append(
             f"{int((failed & ~inside).sum())} rate-limit failures outside windows: the bucket binds there; its rate is "
             f"the median served rate of the {int(busy.sum())} 10-minute bins with refusals ({rate:.4g} calls/s)"
@@ -207,7 +211,7 @@ def fit_quota(ctx: Context) -> list[Fitted]:
     ]
 
 
-def uses_api(calls, api_fail_codes: list[int]) -> tuple[set[int], list[str]]:
+def uses_api(calls: Calls, api_fail_codes: list[int]) -> tuple[set[int], list[str]]:
     """Tools that call the shared API, and notes on the ones that do not.
 
     A tool is taken not to call the API when, with no API failure of its own, it

@@ -12,6 +12,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # NumPy is imported by the functions that use it, not on import
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from fleetchaos.calibrate.observed import Calls
 
 
 @dataclass(frozen=True)
@@ -26,7 +33,7 @@ class TemplateFit:
     """Of them, tasks that met no failure (whose signature is exact)."""
 
 
-def step_groups(calls):
+def step_groups(calls: Calls) -> tuple[NDArray[np.intp], NDArray[np.int32]]:
     """Start index of each step execution in the (task, start)-sorted columns, and the items per call.
 
     Returns ``(group_start, item)``: ``group_start[g]`` indexes the first call of step
@@ -51,7 +58,7 @@ def step_groups(calls):
     return group_start, item
 
 
-def fit_templates(calls, group_start) -> tuple[list[TemplateFit], list[int]]:
+def fit_templates(calls: Calls, group_start: NDArray[np.intp]) -> tuple[list[TemplateFit], list[int]]:
     """The templates, and for every task the index of its template (-1 for a task with no calls)."""
     import numpy as np
 
@@ -110,7 +117,7 @@ def _names(calls, assigned, counts) -> dict[tuple, str]:
     return names
 
 
-def tool_slots(calls, group_start) -> int:
+def tool_slots(calls: Calls, group_start: NDArray[np.intp]) -> int:
     """The most step executions one worker ran at once (each holds one tool slot)."""
     import numpy as np
 

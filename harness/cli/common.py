@@ -1,6 +1,6 @@
 """What every command shares: exit codes, consoles, common options, input checks, and error handling.
 
-Data goes to stdout, messages to stderr.  Exit codes: 0 ok, 1 regression gate failed,
+Data goes to stdout, messages to stderr.  Exit codes: 0 ok, 1 a regression or ``expect:`` gate failed,
 2 invalid input or usage, 3 internal error (or a full disk, named as such), 4 a run outlived
 its wall-clock limit, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 :class:`ErrorHandlingGroup` turns a :class:`~fleetchaos.errors.UserError` into one message
@@ -10,11 +10,13 @@ and exit 2, and anything unexpected into exit 3.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from rich.console import Console
@@ -22,22 +24,30 @@ from rich.markup import escape
 
 from fleetchaos.errors import UserError
 
+if TYPE_CHECKING:
+    from fleetchaos.scenario.load import Scenario
+
 __all__ = [
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
     "EXIT_TERMINATED",
     "EXIT_TIME_LIMIT",
     "EXIT_USAGE",
+    "PIPE_WIDTH",
     "Confidence",
+    "DataConsole",
     "ErrorHandlingGroup",
     "apply_single_params",
+    "columns_option",
     "determinism_option",
     "jobs_option",
     "make_report_dir",
     "nonempty_path",
+    "output_width",
     "param_option",
     "policies_with_params",
     "policy_param_options",
+    "quiet_option",
     "report_option",
     "run_determinism_check",
     "run_determinism_option",
@@ -62,7 +72,7 @@ EXIT_TERMINATED = 143
 class Confidence(click.FloatRange):
     """A confidence level in [0.5, 0.999]; unlike click.FloatRange it refuses nan (which passes every bound)."""
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         """The float, or a usage error naming the option."""
         number = super().convert(value, param, ctx)
         if number != number:
@@ -70,9 +80,71 @@ class Confidence(click.FloatRange):
         return number
 
 
-def stdout_console() -> Console:
-    """The console data tables go to (stdout, at least 160 columns wide so tables do not fold)."""
-    return Console(soft_wrap=False, width=max(160, Console().width))
+#: The least width of data tables written to a pipe or a file (not a terminal): the same on
+#: every machine, so piped output is stable; a wider table widens it (:class:`DataConsole`).
+PIPE_WIDTH = 160
+
+
+def _interactive() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stdout
+        return False
+
+
+def _columns_env() -> int | None:
+    columns = os.environ.get("COLUMNS", "").strip()
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None
+
+
+def output_width(pipe_width: int = PIPE_WIDTH) -> int:
+    """The width stdout's tables are laid out in.
+
+    ``COLUMNS`` when it is set to a positive number (the user's or the shell's choice, in a
+    pipe too); else the terminal's width when stdout is one; else ``pipe_width``, so output
+    piped into a file or another program never depends on the terminal it was started from.
+    """
+    columns = _columns_env()
+    if columns is not None:
+        return columns
+    if _interactive():
+        return shutil.get_terminal_size((pipe_width, 24)).columns
+    return pipe_width
+
+
+class DataConsole(Console):
+    """stdout's console.  In a pipe (no terminal, no ``COLUMNS``) it widens to what it prints.
+
+    A table printed into a pipe is as wide as its widest row needs (at least the pipe
+    width), so names and figures are never folded or cut there: the text depends on the
+    data only, never on a terminal.  On a terminal, or with ``COLUMNS``, the width is fixed
+    and a wider table folds its columns to fit.
+    """
+
+    def __init__(self, *, fit: bool, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._fit = fit
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        """Print ``objects``, first widening to their natural width when printing into a pipe."""
+        if self._fit:
+            from rich.measure import Measurement
+
+            roomy = self.options.update_width(100_000)
+            natural = [Measurement.get(self, roomy, o).maximum for o in objects if not isinstance(o, str)]
+            self.width = max([self.width, *natural])
+        super().print(*objects, **kwargs)
+
+
+def stdout_console(pipe_width: int = PIPE_WIDTH, *, highlight: bool = True, fit: bool = True) -> Console:
+    """The console data tables go to: stdout, as wide as :func:`output_width` says.
+
+    On a terminal a table wider than it folds its columns to fit; in a pipe it is printed
+    whole, at least ``pipe_width`` wide (``fit=False``: exactly ``pipe_width``, for tables
+    whose long text columns should fold).  Lines are never soft-wrapped mid-word.
+    """
+    piped = _columns_env() is None and not _interactive()
+    return DataConsole(fit=fit and piped, soft_wrap=False, width=output_width(pipe_width), highlight=highlight)
 
 
 def stderr_console() -> Console:
@@ -117,7 +189,9 @@ def _single_values(options: tuple[str, ...], command: str) -> list[tuple[str, ob
     return pairs
 
 
-def apply_single_params(spec, ref: str, options: tuple[str, ...], command: str = "run"):
+def apply_single_params(
+    spec: Scenario, ref: str, options: tuple[str, ...], command: str = "run"
+) -> tuple[Scenario, tuple[tuple[str, Any], ...]]:
     """Apply ``--param PATH=VALUE`` scenario options that each give exactly one value.
 
     ``policy.NAME=VALUE`` options are not scenario values: split them off first with
@@ -178,7 +252,7 @@ class ErrorHandlingGroup(click.Group):
     keeps its finished runs and marks its history group interrupted; exit 130 or 143.
     """
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: click.Context) -> Any:
         from concurrent.futures.process import BrokenProcessPool
 
         from fleetchaos.errors import RunTimeLimitError
@@ -225,7 +299,7 @@ class ErrorHandlingGroup(click.Group):
             sys.exit(EXIT_INTERNAL)
 
 
-def seeds_to_run(spec, seeds: int | None, first_seed: int | None) -> list[int]:
+def seeds_to_run(spec: Scenario, seeds: int | None, first_seed: int | None) -> list[int]:
     """The seeds to run: --seeds/--first-seed when given, else the scenario's own seeds, else 1..10."""
     if seeds is None and first_seed is None and spec.seeds:
         return list(spec.seeds)
@@ -307,6 +381,33 @@ def nonempty_path(ctx: click.Context, param: click.Parameter, value: str | None)
     return Path(value)
 
 
+def _columns(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    from fleetchaos.names import check_metric
+
+    names = tuple(dict.fromkeys(n.strip() for n in value.split(",") if n.strip()))
+    if not names:
+        raise UserError("--columns: no metric given; name one or more, e.g. --columns success_rate,wasted_retries")
+    for name in names:
+        check_metric(name, "--columns")  # an unknown name: exit 2 listing the valid ones
+    return names
+
+
+columns_option = click.option(
+    "--columns",
+    metavar="METRIC,...",
+    callback=_columns,
+    help="the metrics the terminal table shows, comma-separated, in this order (names as in docs/metrics.md)",
+)
+quiet_option = click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="no table, progress bar or list of files written: only a gate's verdict lines and errors (on stderr); "
+    "the exit code is the outcome",
+)
+
 report_option = click.option(
     "--report",
     type=click.Path(file_okay=False),
@@ -328,7 +429,13 @@ run_determinism_option = click.option(
 )
 
 
-def run_determinism_check(spec, scenario_ref: str, arms: list[tuple[str, str]], seeds: list[int], runs=None) -> None:
+def run_determinism_check(
+    spec: Scenario | None,
+    scenario_ref: str,
+    arms: list[tuple[str, str]],
+    seeds: list[int],
+    runs: Sequence[tuple[Scenario, str, str, int, str]] | None = None,
+) -> None:
     """The --check-determinism mode: exit 0 if every arm and seed ran the same twice, else 1.
 
     ``runs`` (a sweep's ``(scenario, policy, errors, seed, replay)`` tuples) replaces spec x arms x seeds.
@@ -337,16 +444,17 @@ def run_determinism_check(spec, scenario_ref: str, arms: list[tuple[str, str]], 
 
     err = stderr_console()
     if runs is None:
+        assert spec is not None  # without runs the check is of one scenario's arms and seeds
         mismatches = check_determinism(spec, scenario_ref, arms, seeds)
-        runs = len(arms) * len(seeds)
+        count = len(arms) * len(seeds)
     else:
         mismatches = check_runs(runs)
-        runs = len(runs)
+        count = len(runs)
     for mismatch in mismatches:
         err.print(f"[red]error:[/red] {escape(mismatch.message())}", highlight=False)
     if mismatches:
         err.print(
-            f"determinism check failed: {len(mismatches)} of {runs} runs differ between two runs", highlight=False
+            f"determinism check failed: {len(mismatches)} of {count} runs differ between two runs", highlight=False
         )
         sys.exit(1)
-    err.print(f"determinism check passed: {runs} runs, each run twice, identical event logs", highlight=False)
+    err.print(f"determinism check passed: {count} runs, each run twice, identical event logs", highlight=False)

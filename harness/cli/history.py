@@ -12,14 +12,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+from rich.console import Console
 
+from fleetchaos.errors import UserError
 from fleetchaos.escaping import one_line, rich_text
 from fleetchaos.gates.session import COMMAND, EXIT_GATE, GateSession
 from fleetchaos.results.registry import is_rate
 
-__all__ = ["EXIT_GATE", "HistorySession", "fill_comparisons", "history_options", "in_seed_order", "show_history"]
+if TYPE_CHECKING:
+    from fleetchaos.scenario.load import Scenario
+
+__all__ = [
+    "EXIT_GATE",
+    "HistorySession",
+    "check_resume",
+    "fill_comparisons",
+    "history_options",
+    "in_seed_order",
+    "show_history",
+    "start_compare",
+]
 
 
 def history_options(command: Callable) -> Callable:
@@ -38,7 +53,8 @@ def history_options(command: Callable) -> Callable:
             "--baseline",
             "baseline_ref",
             metavar="REF",
-            help="compare with a stored run group: its id (7 or #7), 'latest', or a label; see `fleetchaos history`",
+            help="compare with a stored run group (its id 7 or #7, 'latest', or a label; see `fleetchaos history`), "
+            "a results.json, a report folder, or a group exported by `fleetchaos history export`",
         ),
         click.option(
             "--fail-on",
@@ -56,7 +72,8 @@ def history_options(command: Callable) -> Callable:
         click.option(
             "--allow-policy-errors",
             is_flag=True,
-            help="with --baseline: let runs whose policy errored pass the gate (default: they fail it)",
+            help="with --baseline or the scenario's expect: gates: let runs whose policy errored pass the gates "
+            "(default: they fail them)",
         ),
         click.option(
             "--allow-partial-baseline",
@@ -96,7 +113,48 @@ class HistorySession(GateSession):
         )
 
 
-def fill_comparisons(result):
+def check_resume(resume: bool, history_args: dict, tuning: bool, check_determinism: bool) -> None:
+    """Refuse ``compare --resume`` where there is nothing to resume from (before anything runs)."""
+    if not resume:
+        return
+    if history_args.get("no_history"):
+        raise UserError("--resume reads the run history: drop --no-history")
+    if check_determinism:
+        raise UserError("--resume with --check-determinism: the check stores nothing to resume; drop one of them")
+    if tuning:
+        raise UserError(
+            "--resume with --tune: the tuning is not stored, so it would run again; tune once (`fleetchaos tune`), "
+            "then compare the tuned specs by name with --resume"
+        )
+
+
+def start_compare(session: GateSession, spec: Scenario, meta: dict, plan: tuple, resume: bool) -> dict:
+    """Open a comparison's history group (or with ``resume``, continue its newest stored one).
+
+    ``plan`` is (policies, formats, seeds, applied ``--param`` values).  Returns the runs
+    already stored, by (policy, format, seed), for :func:`fleetchaos.runs.runner.compare`'s
+    ``done``; says on stderr what is resumed.
+    """
+    from fleetchaos.runs.compare_resume import COMPARE_ID, compare_id, compare_jobs
+
+    policies, formats, seeds, applied = plan
+    meta = {**meta, COMPARE_ID: compare_id(spec, policies, formats, seeds, applied)}
+    jobs = compare_jobs(spec, policies, formats, seeds, applied)
+    stored = session.start("compare", spec, meta, resume_by=COMPARE_ID if resume else None, wanted=jobs)
+    if resume:
+        from fleetchaos.cli.common import stderr_console
+
+        where = session.where()
+        said = (
+            f"resuming comparison {meta[COMPARE_ID]} ({where}): {len(stored)} of {len(jobs)} runs already stored"
+            if stored
+            else f"nothing of this comparison is stored in {session.path} yet: running all {len(jobs)} runs"
+        )
+        stderr_console().print(said, markup=False, highlight=False)
+    return {jobs[key]: result for key, result in stored.items()}
+
+
+def fill_comparisons(result: object) -> object:
     """Add paired verdicts to a comparison loaded from an older results file that has none."""
     from fleetchaos.results.models import CompareResult
 
@@ -124,7 +182,7 @@ def _fmt(metrics: dict, name: str) -> str:
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"  # a count reads as a whole number
 
 
-def show_history(ref: str | None, history_path: Path | None, limit: int, as_json: bool, console) -> None:
+def show_history(ref: str | None, history_path: Path | None, limit: int, as_json: bool, console: Console) -> None:
     """Print the stored groups (newest first), or the runs of the group ``ref`` names."""
     import json
 
@@ -150,7 +208,7 @@ def show_history(ref: str | None, history_path: Path | None, limit: int, as_json
             for g in groups:
                 policies, formats, seeds = (_listed(g.meta, key) for key in ("policies", "errors", "seeds"))
                 seed_text = (f"{seeds[0]}..{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])) if seeds else "-"
-                cells = (g.ref, g.created_at.replace("+00:00", ""), g.kind, g.scenario, g.label or "", g.status,
+                cells: tuple[str, ...] = (g.ref, g.created_at.replace("+00:00", ""), g.kind, g.scenario, g.label or "", g.status,
                          str(g.runs), f"{len(policies)} x {len(formats)}", seed_text)  # fmt: skip
                 table.add_row(*(rich_text(one_line(c, 200)) for c in cells))  # stored text is data, never markup
             console.print(table)
@@ -188,8 +246,8 @@ def in_seed_order(runs: list) -> list:
     """A group's runs arm by arm (in the order each arm first finished), each arm's by seed.
 
     Parallel runs are stored as they finish; a reader looks for an arm's seeds together.
+    The one ordering, shared with ``history export``: :func:`fleetchaos.gates.export.seed_ordered`.
     """
-    first: dict[tuple[str, str], int] = {}
-    for r in runs:
-        first.setdefault((r.policy, r.errors), len(first))
-    return sorted(runs, key=lambda r: (first[(r.policy, r.errors)], r.seed, r.id))
+    from fleetchaos.gates.export import seed_ordered
+
+    return seed_ordered(runs)

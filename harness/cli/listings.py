@@ -6,7 +6,6 @@ import re
 import sys
 
 import click
-from rich.console import Console
 from rich.markup import escape
 
 from fleetchaos.cli.common import EXIT_USAGE, stderr_console, stdout_console
@@ -182,7 +181,7 @@ def policies_list(as_json: bool) -> None:
             description = Text(plain_doc(info.description) if info.description else "(no docstring)")
         source = info.source if info.source != ENTRY_POINT else f"{info.source}: {info.origin}"
         table.add_row(Text(info.name), Text(source), description, Text(_policy_params(info)))
-    stdout_console().print(table)
+    stdout_console(fit=False).print(table)  # an expanding table: its text columns fold
     broken = [i.name for i in infos if i.error is not None]
     if broken:
         stderr_console().print(f"warning: {len(broken)} entry point(s) cannot be loaded: {', '.join(broken)}; "
@@ -270,7 +269,7 @@ def faults_list(as_json: bool) -> None:
         table.add_column(column, overflow="fold")
     for k in kinds:
         table.add_row(k.kind, k.category, k.error_code, k.effect, ", ".join(p.name for p in k.parameters))
-    Console(soft_wrap=False, width=max(140, Console().width)).print(table)
+    stdout_console(pipe_width=140, fit=False).print(table)  # fault kinds' effects fold in their column
 
 
 @faults.command("show")
@@ -292,7 +291,7 @@ def faults_show(kind: str, as_json: bool) -> None:
         doc["json_schema"] = k.model.model_json_schema()
         click.echo(json.dumps(doc, indent=2))
         return
-    out = Console(soft_wrap=False, width=max(140, Console().width), highlight=False)
+    out = stdout_console(pipe_width=140, highlight=False, fit=False)
     recoverable = "n/a" if k.recoverable is None else str(k.recoverable).lower()
     out.print(f"[bold]{k.kind}[/bold]: {escape(k.summary)}")
     out.print(

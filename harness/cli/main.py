@@ -5,7 +5,7 @@ Each family of commands lives in its own module (:mod:`~fleetchaos.cli.running`,
 :mod:`~fleetchaos.cli.listings`, :mod:`~fleetchaos.cli.shrinking`, :mod:`~fleetchaos.cli.tuning`,
 :mod:`~fleetchaos.cli.robustness`, :mod:`~fleetchaos.cli.calibrate`); what they share (exit
 codes, options, error handling) is in :mod:`~fleetchaos.cli.common`.  Data goes to stdout,
-messages to stderr.  Exit codes: 0 ok, 1 regression gate failed, 2 invalid input or usage,
+messages to stderr.  Exit codes: 0 ok, 1 a regression or expect: gate failed, 2 invalid input or usage,
 3 internal error, 130 interrupted.
 """
 
@@ -15,8 +15,9 @@ import click
 
 from fleetchaos.cli.calibrate import calibrate
 from fleetchaos.cli.common import ErrorHandlingGroup
+from fleetchaos.cli.history_group import history
 from fleetchaos.cli.listings import faults, policies, scenarios, schema
-from fleetchaos.cli.reporting import history, report
+from fleetchaos.cli.reporting import report
 from fleetchaos.cli.robustness import robustness
 from fleetchaos.cli.running import compare, run
 from fleetchaos.cli.shrinking import shrink

@@ -29,10 +29,12 @@ class _Bar:
 
 
 @contextmanager
-def progress_bar(total: int, label: str, *, console: Console | None = None) -> Iterator[Callable[[int], None]]:
-    """Yields ``advance(n=1)``; draws a bar while the block runs if stderr is a terminal."""
+def progress_bar(
+    total: int, label: str, *, console: Console | None = None, show: bool = True
+) -> Iterator[Callable[[int], None]]:
+    """Yields ``advance(n=1)``; draws a bar while the block runs if stderr is a terminal (and ``show``: not ``--quiet``)."""
     console = console or Console(stderr=True)
-    if not console.is_terminal or total <= 0:
+    if not show or not console.is_terminal or total <= 0:
         yield _NoBar().advance
         return
     from rich.progress import (

@@ -19,8 +19,9 @@ __all__ = ["history", "report"]
 def report(results: Path, out_dir: Path) -> None:
     """Write a report folder (summary.md, report.html, charts, results.json) from a RESULTS.json.
 
-    RESULTS.json is the results.json of a `run` or `compare` report, or the output of
-    `compare --json`.  A tasks.csv beside it is copied into the report.
+    RESULTS.json is the results.json of a `run`, `compare` or `sweep` report (or their
+    --json output), or the ablation.json of an `ablation` report; a report folder stands
+    for the file inside it.  A tasks.csv beside a comparison's results is copied along.
     """
     from fleetchaos.cli.history import fill_comparisons
     from fleetchaos.reports import write_report

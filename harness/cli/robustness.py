@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,6 +20,10 @@ from fleetchaos.cli.common import (
     stdout_console,
 )
 from fleetchaos.errors import UserError
+
+if TYPE_CHECKING:
+    from fleetchaos.results.models import CompareResult
+    from fleetchaos.scenario.load import Scenario
 
 __all__ = ["robustness", "with_flips"]
 
@@ -110,8 +116,8 @@ def robustness(
     if report is not None:
         from fleetchaos.reports.robustness import write_robustness_report
 
-        for path in write_robustness_report(result, report):
-            stderr_console().print(f"wrote {path}", highlight=False)
+        for written in write_robustness_report(result, report):
+            stderr_console().print(f"wrote {written}", highlight=False)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
         return
@@ -121,7 +127,15 @@ def robustness(
     click.echo("\n".join(flip_lines(result)))
 
 
-def with_flips(result, spec, scenario_ref: str, first_seed: int, seeds: int, executor, confidence: float):
+def with_flips(
+    result: CompareResult,
+    spec: Scenario,
+    scenario_ref: str,
+    first_seed: int,
+    seeds: int,
+    executor: Executor,
+    confidence: float,
+) -> CompareResult:
     """``result`` with its flip analysis (``compare --robustness``): the two leading arms over the declared ranges.
 
     The arms are the two ahead on the comparison's lead metric; each assumption of

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -11,11 +12,13 @@ from fleetchaos.cli.chart_pool import chart_pool, warm_chart_workers
 from fleetchaos.cli.common import (
     Confidence,
     apply_single_params,
+    columns_option,
     determinism_option,
     jobs_option,
     make_report_dir,
     policies_with_params,
     policy_param_options,
+    quiet_option,
     report_option,
     run_determinism_check,
     run_determinism_option,
@@ -29,7 +32,8 @@ from fleetchaos.cli.common import (
     time_limit_option,
     traces_option,
 )
-from fleetchaos.cli.history import HistorySession, history_options
+from fleetchaos.cli.expecting import ExpectGates, no_expect_option
+from fleetchaos.cli.history import HistorySession, check_resume, history_options, start_compare
 from fleetchaos.cli.tuning import TUNE_OPTIONS, best_arms, tune_options
 from fleetchaos.errors import UserError
 from fleetchaos.names import check_formats
@@ -46,8 +50,12 @@ def _trace_folder(folder: Path | None, spec):
     return TraceFolder(folder, spec.name)
 
 
-def _print_traces(traces) -> None:
-    for summary in [] if traces is None else traces.written:
+def _echo_err(line: str) -> None:
+    click.echo(line, err=True)
+
+
+def _print_traces(traces, quiet: bool = False) -> None:
+    for summary in [] if traces is None or quiet else traces.written:
         stderr_console().print(
             f"wrote {summary.path} ({summary.traces} traces, {summary.spans} spans, OTLP JSON)", highlight=False
         )
@@ -56,7 +64,12 @@ def _print_traces(traces) -> None:
 @click.command()
 @scenario_option
 @single_param_option
-@click.option("--policy", default="structured", show_default=True, help="built-in name or pkg.module:Policy")
+@click.option(
+    "--policy",
+    default="structured",
+    show_default=True,
+    help="built-in name, pkg.module:Policy, or pkg.module:RETRY (a tenacity retry config)",
+)
 @click.option(
     "--errors",
     default="structured",
@@ -66,10 +79,13 @@ def _print_traces(traces) -> None:
 )
 @click.option("--seed", default=1, show_default=True, type=click.IntRange(0, 2**63 - 1))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+@columns_option
+@quiet_option
 @report_option
 @time_limit_option
 @traces_option
 @run_determinism_option
+@no_expect_option
 @history_options
 def run(
     scenario: str,
@@ -82,12 +98,16 @@ def run(
     traces_dir: Path | None = None,
     time_limit: float | None = None,
     check_determinism: bool = False,
-    **history_args,
+    columns: tuple[str, ...] | None = None,
+    quiet: bool = False,
+    no_expect: bool = False,
+    **history_args: Any,
 ) -> None:
     """Simulate one policy on one error format for one seed.
 
     The run is appended to the run history; --baseline and --fail-on gate it against a
-    stored run group (exit 1 on a regression).
+    stored run group (exit 1 on a regression), and the scenario's expect: gates are
+    judged on it (exit 1 when one fails).
     """
     warm = warm_chart_workers(None if check_determinism else report)  # matplotlib loads meanwhile, elsewhere
     from fleetchaos.runs.runner import run_one, versions
@@ -95,9 +115,13 @@ def run(
 
     spec = load_scenario(scenario)
     scenario_params, policy_params = policy_param_options(params)
+    given = policy
     (policy,) = policies_with_params((policy,), policy_params, "--policy")
     check_formats((errors,), "--errors")
     spec, applied = apply_single_params(spec, scenario, scenario_params)
+    expect = ExpectGates(spec, scenario, [(given, policy, errors)], hint="name it with --policy and --errors",
+                         skip=no_expect or check_determinism,
+                         allow_policy_errors=history_args.get("allow_policy_errors", False))  # fmt: skip
     if report is not None or check_determinism:
         check_rows_fit(spec, "--report" if report is not None else "--check-determinism")
     make_report_dir(report)
@@ -106,6 +130,7 @@ def run(
         run_determinism_check(spec, scenario, [(policy, errors)], [seed])
         return
     session = HistorySession(**history_args)
+    session.expect_arms([(policy, errors)])  # a baseline with nothing to compare is refused before the run
     session.start("run", spec, {"scenario_ref": scenario, "policies": [policy], "errors": [errors], "seeds": [seed],
                                 "params": dict(applied), "versions": versions()})  # fmt: skip
     status = "failed"
@@ -124,6 +149,7 @@ def run(
         raise
     finally:
         session.finish(status)
+    expect.judge_run(result)
     if report is not None:
         from fleetchaos.reports import write_run_report
 
@@ -133,17 +159,17 @@ def run(
         finally:
             if pool is not None:
                 pool.shutdown()
-        for path in written:
+        for path in [] if quiet else written:
             stderr_console().print(f"wrote {path}", highlight=False)
-    _print_traces(traces)
+    _print_traces(traces, quiet)
     if as_json:
         click.echo(result.model_dump_json(indent=2, exclude={"tasks", "timeline", "samples"}))
-    else:
+    elif not quiet:
         from fleetchaos.reports import run_table
 
-        stdout_console().print(run_table(result))
+        stdout_console().print(run_table(result, columns))
         click.echo(f"replay: {result.replay}")
-    code = session.gate(lambda line: click.echo(line, err=True))
+    code = max(expect.gate(_echo_err), session.gate(_echo_err))  # the scenario's gates first, then the baseline's
     if code:
         sys.exit(code)
 
@@ -177,6 +203,8 @@ def run(
 @report_option
 @time_limit_option
 @click.option("--wide", is_flag=True, help="the terminal table shows every figure, not only the 100-column headline")
+@columns_option
+@quiet_option
 @click.option(
     "--robustness",
     "robustness_seeds",
@@ -187,6 +215,10 @@ def run(
 )
 @traces_option
 @determinism_option
+@click.option(
+    "--resume", is_flag=True, help="continue this comparison stored in the history: run only the runs it lacks"
+)
+@no_expect_option
 @history_options
 def compare(
     scenario: str,
@@ -202,19 +234,24 @@ def compare(
     as_json: bool,
     report: Path | None,
     wide: bool = False,
+    columns: tuple[str, ...] | None = None,
+    quiet: bool = False,
     robustness_seeds: int | None = None,
     time_limit: float | None = None,
     traces_dir: Path | None = None,
     check_determinism: bool = False,
-    **history_args,
+    resume: bool = False,
+    no_expect: bool = False,
+    **history_args: Any,
 ) -> None:
     """Every policy on every error format, on the same seeds (the same faults).
 
     Each finished run is appended to the run history as it completes; --baseline and
-    --fail-on gate the comparison against a stored run group (exit 1 on a regression).
+    --fail-on gate the comparison against a stored run group (exit 1 on a regression),
+    and the scenario's expect: gates are judged on every arm they name (exit 1 when one fails).
     With --report, the report also gets a per-task CSV and traced runs of the best and
     the worst arm (fleet timeline, error codes over time); --traces writes those traced
-    runs as OTLP JSON.
+    runs as OTLP JSON.  After Ctrl-C or a crash, the same command with --resume runs only the rest.
     """
     warm = warm_chart_workers(None if check_determinism else report, jobs)  # matplotlib loads meanwhile, elsewhere
     from fleetchaos.cli.progress import progress_bar
@@ -225,6 +262,8 @@ def compare(
     from fleetchaos.scenario.load import check_rows_fit, load_scenario
 
     tune_opts = {k: history_args.pop(k) for k in TUNE_OPTIONS}
+    if wide and columns is not None:
+        raise UserError("--wide with --columns: --wide shows every figure, --columns the ones named; give one")
     spec = load_scenario(scenario)
     policy_names, format_names = split_names(policies), split_names(formats)
     if tune_arms and BEST not in policy_names:
@@ -232,6 +271,7 @@ def compare(
         given = source is not None and source.name != "DEFAULT"
         policy_names = (*policy_names, BEST) if given else (BEST,)
     tuning = BEST in policy_names
+    typed = policy_names  # as typed: an expect: gate may name an arm so
     if not policy_names:
         raise UserError("--policies: give at least one policy")
     if not format_names:
@@ -245,6 +285,10 @@ def compare(
                          for i, p in enumerate(policy_names))  # fmt: skip
     check_formats(format_names, "--errors")
     spec, applied = apply_single_params(spec, scenario, scenario_params, "compare")
+    arms = [(t, p, e) for t, p in zip(typed, policy_names) for e in format_names]
+    expect = ExpectGates(spec, scenario, arms, hint="add its policy to --policies and its format to --errors",
+                         skip=no_expect or check_determinism,
+                         allow_policy_errors=history_args.get("allow_policy_errors", False))  # fmt: skip
     if report is not None or check_determinism:
         check_rows_fit(spec, "--report" if report is not None else "--check-determinism")
     make_report_dir(report)
@@ -254,6 +298,7 @@ def compare(
         raise UserError("--robustness with --check-determinism: check determinism on its own, then compare")
     if check_determinism and tuning:
         raise UserError("--check-determinism with --tune: tune first, then check the tuned specs by name")
+    check_resume(resume, history_args, tuning, check_determinism)
     base = best = tune_executor = None
     if tuning:
         tune_executor = open_executor(jobs, scheduler)  # kept for the comparison's own runs
@@ -268,6 +313,7 @@ def compare(
         run_determinism_check(spec, scenario, [(p, e) for p in policy_names for e in format_names], seed_list)
         return
     session = HistorySession(**history_args)
+    session.expect_arms((p, e) for p in policy_names for e in format_names)  # before any run of the comparison
     # Connect (or start the local workers) before touching the history, so a cluster that
     # cannot be reached leaves no group behind.
     executor = tune_executor if tune_executor is not None else open_executor(jobs, scheduler)
@@ -283,7 +329,17 @@ def compare(
             meta["params"] = dict(applied)
         if best is not None:
             meta["tuned"] = dict(best)
-        session.start("compare", spec, meta)
+        done = start_compare(session, spec, meta, (policy_names, format_names, seed_list, applied), resume)
+        if done and tasks_csv is not None:  # stored runs keep no per-task rows: a partial tasks.csv would mislead
+            tasks_csv.abort()
+            tasks_csv.partial.unlink(missing_ok=True)
+            why = f"{len(done)} runs come from the history, which keeps no per-task rows"
+            stderr_console().print(
+                f"{tasks_csv.path} is not written: {why}; compare without --resume for it",
+                markup=False,
+                highlight=False,
+            )
+            tasks_csv = None
     except BaseException:
         executor.shutdown()
         session.finish("failed")
@@ -298,8 +354,8 @@ def compare(
     status = "failed"
     traces = _trace_folder(traces_dir, spec)
     try:
-        total = len(seed_list) * len(policy_names) * len(format_names)
-        with progress_bar(total, "compare", console=stderr_console()) as advance:
+        total = len(seed_list) * len(policy_names) * len(format_names) - len(done)
+        with progress_bar(total, "compare", console=stderr_console(), show=not quiet) as advance:
             result = run_compare(
                 spec,
                 seed_list,
@@ -314,6 +370,7 @@ def compare(
                 on_trace=None if traces is None else traces.write,
                 params=applied,
                 time_limit_s=time_limit,
+                done=done,
             )
         if base is not None and best is not None:
             from fleetchaos.results.studies import TunedCompareResult
@@ -329,13 +386,15 @@ def compare(
         status = "interrupted"
         where = session.where()
         if where is not None:
-            stderr_console().print(f"kept the {session.finished} finished runs in {where}", highlight=False)
+            kept = f"kept the {session.finished + session.restored} finished runs in {where}"
+            stderr_console().print(f"{kept}; the same command with --resume finishes it", markup=False, highlight=False)
         raise
     finally:
         executor.shutdown()
         session.finish(status)
         if tasks_csv is not None and status != "complete":
             tasks_csv.abort()
+    expect.judge_compare(result)
     if report is not None:
         from concurrent.futures import ThreadPoolExecutor
 
@@ -353,22 +412,24 @@ def compare(
                     pool.shutdown()
             if closing is not None:
                 closing.result()
-        for path in written:
+        for path in [] if quiet else written:
             stderr_console().print(f"wrote {path}", highlight=False)
-    _print_traces(traces)
+    _print_traces(traces, quiet)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
-    else:
+    elif not quiet:
         from fleetchaos.reports import compare_table
 
-        stdout_console().print(compare_table(result, wide=wide))
-        if getattr(result, "tuning", None) is not None:
+        stdout_console().print(compare_table(result, wide=wide, columns=columns))
+        from fleetchaos.results.studies import TunedCompareResult
+
+        if isinstance(result, TunedCompareResult):
             from fleetchaos.reports.studies import gap_headline, gap_table
 
             click.echo(gap_headline(result.tuning))
             stdout_console().print(gap_table(result.tuning))
         if len(seed_list) < 2:
             click.echo("only one seed: no confidence intervals; use --seeds 10 or more to compare arms", err=True)
-    code = session.gate(lambda line: click.echo(line, err=True))
+    code = max(expect.gate(_echo_err), session.gate(_echo_err))  # the scenario's gates first, then the baseline's
     if code:
         sys.exit(code)

@@ -47,7 +47,12 @@ def check_outputs(output: Path, scenario_ref: str, *, force: bool) -> Path:
 @click.command()
 @scenario_option
 @param_option
-@click.option("--policy", default="structured", show_default=True, help="built-in name or pkg.module:Policy")
+@click.option(
+    "--policy",
+    default="structured",
+    show_default=True,
+    help="built-in name, pkg.module:Policy, or pkg.module:RETRY (a tenacity retry config)",
+)
 @click.option("--errors", default="structured", show_default=True, help="error format (as for run)")
 @click.option("--seed", default=1, show_default=True, type=click.IntRange(0, 2**63 - 1))
 @click.option(

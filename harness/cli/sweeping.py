@@ -10,11 +10,13 @@ import click
 from fleetchaos.cli.chart_pool import chart_pool, warm_chart_workers
 from fleetchaos.cli.common import (
     Confidence,
+    columns_option,
     determinism_option,
     jobs_option,
     make_report_dir,
     nonempty_path,
     param_option,
+    quiet_option,
     report_option,
     run_determinism_check,
     scheduler_option,
@@ -54,6 +56,8 @@ __all__ = ["ablation", "sweep"]
 @scheduler_option
 @click.option("--confidence", type=Confidence(0.5, 0.999), help="[default: 0.95]")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+@columns_option
+@quiet_option
 @report_option
 @time_limit_option
 @click.option(
@@ -86,12 +90,14 @@ def sweep(
     resume: bool,
     time_limit: float | None = None,
     check_determinism: bool = False,
+    columns: tuple[str, ...] | None = None,
+    quiet: bool = False,
 ) -> None:
     """Every policy on every error format over scenarios, parameter grids and seeds.
 
     Sweep a scenario value with --param PATH=V1,V2,... (repeat for a grid), or give a
-    sweep file.  The report draws --metric against the swept parameter, one curve per
-    policy and error format, with confidence bands.  Each finished run is stored in the
+    sweep file.  The report (summary.md, report.html) draws --metric against the swept
+    parameter, one curve per policy and error format, with confidence bands.  Each finished run is stored in the
     run history as it completes; after Ctrl-C or a crash, --resume runs only the rest.
     """
     warm = warm_chart_workers(None if check_determinism else report, jobs)  # matplotlib loads meanwhile, elsewhere
@@ -174,13 +180,13 @@ def sweep(
         except BaseException:
             executor.shutdown()
             raise
-        if resume and done:
+        if resume and done and not quiet:
             err.print(
                 f"resuming sweep {plan.sweep_id} (history group #{group_id}): "
                 f"{len(done)} of {len(plan.keys)} runs already stored in {store.path}",
                 highlight=False,
             )
-        elif resume:
+        elif resume and not quiet:
             err.print(
                 f"nothing of this sweep is stored in {store.path} yet: running all {len(plan.keys)} runs",
                 highlight=False,
@@ -190,14 +196,14 @@ def sweep(
 
     def on_result(_key, result) -> None:
         nonlocal finished
-        if store is not None:
+        if store is not None and group_id is not None:  # (opened together)
             store.add_run(group_id, result)
         finished += 1
         advance(1)
 
     status = "failed"
     try:
-        with progress_bar(todo, "sweep", console=err) as advance:
+        with progress_bar(todo, "sweep", console=err, show=not quiet) as advance:
             result = run_sweep(plan, executor=executor, on_result=on_result, done=done)
         status = "complete"
     except KeyboardInterrupt:
@@ -211,7 +217,7 @@ def sweep(
         raise  # the command line's handler exits 130 (Ctrl-C) or 143 (SIGTERM)
     finally:
         executor.shutdown()
-        if store is not None:
+        if store is not None and group_id is not None:
             store.finish_group(group_id, status)
             store.close()
     if report is not None:
@@ -223,14 +229,16 @@ def sweep(
         finally:
             if pool is not None:
                 pool.shutdown()
-        for path in written:
-            err.print(f"wrote {path}", highlight=False)
+        for file in [] if quiet else written:
+            err.print(f"wrote {file}", highlight=False)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
         return
+    if quiet:
+        return
     from fleetchaos.reports.sweep import sweep_table
 
-    stdout_console().print(sweep_table(result))
+    stdout_console().print(sweep_table(result, columns))
 
 
 @click.command()
@@ -241,11 +249,18 @@ def sweep(
     "--seeds", type=click.IntRange(1, 10_000), help="number of seeds [default: the scenario's seeds, else 10]"
 )
 @click.option("--first-seed", type=click.IntRange(0, 2**62), help="first seed of the range [default: 1]")
-@click.option("--policy", default="failure-type-router", show_default=True, help="built-in name or pkg.module:Policy")
+@click.option(
+    "--policy",
+    default="failure-type-router",
+    show_default=True,
+    help="built-in name, pkg.module:Policy, or pkg.module:RETRY (a tenacity retry config)",
+)
 @jobs_option
 @scheduler_option
 @click.option("--confidence", default=0.95, show_default=True, type=Confidence(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
+@columns_option
+@quiet_option
 @click.option(
     "--report",
     type=click.Path(file_okay=False),
@@ -262,6 +277,8 @@ def ablation(
     confidence: float,
     as_json: bool,
     report: Path | None,
+    columns: tuple[str, ...] | None = None,
+    quiet: bool = False,
 ) -> None:
     """Field ablation: the failure-type envelope with its fields added one at a time.
 
@@ -292,10 +309,13 @@ def ablation(
         from fleetchaos.reports.ablation import write_ablation_report
 
         for path in write_ablation_report(doc, report):
-            stderr_console().print(f"wrote {path}", highlight=False)
+            if not quiet:
+                stderr_console().print(f"wrote {path}", highlight=False)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
+    if quiet:
+        return
     from fleetchaos.reports.ablation import ablation_table
 
-    click.echo(ablation_table(doc), nl=False)
+    click.echo(ablation_table(doc, columns), nl=False)

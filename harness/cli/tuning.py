@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,6 +24,10 @@ from fleetchaos.cli.common import (
     stdout_console,
 )
 from fleetchaos.errors import UserError
+
+if TYPE_CHECKING:
+    from fleetchaos.runs.tune import TuneSpec
+    from fleetchaos.scenario.load import Scenario
 
 __all__ = ["TUNE_OPTIONS", "best_arms", "tune", "tune_options", "tune_spec"]
 
@@ -92,7 +97,14 @@ def tune_options(func: Callable) -> Callable:
     return func
 
 
-def tune_spec(spec, scenario_ref: str, errors: str, applied, holdout: list[int], opts: dict[str, Any]):
+def tune_spec(
+    spec: Scenario,
+    scenario_ref: str,
+    errors: str,
+    applied: Sequence[tuple[str, Any]],
+    holdout: list[int],
+    opts: dict[str, Any],
+) -> TuneSpec:
     """A :class:`~fleetchaos.runs.tune.TuneSpec` from the tuning options (``opts``), for one format."""
     from fleetchaos.runs.spaces import DEFAULT_SPACE, load_space
     from fleetchaos.runs.tune import TuneSpec
@@ -130,15 +142,15 @@ def only_scenario_params(params: tuple[str, ...], command: str) -> tuple[str, ..
 
 
 def best_arms(
-    spec,
+    spec: Scenario,
     scenario_ref: str,
-    applied,
+    applied: Sequence[tuple[str, Any]],
     policies: tuple[str, ...],
     formats: tuple[str, ...],
     seeds: list[int],
     opts: dict[str, Any],
-    executor,
-):
+    executor: Executor,
+) -> tuple[tuple[str, ...], TuneSpec, dict[str, str]]:
     """Tune ``best`` for every format; returns (the policies with ``best`` expanded, the base tuning spec, best per format)."""
     from fleetchaos.cli.progress import progress_bar
     from fleetchaos.runs.best import expand_best, tune_formats

@@ -23,7 +23,7 @@ Light to import: no SimPy, no matplotlib.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from numbers import Real
 
@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 
-def seeds_text(seeds) -> str:
+def seeds_text(seeds: Iterable[int]) -> str:
     """Seeds for messages and tables: ``1-5`` for a run of three or more, else ``1,3``."""
     seeds = list(seeds)
     if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[0] + len(seeds))):

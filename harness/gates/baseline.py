@@ -4,10 +4,11 @@ A baseline is read from what the project already stores:
 
 * a group of the run history (:mod:`fleetchaos.gates.history`), named as on the command line:
   ``7`` or ``#7``, ``latest``, or a label (``fleetchaos compare --label main ...``);
-* results JSON (the pytest plugin only): the ``results.json`` of a comparison
-  (``fleetchaos compare --json``, or a ``--report`` folder), of a single run, a JSON list
-  of such documents, or a folder searched for ``results.json`` files (so the
-  ``--fleetchaos-report`` folder of one suite run is the baseline of the next).
+* results JSON: the ``results.json`` of a comparison (``fleetchaos compare --json``, or a
+  ``--report`` folder), of a single run, a group exported by ``fleetchaos history export``
+  (:mod:`fleetchaos.gates.export`), a JSON list of such documents, or a folder searched for
+  ``results.json`` files (so the ``--fleetchaos-report`` folder of one suite run is the
+  baseline of the next).
 
 An existing file or folder is read as results JSON; anything else names a history group.
 Entries are keyed by (scenario name, policy, error format) and keep each seed's figures,
@@ -20,15 +21,17 @@ Light to import (standard library, the registry and the regression rule).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from fleetchaos.errors import UserError
+from fleetchaos.gates.export import EXPORT_VERSION, is_export
 from fleetchaos.gates.regression import Arm
 
-__all__ = ["Baseline", "BaselineEntry", "load_baseline"]
+__all__ = ["Baseline", "BaselineEntry", "export_runs", "load_baseline", "read_results_file"]
 
 MAX_BASELINE_BYTES = 50_000_000
 
@@ -133,9 +136,11 @@ def _task_sets(doc: dict) -> dict[str, str]:
 
 
 def _entries(doc: Any, origin: str) -> list[BaselineEntry]:
-    """Baseline entries of one JSON document (a comparison, a run, or a list of them)."""
+    """Baseline entries of one JSON document (a comparison, a run, an exported group, or a list of them)."""
     if isinstance(doc, list):
         return [e for i, item in enumerate(doc) for e in _entries(item, f"{origin}[{i}]")]
+    if is_export(doc):
+        return _entries(export_runs(doc, origin), origin)
     if not isinstance(doc, dict):
         raise UserError(f"{origin}: expected a results document (a comparison or a run), got {type(doc).__name__}")
     if "arms" in doc:
@@ -154,9 +159,9 @@ def _entries(doc: Any, origin: str) -> list[BaselineEntry]:
             out.append(BaselineEntry(scenario, policy, errors, metrics, seeds, origin, True, per_seed))
         return out
     if "seed" in doc and "metrics" in doc:
-        seed = doc.get("seed")
+        raw_seed = doc.get("seed")
+        seed = raw_seed if isinstance(raw_seed, int) and not isinstance(raw_seed, bool) else None
         metrics = _metrics(doc, origin)
-        known = isinstance(seed, int) and not isinstance(seed, bool)
         sets = _task_sets(doc)
         return [
             BaselineEntry(
@@ -164,11 +169,11 @@ def _entries(doc: Any, origin: str) -> list[BaselineEntry]:
                 _str(doc, "policy", origin),
                 _str(doc, "errors", origin),
                 metrics,
-                [seed] if known else [],
+                [seed] if seed is not None else [],
                 origin,
                 False,
-                {seed: metrics} if known else {},
-                {seed: sets} if known and sets else {},
+                {seed: metrics} if seed is not None else {},
+                {seed: sets} if seed is not None and sets else {},
             )
         ]
     raise UserError(
@@ -177,19 +182,21 @@ def _entries(doc: Any, origin: str) -> list[BaselineEntry]:
     )
 
 
-def _read(path: Path) -> Any:
+def read_results_file(path: Path) -> Any:
+    """A results file's JSON, read with a size limit; a file that cannot be read or parsed is a :class:`UserError`."""
     from fleetchaos.files import StrictJsonError, loads_json, read_text_bounded
 
+    fix = "give the results.json of `fleetchaos run`, `compare` or `sweep`, a report folder, or an exported group"
     try:
-        return loads_json(read_text_bounded(path, MAX_BASELINE_BYTES, what="baseline results file"))
+        return loads_json(read_text_bounded(path, MAX_BASELINE_BYTES, what="results file"))
     except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: not valid JSON: {exc}") from None
+        raise UserError(f"{path}: not valid JSON: {exc}; {fix}") from None
     except StrictJsonError as exc:
-        raise UserError(f"{path}: not a results file: {exc}") from None
+        raise UserError(f"{path}: not a results file: {exc}; {fix}") from None
     except RecursionError:
-        raise UserError(f"{path}: nested too deeply to be a results file") from None
+        raise UserError(f"{path}: nested too deeply to be a results file; {fix}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read: {exc}") from None
+        raise UserError(f"{path}: cannot read: {exc}; {fix}") from None
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -197,7 +204,7 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def _average(found: list[Mapping[str, float | None]]) -> dict[str, float | None]:
+def _average(found: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
     """Each metric's mean over several runs' metrics (None where none has a value)."""
     names = dict.fromkeys(k for m in found for k in m)
     return {name: _mean([m.get(name) for m in found]) for name in names}
@@ -236,6 +243,7 @@ def load_baseline(
     files: bool = True,
     allow_partial: bool = False,
     partial_option: str = "--fleetchaos-allow-partial-baseline",
+    history_option: str = "--fleetchaos-history",
 ) -> Baseline:
     """Read a baseline: results JSON when ``ref`` is an existing file or folder, else a group of the run history.
 
@@ -244,16 +252,17 @@ def load_baseline(
     ``ref`` always names a history group.  A history group must be complete: ``latest``
     is the newest complete group, and a group that was killed or interrupted is refused
     unless ``allow_partial`` (then :attr:`Baseline.lacking` says what it lacks);
-    ``partial_option`` names that permission in messages.
+    ``partial_option`` names that permission in messages, ``history_option`` the option
+    that names the history file.
     """
     if not files:
-        return _load_history(str(ref), history, option, False, allow_partial, partial_option)
+        return _load_history(str(ref), history, option, False, allow_partial, partial_option, history_option)
     path = Path(ref)
     if path.exists():
-        return _load_results(path, option)
+        return _load_results(path, option, allow_partial, partial_option)
     if path.suffix == ".json" or len(path.parts) > 1:
         raise UserError(f"{option}: {ref}: no such file or folder")
-    return _load_history(str(ref), history, option, True, allow_partial, partial_option)
+    return _load_history(str(ref), history, option, True, allow_partial, partial_option, history_option)
 
 
 def _expected_runs(group) -> int | None:
@@ -262,7 +271,7 @@ def _expected_runs(group) -> int | None:
     lists = [meta.get(key) for key in ("policies", "errors", "seeds")]
     if not all(isinstance(x, list) for x in lists):
         return None
-    return len(lists[0]) * len(lists[1]) * len(lists[2])  # type: ignore[arg-type]
+    return len(lists[0]) * len(lists[1]) * len(lists[2])
 
 
 def _baseline_group(store, ref: str, option: str, allow_partial: bool, partial_option: str):
@@ -292,7 +301,13 @@ def _baseline_group(store, ref: str, option: str, allow_partial: bool, partial_o
 
 
 def _load_history(
-    ref: str, history: str | Path | None, option: str, files: bool, allow_partial: bool, partial_option: str
+    ref: str,
+    history: str | Path | None,
+    option: str,
+    files: bool,
+    allow_partial: bool,
+    partial_option: str,
+    history_option: str,
 ) -> Baseline:
     """The runs of one history group, by arm and seed."""
     from fleetchaos.gates.history import default_path, open_store
@@ -302,7 +317,7 @@ def _load_history(
         raise UserError(
             f"{option}: {ref}: no such file or folder, and no run history at {store_path} to find a "
             "group of that name in; give a results.json, a report folder, or a history group (7, #7, latest, a label) "
-            "with --fleetchaos-history PATH"
+            f"with {history_option} PATH"
         )
     with open_store(store_path, create=False, readonly=True) as store:  # no file: "no history here", naming --history
         group = _baseline_group(store, ref, option, allow_partial, partial_option)
@@ -344,8 +359,12 @@ def _stored_task_sets(result_json: str) -> dict[str, str]:
     return _task_sets(doc) if isinstance(doc, dict) else {}
 
 
-def _load_results(path: Path, option: str) -> Baseline:
-    """Read a baseline from a results JSON file or a folder of ``results.json`` files."""
+def _load_results(path: Path, option: str, allow_partial: bool, partial_option: str) -> Baseline:
+    """Read a baseline from a results JSON file or a folder of ``results.json`` files.
+
+    An exported group that was not complete is refused as a history group is, unless
+    ``allow_partial`` (then :attr:`Baseline.lacking` says what it lacks).
+    """
     if path.is_dir():
         files = sorted(path.rglob("results.json"))
         if not files:
@@ -353,7 +372,49 @@ def _load_results(path: Path, option: str) -> Baseline:
     else:
         files = [path]
     found: dict[tuple[str, str, str], list[BaselineEntry]] = {}
+    lacking: list[str] = []
     for file in files:
-        for entry in _entries(_read(file), str(file)):
+        doc = read_results_file(file)
+        if is_export(doc):
+            lacking.extend(_export_lacking(doc, file, option, allow_partial, partial_option))
+        for entry in _entries(doc, str(file)):
             found.setdefault((entry.scenario, entry.policy, entry.errors), []).append(entry)
-    return Baseline(source=str(path), entries={k: _merge(v) for k, v in sorted(found.items())}, ref=str(path))
+    entries = {k: _merge(v) for k, v in sorted(found.items())}
+    return Baseline(source=str(path), entries=entries, ref=str(path), lacking="; ".join(lacking))
+
+
+def export_runs(doc: dict, origin: Any) -> list:
+    """The ``runs`` of an exported group (:mod:`fleetchaos.gates.export`); a wrong shape or version is a UserError."""
+    version = doc.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version > EXPORT_VERSION:
+        raise UserError(
+            f"{origin}: an exported run group of version {version!r}; this fleetchaos reads version "
+            f"{EXPORT_VERSION}: upgrade fleetchaos, or export the group again"
+        )
+    runs, group = doc.get("runs"), doc.get("group")
+    if not isinstance(runs, list) or not isinstance(group, dict):
+        raise UserError(
+            f"{origin}: an exported run group needs 'group' (a mapping) and 'runs' (a list); "
+            "export it again with `fleetchaos history export`"
+        )
+    return runs
+
+
+def _export_lacking(doc: dict, path: Path, option: str, allow_partial: bool, partial_option: str) -> list[str]:
+    """What an exported group that was not complete lacks (refused unless ``allow_partial``); [] for a complete one."""
+    export_runs(doc, path)
+    group = doc["group"]
+    status = group.get("status")
+    if status == "complete":
+        return []
+    meta = group.get("meta") if isinstance(group.get("meta"), dict) else {}
+    expected = _expected_runs(SimpleNamespace(meta=meta))
+    of = f" of the {expected}" if expected is not None else ""
+    held = f"{len(doc['runs'])}{of} runs"
+    if not allow_partial:
+        raise UserError(
+            f"{option} {path}: the exported group is {status} ({held} stored), not complete: gating against it "
+            f"would skip whatever it lacks; export a complete group, or pass {partial_option} to gate against what "
+            "it holds"
+        )
+    return [f"{path} is an export of a group that is {status}: it holds {held}; arms and seeds it lacks are not judged"]

@@ -302,6 +302,24 @@ class HistoryStore:
         with self._transaction():
             self._db.execute("UPDATE groups SET status = ? WHERE id = ?", (status, group_id))
 
+    def remove_groups(self, group_ids: list[int]) -> int:
+        """Delete these groups and their runs in one transaction; the number of runs removed.
+
+        Then compact the file (``VACUUM``) when no other connection is using it; when one is,
+        the freed pages are reused by later runs instead.
+        """
+        if self.readonly:
+            raise UserError(f"{self.path}: opened read-only; cannot remove groups")
+        ids = [int(g) for g in group_ids]
+        marks = ",".join("?" * len(ids))
+        with self._transaction():
+            removed = self._db.execute(f"DELETE FROM runs WHERE group_id IN ({marks})", ids).rowcount
+            self._db.execute(f"DELETE FROM groups WHERE id IN ({marks})", ids)
+        self._db.execute("PRAGMA busy_timeout = 1000")  # compacting is optional: do not wait long for it
+        with contextlib.suppress(sqlite3.OperationalError):  # busy: another command is writing to it
+            self._db.execute("VACUUM")
+        return int(removed)
+
     # -- reading -----------------------------------------------------------------------
 
     def groups(self, *, limit: int | None = None) -> list[Group]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,7 @@ def _json_field(text: Any, path: Path, what: str, field: str, kind: type) -> Any
     return value
 
 
-def group_of(row, path: Path) -> Group:
+def group_of(row: Sequence[Any], path: Path) -> Group:
     """A stored group from its row; a damaged cell is a UserError naming the store, the group and the field."""
     what = f"group {row[0]!r}"
     if not isinstance(row[0], int) or not isinstance(row[7], int):
@@ -112,7 +113,7 @@ def group_of(row, path: Path) -> Group:
     )
 
 
-def stored_run_of(r, path: Path) -> StoredRun:
+def stored_run_of(r: Sequence[Any], path: Path) -> StoredRun:
     """A stored run from its row; a damaged cell is a UserError naming the store, the run and the field."""
     what = f"run {r[0]!r} of group {r[1]!r}"
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (r[0], r[1], r[6])):

@@ -21,14 +21,18 @@ Light to import: no SimPy; the history store is imported when it is used.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleetchaos.errors import UserError
 from fleetchaos.gates.baseline import Baseline, load_baseline
 from fleetchaos.gates.regression import Arm, Check, arm_of, check_arms, default_rules, match_group, parse_fail_ons
+
+if TYPE_CHECKING:
+    from fleetchaos.results.models import RunResult
+    from fleetchaos.scenario.load import Scenario
 
 __all__ = [
     "COMMAND",
@@ -63,19 +67,22 @@ class GateProfile:
     allow_new_arms_option: str
     allow_policy_errors_option: str
     allow_partial_option: str
+    history_option: str
+    """The option naming the run-history file, for messages."""
 
 
-#: The CLI's ``run`` and ``compare``: ``--baseline`` names a history group.
+#: The CLI's ``run`` and ``compare``: ``--baseline`` names a history group, results JSON or a report folder.
 COMMAND = GateProfile(
     baseline_option="--baseline",
     fail_on_option="--fail-on",
-    results_files=False,
+    results_files=True,
     by_scenario=False,
     gate_by_default=False,
-    baseline_hint="the stored run group to compare with (see `fleetchaos history`)",
+    baseline_hint="a stored run group (see `fleetchaos history`), a results.json or a report folder to compare with",
     allow_new_arms_option="--allow-new-arms",
     allow_policy_errors_option="--allow-policy-errors",
     allow_partial_option="--allow-partial-baseline",
+    history_option="--history",
 )
 
 #: The pytest plugin: ``--fleetchaos-baseline`` names results JSON, a report folder or a history group.
@@ -89,6 +96,7 @@ SUITE = GateProfile(
     allow_new_arms_option="--fleetchaos-allow-new-arms",
     allow_policy_errors_option="allow_policy_errors=True (marker or fleetchaos.run)",
     allow_partial_option="--fleetchaos-allow-partial-baseline",
+    history_option="--fleetchaos-history",
 )
 
 
@@ -147,6 +155,7 @@ class GateSession:
                 files=profile.results_files,
                 allow_partial=allow_partial_baseline,
                 partial_option=profile.allow_partial_option,
+                history_option=profile.history_option,
             )
         if not self.rules:
             self.rules = default_rules(informative=not profile.gate_by_default)
@@ -159,19 +168,49 @@ class GateSession:
         self.group_id: int | None = None
         self._runs: list[_Figures] = []  # kept for the gate, only when there is a baseline
         self.finished = 0
+        self.restored = 0  # runs a resumed group already held (start)
 
     # -- storing runs as they arrive ------------------------------------------------------
 
-    def start(self, kind: str, spec, meta: dict[str, Any]) -> None:
-        """Open the history group this command's runs are stored in."""
+    def start(
+        self,
+        kind: str,
+        spec: Scenario,
+        meta: dict[str, Any],
+        *,
+        resume_by: str | None = None,
+        wanted: Collection[str] = (),
+    ) -> dict[str, RunResult]:
+        """Open the history group this command's runs are stored in; return the runs it already holds.
+
+        With ``resume_by`` (the key of ``meta`` that identifies the command's whole set of
+        runs, such as ``compare_id``), the newest group of the same kind with the same value
+        is continued whatever its status (``running`` after a ``kill -9``, ``interrupted``
+        after Ctrl-C) and its runs whose :func:`~fleetchaos.gates.history.run_key` is in
+        ``wanted`` are returned by key, their figures kept for the gate; a resumed group
+        keeps its label.  Otherwise, or when there is none, a new group starts and ``{}``
+        is returned.
+        """
         if self.store is None:
-            return
+            return {}
         from fleetchaos.scenario.load import scenario_hash
 
+        if resume_by is not None:
+            for group in self.store.groups():
+                if group.kind == kind and group.meta.get(resume_by) == meta[resume_by]:
+                    done = {r.key: r.result for r in self.store.runs(group.id) if r.key in wanted}
+                    self.store.finish_group(group.id, "running")  # running again until it completes
+                    self.group_id = group.id
+                    for result in done.values():
+                        if self.baseline is not None:
+                            self._runs.append(_figures(result))
+                    self.restored = len(done)
+                    return done
         meta = {"scenario_hash": scenario_hash(spec), **meta}
         self.group_id = self.store.new_group(kind, spec.name, label=self.label, meta=meta)
+        return {}
 
-    def add(self, result) -> None:
+    def add(self, result: RunResult) -> None:
         """Store one finished run (in its own transaction), and keep its figures for the gate if there is one."""
         self.finished += 1
         if self.baseline is not None:
@@ -212,6 +251,31 @@ class GateSession:
             current.setdefault((r.policy, r.errors), []).append(r)
         arms = {key: arm_of(f"{key[0]} on {key[1]}", rs) for key, rs in current.items()}
         return check_arms(self.rules, match_group(arms, self.baseline.by_arm(), ref), ref)
+
+    def expect_arms(self, arms: Iterable[tuple[str, str]]) -> None:
+        """Refuse, before anything runs, a baseline that shares no arm with the (policy, errors) arms about to run.
+
+        Matching is the command's (:func:`~fleetchaos.gates.regression.match_group`): a single
+        arm against a single stored arm is paired whatever their names; otherwise at least
+        one arm must be in both.  Arms the baseline lacks are named by the gate at the end
+        (and fail it unless allowed); here only "nothing to compare" is found early.
+        """
+        if self.baseline is None or self.profile.by_scenario:
+            return
+        current = list(dict.fromkeys(arms))
+        stored = self.baseline.by_arm()
+        if not stored:
+            raise UserError(f"{self.profile.baseline_option} {self.baseline.ref}: holds no runs; pick another baseline")
+        if len(current) == 1 and len(stored) == 1:
+            return
+        if not any(arm in stored for arm in current):
+            names = ", ".join(f"{p} on {e}" for p, e in current)
+            theirs = ", ".join(f"{p} on {e}" for p, e in stored)
+            raise UserError(
+                f"{self.profile.baseline_option} {self.baseline.ref}: no arm in common (this command runs: {names}; "
+                f"the baseline has: {theirs}); nothing was run: choose --policies/--errors the baseline has, "
+                "or another baseline"
+            )
 
     def unmatched(self, runs: Iterable | None = None) -> list[str]:
         """The arms of ``runs`` the baseline has no arm for (so no metric of theirs is judged)."""
@@ -322,7 +386,7 @@ class _Figures:
     first_error: str = ""
 
 
-def policy_error_count(result) -> tuple[int, str]:
+def policy_error_count(result: RunResult) -> tuple[int, str]:
     """(tasks given up because the policy errored, the most frequent message) of a run result."""
     by_message = (getattr(result, "breakdowns", None) or {}).get("policy_errors_by_message") or {}
     count = sum(by_message.values()) if by_message else round((result.metrics or {}).get("policy_errors") or 0)

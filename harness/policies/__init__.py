@@ -11,6 +11,10 @@
 * :mod:`~fleetchaos.policies.generic`: :class:`RemedyLadder`, which makes the most of an error it
   cannot read (no envelope, no text);
 * :mod:`~fleetchaos.policies.presets`: named recipes built from all of the above;
+* :mod:`~fleetchaos.policies.tenacity_adapter`: :func:`from_tenacity`, a team's tenacity retry
+  configuration as a :class:`TenacityPolicy` (:mod:`~fleetchaos.policies.tenacity_policy`, with the
+  strategies of :mod:`~fleetchaos.policies.tenacity_blocks`) evaluated in simulated time, failures
+  raised as the exceptions of :mod:`~fleetchaos.policies.exception_map`;
 * :mod:`~fleetchaos.policies.registry`: names to policies (built-ins, presets, entry points, import
   paths) and their descriptions; :mod:`~fleetchaos.policies.spec`: names with parameters,
   ``backoff(base_s=0.5,cap_s=5)``.
@@ -135,6 +139,16 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "suggest",
         "with_params",
     ),
+    "fleetchaos.policies.exception_map": (
+        "DEFAULT_EXCEPTIONS",
+        "ToolCallError",
+        "exception_for",
+    ),
+    "fleetchaos.policies.tenacity_adapter": (
+        "RetryTranslationError",
+        "from_tenacity",
+    ),
+    "fleetchaos.policies.tenacity_policy": ("TenacityPolicy",),
     "fleetchaos.policies.spec": (
         "PolicySpec",
         "PolicySpecError",
@@ -147,6 +161,7 @@ _EXPORTS = {name: module for module, names in _MODULES.items() for name in names
 __all__ = [
     "BACKOFF_VARIANTS",
     "BUILT_IN",
+    "DEFAULT_EXCEPTIONS",
     "DRIVER_ATTRIBUTES",
     "ENTRY_POINT",
     "ENTRY_POINT_GROUP",
@@ -184,15 +199,20 @@ __all__ = [
     "RawParsing",
     "RecoveryMatrix",
     "RemedyLadder",
+    "RetryTranslationError",
     "StructuredDecisionTree",
+    "TenacityPolicy",
     "ThrottleWindow",
+    "ToolCallError",
     "breaker_key",
     "category_of",
     "code_of",
     "decorrelated_jitter",
     "describe_policy",
+    "exception_for",
     "exponential",
     "format_spec",
+    "from_tenacity",
     "full_jitter",
     "get_policy",
     "hinted_delay",

@@ -49,7 +49,7 @@ def check_callable(value: Any, kind: str) -> Any:
     return value
 
 
-def join(cls: type, left: Any, right: Any) -> Any:
+def join(cls: type[JoinBase], left: Any, right: Any) -> Any:
     """``cls(*members)`` with nested joins of the same kind flattened."""
     members: list[Any] = []
     for side in (left, right):
@@ -70,11 +70,12 @@ class JoinBase(BlockBase):
 
     __slots__ = ()
     _op = "?"
+    members: tuple[Any, ...]  # each join's own field, set by init_members
 
     def __repr__(self) -> str:
-        if not self.members:  # type: ignore[attr-defined]
+        if not self.members:
             return f"{type(self).__name__}()"
-        return f" {self._op} ".join(_member_repr(m, type(self)) for m in self.members)  # type: ignore[attr-defined]
+        return f" {self._op} ".join(_member_repr(m, type(self)) for m in self.members)
 
 
 def init_members(self: Any, members: tuple[Any, ...]) -> None:
@@ -118,7 +119,7 @@ class AnyJoin(JoinBase):
 
     def __call__(self, observation: Observation, history: TaskHistory) -> bool:
         """True when any member holds."""
-        return any(m(observation, history) for m in self.members)  # type: ignore[attr-defined]
+        return any(m(observation, history) for m in self.members)
 
 
 class AllJoin(JoinBase):
@@ -132,4 +133,4 @@ class AllJoin(JoinBase):
 
     def __call__(self, observation: Observation, history: TaskHistory) -> bool:
         """True when every member holds."""
-        return all(m(observation, history) for m in self.members)  # type: ignore[attr-defined]
+        return all(m(observation, history) for m in self.members)

@@ -16,7 +16,7 @@ import importlib.metadata
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from fleetchaos.policies.blocks import Policy as Recipe
 from fleetchaos.policies.builtins import Backoff, BlindRetry, FailureTypeRouter, RawParsing, StructuredDecisionTree
@@ -203,7 +203,7 @@ def _from_import_path(name: str) -> RecoveryPolicy:
         target = getattr(module, attr)
     except AttributeError:
         raise PolicyLookupError(f"policy {name!r}: module {module_name!r} has no attribute {attr!r}") from None
-    return _instantiate(f"policy {name!r}", attr, target, fix="a policy class must build with no arguments")
+    return _instantiate(f"policy {name!r}", attr, target, fix="a policy class must build with no arguments", label=name)
 
 
 def _from_entry_point(name: str, registered: tuple[importlib.metadata.EntryPoint, ...]) -> RecoveryPolicy:
@@ -230,11 +230,16 @@ def _from_entry_point(name: str, registered: tuple[importlib.metadata.EntryPoint
         raise PolicyLookupError(f"{exc}; {fix}") from None
 
 
-def _instantiate(subject: str, attr: str, target, *, fix: str) -> RecoveryPolicy:
+def _instantiate(subject: str, attr: str, target, *, fix: str, label: str | None = None) -> RecoveryPolicy:
     """A policy from a loaded object: a class is built with no arguments, an instance is used as is.
 
-    ``subject`` names the policy in messages (``policy 'x'`` and where it comes from).
+    A tenacity retrying object (or a function decorated with ``@tenacity.retry``) is
+    translated into a policy (:func:`fleetchaos.policies.tenacity_adapter.from_tenacity`),
+    named ``label`` (the import path).  ``subject`` names the policy in messages (``policy
+    'x'`` and where it comes from).
     """
+    from fleetchaos.policies.tenacity_adapter import RetryTranslationError, from_tenacity, is_retry_config
+
     try:
         policy = target() if isinstance(target, type) else target
         has_decide = callable(getattr(policy, "decide", None))
@@ -242,6 +247,11 @@ def _instantiate(subject: str, attr: str, target, *, fix: str) -> RecoveryPolicy
         raise
     except BaseException as exc:  # the class's own code: it may raise anything
         raise PolicyLookupError(f"{subject}: {attr}() failed ({describe_exception(exc)}); {fix}") from None
+    if not has_decide and is_retry_config(policy):
+        try:
+            return cast(RecoveryPolicy, from_tenacity(policy, name=label or attr))  # frozen: its name is read-only
+        except RetryTranslationError as exc:
+            raise PolicyLookupError(f"{subject}: {exc.reason}") from None
     if not has_decide:
         raise PolicyLookupError(f"{subject}: {attr} has no decide(observation, history) method")
     return policy

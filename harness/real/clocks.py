@@ -25,16 +25,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import selectors
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
+from typing import Any, TypeVar, TypeVarTuple
 
 from fleetchaos.errors import UserError
 
 __all__ = ["LoopClock", "VirtualClock", "VirtualTimeLoop", "installed", "new_virtual_loop", "originals"]
 
-_REAL = {
+_REAL: dict[str, Callable[..., Any]] = {
     "sleep": time.sleep,
     "monotonic": time.monotonic,
     "perf_counter": time.perf_counter,
@@ -45,6 +47,8 @@ _clocks: dict[int, Any] = {}  # thread id -> the clock installed in it
 _lock = threading.Lock()
 _get_ident = threading.get_ident
 _running_loop = asyncio._get_running_loop
+_T = TypeVar("_T")
+_Ts = TypeVarTuple("_Ts")
 
 
 def originals() -> dict[str, Any]:
@@ -187,6 +191,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     With nothing scheduled at all, it waits for I/O or a thread's wake-up as usual.
     """
 
+    _selector: selectors.BaseSelector  # asyncio's own (a selector loop's), which the stubs leave out
+
     def __init__(self) -> None:
         super().__init__()
         self._virtual_now = 0.0
@@ -210,7 +216,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         """Virtual seconds since the loop was made."""
         return self._virtual_now
 
-    def run_in_executor(self, executor: Any, func: Any, *args: Any) -> asyncio.Future:
+    def run_in_executor(self, executor: Executor | None, func: Callable[[*_Ts], _T], *args: *_Ts) -> asyncio.Future[_T]:
         """As asyncio's, and the clock waits for the thread."""
         future = super().run_in_executor(executor, func, *args)
         self._threads.add(future)

@@ -27,6 +27,10 @@ class Injector(Protocol):
         """The decision for one call of ``tool`` (None: let it through untouched)."""
         ...
 
+    def unbound(self, what: str, why: str) -> None:
+        """A call (``what``) that no binding places, and ``why``: counted, refused unless the bindings let it pass."""
+        ...
+
 
 #: The injector of the run in force in this context (None outside runs: injection points are inert).
 ACTIVE: contextvars.ContextVar[Injector | None] = contextvars.ContextVar("fleetchaos_real_active", default=None)

@@ -115,7 +115,7 @@ def tool(
 
             wrapper = sync_wrapper
         wrapper.__fleetchaos_tool__ = binding
-        return wrapper  # type: ignore[no-any-return]
+        return wrapper
 
     return wrap
 

@@ -26,7 +26,7 @@ from fleetchaos.policies.readers import category_of, code_of, resume_of, retry_a
 from fleetchaos.real.clocks import VirtualClock, installed
 from fleetchaos.real.context import ACTIVE
 from fleetchaos.real.decision import Decision
-from fleetchaos.real.faults import UnboundCall, make_fault
+from fleetchaos.real.faults import Fault, UnboundCall, make_fault
 from fleetchaos.real.observe import Surface, observation_of, surface_of
 from fleetchaos.real.runtime import load_real_scenario
 from fleetchaos.sim import _rng
@@ -171,7 +171,8 @@ class _Driver:
         self._scanned = 0
         self.pending: Decision | None = None
         self.notes: list[str] = []
-        self.surfaces: dict[tuple[int, int, int], Surface] = {}
+        # (task, step, item) -> what the tool surfaced, when its call ended, the fault's retry-after instant, the fault
+        self.surfaces: dict[tuple[int, int, int], tuple[Surface, float, float | None, Fault | None]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self._reached = False
 
@@ -335,6 +336,7 @@ class _LoggingFormat:
         self.real = real
         self.name = base.name
         self.partial_step_ok = base.partial_step_ok
+        self.misread_setting = getattr(base, "misread_setting", None)  # the scenario's factor for it, as in the sim
         self.misread_factor = getattr(base, "misread_factor", 1.0)
         self.failure_flag = getattr(base, "failure_flag", False)
         self.secrets = planted(seed).all()
@@ -381,7 +383,7 @@ def _calls_class(driver: _Driver) -> type[CallModel]:
     class DrivenCalls(CallModel):
         __slots__ = ()
 
-        def decide(self, node, step, rules, task_key, item, key, now, batch_failed, sources, waited=0.0):  # type: ignore[override]
+        def decide(self, node, step, rules, task_key, item, key, now, batch_failed, sources, waited=0.0):
             outcome = CallModel.decide(self, node, step, rules, task_key, item, key, now, batch_failed, sources, waited)
             return driver.decided(node, step, task_key, item, key, outcome)
 

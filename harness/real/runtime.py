@@ -67,10 +67,10 @@ def check_real_scenario(spec: Scenario, ref: str) -> None:
                 f"run it in the simulator, or drop it from the scenario for real runs (simulation-only: {', '.join(SIM_ONLY)})"
             )
     if spec.fleet.providers:  # calls queue for a provider in arrival order: real threads would decide that order
-        names = ", ".join(p.name for p in spec.fleet.providers)
+        provider_names = ", ".join(p.name for p in spec.fleet.providers)
         raise UserError(
             f"{ref}: fleet.providers: providers with a declared capacity are simulation-only in real-code mode "
-            f"(got {names}); run the scenario in the simulator, or drop fleet.providers (and its overloaded faults) "
+            f"(got {provider_names}); run the scenario in the simulator, or drop fleet.providers (and its overloaded faults) "
             "for real runs"
         )
     workload = spec.workload
@@ -248,7 +248,7 @@ class Runtime:
         spec = self.spec
         fleet = spec.fleet
         names = [t.name for t in spec.workload.templates]
-        out = []
+        out: list[TaskInput] = []
         for task in arrivals(spec.workload, self.seed, spec.duration_s, fleet.orchestrators, fleet.workers):
             if limit is not None and len(out) >= limit:
                 break

@@ -21,7 +21,7 @@ Light to import: the standard library only (the regression gate reads it).
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -89,7 +89,8 @@ def _common_of(sets: Iterable[Mapping[str, str]]) -> int:
 
 
 def apply_common_sets(
-    runs: Sequence[RunResult], key=lambda r: (r.scenario, repr(sorted(r.params.items())), r.seed)
+    runs: Sequence[RunResult],
+    key: Callable[[RunResult], Hashable] = lambda r: (r.scenario, repr(sorted(r.params.items())), r.seed),
 ) -> None:
     """Give each run its ``common_recovery_rate`` on the comparison's common set, in place.
 

@@ -16,6 +16,7 @@ import operator
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 from fleetchaos.results.common_set import TaskIdSets
 from fleetchaos.results.models import rounded
@@ -24,6 +25,9 @@ from fleetchaos.results.stats import percentile
 from fleetchaos.sim.config import DAY_S, FleetSpec
 from fleetchaos.sim.kinds import fault_kind, waste_families
 from fleetchaos.sim.ledger import TRUTH_FULL, TaskRecord
+
+if TYPE_CHECKING:
+    from fleetchaos.sim.world import RunOutput  # SimPy: for the type checker only
 
 #: Claims that mean the orchestrator never reported on the task at all.
 UNREPORTED_CLAIMS = frozenset({"in_flight"})
@@ -428,7 +432,7 @@ class RunAccumulator:
         steps, times = self._recovered()
         return {
             "steps_to_recovery": sorted(float(s) for s in steps if s is not None),
-            "time_to_recovery_s": sorted(rounded(x) for x in times if x is not None),  # type: ignore[type-var]
+            "time_to_recovery_s": sorted(rounded(x) for x in times if x is not None),
         }
 
 
@@ -449,7 +453,7 @@ def compute(
 
 
 def compute_run(
-    output, fleet: FleetSpec
+    output: RunOutput, fleet: FleetSpec
 ) -> tuple[dict[str, float | None], dict[str, dict[str, int]], list[TaskOutcome]]:
     """(metrics, breakdowns, outcomes) of a whole run: :func:`compute` plus the fault-log breakdowns.
 

@@ -6,7 +6,7 @@ Floats are rounded to 6 decimals so a result serialises to the same bytes everyw
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,6 +16,10 @@ DIGITS = 6
 SAMPLE_LIMIT = 2000
 
 
+@overload
+def rounded(value: float) -> float: ...
+@overload
+def rounded(value: float | None) -> float | None: ...
 def rounded(value: float | None) -> float | None:
     """A float rounded for stable output (None stays None)."""
     return None if value is None else round(float(value), DIGITS)
@@ -68,6 +72,33 @@ class Proportion(_Model):
     high: float | None
 
 
+class ExpectationResult(_Model):
+    """One ``expect:`` gate of the scenario judged on one arm: what was compared with the bound, and the verdict."""
+
+    gate: int
+    """The gate's position in the scenario's ``expect`` list (``expect[0]`` is the first)."""
+    metric: str
+    rule: str
+    """``at_least`` or ``at_most``."""
+    bound: float
+    statistic: str
+    """``mean``, ``interval`` or ``every_seed`` (:mod:`fleetchaos.scenario.expect`)."""
+    arm: str | None
+    """The gate's ``arm`` as the scenario wrote it; None when it applies to every arm."""
+    policy: str
+    """The arm judged (empty when no arm of the command matched the gate, which fails it)."""
+    errors: str
+    value: float | None
+    """The figure compared with the bound; None when the runs gave none (which fails the gate)."""
+    seeds: int
+    """How many seeds gave the figure a value."""
+    worst_seed: int | None = None
+    """The seed with the worst value on the bound's side (the one to replay); None without a value."""
+    passed: bool
+    note: str = ""
+    """Why the verdict is not the plain comparison (no value, no interval, policy errors), or how the figure was made."""
+
+
 class RunResult(_Model):
     """One policy on one error format, one scenario, one seed."""
 
@@ -102,6 +133,9 @@ class RunResult(_Model):
     """Ids of the run's faulted and of its truly successful tasks (``faulted``, ``succeeded``), each a
     base64 bitmap (:mod:`fleetchaos.results.common_set`): what recovery on a common set needs.
     Empty in a closed-loop scenario, whose arms run different tasks."""
+    expectations: list[ExpectationResult] = Field(default=[], exclude_if=lambda gates: not gates)
+    """The scenario's ``expect:`` gates judged on this run (``fleetchaos run``); left out of the JSON when
+    the scenario has none, which keeps its bytes."""
 
 
 class ArmResult(_Model):
@@ -188,6 +222,9 @@ class CompareResult(_Model):
     robustness: Robustness | None = None
     """Where the ordering of the arms holds and flips as scenario assumptions vary; None
     when no flip analysis was run (the report's conclusion says so)."""
+    expectations: list[ExpectationResult] = Field(default=[], exclude_if=lambda gates: not gates)
+    """The scenario's ``expect:`` gates judged on each arm they apply to; left out of the JSON when the
+    scenario has none, which keeps its bytes."""
 
     def arm(self, policy: str, errors: str) -> ArmResult:
         """The arm of ``policy`` on ``errors``."""
@@ -220,3 +257,6 @@ class SweepResult(_Model):
     """The swept parameter the report's curves are drawn against."""
     entries: list[SweepEntry]
     versions: dict[str, str] = {}
+    scenario_configs: dict[str, dict[str, Any]] = {}
+    """Each scenario of the sweep by name, validated, before the swept values were applied: what the
+    report states as run, and where it reads the kind of a swept fault (``faults[0]`` is a ``network_blip``)."""

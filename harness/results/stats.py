@@ -11,6 +11,7 @@ Pure functions of numbers: no SimPy, no SciPy, no result models (``reports`` may
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -20,7 +21,7 @@ DEFAULT_CONFIDENCE = 0.95
 
 
 def mean_ci(
-    values: list[float], confidence: float = DEFAULT_CONFIDENCE
+    values: Sequence[float | None], confidence: float = DEFAULT_CONFIDENCE
 ) -> tuple[float | None, float | None, float | None]:
     """(mean, low, high) of the mean of ``values``; the interval is None with fewer than 2 values.
 

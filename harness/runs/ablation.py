@@ -12,6 +12,7 @@ between consecutive steps is a paired one.  Every number comes from
 from __future__ import annotations
 
 from concurrent.futures import Executor
+from typing import Any
 
 from fleetchaos.results.models import CompareResult, rounded
 from fleetchaos.results.stats import DEFAULT_CONFIDENCE, paired_difference
@@ -63,7 +64,7 @@ def ablation_document(result: CompareResult, policy: str = DEFAULT_POLICY) -> di
     steps = []
     previous = None
     for arm in result.arms:
-        gain = {}
+        gain: dict[str, dict[str, Any]] = {}
         if previous is not None:
             for name in HEADLINE:
                 diff = paired_difference(arm.per_seed[name], previous.per_seed[name], result.confidence)

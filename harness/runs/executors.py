@@ -28,6 +28,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from multiprocessing.context import BaseContext
+from types import ModuleType
 from typing import Any, TypeVar
 
 from fleetchaos.errors import UserError
@@ -259,7 +260,7 @@ class DaskExecutor(Executor):
         self.shutdown(wait=False, cancel_futures=True)
 
 
-def import_distributed():
+def import_distributed() -> ModuleType:
     """The ``distributed`` module, or a user error saying how to install the extra."""
     try:
         import distributed

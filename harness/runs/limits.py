@@ -31,8 +31,12 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from fleetchaos.sim.interrupts import WallClockExceeded, mark_expired
+
+if TYPE_CHECKING:
+    from fleetchaos.sim.config import WorldSpec
 
 __all__ = ["BASE_LIMIT_S", "SECONDS_PER_CALL", "default_time_limit", "time_limit_text", "wall_clock_limit"]
 
@@ -46,7 +50,7 @@ SECONDS_PER_CALL = 0.005
 _REPEAT_S = 1.0
 
 
-def default_time_limit(scenario) -> float:
+def default_time_limit(scenario: WorldSpec) -> float:
     """The wall-clock limit of one run of ``scenario`` when none is given: 600 s plus 5 ms per estimated tool call."""
     from fleetchaos.scenario.load import estimated_size
 

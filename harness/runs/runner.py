@@ -6,7 +6,7 @@ import gc
 import shlex
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
@@ -76,7 +76,7 @@ def run_one(
     params: Sequence[tuple[str, Any]] = (),
     trace: bool = False,
     trace_label: str = "traced run",
-    on_trace: Callable[[Any], None] | None = None,
+    on_trace: Callable[[Any], object] | None = None,
     time_limit_s: float | None = None,
 ) -> RunResult:
     """Simulate one arm on one seed and judge every task.
@@ -245,7 +245,7 @@ class Variant:
 
     def policy_spec(self, policy: str) -> str:
         """``policy`` with this variant's ``policy.NAME`` values set: the spec its runs run and record."""
-        pairs = [(policy_param_name(p), v) for p, v in self.params if policy_param_name(p) is not None]
+        pairs = [(name, v) for p, v in self.params if (name := policy_param_name(p)) is not None]
         return with_params(policy, pairs) if pairs else policy
 
 
@@ -356,8 +356,8 @@ def aggregate(policy: str, errors: str, runs: list[RunResult], confidence: float
             breakdowns.setdefault(key, Counter()).update(counts)
     samples: dict[str, list[float]] = {}
     for r in runs:
-        for key, values in r.samples.items():
-            samples.setdefault(key, []).extend(values)
+        for key, drawn in r.samples.items():
+            samples.setdefault(key, []).extend(drawn)
     return ArmResult(
         policy=policy,
         errors=errors,
@@ -446,22 +446,24 @@ def compare(
     on_trace: Callable[[str, str, int, Any], None] | None = None,
     params: Sequence[tuple[str, Any]] = (),
     time_limit_s: float | None = None,
+    done: Mapping[tuple[str, str, int], RunResult] | None = None,
 ) -> CompareResult:
     """Every policy on every error format, each on the same seeds (so the same faults).
 
     Runs go to ``executor`` if given (the caller owns it), else to a Dask cluster at
     ``scheduler``, else to ``jobs`` local processes (in-process when ``jobs`` is 1).
-    ``on_result`` receives each run as it finishes.  The result does not depend on the
-    executor or the number of jobs.  With ``keep_tasks`` the runs handed to
-    ``on_result`` carry their per-task rows (dropped right after, so memory stays flat).
+    ``on_result`` gets each run as it finishes; the result depends on no executor or job count.
+    With ``keep_tasks`` the runs it gets carry their per-task rows (dropped right after).
     With ``trace`` the first seed of the best and the worst arm is run again with tracing
     on and the comparison carries their timelines; ``on_trace(policy, errors, seed,
     output)`` receives each of those runs' world output.  ``params`` (``--param`` values already
     applied to ``scenario``) label every run and its replay command.  ``time_limit_s`` bounds
-    each run's wall-clock time (:mod:`fleetchaos.runs.limits`).
+    each run's wall-clock time (:mod:`fleetchaos.runs.limits`).  Runs in ``done`` (by policy,
+    format and seed: a resumed comparison's stored runs) are not run again nor handed on.
     """
     arms = list(product(policies, formats))
-    job_list = [RunJob(0, p, e, s) for (p, e) in arms for s in seeds]
+    done = done or {}
+    job_list = [RunJob(0, p, e, s) for (p, e) in arms for s in seeds if (p, e, s) not in done]
     variants = [Variant(scenario, scenario_ref, tuple(params), keep_tasks=keep_tasks, time_limit_s=time_limit_s)]
 
     def hand_on(_index: int, result: RunResult) -> None:
@@ -472,10 +474,11 @@ def compare(
     owned = executor is None
     pool = open_executor(jobs, scheduler) if executor is None else executor
     try:
-        results = run_jobs(variants, job_list, executor=pool, on_result=hand_on)
+        fresh = iter(run_jobs(variants, job_list, executor=pool, on_result=hand_on) if job_list else [])
     finally:
         if owned:
             pool.shutdown()
+    results = [done[(p, e, s)] if (p, e, s) in done else next(fresh) for (p, e) in arms for s in seeds]
     apply_common_sets(results)  # every arm's recovery on the tasks faulted in any arm, seed by seed
     by_arm: dict[tuple[str, str], list[RunResult]] = {}
     for r in results:

@@ -70,24 +70,27 @@ class Dimension(BaseModel):
         if self.log_range is not None:
             lo, hi = self.log_range
             return _rounded(math.exp(rng.uniform(math.log(lo), math.log(hi))))
-        return _plain(rng.choice(self.choice))  # type: ignore[arg-type]
+        assert self.choice is not None  # _one_range: exactly one of the four is given
+        return _plain(rng.choice(self.choice))
 
     def grid(self, points: int) -> list[Any]:
         """``points`` evenly spaced values (geometrically for ``log``), every choice, or every whole number if fewer."""
         if self.choice is not None:
             return [_plain(c) for c in self.choice]
         if self.int_range is not None:
-            lo, hi = self.int_range
-            if hi - lo + 1 <= points:
-                return list(range(lo, hi + 1))
-            return sorted({round(lo + (hi - lo) * i / (points - 1)) for i in range(points)})
+            first, last = self.int_range
+            if last - first + 1 <= points:
+                return list(range(first, last + 1))
+            return sorted({round(first + (last - first) * i / (points - 1)) for i in range(points)})
         if points == 1:
             bounds = self.float_range or self.log_range
-            return [float(bounds[0])]  # type: ignore[index]
+            assert bounds is not None  # _one_range: exactly one of the four is given
+            return [float(bounds[0])]
         if self.float_range is not None:
             lo, hi = self.float_range
             return [_rounded(lo + (hi - lo) * i / (points - 1)) for i in range(points)]
-        lo, hi = self.log_range  # type: ignore[misc]
+        assert self.log_range is not None  # _one_range: exactly one of the four is given
+        lo, hi = self.log_range
         return [
             _rounded(math.exp(math.log(lo) + (math.log(hi) - math.log(lo)) * i / (points - 1))) for i in range(points)
         ]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -29,6 +29,9 @@ from fleetchaos.results.common_set import apply_common_sets
 from fleetchaos.results.models import RunResult, SweepEntry, SweepResult
 from fleetchaos.scenario.params import ParamError, apply_params, format_value, grid_points, parse_path
 from fleetchaos.seeds import seeds_problem
+
+if TYPE_CHECKING:
+    from fleetchaos.gates.history import HistoryStore
 
 DEFAULT_POLICIES = ("blind-retry", "backoff", "structured")
 DEFAULT_FORMATS = ("generic", "structured")
@@ -45,7 +48,8 @@ class SweepSpec(BaseModel):
     (``tool_calls,makespan_s``), each with its own curves and table column.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    # strict: a quoted number (``confidence: "0.9"``) is refused as in a scenario file, not coerced.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     scenarios: list[str] = Field(default_factory=lambda: ["default"], min_length=1)
     policies: list[str] = Field(default_factory=lambda: list(DEFAULT_POLICIES), min_length=1)
@@ -60,6 +64,18 @@ class SweepSpec(BaseModel):
     def metric_names(self) -> list[str]:
         """The metrics to draw, in the order given (``metric`` split at commas)."""
         return [m.strip() for m in self.metric.split(",") if m.strip()]
+
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seeds_shape(cls, value: Any) -> Any:
+        # One message for a value that is neither member of the union (rather than one per member).
+        if isinstance(value, bool) or not isinstance(value, (int, list, tuple)):
+            shown = repr(value) if isinstance(value, str) else str(value).lower()
+            raise ValueError(
+                f"expected a count from 1 to 10000 or a list of seeds, got {shown}; "
+                "write a plain number (without quotes) or a list such as [1, 2, 3]"
+            )
+        return value
 
     @field_validator("seeds")
     @classmethod
@@ -110,7 +126,7 @@ def load_sweep_file(path: str | Path) -> SweepSpec:
     try:
         return SweepSpec.model_validate(data)
     except ValidationError as exc:
-        raise UserError(format_validation_error(source, exc)) from None
+        raise UserError(format_validation_error(source, exc, text)) from None
 
 
 def scenario_source(ref: str) -> str:
@@ -142,6 +158,8 @@ class SweepPlan:
     """:func:`scenario_hash` of each base scenario, in ``scenario_names`` order."""
     policies: tuple[str, ...] = ()
     """The policies' canonical specs (``backoff(cap_s=5.0)`` for ``backoff(cap_s=5)``), in ``spec.policies`` order."""
+    base_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each base scenario's validated document (before swept values), by scenario name."""
 
 
 def _numeric(values: list[Any]) -> bool:
@@ -201,12 +219,14 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
     variants: list[Variant] = []
     names: list[str] = []
     scenario_digests: list[str] = []
+    base_configs: dict[str, dict[str, Any]] = {}
     grid: dict[str, list[Any]] = {}
     for ref in spec.scenarios:
         base = load_scenario(ref)
         if base.name in names:
             raise UserError(f"--scenario {ref}: another scenario of this sweep is also named {base.name!r}; rename one")
         names.append(base.name)
+        base_configs[base.name] = base.model_dump(mode="json")
         digest = scenario_hash(base)
         scenario_digests.append(digest)
         seen: dict[tuple, tuple] = {}
@@ -250,7 +270,9 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
         [scenario_digests, list(grid.items()), list(policies), spec.errors, seeds], separators=(",", ":")
     )
     sweep_id = hashlib.sha256(ident.encode("utf-8")).hexdigest()[:16]
-    return SweepPlan(spec, names, grid, x, variants, jobs, keys, sweep_id, seeds, scenario_digests, policies)
+    return SweepPlan(
+        spec, names, grid, x, variants, jobs, keys, sweep_id, seeds, scenario_digests, policies, base_configs
+    )
 
 
 def _policy_points(policies: tuple[str, ...], grid: dict[str, list[Any]]) -> list[tuple[tuple[str, Any], ...]]:
@@ -288,7 +310,7 @@ def _policy_points(policies: tuple[str, ...], grid: dict[str, list[Any]]) -> lis
 SWEEP_KIND = "sweep"
 
 
-def open_group(store, plan: SweepPlan, *, resume: bool) -> tuple[int, dict[str, RunResult]]:
+def open_group(store: HistoryStore, plan: SweepPlan, *, resume: bool) -> tuple[int, dict[str, RunResult]]:
     """The history group this sweep writes to, and the runs it already holds (by key).
 
     With ``resume``, the newest stored group of the same sweep (same scenario hashes,
@@ -371,4 +393,5 @@ def summarise(plan: SweepPlan, results: list[RunResult]) -> SweepResult:
         x=plan.x,
         entries=entries,
         versions=versions(),
+        scenario_configs=dict(plan.base_configs),
     )

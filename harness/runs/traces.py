@@ -9,7 +9,7 @@ kept, so a timeline stays small enough to travel inside ``results.json``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleetchaos.results.metrics import error_code
 from fleetchaos.results.models import ArmResult, Timeline, rounded
@@ -17,15 +17,20 @@ from fleetchaos.results.registry import lead_metrics
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.workload import is_closed_loop
 
+if TYPE_CHECKING:
+    from fleetchaos.sim.world import RunOutput  # SimPy: for the type checker only
+
 #: Recovery actions a timeline keeps (a plain Retry shows as the next dispatch instead).
 TIMELINE_ACTIONS = frozenset({"Reroute", "RefreshCredentials", "Escalate", "GiveUp", "UseAlternative"})
 
 
 def _t(value: float) -> float:
-    return rounded(value)  # type: ignore[return-value]
+    return rounded(value)
 
 
-def timeline_of(output, *, label: str, policy: str, errors: str, seed: int, replay: str, workers: int) -> Timeline:
+def timeline_of(
+    output: RunOutput, *, label: str, policy: str, errors: str, seed: int, replay: str, workers: int
+) -> Timeline:
     """The timeline of one run from its :class:`fleetchaos.sim.world.RunOutput`.
 
     ``output.trace`` must have been recorded (``World(..., trace=True)``).  Unknown trace
@@ -34,6 +39,7 @@ def timeline_of(output, *, label: str, policy: str, errors: str, seed: int, repl
     """
     if output.trace is None:
         raise ValueError("timeline_of needs a traced run: build the World with trace=True")
+    assert output.fault_log is not None  # a traced world keeps its fault log
     plan = output.plan
     end = float(output.end_s)
 
@@ -55,7 +61,7 @@ def timeline_of(output, *, label: str, policy: str, errors: str, seed: int, repl
         (_t(t), int(worker), str(kind), error_code(str(kind)), str(tool))
         for t, kind, tool, worker, _task in output.fault_log
     ]
-    partitions = []
+    partitions: list[tuple[float, float, list[int] | None]] = []
     for p in getattr(plan, "partitions", []):
         cut = None if p.workers is None else sorted(p.workers)
         partitions.extend((*span(a, b), cut) for a, b in p.spans.spans if a < end)
@@ -70,7 +76,7 @@ def timeline_of(output, *, label: str, policy: str, errors: str, seed: int, repl
         end_s=_t(end),
         disk_full=[[span(a, b) for a, b in spans if a < end] for spans in plan.disk_full],
         key_expiries=[[_t(t) for t in times if t < end] for times in plan.key_expiries],
-        rate_windows=[(*span(a, b), rounded(f)) for a, b, f in plan.rate_windows if a < end],  # type: ignore[misc]
+        rate_windows=[(*span(a, b), rounded(f)) for a, b, f in plan.rate_windows if a < end],
         dispatches=dispatches,
         faults=faults,
         actions=actions,

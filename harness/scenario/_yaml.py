@@ -11,6 +11,9 @@ anything walks it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import yaml
 
 MAX_DEPTH = 32
@@ -38,10 +41,10 @@ class _LimitedLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
-    def compose_sequence_node(self, anchor):  # type: ignore[override]
+    def compose_sequence_node(self, anchor):
         return self._nested(super().compose_sequence_node, anchor)
 
-    def compose_mapping_node(self, anchor):  # type: ignore[override]
+    def compose_mapping_node(self, anchor):
         return self._nested(super().compose_mapping_node, anchor)
 
     def _count(self, nodes: int, mark) -> None:
@@ -52,7 +55,7 @@ class _LimitedLoader(yaml.SafeLoader):
                 "scenario files are small documents"
             )
 
-    def compose_node(self, parent, index):  # type: ignore[override]
+    def compose_node(self, parent, index):
         event = self.peek_event()
         if self.check_event(yaml.AliasEvent):  # stands for every node of what it names
             self._count(self._sizes.get(event.anchor, 1), event.start_mark)
@@ -65,7 +68,7 @@ class _LimitedLoader(yaml.SafeLoader):
             self._sizes[anchor] = self._nodes - before
         return node
 
-    def construct_mapping(self, node, deep=False):  # type: ignore[override]
+    def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
             seen = set()
             for key_node, _ in node.value:
@@ -85,7 +88,7 @@ class _LimitedLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-def load_yaml(text: str):
+def load_yaml(text: str) -> Any:
     """Parse one YAML document with the limits above."""
     loader = _LimitedLoader(text)
     try:
@@ -94,7 +97,7 @@ def load_yaml(text: str):
         loader.dispose()
 
 
-def line_finder(text: str):
+def line_finder(text: str) -> Callable[[tuple[Any, ...]], int | None]:
     """``line_of(loc)``: the 1-based line of the YAML node at a validation error's place, or None.
 
     ``loc`` is pydantic's path (field names and list indexes); a part that names no key at

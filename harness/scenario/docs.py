@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from fleetchaos.scenario import _yaml
+from fleetchaos.scenario.expect import Expectation
 from fleetchaos.scenario.fault_catalogue import fault_kinds
 from fleetchaos.scenario.fields import parameters
 from fleetchaos.scenario.load import (
@@ -52,7 +53,41 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("workload.arrivals[]", Arrival),
     ("workload.arrival_schedule", ArrivalSchedule),
     ("workload.arrival_schedule.points[]", RatePoint),
+    ("expect[]", Expectation),
 )
+
+#: How the ``expect:`` gates are used, after their table (an example and the rules of the commands).
+EXPECT_NOTES: list[str] = [
+    "```yaml",
+    "expect:",
+    "  - metric: success_rate          # every arm: the mean over seeds at least 95%",
+    "    at_least: 0.95",
+    "  - metric: silent_failure_rate   # no seed may report unfinished work as done",
+    "    at_most: 0",
+    "    statistic: every_seed",
+    "  - metric: wasted_retries        # the whole 95% interval at most 10",
+    "    at_most: 10",
+    "    statistic: interval",
+    "  - metric: common_recovery_rate  # only the arms on structured errors",
+    "    at_least: 0.9",
+    '    arm: "*/structured"',
+    "```",
+    "",
+    "`fleetchaos run` and `fleetchaos compare` judge every gate on every arm it applies to after",
+    "the runs, print one line per verdict (`ok` or `FAILED`, the figure against the bound) and a",
+    "summary, record the verdicts in the results (`expectations` in results.json and `--json`)",
+    "and in the report's *Acceptance criteria* section, and exit 1 when one failed (also when a",
+    "`--baseline` gate passed; both are printed). A gate whose `arm` the command does not run is",
+    "refused before anything runs (exit 2, naming the arms it runs): run that arm too, or pass",
+    "`--no-expect` to run without the scenario's gates. A gate fails when its figure has no value",
+    "(no seed gave one; no interval from one seed of a count) and on an arm whose policy errored",
+    "(unless `--allow-policy-errors`). `sweep`, `ablation`, `tune` and `robustness` do not judge",
+    "them. In the pytest plugin, a scenario test fails with each missed gate that applies to its",
+    "arm (gates naming other arms are not that test's), naming the command that replays the",
+    "worst seed; the summary table has an `expect` column. An example:",
+    "[examples/suite/chaos/busy_hour.yaml](../examples/suite/chaos/busy_hour.yaml).",
+    "",
+]
 
 #: The pieces of the shared fault schedule.
 SCHEDULE: tuple[type[BaseModel], ...] = (Window, Burst, Ramp, NodeEvent)
@@ -135,7 +170,9 @@ def render() -> str:
         "```",
         "",
         "Times are simulated seconds from midnight of day 0 (fields named `*_s`). Every mapping",
-        "refuses unknown fields; every number must be finite.",
+        "refuses unknown fields; every number must be finite and written as a number: a quoted",
+        '`"0.1"` is a string and is refused, as is `4.0` for a whole-number field (write `4`); a',
+        "whole number is fine where a number is expected (`probability: 1`).",
         "",
         "## Loading rules",
         "",
@@ -160,6 +197,8 @@ def render() -> str:
         out += [f"## `{key}`: {model.__name__}", "", _summary(model), ""]
         out += _table(model)
         out.append("")
+        if model is Expectation:
+            out += EXPECT_NOTES
     out += [
         "## Faults",
         "",

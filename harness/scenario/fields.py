@@ -16,6 +16,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import annotated_types
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 __all__ = [
@@ -143,7 +144,8 @@ class FieldAt:
         self.annotation = annotation
 
     @property
-    def field(self):
+    def field(self) -> FieldInfo | None:
+        """The field's pydantic definition, None when the location names no field of a model."""
         if self.model is None or self.field_name is None:
             return None
         return self.model.model_fields.get(self.field_name)
@@ -203,11 +205,13 @@ def plain_number(x: float) -> str:
     return f"{x:g}"
 
 
-def allowed_range(field) -> str:
+def allowed_range(field: FieldInfo | None) -> str:
     """A field's numeric and length constraints in words: ``0 <= value <= 1``, ``> 0``, ``length >= 1``."""
     if field is None:
         return ""
-    low = high = None
+    # annotated_types types a bound as any comparable; a scenario field's bounds are numbers
+    low: tuple[str, Any] | None = None
+    high: tuple[str, Any] | None = None
     lengths = []
     for meta in field.metadata:
         if isinstance(meta, annotated_types.Ge):
@@ -291,7 +295,7 @@ def yaml_value(value: Any) -> str:
         return "{" + ", ".join(f"{k}: {yaml_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, (list, tuple)):
         if value and all(isinstance(v, BaseModel) and "name" in type(v).model_fields for v in value):
-            return "built-in: " + ", ".join(v.name for v in value)  # type: ignore[attr-defined]
+            return "built-in: " + ", ".join(v.name for v in value)
         return "[" + ", ".join(yaml_value(v) for v in value) + "]"
     return str(value)
 
@@ -299,7 +303,7 @@ def yaml_value(value: Any) -> str:
 def _default(field) -> str:
     if field.default is PydanticUndefined and field.default_factory is None:
         return "required"
-    value = field.default_factory() if field.default_factory is not None else field.default  # type: ignore[call-arg]
+    value = field.default_factory() if field.default_factory is not None else field.default
     return yaml_value(value)
 
 

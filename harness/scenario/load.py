@@ -16,6 +16,7 @@ import fleetchaos.catalogue as catalogue
 from fleetchaos.errors import ScenarioError
 from fleetchaos.files import FileTooLargeError, StrictJsonError, loads_json, read_text_bounded
 from fleetchaos.scenario._yaml import MAX_DEPTH, YamlLimitError, load_yaml
+from fleetchaos.scenario.expect import Expectation
 from fleetchaos.seeds import seeds_problem
 from fleetchaos.sim.config import DAY_S, WorldSpec
 from fleetchaos.sim.fault_specs import FAULT_MODELS
@@ -84,7 +85,7 @@ def estimated_schedule(world: WorldSpec) -> list[tuple[int, int]]:
         else:
             spans = windows
         if hasattr(fault, "per_worker_per_day"):
-            spans += math.ceil(value("per_worker_per_day") * days * targets) + len(fault.events)
+            spans += math.ceil(value("per_worker_per_day") * days * targets) + len(getattr(fault, "events", ()))
         burst = getattr(fault, "burst", None)
         if burst is not None:
             phases = horizon / (burst.mean_good_s + burst.mean_bad_s)
@@ -144,13 +145,22 @@ class Scenario(WorldSpec):
         description="record goodput over time in bins of this many seconds (tasks that really completed and were "
         "reported complete, by the instant they ended) and draw it per arm in the report",
     )
+    expect: list[Expectation] = Field(
+        default=[],
+        max_length=100,
+        description="acceptance criteria judged after run and compare (exit 1 when one fails) and by the pytest "
+        "plugin: see the expect[] section",
+    )
 
     @model_serializer(mode="wrap")
-    def _omit_absent_goodput(self, handler):
-        # Without the setting a scenario dumps as before it existed: results stay byte-identical.
+    def _omit_absent_settings(self, handler):
+        # Without these settings a scenario dumps as before they existed: results stay byte-identical.
         data = handler(self)
-        if self.goodput_bin_s is None and isinstance(data, dict):
-            data.pop("goodput_bin_s", None)
+        if isinstance(data, dict):
+            if self.goodput_bin_s is None:
+                data.pop("goodput_bin_s", None)
+            if not self.expect:
+                data.pop("expect", None)
         return data
 
     @field_validator("seeds")
@@ -264,15 +274,15 @@ def parse_document(
         raise ScenarioError(f"{source}: nested too deeply to be a {what} file") from None
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         first = " ".join(str(exc).split())
-        mark = getattr(exc, "problem_mark", None)
-        if mark is not None and getattr(exc, "problem", None):
-            context = f" ({exc.context})" if getattr(exc, "context", None) else ""  # type: ignore[attr-defined]
+        if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None and exc.problem:
+            mark = exc.problem_mark
+            context = f" ({exc.context})" if exc.context else ""
             fix = (
                 f"{what} files hold plain data only: remove the tag"
-                if "constructor for the tag" in str(exc.problem)  # type: ignore[attr-defined]
+                if "constructor for the tag" in str(exc.problem)
                 else "check the indentation, quotes and brackets there"
             )
-            first = f"line {mark.line + 1}, column {mark.column + 1}: {exc.problem}{context}; {fix}"  # type: ignore[attr-defined]
+            first = f"line {mark.line + 1}, column {mark.column + 1}: {exc.problem}{context}; {fix}"
         raise ScenarioError(f"{source}: not valid {'JSON' if source.endswith('.json') else 'YAML'}: {first}") from None
     except (ValueError, OverflowError) as exc:  # a scalar the parser cannot turn into a value (huge int, bad date)
         detail = " ".join(str(exc).split())[:200]
@@ -304,7 +314,7 @@ def scenario_document(scenario: Scenario) -> dict[str, Any]:
     """A scenario as a plain document for YAML or JSON (defaults left out, each fault's kind kept, name first)."""
     data = scenario.model_dump(mode="json", exclude_defaults=True)
     data["faults"] = [{"kind": f.kind, **f.model_dump(mode="json", exclude_defaults=True)} for f in scenario.faults]
-    first = {k: data.pop(k) for k in ("name", "description") if k in data}
+    first: dict[str, Any] = {k: data.pop(k) for k in ("name", "description") if k in data}
     return {**first, **data}
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from fleetchaos.scenario.fields import (
     allowed_range,
@@ -136,7 +137,7 @@ def _value_error(root: type[BaseModel] | None, raw_loc: tuple, where: str, messa
     return message
 
 
-def _one(err: dict, root: type[BaseModel] | None, tags: frozenset[str]) -> str:
+def _one(err: ErrorDetails, root: type[BaseModel] | None, tags: frozenset[str]) -> str:
     """One problem as ``PATH: RULE (got VALUE); FIX``."""
     raw_loc = tuple(err.get("loc", ()))
     loc = tuple(p for p in raw_loc if not (isinstance(p, str) and p in tags))
@@ -207,16 +208,21 @@ def _one(err: dict, root: type[BaseModel] | None, tags: frozenset[str]) -> str:
     elif kind == "float_type" and isinstance(value, int) and not isinstance(value, bool):
         rule = "is too large to be a number"
         fix = "; write a value within the allowed range"
-    elif kind in ("float_type", "float_parsing", "int_type", "int_parsing", "decimal_parsing"):
-        rule = f"must be {'a whole number' if kind.startswith('int') else 'a number'}"
-        fix = "; write a plain number, without quotes or units"
-    elif kind == "int_from_float":
+    elif kind == "int_from_float" or (kind == "int_type" and isinstance(value, float)):
+        # Numbers are validated strictly: a whole-number field refuses 2.5 and 2.0 alike.
         rule = "must be a whole number"
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            shown, fix = f" (got {value!r})", f"; write {int(value)}, without the decimal point"
+            return f"{where}: {rule}{shown}{fix}"
         fix = (
             f"; use {math.floor(value):g} or {math.ceil(value):g}"
             if isinstance(value, float) and math.isfinite(value)
             else ""
         )
+    elif kind in ("float_type", "float_parsing", "int_type", "int_parsing", "decimal_parsing"):
+        # A quoted number ("0.1") is a string in a number's place, refused as any other string is.
+        rule = f"must be {'a whole number' if kind.startswith('int') else 'a number'}"
+        fix = "; write a plain number, without quotes or units"
     elif kind in ("bool_type", "bool_parsing"):
         rule = "must be true or false"
     elif kind in ("string_type", "string_too_short", "string_too_long"):

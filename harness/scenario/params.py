@@ -15,11 +15,14 @@ import json
 import re
 from collections.abc import Sequence
 from itertools import product
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from fleetchaos.errors import UserError
+
+if TYPE_CHECKING:
+    from fleetchaos.scenario.load import Scenario
 
 _PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)$")
 _INDEX = re.compile(r"\[(\d+)\]")
@@ -171,7 +174,9 @@ def get_path(document: Any, path: Path) -> Any:
     return document
 
 
-def apply_params(scenario, params: Sequence[tuple[str, Any]], *, source: str):
+def apply_params(
+    scenario: Scenario, params: Sequence[tuple[str, Any]], *, source: str
+) -> tuple[Scenario, tuple[tuple[str, Any], ...]]:
     """``scenario`` with each (path, value) set, validated again; plus the values as validated.
 
     Returns ``(new_scenario, canonical_params)`` where each value is read back from the

@@ -6,6 +6,11 @@ rows are :mod:`fleetchaos.testing.summary`.  Light to import: pytest and the sta
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import re
+import shlex
+import sys
 from numbers import Real
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,9 +18,30 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    pass
+    from fleetchaos.testing.suite import ScenarioResult
 
-__all__ = ["MARKER_KEYS", "ini_confidence", "ini_seeds", "marker_config", "marker_problem"]
+__all__ = [
+    "MARKER_KEYS",
+    "ini_confidence",
+    "ini_seeds",
+    "marker_config",
+    "marker_problem",
+    "replay_prefix",
+    "slug",
+    "write_arm_report",
+]
+
+
+def _resolved(entry: str) -> Path | None:
+    try:
+        return Path(entry or os.curdir).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+
+
+#: ``sys.path`` when the plugin was loaded: before pytest adds its ``pythonpath`` ini folders and
+#: the folders of test files, none of which a ``fleetchaos`` command started from a shell has.
+_STARTUP_PATH = frozenset(p for p in map(_resolved, sys.path) if p is not None)
 
 #: Keyword arguments the ``fleetchaos`` marker accepts (``bindings``, ``tasks`` and ``clock`` are read by
 #: ``fleetchaos_real``).
@@ -116,3 +142,93 @@ def marker_config(node: pytest.Item) -> dict[str, Any]:
         if problem is not None:
             pytest.fail(f"@pytest.mark.fleetchaos: {problem}", pytrace=False)
     return merged
+
+
+def _module_folders(module: str) -> list[Path]:
+    """The ``sys.path`` folders a top-level module is found in (several for a namespace package)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:  # a package: the folder holding the package's folder
+        return [Path(p).resolve().parent for p in spec.submodule_search_locations]
+    return [Path(spec.origin).resolve().parent] if spec.origin and spec.has_location else []
+
+
+def _shown(folder: Path) -> str:
+    """A folder as short as it can be from the current directory (as scenario paths are shown)."""
+    try:
+        return str(folder.relative_to(Path.cwd().resolve())) or os.curdir
+    except ValueError:
+        return str(folder)
+
+
+def replay_prefix(config: pytest.Config, policy: str) -> str:
+    """``PYTHONPATH=DIR `` to put before a replay command when ``policy`` is an import path found only
+    through folders pytest put on ``sys.path``, else ``""``.
+
+    pytest's ``pythonpath`` ini option (and its own insertion of test folders) lets a suite name
+    ``team_policy:TeamPolicy`` from a folder a shell's ``fleetchaos run`` does not search; the working
+    directory it does search (:func:`fleetchaos.names.allow_local_policies`).  The prefix carries the
+    ini folders (and the module's own folder if pytest added it otherwise), relative to the working
+    directory, so the printed command works pasted where pytest ran.
+    """
+    module = policy.partition("(")[0].partition(":")[0].strip()
+    if not module or ":" not in policy.partition("(")[0]:
+        return ""
+    try:
+        found = _module_folders(module.partition(".")[0])
+    except (ImportError, ValueError, OSError):
+        return ""
+    here = Path.cwd().resolve()
+    on_path = {p for p in map(_resolved, sys.path) if p is not None}
+    ini = [p.resolve() for p in (Path(str(e)) for e in config.getini("pythonpath") or ())]
+    added = [d for d in found if d in on_path and d != here and (d in ini or d not in _STARTUP_PATH)]
+    if not added:
+        return ""
+    folders = [d for d in ini if d != here] + [d for d in added if d not in ini]
+    value = os.pathsep.join(shlex.quote(_shown(d)) for d in dict.fromkeys(folders))
+    if os.environ.get("PYTHONPATH"):  # keep what the shell already adds
+        value += os.pathsep + '"$PYTHONPATH"'
+    return f"PYTHONPATH={value} "
+
+
+def slug(text: str) -> str:
+    """``text`` as one safe file name (test ids and arm names as report folders)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:120] or "test"
+
+
+def write_arm_report(result: ScenarioResult, root: Path, written: dict[str, Any]) -> Path:
+    """Write the report of one arm (scenario, policy, format, seeds) into ``root`` once per session.
+
+    Tests that share an arm share its runs, so they share one report folder,
+    ``ROOT/<scenario>.<policy>.<errors>``: the arm's comparison report and one run report per seed in
+    ``seed-N/`` (one seed: that run's report).  ``written`` maps each folder name used in this session
+    to the arm it holds; the same arm on other seeds, or another scenario of the same name, gets a
+    folder of its own (``.seeds-1-3``, ``.<scenario digest>``).
+    """
+    from fleetchaos.gates.assertions import seeds_text
+    from fleetchaos.reports import write_compare_report, write_run_report
+
+    key = (result.scenario_digest, result.scenario_ref, result.policy, result.errors, result.seeds)
+    name = slug(f"{result.scenario}.{result.policy}.{result.errors}")
+    taken = written.get(name, key)
+    if taken != key:  # named after what tells the two apart: the seeds, the scenario's content, or a number
+        parts = [name]
+        if taken[4] != key[4]:
+            parts.append(f"seeds-{slug(seeds_text(result.seeds))}")
+        if taken[:2] != key[:2]:
+            parts.append(result.scenario_digest)
+        name, n = ".".join(parts), 2
+        while written.get(name, key) != key:
+            name, n = f"{'.'.join(parts)}-{n}", n + 1
+    out = root / name
+    if name in written:  # another test of this session has written this arm's report
+        return out
+    written[name] = key
+    if len(result.runs) == 1:  # one seed: a run report, as `fleetchaos run --report` writes
+        write_run_report(result.runs[0], out, root=root)
+        return out
+    write_compare_report(result.to_compare_result(), out, root=root)
+    for run in result.runs:
+        write_run_report(run, out / f"seed-{run.seed}", root=root)
+    return out

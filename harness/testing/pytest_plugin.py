@@ -13,7 +13,7 @@ Registered through the ``pytest11`` entry point, so installing fleetchaos is eno
   confidence=...)``: the defaults of ``fleetchaos.run()`` for that test (the closest
   marker wins key by key, so a module ``pytestmark`` can name the scenario);
 * options ``--fleetchaos-seed N`` (consecutive seeds from N), ``--fleetchaos-report DIR``
-  (a report folder per scenario run), ``--fleetchaos-baseline REF`` (fail a run whose
+  (a report folder per arm), ``--fleetchaos-baseline REF`` (fail a run whose
   figures regress against a stored baseline: results JSON, a report folder, or a
   run-history group), ``--fleetchaos-fail-on METRIC:THRESHOLD`` (how much worse each
   metric may get, as the CLI's ``--fail-on``; default: the registry's gated metrics at
@@ -29,17 +29,27 @@ matplotlib, Faker and hypothesis are imported when a scenario first runs.
 from __future__ import annotations
 
 import os
-import re
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from fleetchaos.testing.plugin_support import MARKER_KEYS, ini_confidence, ini_seeds, marker_config, marker_problem
+from fleetchaos.testing.plugin_support import (
+    MARKER_KEYS,
+    ini_confidence,
+    ini_seeds,
+    marker_config,
+    marker_problem,
+    replay_prefix,
+    slug,
+    write_arm_report,
+)
 from fleetchaos.testing.summary import summary_lines, summary_row
 
 if TYPE_CHECKING:
+    from fleetchaos.real.fixture import FleetChaosReal
     from fleetchaos.testing.suite import ScenarioResult
 
 __all__ = ["MARKER_KEYS", "FleetChaos"]
@@ -64,6 +74,8 @@ class _SessionState:
     """(test id, line) of every gate that passed on weak evidence."""
     gate: Any = None
     """The :class:`~fleetchaos.gates.session.GateSession` judging runs against the baseline, if one was given."""
+    reports: dict = field(default_factory=dict)
+    """Report folder name -> the arm written there (``--fleetchaos-report``): one report per arm."""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect the scenario rows of each finished test."""
@@ -123,7 +135,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--fleetchaos-report",
         default=None,
         metavar="DIR",
-        help="write a report folder (results.json, summary.md, charts, per-seed tasks.csv) per scenario run into DIR",
+        help="write a report folder (results.json, summary.md, charts, per-seed tasks.csv) per arm into DIR: tests "
+        "sharing an arm (scenario, policy, errors, seeds) share its report",
     )
     group.addoption(
         "--fleetchaos-baseline",
@@ -248,10 +261,6 @@ def _first_given(*values: Any) -> Any:
     return next((v for v in values if v is not None), None)
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:120] or "test"
-
-
 class FleetChaos:
     """What the ``fleetchaos`` fixture gives a test: runs scenarios, remembers the results.
 
@@ -350,11 +359,12 @@ class FleetChaos:
                 keep_tasks=report_dir is not None,
                 save_dir=self._save_dir(),
                 cache=self._state.cache,
+                replay_prefix=replay_prefix(self._config, policy),
             )
         except UserError as exc:
             pytest.fail(f"fleetchaos: {exc}", pytrace=False)
         self.results.append(result)
-        report = self._write_report(result, Path(report_dir)) if report_dir is not None else None
+        report = write_arm_report(result, Path(report_dir), self._state.reports) if report_dir is not None else None
         self.note(result, report=report, allow_policy_errors=allowed)
         return result
 
@@ -376,7 +386,7 @@ class FleetChaos:
         row["mode"] = mode
         if report is not None:
             row["report"] = str(report)
-        row["regressions"] = [v["message"] for v in verdicts if v["regressed"]]
+        row["regressions"] = [v["message"] for v in verdicts if v["regressed"]] + result.expect_failures()
         tasks, first = result.policy_errors
         if allow_policy_errors is None:  # a caller that does not say: the test's marker decides
             marker = self._request.node.get_closest_marker("fleetchaos")
@@ -396,20 +406,7 @@ class FleetChaos:
     def report_dir(self) -> Path | None:
         """The folder this test's reports go to (None without ``--fleetchaos-report``)."""
         root = self._config.getoption("fleetchaos_report")
-        return None if root is None else Path(root) / _slug(self._request.node.nodeid)
-
-    def _write_report(self, result: ScenarioResult, root: Path) -> Path:
-        from fleetchaos.reports import write_compare_report, write_run_report
-
-        arm = _slug(f"{result.scenario}.{result.policy}.{result.errors}")
-        out = root / _slug(self._request.node.nodeid) / arm
-        if len(result.runs) == 1:  # one seed: a run report, as `fleetchaos run --report` writes
-            write_run_report(result.runs[0], out, root=root)
-            return out
-        write_compare_report(result.to_compare_result(), out, root=root)
-        for run in result.runs:
-            write_run_report(run, out / f"seed-{run.seed}", root=root)
-        return out
+        return None if root is None else Path(root) / slug(self._request.node.nodeid)
 
     def _baseline_verdicts(self, result: ScenarioResult) -> list[dict[str, Any]]:
         """One verdict per gated metric, by the one regression rule: ``{"metric", "regressed", "message"}``.
@@ -422,7 +419,7 @@ class FleetChaos:
         from fleetchaos.gates.session import failure_message
 
         entry = gate.baseline.lookup(result.scenario, result.policy, result.errors)
-        replays = {run.seed: run.replay for run in result.runs}
+        replays = dict(zip(result.seeds, result.replay))
         out = []
         for check in gate.check(result.runs):
             message = failure_message(check, entry.origin, replays) if check.failed and entry is not None else ""
@@ -440,7 +437,7 @@ def fleetchaos(request: pytest.FixtureRequest) -> FleetChaos:
 
 
 @pytest.fixture
-def fleetchaos_real(fleetchaos: FleetChaos):
+def fleetchaos_real(fleetchaos: FleetChaos) -> FleetChaosReal:
     """Drives the scenario's faults into real code: ``check_contract``, ``parity`` and ``run`` (see docs/real-code.md)."""
     from fleetchaos.real.fixture import FleetChaosReal
 
@@ -457,7 +454,7 @@ def fleetchaos_result(fleetchaos: FleetChaos) -> ScenarioResult:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item):
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     """Fail a test whose scenario runs regressed (or whose policy errored), once its body has passed.
 
     While the body runs, every ``assert_rate`` that passes on weak evidence is recorded
@@ -481,7 +478,7 @@ def pytest_runtest_call(item: pytest.Item):
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     """Attach the test's scenario rows to its call report (xdist carries them to the controller)."""
     report = yield
     if report.when == "call":

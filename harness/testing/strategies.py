@@ -17,17 +17,22 @@ Every strategy builds validated models, so anything it draws is a world the simu
 accepts.  Times stay inside the horizon and worker indices inside the fleet.
 
 * :func:`fault_schedules`: faults placed in time: per-call faults active inside windows,
-  rate-limit windows, full disks and key revocations as explicit events on workers;
+  rate-limit windows, partitions and latency spikes, full disks, key revocations and crashes
+  as explicit events on workers;
 * :func:`fault_mixes`: background fault *rates*: per-call probabilities, rate-limit
-  windows per day, disk fills and key revocations per worker per day;
+  windows per day, disk fills, key revocations and crashes per worker per day, quotas;
 * :func:`fault_specs`: one fault of either style;
 * :func:`fleets`, :func:`templates`, :func:`workloads` (explicit arrivals) and
   :func:`scenarios`: small worlds that simulate in milliseconds.
 
-The strategies cover the five core fault kinds (:data:`CORE_KINDS`).  Installing
-fleetchaos also registers them with hypothesis (through its ``hypothesis`` entry point),
-so ``st.from_type(FleetSpec)``, ``st.from_type(NetworkBlip)`` or ``st.from_type(Scenario)``
-draw the same small, valid models.
+The strategies cover every fault kind (:data:`ALL_KINDS`, read from the kinds' table; each
+kind's fields are drawn from its model by :mod:`fleetchaos.testing.kind_strategies`, so a new
+kind is drawn with no code here).  :func:`scenarios` draws all of them; the fault strategies
+draw the kinds their arguments let them place (a push conflict names tools, an overload a
+provider: pass ``tools=`` and ``providers=``).  Installing fleetchaos also registers them with
+hypothesis (through its ``hypothesis`` entry point), so ``st.from_type(FleetSpec)``,
+``st.from_type(NetworkBlip)`` (any kind's model) or ``st.from_type(Scenario)`` draw the same
+small, valid models.
 """
 
 from __future__ import annotations
@@ -43,21 +48,20 @@ def _hypothesis_setup_hook() -> None:
 
     from fleetchaos.scenario.load import Scenario as _Scenario
     from fleetchaos.sim import config
+    from fleetchaos.sim.fault_specs import FAULT_MODELS
 
     def kind_of(kind: str):
-        return lambda _type: fault_specs(kinds=(kind,))
+        # the default workload's tools and a provider named "api": a model of any kind, valid on its own
+        return lambda _type: fault_specs(kinds=(kind,), tools=DEFAULT_TOOLS, providers=("api",))
 
     st_.register_type_strategy(config.FleetSpec, lambda _type: fleets())
-    st_.register_type_strategy(config.Window, lambda _type: _window(DEFAULT_HORIZON_S))
-    st_.register_type_strategy(config.NodeEvent, lambda _type: _node_event(DEFAULT_WORKERS, DEFAULT_HORIZON_S))
+    st_.register_type_strategy(config.Window, lambda _type: time_windows(min_size=1, max_size=1).map(lambda w: w[0]))
+    st_.register_type_strategy(config.NodeEvent, lambda _type: node_events(min_size=1, max_size=1).map(lambda e: e[0]))
     st_.register_type_strategy(config.StepSpec, lambda _type: steps())
     st_.register_type_strategy(config.TemplateSpec, lambda _type: templates(max_templates=1).map(lambda ts: ts[0]))
     st_.register_type_strategy(config.WorkloadSpec, lambda _type: workloads())
-    st_.register_type_strategy(config.NetworkBlip, kind_of("network_blip"))
-    st_.register_type_strategy(config.Timeout, kind_of("timeout"))
-    st_.register_type_strategy(config.RateLimit, kind_of("rate_limit"))
-    st_.register_type_strategy(config.DiskFull, kind_of("disk_full"))
-    st_.register_type_strategy(config.ExpiredKey, kind_of("expired_key"))
+    for kind, model in FAULT_MODELS.items():
+        st_.register_type_strategy(model, kind_of(kind))
     st_.register_type_strategy(config.WorldSpec, lambda _type: scenarios())
     st_.register_type_strategy(_Scenario, lambda _type: scenarios())
 
@@ -73,22 +77,23 @@ from fleetchaos.sim.config import (  # noqa: E402
     DAY_S,
     DEFAULT_TEMPLATES,
     Arrival,
-    DiskFull,
     Distribution,
-    ExpiredKey,
     FleetSpec,
-    NetworkBlip,
     NodeEvent,
-    RateLimit,
+    ProviderSpec,
     StepSpec,
     TemplateSpec,
-    Timeout,
     Window,
     WorkloadSpec,
 )
+from fleetchaos.testing import kind_strategies as _kinds  # noqa: E402
+from fleetchaos.testing.kind_strategies import ALL_KINDS, REPORTED_KINDS, Place, kind_strategy, styles  # noqa: E402
 
 __all__ = [
+    "ALL_KINDS",
     "CORE_KINDS",
+    "DEFAULT_TOOLS",
+    "REPORTED_KINDS",
     "fault_mixes",
     "fault_schedules",
     "fault_specs",
@@ -102,8 +107,12 @@ __all__ = [
     "workloads",
 ]
 
-#: The fault kinds these strategies draw: the five core kinds of the simulator.
+#: The five core kinds of the simulator (the strategies draw every kind, :data:`ALL_KINDS`; pass
+#: ``kinds=CORE_KINDS`` to keep to these).
 CORE_KINDS: tuple[str, ...] = ("network_blip", "timeout", "rate_limit", "disk_full", "expired_key")
+
+#: The tools of the default workload's templates (what a fault may name in a world that keeps them).
+DEFAULT_TOOLS: tuple[str, ...] = tuple(sorted({s.tool for t in DEFAULT_TEMPLATES for s in t.steps}))
 
 #: Defaults for strategies drawn without a fleet or horizon (e.g. through ``st.from_type``).
 DEFAULT_WORKERS = 10
@@ -112,16 +121,30 @@ DEFAULT_HORIZON_S = DAY_S
 Style = Literal["any", "schedule", "mix"]
 
 
-def _check_kinds(kinds: Sequence[str]) -> tuple[str, ...]:
+def _check_kinds(kinds: Sequence[str] | None, place: Place, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """The kinds to draw, each in a style it allows among ``allowed``.
+
+    ``None`` is every kind this place allows.  Of given kinds, those that never take these
+    styles are left out (a quota is never placed in time, a partition never a rate); none left,
+    an unknown kind, or a kind that needs a name the place lacks (a tool, a provider) is an error.
+    """
+    if kinds is None:
+        return tuple(k for k in ALL_KINDS if any(_kinds.drawable(k, place, s) for s in allowed if s in styles(k)))
     kinds = tuple(kinds)
     if not kinds:
         raise InvalidArgument("kinds: give at least one fault kind")
-    unknown = [k for k in kinds if k not in CORE_KINDS]
+    unknown = [k for k in kinds if k not in ALL_KINDS]
     if unknown:
-        raise InvalidArgument(
-            f"kinds: no strategy for {', '.join(map(repr, unknown))} (strategies cover {', '.join(CORE_KINDS)})"
-        )
-    return kinds
+        raise InvalidArgument(f"kinds: unknown fault kind {unknown[0]!r} (kinds: {', '.join(ALL_KINDS)})")
+    fitting = tuple(k for k in kinds if any(s in styles(k) for s in allowed))
+    if not fitting:
+        ways = "; ".join(f"{k} as {' or '.join(styles(k))}" for k in kinds)
+        raise InvalidArgument(f"kinds: none of them can be drawn as a {' or '.join(allowed)} (they can be: {ways})")
+    for kind in fitting:
+        for style in allowed:
+            if style in styles(kind):
+                kind_strategy(kind, place, style)  # raises InvalidArgument naming what the place lacks
+    return fitting
 
 
 def _check_world(workers: int, horizon_s: float) -> None:
@@ -131,19 +154,7 @@ def _check_world(workers: int, horizon_s: float) -> None:
         raise InvalidArgument(f"horizon_s: must be > 0, got {horizon_s!r}")
 
 
-def _probability() -> st.SearchStrategy[float]:
-    return st.floats(0.0, 1.0)
-
-
 # -- time and place -------------------------------------------------------------------
-
-
-@st.composite
-def _window(draw: st.DrawFn, horizon_s: float) -> Window:
-    start = draw(st.floats(0.0, horizon_s, exclude_max=True))
-    room = horizon_s - start
-    duration = draw(st.floats(min(1.0, room), room))
-    return Window(start_s=start, duration_s=duration)
 
 
 def time_windows(
@@ -151,11 +162,7 @@ def time_windows(
 ) -> st.SearchStrategy[list[Window]]:
     """Lists of windows, each starting and ending inside ``[0, horizon_s]``."""
     _check_world(1, horizon_s)
-    return st.lists(_window(horizon_s), min_size=min_size, max_size=max_size)
-
-
-def _node_event(workers: int, horizon_s: float) -> st.SearchStrategy[NodeEvent]:
-    return st.builds(NodeEvent, worker=st.integers(0, workers - 1), at_s=st.floats(0.0, horizon_s, exclude_max=True))
+    return _kinds.time_windows(horizon_s, min_size=min_size, max_size=max_size)
 
 
 def node_events(
@@ -163,90 +170,62 @@ def node_events(
 ) -> st.SearchStrategy[list[NodeEvent]]:
     """Lists of events on existing workers (``0..workers-1``) at instants inside the horizon."""
     _check_world(workers, horizon_s)
-    return st.lists(_node_event(workers, horizon_s), min_size=min_size, max_size=max_size)
+    return _kinds.node_events(workers, horizon_s, min_size=min_size, max_size=max_size)
 
 
 def worker_subsets(workers: int = DEFAULT_WORKERS) -> st.SearchStrategy[list[int] | None]:
     """A fault's ``workers`` field: None (every worker) or a sorted, non-empty set of indices."""
     _check_world(workers, 1.0)
-    return st.none() | st.lists(st.integers(0, workers - 1), min_size=1, max_size=workers, unique=True).map(sorted)
+    return _kinds.worker_subsets(workers)
 
 
 # -- faults ---------------------------------------------------------------------------
 
 
-def _scheduled(kind: str, workers: int, horizon_s: float) -> st.SearchStrategy:
-    """A fault of ``kind`` placed in time: active inside windows, or at explicit events."""
-    wins = time_windows(horizon_s, min_size=1, max_size=3)
-    if kind == "network_blip":
-        return st.builds(NetworkBlip, probability=_probability(), windows=wins, workers=worker_subsets(workers))
-    if kind == "timeout":
-        return st.builds(
-            Timeout,
-            probability=_probability(),
-            committed_probability=_probability(),
-            timeout_s=st.floats(0.5, 300.0),
-            windows=wins,
-            workers=worker_subsets(workers),
-        )
-    if kind == "rate_limit":
-        return st.builds(RateLimit, capacity_factor=_probability(), windows=wins)
-    events = node_events(workers, horizon_s, min_size=1, max_size=3)
-    if kind == "disk_full":
-        return st.builds(DiskFull, events=events, cleanup_after_s=st.floats(1.0, max(1.0, horizon_s)))
-    return st.builds(ExpiredKey, events=events)
-
-
-def _background(kind: str, workers: int, horizon_s: float) -> st.SearchStrategy:
-    """A fault of ``kind`` as a rate: a per-call probability, or events per day drawn per seed."""
-    # Zero, or a rate a scenario would state (at least one event per hundred days).
-    per_day = st.just(0.0) | st.floats(0.01, 100.0)
-    if kind == "network_blip":
-        return st.builds(NetworkBlip, probability=_probability(), workers=worker_subsets(workers))
-    if kind == "timeout":
-        return st.builds(
-            Timeout,
-            probability=_probability(),
-            committed_probability=_probability(),
-            timeout_s=st.floats(0.5, 300.0),
-            workers=worker_subsets(workers),
-        )
-    if kind == "rate_limit":
-        return st.builds(
-            RateLimit, capacity_factor=_probability(), per_day=per_day, window_s=st.floats(1.0, max(1.0, horizon_s))
-        )
-    if kind == "disk_full":
-        return st.builds(
-            DiskFull,
-            per_worker_per_day=per_day,
-            cleanup_after_s=st.floats(1.0, max(1.0, horizon_s)),
-            workers=worker_subsets(workers),
-        )
-    return st.builds(ExpiredKey, per_worker_per_day=per_day, workers=worker_subsets(workers))
+def _place(
+    workers: int,
+    horizon_s: float,
+    orchestrators: int,
+    tools: Sequence[str] | None,
+    templates: Sequence[str] | None,
+    providers: Sequence[str],
+) -> Place:
+    _check_world(workers, horizon_s)
+    if not isinstance(orchestrators, int) or orchestrators < 1:
+        raise InvalidArgument(f"orchestrators: must be a whole number >= 1, got {orchestrators!r}")
+    return Place(workers, horizon_s, orchestrators, tuple(tools or ()), tuple(templates or ()), tuple(providers))
 
 
 def fault_specs(
     *,
     workers: int = DEFAULT_WORKERS,
     horizon_s: float = DEFAULT_HORIZON_S,
-    kinds: Sequence[str] = CORE_KINDS,
+    kinds: Sequence[str] | None = None,
     style: Style = "any",
+    orchestrators: int = 1,
+    tools: Sequence[str] | None = None,
+    templates: Sequence[str] | None = None,
+    providers: Sequence[str] = (),
 ) -> st.SearchStrategy:
-    """One fault of one of ``kinds``, valid for a fleet of ``workers`` over ``horizon_s``.
+    """One fault of one of ``kinds`` (default: every kind this place allows), valid for a fleet of
+    ``workers`` (and ``orchestrators``) over ``horizon_s``.
 
     ``style="schedule"`` places it in time (windows, events), ``style="mix"`` gives it as a
-    rate (probability, events per day); ``"any"`` draws either.
+    rate (probability, events per day) or always on; ``"any"`` draws either, as the kind allows.
+    ``tools``, ``templates`` and ``providers`` are the names the world has: a fault may
+    restrict itself to them, and the kinds that must name one (a push conflict's tools, an
+    overload's provider) are drawn only when they are given.
     """
-    kinds = _check_kinds(kinds)
-    _check_world(workers, horizon_s)
     if style not in ("any", "schedule", "mix"):
         raise InvalidArgument(f"style: expected 'any', 'schedule' or 'mix', got {style!r}")
-    parts = []
-    for kind in kinds:
-        if style in ("any", "schedule"):
-            parts.append(_scheduled(kind, workers, horizon_s))
-        if style in ("any", "mix"):
-            parts.append(_background(kind, workers, horizon_s))
+    place = _place(workers, horizon_s, orchestrators, tools, templates, providers)
+    allowed = ("schedule", "mix") if style == "any" else (style,)
+    parts = [
+        kind_strategy(kind, place, s)
+        for kind in _check_kinds(kinds, place, allowed)
+        for s in allowed
+        if s in styles(kind) and _kinds.drawable(kind, place, s)
+    ]
     return st.one_of(parts)
 
 
@@ -254,34 +233,53 @@ def fault_schedules(
     *,
     workers: int = DEFAULT_WORKERS,
     horizon_s: float = DEFAULT_HORIZON_S,
-    kinds: Sequence[str] = CORE_KINDS,
+    kinds: Sequence[str] | None = None,
     min_faults: int = 0,
     max_faults: int = 4,
+    orchestrators: int = 1,
+    tools: Sequence[str] | None = None,
+    templates: Sequence[str] | None = None,
+    providers: Sequence[str] = (),
 ) -> st.SearchStrategy[list]:
-    """Lists of faults placed in time: windows of per-call faults and rate cuts, node events.
+    """Lists of faults placed in time: windows of per-call faults, rate cuts, partitions, spikes and
+    overloads, node events (default: every kind that can be placed in time here; see :func:`fault_specs`).
 
     Shrinks towards fewer faults, fewer windows and events, and earlier, shorter windows.
     """
-    return st.lists(
-        fault_specs(workers=workers, horizon_s=horizon_s, kinds=kinds, style="schedule"),
-        min_size=min_faults,
-        max_size=max_faults,
+    one = fault_specs(
+        workers=workers,
+        horizon_s=horizon_s,
+        kinds=kinds,
+        style="schedule",
+        orchestrators=orchestrators,
+        tools=tools,
+        templates=templates,
+        providers=providers,
     )
+    return st.lists(one, min_size=min_faults, max_size=max_faults)
 
 
 @st.composite
-def _mix(draw: st.DrawFn, workers: int, horizon_s: float, kinds: tuple[str, ...]) -> list:
+def _mix(draw: st.DrawFn, place: Place, kinds: tuple[str, ...]) -> list:
     chosen = draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=len(kinds), unique=True))
-    return [draw(_background(kind, workers, horizon_s)) for kind in kinds if kind in chosen]
+    return [draw(kind_strategy(kind, place, "mix")) for kind in kinds if kind in chosen]
 
 
 def fault_mixes(
-    *, workers: int = DEFAULT_WORKERS, horizon_s: float = DEFAULT_HORIZON_S, kinds: Sequence[str] = CORE_KINDS
+    *,
+    workers: int = DEFAULT_WORKERS,
+    horizon_s: float = DEFAULT_HORIZON_S,
+    kinds: Sequence[str] | None = None,
+    orchestrators: int = 1,
+    tools: Sequence[str] | None = None,
+    templates: Sequence[str] | None = None,
+    providers: Sequence[str] = (),
 ) -> st.SearchStrategy[list]:
-    """Background fault rates like a production day's: one fault per kind of a non-empty subset of ``kinds``."""
-    kinds = _check_kinds(kinds)
-    _check_world(workers, horizon_s)
-    return _mix(workers, horizon_s, kinds)
+    """Background fault rates like a production day's: one fault per kind of a non-empty subset of ``kinds``
+    (default: every kind that can be always on or a rate here; see :func:`fault_specs`), in their order."""
+    place = _place(workers, horizon_s, orchestrators, tools, templates, providers)
+    chosen = _check_kinds(kinds, place, ("mix",))
+    return _mix(place, tuple(k for k in chosen if _kinds.drawable(k, place, "mix")))
 
 
 # -- fleets and workloads -------------------------------------------------------------
@@ -378,6 +376,11 @@ def workloads(
 # -- whole scenarios ------------------------------------------------------------------
 
 
+#: What any drawn world offers a fault: a worker, an orchestrator, a tool and a template, and the
+#: provider :func:`scenarios` declares when a fault names it.
+_ANY_WORLD = Place(workers=1, horizon_s=60.0, orchestrators=1, tools=("tool",), templates=("task",), providers=("api",))
+
+
 @st.composite
 def _scenario(
     draw: st.DrawFn,
@@ -391,9 +394,24 @@ def _scenario(
     horizon = draw(st.floats(min_horizon_s, max_horizon_s))
     fleet = draw(fleets(max_workers=max_workers))
     workload = draw(workloads(horizon_s=horizon, max_tasks=max_tasks))
-    faults = draw(fault_schedules(workers=fleet.workers, horizon_s=horizon, kinds=kinds, max_faults=max_faults))
-    if draw(st.booleans()):
-        faults += draw(fault_mixes(workers=fleet.workers, horizon_s=horizon, kinds=kinds))
+    place = Place(
+        workers=fleet.workers,
+        horizon_s=horizon,
+        orchestrators=fleet.orchestrators,
+        tools=tuple(sorted({s.tool for t in workload.templates for s in t.steps})),
+        templates=tuple(t.name for t in workload.templates),
+        providers=("api",),
+    )
+    # The kinds first, then only their strategies: a draw builds a few strategies, not one per kind.
+    timed = [k for k in kinds if "schedule" in styles(k)]
+    chosen = draw(st.lists(st.sampled_from(timed), max_size=max_faults)) if timed else []
+    faults = [draw(kind_strategy(kind, place, "schedule")) for kind in chosen]
+    rates = tuple(k for k in kinds if "mix" in styles(k))
+    if rates and (not timed or draw(st.booleans())):
+        faults += draw(_mix(place, rates))
+    if any(getattr(f, "provider", None) for f in faults):  # an overload slows a provider the fleet declares
+        api = draw(st.builds(ProviderSpec, name=st.just("api"), max_in_flight=st.integers(1, 20)))
+        fleet = fleet.model_copy(update={"providers": [api]})
     return Scenario(
         name="generated",
         description="a small world drawn by fleetchaos.testing.strategies.scenarios",
@@ -410,12 +428,16 @@ def scenarios(
     max_tasks: int = 10,
     min_horizon_s: float = 60.0,
     max_horizon_s: float = 3600.0,
-    kinds: Sequence[str] = CORE_KINDS,
+    kinds: Sequence[str] | None = None,
     max_faults: int = 4,
 ) -> st.SearchStrategy[Scenario]:
     """Small scenarios that simulate in milliseconds: a fleet, explicit tasks, scheduled faults
-    and sometimes a background fault mix, all consistent with the fleet and the horizon."""
-    kinds = _check_kinds(kinds)
+    and sometimes a background fault mix, all consistent with the fleet and the horizon.
+
+    ``kinds`` defaults to every fault kind (:data:`ALL_KINDS`); a fault that names a provider
+    comes with the provider declared in the fleet.
+    """
+    kinds = _check_kinds(ALL_KINDS if kinds is None else kinds, _ANY_WORLD, ("schedule", "mix"))
     if not 0 < min_horizon_s <= max_horizon_s:
         raise InvalidArgument(f"need 0 < min_horizon_s <= max_horizon_s, got {min_horizon_s}, {max_horizon_s}")
     return _scenario(max_workers, max_tasks, min_horizon_s, max_horizon_s, kinds, max_faults)

@@ -16,6 +16,7 @@ import hashlib
 import shlex
 from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
@@ -23,12 +24,13 @@ from fleetchaos.errors import UserError
 from fleetchaos.gates.assertions import Estimate
 from fleetchaos.gates.session import policy_error_count
 from fleetchaos.names import check_formats, check_policies
-from fleetchaos.results.models import CompareResult, RunResult
+from fleetchaos.results.models import CompareResult, ExpectationResult, RunResult
 from fleetchaos.results.registry import HEADLINE_METRICS, POOLED_RATES, direction
 from fleetchaos.results.stats import DEFAULT_CONFIDENCE, mean_ci, rate_ci, wilson
 from fleetchaos.seeds import MAX_SEED, seeds_problem
 
 if TYPE_CHECKING:
+    from fleetchaos.scenario.expect import Expectation
     from fleetchaos.scenario.load import Scenario
 
 __all__ = [
@@ -127,11 +129,41 @@ class ScenarioResult:
     seeds: tuple[int, ...]
     runs: tuple[RunResult, ...]
     confidence: float = DEFAULT_CONFIDENCE
+    scenario_digest: str = ""
+    """The scenario's content digest (:func:`~fleetchaos.scenario.load.scenario_hash`)."""
+    replay_prefix: str = ""
+    """What each replay command needs before it to run from a shell (``PYTHONPATH=lib ``), if anything."""
+
+    expect: tuple[Expectation, ...] = ()
+    """The scenario's ``expect:`` gates (its acceptance criteria), as its file declares them."""
+
+    @cached_property
+    def expectations(self) -> list[ExpectationResult]:
+        """The scenario's ``expect:`` gates that apply to this arm, judged on its runs by the rule the CLI uses.
+
+        Gates naming another arm are not this run's to judge (a test runs one arm). Policy errors are
+        judged by the test itself (``allow_policy_errors``), not here.
+        """
+        if not self.expect or not self.runs:
+            return []
+        from fleetchaos.gates.expect import judge
+
+        arm = self.to_compare_result().arms[0]
+        names = {arm.policy: frozenset({self.policy, arm.policy})}
+        return judge(self.expect, [arm], self.seeds, confidence=self.confidence, names=names,
+                     allow_policy_errors=True, unmatched_fail=False)  # fmt: skip
+
+    def expect_failures(self) -> list[str]:
+        """A test failure message for each ``expect:`` gate this arm failed, naming the command replaying its worst seed."""
+        from fleetchaos.gates.expect import failure_message
+
+        replays = {r.seed: r.replay for r in self.runs}
+        return [failure_message(r, self.scenario_ref, replays) for r in self.expectations if not r.passed]
 
     @property
     def replay(self) -> tuple[str, ...]:
-        """The ``fleetchaos run`` command of each seed, in seed order."""
-        return tuple(r.replay for r in self.runs)
+        """The ``fleetchaos run`` command of each seed, in seed order (with :attr:`replay_prefix`)."""
+        return tuple(self.replay_prefix + r.replay for r in self.runs)
 
     @property
     def label(self) -> str:
@@ -346,13 +378,15 @@ def run_scenario(
     keep_tasks: bool = False,
     save_dir: Path | None = None,
     cache: MutableMapping[Any, RunResult] | None = None,
+    replay_prefix: str = "",
 ) -> ScenarioResult:
     """Run ``policy`` on ``errors`` over ``scenario`` for each seed.
 
     ``scenario`` is a catalogue name, a path to a scenario file, or a
     :class:`~fleetchaos.scenario.load.Scenario`.  ``seeds`` is a count (seeds ``1..n``, default 5) or
     a list.  ``cache`` (any dict) reuses runs already simulated with the same scenario
-    content, arm and seed: a run is a pure function of these.
+    content, arm and seed: a run is a pure function of these.  ``replay_prefix`` goes before
+    each replay command the result names (see :attr:`ScenarioResult.replay_prefix`).
     """
     from fleetchaos.runs.runner import run_one
 
@@ -385,4 +419,7 @@ def run_scenario(
         seeds=tuple(seed_list),
         runs=tuple(runs),
         confidence=confidence,
+        expect=tuple(getattr(spec, "expect", ())),
+        scenario_digest=content,
+        replay_prefix=replay_prefix,
     )

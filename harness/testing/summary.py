@@ -34,6 +34,9 @@ def summary_row(result: ScenarioResult, verdicts: list[dict[str, Any]]) -> dict[
         bad = [v["metric"] for v in verdicts if v["regressed"]]
         baseline = "regressed: " + ", ".join(bad) if bad else "ok"
     errors, _ = result.policy_errors
+    judged = result.expectations
+    failed = ", ".join(dict.fromkeys(r.metric for r in judged if not r.passed))
+    expect = "-" if not judged else f"failed: {failed}" if failed else f"ok ({len(judged)})"
     return {
         "scenario": result.scenario,
         "policy": result.policy,
@@ -45,6 +48,7 @@ def summary_row(result: ScenarioResult, verdicts: list[dict[str, Any]]) -> dict[
         "wasted": _interval(result.wasted_retries),
         "policy_errors": f"{errors} tasks" if errors else "0",
         "baseline": baseline,
+        "expect": expect,
         "replays": list(result.replay),
     }
 
@@ -62,6 +66,7 @@ COLUMNS = (
     ("wasted", "wasted retries"),
     ("policy_errors", "policy errors"),
     ("baseline", "baseline"),
+    ("expect", "expect"),
     ("mode", "mode"),
 )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from fleetchaos.errors import UserError
 
@@ -41,7 +41,7 @@ def problem(
     return TraceFileError(f"{where}: {rule}{got}" + (f"; {fix}" if fix else ""))
 
 
-def open_binary(path: Path, source: str):
+def open_binary(path: Path, source: str) -> BinaryIO:
     """``path`` opened for reading bytes, or a :class:`TraceFileError` saying why not."""
     try:
         if path.is_dir():
@@ -55,7 +55,7 @@ def open_binary(path: Path, source: str):
         raise problem(source, None, None, f"cannot be read ({exc.strerror or exc})") from None
 
 
-def lines(stream, source: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[tuple[int, str]]:
+def lines(stream: BinaryIO, source: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[tuple[int, str]]:
     """(line number, text) of every line, each at most ``max_line_bytes`` long, decoded as UTF-8."""
     number = 0
     while True:
@@ -85,7 +85,7 @@ def lines(stream, source: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator
         yield number, text
 
 
-def read_document(stream, source: str, head: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> str:
+def read_document(stream: BinaryIO, source: str, head: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> str:
     """The rest of a multi-line JSON document whose first lines are ``head``, within ``max_bytes``."""
     rest = stream.read(max_bytes + 1 - len(head.encode("utf-8")))
     if len(head.encode("utf-8")) + len(rest) > max_bytes:

@@ -65,7 +65,7 @@ class _Spans:
         self.worker_keys = worker_keys
         self.stats = stats
 
-    def fail(self, path: str, rule: str, value: Any = None, fix: str = "") -> Exception:
+    def fail(self, path: str | None, rule: str, value: Any = None, fix: str = "") -> Exception:
         return problem(self.source, self.line, path, rule, value, fix)
 
     def listed(self, obj: dict, camel: str, snake: str, path: str) -> list:

@@ -27,9 +27,12 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from fleetchaos.sim.kinds import KINDS, Wire
+
+if TYPE_CHECKING:
+    from fleetchaos.sim.world import RunOutput  # SimPy: for the type checker only
 
 #: Fault kind -> how the simulated vendors report it on the wire (HTTP status, reason, code);
 #: kinds a call never shows (masked or reporting ones) have none.
@@ -137,10 +140,10 @@ class OtlpWriter:
                 for span in self._task(event[2], t).dispatch_calls:
                     span["attributes"].extend(_attributes({"fleetchaos.policy.action": str(event[4])}))
             elif kind == "end":
-                task = self._open.pop(event[2], None)
-                if task is not None:
-                    self._close_dispatch(task)
-                    self._finish(task, t, str(event[4]))
+                ended = self._open.pop(event[2], None)
+                if ended is not None:
+                    self._close_dispatch(ended)
+                    self._finish(ended, t, str(event[4]))
 
     def close(self, end_s: float) -> None:
         """Write the tasks still in flight (ended at ``end_s``, claim ``in_flight``) and the last line."""
@@ -286,7 +289,9 @@ def trace_file_name(scenario: str, policy: str, errors: str, seed: int) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in raw)[:200] + ".otlp.jsonl"
 
 
-def write_run_traces(output, path: Path, *, scenario: str, policy: str, errors: str, seed: int) -> ExportSummary:
+def write_run_traces(
+    output: RunOutput, path: Path, *, scenario: str, policy: str, errors: str, seed: int
+) -> ExportSummary:
     """Write a traced run's :class:`~fleetchaos.sim.world.RunOutput` to ``path`` as OTLP JSON lines."""
     if output.trace is None:
         raise ValueError("write_run_traces needs a traced run: build the World with trace=True")
@@ -313,7 +318,7 @@ class TraceFolder:
         self.scenario = scenario
         self.written: list[ExportSummary] = []
 
-    def write(self, policy: str, errors: str, seed: int, output) -> ExportSummary:
+    def write(self, policy: str, errors: str, seed: int, output: RunOutput) -> ExportSummary:
         """Write one traced run's output; remembers what was written."""
         path = self.folder / trace_file_name(self.scenario, policy, errors, seed)
         summary = write_run_traces(output, path, scenario=self.scenario, policy=policy, errors=errors, seed=seed)

@@ -27,10 +27,11 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 
 from fleetchaos.traces.bounded import problem
 from fleetchaos.traces.otlp_read import ReadStats
@@ -99,7 +100,7 @@ class PlainCall(BaseModel):
         return float(value)
 
 
-def _field_of(error: dict) -> str:
+def _field_of(error: ErrorDetails) -> str:
     return ".".join(str(p) for p in error["loc"]) or "(record)"
 
 
@@ -135,7 +136,9 @@ def _record(data, source: str, line: int) -> ToolCall:
 KNOWN = frozenset(PlainCall.model_fields)
 
 
-def read_jsonl(numbered_lines, source: str, stats: ReadStats) -> Iterator[tuple[ToolCall, str | None]]:
+def read_jsonl(
+    numbered_lines: Iterable[tuple[int, str]], source: str, stats: ReadStats
+) -> Iterator[tuple[ToolCall, str | None]]:
     """(call, template) per JSON line; blank lines are skipped."""
     for number, text in numbered_lines:
         stats.lines += 1
@@ -160,7 +163,9 @@ def read_jsonl(numbered_lines, source: str, stats: ReadStats) -> Iterator[tuple[
         yield call, data.get("template") if isinstance(data.get("template"), str) else None
 
 
-def read_csv(numbered_lines, source: str, stats: ReadStats) -> Iterator[tuple[ToolCall, str | None]]:
+def read_csv(
+    numbered_lines: Iterable[tuple[int, str]], source: str, stats: ReadStats
+) -> Iterator[tuple[ToolCall, str | None]]:
     """(call, template) per CSV row after a header row naming the fields."""
     numbers: list[int] = [0]
 

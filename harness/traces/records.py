@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, final
 
 
 class ToolCall(NamedTuple):
@@ -27,6 +27,7 @@ class ToolCall(NamedTuple):
     """Which parallel item of a fan-out step the call served, when the trace says."""
 
 
+@final  # readers tell the two apart with ``type(r) is TaskSpan``
 class TaskSpan(NamedTuple):
     """A task's own span (the root of its trace): when it arrived and what kind of task it is."""
 

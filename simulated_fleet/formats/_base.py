@@ -14,7 +14,8 @@ what happened:
 from __future__ import annotations
 
 import math
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from fleetchaos.sim.envelope import AgentToolError, PartialSuccess, item_ref, step_ref
 from fleetchaos.sim.kinds import reported_kind
@@ -41,7 +42,11 @@ class ErrorFormat(Protocol):
         ...
 
 
-def plain_success(render):
+#: A format's ``render`` method, marked by :func:`plain_success`.
+_Render = TypeVar("_Render", bound=Callable[..., Observation])
+
+
+def plain_success(render: _Render) -> _Render:
     """Mark a ``render`` that shows every completed dispatch as the bare
     ``Observation(ok=True, status="ok", worker=report.worker)`` and nothing else.
 
@@ -49,7 +54,7 @@ def plain_success(render):
     dispatches) and rendering it.  The mark is on the function, so a subclass or a
     wrapper that overrides ``render`` does not inherit it and is always asked.
     """
-    render.plain_success = True
+    render.plain_success = True  # type: ignore[attr-defined]  # a function takes attributes; mypy does not model it
     return render
 
 
@@ -136,7 +141,7 @@ class StructuredFormat:
 
 
 #: What a field reads as in an envelope version that does not have it.
-_ABSENT = {"partial_success": None, "retry_after_ms": None, "suggested_action": "", "context": {}}
+_ABSENT: dict[str, object] = {"partial_success": None, "retry_after_ms": None, "suggested_action": "", "context": {}}
 
 
 def _older(envelope: AgentToolError, version: str | None, dropped: tuple[str, ...]) -> AgentToolError:

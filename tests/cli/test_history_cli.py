@@ -110,7 +110,7 @@ def bad_files(tmp_path):
         (("run", "--baseline", "1", "--fail-on", "recovery_rate:+2%"), "write recovery_rate:-2%"),
         (("run", "--baseline", "1", "--fail-on", "recovery_rate"), "expected METRIC:THRESHOLD"),
         (("run", "--fail-on", "recovery_rate:-2%"), "--fail-on needs --baseline REF"),
-        (("run", "--baseline", "nightly"), "no history here"),
+        (("run", "--baseline", "nightly"), "nightly: no such file or folder, and no run history at"),
         (("history", "--history", "junk.db"), "junk.db: not a fleetchaos history"),
         (("run", "--label", "7"), "a label cannot be a number"),
     ],

@@ -4,15 +4,19 @@ A wheel is built from this checkout once per session (with the build backend pyp
 names) and installed into a fresh virtual environment.  The environment gets fleetchaos from
 the wheel and nothing else of this checkout; its dependencies (SimPy, pydantic, pytest, ...)
 come from the test's own environment through a path file, so the test needs no network.
+The slow test installs the wheel as a user does, dependencies from the package index, into a
+bare environment (``make wheel-check`` does the same in CI).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import sysconfig
 import textwrap
+import tomllib
 import venv
 import zipfile
 from pathlib import Path
@@ -27,16 +31,74 @@ USER_PACKAGES = ("harness", "reports", "scenarios", "simulated_fleet")
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory) -> Path:
-    """A wheel built from this checkout."""
+    """A wheel built from this checkout; what the build printed is ``build.log`` beside it."""
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out), str(ROOT)],
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--wheel-dir", str(out), str(ROOT)],
         check=True,
         capture_output=True,
+        text=True,
         timeout=600,
     )
+    (out / "build.log").write_text(build.stdout + build.stderr)
     (built,) = out.glob("fleetchaos-*.whl")
     return built
+
+
+def test_the_build_prints_no_deprecation_and_the_license_is_spdx(wheel):
+    """No deprecation banner while building (the license is an SPDX expression), and the wheel carries the text."""
+    log = (wheel.parent / "build.log").read_text()
+    assert [line for line in log.splitlines() if "deprecat" in line.lower()] == []
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = archive.read("fleetchaos-0.1.0.dist-info/METADATA").decode()
+        names = archive.namelist()
+    assert "License-Expression: MIT" in metadata.splitlines()
+    assert "License-File: LICENSE" in metadata.splitlines()
+    assert not any(line.startswith("Classifier: License") for line in metadata.splitlines())
+    assert "fleetchaos-0.1.0.dist-info/licenses/LICENSE" in names
+
+
+def test_every_upper_bound_is_explained():
+    """Each dependency with an upper bound has its row in docs/dependencies.md naming the same bound."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    docs = (ROOT / "docs" / "dependencies.md").read_text()
+    bounded = {}
+    for requirement in project["dependencies"]:
+        name, spec = re.match(r"([A-Za-z0-9_.-]+)(.*)", requirement).groups()
+        if "<" in spec:
+            bounded[name] = spec
+    assert bounded, "no dependency has an upper bound"
+    for name, spec in bounded.items():
+        wanted = ",".join(sorted(spec.split(","), key=lambda part: part.startswith("<")))
+        assert f"| {name} | `{wanted}` |" in docs, f"docs/dependencies.md has no row for {name} {spec}"
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_from_the_index_into_a_bare_venv(wheel, tmp_path):
+    """pip install of the wheel in a new venv fetches the dependencies from the index; `fleetchaos --help` answers."""
+    env = tmp_path / "bare"
+    venv.EnvBuilder(with_pip=True).create(env)
+    install = subprocess.run(
+        [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert install.returncode == 0, install.stdout + install.stderr
+    out = subprocess.run([str(env / "bin" / "fleetchaos"), "--help"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "Chaos and fault injection" in out.stdout
+    where = subprocess.run(
+        [
+            str(env / "bin" / "python"),
+            "-c",
+            "import fleetchaos, simpy, pydantic; print(simpy.__file__, pydantic.__file__)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert where.count(str(env)) == 2  # the dependencies are the bare environment's own
 
 
 @pytest.fixture(scope="session")

@@ -5,12 +5,17 @@ from __future__ import annotations
 # pytester's in-process runs drop the modules they import when they end; importing the
 # simulation, the report writers and hypothesis (whose own pytest plugin imports it at
 # every terminal summary) here keeps them loaded, so each run does not pay for
-# importing (and assertion-rewriting) them again.
+# importing (and assertion-rewriting) them again.  NumPy cannot be imported twice in
+# one process, so matplotlib (which loads it, for the report charts) must be loaded here
+# before any in-process run, or the second run that draws a chart fails.
 import hypothesis  # noqa: F401
+import matplotlib.figure  # noqa: F401
+import numpy  # noqa: F401
 import pytest
 
 import fleetchaos.gates.baseline
 import fleetchaos.reports
+import fleetchaos.reports.charts
 import fleetchaos.runs.runner
 import fleetchaos.testing.suite  # noqa: F401
 

@@ -27,9 +27,11 @@ def test_the_example_suite_passes_from_a_copy_and_its_replay_commands_work(tmp_p
         timeout=300,
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "7 passed, 1 xfailed" in out.stdout
+    assert "8 passed, 1 xfailed" in out.stdout
     row = next(line for line in out.stdout.splitlines() if "test_rides_out_a_key_rotation" in line)
     assert row.split()[1:7] == ["passed", "key-rotation", "team_policy:TeamPolicy", "structured", "1-3", "1"]
+    gated = next(line for line in out.stdout.splitlines() if "test_meets_the_busy_hours_own_criteria" in line)
+    assert gated.split()[1:3] == ["passed", "busy-hour"] and gated.split()[-3:] == ["ok", "(4)", "sim"]
     fleetchaos = Path(sys.executable).with_name("fleetchaos")
     run = subprocess.run(
         [

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("simpy", "matplotlib", "faker", "hypothesis", "scipy")
+HEAVY = ("simpy", "matplotlib", "faker", "hypothesis", "scipy", "tenacity")
 
 PROBE = """
 import json, sys

@@ -210,7 +210,7 @@ def test_seed_option_moves_every_run_to_consecutive_seeds_from_n(chaos_dir):
 
 
 def test_report_option_writes_a_report_folder_per_scenario_run(chaos_dir):
-    """--fleetchaos-report DIR writes the arm's comparison report and one run report per seed, per test."""
+    """--fleetchaos-report DIR writes the arm's comparison report and one run report per seed, per arm."""
     chaos_dir.makepyfile(
         test_pt_gate="""
         import pytest
@@ -222,7 +222,7 @@ def test_report_option_writes_a_report_folder_per_scenario_run(chaos_dir):
     )
     result = chaos_dir.runpytest("--fleetchaos-report", "out")
     result.assert_outcomes(passed=1)
-    folder = chaos_dir.path / "out" / "test_pt_gate.py_test_arm" / "small.structured.structured"
+    folder = chaos_dir.path / "out" / "small.structured.structured"
     doc = json.loads((folder / "results.json").read_text())
     assert doc["scenario"] == "small" and doc["seeds"] == [1, 2]
     assert [(a["policy"], a["errors"]) for a in doc["arms"]] == [("structured", "structured")]
@@ -277,11 +277,7 @@ def test_a_report_folder_is_the_baseline_of_the_next_run(chaos_dir):
     """The --fleetchaos-report folder of one run (a run report for one seed) is a baseline the same arm passes against."""
     chaos_dir.makepyfile(test_pt_blind=BLIND.replace("seeds=3", "seeds=1"))
     chaos_dir.runpytest("--fleetchaos-report", "main").assert_outcomes(passed=1)
-    run = json.loads(
-        (
-            chaos_dir.path / "main" / "test_pt_blind.py_test_blind" / "small.blind-retry.generic" / "results.json"
-        ).read_text()
-    )
+    run = json.loads((chaos_dir.path / "main" / "small.blind-retry.generic" / "results.json").read_text())
     assert run["seed"] == 1 and run["policy"] == "blind-retry"
     result = chaos_dir.runpytest("--fleetchaos-baseline", "main")
     result.assert_outcomes(passed=1)

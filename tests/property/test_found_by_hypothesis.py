@@ -35,6 +35,35 @@ def test_a_subnormal_event_rate_does_not_crash_the_run(kind):
     assert result.metrics["tasks"] == 1.0
 
 
+def test_overlapping_slow_windows_whose_factors_underflow_do_not_crash_the_run():
+    """Two overloads of one provider at once multiply their capacity factors: 0.5 x 5e-324 is 0.0 in floats.
+
+    Hypothesis found it once the strategies drew every kind: the run divided by that zero.  No
+    speed is left, so the provider never finishes the call, and the task is still in flight at the
+    drain limit.
+    """
+    world = Scenario.model_validate(
+        {
+            "name": "found-by-hypothesis",
+            "duration_s": 60,
+            "fleet": {"orchestrators": 1, "workers": 1, "providers": [{"name": "api", "max_in_flight": 1}]},
+            "workload": {"arrivals": [{"at_s": 0, "template": "coding"}]},
+            "faults": [
+                {"kind": "overloaded", "provider": "api", "windows": [{"start_s": 0, "duration_s": 1}]},
+                {
+                    "kind": "overloaded",
+                    "provider": "api",
+                    "windows": [{"start_s": 0, "duration_s": 1}],
+                    "capacity_factor": 5e-324,
+                },
+            ],
+        }
+    )
+    result = run_one(world, "structured", "structured", 0)
+    assert result.metrics["tasks"] == 1.0
+    assert result.breakdowns["claims"] == {"in_flight": 1}
+
+
 class Unguarded(StructuredDecisionTree):
     """The structured decision tree with no final-answer guardrail."""
 

@@ -13,7 +13,7 @@ from fleetchaos.policies import POLICIES, StructuredDecisionTree
 from fleetchaos.runs.runner import run_one
 from fleetchaos.sim.formats import FORMATS, get_format
 from fleetchaos.sim.world import World
-from fleetchaos.testing.strategies import scenarios
+from fleetchaos.testing.strategies import REPORTED_KINDS, scenarios
 from fleetchaos.testing.suite import PROPORTIONS, ScenarioResult
 
 CLAIMS = {"success", "partial", "failed", "escalated", "dead_lettered", "in_flight"}
@@ -67,15 +67,17 @@ def _claimed_but_not_done(scenario, policy, seed) -> list[tuple[int, str]]:
     return [(r.id, r.truth) for r in output.records if r.claim == "success" and r.truth != "full"]
 
 
+# Kinds that hide or misreport a failure (a tool's false success, a wrong envelope) defeat any guardrail by
+# design: these two properties hold for the kinds whose failures are reported as they are.
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scenario=scenarios(max_tasks=12), seed=seeds)
+@given(scenario=scenarios(max_tasks=12, kinds=REPORTED_KINDS), seed=seeds)
 def test_structured_errors_with_the_guardrail_never_claim_success_for_failed_work(scenario, seed):
     """Structured format, structured policy and a final-answer guardrail: no task is claimed done whose truth is not full."""
     assert _claimed_but_not_done(scenario, GuardedStructured(), seed) == []
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scenario=scenarios(max_tasks=12), seed=seeds)
+@given(scenario=scenarios(max_tasks=12, kinds=REPORTED_KINDS), seed=seeds)
 def test_structured_decisions_never_claim_success_for_failed_work_when_nothing_is_misread(scenario, seed):
     """With no misreading, the structured policy's own decisions (resume points, reroutes, refreshes) never claim undone work.
 

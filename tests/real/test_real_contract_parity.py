@@ -6,7 +6,12 @@ import pytest
 
 import fleetchaos
 from fleetchaos import check_contract, parity
+from fleetchaos.policies import get_policy
 from fleetchaos.real import InjectedFault
+from fleetchaos.real.parity_check import _run
+from fleetchaos.real.runtime import load_real_scenario
+from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.world import World
 
 
 @fleetchaos.tool("search", item=lambda query, slot: slot)
@@ -143,6 +148,24 @@ def test_real_tools_under_the_policy_driver_reproduce_the_simulated_records(scen
     assert report.identical, report.describe()
     assert report.tasks > 100
     assert any(claim != "success" or truth != "full" for _t, _tpl, claim, truth, *_ in report.rows)
+
+
+def test_the_simulated_run_of_a_parity_check_reads_the_scenarios_misread_factor():
+    """The parity check's simulated run is the simulator's own run, the scenario's misread factor for the format
+    included (its format wrapper used to fall back to the format's default factor)."""
+    spec, _ = load_real_scenario("research_fanout")
+    factors = spec.fleet.misread_factor.model_copy(update={"structured": 3.0})
+    spec = spec.model_copy(
+        update={"fleet": spec.fleet.model_copy(update={"misread_probability": 0.3, "misread_factor": factors})}
+    )
+    _, checked = _run(spec, "structured", "structured", 3, None, None)
+    simulated = World(spec, get_policy("structured"), get_format("structured"), 3).run().records
+
+    def outcomes(records):
+        return sorted((r.id, r.claim, r.misreads) for r in records)
+
+    assert outcomes(checked) == outcomes(simulated)
+    assert sum(r.misreads for r in simulated) > 0
 
 
 def test_a_deliberately_wrong_tool_is_reported_at_its_first_divergent_call():

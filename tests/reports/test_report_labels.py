@@ -113,9 +113,11 @@ def test_ablation_chart_draws_no_bar_for_an_undefined_mean(tmp_path, monkeypatch
     path = ablation_chart(_ablation_doc(), tmp_path / "a.png")
     assert path.read_bytes() == ablation_chart(_ablation_doc(), tmp_path / "b.png").read_bytes()
     recovery, _success, wasted, _silent = figures[0].axes
-    assert [(round(b.get_x() + b.get_width() / 2), b.get_height()) for b in _bars(recovery)] == [(1, 0.5)]
-    assert [(round(t.xy[0]), t.get_text()) for t in recovery.texts] == [(0, "n/a")]
-    assert len(_bars(wasted)) == 2 and not wasted.texts  # 0.0 is a value, drawn as one
+    assert [(round(b.get_x() + b.get_width() / 2), b.get_height()) for b in _bars(recovery)] == [(1, 50.0)]  # in %
+    assert sorted((round(t.xy[0]), t.get_text()) for t in recovery.texts) == [(0, "n/a"), (1, "50.0%")]
+    assert len(_bars(wasted)) == 2  # 0.0 is a value, drawn as one: a bar, its label, and a mark at zero
+    assert sorted((round(t.xy[0]), t.get_text()) for t in wasted.texts) == [(0, "0"), (1, "3")]
+    assert [c.get_gid() for c in wasted.collections if c.get_gid()] == ["zero-bar"]
     assert recovery.get_xlim() == pytest.approx(wasted.get_xlim())  # the undefined step keeps its slot
 
 

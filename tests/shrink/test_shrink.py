@@ -19,11 +19,13 @@ import yaml
 from click.testing import CliRunner
 
 from fleetchaos.cli.main import main
+from fleetchaos.errors import UserError
 from fleetchaos.policies import get_policy
 from fleetchaos.scenario.load import Scenario, load_scenario
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.world import World
 from fleetchaos.testing.shrink import CallEvent, ddmin, parse_property, shrink
+from fleetchaos.testing.shrink.properties import TaskSilent
 
 PLANTED = {
     "name": "planted",
@@ -209,6 +211,14 @@ def test_shrink_is_deterministic():
     second = shrink(scenario, "blind-retry", "generic", 1, prop=prop)
     assert first.summary() == second.summary()
     assert first.trials == second.trials
+
+
+def test_a_task_property_that_does_not_hold_on_the_original_run_is_a_user_error():
+    """A TaskSilent given as ``prop`` that the original run does not fail is named (it used to raise AttributeError)."""
+    scenario = Scenario.model_validate(FANOUT)
+    prop = TaskSilent(arrival_s=1e9, template="no-such-template", original_id=0)
+    with pytest.raises(UserError, match="on the original run it is not so that the no-such-template task arriving at"):
+        shrink(scenario, "blind-retry", "generic", 1, prop=prop)
 
 
 def test_trial_budget_returns_the_smallest_failing_run_so_far():

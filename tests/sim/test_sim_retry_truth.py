@@ -22,6 +22,7 @@ from fleetchaos.sim.config import DAY_S, WorldSpec
 from fleetchaos.sim.faults import build_plan
 from fleetchaos.sim.observation import Action, GiveUp, Observation, Retry, TaskHistory
 from fleetchaos.sim.state import DailyQuota, NodeState, SharedCapacity, TokenBucket
+from fleetchaos.sim.truth import AttemptReport
 from fleetchaos.sim.waste import LastFailure, failed_retry_reason
 
 
@@ -129,6 +130,30 @@ def test_timeouts_are_judged_by_the_retried_calls_own_draws(sim):
     assert rec.fault_hits == {"timeout": 3}
     assert (rec.wasted_retries, rec.wasted_reasons) == (2, {"timed out again": 2})
     assert (rec.failed_retries, rec.failed_retry_reasons) == (2, {"same fault again": 2})
+
+
+class _ShowsEveryDispatchFailed:
+    """A format that shows every dispatch as failed, a completed one too (a strict or broken format may)."""
+
+    name = "shows-every-dispatch-failed"
+    partial_step_ok = False
+    misread_setting = "generic"
+    misread_factor = 1.0
+    failure_flag = True
+
+    def render(self, report: AttemptReport) -> Observation:
+        return Observation(ok=False, status="failed", worker=report.worker)
+
+
+def test_a_completed_dispatch_shown_as_failed_leaves_no_failure_to_judge(sim):
+    """Every dispatch completes but is shown failed, so the policy retries: its retries neither failed again
+    nor met a cause that still held (the judge used to stop the run on a failure kind of None)."""
+    r = sim.run(sim.scenario({"job": [sim.step("call", 1.0)]}), BlindRetry(max_retries=2), _ShowsEveryDispatchFailed())
+    rec = r.rec
+    assert rec.claim == "failed" and rec.retries == 2
+    assert rec.commits == [[3]]  # each of the three dispatches took effect
+    assert (rec.failed_retries, rec.wasted_retries) == (0, 0)
+    assert [obs.ok for _, obs in r.rendered] == [False] * 3 and all(rep.completed for rep, _ in r.rendered)
 
 
 def test_failed_retry_reasons_by_hand():

@@ -162,13 +162,16 @@ def test_report_draws_byte_stable_curves(cli, small, tmp_path):
         ).exit_code
         == 0
     )
-    assert {p.name for p in a.iterdir()} == {"results.json", "summary.md", "curve_silent_failure_rate.png"}
+    files = {"results.json", "summary.md", "report.html", "curve_silent_failure_rate.png"}
+    assert {p.name for p in a.iterdir()} == files
     result = SweepResult.model_validate_json((a / "results.json").read_text())
     write_sweep_report(result, b)
-    for name in ("curve_silent_failure_rate.png", "results.json", "summary.md"):
+    for name in files:
         assert (a / name).read_bytes() == (b / name).read_bytes()
     assert (result.metric, result.x) == ("silent_failure_rate", "faults[0].probability")
-    assert "![silent_failure_rate against faults[0].probability]" in (a / "summary.md").read_text()
+    # the axis names the swept fault by its kind (faults[0] of the default scenario is a network_blip)
+    assert result.scenario_configs["small"]["faults"][0]["kind"] == "network_blip"
+    assert "![silent_failure_rate against network_blip probability: one line" in (a / "summary.md").read_text()
 
 
 def test_sweep_file_and_command_line_combine(cli, small, tmp_path):

@@ -41,6 +41,20 @@ def test_calibrate_writes_a_scenario_that_loads(tmp_path, traces):
     assert "95% CI" in text
 
 
+def test_a_tool_seen_in_one_call_keeps_that_calls_duration(tmp_path):
+    """One call is too few to fit a spread: its duration is kept as a constant with a note (it used to exit 3)."""
+    rows = [{"time": 1735722000 + 60 * i, "task": f"t{i}", "tool": "crm", "worker": "w1", "duration_s": 2,
+             "outcome": "ok"} for i in range(40)]  # fmt: skip
+    rows.append({"time": 1735724460, "task": "t40", "tool": "rare", "worker": "w1", "duration_s": 3, "outcome": "ok"})
+    path = tmp_path / "plain.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    done = _calibrate(str(path), "-o", str(tmp_path / "s.yaml"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "tool 'rare': one call to fit its duration on, kept as a constant (cv 0)" in done.stderr
+    steps = {s.tool: s for t in load_scenario(str(tmp_path / "s.yaml")).workload.templates for s in t.steps}
+    assert (steps["rare"].duration.mean_s, steps["rare"].duration.cv) == (3, 0)
+
+
 def test_unknown_codes_are_listed_not_dropped(tmp_path):
     """Failures with codes the mapping does not know are listed with their counts, and the run still succeeds."""
     rows = []

@@ -9,14 +9,15 @@ import sys
 import fleetchaos
 import fleetchaos.policies
 
-HEAVY = ("simpy", "matplotlib", "scipy", "hypothesis", "faker")
+HEAVY = ("simpy", "matplotlib", "scipy", "hypothesis", "faker", "tenacity")
 
 #: What a team's policy module and chaos suite use: import and touch each, as they would.
 EVERYDAY = (
     "RecoveryPolicy", "Observation", "TaskHistory", "Retry", "Reroute", "RefreshCredentials", "UseAlternative",
     "Remediate", "Escalate", "Rollback", "DeadLetter", "GiveUp", "Policy", "retry_if_category", "stop_after_attempt",
     "wait_full_jitter", "StructuredDecisionTree", "BlindRetry", "Controlled", "AdaptiveThrottle",
-    "TransportRetry", "RecoveryMatrix", "get_policy", "assert_rate", "RunResult", "CompareResult",
+    "TransportRetry", "RecoveryMatrix", "get_policy", "assert_rate", "RunResult", "CompareResult", "from_tenacity",
+    "TenacityPolicy", "exception_for",
 )  # fmt: skip
 
 
@@ -27,7 +28,7 @@ def _loaded_after(code: str) -> list[str]:
 
 
 def test_importing_fleetchaos_loads_nothing_heavy():
-    """`import fleetchaos` (and reading __all__) loads none of SimPy, matplotlib, SciPy, hypothesis, Faker."""
+    """`import fleetchaos` (and reading __all__) loads none of SimPy, matplotlib, SciPy, hypothesis, Faker, tenacity."""
     assert _loaded_after("import fleetchaos; fleetchaos.__all__") == []
 
 

@@ -12,11 +12,19 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from fleetchaos.scenario.load import Scenario
-from fleetchaos.sim.config import DiskFull, ExpiredKey, FleetSpec, NetworkBlip, RateLimit, Timeout
-from fleetchaos.testing.strategies import CORE_KINDS, fault_mixes, fault_schedules, fault_specs, fleets, scenarios
+from fleetchaos.sim.config import FleetSpec
+from fleetchaos.sim.fault_specs import FAULT_MODELS
+from fleetchaos.testing.strategies import (
+    ALL_KINDS,
+    DEFAULT_TOOLS,
+    fault_mixes,
+    fault_schedules,
+    fault_specs,
+    fleets,
+    scenarios,
+)
 
 FAST = settings(max_examples=30, deadline=None)
-KIND_CLASSES = (NetworkBlip, Timeout, RateLimit, DiskFull, ExpiredKey)
 
 
 def _times(fault) -> list[tuple[float, float]]:
@@ -46,7 +54,7 @@ def test_fault_mixes_are_rates_with_one_fault_per_kind(data, workers):
     mix = data.draw(fault_mixes(workers=workers, horizon_s=3600.0))
     kinds = [f.kind for f in mix]
     assert kinds and len(set(kinds)) == len(kinds)
-    assert kinds == sorted(kinds, key=CORE_KINDS.index)
+    assert kinds == sorted(kinds, key=ALL_KINDS.index)
     assert all(not _times(f) for f in mix)
 
 
@@ -66,29 +74,35 @@ def test_scenarios_validate_and_respect_their_bounds(scenario):
     assert 1 <= len(scenario.workload.arrivals) <= 5
 
 
-@pytest.mark.parametrize("kind, cls", list(zip(CORE_KINDS, KIND_CLASSES)))
-def test_fault_specs_can_be_restricted_to_one_kind(kind, cls):
-    """fault_specs(kinds=(k,)) draws only faults of kind k."""
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_fault_specs_can_be_restricted_to_one_kind(kind):
+    """fault_specs(kinds=(k,)) draws only faults of kind k, for every kind of the table."""
 
     @FAST
-    @given(fault_specs(kinds=(kind,), workers=3, horizon_s=100.0))
+    @given(fault_specs(kinds=(kind,), workers=3, horizon_s=100.0, tools=DEFAULT_TOOLS, providers=("api",)))
     def check(fault):
-        assert isinstance(fault, cls)
+        assert isinstance(fault, FAULT_MODELS[kind])
 
     check()
 
 
 def test_unknown_kinds_and_bad_bounds_are_rejected():
-    """Strategies name the kinds they cover and refuse impossible fleets or horizons."""
-    with pytest.raises(InvalidArgument, match="no strategy for 'node_crash'"):
-        fault_specs(kinds=("node_crash",))
+    """Strategies name the kinds they know, say what a kind needs from the world, and refuse impossible fleets."""
+    with pytest.raises(InvalidArgument, match="unknown fault kind 'node_crush'"):
+        fault_specs(kinds=("node_crush",))
+    with pytest.raises(InvalidArgument, match="no strategy for the field 'provider' of 'overloaded'"):
+        fault_specs(kinds=("overloaded",))  # no provider named: the world has none
+    with pytest.raises(InvalidArgument, match="none of them can be drawn as a schedule .*quota_exhausted as mix"):
+        fault_schedules(kinds=("quota_exhausted",))
+    with pytest.raises(InvalidArgument, match="none of them can be drawn as a mix .*network_partition as schedule"):
+        fault_mixes(kinds=("network_partition",))
     with pytest.raises(InvalidArgument, match="workers: must be a whole number >= 1"):
         fault_schedules(workers=0)
     with pytest.raises(InvalidArgument, match="min_horizon_s <= max_horizon_s"):
         scenarios(min_horizon_s=10.0, max_horizon_s=5.0)
 
 
-@pytest.mark.parametrize("cls", [FleetSpec, NetworkBlip, Timeout, RateLimit, DiskFull, ExpiredKey, Scenario])
+@pytest.mark.parametrize("cls", [FleetSpec, *FAULT_MODELS.values(), Scenario], ids=lambda c: c.__name__)
 def test_from_type_uses_the_registered_strategies(cls):
     """The hypothesis entry point registers a strategy for each model: from_type draws valid instances."""
 
@@ -110,7 +124,9 @@ print(json.dumps([type(value).__name__, "fleetchaos.testing.strategies" in sys.m
 """
 
 
-@pytest.mark.parametrize("first", ["import hypothesis", "import fleetchaos.testing.strategies"])
+@pytest.mark.parametrize(
+    "first", ["import hypothesis", "import fleetchaos.testing.strategies", "import fleetchaos.testing.kind_strategies"]
+)
 def test_registration_works_whichever_module_is_imported_first(first):
     """Importing hypothesis runs the hook, and importing fleetchaos.testing.strategies first does not break it."""
     out = subprocess.run(

@@ -1,4 +1,4 @@
-"""The package's shape: no import cycles, modules of at most 500 lines, and honest ``__all__`` lists.
+"""The package's shape: no import cycles, modules of at most 500 lines, honest ``__all__`` lists, annotated public names.
 
 The import graph is read from the installed package's source files with ``ast`` (nothing
 is imported to build it but the packages themselves, where a package is mapped to another
@@ -254,3 +254,38 @@ def test_policy_modules_never_need_simpy():
     )
     assert "fleetchaos.sim.observation" in reached
     assert with_simpy == []
+
+
+def _unannotated(fn: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> list[str]:
+    """What a function leaves unannotated: its parameters (``self``/``cls`` aside) and its return (``__init__`` aside)."""
+    args = fn.args
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    if method and params and params[0].arg in ("self", "cls"):
+        params = params[1:]
+    missing = [p.arg for p in params if p.annotation is None]
+    missing += [f"*{a.arg}" for a in (args.vararg,) if a is not None and a.annotation is None]
+    missing += [f"**{a.arg}" for a in (args.kwarg,) if a is not None and a.annotation is None]
+    if fn.returns is None and fn.name != "__init__":
+        missing.append("return")
+    return missing
+
+
+def test_every_public_function_and_method_is_fully_annotated():
+    """Every public function of the package, and every public method of a public class, annotates each parameter
+    and its return (mypy checks the bodies; a public name's signature is what its users read)."""
+    gaps = []
+    for name, module in sorted(package_modules().items()):
+        for node in module.tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+                found = [(node.name, _unannotated(node, method=False))]
+            elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                found = [
+                    (f"{node.name}.{item.name}", _unannotated(item, method=True))
+                    for item in node.body
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and (not item.name.startswith("_") or item.name == "__init__")
+                ]
+            else:
+                continue
+            gaps += [f"{name}.{what} (line {node.lineno}): {', '.join(missing)}" for what, missing in found if missing]
+    assert gaps == [], "annotate these public names:\n" + "\n".join(gaps)

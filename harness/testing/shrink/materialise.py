@@ -8,9 +8,13 @@ run's output (the fault log and the realised fault plan).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.faults import CALL_KINDS
+
+if TYPE_CHECKING:
+    from fleetchaos.sim.world import RunOutput  # SimPy: for the type checker only
 
 __all__ = [
     "STATE_KINDS",
@@ -105,7 +109,7 @@ def _active(rule, at_s: float, worker: int) -> bool:
     return True
 
 
-def materialise(scenario: Scenario, output) -> tuple[list, list[tuple[float, str]], dict[int, str]]:
+def materialise(scenario: Scenario, output: RunOutput) -> tuple[list, list[tuple[float, str]], dict[int, str]]:
     """The fault events and arrivals of one run's output.
 
     Returns (events, arrivals, kinds): ``kinds`` maps each original fault index to its kind.
@@ -114,6 +118,7 @@ def materialise(scenario: Scenario, output) -> tuple[list, list[tuple[float, str
     :class:`StateEvent`, rate-limit cuts :class:`RateEvent`; every other fault stays a
     :class:`KeptFault`.
     """
+    assert output.records is not None and output.fault_log is not None  # a world without a sink keeps both
     plan = output.plan
     templates = {r.id: r.template for r in output.records}
     rules_by_kind: dict[str, list] = {}
@@ -148,7 +153,8 @@ def materialise(scenario: Scenario, output) -> tuple[list, list[tuple[float, str
     return sorted(events + state + rates + kept, key=event_key), arrivals, kinds
 
 
-def event_key(e) -> tuple:
+def event_key(e: Event) -> tuple:
+    """Events sort by their instant, then by type and value (a total order, stable across runs)."""
     return (e.at_s, type(e).__name__, repr(e))
 
 

@@ -93,11 +93,16 @@ def shrink(
     metrics, outcomes, output = probe.run(scenario)
     if task_silent is not None:
         prop = task_property(outcomes, task_silent)
-    elif not prop.holds(metrics, outcomes):  # type: ignore[union-attr]
-        value = metrics.get(prop.metric)  # type: ignore[union-attr]
+    assert prop is not None  # exactly one of task_silent and prop is given (checked above)
+    if task_silent is None and not prop.holds(metrics, outcomes):
+        if isinstance(prop, TaskSilent):
+            raise UserError(
+                f"prop: on the original run it is not so that {prop.describe()}; give a property that holds"
+            )
+        value = metrics.get(prop.metric)
         shown = "undefined" if value is None else f"{value:g}"
         raise UserError(
-            f"--property {prop.expression()}: the original run does not fail it ({prop.metric} is {shown}); "  # type: ignore[union-attr]
+            f"--property {prop.expression()}: the original run does not fail it ({prop.metric} is {shown}); "
             "give a property that holds on the run you want to shrink"
         )
     resolved = list(output.plan.resolved)
@@ -120,6 +125,7 @@ def shrink(
         notes.append(f"stopped at the trial budget ({max_trials}); the run below is the smallest failing one found")
     minimal = s.build(current)
     _m, _o, final = s.run(minimal)
+    assert final.fault_log is not None  # a world without a sink keeps its fault log
     met = sorted({CallEvent(t, k, w, tool, ()) for t, k, tool, w, _task in final.fault_log if k in CALL_KINDS})
     return ShrinkResult(
         met=met,

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleetchaos.errors import UserError
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.testing.shrink.materialise import TINY_S, CallEvent, KeptFault, StateEvent
-from fleetchaos.testing.shrink.properties import TaskSilent
+from fleetchaos.testing.shrink.properties import MetricProperty, TaskSilent
+
+if TYPE_CHECKING:
+    from fleetchaos.results.oracle import TaskOutcome
+    from fleetchaos.sim.world import RunOutput  # SimPy: for the type checker only
 
 __all__ = ["Candidate", "TrialBudgetExhausted", "Trials", "state_spec"]
 
@@ -43,11 +47,11 @@ class Trials:
         policy: str,
         errors: str,
         seed: int,
-        prop,
+        prop: MetricProperty | TaskSilent | None,
         max_trials: int,
         progress: Callable[[str], None] | None,
         resolved: list[dict],
-    ):
+    ) -> None:
         self.base = scenario
         self.policy = policy
         self.errors = errors
@@ -140,7 +144,7 @@ class Trials:
 
     # -- trials -------------------------------------------------------------------
 
-    def run(self, scenario: Scenario):
+    def run(self, scenario: Scenario) -> tuple[dict[str, float | None], list[TaskOutcome], RunOutput]:
         """Simulate one scenario: (metrics, outcomes, output)."""
         from fleetchaos.policies.registry import get_policy
         from fleetchaos.results.metrics import compute_run
@@ -167,6 +171,7 @@ class Trials:
             self.cache[c] = False
             return False
         metrics, outcomes, _ = self.run(scenario)
+        assert self.prop is not None  # only the probe of the original run has none, and it never asks
         result = self.prop.holds(metrics, outcomes)
         self.cache[c] = result
         if result:

@@ -1,0 +1,100 @@
+"""The scenario's ``expect:`` gates in ``run`` and ``compare``: checked before the runs, judged after them.
+
+:class:`ExpectGates` refuses, before anything runs, a gate whose arm the command does not
+run (exit 2, naming the arms it runs and ``--no-expect``); after the runs it judges every
+gate with the one rule (:func:`fleetchaos.gates.expect.judge`), records the verdicts in the
+result (so results.json, ``--json`` and the report carry them) and prints them, returning
+exit 1 when one failed.  ``--no-expect`` runs without them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import click
+
+from fleetchaos.gates.session import EXIT_GATE
+
+if TYPE_CHECKING:
+    from fleetchaos.results.models import CompareResult, RunResult
+    from fleetchaos.scenario.load import Scenario
+
+__all__ = ["ExpectGates", "no_expect_option"]
+
+no_expect_option = click.option(
+    "--no-expect",
+    is_flag=True,
+    help="do not judge the scenario's expect: gates (its acceptance criteria; by default a failed one exits 1)",
+)
+
+
+class ExpectGates:
+    """One command's use of its scenario's ``expect:`` gates."""
+
+    def __init__(
+        self,
+        spec: Scenario,
+        scenario_ref: str,
+        arms: Sequence[tuple[str, str, str]],
+        *,
+        hint: str,
+        skip: bool = False,
+        allow_policy_errors: bool = False,
+    ):
+        """Check, before the runs, that every gate's arm is one of ``arms`` (else a UserError, exit 2).
+
+        ``arms`` are (policy as typed, its canonical spec, error format); ``hint`` says how to
+        run a missing arm; ``skip`` (``--no-expect``) leaves the gates out.
+        """
+        self.gates = [] if skip else list(getattr(spec, "expect", []))
+        self.scenario = scenario_ref
+        self.names: dict[str, frozenset[str]] = {}
+        self.allow_policy_errors = allow_policy_errors
+        self.records: list = []
+        if self.gates:
+            from fleetchaos.gates.expect import ArmName, check_arms
+
+            named = [ArmName.of(*arm) for arm in arms]
+            self.names = {a.policy: a.names for a in named}
+            check_arms(self.gates, named, scenario_ref, hint)
+
+    def _judge(self, arms, seeds: Sequence[int], confidence: float) -> list:
+        from fleetchaos.gates.expect import judge
+
+        self.records = judge(
+            self.gates,
+            arms,
+            seeds,
+            confidence=confidence,
+            names=self.names,
+            allow_policy_errors=self.allow_policy_errors,
+        )
+        return self.records
+
+    def judge_run(self, result: RunResult) -> None:
+        """Judge the gates on one run (its arm on its one seed) and record the verdicts in it."""
+        if not self.gates:
+            return
+        from fleetchaos.results.stats import DEFAULT_CONFIDENCE
+        from fleetchaos.runs.runner import aggregate
+
+        arm = aggregate(result.policy, result.errors, [result], DEFAULT_CONFIDENCE)
+        result.expectations = self._judge([arm], [result.seed], DEFAULT_CONFIDENCE)
+
+    def judge_compare(self, result: CompareResult) -> None:
+        """Judge the gates on every arm of a comparison and record the verdicts in it."""
+        if self.gates:
+            result.expectations = self._judge(result.arms, result.seeds, result.confidence)
+
+    def gate(self, echo: Callable[[str], None]) -> int:
+        """Print each verdict and a summary; :data:`~fleetchaos.gates.session.EXIT_GATE` if one failed, else 0."""
+        if not self.gates:
+            return 0
+        from fleetchaos.gates.expect import line, summary_line
+
+        for record in self.records:
+            echo(line(record))
+        failed = not all(r.passed for r in self.records)
+        echo(summary_line(self.records, self.scenario) + (f": exit {EXIT_GATE}" if failed else ""))
+        return EXIT_GATE if failed else 0
