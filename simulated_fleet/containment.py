@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import fields
 from operator import attrgetter
-from typing import SupportsFloat, cast
+from typing import SupportsFloat
 
 from fleetchaos.sim.interrupts import PASS_THROUGH, check_expired, describe_exception, exception_parts, policy_text
 from fleetchaos.sim.ledger import TaskRecord
@@ -71,15 +71,13 @@ def copy_history(history: TaskHistory) -> TaskHistory:
 
 def canonical(action: object) -> Action:
     """Rebuild a policy's action as a checked instance of one of the action classes."""
-    kind = type(action)
-    if kind is Retry or kind is Reroute or kind is UseAlternative:
+    if type(action) is Retry or type(action) is Reroute or type(action) is UseAlternative:
         # The common answer, already well formed (a finite float delay, a whole-number resume
         # point a float holds exactly, nothing done): what the checks below would build.
-        exact_type = cast("Retry | Reroute | UseAlternative", action)  # its type was checked just above
-        delay, start, done = exact_type.delay_s, exact_type.resume_from, exact_type.done_items
+        delay, start, done = action.delay_s, action.resume_from, action.done_items
         exact = type(delay) is float and type(start) is int and type(done) is tuple
         if exact and 0.0 <= delay < math.inf and 0 <= start < 2**53 and not done:
-            return kind(delay, start, ())
+            return type(action)(delay, start, ())
     for cls in (Escalate, Rollback, DeadLetter):
         if isinstance(action, cls):
             return cls(policy_text(action.reason))
@@ -157,9 +155,8 @@ class ContainedPolicy:
             rec.policy_error = self.hooks_error
             return GiveUp()
         try:
-            action = self.policy.decide(
-                obs, copy_history(history)
-            )  # a copy: a policy cannot corrupt the driver's state
+            # A copy of the history: a policy cannot corrupt the driver's state.
+            action = self.policy.decide(obs, copy_history(history))
         except PASS_THROUGH:
             raise
         except BaseException as exc:  # a broken user policy must not stop the run, whatever it raises
