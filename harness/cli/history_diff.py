@@ -24,16 +24,23 @@ __all__ = ["diff", "diff_table", "unpaired_lines"]
 
 
 def _num(value: float) -> str:
-    """A mean of counts, seconds or money: whole from 100, one decimal from 1 (as ablation prints), else 3 digits."""
+    """A mean of seconds or money: whole from 100, one decimal from 1, else 3 digits."""
     if abs(value) >= 100:
         return f"{value:,.0f}"
     return f"{value:.1f}" if abs(value) >= 1 else f"{value:.3g}"
 
 
+def _plain(metric, value: float) -> str:
+    """A count as every terminal table writes it (:func:`~fleetchaos.reports.tables.count_text`); else :func:`_num`."""
+    from fleetchaos.reports.tables import count_text, is_count
+
+    return count_text(value) if is_count(metric.metric) else _num(value)
+
+
 def _value(metric, value: float | None) -> str:
     if value is None:
         return "n/a"
-    return f"{100 * value:.1f}%" if metric.unit == "proportion" else _num(value)
+    return f"{100 * value:.1f}%" if metric.unit == "proportion" else _plain(metric, value)
 
 
 def _change(metric, value: float | None) -> str:
@@ -41,7 +48,7 @@ def _change(metric, value: float | None) -> str:
         return "-"
     if metric.unit == "proportion":
         return f"{100 * value:+.1f} pp"
-    return ("+" if value >= 0 else "") + _num(value)
+    return ("+" if value >= 0 else "") + _plain(metric, value)
 
 
 def _interval(metric, low: float | None, high: float | None) -> str:
