@@ -359,7 +359,10 @@ def test_a_run_too_big_for_the_machine_is_refused_before_it_starts(workdir, monk
     assert "Traceback" not in result.output and time.perf_counter() - start < 2
 
 
-@pytest.mark.parametrize("name", catalogue.names())
+# retry_collapse runs its closed loop for about 16 s of CPU, twice: a long simulation, so `make test-all` checks it.
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n == "retry_collapse" else n for n in catalogue.names()]
+)
 def test_check_determinism_passes_on_every_catalogue_scenario(monkeypatch, workdir, name):
     """run --check-determinism: each catalogue scenario's seed 1 runs twice with identical event-log hashes (exit 0)."""
     result = _invoke(workdir, monkeypatch, ["run", "--scenario", name, "--check-determinism", "--no-history"])
