@@ -129,6 +129,7 @@ def results_doc(tiny):
     return json.loads(out.stdout)
 
 
+@pytest.mark.slow  # 12 whole reports with charts, about 25 s: make test-all runs it
 @settings(FUZZ, max_examples=12)  # each valid one draws a whole report (charts): ~0.6 s
 @given(data=st.data())
 def test_fuzz_mutated_results_files_rebuild_or_refuse(tmp_path_factory, results_doc, data, monkeypatch_module):

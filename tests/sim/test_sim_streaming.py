@@ -295,6 +295,7 @@ def test_run_one_streams_the_result_the_kept_records_give(label):
     assert runner.run_one(scenario, policy, errors, seed).tasks == []
 
 
+@pytest.mark.slow  # about 13 s of simulation; make test-all runs it
 def test_streamed_records_are_the_kept_records_in_creation_order():
     """On every catalogue scenario: a kept run's records are in creation order (arrival_s,
     then id: the order the running aggregates sum floats in); a streamed run hands over
