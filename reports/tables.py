@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 from rich.table import Table
 from rich.text import Text
 
@@ -168,12 +170,17 @@ def policy_error_lines(result: CompareResult | RunResult, limit: int = 80) -> li
     return lines
 
 
-def compare_table(result: CompareResult, *, wide: bool = False, columns: tuple[str, ...] | None = None) -> Table:
+def compare_table(
+    result: CompareResult, *, wide: bool = False, columns: tuple[str, ...] | None = None, width: int | None = None
+) -> Table:
     """One row per arm, named by the policy's own name: the lead metrics with their intervals, then silent
     failures, failed and wasted retries and the cost per run (100 columns); ``wide`` shows every column of
-    :data:`COLUMNS`, ``columns`` the metrics named, in that order.  Arms with policy errors are named below it."""
-    pct = round(result.confidence * 100)
-    broken = policy_error_lines(result)
+    :data:`COLUMNS`, ``columns`` the metrics named, in that order.  Arms with policy errors are named below it.
+
+    ``width``: the columns the table must fit in (a terminal's).  Rather than break a figure or a
+    header word across lines, figures are left out from the right (the first two always stay) and
+    the caption names them.
+    """
     leads = lead_metrics(result.closed_loop)
     if columns is not None:
         shown = [(m, header(m)) for m in columns]
@@ -183,13 +190,61 @@ def compare_table(result: CompareResult, *, wide: bool = False, columns: tuple[s
             shown.insert(0, ("goodput_per_day", LEAD_HEADERS["goodput_per_day"]))
     else:
         shown = [(m, LEAD_HEADERS[m]) for m in leads] + list(NARROW)
+    left_out: list[str] = []
+    user_columns = columns is not None
+    table = _compare_table(result, shown, left_out, width, wide=wide, user_columns=user_columns, compact=False)
+    if width is None or _natural_width(table) <= width:
+        return table
+    # Too wide for the terminal: each figure column as narrow as its longest word (a rate above its
+    # interval), and figures left out from the right until it fits, rather than a figure or header
+    # word broken across lines.
+    table = _compare_table(result, shown, left_out, width, wide=wide, user_columns=user_columns, compact=True)
+    while len(shown) > _KEPT and _natural_width(table) > width:
+        left_out.insert(0, shown.pop()[1])
+        table = _compare_table(result, shown, left_out, width, wide=wide, user_columns=user_columns, compact=True)
+    return table
+
+
+#: Figures a narrow terminal's comparison table keeps whatever its width (the lead metrics).
+_KEPT = 2
+
+
+def _natural_width(table: Table) -> int:
+    """The columns ``table`` takes when nothing limits its width (its caption's lines wrap: not counted)."""
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    console = Console(width=100_000, file=io.StringIO())
+    least, table.min_width = table.min_width, None
+    try:
+        return Measurement.get(console, console.options, table).maximum
+    finally:
+        table.min_width = least
+
+
+def _compare_table(
+    result: CompareResult,
+    shown: list[tuple[str, str]],
+    left_out: list[str],
+    width: int | None,
+    *,
+    wide: bool,
+    user_columns: bool,
+    compact: bool,
+) -> Table:
+    pct = round(result.confidence * 100)
+    broken = policy_error_lines(result)
     names = {m for m, _ in shown}
     notes = []
     if "common_recovery_rate" in names:
         notes.append("common rec.: recovery on the tasks faulted in any arm")
     if names & {"failed_retries", "wasted_retries"}:
         notes.append("failed / wasted: retries per run that failed again / sent while the cause still held")
-    if columns is None:
+    if left_out:
+        notes.append(
+            f"left out to fit {width} columns: {', '.join(left_out)} (a wider terminal shows them; --columns picks figures)"
+        )
+    if not user_columns:
         notes.append("own-set rec.: on the arm's own faulted tasks (secondary)" if wide else "more figures: --wide")
     table = Table(
         title=Text(f"{result.scenario}: {len(result.seeds)} seeds, mean per seed, rates with their {pct}% interval"),
@@ -198,17 +253,21 @@ def compare_table(result: CompareResult, *, wide: bool = False, columns: tuple[s
         caption=Text("\n".join([*broken, *notes])) if broken or notes else None,  # Text: messages are not markup
         caption_justify="left",
         caption_style="yellow" if broken else "dim",
-        min_width=max(map(len, broken), default=None),  # a caption wraps at the table's width
+        # A caption wraps at the table's width: wide enough for the policy-error lines, within the terminal.
+        min_width=min(max(map(len, broken), default=0), width or 100_000) or None,
     )
     # In a terminal narrower than the table the figures wrap (at their space, else folded, never cut) before
     # the names do: names are what users type.
     table.add_column("policy", no_wrap=True, overflow="fold")
     table.add_column("errors", no_wrap=True, overflow="fold")
-    for _, title in shown:
-        table.add_column(title, justify="right", overflow="fold")
-    for arm, label in zip(result.arms, policy_labels(result.arms)):
+    cells = [[_cell(arm, metric) for metric, _ in shown] for arm in result.arms]
+    for i, (_, title) in enumerate(shown):
+        # compact: as wide as its longest word, so a figure wraps at its space, never inside a number.
+        longest = max(len(word) for text in [title, *(row[i] for row in cells)] for word in text.split())
+        table.add_column(title, justify="right", overflow="fold", width=longest if compact else None)
+    for arm, label, row in zip(result.arms, policy_labels(result.arms), cells, strict=True):
         # Text: a policy's name is the user's, never rich markup
-        table.add_row(Text(label), Text(arm.errors), *(_cell(arm, metric) for metric, _ in shown))
+        table.add_row(Text(label), Text(arm.errors), *row)
     return table
 
 

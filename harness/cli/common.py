@@ -40,6 +40,7 @@ __all__ = [
     "apply_single_params",
     "columns_option",
     "determinism_option",
+    "fixed_width",
     "jobs_option",
     "make_report_dir",
     "nonempty_path",
@@ -134,6 +135,11 @@ class DataConsole(Console):
             natural = [Measurement.get(self, roomy, o).maximum for o in objects if not isinstance(o, str)]
             self.width = max([self.width, *natural])
         super().print(*objects, **kwargs)
+
+
+def fixed_width() -> int | None:
+    """The width a table printed to stdout must fit in: None in a pipe, where the console widens to the table."""
+    return None if _columns_env() is None and not _interactive() else output_width()
 
 
 def stdout_console(pipe_width: int = PIPE_WIDTH, *, highlight: bool = True, fit: bool = True) -> Console:

@@ -14,6 +14,7 @@ from fleetchaos.cli.common import (
     apply_single_params,
     columns_option,
     determinism_option,
+    fixed_width,
     jobs_option,
     make_report_dir,
     policies_with_params,
@@ -420,7 +421,7 @@ def compare(
     elif not quiet:
         from fleetchaos.reports import compare_table
 
-        stdout_console().print(compare_table(result, wide=wide, columns=columns))
+        stdout_console().print(compare_table(result, wide=wide, columns=columns, width=fixed_width()))
         from fleetchaos.results.studies import TunedCompareResult
 
         if isinstance(result, TunedCompareResult):

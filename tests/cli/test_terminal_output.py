@@ -137,3 +137,27 @@ def test_sweep_and_ablation_take_columns_and_quiet(cli, small):
     assert ablation.exit_code == 0, ablation.output
     assert "| step | format | success rate | tool_calls | recovery gain |" in ablation.stdout
     assert cli("ablation", "--seeds", "1", "--jobs", "1", "--quiet").stdout == ""
+
+
+@pytest.mark.parametrize("columns", [60, 72, 80, 86, 92])
+def test_a_narrow_terminal_never_breaks_a_figure_and_names_what_it_left_out(cli, small, columns):
+    """Every figure and header word of the piped (unlimited) table appears whole in a narrow terminal's table,
+    or its column is named as left out; the lines fit the width."""
+    args = ("compare", "--scenario", small, "--seeds", "2", "--jobs", "1", "--no-history")
+    whole = cli(*args).stdout.splitlines()  # piped: as wide as it needs, nothing folded
+    narrow = cli(*args, columns=columns).stdout
+    assert max(map(len, narrow.splitlines())) <= columns
+    header_cells = [c.strip() for c in next(line for line in whole if "policy" in line).split("┃")[1:-1]]
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in whole if line.startswith("│")]
+    caption = " ".join(narrow.split())  # the caption's lines wrap: read it as one text
+    left_out = re.search(r"left out to fit \d+ columns: (.*?) \(", caption)
+    dropped = set(left_out.group(1).split(", ")) if left_out else set()
+    if columns <= 72:  # the small scenario's eight columns need about 86 with each figure above its interval
+        assert dropped
+    cells = re.findall(r"[^\s│┃]+", narrow)  # every word printed inside the narrow table
+    for i, head in enumerate(header_cells[2:], start=2):
+        if head in dropped:
+            continue
+        for word in [*head.split(), *(w for row in rows for w in row[i].split())]:
+            assert word in cells, f"{word!r} of column {head!r} broken or missing at {columns} columns"
+    assert len(header_cells) - 2 - len(dropped) >= 2  # the lead figures always stay
