@@ -35,6 +35,7 @@ from fleetchaos.reports.blocks import (
     write_pages,
 )
 from fleetchaos.reports.drawing import Chart, Drawing
+from fleetchaos.reports.fitting import figure_column, fit_table, left_out_note
 from fleetchaos.reports.sweep_chart import (
     MAX_PANELS,
     chart_name,
@@ -72,30 +73,47 @@ def _terminal_cell(entry: SweepEntry, metric: str) -> str:
     return count_interval(value, ci) if is_count(metric) else with_interval(value, ci, display_kind(metric))
 
 
-def sweep_table(result: SweepResult, columns: tuple[str, ...] | None = None) -> Table:
+def sweep_table(result: SweepResult, columns: tuple[str, ...] | None = None, width: int | None = None) -> Table:
     """One row per point and arm: the chosen metrics with their intervals, and the headline metrics.
 
     ``columns`` names the metrics shown instead (``--columns``).  Counts read as whole numbers.
+    ``width``: the terminal's columns, which the table fits without breaking a figure
+    (:func:`fleetchaos.reports.fitting.fit_table`).
     """
+    if columns is not None:
+        shown = [(m, m) for m in columns]
+    else:
+        chosen = metric_names(result)
+        shown = [(m, m) for m in chosen] + [(m, h) for m, h, _ in COLUMNS[:3] if m not in chosen]
+
+    def build(figures: list[tuple[str, str]], left_out: list[str], compact: bool) -> Table:
+        return _sweep_table(result, figures, left_out, width, compact=compact)
+
+    return fit_table(build, shown, width, keep=1)
+
+
+def _sweep_table(
+    result: SweepResult, shown: list[tuple[str, str]], left_out: list[str], width: int | None, *, compact: bool
+) -> Table:
     pct = round(result.confidence * 100)
+    narrowed = left_out_note(left_out, width)
     table = Table(
         title=Text(
             f"sweep: {len(result.entries)} arms x {len(result.seeds)} seeds, mean per seed and {pct}% CI "
             "(rates [low, high], counts ± half-width)"
         ),
         header_style="bold",
+        caption=Text(narrowed) if narrowed is not None else None,
+        caption_justify="left",
+        caption_style="dim",
     )
+    # Names are what users type: in a narrow terminal they stay whole and the parameter text folds.
     for name in ("scenario", "params", "policy", "errors"):
-        table.add_column(name, overflow="fold")  # in a narrow terminal a cell folds, never cut
-    if columns is not None:
-        shown = [(m, m) for m in columns]
-    else:
-        chosen = metric_names(result)
-        shown = [(m, m) for m in chosen] + [(m, h) for m, h, _ in COLUMNS[:3] if m not in chosen]
-    for _, header in shown:
-        table.add_column(header, justify="right", overflow="fold")
-    for e in result.entries:
-        cells = [_terminal_cell(e, m) for m, _ in shown]
+        table.add_column(name, overflow="fold", no_wrap=name != "params")
+    rows = [[_terminal_cell(e, m) for m, _ in shown] for e in result.entries]
+    for i, (_, header) in enumerate(shown):
+        figure_column(table, header, [row[i] for row in rows], compact=compact)
+    for e, cells in zip(result.entries, rows, strict=True):
         table.add_row(*(rich_text(t) for t in (e.scenario, params_text(e.params), e.policy, e.errors)), *cells)
     return table
 

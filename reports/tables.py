@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import io
-
 from rich.table import Table
 from rich.text import Text
 
 from fleetchaos.escaping import rich_text
+from fleetchaos.reports.fitting import figure_column, fit_table, left_out_note
 from fleetchaos.reports.naming import policy_labels
 from fleetchaos.results.models import CompareResult, RunResult
 from fleetchaos.results.registry import REGISTRY, is_rate, lead_metrics
@@ -190,36 +189,12 @@ def compare_table(
             shown.insert(0, ("goodput_per_day", LEAD_HEADERS["goodput_per_day"]))
     else:
         shown = [(m, LEAD_HEADERS[m]) for m in leads] + list(NARROW)
-    left_out: list[str] = []
     user_columns = columns is not None
-    table = _compare_table(result, shown, left_out, width, wide=wide, user_columns=user_columns, compact=False)
-    if width is None or _natural_width(table) <= width:
-        return table
-    # Too wide for the terminal: each figure column as narrow as its longest word (a rate above its
-    # interval), and figures left out from the right until it fits, rather than a figure or header
-    # word broken across lines.
-    table = _compare_table(result, shown, left_out, width, wide=wide, user_columns=user_columns, compact=True)
-    while len(shown) > _KEPT and _natural_width(table) > width:
-        left_out.insert(0, shown.pop()[1])
-        table = _compare_table(result, shown, left_out, width, wide=wide, user_columns=user_columns, compact=True)
-    return table
 
+    def build(figures: list[tuple[str, str]], left_out: list[str], compact: bool) -> Table:
+        return _compare_table(result, figures, left_out, width, wide=wide, user_columns=user_columns, compact=compact)
 
-#: Figures a narrow terminal's comparison table keeps whatever its width (the lead metrics).
-_KEPT = 2
-
-
-def _natural_width(table: Table) -> int:
-    """The columns ``table`` takes when nothing limits its width (its caption's lines wrap: not counted)."""
-    from rich.console import Console
-    from rich.measure import Measurement
-
-    console = Console(width=100_000, file=io.StringIO())
-    least, table.min_width = table.min_width, None
-    try:
-        return Measurement.get(console, console.options, table).maximum
-    finally:
-        table.min_width = least
+    return fit_table(build, shown, width)
 
 
 def _compare_table(
@@ -240,10 +215,9 @@ def _compare_table(
         notes.append("common rec.: recovery on the tasks faulted in any arm")
     if names & {"failed_retries", "wasted_retries"}:
         notes.append("failed / wasted: retries per run that failed again / sent while the cause still held")
-    if left_out:
-        notes.append(
-            f"left out to fit {width} columns: {', '.join(left_out)} (a wider terminal shows them; --columns picks figures)"
-        )
+    narrowed = left_out_note(left_out, width)
+    if narrowed is not None:
+        notes.append(narrowed)
     if not user_columns:
         notes.append("own-set rec.: on the arm's own faulted tasks (secondary)" if wide else "more figures: --wide")
     table = Table(
@@ -262,9 +236,7 @@ def _compare_table(
     table.add_column("errors", no_wrap=True, overflow="fold")
     cells = [[_cell(arm, metric) for metric, _ in shown] for arm in result.arms]
     for i, (_, title) in enumerate(shown):
-        # compact: as wide as its longest word, so a figure wraps at its space, never inside a number.
-        longest = max(len(word) for text in [title, *(row[i] for row in cells)] for word in text.split())
-        table.add_column(title, justify="right", overflow="fold", width=longest if compact else None)
+        figure_column(table, title, [row[i] for row in cells], compact=compact)
     for arm, label, row in zip(result.arms, policy_labels(result.arms), cells, strict=True):
         # Text: a policy's name is the user's, never rich markup
         table.add_row(Text(label), Text(arm.errors), *row)

@@ -12,6 +12,7 @@ from fleetchaos.cli.common import (
     Confidence,
     columns_option,
     determinism_option,
+    fixed_width,
     jobs_option,
     make_report_dir,
     nonempty_path,
@@ -238,7 +239,7 @@ def sweep(
         return
     from fleetchaos.reports.sweep import sweep_table
 
-    stdout_console().print(sweep_table(result, columns))
+    stdout_console().print(sweep_table(result, columns, width=fixed_width()))
 
 
 @click.command()

@@ -161,3 +161,18 @@ def test_a_narrow_terminal_never_breaks_a_figure_and_names_what_it_left_out(cli,
         for word in [*head.split(), *(w for row in rows for w in row[i].split())]:
             assert word in cells, f"{word!r} of column {head!r} broken or missing at {columns} columns"
     assert len(header_cells) - 2 - len(dropped) >= 2  # the lead figures always stay
+
+
+def test_a_sweep_in_80_columns_keeps_its_figures_whole(cli, small):
+    """The sweep table in 80 columns: names whole, no figure broken, the figures it left out named."""
+    args = ("sweep", "--scenario", small, "--param", "faults[0].probability=0,0.2", "--seeds", "1", "--jobs", "1")
+    args += ("--policies", "structured", "--no-history")
+    whole = cli(*args).stdout
+    narrow = cli(*args, columns=80).stdout
+    assert max(map(len, narrow.splitlines())) <= 80
+    assert "│ structured │ structured │" in narrow  # names are never folded
+    figures = re.findall(r"\d[\d,.]*%", whole)
+    caption = " ".join(narrow.split())
+    assert "left out to fit 80 columns:" in caption
+    shown = re.findall(r"\d[\d,.]*%", narrow)
+    assert shown and set(shown) <= set(figures)  # every figure printed is a whole figure of the wide table
