@@ -9,6 +9,7 @@ exit 1 when one failed.  ``--no-expect`` runs without them.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from fleetchaos.results.models import CompareResult, RunResult
     from fleetchaos.scenario.load import Scenario
 
-__all__ = ["ExpectGates", "no_expect_option"]
+__all__ = ["ExpectGates", "no_expect_option", "note_unjudged"]
 
 no_expect_option = click.option(
     "--no-expect",
@@ -98,3 +99,24 @@ class ExpectGates:
         failed = not all(r.passed for r in self.records)
         echo(summary_line(self.records, self.scenario) + (f": exit {EXIT_GATE}" if failed else ""))
         return EXIT_GATE if failed else 0
+
+
+def note_unjudged(specs: Sequence[tuple[str, Scenario]], command: str, echo: Callable[[str], None]) -> None:
+    """Say on stderr, once per scenario, that ``command`` does not judge its ``expect:`` gates.
+
+    ``specs`` are (the scenario as the user named it, its spec).  A study reports figures
+    across points or steps; the gates are acceptance criteria of one scenario's arms, which
+    ``run`` and ``compare`` judge (exit 1 on a failure).  Saying so keeps a study's exit 0
+    from reading as the gates' pass.
+    """
+    seen = set()
+    for ref, spec in specs:
+        gates = getattr(spec, "expect", None) or []
+        if not gates or ref in seen:
+            continue
+        seen.add(ref)
+        many = "s" if len(gates) != 1 else ""
+        echo(
+            f"note: {ref} has {len(gates)} expect: gate{many}, which `{command}` does not judge; "
+            f"`fleetchaos compare --scenario {shlex.quote(ref)}` judges {'them' if many else 'it'}"
+        )

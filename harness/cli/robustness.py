@@ -82,6 +82,9 @@ def robustness(
     from fleetchaos.scenario.params import parse_param_option
 
     spec = load_scenario(scenario)
+    from fleetchaos.cli.expecting import note_unjudged
+
+    note_unjudged([(scenario, spec)], "robustness", lambda line: click.echo(line, err=True))
     arm_list = list(arms) or list(DEFAULT_ARMS)
     if len(arm_list) < 2:
         raise UserError("--arm: give at least two arms to order (--arm POLICY ERRORS, repeated)")

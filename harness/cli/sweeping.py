@@ -150,6 +150,14 @@ def sweep(
     if time_limit is not None:
         plan.variants[:] = [replace(v, time_limit_s=time_limit) for v in plan.variants]
     make_report_dir(report)
+    if not quiet:
+        from fleetchaos.cli.expecting import note_unjudged
+
+        note_unjudged(
+            [(v.ref or v.scenario.name, v.scenario) for v in plan.variants],
+            "sweep",
+            lambda line: click.echo(line, err=True),
+        )
     if check_determinism:
         from fleetchaos.runs.runner import replay_command
         from fleetchaos.scenario.load import check_rows_fit
@@ -295,6 +303,10 @@ def ablation(
     from fleetchaos.scenario.load import load_scenario
 
     spec = load_scenario(scenario)
+    if not quiet:
+        from fleetchaos.cli.expecting import note_unjudged
+
+        note_unjudged([(scenario, spec)], "ablation", lambda line: click.echo(line, err=True))
     check_policies((policy,), "--policy")
     make_report_dir(report)
     seed_list = seeds_to_run(spec, seeds, first_seed)

@@ -205,6 +205,9 @@ def tune(
     from fleetchaos.scenario.load import load_scenario
 
     spec = load_scenario(scenario)
+    from fleetchaos.cli.expecting import note_unjudged
+
+    note_unjudged([(scenario, spec)], "tune", lambda line: click.echo(line, err=True))
     spec, applied = apply_single_params(spec, scenario, only_scenario_params(params, "tune"), "tune")
     holdout = seeds_to_run(spec, seeds, first_seed)
     tune_spec_ = tune_spec(spec, scenario, errors, applied, holdout, opts)

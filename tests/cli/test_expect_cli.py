@@ -206,3 +206,23 @@ def test_no_group_is_stored_for_a_refused_command(cli, tmp_path):
     assert cli("compare", "--scenario", "hour.yaml", "--errors", "generic", "--seeds", "1").exit_code == 2
     with sqlite3.connect(tmp_path / "history.db") as db:
         assert db.execute("SELECT COUNT(*) FROM groups").fetchone() == (1,)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("sweep", "--param", "faults[0].probability=0,0.1", "--policies", "structured", "--no-history"),
+        ("ablation", "--policy", "structured"),
+    ],
+)
+def test_a_study_says_it_does_not_judge_the_gates(cli, command):
+    """sweep and ablation name the gates they leave unjudged on stderr, and say which command judges them;
+    a scenario without gates gets no such line."""
+    name, *rest = command
+    with_gates = cli(name, "--scenario", "hour.yaml", *rest, "--seeds", "1", "--jobs", "1")
+    assert with_gates.exit_code == 0, with_gates.output
+    assert f"hour.yaml has 2 expect: gates, which `{name}` does not judge" in with_gates.stderr
+    assert "fleetchaos compare --scenario hour.yaml" in with_gates.stderr
+    plain = cli(name, "--scenario", "plain.yaml", *rest, "--seeds", "1", "--jobs", "1")
+    assert plain.exit_code == 0, plain.output
+    assert "expect: gate" not in plain.stderr
