@@ -362,7 +362,7 @@ class CallModel:
                     return OVERLOADED, latency + _fails_in(OVERLOADED), False, None
                 took, in_time = admitted
                 if not in_time:  # the client gave up; the work goes on (and takes effect) unless the tool cancels it
-                    return (LATENCY_SPIKE if spiked else TIMEOUT), limit - waited, not step.cancels, None  # type: ignore[operator]
+                    return (LATENCY_SPIKE if spiked else TIMEOUT), limit - waited, not step.cancels, None  # type: ignore[operator]  # late only against a limit (patience is infinite without one)
                 work = took
         duration = latency + work
         if limit is not None and duration + waited > limit:

@@ -24,6 +24,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from fleetchaos.sim.envelope import SCHEMA_VERSION, AgentToolError
+from fleetchaos.sim.kind_record import SubagentCategory
 
 FailureType = Literal["timeout", "auth_error", "not_found", "rate_limited", "permanent", "unavailable"]
 
@@ -74,7 +75,7 @@ class SubagentResult(_Envelope):
     task_id: str
     task_description: str = ""
     result: str | None = None
-    error_category: Literal["transient", "validation", "permission", "business", "unknown"] | None = None
+    error_category: SubagentCategory | None = None
     error_message: str | None = Field(default=None, description="one sanitised human-readable line")
     is_retryable: bool | None = None
     retry_after_s: float | None = Field(default=None, ge=0)

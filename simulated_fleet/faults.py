@@ -99,7 +99,7 @@ class Spans:
     def __eq__(self, other: object) -> bool:  # plans compare by value (the same seed gives the same plan)
         return isinstance(other, Spans) and self.spans == other.spans
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # mutable (end_at): not a dict key
 
 
 class SpanTable:

@@ -13,7 +13,7 @@ Adding a kind: one record in :mod:`fleetchaos.sim.kinds`, its pydantic model in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 # -- stages: where the world meets a kind (fleetchaos.sim.calls gives the order a call meets them)
 
@@ -61,6 +61,9 @@ HINTED_CAUSES = ("bucket_empty", "quota_spent")
 
 #: What a remediation agent can repair on a worker (:func:`fleetchaos.sim.remediation.repair`).
 REMEDIES = ("refresh_credentials", "clear_disk", "install_tool")
+
+#: The error categories of the subagent-result contract (:class:`fleetchaos.sim.envelopes.SubagentResult`).
+SubagentCategory = Literal["transient", "validation", "permission", "business", "unknown"]
 
 #: Alternatives a worker can name in the failure-type contract.
 ALTERNATIVE_SOURCE = "alternative_source"  # named only while an untried source is left
@@ -114,7 +117,7 @@ class FaultKind:
     """The same call succeeds when simply tried again (after the failure type's own handler)."""
     failure_type: str | None
     """Its failure type in the failure-type contract."""
-    subagent_category: str | None
+    subagent_category: SubagentCategory | None
     """Its error category in the subagent-result contract."""
     alternative: str | None
     """The alternative a worker names in the failure-type contract, if any."""

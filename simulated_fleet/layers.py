@@ -11,6 +11,7 @@ ledger record as it takes effect.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import cast
 
 from fleetchaos.sim import _rng
 from fleetchaos.sim.calls import CallModel, CallOutcome, Step, StepRules
@@ -62,8 +63,8 @@ def layered_retry(
         )  # fmt: skip
     layer = layers[level]
     stream = _rng.layer_stream(level)
-    tries = rec.layer_tries
-    tries[level] += 1  # type: ignore[index]
+    tries = cast("list[int]", rec.layer_tries)  # the top layer's call (level None) made the list
+    tries[level] += 1
     fault, duration, committed, retry_at = first
     elapsed = 0.0
     for n in range(1, layer.attempts):
@@ -80,7 +81,7 @@ def layered_retry(
         elapsed += duration + pause
         rec.calls += 1
         rec.transport_retries += 1
-        tries[level] += 1  # type: ignore[index]
+        tries[level] += 1
         sub_key = _rng.transport_key(key, n) if level == 0 else _rng.layer_key(key, level, n)
         outcome = calls.decide(w, step, rules, task_key, item, sub_key, now + elapsed, batch_failed, sources)
         if level > 0:

@@ -35,7 +35,9 @@ class _Contracts(Mapping[str, FailureContract]):
         return sum(1 for _ in self)
 
     def __contains__(self, kind: object) -> bool:
-        record = KINDS.get(kind)  # type: ignore[call-overload]
+        if not isinstance(kind, str):  # every key is a kind's name
+            return False
+        record = KINDS.get(kind)
         return record is not None and record.stage != REPORTING
 
     def __repr__(self) -> str:

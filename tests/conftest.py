@@ -2,6 +2,12 @@
 the small scenario and CLI fixtures the history and sweep tests share.
 
 ``pytest_plugins`` may only be set in a top-level conftest, hence here.
+
+Helpers several test folders share are modules of their own beside this file (e.g.
+``tenacity_clock.py``), imported by name; a folder's own helpers sit in that folder
+(``reliability_cli.py``, ``hostile_policies.py``).  Nothing is imported from a conftest:
+several folders have one, and which owns the module name ``conftest`` depends on the order
+pytest loaded them (tests/unit/test_suite_layout.py checks both rules).
 """
 
 import pytest

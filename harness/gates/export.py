@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from fleetchaos.gates.history_rows import Group, StoredRun
@@ -36,7 +36,21 @@ EXPORT_FORMAT = "fleetchaos-history-export"
 #: The version of the document's shape; a reader refuses a newer one.
 EXPORT_VERSION = 1
 
-_Run = TypeVar("_Run")
+
+class _SeededRun(Protocol):
+    """What :func:`seed_ordered` reads of a run: its arm (policy, errors), its seed and its id."""
+
+    @property
+    def policy(self) -> str: ...
+    @property
+    def errors(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def id(self) -> int: ...
+
+
+_Run = TypeVar("_Run", bound=_SeededRun)
 
 
 def seed_ordered(runs: Iterable[_Run]) -> list[_Run]:
@@ -48,8 +62,8 @@ def seed_ordered(runs: Iterable[_Run]) -> list[_Run]:
     runs = list(runs)
     first: dict[tuple[str, str], int] = {}
     for r in runs:
-        first.setdefault((r.policy, r.errors), len(first))  # type: ignore[attr-defined]
-    return sorted(runs, key=lambda r: (first[(r.policy, r.errors)], r.seed, r.id))  # type: ignore[attr-defined]
+        first.setdefault((r.policy, r.errors), len(first))
+    return sorted(runs, key=lambda r: (first[(r.policy, r.errors)], r.seed, r.id))
 
 
 def is_export(doc: Any) -> bool:

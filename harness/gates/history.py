@@ -272,7 +272,10 @@ class HistoryStore:
                 "INSERT INTO groups (kind, scenario, label, status, created_at, meta) VALUES (?, ?, ?, ?, ?, ?)",
                 (kind, scenario, label, RUNNING, _now(), json.dumps(meta or {}, sort_keys=True)),
             )
-            return int(cur.lastrowid)  # type: ignore[arg-type]
+            row_id = cur.lastrowid
+            if row_id is None:  # pragma: no cover - sqlite3 sets it after every INSERT
+                raise RuntimeError("the history database gave no id for the new group")
+            return row_id
 
     def add_run(self, group_id: int, result: RunResult) -> bool:
         """Store one finished run in its own transaction; False if the group already holds it."""

@@ -12,7 +12,7 @@ draws are the adaptive throttle's, and they come from the task's seeded ``histor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from fleetchaos.policies.breakers import BreakerBoard, CircuitBreaker, breaker_key
 from fleetchaos.policies.budgets import AdaptiveThrottle, AwsRetryQuota, EnvoyLoad, EnvoyRetryBudget, GrpcRetryThrottle
@@ -167,7 +167,9 @@ class Controlled:
         action = self.policy.decide(observation, history)
         if not isinstance(action, RETRY_ACTIONS):
             return action
-        shared: ControlState | None = history.shared  # type: ignore[assignment]
+        # The driver hands every decision the state this policy's new_shared_state() made
+        # (None where no driver keeps shared state).
+        shared = cast("ControlState | None", history.shared)
         if shared is None:
             return action
         if self.budget is not None and not self._pay(observation, history, shared):

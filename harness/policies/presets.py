@@ -221,6 +221,9 @@ class Coordinator:
 # =======================================================================================
 # The recovery policy matrix
 
+#: What the recovery matrix does with a batch whose failed items are out of retries.
+BatchMode = Literal["best_effort", "fail_fast", "all_or_nothing"]
+
 
 @dataclass(frozen=True, slots=True)
 class RecoveryMatrix:
@@ -245,7 +248,7 @@ class RecoveryMatrix:
     max_retries: int = 3
     base_s: float = 2.0
     cap_s: float = 60.0
-    batch_mode: Literal["best_effort", "fail_fast", "all_or_nothing"] = "best_effort"
+    batch_mode: BatchMode = "best_effort"
     high_risk_tools: tuple[str, ...] = ("git_push", "deploy", "payment", "crm_write")
     poison_after: int = 3
     unknown_retries: int = 1
@@ -336,9 +339,9 @@ def _budgeted_immediate() -> Controlled:
     return Controlled(BACKOFF_VARIANTS["retry-immediate"](), budget=AwsRetryQuota(), name="retry-immediate-budget")
 
 
-def _matrix(name: str, batch_mode: str) -> Callable[[], Controlled]:
+def _matrix(name: str, batch_mode: BatchMode) -> Callable[[], Controlled]:
     def build() -> Controlled:
-        return Controlled(RecoveryMatrix(batch_mode=batch_mode, name=name), budget=AwsRetryQuota(), name=name)  # type: ignore[arg-type]
+        return Controlled(RecoveryMatrix(batch_mode=batch_mode, name=name), budget=AwsRetryQuota(), name=name)
 
     build.__doc__ = f"The recovery matrix ({batch_mode} batches) under a shared AWS-style retry budget."
     return build

@@ -210,7 +210,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             self._virtual_now += timeout
             return []
 
-        self._selector.select = select  # type: ignore[method-assign]
+        self._selector.select = select  # type: ignore[method-assign]  # this loop's own selector: idle waits turn virtual
 
     def time(self) -> float:
         """Virtual seconds since the loop was made."""

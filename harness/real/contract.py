@@ -187,7 +187,7 @@ def compare(expected: Observation, surface: Surface, secrets: Iterable[str]) -> 
     """(the expected fields, each mismatch of the surface against them)."""
     real = Observation(ok=surface.ok, status="ok" if surface.ok else "failed", worker=0)
     view = SimpleNamespace(**surface.fields)
-    real_env = Observation(ok=False, status="failed", worker=0, envelope=view)  # type: ignore[arg-type]
+    real_env = Observation(ok=False, status="failed", worker=0, envelope=view)  # type: ignore[arg-type]  # the readers only getattr() an envelope's fields
     envelope = expected.envelope
     want: dict = {}
     problems: list[str] = []

@@ -193,8 +193,10 @@ class _ChaosTransport:
         return d.duration_s if read is None else min(d.duration_s, float(read))
 
     def _masked(self, d: Decision, route: Any, request: Any) -> Any:
+        kind = d.kind
+        assert kind is not None  # the callers checked d.masking, which needs a kind
         d.fire()
-        body = route.body(d.kind.name, request)  # type: ignore[union-attr]
+        body = route.body(kind.name, request)
         d.meet()
         return self._module.Response(200, headers={"content-type": "application/json"}, content=body, request=request)
 

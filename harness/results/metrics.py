@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import operator
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -38,7 +38,7 @@ def pages_of(record: TaskRecord) -> int:
     return record.pages
 
 
-def _mean(values: list[float]) -> float | None:
+def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
@@ -295,7 +295,7 @@ class RunAccumulator:
             self.recovered_by_first[record.first_fault] += judged.recovered  # a 0 entry is kept
         if judged.recovered:
             self._recoveries.append(
-                (record.arrival_s, record.id, judged.steps_to_recovery, judged.time_to_recovery_s)  # type: ignore[arg-type]
+                (record.arrival_s, record.id, judged.steps_to_recovery, judged.time_to_recovery_s)  # type: ignore[arg-type]  # verdict() sets both for a recovered task
             )
         return judged
 
@@ -355,7 +355,7 @@ class RunAccumulator:
             "false_alarms": float(t["false_alarms"]),
             "unfinished_tasks": float(t["unfinished"]),
             "policy_errors": float(t["policy_errors"]),
-            "mean_steps_to_recovery": _mean(steps),  # type: ignore[arg-type]
+            "mean_steps_to_recovery": _mean(steps),
             "mean_time_to_recovery_s": _mean(times),
             "data_loss_tasks": float(t["data_loss"]),
             "data_loss_rate": t["data_loss"] / tasks if tasks else None,

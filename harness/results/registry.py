@@ -368,7 +368,12 @@ if set(_POOLED_ORDER) != {m.name for m in _ALL if m.pooled is not None}:  # prag
 
 #: Task-level rates: name -> (numerator, denominator) keys of a run's ``task_counts``
 #: breakdown, pooled over seeds with Wilson intervals.
-POOLED_RATES: dict[str, tuple[str, str]] = {name: REGISTRY[name].pooled for name in _POOLED_ORDER}  # type: ignore[misc]
+POOLED_RATES: dict[str, tuple[str, str]] = {
+    # Every one has its pair (checked above): the ``is not None`` only tells the type checker so.
+    name: pooled
+    for name in _POOLED_ORDER
+    if (pooled := REGISTRY[name].pooled) is not None
+}
 
 #: Metrics that are proportions in [0, 1], shown as percentages.
 RATES: tuple[str, ...] = tuple(m.name for m in _ALL if m.shown_as == "percent")

@@ -67,9 +67,10 @@ def rate_ci(
     if k == 0:
         return None, None, None
     mean = sum(v for v, _ in pairs) / k
-    if k < 2 or any(n is None or n <= 0 for _, n in pairs):
+    counted = [(v, n) for v, n in pairs if n is not None and n > 0]
+    if k < 2 or len(counted) < k:
         return mean, None, None
-    logits = [_logit((v * n + 0.5) / (n + 1.0)) for v, n in pairs]  # type: ignore[operator]
+    logits = [_logit((v * n + 0.5) / (n + 1.0)) for v, n in counted]
     centre_of_logits = sum(logits) / k
     sd = math.sqrt(sum((x - centre_of_logits) ** 2 for x in logits) / (k - 1))
     half = student_t_quantile(0.5 + confidence / 2.0, k - 1) * sd / math.sqrt(k)

@@ -175,9 +175,9 @@ def robustness(
 def leading_arms(arms: Sequence[ArmResult], metric: str) -> list[tuple[str, str]]:
     """The two arms ahead on ``metric`` (best first), as (policy, errors): the ordering a flip analysis tests."""
     better = direction(metric)
-    have = [a for a in arms if a.metrics.get(metric) is not None]
-    ordered = sorted(have, key=lambda a: float(a.metrics[metric]) * (-1.0 if better else 1.0))  # type: ignore[arg-type]
-    return [(a.policy, a.errors) for a in ordered[:2]]
+    have = [(value, a) for a in arms if (value := a.metrics.get(metric)) is not None]
+    ordered = sorted(have, key=lambda pair: float(pair[0]) * (-1.0 if better else 1.0))
+    return [(a.policy, a.errors) for _, a in ordered[:2]]
 
 
 def _point(

@@ -229,8 +229,9 @@ def allowed_range(field: FieldInfo | None) -> str:
     if low and high:
         flipped = "<=" if low[0] == ">=" else "<"
         return f"{plain_number(low[1])} {flipped} value {high[0]} {plain_number(high[1])}"
-    if low or high:
-        op, bound = low or high  # type: ignore[misc]
+    one_side = low or high
+    if one_side is not None:
+        op, bound = one_side
         return f"{op} {plain_number(bound)}"
     return ", ".join(lengths)
 

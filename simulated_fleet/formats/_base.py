@@ -125,7 +125,7 @@ class StructuredFormat:
             context["alternatives_left"] = str(report.alternatives_left)
         envelope = AgentToolError(
             error_code=contract.error_code,
-            category=contract.category,  # type: ignore[arg-type]
+            category=contract.category,  # type: ignore[arg-type]  # "reporting" (a reporting kind) is refused
             recoverable=contract.recoverable,  # type: ignore[arg-type]  # None (a reporting kind) is refused
             suggested_action=contract.suggested_action,
             partial_success=partial,

@@ -11,6 +11,8 @@ any vendor text through the sanitiser before it crosses the boundary.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from fleetchaos.sim.envelopes import FailureTypeError, ItemStatus, RunHealth, SubagentResult, ToolEnvelope
 from fleetchaos.sim.formats._base import plain_success, progress_refs, retry_after_ms
 from fleetchaos.sim.formats._text import _Bound
@@ -167,7 +169,7 @@ class SubagentResultFormat(_Bound):
             status="partial" if steps or items else "failed",
             task_id=str(report.task_id),
             task_description=report.step_names[report.failed_step],
-            error_category=category,  # type: ignore[arg-type]
+            error_category=category,
             error_message=message,
             is_retryable=bool(kind.contract.recoverable and category == "transient"),
             retry_after_s=None if hint is None else hint / 1000.0,
@@ -219,6 +221,7 @@ class ToolEnvelopeFormat(_Bound):
         kind = shown_kind(report)
         steps, items = progress_refs(report)
         tool = report.step_names[report.failed_step]
+        status: Literal["timeout", "partial", "error"]
         if kind.outcome_unknown:
             status = "timeout"
         elif items or (report.fan_out > 1 and report.item_failures and len(report.item_failures) < report.fan_out):
@@ -244,7 +247,7 @@ class ToolEnvelopeFormat(_Bound):
             metadata["retry_after_ms"] = str(hint)
         n_failed = len(report.item_failures) or 1
         envelope = ToolEnvelope(
-            status=status,  # type: ignore[arg-type]
+            status=status,
             error_code=kind.contract.error_code,
             retriable=bool(kind.contract.recoverable),
             message=sanitise(_first_line(text)),

@@ -12,8 +12,10 @@ run's :class:`~fleetchaos.sim.sanitise.PlantedSecrets`.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import cast
 
 from fleetchaos.sim import _rng
+from fleetchaos.sim.kind_record import Wire
 from fleetchaos.sim.kinds import FaultKind, rendered_kind
 from fleetchaos.sim.sanitise import PlantedSecrets
 from fleetchaos.sim.truth import AttemptReport
@@ -46,7 +48,9 @@ def shown_kind(report: AttemptReport) -> FaultKind:
 def vendor_text(report: AttemptReport, secrets: PlantedSecrets) -> str:
     """The vendor's error text for a failed dispatch: message line first, then a trace."""
     tool = report.step_names[report.failed_step]
-    status, reason, errno = shown_kind(report).wire  # type: ignore[misc]
+    # A shown kind has a wire status: rendered_kind() refuses a kind without one, and a wrong
+    # envelope shows a reportable kind (fleetchaos.sim.envelope_errors).
+    status, reason, errno = cast(Wire, shown_kind(report).wire)
     key, token, email, home, url = secrets.pick(failure_key(report))
     vendor = vendor_of(tool)
     if vendor == "jvm":

@@ -1,9 +1,11 @@
-"""Shared set-up of the reliability tests (issue 17): the hostile policies module and a CLI in a subprocess."""
+"""Shared set-up of the reliability tests (issue 17): the hostile policies importable, and a tiny scenario.
+
+The CLI in a subprocess is :mod:`reliability_cli` (imported by name, not from this
+conftest: another folder's conftest may own the module name ``conftest``).
+"""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,32 +16,6 @@ import fleetchaos.catalogue as catalogue
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))  # `hostile_policies:Name` for in-process runs
-
-#: The installed command line, beside this interpreter ($FLEETCHAOS_CLI runs these tests against another
-#: installation, e.g. an older one, to see them fail there).
-FLEETCHAOS = os.environ.get("FLEETCHAOS_CLI") or str(Path(sys.executable).with_name("fleetchaos"))
-
-#: Exit codes a user's input may give: ok, gate failed, usage; never 3 (a bug) for user input.
-OK_CODES = {0, 1, 2}
-
-
-def fleetchaos(
-    *args: str, cwd: Path, timeout: float = 120, env: dict | None = None, **kw
-) -> subprocess.CompletedProcess:
-    """Run the fleetchaos CLI in a subprocess (the hostile policies importable), with its own history in ``cwd``."""
-    environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
-    environ.pop("FLEETCHAOS_DEBUG", None)
-    environ["FLEETCHAOS_HISTORY"] = str(cwd / "history.db")
-    environ.update(env or {})
-    return subprocess.run(
-        [FLEETCHAOS, *args],
-        cwd=cwd,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        **kw,
-    )
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import resource
 import signal
 
 import pytest
-from conftest import fleetchaos
+from reliability_cli import fleetchaos
 
 from fleetchaos.errors import UserError
 from fleetchaos.files import FileTooLargeError, read_bounded

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import fleetchaos
+from reliability_cli import fleetchaos
 
 from fleetchaos.errors import UserError
 from fleetchaos.gates.assertions import WEAK_EVIDENCE, Estimate, RateAssertionError, assert_rate
@@ -172,7 +172,7 @@ def test_weak(fleetchaos_result):
 @pytest.fixture
 def suite(pytester, tiny, monkeypatch):
     """A pytester suite with the tiny scenario and the hostile policies importable."""
-    here = Path(__file__).parent  # not conftest.HERE: another folder's conftest may own that module name
+    here = Path(__file__).parent
 
     monkeypatch.syspath_prepend(str(here))
     monkeypatch.setenv("PYTHONPATH", str(here))

@@ -8,7 +8,7 @@ import sqlite3
 import subprocess
 
 import pytest
-from conftest import FLEETCHAOS, fleetchaos
+from reliability_cli import FLEETCHAOS, fleetchaos
 
 from fleetchaos.errors import UserError
 from fleetchaos.gates.history import SCHEMA_VERSION, open_store

@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 import yaml
-from conftest import fleetchaos
+from reliability_cli import fleetchaos
 
 import fleetchaos.catalogue as catalogue
 from fleetchaos.escaping import csv_cell, markdown_text

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FLEETCHAOS, fleetchaos
+from reliability_cli import FLEETCHAOS, fleetchaos
 
 from fleetchaos.runs.limits import wall_clock_limit
 from fleetchaos.sim.interrupts import UserInterrupt, WallClockExceeded, describe_exception, user_signals

@@ -7,7 +7,7 @@ import ast
 from types import SimpleNamespace
 
 import pytest
-from conftest import fleetchaos
+from reliability_cli import fleetchaos
 
 from fleetchaos.testing.shrink.properties import MetricProperty, TaskSilent
 from fleetchaos.testing.shrink.writer import regression_test

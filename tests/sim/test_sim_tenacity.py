@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import pytest
 import yaml
+from tenacity_clock import FakeClock
 
 tenacity = pytest.importorskip("tenacity")
 
@@ -51,21 +52,6 @@ class Recorder:
         action = self.inner.decide(observation, history)
         task["failures"].append((history.now_s, observation, action))
         return action
-
-
-class FakeClock:
-    """tenacity's ``time`` module (only ``monotonic``) and its sleep."""
-
-    def __init__(self, start: float) -> None:
-        self.now = start
-        self.sleeps: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now = self.now + seconds
 
 
 def replay(policy: TenacityPolicy, arrival_s: float, task: dict, monkeypatch):

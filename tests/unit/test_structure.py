@@ -1,4 +1,5 @@
-"""The package's shape: no import cycles, modules of at most 500 lines, honest ``__all__`` lists, annotated public names.
+"""The package's shape: no import cycles, modules of at most 500 lines, honest ``__all__`` lists, annotated public
+names, explained ``# type: ignore`` comments.
 
 The import graph is read from the installed package's source files with ``ast`` (nothing
 is imported to build it but the packages themselves, where a package is mapped to another
@@ -14,11 +15,13 @@ import ast
 import importlib
 import importlib.machinery
 import importlib.util
+import io
 import json
 import pkgutil
 import re
 import subprocess
 import sys
+import tokenize
 from collections import deque
 from functools import cache
 from pathlib import Path
@@ -289,3 +292,55 @@ def test_every_public_function_and_method_is_fully_annotated():
                 continue
             gaps += [f"{name}.{what} (line {node.lineno}): {', '.join(missing)}" for what, missing in found if missing]
     assert gaps == [], "annotate these public names:\n" + "\n".join(gaps)
+
+
+#: A ``# type: ignore`` comment: the error codes it silences, then whatever follows them.
+_TYPE_IGNORE = re.compile(r"#\s*type:\s*ignore(?P<codes>\[[^\]]*\])?(?P<rest>.*)")
+#: What must follow the codes: a comment saying why the ignore holds.
+_REASON = re.compile(r"\s*#\s*\S")
+
+
+def _unexplained_ignores(source: str) -> list[tuple[int, str]]:
+    """Each ``# type: ignore`` comment of ``source`` without its error codes or without a reason after them.
+
+    Comments are read with ``tokenize``, so the words inside a string or a docstring do not count.
+    """
+    found = []
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type != tokenize.COMMENT or (match := _TYPE_IGNORE.search(token.string)) is None:
+            continue
+        if not match["codes"] or not match["codes"].strip("[] "):
+            found.append((token.start[0], "no error code: name it, e.g. # type: ignore[arg-type]"))
+        elif not _REASON.match(match["rest"]):
+            found.append((token.start[0], "no reason: add one after it, e.g. # type: ignore[arg-type]  # why it holds"))
+    return found
+
+
+def test_an_unexplained_ignore_would_be_found():
+    """An ignore without codes or without a reason is found; one with both, or words in a string, is not."""
+    source = (
+        "a = f(x)  # type: ignore\n"
+        "b = f(x)  # type: ignore[]  # a reason\n"
+        "c = f(x)  # type: ignore[arg-type]\n"
+        "d = f(x)  # type: ignore[arg-type]  # x is checked above\n"
+        "e = f(x)  # type: ignore[arg-type, misc]  # x is checked above\n"
+        "f = '# type: ignore[arg-type]'\n"
+        '"""# type: ignore in a docstring"""\n'
+    )
+    assert [(line, problem.split(":")[0]) for line, problem in _unexplained_ignores(source)] == [
+        (1, "no error code"),
+        (2, "no error code"),
+        (3, "no reason"),
+    ]
+
+
+def test_every_type_ignore_names_its_codes_and_says_why():
+    """Each ``# type: ignore`` in the package names the error codes it silences and says, after them, why it holds
+    (``# type: ignore[arg-type]  # <why>``): a bare ignore hides every error on its line, an unexplained one
+    leaves the next reader to guess whether it may go."""
+    found = [
+        f"{module.path} line {line}: {problem}"
+        for _, module in sorted(package_modules().items())
+        for line, problem in _unexplained_ignores(module.text)
+    ]
+    assert found == [], "explain these type: ignore comments:\n" + "\n".join(found)

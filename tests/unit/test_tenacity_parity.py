@@ -20,6 +20,7 @@ import random
 import sys
 
 import pytest
+from tenacity_clock import FakeClock
 
 tenacity = pytest.importorskip("tenacity")
 
@@ -120,24 +121,6 @@ CONFIGS = {
         LONG,
     ),
 }  # fmt: skip
-
-
-class FakeClock:
-    """The clock tenacity reads (``time.monotonic``) and the sleep it calls, both in simulated seconds."""
-
-    def __init__(self, start: float) -> None:
-        self.now = start
-        self.sleeps: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now = self.now + seconds
-
-    async def async_sleep(self, seconds: float) -> None:
-        self.sleep(seconds)
 
 
 def drive_tenacity(retrying, script, seed: int, monkeypatch, run_async: bool = False):
