@@ -365,7 +365,7 @@ def compare(
                 scenario_ref=scenario,
                 executor=executor,
                 on_result=on_run,
-                keep_tasks=report is not None,
+                task_csv=report is not None,
                 trace=report is not None or traces is not None,
                 on_trace=None if traces is None else traces.write,
                 params=applied,

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from itertools import product
 from typing import Any
@@ -19,8 +19,8 @@ from fleetchaos.policies.spec import policy_param_name
 from fleetchaos.results.common_set import apply_common_sets
 from fleetchaos.results.metrics import RunAccumulator
 from fleetchaos.results.models import CompareResult, RunResult, rounded
-from fleetchaos.results.oracle import TaskOutcome
 from fleetchaos.results.stats import DEFAULT_CONFIDENCE
+from fleetchaos.results.task_rows import csv_lines, row_dict, row_values
 from fleetchaos.runs.arm_stats import aggregate, paired_comparisons
 from fleetchaos.runs.executors import MAX_CHUNK, map_chunks, open_executor, tapered, workers_of
 from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
@@ -54,6 +54,7 @@ def run_one(
     *,
     scenario_ref: str | None = None,
     keep_tasks: bool = False,
+    task_csv: bool = False,
     params: Sequence[tuple[str, Any]] = (),
     trace: bool = False,
     trace_label: str = "traced run",
@@ -68,7 +69,9 @@ def run_one(
     (labelled ``trace_label``) for the timeline charts; ``on_trace``, if given, then receives
     the world's :class:`~fleetchaos.sim.world.RunOutput` (to export its traces).  A run still going after
     ``time_limit_s`` of wall-clock time (default :func:`fleetchaos.runs.limits.default_time_limit`)
-    raises :class:`~fleetchaos.errors.RunTimeLimitError`.
+    raises :class:`~fleetchaos.errors.RunTimeLimitError`.  With ``keep_tasks`` the result carries
+    a row per task (``RunResult.tasks``); with ``task_csv``, the same rows as tasks.csv lines
+    (``RunResult.tasks_csv``, :func:`fleetchaos.results.task_rows.csv_lines`).
     """
     closed_loop = is_closed_loop(scenario.workload)
     acc = RunAccumulator(
@@ -79,13 +82,15 @@ def run_one(
     )
     # Per-task rows, when wanted, are built as each task ends (its record is dropped) and
     # put back in the world's creation order, (arrival_s, id), once the run is over.
-    rows: list[tuple[float, int, dict]] | None = [] if keep_tasks else None
+    # A row is a dict for RunResult.tasks, else a list (what tasks.csv lines are written from).
+    rows: list[tuple[float, int, Any]] | None = [] if keep_tasks or task_csv else None
 
     def sink(record) -> None:
         if rows is None:
-            acc.fold(record)  # the verdict only: no per-task outcome is built
+            acc.fold(record)  # the verdict only: no per-task row is built
         else:
-            rows.append((record.arrival_s, record.id, _task_row(acc.add(record))))
+            row = row_values(record, acc.fold(record))
+            rows.append((record.arrival_s, record.id, row_dict(row) if keep_tasks else row))
 
     replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params)
     limit = default_time_limit(scenario) if time_limit_s is None else time_limit_s
@@ -115,7 +120,7 @@ def run_one(
             )
         }
         breakdowns = dict(sorted(breakdowns.items()))
-    tasks = [row for _, _, row in sorted(rows, key=lambda x: (x[0], x[1]))] if rows is not None else []
+    ordered = [row for _, _, row in sorted(rows, key=lambda x: (x[0], x[1]))] if rows is not None else []
     timeline = None
     if trace:
         from fleetchaos.runs.traces import timeline_of
@@ -150,8 +155,12 @@ def run_one(
     )
     # Assigned, not validated: validation would copy every row (pydantic builds new dicts),
     # doubling the peak memory of a run with per-task rows.  The rows are plain dicts of
-    # numbers, strings and None built by _task_row, so they serialise the same either way.
-    result.tasks = tasks
+    # numbers, strings and None built by row_values, so they serialise the same either way.
+    if keep_tasks:
+        result.tasks = ordered
+    if task_csv:
+        lines = csv_lines(policy, errors, seed, [list(r.values()) for r in ordered] if keep_tasks else ordered)
+        result.tasks_csv = (lines, len(ordered))
     return result
 
 
@@ -191,19 +200,6 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-#: The fields of a per-task row, in TaskOutcome's order.
-_ROW_FIELDS = tuple(f.name for f in fields(TaskOutcome))
-
-
-def _task_row(outcome: TaskOutcome) -> dict:
-    # Every field is a plain value, so a shallow read is what asdict() gives, without its
-    # deep copy of each (a sixth of a run that keeps per-task rows).
-    row = {name: getattr(outcome, name) for name in _ROW_FIELDS}
-    for key in ("arrival_s", "end_s", "time_to_recovery_s"):
-        row[key] = rounded(row[key])
-    return row
-
-
 @dataclass(frozen=True, slots=True)
 class Variant:
     """A scenario as runs see it: a base scenario with swept parameters already applied."""
@@ -215,7 +211,9 @@ class Variant:
     """(dotted path, value) of each swept parameter, in grid order: scenario values already
     applied to ``scenario``, then ``policy.NAME`` values the runs set on their policy."""
     keep_tasks: bool = False
-    """Runs carry their per-task rows (for a report's tasks.csv)."""
+    """Runs carry their per-task rows (``RunResult.tasks``)."""
+    task_csv: bool = False
+    """Runs carry their per-task rows as tasks.csv lines (``RunResult.tasks_csv``, for a report)."""
     time_limit_s: float | None = None
     """Each run's wall-clock limit (None: :func:`fleetchaos.runs.limits.default_time_limit`)."""
 
@@ -260,6 +258,7 @@ def _run_chunk(chunk: tuple[Variant, tuple[tuple[int, str, str, int], ...]]) -> 
                 scenario_ref=variant.ref,
                 params=variant.scenario_params,
                 keep_tasks=variant.keep_tasks,
+                task_csv=variant.task_csv,
                 time_limit_s=variant.time_limit_s,
             )
             out.append((index, result))
@@ -327,6 +326,7 @@ def compare(
     executor: Executor | None = None,
     on_result: Callable[[RunResult], None] | None = None,
     keep_tasks: bool = False,
+    task_csv: bool = False,
     trace: bool = False,
     on_trace: Callable[[str, str, int, Any], None] | None = None,
     params: Sequence[tuple[str, Any]] = (),
@@ -338,7 +338,8 @@ def compare(
     Runs go to ``executor`` if given (the caller owns it), else to a Dask cluster at
     ``scheduler``, else to ``jobs`` local processes (in-process when ``jobs`` is 1).
     ``on_result`` gets each run as it finishes; the result depends on no executor or job count.
-    With ``keep_tasks`` the runs it gets carry their per-task rows (dropped right after).
+    With ``keep_tasks`` the runs it gets carry their per-task rows (dropped right after),
+    with ``task_csv`` the same as tasks.csv lines (``RunResult.tasks_csv``, dropped likewise).
     With ``trace`` the first seed of the best and the worst arm is run again with tracing
     on and the comparison carries their timelines; ``on_trace(policy, errors, seed,
     output)`` receives each of those runs' world output.  ``params`` (``--param`` values already
@@ -349,12 +350,17 @@ def compare(
     arms = list(product(policies, formats))
     done = done or {}
     job_list = [RunJob(0, p, e, s) for (p, e) in arms for s in seeds if (p, e, s) not in done]
-    variants = [Variant(scenario, scenario_ref, tuple(params), keep_tasks=keep_tasks, time_limit_s=time_limit_s)]
+    variants = [
+        Variant(
+            scenario, scenario_ref, tuple(params), keep_tasks=keep_tasks, task_csv=task_csv, time_limit_s=time_limit_s
+        )
+    ]
 
     def hand_on(_index: int, result: RunResult) -> None:
         if on_result is not None:
             on_result(result)
         result.tasks = []
+        result.tasks_csv = None
 
     owned = executor is None
     pool = open_executor(jobs, scheduler) if executor is None else executor
