@@ -24,7 +24,7 @@ from fleetchaos.results.task_rows import csv_lines, row_dict, row_values
 from fleetchaos.runs.arm_stats import aggregate, paired_comparisons
 from fleetchaos.runs.executors import MAX_CHUNK, map_chunks, open_executor, tapered, workers_of
 from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
-from fleetchaos.runs.traces import traced_timelines
+from fleetchaos.runs.traces import TracedJob, traced_timelines
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.interrupts import PASS_THROUGH, WallClockExceeded, exception_parts, policy_text, user_signals
@@ -265,6 +265,23 @@ def _run_chunk(chunk: tuple[Variant, tuple[tuple[int, str, str, int], ...]]) -> 
     return out
 
 
+def _traced_run(job: TracedJob, on_trace: Callable[[Any], object] | None = None) -> RunResult:
+    """One traced run of a report's timelines (:func:`fleetchaos.runs.traces.traced_timelines`), maybe in a worker."""
+    scenario, policy, errors, seed, scenario_ref, params, label = job
+    with _RUN_LOCK:
+        return run_one(
+            scenario,
+            policy,
+            errors,
+            seed,
+            scenario_ref=scenario_ref,
+            params=params,
+            trace=True,
+            trace_label=label,
+            on_trace=on_trace,
+        )
+
+
 def run_jobs(
     variants: Sequence[Variant],
     jobs: Sequence[RunJob],
@@ -341,8 +358,9 @@ def compare(
     With ``keep_tasks`` the runs it gets carry their per-task rows (dropped right after),
     with ``task_csv`` the same as tasks.csv lines (``RunResult.tasks_csv``, dropped likewise).
     With ``trace`` the first seed of the best and the worst arm is run again with tracing
-    on and the comparison carries their timelines; ``on_trace(policy, errors, seed,
-    output)`` receives each of those runs' world output.  ``params`` (``--param`` values already
+    on (side by side on the executor) and the comparison carries their timelines;
+    ``on_trace(policy, errors, seed, output)`` receives each of those runs' world output
+    (those runs are then made in this process).  ``params`` (``--param`` values already
     applied to ``scenario``) label every run and its replay command.  ``time_limit_s`` bounds
     each run's wall-clock time (:mod:`fleetchaos.runs.limits`).  Runs in ``done`` (by policy,
     format and seed: a resumed comparison's stored runs) are not run again nor handed on.
@@ -366,15 +384,20 @@ def compare(
     pool = open_executor(jobs, scheduler) if executor is None else executor
     try:
         fresh = iter(run_jobs(variants, job_list, executor=pool, on_result=hand_on) if job_list else [])
+        results = [done[(p, e, s)] if (p, e, s) in done else next(fresh) for (p, e) in arms for s in seeds]
+        apply_common_sets(results)  # every arm's recovery on the tasks faulted in any arm, seed by seed
+        by_arm: dict[tuple[str, str], list[RunResult]] = {}
+        for r in results:
+            by_arm.setdefault((r.policy, r.errors), []).append(r)
+        arm_results = [aggregate(p, e, by_arm[(p, e)], confidence) for (p, e) in arms]
+        timelines = (
+            traced_timelines(_traced_run, scenario, arm_results, seeds[0], scenario_ref, params, on_trace, pool)
+            if trace and seeds
+            else []
+        )
     finally:
         if owned:
             pool.shutdown()
-    results = [done[(p, e, s)] if (p, e, s) in done else next(fresh) for (p, e) in arms for s in seeds]
-    apply_common_sets(results)  # every arm's recovery on the tasks faulted in any arm, seed by seed
-    by_arm: dict[tuple[str, str], list[RunResult]] = {}
-    for r in results:
-        by_arm.setdefault((r.policy, r.errors), []).append(r)
-    arm_results = [aggregate(p, e, by_arm[(p, e)], confidence) for (p, e) in arms]
     return CompareResult(
         scenario=scenario.name,
         description=scenario.description,
@@ -383,9 +406,7 @@ def compare(
         arms=arm_results,
         versions=versions(),
         comparisons=paired_comparisons(arm_results, confidence),
-        timelines=traced_timelines(run_one, scenario, arm_results, seeds[0], scenario_ref, params, on_trace)
-        if trace and seeds
-        else [],
+        timelines=timelines,
         scenario_config=scenario.model_dump(mode="json"),
         closed_loop=is_closed_loop(scenario.workload),
     )
