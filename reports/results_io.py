@@ -28,17 +28,51 @@ from fleetchaos.results.task_rows import CSV_LEAD, TASK_COLUMNS
 MAX_RESULTS_BYTES = 200_000_000
 
 
+#: Widest line a container is kept on (its indent included), unless it is a flat list.
+LINE_WIDTH = 100
+
+
 def _scalar(x: Any) -> bool:
     return not isinstance(x, (dict, list))
+
+
+def _within(obj: Any, budget: int) -> str | None:
+    """``obj`` on one line (``json.dumps``: ``, `` and ``: `` between items) if that is at most ``budget``
+    characters, else None: a long container is given up on at the first part past the budget,
+    instead of being encoded whole at every level it is nested in."""
+    if _scalar(obj):
+        text = json.dumps(obj)
+        return text if len(text) <= budget else None
+    is_dict = isinstance(obj, dict)
+    items = obj.items() if is_dict else obj
+    parts: list[str] = []
+    used = 2  # the brackets
+    for item in items:
+        if parts:
+            used += 2  # ", "
+        if is_dict:
+            key = json.dumps(item[0]) + ": "
+            value = _within(item[1], budget - used - len(key))
+            part = None if value is None else key + value
+        else:
+            part = _within(item, budget - used)
+        if part is None:
+            return None
+        used += len(part)
+        parts.append(part)
+    if used > budget:  # an empty container past the budget, or a part that took all of it
+        return None
+    return ("{" if is_dict else "[") + ", ".join(parts) + ("}" if is_dict else "]")
 
 
 def _encode(obj: Any, level: int, in_list: bool) -> str:
     if _scalar(obj):
         return json.dumps(obj)
     values = list(obj.values()) if isinstance(obj, dict) else obj
-    inline = json.dumps(obj, separators=(", ", ": "))
-    flat = all(_scalar(v) for v in values)
-    if not values or (flat and (isinstance(obj, list) or in_list)) or len(inline) + 2 * level <= 100:
+    if not values or (all(_scalar(v) for v in values) and (isinstance(obj, list) or in_list)):
+        return json.dumps(obj)  # empty, or flat in a list: one line, however long
+    inline = _within(obj, LINE_WIDTH - 2 * level)
+    if inline is not None:
         return inline
     pad = "  " * (level + 1)
     if isinstance(obj, dict):

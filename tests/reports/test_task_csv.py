@@ -1,15 +1,19 @@
-"""tasks.csv: runs streamed in any order give the file the row-by-row sort gives."""
+"""tasks.csv: runs streamed in any order give the file the row-by-row sort gives; results JSON keeps its layout."""
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import random
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from fleetchaos.escaping import csv_row
-from fleetchaos.reports.results_io import TaskCsvWriter
+from fleetchaos.reports.results_io import TaskCsvWriter, _encode
 from fleetchaos.results.models import RunResult
 from fleetchaos.results.task_rows import CSV_LEAD, TASK_COLUMNS, csv_lines
 
@@ -132,3 +136,41 @@ def test_abort_keeps_the_rows_of_the_runs_that_finished(tmp_path):
     writer.abort()
     rows = list(csv.DictReader(writer.partial.open(newline="", encoding="utf-8")))
     assert len(rows) == 7 == writer.rows and not (tmp_path / "tasks.csv").exists()
+
+
+# -- results JSON layout ----------------------------------------------------------------------
+
+
+def _reference_encode(obj: Any, level: int, in_list: bool) -> str:
+    """The layout rule as first written: the whole container encoded at every level to measure it."""
+    if not isinstance(obj, (dict, list)):
+        return json.dumps(obj)
+    values = list(obj.values()) if isinstance(obj, dict) else obj
+    inline = json.dumps(obj, separators=(", ", ": "))
+    flat = all(not isinstance(v, (dict, list)) for v in values)
+    if not values or (flat and (isinstance(obj, list) or in_list)) or len(inline) + 2 * level <= 100:
+        return inline
+    pad = "  " * (level + 1)
+    if isinstance(obj, dict):
+        parts = [f"{pad}{json.dumps(k)}: {_reference_encode(v, level + 1, False)}" for k, v in obj.items()]
+        return "{\n" + ",\n".join(parts) + "\n" + "  " * level + "}"
+    parts = [pad + _reference_encode(v, level + 1, True) for v in obj]
+    return "[\n" + ",\n".join(parts) + "\n" + "  " * level + "]"
+
+
+_scalars = (
+    st.none() | st.booleans() | st.integers(-(10**12), 10**12) | st.floats(allow_nan=False) | st.text(max_size=30)
+)
+_documents = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=8) | st.dictionaries(st.text(max_size=12), inner, max_size=8),
+    max_leaves=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_documents)
+def test_results_json_layout_is_the_rule_as_first_written(doc):
+    """The layout measures a container only as far as the line width: the same text as encoding it whole."""
+    assert _encode(doc, 0, False) == _reference_encode(doc, 0, False)
+    assert json.loads(_encode(doc, 0, False)) == doc
