@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import click
 
-from fleetchaos.cli.chart_pool import chart_pool, warm_chart_workers
+from fleetchaos.cli.chart_pool import chart_pool, preload_charts, runs_fill_cores, warm_chart_workers
 from fleetchaos.cli.common import (
     Confidence,
     apply_single_params,
@@ -253,7 +254,11 @@ def compare(
     the worst arm (fleet timeline, error codes over time); --traces writes those traced
     runs as OTLP JSON.  After Ctrl-C or a crash, the same command with --resume runs only the rest.
     """
-    warm = warm_chart_workers(None if check_determinism else report, jobs)  # matplotlib loads meanwhile, elsewhere
+    charts = None if check_determinism else report
+    # matplotlib loads meanwhile: in a forkserver, or here once the runs' workers are started
+    # when they fill every core (chart_pool.py says why).
+    busy = charts is not None and runs_fill_cores(jobs, scheduler)
+    warm: bool | threading.Thread = warm_chart_workers(None if busy else charts, jobs)
     from fleetchaos.cli.progress import progress_bar
     from fleetchaos.runs.best import BEST
     from fleetchaos.runs.executors import open_executor
@@ -317,6 +322,8 @@ def compare(
     # Connect (or start the local workers) before touching the history, so a cluster that
     # cannot be reached leaves no group behind.
     executor = tune_executor if tune_executor is not None else open_executor(jobs, scheduler)
+    if busy:
+        warm = preload_charts()  # the runs' workers are forked: this process may run a second thread
     tasks_csv = None
     try:
         if report is not None:
