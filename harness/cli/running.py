@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 import sys
 import threading
 from pathlib import Path
@@ -409,7 +411,7 @@ def compare(
 
         csv_path = tasks_csv.path if tasks_csv is not None and tasks_csv.rows else None
         pool = chart_pool(jobs, warm)
-        # The chart workers draw while a thread here sorts tasks.csv into place.
+        # The chart workers draw while a thread here puts tasks.csv together.
         with ThreadPoolExecutor(1, thread_name_prefix="fleetchaos-tasks-csv") as side:
             closing = side.submit(tasks_csv.close) if tasks_csv is not None else None
             try:
@@ -419,6 +421,10 @@ def compare(
                     pool.shutdown()
             if closing is not None:
                 closing.result()
+        # Everything is written.  The collector's last passes when the interpreter exits would
+        # walk every object the report left (the results, matplotlib's caches): 0.2 s for
+        # nothing, since they die with the process.  Frozen at exit, they are skipped.
+        atexit.register(gc.freeze)
         for path in [] if quiet else written:
             stderr_console().print(f"wrote {path}", highlight=False)
     _print_traces(traces, quiet)
