@@ -82,5 +82,5 @@ def csv_lines(policy: str, errors: str, seed: int, rows: Sequence[list[Any]]) ->
             if cell.__class__ is str and cell.startswith(FORMULA_PREFIXES):
                 row[i] = "'" + cell
     out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows([(*lead, *row) for row in ordered])
+    csv.writer(out, lineterminator="\n").writerows((*lead, *row) for row in ordered)
     return out.getvalue()
