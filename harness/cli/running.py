@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import click
 
-from fleetchaos.cli.chart_pool import chart_pool, warm_chart_workers
+from fleetchaos.cli.chart_pool import chart_pool, preload_charts, runs_fill_cores, warm_chart_workers
 from fleetchaos.cli.common import (
     Confidence,
     apply_single_params,
@@ -254,7 +257,11 @@ def compare(
     the worst arm (fleet timeline, error codes over time); --traces writes those traced
     runs as OTLP JSON.  After Ctrl-C or a crash, the same command with --resume runs only the rest.
     """
-    warm = warm_chart_workers(None if check_determinism else report, jobs)  # matplotlib loads meanwhile, elsewhere
+    charts = None if check_determinism else report
+    # matplotlib loads meanwhile: in a forkserver, or here once the runs' workers are started
+    # when they fill every core (chart_pool.py says why).
+    busy = charts is not None and runs_fill_cores(jobs, scheduler)
+    warm: bool | threading.Thread = warm_chart_workers(None if busy else charts, jobs)
     from fleetchaos.cli.progress import progress_bar
     from fleetchaos.runs.best import BEST
     from fleetchaos.runs.executors import open_executor
@@ -318,6 +325,8 @@ def compare(
     # Connect (or start the local workers) before touching the history, so a cluster that
     # cannot be reached leaves no group behind.
     executor = tune_executor if tune_executor is not None else open_executor(jobs, scheduler)
+    if busy:
+        warm = preload_charts()  # the runs' workers are forked: this process may run a second thread
     tasks_csv = None
     try:
         if report is not None:
@@ -366,7 +375,7 @@ def compare(
                 scenario_ref=scenario,
                 executor=executor,
                 on_result=on_run,
-                keep_tasks=report is not None,
+                task_csv=report is not None,
                 trace=report is not None or traces is not None,
                 on_trace=None if traces is None else traces.write,
                 params=applied,
@@ -403,7 +412,7 @@ def compare(
 
         csv_path = tasks_csv.path if tasks_csv is not None and tasks_csv.rows else None
         pool = chart_pool(jobs, warm)
-        # The chart workers draw while a thread here sorts tasks.csv into place.
+        # The chart workers draw while a thread here puts tasks.csv together.
         with ThreadPoolExecutor(1, thread_name_prefix="fleetchaos-tasks-csv") as side:
             closing = side.submit(tasks_csv.close) if tasks_csv is not None else None
             try:
@@ -413,6 +422,10 @@ def compare(
                     pool.shutdown()
             if closing is not None:
                 closing.result()
+        # Everything is written.  The collector's last passes when the interpreter exits would
+        # walk every object the report left (the results, matplotlib's caches): 0.2 s for
+        # nothing, since they die with the process.  Frozen at exit, they are skipped.
+        atexit.register(gc.freeze)
         for path in [] if quiet else written:
             stderr_console().print(f"wrote {path}", highlight=False)
     _print_traces(traces, quiet)

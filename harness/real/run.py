@@ -165,7 +165,7 @@ def _run_async(
 
 def _result(rt: Runtime, label: str, replay: str | None, keep_tasks: bool) -> RealRun:
     from fleetchaos.results.metrics import RunAccumulator
-    from fleetchaos.runs.runner import _task_row
+    from fleetchaos.results.task_rows import outcome_row
 
     spec = rt.spec
     acc = RunAccumulator(spec.fleet, duration_s=spec.duration_s)
@@ -175,7 +175,7 @@ def _result(rt: Runtime, label: str, replay: str | None, keep_tasks: bool) -> Re
             rec.claim = "in_flight"
         outcome = acc.add(rec)
         if keep_tasks:
-            rows.append(_task_row(outcome))
+            rows.append(outcome_row(outcome))
     acc.add_faults(rt.journal.fault_tally)
     result = RunResult(
         scenario=spec.name,

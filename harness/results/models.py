@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, overload
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 DIGITS = 6
 
@@ -136,6 +136,21 @@ class RunResult(_Model):
     expectations: list[ExpectationResult] = Field(default=[], exclude_if=lambda gates: not gates)
     """The scenario's ``expect:`` gates judged on this run (``fleetchaos run``); left out of the JSON when
     the scenario has none, which keeps its bytes."""
+    _tasks_csv: tuple[str, int] | None = PrivateAttr(default=None)
+
+    @property
+    def tasks_csv(self) -> tuple[str, int] | None:
+        """The run's per-task rows as tasks.csv lines without the header, and how many rows they are.
+
+        Set by ``run_one(..., task_csv=True)``; never serialised: it travels with the result
+        from the worker that ran it to the command writing the comparison's tasks.csv,
+        which drops it once written.
+        """
+        return self._tasks_csv
+
+    @tasks_csv.setter
+    def tasks_csv(self, lines: tuple[str, int] | None) -> None:
+        self._tasks_csv = lines
 
 
 class ArmResult(_Model):

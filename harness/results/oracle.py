@@ -88,29 +88,37 @@ def judge(record: TaskRecord, judged: Verdict | None = None) -> TaskOutcome:
 
     ``judged`` is the task's :func:`verdict` when the caller already has it.
     """
-    v = verdict(record) if judged is None else judged
-    return TaskOutcome(
-        id=record.id,
-        template=record.template,
-        title=str(record.title),
-        worker=record.worker,
-        arrival_s=record.arrival_s,
-        end_s=record.end_s,
-        truth=v.truth,
-        claim=record.claim,
-        faulted=v.faulted,
-        first_fault=record.first_fault,
-        recovered=v.recovered,
-        silent_failure=v.silent_failure,
-        false_alarm=v.false_alarm,
-        calls=record.calls,
-        tokens=record.tokens,
-        retries=record.retries,
-        wasted_retries=record.wasted_retries,
-        redone_steps=record.redone_steps,
-        duplicate_side_effects=record.duplicate_side_effects,
-        steps_to_recovery=v.steps_to_recovery,
-        time_to_recovery_s=v.time_to_recovery_s,
-        faults=";".join(f"{k}={n}" for k, n in sorted(record.fault_hits.items())) if v.faulted else "",
-        policy_error=record.policy_error,
+    return TaskOutcome(*outcome_values(record, verdict(record) if judged is None else judged))
+
+
+def outcome_values(record: TaskRecord, v: Verdict) -> tuple:
+    """The fields of the task's :class:`TaskOutcome`, in their order, as a plain tuple.
+
+    What :func:`judge` builds its outcome from, and what per-task rows are made of without
+    building the dataclass (:mod:`fleetchaos.results.task_rows`): one definition for both.
+    """
+    return (
+        record.id,
+        record.template,
+        str(record.title),
+        record.worker,
+        record.arrival_s,
+        record.end_s,
+        v.truth,
+        record.claim,
+        v.faulted,
+        record.first_fault,
+        v.recovered,
+        v.silent_failure,
+        v.false_alarm,
+        record.calls,
+        record.tokens,
+        record.retries,
+        record.wasted_retries,
+        record.redone_steps,
+        record.duplicate_side_effects,
+        v.steps_to_recovery,
+        v.time_to_recovery_s,
+        ";".join(f"{k}={n}" for k, n in sorted(record.fault_hits.items())) if v.faulted else "",
+        record.policy_error,
     )

@@ -5,11 +5,10 @@ from __future__ import annotations
 import gc
 import shlex
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from itertools import product
 from typing import Any
@@ -19,31 +18,13 @@ from fleetchaos.policies.registry import get_policy, with_params
 from fleetchaos.policies.spec import policy_param_name
 from fleetchaos.results.common_set import apply_common_sets
 from fleetchaos.results.metrics import RunAccumulator
-from fleetchaos.results.models import (
-    SAMPLE_LIMIT,
-    ArmResult,
-    CompareResult,
-    Comparison,
-    Proportion,
-    RunResult,
-    rounded,
-)
-from fleetchaos.results.oracle import TaskOutcome
-from fleetchaos.results.registry import METRICS, POOLED_RATES, VERDICT_METRICS, direction, is_rate
-from fleetchaos.results.stats import (
-    DEFAULT_CONFIDENCE,
-    MIN_SEEDS,
-    bounded,
-    mean_ci,
-    paired_difference,
-    rate_ci,
-    thin_sorted,
-    verdict,
-    wilson,
-)
+from fleetchaos.results.models import CompareResult, RunResult, rounded
+from fleetchaos.results.stats import DEFAULT_CONFIDENCE
+from fleetchaos.results.task_rows import csv_lines, row_dict, row_values
+from fleetchaos.runs.arm_stats import aggregate, paired_comparisons
 from fleetchaos.runs.executors import MAX_CHUNK, map_chunks, open_executor, tapered, workers_of
 from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
-from fleetchaos.runs.traces import traced_timelines
+from fleetchaos.runs.traces import TracedJob, traced_timelines
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.interrupts import PASS_THROUGH, WallClockExceeded, exception_parts, policy_text, user_signals
@@ -73,6 +54,7 @@ def run_one(
     *,
     scenario_ref: str | None = None,
     keep_tasks: bool = False,
+    task_csv: bool = False,
     params: Sequence[tuple[str, Any]] = (),
     trace: bool = False,
     trace_label: str = "traced run",
@@ -87,7 +69,9 @@ def run_one(
     (labelled ``trace_label``) for the timeline charts; ``on_trace``, if given, then receives
     the world's :class:`~fleetchaos.sim.world.RunOutput` (to export its traces).  A run still going after
     ``time_limit_s`` of wall-clock time (default :func:`fleetchaos.runs.limits.default_time_limit`)
-    raises :class:`~fleetchaos.errors.RunTimeLimitError`.
+    raises :class:`~fleetchaos.errors.RunTimeLimitError`.  With ``keep_tasks`` the result carries
+    a row per task (``RunResult.tasks``); with ``task_csv``, the same rows as tasks.csv lines
+    (``RunResult.tasks_csv``, :func:`fleetchaos.results.task_rows.csv_lines`).
     """
     closed_loop = is_closed_loop(scenario.workload)
     acc = RunAccumulator(
@@ -98,13 +82,15 @@ def run_one(
     )
     # Per-task rows, when wanted, are built as each task ends (its record is dropped) and
     # put back in the world's creation order, (arrival_s, id), once the run is over.
-    rows: list[tuple[float, int, dict]] | None = [] if keep_tasks else None
+    # A row is a dict for RunResult.tasks, else a list (what tasks.csv lines are written from).
+    rows: list[tuple[float, int, Any]] | None = [] if keep_tasks or task_csv else None
 
     def sink(record) -> None:
         if rows is None:
-            acc.fold(record)  # the verdict only: no per-task outcome is built
+            acc.fold(record)  # the verdict only: no per-task row is built
         else:
-            rows.append((record.arrival_s, record.id, _task_row(acc.add(record))))
+            row = row_values(record, acc.fold(record))
+            rows.append((record.arrival_s, record.id, row_dict(row) if keep_tasks else row))
 
     replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params)
     limit = default_time_limit(scenario) if time_limit_s is None else time_limit_s
@@ -134,7 +120,7 @@ def run_one(
             )
         }
         breakdowns = dict(sorted(breakdowns.items()))
-    tasks = [row for _, _, row in sorted(rows, key=lambda x: (x[0], x[1]))] if rows is not None else []
+    ordered = [row for _, _, row in sorted(rows, key=lambda x: (x[0], x[1]))] if rows is not None else []
     timeline = None
     if trace:
         from fleetchaos.runs.traces import timeline_of
@@ -169,8 +155,12 @@ def run_one(
     )
     # Assigned, not validated: validation would copy every row (pydantic builds new dicts),
     # doubling the peak memory of a run with per-task rows.  The rows are plain dicts of
-    # numbers, strings and None built by _task_row, so they serialise the same either way.
-    result.tasks = tasks
+    # numbers, strings and None built by row_values, so they serialise the same either way.
+    if keep_tasks:
+        result.tasks = ordered
+    if task_csv:
+        lines = csv_lines(policy, errors, seed, [list(r.values()) for r in ordered] if keep_tasks else ordered)
+        result.tasks_csv = (lines, len(ordered))
     return result
 
 
@@ -210,19 +200,6 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-#: The fields of a per-task row, in TaskOutcome's order.
-_ROW_FIELDS = tuple(f.name for f in fields(TaskOutcome))
-
-
-def _task_row(outcome: TaskOutcome) -> dict:
-    # Every field is a plain value, so a shallow read is what asdict() gives, without its
-    # deep copy of each (a sixth of a run that keeps per-task rows).
-    row = {name: getattr(outcome, name) for name in _ROW_FIELDS}
-    for key in ("arrival_s", "end_s", "time_to_recovery_s"):
-        row[key] = rounded(row[key])
-    return row
-
-
 @dataclass(frozen=True, slots=True)
 class Variant:
     """A scenario as runs see it: a base scenario with swept parameters already applied."""
@@ -234,7 +211,9 @@ class Variant:
     """(dotted path, value) of each swept parameter, in grid order: scenario values already
     applied to ``scenario``, then ``policy.NAME`` values the runs set on their policy."""
     keep_tasks: bool = False
-    """Runs carry their per-task rows (for a report's tasks.csv)."""
+    """Runs carry their per-task rows (``RunResult.tasks``)."""
+    task_csv: bool = False
+    """Runs carry their per-task rows as tasks.csv lines (``RunResult.tasks_csv``, for a report)."""
     time_limit_s: float | None = None
     """Each run's wall-clock limit (None: :func:`fleetchaos.runs.limits.default_time_limit`)."""
 
@@ -279,10 +258,28 @@ def _run_chunk(chunk: tuple[Variant, tuple[tuple[int, str, str, int], ...]]) -> 
                 scenario_ref=variant.ref,
                 params=variant.scenario_params,
                 keep_tasks=variant.keep_tasks,
+                task_csv=variant.task_csv,
                 time_limit_s=variant.time_limit_s,
             )
             out.append((index, result))
     return out
+
+
+def _traced_run(job: TracedJob, on_trace: Callable[[Any], object] | None = None) -> RunResult:
+    """One traced run of a report's timelines (:func:`fleetchaos.runs.traces.traced_timelines`), maybe in a worker."""
+    scenario, policy, errors, seed, scenario_ref, params, label = job
+    with _RUN_LOCK:
+        return run_one(
+            scenario,
+            policy,
+            errors,
+            seed,
+            scenario_ref=scenario_ref,
+            params=params,
+            trace=True,
+            trace_label=label,
+            on_trace=on_trace,
+        )
 
 
 def run_jobs(
@@ -333,102 +330,6 @@ def versions() -> dict[str, str]:
     return out
 
 
-def aggregate(policy: str, errors: str, runs: list[RunResult], confidence: float) -> ArmResult:
-    """Means and confidence intervals across the seeds of one arm."""
-    metrics: dict[str, float | None] = {}
-    ci: dict[str, list[float | None]] = {}
-    per_seed: dict[str, list[float | None]] = {}
-    for name in METRICS:
-        values = [r.metrics.get(name) for r in runs]
-        if name in POOLED_RATES:  # a proportion: its interval stays inside [0, 1]
-            trials = [r.breakdowns.get("task_counts", {}).get(POOLED_RATES[name][1]) for r in runs]
-            mean, lo, hi = rate_ci(values, trials, confidence)
-        else:
-            mean, lo, hi = mean_ci(values, confidence)
-            if lo is not None and lo < 0.0:  # every metric here is a count, a cost or a time: never below 0
-                lo = 0.0
-        metrics[name] = rounded(mean)
-        ci[name] = [rounded(lo), rounded(hi)]
-        per_seed[name] = values
-    breakdowns: dict[str, Counter] = {}
-    for r in runs:
-        for key, counts in r.breakdowns.items():
-            breakdowns.setdefault(key, Counter()).update(counts)
-    samples: dict[str, list[float]] = {}
-    for r in runs:
-        for key, drawn in r.samples.items():
-            samples.setdefault(key, []).extend(drawn)
-    return ArmResult(
-        policy=policy,
-        errors=errors,
-        metrics=metrics,
-        ci=ci,
-        per_seed=per_seed,
-        breakdowns={k: dict(sorted(v.items())) for k, v in sorted(breakdowns.items())},
-        pooled=pooled_rates(breakdowns.get("task_counts", {}), confidence),
-        recipe=runs[0].recipe if runs else "",
-        policy_name=runs[0].policy_name if runs else "",
-        samples={k: thin_sorted(v, SAMPLE_LIMIT) for k, v in sorted(samples.items())},
-        misread_probability=runs[0].misread_probability if runs else None,
-    )
-
-
-def pooled_rates(counts: dict[str, int], confidence: float) -> dict[str, Proportion]:
-    """Task-level rates pooled over seeds with Wilson intervals (each task one trial)."""
-    out = {}
-    for name, (num, den) in POOLED_RATES.items():
-        if den not in counts:
-            continue
-        k, n = int(counts.get(num, 0)), int(counts[den])
-        lo, hi = wilson(k, n, confidence) if n else (None, None)
-        out[name] = Proportion(
-            successes=k, trials=n, rate=rounded(k / n) if n else None, low=rounded(lo), high=rounded(hi)
-        )
-    return out
-
-
-def paired_comparisons(
-    arms: list[ArmResult],
-    confidence: float,
-    *,
-    reference: int = 0,
-    metrics: tuple[str, ...] = VERDICT_METRICS,
-    min_seeds: int = MIN_SEEDS,
-) -> list[Comparison]:
-    """Every arm against ``arms[reference]`` on ``metrics``: paired per-seed differences and verdicts.
-
-    The arms must share their seeds (in the same order), as the arms of one comparison do.
-    """
-    if len(arms) < 2:
-        return []
-    ref = arms[reference]
-    out = []
-    for arm in arms:
-        if arm is ref:
-            continue
-        for name in metrics:
-            if name not in arm.per_seed or name not in ref.per_seed:
-                continue
-            diff = paired_difference(arm.per_seed[name], ref.per_seed[name], confidence)
-            if is_rate(name):  # a difference of two proportions lies in [-1, 1], whatever the t-interval says
-                diff = bounded(diff, -1.0, 1.0)
-            out.append(
-                Comparison(
-                    policy=arm.policy,
-                    errors=arm.errors,
-                    reference_policy=ref.policy,
-                    reference_errors=ref.errors,
-                    metric=name,
-                    higher_is_better=direction(name),
-                    n=diff.n,
-                    mean_difference=rounded(diff.mean),
-                    ci=[rounded(diff.low), rounded(diff.high)],
-                    verdict=verdict(diff, direction(name), min_seeds),
-                )
-            )
-    return out
-
-
 def compare(
     scenario: Scenario,
     seeds: list[int],
@@ -442,6 +343,7 @@ def compare(
     executor: Executor | None = None,
     on_result: Callable[[RunResult], None] | None = None,
     keep_tasks: bool = False,
+    task_csv: bool = False,
     trace: bool = False,
     on_trace: Callable[[str, str, int, Any], None] | None = None,
     params: Sequence[tuple[str, Any]] = (),
@@ -453,10 +355,12 @@ def compare(
     Runs go to ``executor`` if given (the caller owns it), else to a Dask cluster at
     ``scheduler``, else to ``jobs`` local processes (in-process when ``jobs`` is 1).
     ``on_result`` gets each run as it finishes; the result depends on no executor or job count.
-    With ``keep_tasks`` the runs it gets carry their per-task rows (dropped right after).
+    With ``keep_tasks`` the runs it gets carry their per-task rows (dropped right after),
+    with ``task_csv`` the same as tasks.csv lines (``RunResult.tasks_csv``, dropped likewise).
     With ``trace`` the first seed of the best and the worst arm is run again with tracing
-    on and the comparison carries their timelines; ``on_trace(policy, errors, seed,
-    output)`` receives each of those runs' world output.  ``params`` (``--param`` values already
+    on (side by side on the executor) and the comparison carries their timelines;
+    ``on_trace(policy, errors, seed, output)`` receives each of those runs' world output
+    (those runs are then made in this process).  ``params`` (``--param`` values already
     applied to ``scenario``) label every run and its replay command.  ``time_limit_s`` bounds
     each run's wall-clock time (:mod:`fleetchaos.runs.limits`).  Runs in ``done`` (by policy,
     format and seed: a resumed comparison's stored runs) are not run again nor handed on.
@@ -464,26 +368,36 @@ def compare(
     arms = list(product(policies, formats))
     done = done or {}
     job_list = [RunJob(0, p, e, s) for (p, e) in arms for s in seeds if (p, e, s) not in done]
-    variants = [Variant(scenario, scenario_ref, tuple(params), keep_tasks=keep_tasks, time_limit_s=time_limit_s)]
+    variants = [
+        Variant(
+            scenario, scenario_ref, tuple(params), keep_tasks=keep_tasks, task_csv=task_csv, time_limit_s=time_limit_s
+        )
+    ]
 
     def hand_on(_index: int, result: RunResult) -> None:
         if on_result is not None:
             on_result(result)
         result.tasks = []
+        result.tasks_csv = None
 
     owned = executor is None
     pool = open_executor(jobs, scheduler) if executor is None else executor
     try:
         fresh = iter(run_jobs(variants, job_list, executor=pool, on_result=hand_on) if job_list else [])
+        results = [done[(p, e, s)] if (p, e, s) in done else next(fresh) for (p, e) in arms for s in seeds]
+        apply_common_sets(results)  # every arm's recovery on the tasks faulted in any arm, seed by seed
+        by_arm: dict[tuple[str, str], list[RunResult]] = {}
+        for r in results:
+            by_arm.setdefault((r.policy, r.errors), []).append(r)
+        arm_results = [aggregate(p, e, by_arm[(p, e)], confidence) for (p, e) in arms]
+        timelines = (
+            traced_timelines(_traced_run, scenario, arm_results, seeds[0], scenario_ref, params, on_trace, pool)
+            if trace and seeds
+            else []
+        )
     finally:
         if owned:
             pool.shutdown()
-    results = [done[(p, e, s)] if (p, e, s) in done else next(fresh) for (p, e) in arms for s in seeds]
-    apply_common_sets(results)  # every arm's recovery on the tasks faulted in any arm, seed by seed
-    by_arm: dict[tuple[str, str], list[RunResult]] = {}
-    for r in results:
-        by_arm.setdefault((r.policy, r.errors), []).append(r)
-    arm_results = [aggregate(p, e, by_arm[(p, e)], confidence) for (p, e) in arms]
     return CompareResult(
         scenario=scenario.name,
         description=scenario.description,
@@ -492,9 +406,7 @@ def compare(
         arms=arm_results,
         versions=versions(),
         comparisons=paired_comparisons(arm_results, confidence),
-        timelines=traced_timelines(run_one, scenario, arm_results, seeds[0], scenario_ref, params, on_trace)
-        if trace and seeds
-        else [],
+        timelines=timelines,
         scenario_config=scenario.model_dump(mode="json"),
         closed_loop=is_closed_loop(scenario.workload),
     )

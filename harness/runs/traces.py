@@ -9,11 +9,14 @@ kept, so a timeline stays small enough to travel inside ``results.json``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from fleetchaos.results.metrics import error_code
 from fleetchaos.results.models import ArmResult, Timeline, rounded
 from fleetchaos.results.registry import lead_metrics
+from fleetchaos.runs.executors import map_chunks
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.workload import is_closed_loop
 
@@ -102,38 +105,52 @@ def representative_arms(arms: list[ArmResult], metric: str = "success_rate") -> 
     return [(f"best {word}", best), (f"worst {word}", worst)]
 
 
+#: One traced run to make: (scenario, policy, errors, seed, scenario_ref, params, label).
+TracedJob = tuple[Scenario, str, str, int, str | None, tuple[tuple[str, Any], ...], str]
+
+
 def traced_timelines(
-    run_one: Callable[..., Any],
+    run: Callable[..., Any],
     scenario: Scenario,
     arms: list[ArmResult],
     seed: int,
     scenario_ref: str | None = None,
     params: Sequence[tuple[str, Any]] = (),
     on_trace: Callable[[str, str, int, Any], None] | None = None,
+    executor: Executor | None = None,
 ) -> list:
     """Timelines of ``seed`` for the best and the worst arm on the lead metric, each run again with tracing on.
 
-    ``run_one`` is :func:`fleetchaos.runs.runner.run_one` (passed in: the runner imports this module);
-    ``on_trace(policy, errors, seed, output)`` receives each traced run's world output.
+    ``run(job, on_trace=None)`` makes one traced run of a :data:`TracedJob` and returns its
+    result (:func:`fleetchaos.runs.runner._traced_run`, passed in: the runner imports this
+    module).  Given an ``executor``, the runs are made side by side on it; with
+    ``on_trace(policy, errors, seed, output)``, which receives each traced run's world
+    output, they are made in this process, one after the other.
     """
+    picks = representative_arms(arms, lead_metrics(is_closed_loop(scenario.workload))[0])
+    jobs: list[TracedJob] = [
+        (scenario, arm.policy, arm.errors, seed, scenario_ref, tuple(params), label) for label, arm in picks
+    ]
+    if on_trace is None and executor is not None:
+        traced: dict[int, Any] = {}
+
+        def keep(indexed: tuple[int, Any]) -> None:
+            traced[indexed[0]] = indexed[1]
+
+        map_chunks(executor, partial(_indexed, run), list(enumerate(jobs)), keep)
+        return [traced[i].timeline for i in range(len(jobs))]
     out = []
-    for label, arm in representative_arms(arms, lead_metrics(is_closed_loop(scenario.workload))[0]):
+    for job, (_, arm) in zip(jobs, picks):
         hand = None
         if on_trace is not None:
 
             def hand(output, arm=arm) -> None:
                 on_trace(arm.policy, arm.errors, seed, output)
 
-        traced = run_one(
-            scenario,
-            arm.policy,
-            arm.errors,
-            seed,
-            scenario_ref=scenario_ref,
-            params=params,
-            trace=True,
-            trace_label=label,
-            on_trace=hand,
-        )
-        out.append(traced.timeline)
+        out.append(run(job, hand).timeline)
     return out
+
+
+def _indexed(run: Callable[..., Any], item: tuple[int, TracedJob]) -> tuple[int, Any]:
+    index, job = item
+    return index, run(job)

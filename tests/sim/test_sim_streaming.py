@@ -13,19 +13,23 @@ Three claims, each against the list-based way (a world that keeps every record):
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import gc
+import io
 from collections import Counter
 
 import pytest
 
 import fleetchaos.catalogue as catalogue
+from fleetchaos.escaping import csv_row
 from fleetchaos.policies import get_policy
 from fleetchaos.results.common_set import decode
 from fleetchaos.results.metrics import WASTE_FAMILIES, RunAccumulator, compute_run, error_code, pages_of
 from fleetchaos.results.models import rounded
 from fleetchaos.results.oracle import judge
 from fleetchaos.results.stats import percentile
+from fleetchaos.results.task_rows import CSV_LEAD, outcome_row
 from fleetchaos.runs import runner
 from fleetchaos.runs.determinism import check_determinism
 from fleetchaos.scenario.load import load_scenario
@@ -291,8 +295,15 @@ def test_run_one_streams_the_result_the_kept_records_give(label):
         assert faulted and succeeded
     assert result.breakdowns == breakdowns
     assert result.samples == samples
-    assert result.tasks == [runner._task_row(o) for o in outcomes]
+    assert result.tasks == [outcome_row(o) for o in outcomes]
     assert runner.run_one(scenario, policy, errors, seed).tasks == []
+    # As tasks.csv lines: what csv.DictWriter writes of the same rows, escaped, in task id order.
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=[*CSV_LEAD, *result.tasks[0]], lineterminator="\n")
+    for row in sorted(result.tasks, key=lambda row: row["id"]):
+        writer.writerow(csv_row({"policy": policy, "errors": errors, "seed": seed, **row}))
+    lines = runner.run_one(scenario, policy, errors, seed, task_csv=True).tasks_csv
+    assert lines == (out.getvalue(), len(outcomes))
 
 
 @pytest.mark.slow  # about 13 s of simulation; make test-all runs it
@@ -417,7 +428,7 @@ def test_a_streamed_world_keeps_no_finished_record():
     assert counts == sorted(counts) and counts[-1] > tasks / 2
 
 
-@pytest.mark.parametrize("keep_tasks", [False, True])
+@pytest.mark.parametrize("keep_tasks", [False, True, "csv"])
 def test_run_one_holds_no_record_of_a_finished_task(monkeypatch, keep_tasks):
     """Through run_one (sink, running aggregates, per-task rows when asked): no record of
     a finished task stays alive during the run."""
@@ -429,10 +440,12 @@ def test_run_one_holds_no_record_of_a_finished_task(monkeypatch, keep_tasks):
             worlds.append(self)
 
     monkeypatch.setattr(runner, "World", Captured)
-    result = runner.run_one(load_scenario("default"), "blind-retry", "generic", 2, keep_tasks=keep_tasks)
+    rows = {"keep_tasks": keep_tasks is True, "task_csv": keep_tasks == "csv"}
+    result = runner.run_one(load_scenario("default"), "blind-retry", "generic", 2, **rows)
     [world] = worlds
     tasks = int(result.metrics["tasks"])
-    assert len(world.spans) == tasks and len(result.tasks) == (tasks if keep_tasks else 0)
+    assert len(world.spans) == tasks and len(result.tasks) == (tasks if keep_tasks is True else 0)
+    assert result.tasks_csv == (None if keep_tasks != "csv" else (result.tasks_csv[0], tasks))
     _check_bounded(world, tasks)
 
 
