@@ -70,9 +70,15 @@ def csv_cell(value: Any) -> Any:
     """A CSV cell value that no spreadsheet evaluates: strings starting with a formula prefix get a leading ``'``.
 
     Numbers (and anything not a string) are returned unchanged, so ``-1.5`` stays a number.
+    A carriage return becomes a line feed (``\r\n`` one line feed): the csv module quotes a
+    field holding a line feed, but writes a bare carriage return unquoted, which splits the
+    row for every reader.
     """
-    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
-        return "'" + value
+    if isinstance(value, str):
+        if value.startswith(FORMULA_PREFIXES):
+            value = "'" + value
+        if "\r" in value:
+            value = value.replace("\r\n", "\n").replace("\r", "\n")
     return value
 
 

@@ -77,10 +77,10 @@ def csv_lines(policy: str, errors: str, seed: int, rows: Sequence[list[Any]]) ->
     text = _TEXT
     ordered = sorted(rows, key=itemgetter(_ID))
     for row in ordered:
-        for i in text:  # csv_cell, inlined: only text can start like a formula
+        for i in text:  # csv_cell, inlined: only text can start like a formula or hold a carriage return
             cell = row[i]
-            if cell.__class__ is str and cell.startswith(FORMULA_PREFIXES):
-                row[i] = "'" + cell
+            if cell.__class__ is str and (cell.startswith(FORMULA_PREFIXES) or "\r" in cell):
+                row[i] = csv_cell(cell)
     out = io.StringIO()
     csv.writer(out, lineterminator="\n").writerows((*lead, *row) for row in ordered)
     return out.getvalue()

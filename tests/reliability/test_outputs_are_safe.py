@@ -114,9 +114,21 @@ def test_markdown_text_leaves_no_tag_link_or_entity(text, unsafe):
 
 def test_csv_cells_never_start_a_formula_but_numbers_stay_numbers():
     """Strings starting with = + - @ tab or CR get a leading quote; numbers (negative included) are unchanged."""
-    for text in ("=1+1", "+1", "-1+cmd", "@SUM(A1)", "\tx", "\rx"):
+    for text in ("=1+1", "+1", "-1+cmd", "@SUM(A1)", "\tx"):
         assert csv_cell(text) == "'" + text
+    assert csv_cell("\rx") == "'\nx"  # quoted, and its carriage return a line feed (next test)
     assert csv_cell(-1.5) == -1.5 and csv_cell("plain") == "plain"
+
+
+def test_a_carriage_return_never_splits_a_csv_row():
+    """The csv module writes a bare carriage return unquoted, and every reader then splits the row: a cell's
+    carriage returns become line feeds, which it quotes."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow([csv_cell(t) for t in ("a\rb", "c\r\nd", "=\r", 1.5)])
+    assert list(csv.reader(io.StringIO(out.getvalue()))) == [["a\nb", "c\nd", "'=\n", "1.5"]]
 
 
 def test_report_writes_never_follow_a_symlink_out_of_the_folder(tmp_path):

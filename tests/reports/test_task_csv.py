@@ -115,10 +115,14 @@ def test_an_arm_named_twice_is_sorted_row_by_row(tmp_path):
         assert _written(tmp_path, runs, [("p", "e"), ("q", "e")]) == _sorted_row_by_row(dicts, [("p", "e"), ("q", "e")])
 
 
-def test_a_carriage_return_in_a_cell_is_written_through(tmp_path):
-    """A bare carriage return in a cell (which the csv module writes unquoted) no longer stops the file."""
-    runs = [_run(p, e, 1, 4, as_lines=True, title="a\rb") for p, e in ARMS]
-    assert _written(tmp_path, runs, ARMS).count(b"a\rb") == 12  # type: ignore[union-attr]
+def test_a_carriage_return_in_a_cell_keeps_its_row_whole(tmp_path):
+    """A carriage return in a cell (which the csv module would write unquoted, splitting the row for every
+    reader) is written as a line feed in a quoted field: the file reads back with every row whole."""
+    runs = [_run(p, e, 1, 4, as_lines=True, title="a\rb\r\nc") for p, e in ARMS]
+    written = _written(tmp_path, runs, ARMS)
+    assert written is not None and b"\r" not in written
+    rows = list(csv.DictReader(io.StringIO(written.decode())))
+    assert len(rows) == 12 and {row["title"] for row in rows} == {"a\nb\nc"}
 
 
 def test_no_rows_no_file(tmp_path):
