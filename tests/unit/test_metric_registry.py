@@ -107,13 +107,13 @@ def test_each_default_gate_is_a_valid_threshold_the_worse_way(name):
 
 
 def test_every_user_of_metric_names_reads_the_registry():
-    """The runner's verdicts and pooled rates, the suite's proportions, the tables' formats and the ablation read it."""
+    """An arm's verdicts and pooled rates, the suite's proportions, the tables' formats and the ablation read it."""
     from fleetchaos.reports.ablation import PANELS
     from fleetchaos.reports.tables import COLUMNS, display_kind
-    from fleetchaos.runs import ablation, runner
+    from fleetchaos.runs import ablation, arm_stats
     from fleetchaos.testing import suite
 
-    assert runner.VERDICT_METRICS is VERDICT_METRICS and runner.POOLED_RATES is POOLED_RATES
+    assert arm_stats.VERDICT_METRICS is VERDICT_METRICS and arm_stats.POOLED_RATES is POOLED_RATES
     assert suite.PROPORTIONS is POOLED_RATES
     assert set(suite.HEADLINE) == set(HEADLINE_METRICS)
     assert set(ablation.HEADLINE) <= set(HEADLINE_METRICS) and set(ablation.HEADLINE) == {m for m, _ in PANELS}
