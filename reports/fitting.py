@@ -24,7 +24,9 @@ TableBuilder = Callable[[list[tuple[str, str]], list[str], bool], Table]
 def fit_table(build: TableBuilder, shown: Sequence[tuple[str, str]], width: int | None, *, keep: int = 2) -> Table:
     """The table ``build`` makes of ``shown``, fitted into ``width`` columns (None: as built).
 
-    At least ``keep`` figures stay, however narrow the terminal (it folds them then).
+    At least ``keep`` figures stay.  In a terminal too narrow even for them, narrowed to
+    their longest words, the table is laid out as built and rich folds its cells (figures
+    included): cropping a name there would show another name.
     """
     figures = list(shown)
     left_out: list[str] = []
@@ -35,6 +37,8 @@ def fit_table(build: TableBuilder, shown: Sequence[tuple[str, str]], width: int 
     while len(figures) > keep and natural_width(table) > width:
         left_out.insert(0, figures.pop()[1])
         table = build(figures, left_out, True)
+    if natural_width(table) > width:
+        table = build(figures, left_out, False)
     return table
 
 

@@ -107,9 +107,8 @@ def _sweep_table(
         caption_justify="left",
         caption_style="dim",
     )
-    # Names are what users type: in a narrow terminal they stay whole and the parameter text folds.
     for name in ("scenario", "params", "policy", "errors"):
-        table.add_column(name, overflow="fold", no_wrap=name != "params")
+        table.add_column(name, overflow="fold")  # in a narrow terminal a cell folds, never cut
     rows = [[_terminal_cell(e, m) for m, _ in shown] for e in result.entries]
     for i, (_, header) in enumerate(shown):
         figure_column(table, header, [row[i] for row in rows], compact=compact)

@@ -219,7 +219,10 @@ def _compare_table(
     if narrowed is not None:
         notes.append(narrowed)
     if not user_columns:
-        notes.append("own-set rec.: on the arm's own faulted tasks (secondary)" if wide else "more figures: --wide")
+        if not wide:
+            notes.append("more figures: --wide")
+        elif "recovery_rate" in names:
+            notes.append("own-set rec.: on the arm's own faulted tasks (secondary)")
     table = Table(
         title=Text(f"{result.scenario}: {len(result.seeds)} seeds, mean per seed, rates with their {pct}% interval"),
         header_style="bold",

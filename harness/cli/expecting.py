@@ -101,13 +101,16 @@ class ExpectGates:
         return EXIT_GATE if failed else 0
 
 
-def note_unjudged(specs: Sequence[tuple[str, Scenario]], command: str, echo: Callable[[str], None]) -> None:
+def note_unjudged(
+    specs: Sequence[tuple[str, Scenario]], command: str, echo: Callable[[str], None], *, swept: bool = False
+) -> None:
     """Say on stderr, once per scenario, that ``command`` does not judge its ``expect:`` gates.
 
     ``specs`` are (the scenario as the user named it, its spec).  A study reports figures
     across points or steps; the gates are acceptance criteria of one scenario's arms, which
     ``run`` and ``compare`` judge (exit 1 on a failure).  Saying so keeps a study's exit 0
-    from reading as the gates' pass.
+    from reading as the gates' pass.  ``swept``: the study varies the scenario, so the
+    command named judges the scenario as written unless given a point's ``--param`` values.
     """
     seen = set()
     for ref, spec in specs:
@@ -119,4 +122,5 @@ def note_unjudged(specs: Sequence[tuple[str, Scenario]], command: str, echo: Cal
         echo(
             f"note: {ref} has {len(gates)} expect: gate{many}, which `{command}` does not judge; "
             f"`fleetchaos compare --scenario {shlex.quote(ref)}` judges {'them' if many else 'it'}"
+            + (" (add a point's --param PATH=VALUE to judge that point)" if swept else "")
         )

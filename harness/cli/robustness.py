@@ -82,9 +82,6 @@ def robustness(
     from fleetchaos.scenario.params import parse_param_option
 
     spec = load_scenario(scenario)
-    from fleetchaos.cli.expecting import note_unjudged
-
-    note_unjudged([(scenario, spec)], "robustness", lambda line: click.echo(line, err=True))
     arm_list = list(arms) or list(DEFAULT_ARMS)
     if len(arm_list) < 2:
         raise UserError("--arm: give at least two arms to order (--arm POLICY ERRORS, repeated)")
@@ -105,6 +102,11 @@ def robustness(
     if not ranges:
         ranges = default_ranges(spec)
     seed_list = seeds_to_run(spec, seeds, first_seed)
+    from fleetchaos.cli.expecting import note_unjudged
+
+    note_unjudged(
+        [(scenario, spec)], "robustness", lambda line: click.echo(line, err=True)
+    )  # once the options are valid
     make_report_dir(report)
     total = (1 + sum(len(v) for v in ranges.values())) * len(arm_list) * len(seed_list)
     executor = open_executor(jobs, scheduler)

@@ -157,6 +157,7 @@ def sweep(
             [(v.ref or v.scenario.name, v.scenario) for v in plan.variants],
             "sweep",
             lambda line: click.echo(line, err=True),
+            swept=True,
         )
     if check_determinism:
         from fleetchaos.runs.runner import replay_command

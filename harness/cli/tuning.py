@@ -205,13 +205,13 @@ def tune(
     from fleetchaos.scenario.load import load_scenario
 
     spec = load_scenario(scenario)
-    from fleetchaos.cli.expecting import note_unjudged
-
-    note_unjudged([(scenario, spec)], "tune", lambda line: click.echo(line, err=True))
     spec, applied = apply_single_params(spec, scenario, only_scenario_params(params, "tune"), "tune")
     holdout = seeds_to_run(spec, seeds, first_seed)
     tune_spec_ = tune_spec(spec, scenario, errors, applied, holdout, opts)
     families = check_tune(tune_spec_)
+    from fleetchaos.cli.expecting import note_unjudged
+
+    note_unjudged([(scenario, spec)], "tune", lambda line: click.echo(line, err=True))  # once the options are valid
     make_report_dir(report)
     if tune_spec_.search == "grid":
         planned = sum(len(family_candidates(tune_spec_, f)) for f in families)

@@ -77,17 +77,22 @@ class InjectionReport:
             raise NotInjectedError(f"fleetchaos real run{where} did not inject as bound:\n  " + "\n  ".join(problems))
 
     def to_csv(self) -> str:
-        """``injections.csv``: one row per tool and kind, then the unbound calls."""
-        lines = ["tool,kind,drawn,fired,met"]
-        lines += [f"{_csv(t)},{_csv(k)},{d},{f},{m}" for t, k, d, f, m in self.rows]
-        lines += [f"{_csv(what)},unbound: {_csv(why)},{n},0,0" for what, why, n in self.unbound]
-        return "\n".join(lines) + "\n"
+        """``injections.csv``: one row per tool and kind, then the unbound calls.
 
+        Every text cell goes through :func:`fleetchaos.escaping.csv_cell` (no spreadsheet
+        formula, no carriage return that splits the row) and the csv module's quoting.
+        """
+        import csv
+        import io
 
-def _csv(text: str) -> str:
-    if any(c in text for c in ',"\n'):
-        return '"' + text.replace('"', '""') + '"'
-    return text
+        from fleetchaos.escaping import csv_cell
+
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(("tool", "kind", "drawn", "fired", "met"))
+        writer.writerows((csv_cell(t), csv_cell(k), d, f, m) for t, k, d, f, m in self.rows)
+        writer.writerows((csv_cell(what), csv_cell(f"unbound: {why}"), n, 0, 0) for what, why, n in self.unbound)
+        return out.getvalue()
 
 
 @dataclass

@@ -176,3 +176,22 @@ def test_a_sweep_in_80_columns_keeps_its_figures_whole(cli, small):
     assert "left out to fit 80 columns:" in caption
     shown = re.findall(r"\d[\d,.]*%", narrow)
     assert shown and set(shown) <= set(figures)  # every figure printed is a whole figure of the wide table
+
+
+@pytest.mark.parametrize("columns", [46, 56, 74])
+def test_a_very_narrow_sweep_keeps_its_parameter_column(cli, small, columns):
+    """However narrow, the sweep table keeps a column for the swept values (folded, never collapsed to nothing)."""
+    args = ("sweep", "--scenario", small, "--param", "faults[0].probability=0,0.2", "--seeds", "1", "--jobs", "1")
+    out = cli(*args, "--policies", "structured", "--no-history", columns=columns).stdout
+    assert max(map(len, out.splitlines())) <= columns
+    assert "params" in out and "faults" in out
+
+
+def test_names_stay_whole_when_even_the_lead_figures_do_not_fit(cli, small):
+    """With long policy specs in 60 columns the names print whole (the figures fold instead), never cropped."""
+    policies = "backoff(base_s=0.5,cap_s=10),backoff(base_s=0.5,cap_s=20)"
+    args = ("compare", "--scenario", small, "--seeds", "2", "--jobs", "1", "--no-history")
+    out = cli(*args, "--policies", policies, "--errors", "structured", columns=60).stdout
+    assert max(map(len, out.splitlines())) <= 60
+    assert "backoff(base_s=0.5,cap_s=10.0)" in out and "backoff(base_s=0.5,cap_s=20.0)" in out
+    assert "│ structured │" in out

@@ -200,3 +200,24 @@ def test_an_unscoped_call_inside_an_active_runtime_is_refused(small_scenario):
     with Runtime(small_scenario([]), seed=1) as rt, pytest.raises(UnboundCall, match="outside a task scope"):
         fetch(1)
     assert rt.injection_report().unbound == (("fetch", "called outside a task scope (with rt.task(task): ...)", 1),)
+
+
+def test_injections_csv_reads_back_whole_and_escapes_formulas():
+    """injections.csv: a carriage return or comma in a tool name or a reason never splits a row, and text that a
+    spreadsheet would evaluate is escaped, as in every other CSV the tool writes."""
+    import csv
+    import io
+
+    from fleetchaos.real.injections import InjectionReport
+
+    report = InjectionReport(
+        rows=(("crm\rsync", "ok", 1, 0, 0), ('=HYPERLINK("http://x")', "timeout", 2, 2, 1)),
+        unbound=(("x,y", 'why\r"not"', 1),),
+    )
+    rows = list(csv.reader(io.StringIO(report.to_csv())))
+    assert rows == [
+        ["tool", "kind", "drawn", "fired", "met"],
+        ["crm\nsync", "ok", "1", "0", "0"],
+        ['\'=HYPERLINK("http://x")', "timeout", "2", "2", "1"],
+        ["x,y", 'unbound: why\n"not"', "1", "0", "0"],
+    ]
