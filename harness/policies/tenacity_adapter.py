@@ -110,7 +110,23 @@ def from_tenacity(
     stop = translate.stop(retrying.stop, "stop")
     wait = translate.wait(retrying.wait, "wait")
     retry = translate.retry(retrying.retry, "retry") if getattr(retrying, "enabled", True) else b.retry_never()
-    return TenacityPolicy(stop, wait, retry, exceptions, resume, subject)
+    return TenacityPolicy(stop, wait, retry, exceptions, resume, subject, _ignored_hooks(tenacity, retrying))
+
+
+def _ignored_hooks(tenacity: Any, retrying: Any) -> tuple[str, ...]:
+    """The hooks set on ``retrying`` (not tenacity's defaults), which change nothing the simulation models.
+
+    Named in the policy's repr, so a results file says they were there: a
+    ``retry_error_callback`` that returns a fallback value would make production report a
+    result where the simulation counts a failed task.
+    """
+    defaults = {
+        "before": tenacity.before_nothing,
+        "after": tenacity.after_nothing,
+        "before_sleep": None,
+        "retry_error_callback": None,
+    }
+    return tuple(hook for hook, default in defaults.items() if getattr(retrying, hook, default) is not default)
 
 
 def _import_tenacity(subject: str) -> Any:

@@ -46,14 +46,22 @@ class TenacityPolicy:
     """Resume from the partial progress the envelope revealed (False: the whole call again, as tenacity does)."""
     name: str = "tenacity"
     """What was translated (``mypkg.retrying:RETRY``), for people and results files."""
+    ignored: tuple[str, ...] = ()
+    """The configuration's hooks that are set and not modelled (``retry_error_callback``, ``before_sleep``...)."""
 
     @property
     def description(self) -> str:
         """What ``fleetchaos policies show`` says of it."""
-        return (
+        text = (
             f"The tenacity configuration {self.name}, evaluated in simulated time: retry, wait, then stop, "
             "in tenacity's order; each failure raises the exception the exception map gives it."
         )
+        if "retry_error_callback" in self.ignored:
+            text += (
+                " Its retry_error_callback is not modelled: a task whose retries ran out gives up as failed, "
+                "whatever the callback would have returned."
+            )
+        return text
 
     def __repr__(self) -> str:
         parts = [
@@ -65,6 +73,8 @@ class TenacityPolicy:
         ]
         if self.resume:
             parts.append("resume=True")
+        if self.ignored:  # results record that these hooks were set and not modelled
+            parts.append(f"ignored={self.ignored!r}")
         return f"TenacityPolicy({', '.join(parts)})"
 
     def decide(self, observation: Observation, history: TaskHistory) -> Action:

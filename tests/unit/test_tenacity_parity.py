@@ -235,3 +235,17 @@ def test_disabled_retrying_makes_one_attempt():
     """``enabled=False`` calls the function once: the translated policy gives up at the first failure."""
     policy = from_tenacity(tenacity.Retrying(stop=t.stop_after_attempt(5), enabled=False))
     assert drive_policy(policy, FLAKY, 1) == ([ARRIVAL], [], "gave up (not retried)")
+
+
+def test_hooks_that_are_set_are_named_as_not_modelled():
+    """A retry_error_callback (or another hook) is not modelled: the policy's repr, which results record, names it,
+    and its description says a task whose retries ran out gives up as failed; defaults name nothing."""
+    plain = from_tenacity(tenacity.Retrying(stop=tenacity.stop_after_attempt(3)))
+    assert "ignored" not in repr(plain) and "retry_error_callback" not in plain.description
+    hooked = from_tenacity(
+        tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(3), retry_error_callback=lambda state: "fallback", after=lambda state: None
+        )
+    )
+    assert "ignored=('after', 'retry_error_callback')" in repr(hooked)
+    assert "gives up as failed, whatever the callback would have returned" in hooked.description
