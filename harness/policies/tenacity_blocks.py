@@ -103,6 +103,31 @@ class _Join(BlockBase):
         )
 
 
+@dataclass(frozen=True, slots=True, repr=False)
+class _AnyOf(_Join):
+    """Holds when any member holds (``a | b``): the members asked in order, up to the first that holds,
+    as tenacity's ``any``."""
+
+    members: tuple[Any, ...]
+    _op = "|"
+
+    def __call__(self, state: AttemptState) -> bool:
+        """Any member, in order."""
+        return any(m(state) for m in self.members)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class _AllOf(_Join):
+    """Holds when every member holds (``a & b``): the members asked in order, up to the first that does not."""
+
+    members: tuple[Any, ...]
+    _op = "&"
+
+    def __call__(self, state: AttemptState) -> bool:
+        """Every member, in order."""
+        return all(m(state) for m in self.members)
+
+
 # -- stop ---------------------------------------------------------------------------------
 
 
@@ -149,27 +174,13 @@ class stop_never(BlockBase):
 
 
 @dataclass(frozen=True, slots=True, repr=False)
-class stop_any(_Join):
+class stop_any(_AnyOf):
     """Stop when any member stops (``a | b``)."""
-
-    members: tuple[Any, ...]
-    _op = "|"
-
-    def __call__(self, state: AttemptState) -> bool:
-        """Any member, in order, stopping at the first that holds (as tenacity's ``any``)."""
-        return any(m(state) for m in self.members)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
-class stop_all(_Join):
+class stop_all(_AllOf):
     """Stop when every member stops (``a & b``)."""
-
-    members: tuple[Any, ...]
-    _op = "&"
-
-    def __call__(self, state: AttemptState) -> bool:
-        """Every member, in order."""
-        return all(m(state) for m in self.members)
 
 
 # -- wait ---------------------------------------------------------------------------------
@@ -412,24 +423,10 @@ def retry_if_not_exception_message(
 
 
 @dataclass(frozen=True, slots=True, repr=False)
-class retry_any(_Join):
+class retry_any(_AnyOf):
     """Retry when any member holds (``a | b``)."""
-
-    members: tuple[Any, ...]
-    _op = "|"
-
-    def __call__(self, state: AttemptState) -> bool:
-        """Any member, in order."""
-        return any(m(state) for m in self.members)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
-class retry_all(_Join):
+class retry_all(_AllOf):
     """Retry when every member holds (``a & b``)."""
-
-    members: tuple[Any, ...]
-    _op = "&"
-
-    def __call__(self, state: AttemptState) -> bool:
-        """Every member, in order."""
-        return all(m(state) for m in self.members)
