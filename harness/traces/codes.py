@@ -194,15 +194,24 @@ def load_code_map(path: Path | None) -> CodeMap:
     if path is None:
         return CodeMap()
     from fleetchaos.errors import ScenarioError
-    from fleetchaos.scenario.load import parse_document
+    from fleetchaos.files import FileTooLargeError, read_text_bounded
+    from fleetchaos.scenario.load import MAX_FILE_BYTES, parse_document
 
     source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_bounded(path, MAX_FILE_BYTES, what="code mapping")
     except FileNotFoundError:
         raise TraceFileError(f"{source}: no such file; check the --codes path") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TraceFileError(f"{source}: cannot read: {exc}") from None
+    except FileTooLargeError as exc:
+        raise TraceFileError(f"--codes {exc}") from None
+    except IsADirectoryError:
+        raise TraceFileError(f"--codes {source}: is a folder; give the mapping file") from None
+    except UnicodeDecodeError as exc:
+        raise TraceFileError(
+            f"--codes {source}: not UTF-8 text (byte {exc.start + 1}); a mapping is YAML or JSON"
+        ) from None
+    except OSError as exc:
+        raise TraceFileError(f"--codes {source}: cannot read ({exc.strerror or exc})") from None
     try:
         data = parse_document(
             text, source, what="code mapping", needs="give codes: {CODE: kind} or http: {STATUS: kind}"
