@@ -40,6 +40,7 @@ from fleetchaos.reports.goodput import GOODPUT
 from fleetchaos.reports.headline import headline_table
 from fleetchaos.reports.naming import arm_names
 from fleetchaos.reports.notes import ASSUMPTIONS, READING_NOTES
+from fleetchaos.reports.ordering import ordering_lines
 from fleetchaos.reports.policy_errors import policy_error_blocks
 from fleetchaos.reports.results_io import dumps
 from fleetchaos.reports.studies import tuning_blocks
@@ -229,6 +230,7 @@ def _robustness_blocks(result: CompareResult) -> list[Block]:
         return []
     varied = [f"{literal(p)}: {', '.join(literal(str(v)) for v in values)}" for p, values in robustness.varied.items()]
     blocks = [H2("Robustness"), P("What was varied, and where the ordering of the arms flipped."), UL(varied)]
+    blocks.append(UL(ordering_lines(robustness, quote=literal)))
     if robustness.flips:
         blocks.append(
             TABLE(
@@ -247,8 +249,6 @@ def _robustness_blocks(result: CompareResult) -> list[Block]:
                 align_right=4,
             )
         )
-    else:
-        blocks.append(P("The ordering held at every value tried."))
     return blocks
 
 
