@@ -9,6 +9,7 @@ from matplotlib.figure import Figure
 from rich.table import Table
 from rich.text import Text
 
+from fleetchaos.reports import palette
 from fleetchaos.reports.blocks import H1, H2, IMG, TABLE, UL, Block, P, write_pages
 from fleetchaos.reports.cells import diff, diff_ci, metric_cell
 from fleetchaos.reports.charts import save_png
@@ -91,14 +92,14 @@ def robustness_chart(result: RobustnessResult, path: Path) -> Path | None:
         ax.axhline(0.0, color="#7f7f7f", linewidth=0.8)
         drawn = [(x, y, lo, hi) for x, y, lo, hi in zip(xs, ys, lows, highs) if y is not None]
         if drawn:
-            ax.plot([d[0] for d in drawn], [d[1] for d in drawn], marker="o", color="#4f81bd")
+            ax.plot([d[0] for d in drawn], [d[1] for d in drawn], marker="o", color=palette.BLUE)
             spans = [(d[0], d[2], d[3]) for d in drawn if d[2] is not None and d[3] is not None]
             if spans:
                 ax.fill_between([s[0] for s in spans], [s[1] for s in spans], [s[2] for s in spans],
-                                color="#4f81bd", alpha=0.2, linewidth=0)  # fmt: skip
+                                color=palette.BLUE, alpha=0.2, linewidth=0)  # fmt: skip
         for x, p in zip(xs, points):
             if (param, repr(p.value)) in flips:
-                ax.axvline(x - 0.5, color="#c0504d", linestyle="--", linewidth=1.0)
+                ax.axvline(x - 0.5, color=palette.VERMILLION, linestyle="--", linewidth=1.0)
         ax.set_xticks(xs, [value_text(p.value) for p in points])
         ax.set_title(textwrap.fill(_name(result, param), 48), fontsize=9)
         ax.tick_params(labelsize=8)
