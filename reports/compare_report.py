@@ -99,7 +99,9 @@ def compare_charts(result: CompareResult) -> list[Chart]:
     )
     out = [Chart(key, CHART_FILES[key], function, (result,)) for key, function in of_arms]
     for i, t in enumerate(result.timelines):
-        out.append(Chart(f"timeline{i}", _timeline_file(i, t), f"{CHARTS}:timeline_chart", (t,)))
+        out.append(
+            Chart(f"timeline{i}", _timeline_file(i, t), "fleetchaos.reports.timeline_chart:timeline_chart", (t,))
+        )
     out.append(Chart("error_codes", CHART_FILES["error_codes"], f"{CHARTS}:error_codes_chart", (result.timelines,)))
     return out
 

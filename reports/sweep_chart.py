@@ -20,7 +20,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, cast
 
 from fleetchaos.reports import palette
 from fleetchaos.results.models import SweepEntry, SweepResult
@@ -307,8 +307,9 @@ def curve_chart(result: SweepResult, path: Path | IO[bytes], metric: str | None 
         return None
     from fleetchaos.reports.charts import save_png
 
-    # a file name, or a binary file when drawn in a worker, into memory (fleetchaos.reports.drawing)
-    return save_png(fig, Path(path) if isinstance(path, str) else path, dpi=100)
+    if isinstance(path, (str, Path)):
+        return save_png(fig, Path(path), dpi=100)
+    return save_png(fig, cast("BinaryIO", path), dpi=100)  # drawn in a worker, into memory (reports.drawing)
 
 
 def metric_curve(result: SweepResult, metric: str, file: Path | IO[bytes]) -> Path | IO[bytes] | None:

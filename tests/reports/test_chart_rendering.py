@@ -16,7 +16,6 @@ drawn once more through a renderer that records what it paints:
 from __future__ import annotations
 
 import itertools
-import math
 from pathlib import Path
 from unittest import mock
 
@@ -397,7 +396,7 @@ def test_every_chart_reads_right(charts):
             problems += [f"{name}: {line}" for line in _apart_in_legends(fig)]
     everything = {"headline", "silent_and_wasted", "failed_retries", "cost_split", "cost_vs_success", "heatmap", "ecdf",
                   "goodput", "timeline0", "timeline1", "error_codes", "timeline", "success_rate", "wasted_retries",
-                  "ablation", "robustness", "real-ecdf", "real-headline", "real-cost_split", "real-ecdf"}  # fmt: skip
+                  "ablation", "robustness", "real-ecdf", "real-headline", "real-cost_split"}  # fmt: skip
     assert everything <= drawn, everything - drawn
     assert not problems, "\n".join(problems)
 
@@ -405,8 +404,7 @@ def test_every_chart_reads_right(charts):
 def test_a_log_axis_reads_in_plain_numbers(charts):
     """The time-to-recovery axis reads 10, 100, 1,000 (as matplotlib's mathtext would have rendered 10^1, ...)."""
     ecdf = next(c for c in charts if c.filename == "time_to_recovery_ecdf.png")
-    ((fig, painted),) = _painted(ecdf)
+    ((fig, _),) = _painted(ecdf)
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_text()]
     assert labels and all(label.replace(",", "").isdigit() for label in labels), labels
     assert {int(label.replace(",", "")) for label in labels} <= {10**k for k in range(-3, 8)}
-    assert not math.isnan(float(labels[0].replace(",", "")))
