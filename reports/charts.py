@@ -369,7 +369,10 @@ def error_codes_chart(timelines: list[Timeline], path: Path) -> Path | None:
         if t.duration_s < hours[-1] * 3600:
             ax.axvline(_hours(t.duration_s), color="#333333", linestyle="--", linewidth=0.8)
     axes[-1].set_xlabel("simulated time (hours)")
-    handles = [Line2D([], [], color=colour[c], linestyle=style[c][1], linewidth=1.6, label=c) for c in codes]  # type: ignore[arg-type]
+    handles = [
+        Line2D([], [], color=colour[c], linestyle=style[c][1], linewidth=1.6, label=c)  # type: ignore[arg-type]  # a style of palette.category: one of matplotlib's names
+        for c in codes
+    ]
     handles.append(Line2D([], [], color="#555555", marker="v", linestyle="none", markeredgecolor="black",
                           label=f"spike: bin above mean + {SPIKE_SD:g} sd of its code, and at least {SPIKE_MIN_COUNT}"))  # fmt: skip
     handles.append(
