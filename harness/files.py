@@ -49,6 +49,7 @@ __all__ = [
     "open_input",
     "read_bounded",
     "read_text_bounded",
+    "read_user_text",
     "write_bytes",
     "write_text",
 ]
@@ -110,6 +111,26 @@ def read_bounded(path: str | Path, limit: int, *, what: str = "file") -> bytes:
 def read_text_bounded(path: str | Path, limit: int, *, what: str = "file") -> str:
     """:func:`read_bounded` decoded as UTF-8 (``UnicodeDecodeError`` when it is not text)."""
     return read_bounded(path, limit, what=what).decode("utf-8")
+
+
+def read_user_text(path: str | Path, limit: int, *, option: str, what: str, error: type[UserError] = UserError) -> str:
+    """A user's small text file (a mapping, a space), bounded, or one ``error`` naming ``option``, the file and why.
+
+    ``what`` names the file in messages ("code mapping"); each failure (missing, a folder,
+    too large, not UTF-8, unreadable) is one message with the fix.
+    """
+    try:
+        return read_text_bounded(path, limit, what=what)
+    except FileNotFoundError:
+        raise error(f"{option} {path}: no such file; check the path") from None
+    except FileTooLargeError as exc:
+        raise error(f"{option} {exc}") from None
+    except IsADirectoryError:
+        raise error(f"{option} {path}: is a folder; give the {what} file") from None
+    except UnicodeDecodeError as exc:
+        raise error(f"{option} {path}: not UTF-8 text (byte {exc.start + 1}); a {what} is YAML or JSON") from None
+    except OSError as exc:
+        raise error(f"{option} {path}: cannot read ({exc.strerror or exc}); check its permissions") from None
 
 
 class StrictJsonError(ValueError):

@@ -122,7 +122,10 @@ def calibrate(
     except OSError as exc:
         raise UserError(f"-o {output}: cannot write ({exc.strerror or exc}); choose another path") from None
     stats = result.stats
-    say = lambda line: err.print(line, highlight=False, markup=False)  # noqa: E731
+
+    def say(line: str) -> None:
+        err.print(line, highlight=False, markup=False)
+
     say(
         f"read {stats.spans:,} spans: {stats.tool_calls:,} tool calls of {len(result.calls.task_ids):,} tasks "
         f"({stats.skipped:,} other spans skipped"
@@ -173,6 +176,11 @@ def _verdict(check, output: Path, policy: str, errors: str, allow_misfit: bool, 
     from fleetchaos.calibrate.verdict import ALPHA
 
     days = len(check.seeds)
+    if not check.kinds:
+        say(
+            f"fit check: fits: no call failed, in the traces or on {days} simulated days (--policy {policy} --errors {errors})"
+        )
+        return
     if check.fits:
         say(
             f"fit check: fits: each of {len(check.kinds)} fault kinds' share of the traces' calls lies within its "

@@ -197,24 +197,11 @@ DEFAULT_SPACE = SearchSpace.model_validate(
 
 def load_space(path: str | Path) -> SearchSpace:
     """Read and validate a space file (YAML or JSON); a user error names the file, field and fix."""
-    from fleetchaos.files import FileTooLargeError, read_text_bounded
+    from fleetchaos.files import read_user_text
     from fleetchaos.scenario.load import MAX_FILE_BYTES, format_validation_error, parse_document
 
     source = str(path)
-    try:
-        text = read_text_bounded(path, MAX_FILE_BYTES, what="search space")
-    except FileNotFoundError:
-        raise UserError(f"--space {source}: no such file") from None
-    except FileTooLargeError as exc:
-        raise UserError(f"--space {exc}") from None
-    except IsADirectoryError:
-        raise UserError(f"--space {source}: is a folder; give the space file") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(
-            f"--space {source}: not UTF-8 text (byte {exc.start + 1}); a space file is YAML or JSON"
-        ) from None
-    except OSError as exc:
-        raise UserError(f"--space {source}: cannot read ({exc.strerror or exc})") from None
+    text = read_user_text(path, MAX_FILE_BYTES, option="--space", what="search space")
     data = parse_document(text, source, "search space", "give families: {POLICY: {PARAMETER: {log: [lo, hi]}}}")
     try:
         return SearchSpace.model_validate(data)

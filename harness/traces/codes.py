@@ -194,24 +194,11 @@ def load_code_map(path: Path | None) -> CodeMap:
     if path is None:
         return CodeMap()
     from fleetchaos.errors import ScenarioError
-    from fleetchaos.files import FileTooLargeError, read_text_bounded
+    from fleetchaos.files import read_user_text
     from fleetchaos.scenario.load import MAX_FILE_BYTES, parse_document
 
     source = str(path)
-    try:
-        text = read_text_bounded(path, MAX_FILE_BYTES, what="code mapping")
-    except FileNotFoundError:
-        raise TraceFileError(f"{source}: no such file; check the --codes path") from None
-    except FileTooLargeError as exc:
-        raise TraceFileError(f"--codes {exc}") from None
-    except IsADirectoryError:
-        raise TraceFileError(f"--codes {source}: is a folder; give the mapping file") from None
-    except UnicodeDecodeError as exc:
-        raise TraceFileError(
-            f"--codes {source}: not UTF-8 text (byte {exc.start + 1}); a mapping is YAML or JSON"
-        ) from None
-    except OSError as exc:
-        raise TraceFileError(f"--codes {source}: cannot read ({exc.strerror or exc})") from None
+    text = read_user_text(path, MAX_FILE_BYTES, option="--codes", what="code mapping", error=TraceFileError)
     try:
         data = parse_document(
             text, source, what="code mapping", needs="give codes: {CODE: kind} or http: {STATUS: kind}"

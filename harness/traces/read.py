@@ -72,7 +72,9 @@ def read_file(
         number, text = first
         kind = _sniff(text)
         if kind == "deep":
-            raise problem(source, number, None, "JSON nested too deeply to be a trace record", fix="is this a trace file?")
+            raise problem(
+                source, number, None, "JSON nested too deeply to be a trace record", fix="is this a trace file?"
+            )
         if fmt == "auto":
             if kind == "unknown":
                 raise problem(
