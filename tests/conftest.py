@@ -45,6 +45,17 @@ def history_cli(tmp_path, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _runs_made_afresh(monkeypatch):
+    """Commands make every run afresh unless a test turns the run cache on (tests/unit/test_run_cache.py).
+
+    A test checks the code it runs, not what an earlier test or session left in a cache
+    (the cache never serves other code, but a test that patches a function would be served
+    the unpatched result).
+    """
+    monkeypatch.setenv("FLEETCHAOS_CACHE", "off")
+
+
+@pytest.fixture(autouse=True)
 def _no_columns_from_the_shell(monkeypatch):
     """Tables are laid out for a pipe (160 columns) unless a test sets COLUMNS itself.
 

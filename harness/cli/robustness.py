@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from fleetchaos.cli.caching import cache_option
 from fleetchaos.cli.common import (
     Confidence,
     jobs_option,
@@ -31,6 +32,7 @@ DEFAULT_ARMS = (("blind-retry", "generic"), ("structured", "structured"))
 
 
 @click.command()
+@cache_option
 @scenario_option
 @click.option(
     "--arm",

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from fleetchaos.cli.caching import cache_option
 from fleetchaos.cli.chart_pool import chart_pool, preload_charts, runs_fill_cores, warm_chart_workers
 from fleetchaos.cli.common import (
     Confidence,
@@ -66,6 +67,7 @@ def _print_traces(traces, quiet: bool = False) -> None:
 
 
 @click.command()
+@cache_option
 @scenario_option
 @single_param_option
 @click.option(
@@ -179,6 +181,7 @@ def run(
 
 
 @click.command()
+@cache_option
 @scenario_option
 @single_param_option
 @click.option(

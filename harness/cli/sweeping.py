@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from fleetchaos.cli.caching import cache_option
 from fleetchaos.cli.chart_pool import chart_pool, warm_chart_workers
 from fleetchaos.cli.common import (
     Confidence,
@@ -34,6 +35,7 @@ __all__ = ["ablation", "sweep"]
 
 
 @click.command()
+@cache_option
 @click.option(
     "--file",
     "sweep_file",
@@ -252,6 +254,7 @@ def sweep(
 
 
 @click.command()
+@cache_option
 @click.option(
     "--scenario", default="field_ablation", show_default=True, help="catalogue name or path to a .yaml/.json file"
 )

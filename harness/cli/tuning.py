@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from fleetchaos.cli.caching import cache_option
 from fleetchaos.cli.common import (
     Confidence,
     apply_single_params,
@@ -168,6 +169,7 @@ def best_arms(
 
 
 @click.command()
+@cache_option
 @scenario_option
 @param_option
 @click.option("--errors", default="generic", show_default=True, help="the error format to tune for")

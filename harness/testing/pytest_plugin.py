@@ -76,6 +76,12 @@ class _SessionState:
     """The :class:`~fleetchaos.gates.session.GateSession` judging runs against the baseline, if one was given."""
     reports: dict = field(default_factory=dict)
     """Report folder name -> the arm written there (``--fleetchaos-report``): one report per arm."""
+    run_cache: Any = None
+    """The :class:`~fleetchaos.runs.cache.RunCache` scenario runs use across sessions (None: off)."""
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.run_cache is not None:
+            self.run_cache.flush()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect the scenario rows of each finished test."""
@@ -169,6 +175,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="with --fleetchaos-baseline: accept a history group that is not complete (killed, interrupted)",
     )
     group.addoption(
+        "--fleetchaos-no-cache",
+        action="store_true",
+        default=False,
+        help="make every scenario run afresh: neither read nor write the run cache "
+        "[default: used, in $FLEETCHAOS_CACHE or fleetchaos-out/cache]",
+    )
+    group.addoption(
         "--fleetchaos-history",
         default=None,
         metavar="PATH",
@@ -233,6 +246,15 @@ def pytest_configure(config: pytest.Config) -> None:
             )
         except UserError as exc:
             raise pytest.UsageError(str(exc)) from None
+    if not config.getoption("fleetchaos_no_cache", False):
+        from fleetchaos.runs.cache import CacheUnavailableError, RunCache, default_folder
+
+        folder = default_folder()
+        if folder is not None:
+            try:
+                state.run_cache = RunCache(folder)
+            except CacheUnavailableError as exc:  # the runs are the same without it, only made afresh
+                config.issue_config_time_warning(pytest.PytestConfigWarning(f"{exc}; runs are made without it"), 2)
     config.stash[_STATE_KEY] = state
     config.pluginmanager.register(state, "fleetchaos-session")
 
@@ -317,6 +339,7 @@ class FleetChaos:
         ``allow_policy_errors`` (here or in the marker) says the test expects it.
         """
         from fleetchaos.errors import UserError
+        from fleetchaos.runs.cache import using_cache
         from fleetchaos.testing.suite import resolve_seeds, run_scenario
 
         mark = self.marker
@@ -350,17 +373,18 @@ class FleetChaos:
             seed_list = resolve_seeds(seeds, self._config.getoption("fleetchaos_seed"))
             if isinstance(scenario, (str, Path)):
                 scenario = self._resolve_path(scenario)
-            result = run_scenario(
-                scenario,
-                policy=policy,
-                errors=errors,
-                seeds=seed_list,
-                confidence=confidence,
-                keep_tasks=report_dir is not None,
-                save_dir=self._save_dir(),
-                cache=self._state.cache,
-                replay_prefix=replay_prefix(self._config, policy),
-            )
+            with using_cache(self._state.run_cache):
+                result = run_scenario(
+                    scenario,
+                    policy=policy,
+                    errors=errors,
+                    seeds=seed_list,
+                    confidence=confidence,
+                    keep_tasks=report_dir is not None,
+                    save_dir=self._save_dir(),
+                    cache=self._state.cache,
+                    replay_prefix=replay_prefix(self._config, policy),
+                )
         except UserError as exc:
             pytest.fail(f"fleetchaos: {exc}", pytrace=False)
         self.results.append(result)
