@@ -43,6 +43,7 @@ TUNE_OPTIONS = (
     "first_train_seed",
     "objective",
     "sampler_seed",
+    "race",
 )
 
 
@@ -92,6 +93,13 @@ def tune_options(func: Callable) -> Callable:
             help="the metric the search optimises (a registry metric with a direction)",
         ),
         click.option("--sampler-seed", type=click.IntRange(0, 2**62), default=0, show_default=True),
+        click.option(
+            "--race/--no-race",
+            default=True,
+            show_default=True,
+            help="race candidates seed by seed, stopping those already behind (paired); --no-race runs every "
+            "candidate on every training seed",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -128,6 +136,7 @@ def tune_spec(
         objective=opts["objective"],
         sampler_seed=opts["sampler_seed"],
         confidence=opts.get("confidence", 0.95),
+        race=opts.get("race", True),
     )
 
 
@@ -202,7 +211,7 @@ def tune(
     """
     from fleetchaos.cli.progress import progress_bar
     from fleetchaos.runs.executors import open_executor
-    from fleetchaos.runs.tune import check_tune, family_candidates
+    from fleetchaos.runs.tune import check_tune, family_candidates, training_runs_planned
     from fleetchaos.runs.tune import tune as run_tune
     from fleetchaos.scenario.load import load_scenario
 
@@ -219,7 +228,7 @@ def tune(
         planned = sum(len(family_candidates(tune_spec_, f)) for f in families)
     else:
         planned = len(families) * tune_spec_.trials
-    total = planned * len(tune_spec_.train_seeds) + len(families) * len(holdout)
+    total = training_runs_planned(tune_spec_, planned) + len(families) * len(holdout)
     executor = open_executor(jobs, scheduler)
     try:
         with progress_bar(total, "tune", console=stderr_console()) as advance:

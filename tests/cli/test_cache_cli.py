@@ -54,7 +54,7 @@ def test_every_study_prints_the_same_bytes_cold_warm_and_without_the_cache(cache
 
 
 def test_a_report_folder_is_the_same_from_the_cache(cached, small, tmp_path):
-    invoke, folder = cached
+    invoke, _folder = cached
     args = ("compare", "--scenario", small, "--seeds", "2", "--jobs", "1", "--policies", "blind-retry,structured")
     invoke(*args, "--report", str(tmp_path / "cold"))
     invoke(*args, "--report", str(tmp_path / "warm"))

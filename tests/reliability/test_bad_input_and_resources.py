@@ -38,7 +38,7 @@ def test_reads_are_bounded_before_the_whole_input_is_read(tmp_path):
 )
 def test_dev_zero_is_refused_without_reading_it_all(tmp_path, args, message):
     """Every command that reads a user's file stops at its limit on /dev/zero: exit 2, one message."""
-    out = fleetchaos(*args, cwd=tmp_path, timeout=120)
+    out = fleetchaos(*args, cwd=tmp_path, cpu_s=120)
     assert out.returncode == 2 and message in out.stderr, out.stderr
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
+
+import patience
 
 import fleetchaos
 import fleetchaos.policies
@@ -23,7 +24,7 @@ EVERYDAY = (
 
 def _loaded_after(code: str) -> list[str]:
     probe = f"import json, sys\n{code}\nprint(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    out = patience.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cpu_s=60)
     return json.loads(out.stdout)
 
 

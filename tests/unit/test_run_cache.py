@@ -113,7 +113,9 @@ def test_a_damaged_entry_is_a_miss_deleted_and_made_again(world, tmp_path):
     assert _json(remade) == _json(made)
     # A body whose checksum matches but whose content is not a result (a forged or buggy entry) is a miss too.
     db = sqlite3.connect(again.path)
-    db.execute("UPDATE runs SET body = ?, checksum = ?", (b"garbage", __import__("hashlib").sha256(b"garbage").hexdigest()))
+    db.execute(
+        "UPDATE runs SET body = ?, checksum = ?", (b"garbage", __import__("hashlib").sha256(b"garbage").hexdigest())
+    )
     db.commit()
     db.close()
     last = RunCache(tmp_path)
