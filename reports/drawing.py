@@ -86,8 +86,9 @@ class Drawing:
                     continue
                 key, png = render_png(chart) if self._futures is None else self._futures[index].result()
                 drawn[key] = png
-                if self._cache is not None and self._keys[index]:
-                    self._cache.put_blob(self._keys[index], _NOTHING if png is None else png)
+                cache_key = self._keys[index] if self._cache is not None else None
+                if self._cache is not None and cache_key:
+                    self._cache.put_blob(cache_key, _NOTHING if png is None else png)
         except BaseException:
             self.cancel()
             raise

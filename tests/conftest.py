@@ -10,6 +10,8 @@ several folders have one, and which owns the module name ``conftest`` depends on
 pytest loaded them (tests/unit/test_suite_layout.py checks both rules).
 """
 
+import os
+
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -18,6 +20,10 @@ import fleetchaos.catalogue as catalogue
 from fleetchaos.cli.main import main
 
 pytest_plugins = ["pytester"]
+
+# Before the fleetchaos plugin configures this session: no run cache for its scenario runs either
+# (the autouse fixture below keeps it off in each test, whatever a test before it set).
+os.environ["FLEETCHAOS_CACHE"] = "off"
 
 
 @pytest.fixture(scope="module")

@@ -44,15 +44,12 @@ def cache_option(command: Callable[..., Any]) -> Callable[..., Any]:
 @contextmanager
 def command_cache(no_cache: bool = False) -> Iterator[None]:
     """The run cache a command's runs use while inside (none with ``no_cache`` or FLEETCHAOS_CACHE=off)."""
-    from fleetchaos.runs.cache import CacheUnavailableError, RunCache, default_folder, using_cache
+    from fleetchaos.runs.cache import open_default_cache, using_cache
 
-    folder = None if no_cache else default_folder()
-    store = None
-    if folder is not None:
-        try:
-            store = RunCache(folder)
-        except CacheUnavailableError as exc:
-            stderr_console().print(f"note: {exc}; runs are made without it", markup=False, highlight=False)
+    def note(problem: str) -> None:
+        stderr_console().print(f"note: {problem}", markup=False, highlight=False)
+
+    store = None if no_cache else open_default_cache(note)
     with using_cache(store):
         yield
 

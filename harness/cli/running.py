@@ -37,6 +37,7 @@ from fleetchaos.cli.common import (
     time_limit_option,
     traces_option,
 )
+from fleetchaos.cli.executing import executor_option
 from fleetchaos.cli.expecting import ExpectGates, no_expect_option
 from fleetchaos.cli.history import HistorySession, check_resume, history_options, start_compare
 from fleetchaos.cli.tuning import TUNE_OPTIONS, best_arms, tune_options
@@ -205,6 +206,7 @@ def run(
 @tune_options
 @jobs_option
 @scheduler_option
+@executor_option
 @click.option("--confidence", default=0.95, show_default=True, type=Confidence(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @report_option

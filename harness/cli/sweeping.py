@@ -28,6 +28,7 @@ from fleetchaos.cli.common import (
     stdout_console,
     time_limit_option,
 )
+from fleetchaos.cli.executing import executor_option
 from fleetchaos.errors import UserError
 from fleetchaos.names import check_policies
 
@@ -57,6 +58,7 @@ __all__ = ["ablation", "sweep"]
 )
 @jobs_option
 @scheduler_option
+@executor_option
 @click.option("--confidence", type=Confidence(0.5, 0.999), help="[default: 0.95]")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @columns_option
@@ -270,6 +272,7 @@ def sweep(
 )
 @jobs_option
 @scheduler_option
+@executor_option
 @click.option("--confidence", default=0.95, show_default=True, type=Confidence(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @columns_option

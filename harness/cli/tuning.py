@@ -24,6 +24,7 @@ from fleetchaos.cli.common import (
     stderr_console,
     stdout_console,
 )
+from fleetchaos.cli.executing import executor_option
 from fleetchaos.errors import UserError
 
 if TYPE_CHECKING:
@@ -187,6 +188,7 @@ def best_arms(
 @click.option("--first-seed", type=click.IntRange(0, 2**62), help="first held-out seed [default: 1]")
 @jobs_option
 @scheduler_option
+@executor_option
 @click.option("--confidence", default=0.95, show_default=True, type=Confidence(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write results.json and summary.md")

@@ -25,7 +25,7 @@ import os
 import sqlite3
 import time
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +39,7 @@ __all__ = [
     "RunCache",
     "active_cache",
     "default_folder",
+    "open_default_cache",
     "using_cache",
 ]
 
@@ -170,7 +171,7 @@ class RunCache:
 
     def _fits(self, need: Need, code: str, tasks: int, csv: int) -> bool:
         """An entry of this code holding what ``need`` asks for."""
-        return code == self.code and (tasks or not need.tasks) and (csv or not need.csv)
+        return code == self.code and (bool(tasks) or not need.tasks) and (bool(csv) or not need.csv)
 
     def get(self, key: str, need: Need = Need()) -> RunResult | None:
         """One stored result, or None (see :meth:`get_many`)."""
@@ -394,6 +395,19 @@ def using_cache(cache: RunCache | None) -> Iterator[RunCache | None]:
         if cache is not None:
             with contextlib.suppress(Exception):
                 cache.flush()
+
+
+def open_default_cache(warn: Callable[[str], object] | None = None) -> RunCache | None:
+    """The cache of :func:`default_folder` (None when off); one that cannot be used is None, and ``warn`` hears why."""
+    folder = default_folder()
+    if folder is None:
+        return None
+    try:
+        return RunCache(folder)
+    except CacheUnavailableError as exc:
+        if warn is not None:
+            warn(f"{exc}; runs are made without it")
+        return None
 
 
 def default_folder() -> Path | None:

@@ -26,7 +26,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from fleetchaos.scenario.load import Scenario
 
-__all__ = ["KEY_VERSION", "code_digest", "module_digest", "run_key", "scenario_digest", "source_digest"]
+__all__ = [
+    "KEY_VERSION",
+    "code_digest",
+    "job_keys",
+    "module_digest",
+    "origin_digest",
+    "outside_module",
+    "run_key",
+    "scenario_digest",
+    "source_digest",
+]
 
 #: Bumped whenever what a key covers, or what an entry stores, changes meaning.
 KEY_VERSION = 1
@@ -116,7 +126,7 @@ def module_digest(module_name: str) -> str | None:
         if paths:  # a namespace package: its folders
             roots = [Path(p) for p in paths]
         elif getattr(module, "__file__", None):
-            roots = [Path(module.__file__)]  # type: ignore[arg-type]
+            roots = [Path(module.__file__)]  # type: ignore[arg-type]  # checked just above: not None
         else:
             return None
     if any(p.suffix not in ("", ".py") for p in roots):  # a compiled extension: its source is not at hand
@@ -124,8 +134,23 @@ def module_digest(module_name: str) -> str | None:
     return source_digest(roots)
 
 
-def _outside_module(name: str, builtins: Iterable[str], group: str | None) -> tuple[bool, str | None]:
-    """(is outside fleetchaos, its module) for a policy or format name; (True, None): origin unknown."""
+def outside_module(kind: str, name: str) -> tuple[bool, str | None]:
+    """(is outside fleetchaos, its module) for a ``policy`` or ``format`` name; (True, None): origin unknown."""
+    if kind == "policy":
+        from fleetchaos.policies.registry import ENTRY_POINT_GROUP, POLICIES
+        from fleetchaos.policies.spec import PolicySpecError, parse_spec
+
+        try:
+            name = parse_spec(name).name
+        except PolicySpecError:
+            return True, None
+        return _origin(name, POLICIES, ENTRY_POINT_GROUP)
+    from fleetchaos.sim.formats import FORMATS
+
+    return _origin(name, FORMATS, None)
+
+
+def _origin(name: str, builtins: Iterable[str], group: str | None) -> tuple[bool, str | None]:
     if name in builtins:
         return False, None
     if ":" in name:
@@ -143,19 +168,7 @@ def origin_digest(kind: str, name: str) -> str | None:
     Not memoised across calls: a user module edited (and reloaded) in a long-lived process
     must give a new digest.
     """
-    if kind == "policy":
-        from fleetchaos.policies.registry import ENTRY_POINT_GROUP, POLICIES
-        from fleetchaos.policies.spec import PolicySpecError, parse_spec
-
-        try:
-            name = parse_spec(name).name
-        except PolicySpecError:
-            return None
-        outside, module = _outside_module(name, POLICIES, ENTRY_POINT_GROUP)
-    else:
-        from fleetchaos.sim.formats import FORMATS
-
-        outside, module = _outside_module(name, FORMATS, None)
+    outside, module = outside_module(kind, name)
     if not outside:
         return ""
     return None if module is None else module_digest(module)
@@ -208,3 +221,26 @@ def run_key(
         "trace": trace_label,
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def job_keys(variants: Sequence[Any], jobs: Sequence[Any]) -> list[str | None]:
+    """Each :class:`~fleetchaos.runs.runner.RunJob`'s key (None: not cacheable), as ``run_one`` computes it for its variant."""
+    digests: dict[int, str] = {}
+    origins: dict[tuple[str, str], str | None] = {}
+    keys: list[str | None] = []
+    for job in jobs:
+        variant = variants[job.variant]
+        if job.variant not in digests:
+            digests[job.variant] = scenario_digest(variant.scenario)
+        keys.append(
+            run_key(
+                digests[job.variant],
+                variant.policy_spec(job.policy),
+                job.errors,
+                job.seed,
+                scenario_ref=variant.ref,
+                params=variant.scenario_params,
+                origins=origins,
+            )
+        )
+    return keys

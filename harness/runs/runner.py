@@ -23,7 +23,8 @@ from fleetchaos.results.stats import DEFAULT_CONFIDENCE
 from fleetchaos.results.task_rows import csv_lines, row_dict, row_values
 from fleetchaos.runs.arm_stats import aggregate, paired_comparisons
 from fleetchaos.runs.cache import Need, active_cache, using_cache
-from fleetchaos.runs.cache_key import run_key, scenario_digest
+from fleetchaos.runs.cache_key import job_keys, run_key, scenario_digest
+from fleetchaos.runs.cluster import ship_modules
 from fleetchaos.runs.executors import MAX_CHUNK, map_chunks, open_executor, tapered, workers_of
 from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
 from fleetchaos.runs.traces import TracedJob, traced_timelines
@@ -360,7 +361,7 @@ def run_jobs(
     limit = max_chunk or getattr(executor, "max_chunk", None) or MAX_CHUNK
     results: list[RunResult | None] = [None] * len(jobs)
     cache = active_cache()
-    keys = _job_keys(variants, jobs) if cache is not None else [None] * len(jobs)
+    keys = job_keys(variants, jobs) if cache is not None else [None] * len(jobs)
     needs = [Need(tasks=variants[j.variant].keep_tasks, csv=variants[j.variant].task_csv) for j in jobs]
     if cache is not None:
         hits = cache.get_many({k: needs[i] for i, k in enumerate(keys) if k is not None})
@@ -389,34 +390,13 @@ def run_jobs(
                 on_result(index, result)
 
     try:
+        if chunks:
+            ship_modules(executor, [variants[j.variant].policy_spec(j.policy) for j in jobs], [j.errors for j in jobs])
         map_chunks(executor, _run_chunk, chunks, done)
     finally:
         if cache is not None:
             cache.flush()
     return results  # type: ignore[return-value]  # every slot is filled once map_chunks returns
-
-
-def _job_keys(variants: Sequence[Variant], jobs: Sequence[RunJob]) -> list[str | None]:
-    """Each job's run-cache key (None: not cacheable), as :func:`run_one` would compute it."""
-    digests: dict[int, str] = {}
-    origins: dict[tuple[str, str], str | None] = {}
-    keys: list[str | None] = []
-    for job in jobs:
-        variant = variants[job.variant]
-        if job.variant not in digests:
-            digests[job.variant] = scenario_digest(variant.scenario)
-        keys.append(
-            run_key(
-                digests[job.variant],
-                variant.policy_spec(job.policy),
-                job.errors,
-                job.seed,
-                scenario_ref=variant.ref,
-                params=variant.scenario_params,
-                origins=origins,
-            )
-        )
-    return keys
 
 
 def versions() -> dict[str, str]:

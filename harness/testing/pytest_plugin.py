@@ -12,18 +12,17 @@ Registered through the ``pytest11`` entry point, so installing fleetchaos is eno
 * marker ``@pytest.mark.fleetchaos(scenario=..., seeds=..., policy=..., errors=...,
   confidence=...)``: the defaults of ``fleetchaos.run()`` for that test (the closest
   marker wins key by key, so a module ``pytestmark`` can name the scenario);
-* options ``--fleetchaos-seed N`` (consecutive seeds from N), ``--fleetchaos-report DIR``
-  (a report folder per arm), ``--fleetchaos-baseline REF`` (fail a run whose
-  figures regress against a stored baseline: results JSON, a report folder, or a
-  run-history group), ``--fleetchaos-fail-on METRIC:THRESHOLD`` (how much worse each
-  metric may get, as the CLI's ``--fail-on``; default: the registry's gated metrics at
-  their default thresholds) and ``--fleetchaos-history PATH`` (where history groups are read);
+* options ``--fleetchaos-seed N`` (consecutive seeds from N), ``--fleetchaos-report DIR`` (a report
+  folder per arm), ``--fleetchaos-baseline REF`` (fail a run whose figures regress against a stored
+  baseline: results JSON, a report folder, or a run-history group), ``--fleetchaos-fail-on
+  METRIC:THRESHOLD`` (how much worse each metric may get, as the CLI's ``--fail-on``; default: the
+  registry's gated metrics at their default thresholds), ``--fleetchaos-history PATH`` (where history
+  groups are read) and ``--fleetchaos-no-cache`` (scenario runs made afresh, not served from the run cache);
 * ini options ``fleetchaos_seeds``, ``fleetchaos_policy``, ``fleetchaos_errors``,
   ``fleetchaos_confidence``, ``fleetchaos_fail_on``: suite-wide defaults;
 * a terminal summary table of every scenario run.
 
-Light to import: this module imports pytest and the standard library only.  SimPy,
-matplotlib, Faker and hypothesis are imported when a scenario first runs.
+Light to import (pytest and the standard library); SimPy, matplotlib, Faker, hypothesis load when a scenario first runs.
 """
 
 from __future__ import annotations
@@ -76,12 +75,7 @@ class _SessionState:
     """The :class:`~fleetchaos.gates.session.GateSession` judging runs against the baseline, if one was given."""
     reports: dict = field(default_factory=dict)
     """Report folder name -> the arm written there (``--fleetchaos-report``): one report per arm."""
-    run_cache: Any = None
-    """The :class:`~fleetchaos.runs.cache.RunCache` scenario runs use across sessions (None: off)."""
-
-    def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if self.run_cache is not None:
-            self.run_cache.flush()
+    run_cache: Any = None  # the RunCache scenario runs use across sessions (None: --fleetchaos-no-cache)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect the scenario rows of each finished test."""
@@ -174,13 +168,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="with --fleetchaos-baseline: accept a history group that is not complete (killed, interrupted)",
     )
-    group.addoption(
-        "--fleetchaos-no-cache",
-        action="store_true",
-        default=False,
-        help="make every scenario run afresh: neither read nor write the run cache "
-        "[default: used, in $FLEETCHAOS_CACHE or fleetchaos-out/cache]",
-    )
+    group.addoption("--fleetchaos-no-cache", action="store_true", help="make scenario runs afresh: no run cache")
     group.addoption(
         "--fleetchaos-history",
         default=None,
@@ -216,6 +204,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "seeds, the recovery policy and the error format; whether it expects policy errors)",
     )
     from fleetchaos.gates.assertions import set_strict_default
+    from fleetchaos.runs.cache import open_default_cache
 
     set_strict_default(bool(config.getini("fleetchaos_strict")))
     ini_seeds(config)  # a mistake in the ini file stops pytest at once, not in every test
@@ -246,15 +235,8 @@ def pytest_configure(config: pytest.Config) -> None:
             )
         except UserError as exc:
             raise pytest.UsageError(str(exc)) from None
-    if not config.getoption("fleetchaos_no_cache", False):
-        from fleetchaos.runs.cache import CacheUnavailableError, RunCache, default_folder
-
-        folder = default_folder()
-        if folder is not None:
-            try:
-                state.run_cache = RunCache(folder)
-            except CacheUnavailableError as exc:  # the runs are the same without it, only made afresh
-                config.issue_config_time_warning(pytest.PytestConfigWarning(f"{exc}; runs are made without it"), 2)
+    if not config.getoption("fleetchaos_no_cache", False):  # a cache that cannot be used: a warning, runs made afresh
+        state.run_cache = open_default_cache(lambda m: config.issue_config_time_warning(pytest.PytestConfigWarning(m), 2))  # fmt: skip
     config.stash[_STATE_KEY] = state
     config.pluginmanager.register(state, "fleetchaos-session")
 
@@ -339,7 +321,6 @@ class FleetChaos:
         ``allow_policy_errors`` (here or in the marker) says the test expects it.
         """
         from fleetchaos.errors import UserError
-        from fleetchaos.runs.cache import using_cache
         from fleetchaos.testing.suite import resolve_seeds, run_scenario
 
         mark = self.marker
@@ -373,18 +354,18 @@ class FleetChaos:
             seed_list = resolve_seeds(seeds, self._config.getoption("fleetchaos_seed"))
             if isinstance(scenario, (str, Path)):
                 scenario = self._resolve_path(scenario)
-            with using_cache(self._state.run_cache):
-                result = run_scenario(
-                    scenario,
-                    policy=policy,
-                    errors=errors,
-                    seeds=seed_list,
-                    confidence=confidence,
-                    keep_tasks=report_dir is not None,
-                    save_dir=self._save_dir(),
-                    cache=self._state.cache,
-                    replay_prefix=replay_prefix(self._config, policy),
-                )
+            result = run_scenario(
+                scenario,
+                policy=policy,
+                errors=errors,
+                seeds=seed_list,
+                confidence=confidence,
+                keep_tasks=report_dir is not None,
+                save_dir=self._save_dir(),
+                cache=self._state.cache,
+                replay_prefix=replay_prefix(self._config, policy),
+                run_cache=self._state.run_cache,
+            )
         except UserError as exc:
             pytest.fail(f"fleetchaos: {exc}", pytrace=False)
         self.results.append(result)
