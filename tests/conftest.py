@@ -15,6 +15,7 @@ import os
 import pytest
 import yaml
 from click.testing import CliRunner
+from dev_install import unlinked_files
 
 import fleetchaos.catalogue as catalogue
 from fleetchaos.cli.main import main
@@ -24,6 +25,16 @@ pytest_plugins = ["pytester"]
 # Before the fleetchaos plugin configures this session: no run cache for its scenario runs either
 # (the autouse fixture below keeps it off in each test, whatever a test before it set).
 os.environ["FLEETCHAOS_CACHE"] = "off"
+
+
+def pytest_configure(config):
+    """Refuse to run against a development install that lacks a module of this checkout."""
+    missing = unlinked_files()
+    if missing:
+        raise pytest.UsageError(
+            f"the development install lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}: "
+            "run `make install` to link the files added since (a new subpackage also goes in pyproject.toml)"
+        )
 
 
 @pytest.fixture(scope="module")
