@@ -52,6 +52,13 @@ def command_cache(no_cache: bool = False) -> Iterator[None]:
     store = None if no_cache else open_default_cache(note)
     with using_cache(store):
         yield
+    if store is not None and store.hits:  # say so: these runs were served, not made
+        stderr_console().print(
+            f"run cache: {store.hits:,} of {store.hits + store.misses:,} runs served from {store.folder} "
+            "(--no-cache makes them afresh)",
+            markup=False,
+            highlight=False,
+        )
 
 
 def _open(folder: Path | None):

@@ -5,9 +5,10 @@ Most candidates of a wide space are far behind after a seed or two, and every ca
 meets the same faults on a seed, so their per-seed values are paired: :func:`race` runs
 the pool one training seed at a time and, after each seed,
 
-* keeps the best third of the survivors by their mean over the seeds run so far (successive
-  halving with a factor of :data:`ETA`; candidates tied with the last one kept stay too),
-  and
+* keeps the best third of the survivors by their mean over the seeds run so far, and never
+  fewer than two, so the winner is decided on every seed against a rival (successive halving
+  with a factor of :data:`ETA`; of equals, the earlier in the pool, as the exhaustive search's
+  winner is the earliest of equals), and
 * from seed two on, drops any survivor that a paired Student-t test (one-sided, at
   :data:`ALPHA`) finds worse than the incumbent (the survivor with the best mean).
 
@@ -78,10 +79,9 @@ def race(
             mean = _mean(seen[c])
             return -math.inf if mean is None else sign * mean
 
-        ranked = sorted(alive, key=score, reverse=True)  # stable: the earlier of equals first
-        keep = max(1, math.ceil(len(ranked) / ETA))
-        cut = score(ranked[keep - 1])
-        survivors = [c for c in ranked if score(c) >= cut]
+        # Stable: the earlier of equals first, and kept first, as the exhaustive search breaks ties.
+        ranked = sorted(alive, key=score, reverse=True)
+        survivors = ranked[: _kept(len(ranked))]
         if k >= 1:
             incumbent = survivors[0]
             survivors = [incumbent] + [c for c in survivors[1:] if not _worse(seen[c], seen[incumbent], sign)]
@@ -97,10 +97,15 @@ def _worse(values: list[float | None], incumbent: list[float | None], sign: floa
     return (diff.high < 0) if sign > 0 else (diff.low > 0)
 
 
+def _kept(alive: int) -> int:
+    """How many of ``alive`` survivors a cut keeps: a third, and never fewer than two (while two race)."""
+    return min(alive, max(2, math.ceil(alive / ETA)))
+
+
 def halving_runs(candidates: int, seeds: int) -> int:
-    """The runs a race of ``candidates`` over ``seeds`` makes by halving alone (tests cut it, ties kept add to it)."""
+    """The runs a race of ``candidates`` over ``seeds`` makes at most (the paired test may stop more, sooner)."""
     total, alive = 0, candidates
     for _ in range(seeds):
         total += alive
-        alive = max(1, math.ceil(alive / ETA))
+        alive = _kept(alive)
     return total

@@ -125,7 +125,7 @@ def check_tune(spec: TuneSpec) -> tuple[str, ...]:
 
 
 def training_runs_planned(spec: TuneSpec, candidates: int) -> int:
-    """About the training runs a search of ``candidates`` makes (for a progress bar): racing cuts it."""
+    """The most training runs a search of ``candidates`` makes (for a progress bar)."""
     if not spec.race or spec.search == "tpe":
         return candidates * len(spec.train_seeds)
     from fleetchaos.runs.racing import halving_runs

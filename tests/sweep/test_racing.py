@@ -32,24 +32,36 @@ def test_a_race_keeps_the_best_third_seed_by_seed_by_hand():
         return [TABLE[c][seed] for c in candidates]
 
     outcome = race(list(TABLE), [0, 1, 2], run_seed, higher_is_better=True)
-    # Seed 0: a 0.9 and d 0.85 are the best third of six; seed 1: a (mean 0.9) beats d (0.825).
-    assert asked == [(["a", "b", "c", "d", "e", "f"], 0), (["a", "d"], 1), (["a"], 2)]
-    assert outcome.values == {"a": [0.9, 0.9, 0.9], "b": [0.8], "c": [0.5], "d": [0.85, 0.8], "e": [0.2], "f": [0.1]}
-    assert outcome.runs == 9 == halving_runs(6, 3)
-    # Lower is better: the same table read the other way round.
+    # Seed 0: a 0.9 and d 0.85 are the best third of six; two race on to the last seed.
+    assert asked == [(["a", "b", "c", "d", "e", "f"], 0), (["a", "d"], 1), (["a", "d"], 2)]
+    assert outcome.values == {
+        "a": [0.9, 0.9, 0.9],
+        "b": [0.8],
+        "c": [0.5],
+        "d": [0.85, 0.8, 0.8],
+        "e": [0.2],
+        "f": [0.1],
+    }
+    assert outcome.runs == 10 == halving_runs(6, 3)
+    # Nine candidates: a third after the first seed, then two.
+    assert halving_runs(9, 4) == 9 + 3 + 2 + 2 and halving_runs(62, 5) == 62 + 21 + 7 + 3 + 2
+    # Lower is better: f (0.1) and e (0.2) lead; after two seeds e is 0.1 worse on both, a paired
+    # difference with no spread, which the paired test finds worse than the incumbent f: f runs alone.
     low = race(list(TABLE), [0, 1, 2], run_seed, higher_is_better=False)
-    assert [c for c, v in low.values.items() if len(v) == 3] == ["f"]
+    assert low.values["f"] == [0.1, 0.1, 0.1] and low.values["e"] == [0.2, 0.2]
+    assert low.runs == 6 + 2 + 1
 
 
-def test_ties_at_the_cut_stay_and_a_known_incumbent_runs_nothing():
+def test_ties_at_the_cut_go_to_the_earlier_and_a_known_incumbent_runs_nothing():
     def run_seed(candidates: list[str], seed: int) -> list[float | None]:
         return [1.0 if c in ("x", "y") else 0.5 for c in candidates]
 
     incumbent = {"best": [1.0, 1.0]}
     outcome = race(["x", "y", "z", "w"], [0, 1], run_seed, higher_is_better=True, known=incumbent)
-    # Five in the pool, two kept by rank, but x and y tie with the incumbent: all three go on.
-    assert outcome.values == {"x": [1.0, 1.0], "y": [1.0, 1.0], "z": [0.5], "w": [0.5]}
-    assert outcome.runs == 6
+    # Five in the pool, two kept: the incumbent and x tie with y at 1.0, and come first (the
+    # exhaustive search's winner is also the earliest of equals).
+    assert outcome.values == {"x": [1.0, 1.0], "y": [1.0], "z": [0.5], "w": [0.5]}
+    assert outcome.runs == 5
 
 
 def test_the_paired_test_by_hand():
