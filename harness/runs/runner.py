@@ -24,7 +24,7 @@ from fleetchaos.results.task_rows import csv_lines, row_dict, row_values
 from fleetchaos.runs.arm_stats import aggregate, paired_comparisons
 from fleetchaos.runs.cache import Need, active_cache, using_cache
 from fleetchaos.runs.cache_key import job_keys, run_key, scenario_digest
-from fleetchaos.runs.cluster import ship_modules
+from fleetchaos.runs.cluster import as_executor, ship_modules
 from fleetchaos.runs.executors import MAX_CHUNK, map_chunks, open_executor, tapered, workers_of
 from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
 from fleetchaos.runs.traces import TracedJob, traced_timelines
@@ -358,6 +358,7 @@ def run_jobs(
     (to store it or move a progress bar).  On Ctrl-C or an error, pending chunks are
     cancelled and the exception propagates; runs already handed to ``on_result`` stay handed.
     """
+    executor = as_executor(executor)  # a distributed.Client from the Python API: sized from its live cluster
     limit = max_chunk or getattr(executor, "max_chunk", None) or MAX_CHUNK
     results: list[RunResult | None] = [None] * len(jobs)
     cache = active_cache()

@@ -14,7 +14,6 @@ HEAVY = ("scipy", "matplotlib", "faker", "hypothesis", "fleetchaos.reports.chart
 PROBE = """
 import json, sys
 from fleetchaos.cli.main import main
-import patience
 try:
     main(sys.argv[2:], prog_name="fleetchaos", standalone_mode=False)
 except SystemExit:

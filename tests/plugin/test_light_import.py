@@ -13,7 +13,6 @@ PROBE = """
 import json, sys
 import fleetchaos.testing.pytest_plugin
 import fleetchaos
-import patience
 fleetchaos.__all__
 print(json.dumps(sorted(m for m in {heavy!r} if m in sys.modules)))
 """

@@ -34,7 +34,6 @@ GATE = """
 import pytest
 
 from fleetchaos import assert_rate
-import patience
 
 
 @pytest.mark.fleetchaos(scenario="chaos/small.yaml", seeds=2)
