@@ -113,7 +113,7 @@ def stats(folder: Path | None) -> None:
     store = _open(folder)
     s = store.stats()
     stdout_console().print(
-        f"{s.path}: {s.entries:,} runs, {_mb(s.bytes)} of {_mb(s.max_bytes)}"
+        f"{s.path}: {s.entries:,} entries (runs and report charts), {_mb(s.bytes)} of {_mb(s.max_bytes)}"
         + (f"; {s.other_code:,} made by other code (never served: prune drops them first)" if s.other_code else ""),
         markup=False,
         highlight=False,
@@ -122,15 +122,17 @@ def stats(folder: Path | None) -> None:
 
 @cache.command()
 @dir_option
-@click.option("--max-size", default="1GB", show_default=True, help="keep the most recently used runs up to this size")
+@click.option(
+    "--max-size", default="1GB", show_default=True, help="keep the most recently used entries up to this size"
+)
 def prune(folder: Path | None, max_size: str) -> None:
-    """Remove runs made by other code, then the least recently used ones past --max-size."""
+    """Remove entries made by other code, then the least recently used ones past --max-size."""
     limit = _size(max_size)
     store = _open(folder)
     stale = store.drop_other_code()
     removed, freed = store.prune(limit)
     stdout_console().print(
-        f"removed {stale[0] + removed:,} runs ({_mb(stale[1] + freed)}) from {store.path}",
+        f"removed {stale[0] + removed:,} entries ({_mb(stale[1] + freed)}) from {store.path}",
         markup=False,
         highlight=False,
     )
@@ -139,7 +141,9 @@ def prune(folder: Path | None, max_size: str) -> None:
 @cache.command()
 @dir_option
 def clear(folder: Path | None) -> None:
-    """Remove every run from the cache (its file stays, empty)."""
+    """Remove every entry from the cache (its file stays, empty)."""
     store = _open(folder)
     removed, freed = store.clear()
-    stdout_console().print(f"removed {removed:,} runs ({_mb(freed)}) from {store.path}", markup=False, highlight=False)
+    stdout_console().print(
+        f"removed {removed:,} entries ({_mb(freed)}) from {store.path}", markup=False, highlight=False
+    )

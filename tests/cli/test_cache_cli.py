@@ -79,12 +79,12 @@ def test_no_cache_writes_nothing_and_a_foreign_file_is_left_untouched(cached, sm
 def test_the_cache_command_shows_prunes_and_clears(cached, small):
     invoke, folder = cached
     invoke("compare", "--scenario", small, "--seeds", "2", "--jobs", "1", "--json", "--no-history")
-    assert "12 runs" in invoke("cache", "stats").stdout
-    assert "removed 0 runs" in invoke("cache", "prune").stdout
-    assert "removed 12 runs" in invoke("cache", "prune", "--max-size", "0").stdout
+    assert "12 entries" in invoke("cache", "stats").stdout
+    assert "removed 0 entries" in invoke("cache", "prune").stdout
+    assert "removed 12 entries" in invoke("cache", "prune", "--max-size", "0").stdout
     invoke("compare", "--scenario", small, "--seeds", "1", "--jobs", "1", "--json", "--no-history")
-    assert "removed 6 runs" in invoke("cache", "clear").stdout
-    assert "0 runs" in invoke("cache", "stats").stdout
+    assert "removed 6 entries" in invoke("cache", "clear").stdout
+    assert " 0 entries" in invoke("cache", "stats").stdout
     refused = CliRunner().invoke(main, ["cache", "stats", "--dir", str(folder / "none")])
     assert refused.exit_code == 2 and "no run cache here" in refused.output
     refused = CliRunner().invoke(main, ["cache", "prune", "--max-size", "lots"])
