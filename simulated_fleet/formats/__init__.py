@@ -20,6 +20,6 @@ why each sets these as it does.
 from __future__ import annotations
 
 from fleetchaos.sim.formats._base import ErrorFormat, plain_success
-from fleetchaos.sim.formats.registry import FormatLookupError, format_names, get_format
+from fleetchaos.sim.formats.registry import FormatLookupError, bound, format_names, get_format
 
-__all__ = ["ErrorFormat", "FormatLookupError", "format_names", "get_format", "plain_success"]
+__all__ = ["ErrorFormat", "FormatLookupError", "bound", "format_names", "get_format", "plain_success"]
