@@ -183,11 +183,12 @@ class _Comparison:
         self.traces: TraceFolder | None = None
 
     def run(self) -> CompareOutcome | None:
+        from fleetchaos.runs.best import BEST
         from fleetchaos.runs.executors import open_executor
 
         job, spec = self.job, self.spec
         base = best = tune_executor = None
-        if any(p == "best" for p in self.policies):
+        if BEST in self.policies:
             from fleetchaos.cli.tune_job import best_arms
 
             tune_executor = open_executor(job.jobs, job.scheduler)  # kept for the comparison's own runs
