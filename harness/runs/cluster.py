@@ -147,6 +147,7 @@ class DaskExecutor(Executor):
         self._lock = threading.Lock()
         self._workers, self._checked = 1, -1.0
         self._shipped: set[str] = set()
+        self._same_code: bool | None = None
 
     @property
     def workers(self) -> int:
@@ -163,6 +164,18 @@ class DaskExecutor(Executor):
     def submit(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> Future[R]:
         """Submit ``fn(*args, **kwargs)`` to the cluster; a ``concurrent.futures`` future."""
         return self._executor.submit(fn, *args, **kwargs)
+
+    def same_code(self) -> bool:
+        """Whether every worker up now runs the code this process runs (its run-cache code digest); asked once."""
+        if self._same_code is None:
+            from fleetchaos.runs.cache_key import code_digest
+
+            try:
+                digests = set(self.client.run(_code_digest).values())
+            except Exception:  # cannot tell: its results are not stored
+                digests = {"unknown"}
+            self._same_code = digests <= {code_digest()}
+        return self._same_code
 
     def ship(self, modules: Iterable[str]) -> None:
         """Make ``modules`` (a user's policy and format modules) importable on the workers, or a user error.
@@ -241,6 +254,13 @@ class DaskExecutor(Executor):
     def terminate(self) -> None:
         """Cancel submitted work and disconnect."""
         self.shutdown(wait=False, cancel_futures=True)
+
+
+def _code_digest() -> str:
+    """On a worker: the run-cache digest of the code it runs."""
+    from fleetchaos.runs.cache_key import code_digest
+
+    return code_digest()
 
 
 def _import_problems(modules: list[str]) -> dict[str, str]:

@@ -29,7 +29,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from multiprocessing.context import BaseContext
 from typing import Any, TypeVar
 
@@ -48,6 +48,7 @@ __all__ = [
     "load_factory",
     "map_chunks",
     "open_executor",
+    "runs_this_code",
     "start_method",
     "stop",
     "tapered",
@@ -307,6 +308,21 @@ def open_executor(jobs: int | None = None, scheduler: str | None = None, preload
     if workers < 1:
         raise UserError(f"--jobs {jobs}: need at least 1")
     return SerialExecutor() if workers == 1 else LocalProcessExecutor(workers, preload)
+
+
+def runs_this_code(executor: Executor) -> bool:
+    """Whether ``executor`` runs this process's code, so its results may enter the run cache.
+
+    This process, its thread pools and its local process pools do; a cluster says so itself
+    (``same_code()``: a Dask cluster compares its workers' code digest with this one's);
+    any other executor (another machine's Ray cluster) may run another version, so its
+    runs are served from the cache but not stored in it.
+    """
+    executor = as_executor(executor)
+    same_code = getattr(executor, "same_code", None)
+    if callable(same_code):
+        return bool(same_code())
+    return isinstance(executor, (SerialExecutor, ProcessPoolExecutor, ThreadPoolExecutor))
 
 
 def workers_of(executor: Executor) -> int:

@@ -24,7 +24,7 @@ from fleetchaos.runs.arm_stats import aggregate, paired_comparisons
 from fleetchaos.runs.cache import Need, active_cache, using_cache
 from fleetchaos.runs.cache_key import job_keys, run_key, scenario_digest
 from fleetchaos.runs.cluster import as_executor, ship_modules
-from fleetchaos.runs.executors import MAX_CHUNK, map_chunks, open_executor, tapered, workers_of
+from fleetchaos.runs.executors import MAX_CHUNK, map_chunks, open_executor, runs_this_code, tapered, workers_of
 from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
 from fleetchaos.runs.traces import TracedJob, traced_timelines
 from fleetchaos.runs.variant import RunJob, Variant
@@ -343,11 +343,13 @@ def run_jobs(
         for index, result in batch:
             results[index] = result
             key = keys[index]
-            if cache is not None and key is not None:
+            if store and cache is not None and key is not None:
                 cache.put(key, result, needs[index])  # before on_result, which may drop its rows
             if on_result is not None:
                 on_result(index, result)
 
+    # Only results of this code enter the cache (a cluster running another version does not).
+    store = cache is not None and bool(chunks) and runs_this_code(executor)
     try:
         if chunks:
             ship_modules(executor, [variants[j.variant].policy_spec(j.policy) for j in jobs], [j.errors for j in jobs])

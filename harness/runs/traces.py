@@ -17,7 +17,7 @@ from fleetchaos.results.metrics import error_code
 from fleetchaos.results.models import ArmResult, Timeline, rounded
 from fleetchaos.results.registry import lead_metrics
 from fleetchaos.runs.cache import Need, active_cache, using_cache
-from fleetchaos.runs.executors import map_chunks
+from fleetchaos.runs.executors import map_chunks, runs_this_code
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.workload import is_closed_loop
 
@@ -141,7 +141,7 @@ def traced_timelines(
         def keep(indexed: tuple[int, Any]) -> None:
             traced[indexed[0]] = indexed[1]
             key = keys[indexed[0]]
-            if cache is not None and key is not None:
+            if cache is not None and key is not None and runs_this_code(executor):
                 cache.put(key, indexed[1])
 
         todo = [(i, job) for i, job in enumerate(jobs) if i not in traced]

@@ -56,7 +56,7 @@ def test_every_study_prints_the_same_bytes_cold_warm_and_without_the_cache(cache
 
 def test_a_report_folder_is_the_same_from_the_cache(cached, small, tmp_path):
     invoke, _folder = cached
-    args = ("compare", "--scenario", small, "--seeds", "2", "--jobs", "1", "--policies", "blind-retry,structured")
+    args = ("compare", "--scenario", small, "--seeds", "1", "--jobs", "1", "--policies", "blind-retry,structured")
     invoke(*args, "--report", str(tmp_path / "cold"))
     invoke(*args, "--report", str(tmp_path / "warm"))
     invoke(*args, "--report", str(tmp_path / "fresh"), "--no-cache")
@@ -94,7 +94,7 @@ def test_the_cache_command_shows_prunes_and_clears(cached, small):
 def test_concurrent_commands_writing_the_same_runs_agree(small, tmp_path):
     """Two commands filling one cache at once both succeed, print what an uncached command prints, and leave it whole."""
     env = {**os.environ, "FLEETCHAOS_CACHE": str(tmp_path / "cache")}
-    args = [sys.executable, "-m", "fleetchaos.cli", "compare", "--scenario", small, "--seeds", "3", "--jobs", "1",
+    args = [sys.executable, "-m", "fleetchaos.cli", "compare", "--scenario", small, "--seeds", "2", "--jobs", "1",
             "--json", "--no-history"]  # fmt: skip
     procs = [subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
              for _ in range(3)]  # fmt: skip
@@ -102,6 +102,6 @@ def test_concurrent_commands_writing_the_same_runs_agree(small, tmp_path):
     assert [p.returncode for p in procs] == [0, 0, 0], [err for _, err in outs]
     fresh = subprocess.run([*args, "--no-cache"], env=env, capture_output=True, cwd=tmp_path, check=True).stdout
     assert {out for out, _ in outs} == {fresh}
-    assert _entries(tmp_path / "cache") == 18
+    assert _entries(tmp_path / "cache") == 12
     warm = subprocess.run(args, env=env, capture_output=True, cwd=tmp_path, check=True).stdout
     assert warm == fresh

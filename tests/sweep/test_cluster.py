@@ -274,3 +274,39 @@ def test_a_module_the_workers_cannot_import_is_named_before_any_run(small, tmp_p
             executor = DaskExecutor(client=client)
             with pytest.raises(UserError, match="cannot ship needsdep|workers cannot import needsdep"):
                 executor.ship(["needsdep"])
+
+
+class Elsewhere(Executor):
+    """An executor this process cannot vouch for (another machine's pool): it runs in threads here."""
+
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(2)
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        return self.pool.submit(fn, *args, **kwargs)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self.pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def test_only_runs_of_this_code_enter_the_run_cache(small, tmp_path, monkeypatch):
+    """Runs from an executor that may run other code are served from the cache but never stored in it."""
+    from fleetchaos.runs import cluster
+    from fleetchaos.runs.cache import RunCache, using_cache
+
+    scenario = load_scenario(small)
+    cache = RunCache(tmp_path / "cache")
+    with using_cache(cache):
+        elsewhere = Elsewhere()
+        first = compare(scenario, [1], policies=("backoff",), executor=elsewhere).model_dump_json()
+        elsewhere.shutdown()
+        assert (cache.stored, cache.misses) == (0, 2)
+        assert compare(scenario, [1], policies=("backoff",), executor=SerialExecutor()).model_dump_json() == first
+        assert cache.stored == 2
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setattr(cluster, "_code_digest", lambda: "another version")  # what the workers report
+    other = RunCache(tmp_path / "other")
+    local = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
+    with local as dask_cluster, distributed.Client(dask_cluster, set_as_default=False) as client, using_cache(other):
+        assert compare(scenario, [1], policies=("backoff",), executor=client).model_dump_json() == first
+    assert other.stored == 0
