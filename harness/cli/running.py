@@ -40,6 +40,7 @@ from fleetchaos.cli.expecting import ExpectGates, no_expect_option
 from fleetchaos.cli.history import HistorySession, check_resume, history_options, start_compare
 from fleetchaos.cli.tuning import TUNE_OPTIONS, best_arms, tune_options
 from fleetchaos.errors import UserError
+from fleetchaos.gates.like import RunsIdentity
 from fleetchaos.names import check_formats
 
 __all__ = ["compare", "run"]
@@ -123,7 +124,7 @@ def run(
     (policy,) = policies_with_params((policy,), policy_params, "--policy")
     check_formats((errors,), "--errors")
     spec, applied = apply_single_params(spec, scenario, scenario_params)
-    expect = ExpectGates(spec, scenario, [(given, policy, errors)], hint="name it with --policy and --errors",
+    expect = ExpectGates(spec, scenario, [(given, policy, errors)], hint=None,
                          skip=no_expect or check_determinism,
                          allow_policy_errors=history_args.get("allow_policy_errors", False))  # fmt: skip
     if report is not None or check_determinism:
@@ -134,7 +135,7 @@ def run(
         run_determinism_check(spec, scenario, [(policy, errors)], [seed])
         return
     session = HistorySession(**history_args)
-    session.expect_arms([(policy, errors)])  # a baseline with nothing to compare is refused before the run
+    session.plan(RunsIdentity.of(spec.model_dump(mode="json"), applied), [(policy, errors)], [seed])  # before the run
     session.start("run", spec, {"scenario_ref": scenario, "policies": [policy], "errors": [errors], "seeds": [seed],
                                 "params": dict(applied), "versions": versions()})  # fmt: skip
     status = "failed"
@@ -321,7 +322,8 @@ def compare(
         run_determinism_check(spec, scenario, [(p, e) for p in policy_names for e in format_names], seed_list)
         return
     session = HistorySession(**history_args)
-    session.expect_arms((p, e) for p in policy_names for e in format_names)  # before any run of the comparison
+    session.plan(RunsIdentity.of(spec.model_dump(mode="json"), applied),  # an unlike baseline: refused before any run
+                 [(p, e) for p in policy_names for e in format_names], seed_list)  # fmt: skip
     # Connect (or start the local workers) before touching the history, so a cluster that
     # cannot be reached leaves no group behind.
     executor = tune_executor if tune_executor is not None else open_executor(jobs, scheduler)

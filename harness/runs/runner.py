@@ -21,7 +21,7 @@ from fleetchaos.results.metrics import RunAccumulator
 from fleetchaos.results.models import CompareResult, RunResult, rounded
 from fleetchaos.results.stats import DEFAULT_CONFIDENCE
 from fleetchaos.results.task_rows import csv_lines, row_dict, row_values
-from fleetchaos.runs.arm_stats import aggregate, paired_comparisons
+from fleetchaos.runs.arm_stats import aggregate, paired_comparisons, with_task_sets
 from fleetchaos.runs.executors import MAX_CHUNK, map_chunks, open_executor, tapered, workers_of
 from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
 from fleetchaos.runs.traces import TracedJob, traced_timelines
@@ -389,7 +389,8 @@ def compare(
         by_arm: dict[tuple[str, str], list[RunResult]] = {}
         for r in results:
             by_arm.setdefault((r.policy, r.errors), []).append(r)
-        arm_results = [aggregate(p, e, by_arm[(p, e)], confidence) for (p, e) in arms]
+        arm_results = [with_task_sets(aggregate(p, e, by_arm[(p, e)], confidence), by_arm[(p, e)])
+                       for (p, e) in arms]  # fmt: skip
         timelines = (
             traced_timelines(_traced_run, scenario, arm_results, seeds[0], scenario_ref, params, on_trace, pool)
             if trace and seeds

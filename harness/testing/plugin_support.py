@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MARKER_KEYS",
     "ini_confidence",
+    "ini_evidence",
     "ini_seeds",
     "marker_config",
     "marker_problem",
@@ -117,6 +118,18 @@ def ini_confidence(config: pytest.Config) -> float:
     if not 0.5 <= value < 1.0:
         raise pytest.UsageError(f"ini fleetchaos_confidence: expected a level in [0.5, 1) such as 0.95, got {raw!r}")
     return value
+
+
+def ini_evidence(config: pytest.Config) -> str:
+    """The evidence mode: ``--fleetchaos-evidence``, else the ini ``fleetchaos_evidence``; a mistake is a usage error."""
+    given = config.getoption("fleetchaos_evidence", None)
+    raw = str(given if given is not None else config.getini("fleetchaos_evidence")).strip().lower()
+    if raw not in ("weak", "decisive"):
+        raise pytest.UsageError(
+            f"ini fleetchaos_evidence: expected weak (the mean decides) or decisive (a pass on weak evidence fails), "
+            f"got {raw!r}"
+        )
+    return raw
 
 
 def marker_config(node: pytest.Item) -> dict[str, Any]:

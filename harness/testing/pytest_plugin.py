@@ -17,9 +17,11 @@ Registered through the ``pytest11`` entry point, so installing fleetchaos is eno
   figures regress against a stored baseline: results JSON, a report folder, or a
   run-history group), ``--fleetchaos-fail-on METRIC:THRESHOLD`` (how much worse each
   metric may get, as the CLI's ``--fail-on``; default: the registry's gated metrics at
-  their default thresholds) and ``--fleetchaos-history PATH`` (where history groups are read);
+  their default thresholds), ``--fleetchaos-evidence weak|decisive`` (the gate rule's mode
+  for the baseline gate and ``assert_rate``), ``--fleetchaos-fail-on-new`` and
+  ``--fleetchaos-history PATH`` (where history groups are read);
 * ini options ``fleetchaos_seeds``, ``fleetchaos_policy``, ``fleetchaos_errors``,
-  ``fleetchaos_confidence``, ``fleetchaos_fail_on``: suite-wide defaults;
+  ``fleetchaos_confidence``, ``fleetchaos_evidence``, ``fleetchaos_fail_on``: suite-wide defaults;
 * a terminal summary table of every scenario run.
 
 Light to import: this module imports pytest and the standard library only.  SimPy,
@@ -39,6 +41,7 @@ import pytest
 from fleetchaos.testing.plugin_support import (
     MARKER_KEYS,
     ini_confidence,
+    ini_evidence,
     ini_seeds,
     marker_config,
     marker_problem,
@@ -100,8 +103,8 @@ class _SessionState:
             for test, line in self.weak:
                 terminalreporter.write_line(f"{test}: {line}")
             terminalreporter.write_line(
-                "each interval straddles its bound: the gate could not be missed, nor shown to hold; add seeds, "
-                "or require decisive passes with assert_rate(..., strict=True) or the ini option fleetchaos_strict"
+                "each mean meets its bound while its interval straddles it: add seeds to decide it, or require "
+                "decisive passes with assert_rate(..., evidence='decisive') or the ini option fleetchaos_evidence"
             )
         if not self.rows:
             return
@@ -151,16 +154,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="METRIC:THRESHOLD",
         help="with --fleetchaos-baseline: fail when METRIC is worse than the baseline by more than THRESHOLD, "
-        "relative (recovery_rate:-2%%) or absolute (recovery_rate:-0.02); repeatable, replaces the ini "
-        "fleetchaos_fail_on [default: success_rate:-2%%, common_recovery_rate:-2%%, silent_failure_rate:+2%%, "
-        "wasted_retries:+2%%]",
+        "with an explicit unit: success_rate:-2%% (relative), success_rate:-2pp (percentage points), "
+        "wasted_retries:+5 (in the metric's unit); repeatable, replaces the ini fleetchaos_fail_on "
+        "[default: success_rate:-2%%, common_recovery_rate:-2%%, silent_failure_rate:+2%%, wasted_retries:+2%%]",
     )
     group.addoption(
-        "--fleetchaos-allow-new-arms",
+        "--fleetchaos-evidence",
+        default=None,
+        choices=("weak", "decisive"),
+        help="the gate rule's evidence mode for assert_rate and the baseline gate: weak lets the mean decide, "
+        "decisive also fails a pass whose interval straddles the bound; replaces the ini fleetchaos_evidence "
+        "[default: weak]",
+    )
+    group.addoption(
+        "--fleetchaos-fail-on-new",
         action="store_true",
         default=False,
-        help="with --fleetchaos-baseline: let scenario runs the baseline has no arm for pass unjudged "
-        "(default: they fail)",
+        help="with --fleetchaos-baseline: fail scenario runs the baseline has no arm for (default: reported as new)",
     )
     group.addoption(
         "--fleetchaos-allow-partial-baseline",
@@ -181,10 +191,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("fleetchaos_errors", "default error format of scenario tests", default="structured")
     parser.addini("fleetchaos_confidence", "confidence level of the intervals", default="0.95")
     parser.addini(
-        "fleetchaos_strict",
-        "assert_rate fails a pass on weak evidence (an interval straddling the bound) unless strict=False",
-        type="bool",
-        default=False,
+        "fleetchaos_evidence",
+        "the gate rule's evidence mode: weak (the mean decides) or decisive (a pass on weak evidence fails), "
+        "for assert_rate and the baseline gate",
+        default="weak",
     )
     parser.addini(
         "fleetchaos_fail_on",
@@ -202,9 +212,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "allow_policy_errors=False): configure the fleetchaos fixture for this test (a chaos scenario, its "
         "seeds, the recovery policy and the error format; whether it expects policy errors)",
     )
-    from fleetchaos.gates.assertions import set_strict_default
+    from fleetchaos.gates.assertions import set_evidence_default
 
-    set_strict_default(bool(config.getini("fleetchaos_strict")))
+    evidence = ini_evidence(config)
+    set_evidence_default(evidence)
     ini_seeds(config)  # a mistake in the ini file stops pytest at once, not in every test
     ini_confidence(config)
     seed = config.getoption("fleetchaos_seed", None)
@@ -227,9 +238,10 @@ def pytest_configure(config: pytest.Config) -> None:
                 fail_on=fail_on,
                 history_path=config.getoption("fleetchaos_history", None),
                 fail_on_source=source,
-                allow_new_arms=bool(config.getoption("fleetchaos_allow_new_arms", False)),
+                fail_on_new=bool(config.getoption("fleetchaos_fail_on_new", False)),
                 allow_partial_baseline=bool(config.getoption("fleetchaos_allow_partial_baseline", False)),
                 allow_policy_errors=True,  # judged per test, where the marker can allow them
+                evidence=evidence,
             )
         except UserError as exc:
             raise pytest.UsageError(str(exc)) from None
@@ -250,6 +262,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         state = config.stash.get(_STATE_KEY, None)
         if state is not None and state.gate is not None:
             parts.append("gate " + ", ".join(f"{r.metric}:{r.allowed()}" for r in state.gate.rules))
+            parts.append(f"evidence {state.gate.evidence}")
     return [f"fleetchaos: {', '.join(parts)}"] if parts else None
 
 
@@ -381,7 +394,11 @@ class FleetChaos:
         A regression, or a policy error the test does not allow, fails the test after its body
         has run (see ``pytest_runtest_call``).
         """
-        verdicts = self._baseline_verdicts(result) if mode == "sim" else []
+        verdicts = []
+        if mode == "sim" and self._state.gate is not None:  # judged against the baseline, seed by seed
+            from fleetchaos.gates.suite_gate import suite_verdicts
+
+            verdicts = suite_verdicts(self._state.gate, result)
         row = summary_row(result, verdicts)
         row["mode"] = mode
         if report is not None:
@@ -407,27 +424,6 @@ class FleetChaos:
         """The folder this test's reports go to (None without ``--fleetchaos-report``)."""
         root = self._config.getoption("fleetchaos_report")
         return None if root is None else Path(root) / slug(self._request.node.nodeid)
-
-    def _baseline_verdicts(self, result: ScenarioResult) -> list[dict[str, Any]]:
-        """One verdict per gated metric, by the one regression rule: ``{"metric", "regressed", "message"}``.
-
-        Empty without a baseline, or when the baseline has no arm of this scenario, policy and format.
-        """
-        gate = self._state.gate
-        if gate is None or gate.baseline is None:
-            return []
-        from fleetchaos.gates.session import failure_message
-
-        entry = gate.baseline.lookup(result.scenario, result.policy, result.errors)
-        replays = dict(zip(result.seeds, result.replay))
-        out = []
-        for check in gate.check(result.runs):
-            message = failure_message(check, entry.origin, replays) if check.failed and entry is not None else ""
-            out.append({"metric": check.rule.metric, "regressed": check.failed, "message": message})
-        for problem in gate.problems(result.runs):
-            if problem.kind != "policy errors":  # judged by the test itself (allow_policy_errors)
-                out.append({"metric": problem.kind, "regressed": problem.failed, "message": problem.line()})
-        return out
 
 
 @pytest.fixture
