@@ -30,7 +30,7 @@ def expectation_blocks(records: Sequence[ExpectationResult]) -> list[Block]:
             literal(f"{r.policy} on {r.errors}") if r.policy else literal(f"arm {r.arm} (not run)"),
             r.metric,
             f"{r.rule} {_num(r.bound)}",
-            r.statistic + (", decisive evidence asked" if r.mode == "decisive" else ""),
+            r.statistic + (" (decisive evidence)" if r.mode == "decisive" else ""),
             _num(r.value),
             "passed" if r.passed else "**FAILED**",
             r.evidence or "-",

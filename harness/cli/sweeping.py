@@ -171,7 +171,8 @@ def sweep(
             variant = plan.variants[job.variant]
             ref = variant.ref or variant.scenario.name
             policy = variant.policy_spec(job.policy)
-            replay = replay_command(ref, policy, job.errors, job.seed, variant.scenario_params)
+            replay = replay_command(ref, policy, job.errors, job.seed, variant.scenario_params,
+                                    gated=bool(variant.scenario.expect))  # fmt: skip
             runs.append((variant.scenario, policy, job.errors, job.seed, replay))
         run_determinism_check(None, "", [], [], runs=runs)
         return

@@ -299,7 +299,7 @@ def line(record: ExpectationResult) -> str:
     verdict = "ok" if record.passed else "FAILED"
     arm = f"{record.policy} on {record.errors}" if record.policy else f"arm {record.arm}"
     value = "no value" if record.value is None else _observed(record.metric, record.value)
-    mode = ", decisive evidence asked" if record.mode == "decisive" else ""
+    mode = " (decisive evidence)" if record.mode == "decisive" else ""
     return (
         f"{verdict} expect[{record.gate}] {record.metric} {record.rule} {_num(record.bound)}{mode} for {arm}: "
         f"{value} ({record.note})"

@@ -321,7 +321,7 @@ def judge(
         check = _judged(rule, made, {0: cur_mean} if cur_mean is not None else {},
                         {0: base_mean} if base_mean is not None else {}, [0], mode, confidence,
                         "the baseline kept only means over its seeds", paired=False)  # fmt: skip
-        return replace(check, worst_seed=worst)
+        return replace(check, worst_seed=worst, seeds=len(own) if check.state == JUDGED else check.seeds)
     common = sorted(set(current.per_seed) & set(baseline.per_seed))
     if not common:
         return made(INCOMPARABLE, note=f"no seed in common (this run: {_seeds(current.per_seed)}; baseline: "

@@ -23,7 +23,8 @@ __all__ = ["failure_message", "suite_verdicts"]
 
 
 def suite_verdicts(gate: GateSession, result: ScenarioResult) -> list[dict[str, Any]]:
-    """One verdict per gated metric and per problem: ``{"metric", "regressed", "message"}`` ([] without a baseline).
+    """One verdict per gated metric and per problem: ``{"metric", "regressed", "message", "weak"}`` ([] without a
+    baseline); ``weak`` is (the bound, the figure) of a check that passed on weak evidence, else empty.
 
     Policy errors are left to the test, whose marker may allow them.
     """
@@ -35,11 +36,29 @@ def suite_verdicts(gate: GateSession, result: ScenarioResult) -> list[dict[str, 
     out = []
     for check in gate.check(result.runs, identity):
         message = failure_message(check, entry.origin, replays) if check.failed and entry is not None else ""
-        out.append({"metric": check.rule.metric, "regressed": check.failed, "message": message})
+        weak = _weak(check) if not check.failed and check.evidence == "weak" else ()
+        out.append({"metric": check.rule.metric, "regressed": check.failed, "message": message, "weak": weak})
     for problem in gate.problems(result.runs, identity):
         if problem.kind != "policy errors":  # judged by the test itself (allow_policy_errors)
-            out.append({"metric": problem.kind, "regressed": problem.failed, "message": problem.line()})
+            out.append({"metric": problem.kind, "regressed": problem.failed, "message": problem.line(), "weak": ()})
     return out
+
+
+def _weak(check: Check) -> tuple[str, str]:
+    """(the bound, the figure) of a check that passed on weak evidence, as the weak-evidence list says them."""
+    from fleetchaos.gates.assertions import fmt_number
+
+    change = (check.current or 0.0) - (check.baseline or 0.0)
+    interval = (
+        f", interval {fmt_number(check.interval[0])}..{fmt_number(check.interval[1])}"
+        if check.interval
+        else ", no interval"
+    )
+    figure = (
+        f"{fmt_number(check.current)} against {fmt_number(check.baseline)} in baseline {check.baseline_ref}, change "
+        f"{fmt_number(change)}{interval} over {check.seeds} seed(s)"
+    )
+    return f"within {check.rule.allowed()} of the baseline", figure
 
 
 def failure_message(check: Check, origin: str, replays: Mapping[int, str]) -> str:

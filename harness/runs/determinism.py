@@ -83,7 +83,13 @@ def check_determinism(
     from fleetchaos.runs.runner import replay_command
 
     return check_runs(
-        (scenario, policy, errors, seed, replay_command(scenario_ref, policy, errors, seed))
+        (
+            scenario,
+            policy,
+            errors,
+            seed,
+            replay_command(scenario_ref, policy, errors, seed, gated=bool(scenario.expect)),
+        )
         for policy, errors in arms
         for seed in seeds
     )

@@ -36,14 +36,27 @@ BUILTIN_FORMATS = ("generic", "structured")
 
 
 def replay_command(
-    scenario_ref: str, policy: str, errors: str, seed: int, params: Sequence[tuple[str, Any]] = ()
+    scenario_ref: str,
+    policy: str,
+    errors: str,
+    seed: int,
+    params: Sequence[tuple[str, Any]] = (),
+    *,
+    gated: bool = False,
 ) -> str:
-    """The command line that reproduces one run exactly (swept parameters as ``--param``)."""
+    """The command line that reproduces one run exactly (swept parameters as ``--param``).
+
+    ``gated``: the scenario carries ``expect:`` gates.  The replay then says ``--no-expect``: it
+    reproduces the run and its figures, and its gates' verdict belongs to the runs that were
+    judged together (a mean over several seeds is not one seed's value), so judging them again
+    on this one seed could fail a gate that passed, or pass one that failed.
+    """
     from fleetchaos.scenario.params import format_value
 
     extra = "".join(f" --param {shlex.quote(f'{path}={format_value(value)}')}" for path, value in params)
     # A policy with parameters, backoff(base_s=0.5), is quoted for the shell; a bare name reads as it is.
-    return f"fleetchaos run --scenario {scenario_ref}{extra} --policy {shlex.quote(policy)} --errors {errors} --seed {seed}"
+    command = f"fleetchaos run --scenario {scenario_ref}{extra} --policy {shlex.quote(policy)} --errors {errors} --seed {seed}"
+    return command + (" --no-expect" if gated else "")
 
 
 def run_one(
@@ -92,7 +105,7 @@ def run_one(
             row = row_values(record, acc.fold(record))
             rows.append((record.arrival_s, record.id, row_dict(row) if keep_tasks else row))
 
-    replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params)
+    replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params, gated=bool(scenario.expect))
     limit = default_time_limit(scenario) if time_limit_s is None else time_limit_s
     try:
         with wall_clock_limit(limit), user_signals(sigterm=False):

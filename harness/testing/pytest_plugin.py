@@ -40,6 +40,7 @@ import pytest
 
 from fleetchaos.testing.plugin_support import (
     MARKER_KEYS,
+    add_options,
     ini_confidence,
     ini_evidence,
     ini_seeds,
@@ -126,82 +127,7 @@ class _SessionState:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """The ``--fleetchaos-*`` options and the suite-wide ini defaults."""
-    group = parser.getgroup("fleetchaos", "fleetchaos chaos scenarios")
-    group.addoption(
-        "--fleetchaos-seed",
-        type=int,
-        default=None,
-        metavar="N",
-        help="run every scenario test on consecutive seeds starting at N (as many as it asks for)",
-    )
-    group.addoption(
-        "--fleetchaos-report",
-        default=None,
-        metavar="DIR",
-        help="write a report folder (results.json, summary.md, charts, per-seed tasks.csv) per arm into DIR: tests "
-        "sharing an arm (scenario, policy, errors, seeds) share its report",
-    )
-    group.addoption(
-        "--fleetchaos-baseline",
-        default=None,
-        metavar="REF",
-        help="fail scenario runs that regress against this baseline, seed by seed (see --fleetchaos-fail-on): "
-        "a results.json or report folder, or a run-history group (7, #7, latest, a label)",
-    )
-    group.addoption(
-        "--fleetchaos-fail-on",
-        action="append",
-        default=None,
-        metavar="METRIC:THRESHOLD",
-        help="with --fleetchaos-baseline: fail when METRIC is worse than the baseline by more than THRESHOLD, "
-        "with an explicit unit: success_rate:-2%% (relative), success_rate:-2pp (percentage points), "
-        "wasted_retries:+5 (in the metric's unit); repeatable, replaces the ini fleetchaos_fail_on "
-        "[default: success_rate:-2%%, common_recovery_rate:-2%%, silent_failure_rate:+2%%, wasted_retries:+2%%]",
-    )
-    group.addoption(
-        "--fleetchaos-evidence",
-        default=None,
-        choices=("weak", "decisive"),
-        help="the gate rule's evidence mode for assert_rate and the baseline gate: weak lets the mean decide, "
-        "decisive also fails a pass whose interval straddles the bound; replaces the ini fleetchaos_evidence "
-        "[default: weak]",
-    )
-    group.addoption(
-        "--fleetchaos-fail-on-new",
-        action="store_true",
-        default=False,
-        help="with --fleetchaos-baseline: fail scenario runs the baseline has no arm for (default: reported as new)",
-    )
-    group.addoption(
-        "--fleetchaos-allow-partial-baseline",
-        action="store_true",
-        default=False,
-        help="with --fleetchaos-baseline: accept a history group that is not complete (killed, interrupted)",
-    )
-    group.addoption(
-        "--fleetchaos-history",
-        default=None,
-        metavar="PATH",
-        help="run-history file the baseline group is read from [default: $FLEETCHAOS_HISTORY or fleetchaos-out/history.db]",
-    )
-    parser.addini(
-        "fleetchaos_seeds", "default seeds of a scenario test: a count (1..N) or a comma-separated list", default="5"
-    )
-    parser.addini("fleetchaos_policy", "default recovery policy of scenario tests", default="structured")
-    parser.addini("fleetchaos_errors", "default error format of scenario tests", default="structured")
-    parser.addini("fleetchaos_confidence", "confidence level of the intervals", default="0.95")
-    parser.addini(
-        "fleetchaos_evidence",
-        "the gate rule's evidence mode: weak (the mean decides) or decisive (a pass on weak evidence fails), "
-        "for assert_rate and the baseline gate",
-        default="weak",
-    )
-    parser.addini(
-        "fleetchaos_fail_on",
-        "regression thresholds against --fleetchaos-baseline: METRIC:THRESHOLD, comma-separated "
-        "[default: each gated metric at 2% of its baseline value]",
-        default="",
-    )
+    add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -415,6 +341,16 @@ class FleetChaos:
                 "policy, or mark the test @pytest.mark.fleetchaos(allow_policy_errors=True) if it expects them"
             )
         self._request.node.stash.setdefault(_RUNS_KEY, []).append(row)
+        self._weak_passes(result, verdicts)
+
+    def _weak_passes(self, result: ScenarioResult, verdicts: list[dict[str, Any]]) -> None:
+        """List the baseline checks and ``expect:`` gates that passed on weak evidence, as assert_rate's are."""
+        from fleetchaos.gates.assertions import WeakPass
+
+        weak = [WeakPass(v["metric"], v["weak"][0], v["weak"][1], result.label) for v in verdicts if v.get("weak")]
+        weak += [WeakPass(r.metric, f"{r.rule} {r.bound:g} (expect[{r.gate}])", f"{r.value:.6g} ({r.note})", result.label)
+                 for r in result.expectations if r.passed and r.evidence == "weak"]  # fmt: skip
+        self._request.node.stash.setdefault(_WEAK_KEY, []).extend(weak)
 
     def default_seeds(self) -> int | list[int]:
         """The suite's default seeds (the ``fleetchaos_seeds`` ini option)."""
@@ -458,7 +394,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     """
     from fleetchaos.gates.assertions import WEAK_EVIDENCE
 
-    weak = item.stash.setdefault(_WEAK_KEY, [])
+    weak = item.stash.setdefault(_WEAK_KEY, [])  # fixtures that ran a scenario may have added to it already
     listener = weak.append
     WEAK_EVIDENCE.append(listener)
     try:

@@ -136,7 +136,7 @@ def test_each_statistic_and_evidence_mode_judges_by_the_one_rule():
         "FAILED expect[4] wasted_retries at_most 4 for structured on structured: 5 (mean over 3 seeds, 95% interval "
         "0..11.5; evidence weak: the interval straddles the bound; more seeds would decide it)"
     )
-    assert line(got[1]).startswith("FAILED expect[1] success_rate at_least 0.6, decisive evidence asked for ")
+    assert line(got[1]).startswith("FAILED expect[1] success_rate at_least 0.6 (decisive evidence) for ")
 
 
 def test_a_gate_without_a_value_fails_and_one_seed_is_weak_or_wilson():

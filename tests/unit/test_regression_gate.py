@@ -208,7 +208,7 @@ def test_a_baseline_of_means_is_compared_by_means_and_says_so():
     cur = arm_of("p on e", [result("p", "e", s, recovery_rate=v) for s, v in ((1, 0.75), (2, 0.65))])
     c = judge(rule, cur, Arm("p on e", means={"recovery_rate": 0.9}, seeds=(1, 2)), "old.json")
     assert c.failed and c.paired_seeds == () and c.evidence == "weak"
-    assert c.line().endswith("over 1 seed; evidence weak: no confidence interval (one seed, or means alone); "
+    assert c.line().endswith("over 2 seeds; evidence weak: no confidence interval (one seed, or means alone); "
                              "the baseline kept only means over its seeds")  # fmt: skip
 
 
