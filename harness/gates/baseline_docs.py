@@ -148,7 +148,7 @@ def stamped(entries: list[BaselineEntry], kind: Any, meta: Any) -> list[Baseline
     return entries
 
 
-def expected_runs(group) -> int | None:
+def expected_runs(group: Any) -> int | None:
     """How many runs a group's command set out to store, from its meta (None when it does not say)."""
     meta = group.meta
     lists = [meta.get(key) for key in ("policies", "errors", "seeds")]
