@@ -332,6 +332,9 @@ def judge(
         cur_values, base_values, note, why = _common_values(current, baseline, common, masks)
         if why:
             return made(INCOMPARABLE, note=why)
+    unpaired = sorted(set(current.per_seed) - set(baseline.per_seed))
+    if unpaired:  # never silently: the seeds the baseline did not run are named
+        note = "; ".join(x for x in (note, f"seed(s) {_seeds(unpaired)} not in the baseline, not paired") if x)
     return _judged(rule, made, cur_values, base_values, common, mode, confidence, note, paired=True)
 
 

@@ -132,6 +132,7 @@ def test_means_over_the_seeds_both_groups_ran():
     cur = [result("p", "e", s, recovery_rate=v) for s, v in ((2, 0.8), (3, 0.8), (4, 0.0))]
     c = check([rule], cur, base, "#1")[0]
     assert (c.current, c.baseline, c.seeds, c.failed) == (0.8, 0.8, 2, False)
+    assert c.line().endswith("; seed(s) 4 not in the baseline, not paired")  # named, never left out silently
 
 
 def test_single_arms_compare_whatever_their_names():
