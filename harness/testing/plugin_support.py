@@ -114,6 +114,7 @@ def add_options(parser: pytest.Parser) -> None:
         default=False,
         help="with --fleetchaos-baseline: accept a history group that is not complete (killed, interrupted)",
     )
+    group.addoption("--fleetchaos-no-cache", action="store_true", help="make scenario runs afresh: no run cache")
     group.addoption(
         "--fleetchaos-history",
         default=None,
