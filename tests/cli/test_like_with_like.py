@@ -150,7 +150,7 @@ class GiveUpAtOnce:
     name = "give-up"
 
     def decide(self, observation, history):
-        return GiveUp("no recovery")
+        return GiveUp()
 """
 
 
@@ -164,6 +164,7 @@ def test_a_figure_the_runs_lost_is_a_regression_not_skipped(cli, small, tmp_path
     (line,) = _lines(out.stderr, "REGRESSION mean_time_to_recovery_s")
     assert "no value in this run on seed(s) 1, where the baseline has one" in line
     assert "a missing figure fails the gate" in line and "skipped" not in out.stderr
+    assert "policy errors" not in out.stderr  # the policy is sound: the figure itself failed the gate
 
 
 def test_the_group_of_a_refused_command_is_never_stored(cli, small, six_arms, tmp_path):
