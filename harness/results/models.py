@@ -82,9 +82,9 @@ class ExpectationResult(_Model):
     """``at_least`` or ``at_most``."""
     bound: float
     statistic: str
-    """``mean``, ``interval`` or ``every_seed`` (:mod:`fleetchaos.scenario.expect`)."""
+    """``mean`` or ``every_seed`` (:mod:`fleetchaos.scenario.expect`)."""
     arm: str | None
-    """The gate's ``arm`` as the scenario wrote it; None when it applies to every arm."""
+    """The gate's ``arm`` as the scenario wrote it; None when it judges the scenario's arms (or the headline's best)."""
     policy: str
     """The arm judged (empty when no arm of the command matched the gate, which fails it)."""
     errors: str
@@ -95,8 +95,13 @@ class ExpectationResult(_Model):
     worst_seed: int | None = None
     """The seed with the worst value on the bound's side (the one to replay); None without a value."""
     passed: bool
+    evidence: str = ""
+    """The verdict's evidence by the one gate rule (:mod:`fleetchaos.gates.rule`): ``decisive``, ``weak`` or
+    ``missing``."""
+    mode: str = "weak"
+    """The evidence the gate asked for: ``weak`` (the mean decides) or ``decisive``."""
     note: str = ""
-    """Why the verdict is not the plain comparison (no value, no interval, policy errors), or how the figure was made."""
+    """How the figure was made, the evidence in words, and why the verdict is not the plain comparison."""
 
 
 class RunResult(_Model):
@@ -176,6 +181,10 @@ class ArmResult(_Model):
     """Per-task values pooled over seeds, sorted; at most :data:`SAMPLE_LIMIT` order statistics each."""
     misread_probability: float | None = None
     """The chance this arm's orchestrator read a reported failure as a success (its runs' value)."""
+    task_sets: list[dict[str, str]] = Field(default=[], exclude_if=lambda sets: not sets)
+    """Each seed's task sets (:attr:`RunResult.task_sets`), in the order of the comparison's seeds: what a
+    regression gate against this file needs to recompute ``common_recovery_rate`` on the arms both sides ran.
+    Empty (and left out of the JSON) in a closed-loop scenario and outside comparisons."""
 
 
 class Comparison(_Model):

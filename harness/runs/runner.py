@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import shlex
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
@@ -20,12 +19,13 @@ from fleetchaos.results.metrics import RunAccumulator
 from fleetchaos.results.models import CompareResult, RunResult, rounded
 from fleetchaos.results.stats import DEFAULT_CONFIDENCE
 from fleetchaos.results.task_rows import csv_lines, row_dict, row_values
-from fleetchaos.runs.arm_stats import aggregate, paired_comparisons
+from fleetchaos.runs.arm_stats import aggregate, paired_comparisons, with_task_sets
 from fleetchaos.runs.cache import Need, active_cache, using_cache
 from fleetchaos.runs.cache_key import job_keys, run_key, scenario_digest
 from fleetchaos.runs.cluster import as_executor, ship_modules
 from fleetchaos.runs.executors import MAX_CHUNK, map_chunks, open_executor, runs_this_code, tapered, workers_of
 from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
+from fleetchaos.runs.replay import replay_command
 from fleetchaos.runs.traces import TracedJob, traced_timelines
 from fleetchaos.runs.variant import RunJob, Variant
 from fleetchaos.scenario.load import Scenario
@@ -33,17 +33,6 @@ from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.interrupts import PASS_THROUGH, WallClockExceeded, exception_parts, policy_text, user_signals
 from fleetchaos.sim.workload import is_closed_loop
 from fleetchaos.sim.world import World
-
-
-def replay_command(
-    scenario_ref: str, policy: str, errors: str, seed: int, params: Sequence[tuple[str, Any]] = ()
-) -> str:
-    """The command line that reproduces one run exactly (swept parameters as ``--param``)."""
-    from fleetchaos.scenario.params import format_value
-
-    extra = "".join(f" --param {shlex.quote(f'{path}={format_value(value)}')}" for path, value in params)
-    # A policy with parameters, backoff(base_s=0.5), is quoted for the shell; a bare name reads as it is.
-    return f"fleetchaos run --scenario {scenario_ref}{extra} --policy {shlex.quote(policy)} --errors {errors} --seed {seed}"
 
 
 def run_one(
@@ -149,7 +138,7 @@ def simulate(
             row = row_values(record, acc.fold(record))
             rows.append((record.arrival_s, record.id, row_dict(row) if keep_tasks else row))
 
-    replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params)
+    replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params, gated=bool(scenario.expect))
     limit = default_time_limit(scenario) if time_limit_s is None else time_limit_s
     try:
         with wall_clock_limit(limit), user_signals(sigterm=False):
@@ -430,7 +419,8 @@ def compare(
         by_arm: dict[tuple[str, str], list[RunResult]] = {}
         for r in results:
             by_arm.setdefault((r.policy, r.errors), []).append(r)
-        arm_results = [aggregate(p, e, by_arm[(p, e)], confidence) for (p, e) in arms]
+        arm_results = [with_task_sets(aggregate(p, e, by_arm[(p, e)], confidence), by_arm[(p, e)])
+                       for (p, e) in arms]  # fmt: skip
         timelines = (
             traced_timelines(_traced_run, scenario, arm_results, seeds[0], scenario_ref, params, on_trace, pool)
             if trace and seeds

@@ -16,7 +16,7 @@ import fleetchaos.catalogue as catalogue
 from fleetchaos.errors import ScenarioError
 from fleetchaos.files import FileTooLargeError, StrictJsonError, loads_json, read_text_bounded
 from fleetchaos.scenario._yaml import MAX_DEPTH, YamlLimitError, load_yaml
-from fleetchaos.scenario.expect import Expectation
+from fleetchaos.scenario.expect import Expectation, check_arm_pattern
 from fleetchaos.seeds import seeds_problem
 from fleetchaos.sim.config import DAY_S, WorldSpec
 from fleetchaos.sim.fault_specs import FAULT_MODELS
@@ -151,6 +151,13 @@ class Scenario(WorldSpec):
         description="acceptance criteria judged after run and compare (exit 1 when one fails) and by the pytest "
         "plugin: see the expect[] section",
     )
+    arms: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="the arms (POLICY/ERRORS, either part *) the expect: gates that name no arm judge; without it "
+        "they judge the arm that leads the headline (run and a test judge their one arm)",
+    )
 
     @model_serializer(mode="wrap")
     def _omit_absent_settings(self, handler):
@@ -161,7 +168,14 @@ class Scenario(WorldSpec):
                 data.pop("goodput_bin_s", None)
             if not self.expect:
                 data.pop("expect", None)
+            if self.arms is None:
+                data.pop("arms", None)
         return data
+
+    @field_validator("arms")
+    @classmethod
+    def _arm_patterns(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else [check_arm_pattern(a) for a in value]
 
     @field_validator("seeds")
     @classmethod
