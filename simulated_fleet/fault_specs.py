@@ -21,18 +21,39 @@ model, fails at import.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Annotated, Literal, Protocol, TypeAlias, Union
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator, model_validator
 from pydantic import ValidationError as _PydanticValidationError
 
 from fleetchaos.sim.kinds import KINDS
+
+
+def _subnormal(value: object) -> float | None:
+    """A float (or a float in a list or pair) closer to zero than the smallest normal float, else None."""
+    for item in value if isinstance(value, (list, tuple)) else (value,):
+        if type(item) is float and item != 0.0 and abs(item) < sys.float_info.min:
+            return item
+    return None
 
 
 class _Strict(BaseModel):
     # strict: a number must be written as a number (``probability: "0.1"`` is refused, not coerced, as
     # any other string in a number's place is); a whole number is accepted where a float is expected.
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_subnormal(cls, value: object) -> object:
+        # 5e-324 passes "> 0" and then divides as zero (a rate per second of 0): refused, as inf and nan are.
+        tiny = _subnormal(value)
+        if tiny is not None:
+            raise ValueError(
+                f"{tiny!r} is too close to zero to compute with (a subnormal float, below {sys.float_info.min:.3g}); "
+                "write 0 where the field allows it, or a number of at least 1e-300"
+            )
+        return value
 
 
 #: A ``[low, high]`` pair as YAML and JSON write it (a list), each end still a strict number.
