@@ -42,7 +42,8 @@ class Timeline(_Model):
     errors: str
     seed: int
     replay: str
-    workers: int
+    workers: int = Field(ge=1, le=1000)
+    """The fleet's workers (at most 1000, as a scenario's ``fleet.workers``): charts draw a lane per worker."""
     duration_s: float
     """The horizon: tasks arrive until then."""
     end_s: float

@@ -3,6 +3,7 @@ is exit 2 (a full disk a clean exit 3 naming the cause), checked before work sta
 
 from __future__ import annotations
 
+import copy
 import json
 import resource
 import signal
@@ -129,3 +130,26 @@ def test_a_sweep_grid_is_bounded_before_any_scenario_is_built():
     spec = SweepSpec(params={"fleet.workers": list(range(1, 257)), "workload.tasks_per_day": list(range(1, 257))})
     with pytest.raises(UserError, match="65,536 points"):
         check_grid_size(spec, 10)
+
+
+@pytest.fixture(scope="module")
+def compare_results(tmp_path_factory, tiny) -> dict:
+    """The results.json of a one-arm, one-seed compare report."""
+    root = tmp_path_factory.mktemp("compare")
+    out = fleetchaos("compare", "--scenario", str(tiny), "--policies", "structured", "--errors", "structured",
+                     "--seeds", "1", "--report", "rep", "--no-history", cwd=root)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return json.loads((root / "rep" / "results.json").read_text())
+
+
+@pytest.mark.parametrize("workers", [10**10, 10**20, 0], ids=["memory", "overflow", "none"])
+def test_a_results_file_claiming_an_absurd_worker_count_is_refused(tmp_path, compare_results, workers):
+    """`report` on a results file whose timeline claims 10**20 workers (OverflowError) or 10**10 (MemoryError): exit 2
+    naming the field, before any chart is drawn."""
+    doc = copy.deepcopy(compare_results)
+    doc["timelines"][0]["workers"] = workers
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    out = fleetchaos("report", "bad.json", "-o", "again", cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("error: bad.json: ") and "timelines.0.workers" in out.stderr, out.stderr
+    assert not (tmp_path / "again").exists() or not any((tmp_path / "again").iterdir())
