@@ -263,7 +263,7 @@ class ErrorHandlingGroup(click.Group):
 
         from fleetchaos.errors import RunTimeLimitError
         from fleetchaos.files import DISK_FULL
-        from fleetchaos.sim.interrupts import UserInterrupt, user_signals
+        from fleetchaos.sim.interrupts import ProcessExitRefused, UserInterrupt, user_signals
 
         try:
             with user_signals():
@@ -272,6 +272,8 @@ class ErrorHandlingGroup(click.Group):
             _error(str(exc), EXIT_USAGE)
         except RunTimeLimitError as exc:
             _error(str(exc), EXIT_TIME_LIMIT)
+        except ProcessExitRefused as exc:  # user code that tried to end the process, met outside a run
+            _error(f"user code called {exc}, which would end fleetchaos itself; remove the call", EXIT_USAGE)
         except UserInterrupt as exc:
             terminated = exc.signum == signal.SIGTERM
             stderr_console().print("terminated" if terminated else "interrupted")

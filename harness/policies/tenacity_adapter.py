@@ -35,6 +35,7 @@ from typing import Any
 from fleetchaos.policies import tenacity_blocks as b
 from fleetchaos.policies.exception_map import ExceptionMap, ExceptionMapError, build_exception_map
 from fleetchaos.policies.tenacity_policy import ASYNC_SLEEP, CUSTOM_SLEEP, TIME_SLEEP, TenacityPolicy
+from fleetchaos.sim.interrupts import PASS_THROUGH, describe_exception
 
 __all__ = ["RetryTranslationError", "from_tenacity", "is_retry_config"]
 
@@ -64,15 +65,17 @@ def is_retry_config(obj: Any) -> bool:
 
     Imports nothing: an object of a library that is not loaded cannot be one of its objects.
     """
-    if _stamina_kind(obj) is not None:
-        return True
     tenacity = sys.modules.get("tenacity")
     base = getattr(tenacity, "BaseRetrying", None)
-    if base is None:
-        return False
     try:
+        if _stamina_kind(obj) is not None:
+            return True
+        if base is None:
+            return False
         return isinstance(obj, base) or (isinstance(getattr(obj, "retry", None), base) and callable(obj))
-    except Exception:  # an object whose attribute access raises is not a retry configuration
+    except PASS_THROUGH:
+        raise
+    except BaseException:  # an object whose attribute access raises (SystemExit(0) included) is not a retry config
         return False
 
 
@@ -109,25 +112,28 @@ def from_tenacity(
             f"jitter=wait_jitter), retry_if_exception_type(on)) and pass that ({_DOCS})",
         )
     tenacity = _import_tenacity(subject)
-    retrying = _retrying_of(tenacity, obj, subject)
     try:
         exceptions = build_exception_map(exception_map)
     except ExceptionMapError as exc:
         raise RetryTranslationError(subject, str(exc)) from None
-    translate = _Translator(tenacity, subject, exceptions)
-    stop = translate.stop(retrying.stop, "stop")
-    wait = translate.wait(retrying.wait, "wait")
-    retry = translate.retry(retrying.retry, "retry") if getattr(retrying, "enabled", True) else b.retry_never()
-    return TenacityPolicy(
-        stop,
-        wait,
-        retry,
-        exceptions,
-        resume,
-        subject,
-        _ignored_hooks(tenacity, retrying),
-        _sleep_of(tenacity, retrying),
-    )
+    try:
+        retrying = _retrying_of(tenacity, obj, subject)
+        translate = _Translator(tenacity, subject, exceptions)
+        stop = translate.stop(retrying.stop, "stop")
+        wait = translate.wait(retrying.wait, "wait")
+        retry = translate.retry(retrying.retry, "retry") if getattr(retrying, "enabled", True) else b.retry_never()
+        hooks, sleep = _ignored_hooks(tenacity, retrying), _sleep_of(tenacity, retrying)
+    except RetryTranslationError:
+        raise
+    except PASS_THROUGH:
+        raise
+    except BaseException as exc:  # the team's own code (a property, a subclass) may raise anything, SystemExit too
+        raise RetryTranslationError(
+            subject,
+            f"reading its configuration raised {describe_exception(exc)}; pass a tenacity.Retrying whose stop, wait "
+            "and retry can be read",
+        ) from None
+    return TenacityPolicy(stop, wait, retry, exceptions, resume, subject, hooks, sleep)
 
 
 def _sleep_of(tenacity: Any, retrying: Any) -> str:

@@ -13,7 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from itertools import product
 from typing import Any
 
-from fleetchaos.errors import RunTimeLimitError
+from fleetchaos.errors import RunTimeLimitError, UserError
 from fleetchaos.policies.registry import get_policy, with_params
 from fleetchaos.policies.spec import policy_param_name
 from fleetchaos.results.common_set import apply_common_sets
@@ -27,7 +27,15 @@ from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clo
 from fleetchaos.runs.traces import TracedJob, traced_timelines
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.formats import get_format
-from fleetchaos.sim.interrupts import PASS_THROUGH, WallClockExceeded, exception_parts, policy_text, user_signals
+from fleetchaos.sim.interrupts import (
+    PASS_THROUGH,
+    ProcessExitRefused,
+    WallClockExceeded,
+    exception_parts,
+    policy_text,
+    process_exits_refused,
+    user_signals,
+)
 from fleetchaos.sim.workload import is_closed_loop
 from fleetchaos.sim.world import World
 
@@ -95,13 +103,19 @@ def run_one(
     replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params)
     limit = default_time_limit(scenario) if time_limit_s is None else time_limit_s
     try:
-        with wall_clock_limit(limit), user_signals(sigterm=False):
+        with wall_clock_limit(limit), user_signals(sigterm=False), process_exits_refused():
             policy_obj = get_policy(policy)
             world = World(scenario, policy_obj, get_format(errors), seed, trace=trace, sink=sink)
             with _gc_paused():
                 output = world.run()
                 acc.add_faults(output.fault_tally)
                 metrics, breakdowns = acc.metrics(), acc.breakdowns()
+    except ProcessExitRefused as exc:
+        raise UserError(
+            f"policy {policy} on {errors}, seed {seed}: the policy called {exc}, which would end fleetchaos itself "
+            "(with no result and no message); a policy fails its task by raising an exception: remove the call; "
+            f"replay it with: {replay}"
+        ) from None
     except WallClockExceeded:
         raise RunTimeLimitError(
             f"policy {policy} on {errors}, seed {seed}: still running after {time_limit_text(limit)} of wall-clock "
