@@ -37,6 +37,7 @@ __all__ = [
     "Confidence",
     "DataConsole",
     "ErrorHandlingGroup",
+    "TerminalConsole",
     "apply_single_params",
     "columns_option",
     "determinism_option",
@@ -113,7 +114,30 @@ def output_width(pipe_width: int = PIPE_WIDTH) -> int:
     return pipe_width
 
 
-class DataConsole(Console):
+class TerminalConsole(Console):
+    """A Rich console that writes out every character a terminal would act on (:func:`~fleetchaos.escaping.terminal_text`).
+
+    Rich prints the escape character as it is: a scenario name, a label, a policy's repr or a
+    results file's text holding ``\x1b[2J`` would clear the user's screen, or set the window
+    title, or hide what follows.  Every segment of text this console renders passes through
+    the escaper; Rich's own control segments (cursor moves of a progress bar) and the style
+    codes it adds when writing are not text and pass as they are.
+    """
+
+    def render(self, renderable: Any, options: Any = None) -> Any:
+        """Rich's segments, their text escaped for a terminal."""
+        from rich.segment import Segment
+
+        from fleetchaos.escaping import UNSAFE_FOR_TERMINALS, terminal_text
+
+        for segment in super().render(renderable, options):
+            if segment.control is None and UNSAFE_FOR_TERMINALS.search(segment.text):
+                yield Segment(terminal_text(segment.text), segment.style)
+            else:
+                yield segment
+
+
+class DataConsole(TerminalConsole):
     """stdout's console.  In a pipe (no terminal, no ``COLUMNS``) it widens to what it prints.
 
     A table printed into a pipe is as wide as its widest row needs (at least the pipe
@@ -155,7 +179,7 @@ def stdout_console(pipe_width: int = PIPE_WIDTH, *, highlight: bool = True, fit:
 
 def stderr_console() -> Console:
     """The console messages go to (stderr)."""
-    return Console(stderr=True, soft_wrap=True)
+    return TerminalConsole(stderr=True, soft_wrap=True)
 
 
 def split_names(value: str) -> tuple[str, ...]:

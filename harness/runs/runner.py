@@ -23,7 +23,7 @@ from fleetchaos.results.stats import DEFAULT_CONFIDENCE
 from fleetchaos.results.task_rows import csv_lines, row_dict, row_values
 from fleetchaos.runs.arm_stats import aggregate, paired_comparisons
 from fleetchaos.runs.executors import MAX_CHUNK, map_chunks, open_executor, tapered, workers_of
-from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
+from fleetchaos.runs.limits import check_kept, default_time_limit, time_limit_text, wall_clock_limit
 from fleetchaos.runs.traces import TracedJob, traced_timelines
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.formats import get_format
@@ -92,6 +92,7 @@ def run_one(
     # put back in the world's creation order, (arrival_s, id), once the run is over.
     # A row is a dict for RunResult.tasks, else a list (what tasks.csv lines are written from).
     rows: list[tuple[float, int, Any]] | None = [] if keep_tasks or task_csv else None
+    journal = None  # the world's journal, once it is built: what a traced run keeps
 
     def sink(record) -> None:
         if rows is None:
@@ -99,6 +100,9 @@ def run_one(
         else:
             row = row_values(record, acc.fold(record))
             rows.append((record.arrival_s, record.id, row_dict(row) if keep_tasks else row))
+        if journal is not None:  # a run that keeps what it did stays within its memory (runs.limits.check_kept)
+            events = len(journal.trace or ()) + len(journal.fault_log or ())
+            check_kept(len(rows or ()), events, f"policy {policy} on {errors}, seed {seed}")
 
     replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params)
     limit = default_time_limit(scenario) if time_limit_s is None else time_limit_s
@@ -106,6 +110,8 @@ def run_one(
         with wall_clock_limit(limit), user_signals(sigterm=False), process_exits_refused():
             policy_obj = get_policy(policy)
             world = World(scenario, policy_obj, get_format(errors), seed, trace=trace, sink=sink)
+            if rows is not None or trace:
+                journal = world.journal
             with _gc_paused():
                 output = world.run()
                 acc.add_faults(output.fault_tally)

@@ -197,11 +197,12 @@ DEFAULT_SPACE = SearchSpace.model_validate(
 
 def load_space(path: str | Path) -> SearchSpace:
     """Read and validate a space file (YAML or JSON); a user error names the file, field and fix."""
-    from fleetchaos.scenario.load import format_validation_error, parse_document
+    from fleetchaos.files import read_text_bounded
+    from fleetchaos.scenario.load import MAX_FILE_BYTES, format_validation_error, parse_document
 
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
+    try:  # bounded, and a named pipe nothing writes to is refused, not waited on
+        text = read_text_bounded(path, MAX_FILE_BYTES, what="search space file")
     except FileNotFoundError:
         raise UserError(f"--space {source}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -194,11 +194,12 @@ def load_code_map(path: Path | None) -> CodeMap:
     if path is None:
         return CodeMap()
     from fleetchaos.errors import ScenarioError
-    from fleetchaos.scenario.load import parse_document
+    from fleetchaos.files import read_text_bounded
+    from fleetchaos.scenario.load import MAX_FILE_BYTES, parse_document
 
     source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
+    try:  # bounded, and a named pipe nothing writes to is refused, not waited on
+        text = read_text_bounded(path, MAX_FILE_BYTES, what="code mapping")
     except FileNotFoundError:
         raise TraceFileError(f"{source}: no such file; check the --codes path") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -187,3 +187,11 @@ if tenacity is not None:
             pass
 
     EXITING_RETRYING = _ExitingRetrying()
+
+
+class AlwaysRetries:
+    """Retries every failure at once, for ever: only the orchestrator's action cap stops a task."""
+
+    def decide(self, observation, history):
+        """Retry."""
+        return Retry(delay_s=0.0)
