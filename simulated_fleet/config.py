@@ -57,7 +57,9 @@ class Distribution(_Strict):
     ``cv: 0`` makes it a constant, which small hand-checkable tests rely on.
     """
 
-    mean_s: float = Field(gt=0)
+    # At most 1e9 s (about 32 years, 30 times the longest horizon): a draw from a longer mean can reach
+    # infinity, which no time can hold.
+    mean_s: float = Field(gt=0, le=1e9)
     cv: float = Field(default=0.3, ge=0, le=5)
 
 

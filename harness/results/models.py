@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, overload
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
+
+from fleetchaos.escaping import UNSAFE_FOR_TERMINALS, terminal_text
 
 DIGITS = 6
 
@@ -25,8 +27,36 @@ def rounded(value: float | None) -> float | None:
     return None if value is None else round(float(value), DIGITS)
 
 
+def _written_out(value: Any) -> Any:
+    """``value`` (plain data) with every string's terminal control characters written out; the same object when it
+    holds none (:func:`fleetchaos.escaping.terminal_text`)."""
+    if isinstance(value, str):
+        return terminal_text(value) if UNSAFE_FOR_TERMINALS.search(value) else value
+    if isinstance(value, dict):
+        if any(isinstance(v, (str, dict, list, tuple)) for v in value.values()) or any(
+            isinstance(k, str) and UNSAFE_FOR_TERMINALS.search(k) for k in value
+        ):
+            return {_written_out(k): _written_out(v) for k, v in value.items()}
+        return value
+    if isinstance(value, (list, tuple)):
+        if any(isinstance(v, (str, dict, list, tuple)) for v in value):
+            cleaned = [_written_out(v) for v in value]
+            if any(a is not b for a, b in zip(cleaned, value)):
+                return type(value)(cleaned)
+        return value
+    return value
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_control_characters(cls, value: Any, info: ValidationInfo) -> Any:
+        # Names, codes and messages reach terminals, charts and pages: a results file (or a policy's text) holding
+        # an escape sequence is read with it written out (\x1b[2J), never acted on.  Per-task rows are left to
+        # their writers (tasks.csv cells and report tables escape them), as they are many.
+        return value if info.field_name == "tasks" else _written_out(value)
 
 
 class Timeline(_Model):
@@ -42,7 +72,8 @@ class Timeline(_Model):
     errors: str
     seed: int
     replay: str
-    workers: int
+    workers: int = Field(ge=1, le=1000)
+    """The fleet's workers (at most 1000, as a scenario's ``fleet.workers``): charts draw a lane per worker."""
     duration_s: float
     """The horizon: tasks arrive until then."""
     end_s: float

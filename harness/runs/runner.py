@@ -11,7 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 from itertools import product
 from typing import Any
 
-from fleetchaos.errors import RunTimeLimitError
+from fleetchaos.errors import RunTimeLimitError, UserError
 from fleetchaos.names import DEFAULT_ERRORS, DEFAULT_POLICIES
 from fleetchaos.policies.registry import get_policy
 from fleetchaos.results.common_set import apply_common_sets
@@ -24,13 +24,21 @@ from fleetchaos.runs.cache import Need, active_cache, using_cache
 from fleetchaos.runs.cache_key import job_keys, run_key, scenario_digest
 from fleetchaos.runs.cluster import as_executor, ship_modules
 from fleetchaos.runs.executors import MAX_CHUNK, map_chunks, open_executor, runs_this_code, tapered, workers_of
-from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
+from fleetchaos.runs.limits import check_kept, default_time_limit, time_limit_text, wall_clock_limit
 from fleetchaos.runs.replay import replay_command
 from fleetchaos.runs.traces import TracedJob, traced_timelines
 from fleetchaos.runs.variant import RunJob, Variant
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.formats import get_format
-from fleetchaos.sim.interrupts import PASS_THROUGH, WallClockExceeded, exception_parts, policy_text, user_signals
+from fleetchaos.sim.interrupts import (
+    PASS_THROUGH,
+    ProcessExitRefused,
+    WallClockExceeded,
+    exception_parts,
+    policy_text,
+    process_exits_refused,
+    user_signals,
+)
 from fleetchaos.sim.workload import is_closed_loop
 from fleetchaos.sim.world import World
 
@@ -130,6 +138,7 @@ def simulate(
     # put back in the world's creation order, (arrival_s, id), once the run is over.
     # A row is a dict for RunResult.tasks, else a list (what tasks.csv lines are written from).
     rows: list[tuple[float, int, Any]] | None = [] if keep_tasks or task_csv else None
+    journal = None  # the world's journal, once it is built: what a traced run keeps
 
     def sink(record) -> None:
         if rows is None:
@@ -137,17 +146,28 @@ def simulate(
         else:
             row = row_values(record, acc.fold(record))
             rows.append((record.arrival_s, record.id, row_dict(row) if keep_tasks else row))
+        if journal is not None:  # a run that keeps what it did stays within its memory (runs.limits.check_kept)
+            events = len(journal.trace or ()) + len(journal.fault_log or ())
+            check_kept(len(rows or ()), events, f"policy {policy} on {errors}, seed {seed}")
 
     replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params, gated=bool(scenario.expect))
     limit = default_time_limit(scenario) if time_limit_s is None else time_limit_s
     try:
-        with wall_clock_limit(limit), user_signals(sigterm=False):
+        with wall_clock_limit(limit), user_signals(sigterm=False), process_exits_refused():
             policy_obj = get_policy(policy)
             world = World(scenario, policy_obj, get_format(errors), seed, trace=trace, sink=sink)
+            if rows is not None or trace:
+                journal = world.journal
             with _gc_paused():
                 output = world.run()
                 acc.add_faults(output.fault_tally)
                 metrics, breakdowns = acc.metrics(), acc.breakdowns()
+    except ProcessExitRefused as exc:
+        raise UserError(
+            f"policy {policy} on {errors}, seed {seed}: the policy called {exc}, which would end fleetchaos itself "
+            "(with no result and no message); a policy fails its task by raising an exception: remove the call; "
+            f"replay it with: {replay}"
+        ) from None
     except WallClockExceeded:
         raise RunTimeLimitError(
             f"policy {policy} on {errors}, seed {seed}: still running after {time_limit_text(limit)} of wall-clock "

@@ -43,7 +43,10 @@ MAX_SCHEDULE_SPANS = 1_000_000
 # until it ends, and a traced run keeps every dispatch and fault of the run: measured on
 # the default day scaled to 20,000 and 60,000 tasks with `run --report`, 13.7 KB per task
 # with the structured policy and 47.8 KB with retry-fixed (19 retries per call at worst).
-# The worst is assumed, against 4 GB per run (two runs side by side on a 2-core machine).
+# That is assumed, against 4 GB per run (two runs side by side on a 2-core machine), to refuse before it starts a
+# world too big to keep.  It is an estimate, not a bound: a task's cost grows with its retries (a policy retrying
+# every failure up to fleet.max_actions_per_task kept about 3.3 times as much), so a run that keeps its tasks also
+# counts what it keeps as it goes and stops past 4 GB (fleetchaos.runs.limits.check_kept).
 REPORT_BYTES_PER_TASK = 48_000
 MAX_REPORT_BYTES = 4_000_000_000
 MAX_REPORT_TASKS = MAX_REPORT_BYTES // REPORT_BYTES_PER_TASK
