@@ -8,27 +8,30 @@ call may be tried again.  It reads the fault plan, the call's keyed draws
 simulated call, and a real-code runtime can call it for every real one, so both modes
 decide faults with one function.
 
-A call meets the stages of :mod:`fleetchaos.sim.kinds` in this order: a crashed worker,
-expired credentials, persistent faults, a full disk, the API token bucket, the daily
-quota, transient faults, a failing batch item, a call slower than the fleet's call
-timeout (a latency spike or a timeout), masking faults.
+A call meets the stages of :mod:`fleetchaos.sim.kinds` in this order: the state kinds'
+gates on the worker itself and the call's access (a crashed worker, expired
+credentials), persistent faults, the state kinds' gates on what the call consumes (a
+full disk, the API token bucket, the daily quota), transient faults, a failing batch
+item, the call's provider, a call slower than the fleet's call timeout (a latency spike
+or a timeout), masking faults.  Each state kind's gate comes from its handler
+(:mod:`fleetchaos.sim.state_kinds`), asked once per worker and step.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Protocol, cast
+from typing import cast
 
 from fleetchaos.sim import _rng
 from fleetchaos.sim.capacity import Provider, build_providers
-from fleetchaos.sim.config import FleetSpec, TemplateSpec, lognormal_params
+from fleetchaos.sim.config import FleetSpec, lognormal_params
 from fleetchaos.sim.fault_specs import BatchFault, HangingFault, SourceFault
-from fleetchaos.sim.faults import CALL_STAGES, CallRule, FaultPlan
 from fleetchaos.sim.kinds import KINDS, SOURCE, TASK_STEP, TASK_STEP_ITEM, WORKER_TOOL, FaultKind
-from fleetchaos.sim.state import unlimited
+from fleetchaos.sim.plan import CALL_STAGES, RESOURCE, CallRule, FaultPlan, Gate
+from fleetchaos.sim.state import NodeView, SharedView
+from fleetchaos.sim.template import Step, Template
 
 S_CALL_TIMES = _rng.stream_id("call:latency+duration")  # one Box-Muller pair per call
 S_COMMIT = _rng.stream_id("call:timeout_committed")
@@ -50,18 +53,16 @@ NO_CLIENT = -math.inf
 #: A slow call that hits the fleet's call timeout committed its side effect with this probability.
 SLOW_CALL_COMMITTED_P = 0.5
 
-#: The kinds the fleet's state produces, met by every call alike.
-NODE_CRASH, EXPIRED_KEY, DISK_FULL = KINDS["node_crash"], KINDS["expired_key"], KINDS["disk_full"]
-RATE_LIMIT, QUOTA_EXHAUSTED = KINDS["rate_limit"], KINDS["quota_exhausted"]
+#: The kinds a call's provider and its duration produce.
+RATE_LIMIT, OVERLOADED = KINDS["rate_limit"], KINDS["overloaded"]
 TIMEOUT, LATENCY_SPIKE = KINDS["timeout"], KINDS["latency_spike"]
-OVERLOADED = KINDS["overloaded"]
 
 
 def _fails_in(kind: FaultKind) -> float:
     """Seconds a call met by ``kind`` takes to fail on top of the round trip, for a kind that fails fast.
 
     A persistent, batch or fail-fast transient kind's record must give them (:class:`FaultKind`
-    checks it), and the state kinds the world meets here give them too: None is a broken record.
+    checks it), and the state kinds whose gates refuse a call give them too: None is a broken record.
     """
     fail_s = kind.fail_fast_s
     if fail_s is None:
@@ -74,111 +75,19 @@ def _fails_in(kind: FaultKind) -> float:
 #: retried or None).  A plain tuple: one is built for every call.
 CallOutcome = tuple[FaultKind | None, float, bool, float | None]
 
-#: Rules of one step on one worker, by stage: (persistent, transient, batch, masking).
-StepRules = tuple[tuple[CallRule, ...], tuple[CallRule, ...], tuple[CallRule, ...], tuple[CallRule, ...]]
+#: Rules of one step on one worker, by stage: (persistent, transient, batch, masking), then the
+#: state kinds' gates met before the per-call rules and those met after the persistent ones.
+StepRules = tuple[
+    tuple[CallRule, ...],
+    tuple[CallRule, ...],
+    tuple[CallRule, ...],
+    tuple[CallRule, ...],
+    tuple[Gate, ...],
+    tuple[Gate, ...],
+]
 
 #: No item of the step fails in a batch.
 NO_ITEMS: Mapping[int, FaultKind] = MappingProxyType({})
-
-
-class NodeView(Protocol):
-    """A worker's state as a call meets it (:class:`fleetchaos.sim.state.NodeState`)."""
-
-    index: int
-    credentials_expire_s: float
-    """The instant its current credentials stop working (expired at ``now`` iff ``now >=`` it)."""
-    crash_spans: list[tuple[float, float]]
-    """Its crash spans: empty for a worker that never crashes (then :meth:`down` is not asked)."""
-
-    def down(self, now: float) -> bool:
-        """Whether the worker is crashed at ``now``."""
-        ...
-
-    def disk_refuses(self, now: float, mb: float) -> bool:
-        """Whether a write of ``mb`` fails at ``now``."""
-        ...
-
-
-class SharedView(Protocol):
-    """What every API call shares (:class:`fleetchaos.sim.state.SharedCapacity`)."""
-
-    def take_token(self, now: float) -> float:
-        """Take an API token: 0.0 when granted, else the seconds until one is available."""
-        ...
-
-    def take_quota(self, now: float) -> float | None:
-        """Count the call against the daily quota: None when allowed, else the instant it resets."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """A template's step compiled for the hot path."""
-
-    index: int
-    name: str
-    fan_out: int
-    uses_api: bool
-    writes_disk: bool
-    disk_mb: float
-    tokens: int
-    mean_s: float
-    mu: float
-    sigma: float
-    needs: tuple[int, ...]
-    pushes: bool
-    cancels: bool = False
-    """The tool stops its work when the client gives up (``after_timeout: cancel``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Template:
-    """A task template compiled for the hot path."""
-
-    index: int
-    name: str
-    steps: tuple[Step, ...]
-    names: tuple[str, ...]
-    append_steps: tuple[int, ...]
-    deadline_s: float | None
-    budget_calls: int | None
-    fan_outs: tuple[int, ...] = ()
-    """Each step's fan-out (the shape of a task's ledger record)."""
-
-
-def compile_template(index: int, template: TemplateSpec, plan: FaultPlan) -> Template:
-    """A :class:`~fleetchaos.sim.config.TemplateSpec` compiled once per run."""
-    steps = []
-    names = [s.tool for s in template.steps]
-    for si, s in enumerate(template.steps):
-        mu, sigma = lognormal_params(s.duration.mean_s, s.duration.cv)
-        steps.append(
-            Step(
-                index=si,
-                name=s.tool,
-                fan_out=s.fan_out,
-                uses_api=s.uses_api,
-                writes_disk=s.disk_mb > 0,
-                disk_mb=s.disk_mb,
-                tokens=s.tokens if s.uses_api else 0,
-                mean_s=s.duration.mean_s,
-                mu=mu,
-                sigma=sigma,
-                needs=tuple(names.index(n) for n in s.needs),
-                pushes=bool(plan.git_branches) and s.tool in plan.git_tools,
-                cancels=s.after_timeout == "cancel",
-            )
-        )
-    return Template(
-        index=index,
-        name=template.name,
-        steps=tuple(steps),
-        names=tuple(names),
-        append_steps=tuple(i for i, s in enumerate(template.steps) if s.side_effect == "append"),
-        deadline_s=template.deadline_s,
-        budget_calls=template.budget_calls,
-        fan_outs=tuple(s.fan_out for s in template.steps),
-    )
 
 
 class CallModel:
@@ -193,8 +102,6 @@ class CallModel:
         "_dependency_draws",
         "_rules",
         "_spiking",
-        "_take_quota",
-        "_take_token",
         "_template_rules",
         "api_provider",
         "call_timeout_s",
@@ -222,9 +129,6 @@ class CallModel:
         self.spikes = plan.latency  # per worker: a SpanTable of (factor, add)
         # The same, None for a worker without spikes: decide() tests it without a method call.
         self._spiking = [table if table else None for table in plan.latency]
-        # Bound once: every API call takes a token and (with a daily quota) counts against it.
-        self._take_token = shared.take_token
-        self._take_quota = None if shared.take_quota is unlimited else shared.take_quota
         self.installed: set[tuple[int, str]] = set()  # (worker, tool) a remediation agent installed
         self._dependency_draws: dict[tuple[int, int, str], float] = {}  # (rule stream, worker, tool) -> its draw
         self._rules: dict[tuple[int, int, int], StepRules] = {}
@@ -243,7 +147,8 @@ class CallModel:
                     self.route[tool] = provider
 
     def rules_for(self, worker: int, tpl: Template, si: int) -> StepRules:
-        """The per-call rules that can hit this worker, template and step, grouped by stage."""
+        """The per-call rules that can hit this worker, template and step, grouped by stage, and the
+        state kinds' gates its calls meet (each kind's handler asked once, in the order a call meets them)."""
         cache_key = (worker, tpl.index, si)
         rules = self._rules.get(cache_key)
         if rules is None:
@@ -252,7 +157,15 @@ class CallModel:
             persistent, transient, batch, masking = (
                 tuple(r for r in hits if r.info.stage == stage) for stage in CALL_STAGES
             )
-            rules = (persistent, transient, batch, masking)
+            step = tpl.steps[si]
+            gates = [
+                (kind.met, gate)
+                for kind in sorted(self.plan.kinds, key=lambda k: k.met)
+                if (gate := kind.gate(self.plan, self.shared, worker, step)) is not None
+            ]
+            before = tuple(gate for met, gate in gates if met < RESOURCE)
+            after = tuple(gate for met, gate in gates if met >= RESOURCE)
+            rules = (persistent, transient, batch, masking, before, after)
             self._rules[cache_key] = rules
         return rules
 
@@ -306,25 +219,21 @@ class CallModel:
                 factor, add = spike
                 latency = latency * factor + add
                 spiked = True
-        if node.crash_spans and node.down(now):
-            return NODE_CRASH, latency + _fails_in(NODE_CRASH), False, None
-        uses_api = step.uses_api
-        if uses_api and now >= node.credentials_expire_s:
-            return EXPIRED_KEY, latency + _fails_in(EXPIRED_KEY), False, None
-        persistent, transient, _, masking = rules
+        persistent, transient, _, masking, before, after = rules
+        for gate in before:  # the worker itself, the call's access
+            hit = gate(node, now)
+            if hit is not None:
+                kind = hit[0]
+                return kind, latency + _fails_in(kind), False, hit[1]
         for rule in persistent:
             if self.persistent_hit(rule, task_key, step, item, node.index, now, sources):
                 return rule.info, latency + _fails_in(rule.info), False, None
-        if step.writes_disk and node.disk_refuses(now, step.disk_mb):
-            return DISK_FULL, latency + _fails_in(DISK_FULL), False, None
-        if uses_api:
-            wait = self._take_token(now)
-            if wait > 0.0:
-                return RATE_LIMIT, latency + _fails_in(RATE_LIMIT), False, now + wait
-            if self._take_quota is not None:
-                reset = self._take_quota(now)
-                if reset is not None:
-                    return QUOTA_EXHAUSTED, latency + _fails_in(QUOTA_EXHAUSTED), False, reset
+        for gate in after:  # what the call consumes
+            hit = gate(node, now)
+            if hit is not None:
+                kind = hit[0]
+                return kind, latency + _fails_in(kind), False, hit[1]
+        uses_api = step.uses_api
         for rule in transient:
             p = rule.constant
             if p is None:
@@ -463,8 +372,11 @@ class CallModel:
         """Items of a fan-out step execution chosen to fail together by a batch rule, each with its kind.
 
         The first rule whose draw hits chooses; a persistent rule draws without the
-        execution number, so it chooses the same items every time.
+        execution number, so it chooses the same items every time.  A step of one item
+        has no batch (:data:`NO_ITEMS`).
         """
+        if fan_out < 2:
+            return NO_ITEMS
         for rule in rules:
             spec = cast(BatchFault, rule.spec)  # its stage's model has these fields (a test checks it)
             key = _rng.persistent_key(task_key, si) if spec.persistent else step_key

@@ -5,9 +5,8 @@ is required, so a record that lacks one fails at import, and ``__post_init__`` r
 record whose fields contradict its stage.  Standard library only.
 
 Adding a kind: one record in :mod:`fleetchaos.sim.kinds`, its pydantic model in
-:mod:`fleetchaos.sim.fault_specs`, and its realisation when no existing stage covers it
-(a state kind: where :mod:`fleetchaos.sim.faults` schedules it and
-:mod:`fleetchaos.sim.calls` meets it).
+:mod:`fleetchaos.sim.fault_specs`, and for a state kind its handler in
+:mod:`fleetchaos.sim.state_kinds` (how it is scheduled, met and judged).
 """
 
 from __future__ import annotations
@@ -43,21 +42,11 @@ TASK_STEP_ITEM = "task_step_item"  # per task, step and item
 SOURCE = "source"  # per task, step, item and source: an alternative source draws afresh
 PERSISTENT_SCOPES = (WORKER_TOOL, TASK_STEP, TASK_STEP_ITEM, SOURCE)
 
-#: The causes the wasted-retry judge (:mod:`fleetchaos.sim.waste`) can check still hold.
-CAUSES = (
-    "credentials_expired",
-    "disk_refuses",
-    "bucket_empty",
-    "quota_spent",
-    "worker_down",
-    "partitioned",
-    "persistent",
-    "batch",
-    "transient",
-)
-
-#: The causes behind a retry-after hint: the judge reads them, never the hint.
-HINTED_CAUSES = ("bucket_empty", "quota_spent")
+#: The causes the wasted-retry judge (:mod:`fleetchaos.sim.waste`) can check still hold: a state
+#: kind's own state, read by its handler (:meth:`fleetchaos.sim.plan.StateKind.holds`), or the
+#: same per-call cause again (a persistent rule, a persistent batch, the call's own draws).
+STATE_CAUSE = "state"
+CAUSES = (STATE_CAUSE, "persistent", "batch", "transient")
 
 #: What a remediation agent can repair on a worker (:func:`fleetchaos.sim.remediation.repair`).
 REMEDIES = ("refresh_credentials", "clear_disk", "install_tool")
@@ -156,10 +145,12 @@ class FaultKind:
         if self.waste is not None:
             if self.waste.cause not in CAUSES:
                 problems.append(f"waste.cause {self.waste.cause!r} is not one of {CAUSES}")
-            if (self.waste.cause in HINTED_CAUSES) != self.retry_after:
+            if self.waste.cause == STATE_CAUSE and stage != STATE:
+                problems.append(f"only a state kind is judged by its state (waste.cause {STATE_CAUSE!r})")
+            if self.retry_after and self.waste.cause != STATE_CAUSE:
                 problems.append(
-                    "a kind with a retry-after hint is judged by the truth behind the hint "
-                    f"(waste.cause one of {HINTED_CAUSES}), and only such a kind"
+                    "a kind with a retry-after hint is judged by the state behind the hint, never the hint "
+                    f"(waste.cause {STATE_CAUSE!r})"
                 )
             if (stage == TRANSIENT) and self.waste.cause != "transient":
                 problems.append("a transient kind is judged by its own draws again (waste.cause 'transient')")

@@ -17,13 +17,15 @@ import pytest
 
 from fleetchaos.policies import BlindRetry
 from fleetchaos.sim import _rng
-from fleetchaos.sim.calls import CallModel, compile_template
+from fleetchaos.sim.calls import CallModel
+from fleetchaos.sim.template import compile_template
 from fleetchaos.sim.config import DAY_S, WorldSpec
 from fleetchaos.sim.faults import build_plan
 from fleetchaos.sim.observation import Action, GiveUp, Observation, Retry, TaskHistory
 from fleetchaos.sim.state import DailyQuota, NodeState, SharedCapacity, TokenBucket
 from fleetchaos.sim.truth import AttemptReport
-from fleetchaos.sim.waste import LastFailure, failed_retry_reason
+from fleetchaos.sim.plan import LastFailure
+from fleetchaos.sim.waste import failed_retry_reason
 
 
 @dataclasses.dataclass(frozen=True)

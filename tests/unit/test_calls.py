@@ -9,11 +9,11 @@ import sys
 import pytest
 
 from fleetchaos.sim import _rng
-from fleetchaos.sim.calls import NO_ITEMS, CallModel, compile_template
+from fleetchaos.sim.assembly import assemble
+from fleetchaos.sim.calls import NO_ITEMS
 from fleetchaos.sim.config import DAY_S, WorldSpec
-from fleetchaos.sim.faults import build_plan
 from fleetchaos.sim.kinds import KINDS
-from fleetchaos.sim.state import DailyQuota, NodeState, SharedCapacity, TokenBucket
+from fleetchaos.sim.state import NodeState
 
 MASK = 0xFFFFFFFFFFFFFFFF
 
@@ -68,14 +68,10 @@ def _spec(faults=(), **fleet) -> WorldSpec:
     )
 
 
-def _twin(spec: WorldSpec, *, crashes=(), expiries=(), disk_full=(), quota=0, burst=30.0):
-    """What a real-code runtime builds: the plan, a node and the shared capacity, from the world's own classes."""
-    plan = build_plan(spec, seed=1)
-    node = NodeState(0, list(disk_full), list(expiries), spec.fleet.credential_lifetime_s, list(crashes))
-    shared = SharedCapacity(TokenBucket(0.5, burst, []), DailyQuota(quota))
-    calls = CallModel(plan, shared, 1, spec.fleet)
-    tpl = compile_template(0, spec.workload.templates[0], plan)
-    return calls, node, tpl
+def _twin(spec: WorldSpec):
+    """What a real-code runtime builds: the plan, a node and the shared capacity, through the world's own assembly."""
+    run = assemble(spec, 1, NodeState, clock=lambda: 0.0)
+    return run.calls, run.nodes[0], run.templates[0]
 
 
 def _decide(calls, node, tpl, now: float, item: int = 0):
@@ -93,24 +89,24 @@ def test_a_call_on_a_healthy_fleet_succeeds_after_a_round_trip_and_the_step():
 
 def test_each_state_of_the_fleet_gives_its_kind_and_fail_fast_time():
     """A crashed node, expired credentials, an empty bucket and a spent quota each fail the call fast, with their record."""
-    spec = _spec()
-    calls, node, tpl = _twin(spec, crashes=[(0.0, 100.0)])
+    crash = {"kind": "node_crash", "down_s": 100, "events": [{"worker": 0, "at_s": 0}]}
+    calls, node, tpl = _twin(_spec([crash]))
     assert _decide(calls, node, tpl, 50.0) == (KINDS["node_crash"], pytest.approx(0.1 + 0.2), False, None)
-    calls, node, tpl = _twin(spec, expiries=[20.0])
+    calls, node, tpl = _twin(_spec([{"kind": "expired_key", "events": [{"worker": 0, "at_s": 20}]}]))
     assert _decide(calls, node, tpl, 50.0)[0] is KINDS["expired_key"]
-    calls, node, tpl = _twin(spec, burst=1.0)
+    calls, node, tpl = _twin(_spec(api_burst=1.0))
     assert _decide(calls, node, tpl, 0.0)[0] is None
     kind, duration, committed, retry_at = _decide(calls, node, tpl, 0.0)
     assert (kind, committed) == (KINDS["rate_limit"], False)
     assert duration == pytest.approx(0.1 + 0.1) and retry_at == pytest.approx(2.0)  # one token per 2 s
-    calls, node, tpl = _twin(spec, quota=1)
+    calls, node, tpl = _twin(_spec([{"kind": "quota_exhausted", "calls_per_day": 1}]))
     assert _decide(calls, node, tpl, 10.0)[0] is None
     assert _decide(calls, node, tpl, 11.0) == (KINDS["quota_exhausted"], pytest.approx(0.2), False, DAY_S)
 
 
 def test_per_call_faults_are_keyed_by_the_call_not_by_what_came_before():
     """The same call identity meets the same transient fault however many calls were decided before it."""
-    calls, node, tpl = _twin(_spec([{"kind": "network_blip", "probability": 0.5}]), burst=1e6)
+    calls, node, tpl = _twin(_spec([{"kind": "network_blip", "probability": 0.5}], api_burst=1e6))
     first = [_decide(calls, node, tpl, 100.0, item)[0] for item in range(40)]
     again = [_decide(calls, node, tpl, 100.0, item)[0] for item in reversed(range(40))][::-1]
     assert first == again

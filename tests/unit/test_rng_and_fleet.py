@@ -24,7 +24,8 @@ from fleetchaos.sim.config import (
     Window,
     WorldSpec,
 )
-from fleetchaos.sim.faults import _disjoint, build_plan
+from fleetchaos.sim.faults import build_plan
+from fleetchaos.sim.schedules import disjoint_windows
 from fleetchaos.sim.fleet import SlotPool, TokenBucket, Worker
 
 # ---------------------------------------------------------------------------------------
@@ -527,14 +528,14 @@ def test_build_plan_rate_windows_of_two_faults_multiply():
 
 
 def test_disjoint_merges_adjacent_equal_factors_and_drops_factor_one():
-    """_disjoint joins touching windows with the same factor and drops factor-1 windows."""
-    assert _disjoint([(0.0, 10.0, 0.5), (10.0, 20.0, 0.5), (30.0, 40.0, 1.0)]) == [(0.0, 20.0, 0.5)]
+    """disjoint_windows joins touching windows with the same factor and drops factor-1 windows."""
+    assert disjoint_windows([(0.0, 10.0, 0.5), (10.0, 20.0, 0.5), (30.0, 40.0, 1.0)]) == [(0.0, 20.0, 0.5)]
 
 
 def test_disjoint_nested_window():
     """A window nested in another splits it into three pieces."""
     # outer 0..30 x0.5, inner 10..20 x0.5 -> 0..10 0.5, 10..20 0.25, 20..30 0.5
-    assert _disjoint([(0.0, 30.0, 0.5), (10.0, 20.0, 0.5)]) == [
+    assert disjoint_windows([(0.0, 30.0, 0.5), (10.0, 20.0, 0.5)]) == [
         (0.0, 10.0, 0.5),
         (10.0, 20.0, 0.25),
         (20.0, 30.0, 0.5),
@@ -543,7 +544,7 @@ def test_disjoint_nested_window():
 
 def test_disjoint_gap_between_windows():
     """Disjoint windows with a gap stay separate and the gap is not a window."""
-    assert _disjoint([(30.0, 40.0, 0.1), (0.0, 10.0, 0.1)]) == [(0.0, 10.0, 0.1), (30.0, 40.0, 0.1)]
+    assert disjoint_windows([(30.0, 40.0, 0.1), (0.0, 10.0, 0.1)]) == [(0.0, 10.0, 0.1), (30.0, 40.0, 0.1)]
 
 
 def test_fault_plan_describe():
@@ -885,7 +886,7 @@ def test_disjoint_rate_windows_match_the_pairwise_definition():
     """The sweep gives, float for float, what multiplying every covering window per elementary span gives."""
     import random
 
-    from fleetchaos.sim.faults import _disjoint
+    from fleetchaos.sim.schedules import disjoint_windows
 
     def pairwise(windows):
         edges = sorted({t for s, e, _ in windows for t in (s, e)})
@@ -908,7 +909,7 @@ def test_disjoint_rate_windows_match_the_pairwise_definition():
         for _ in range(rng.randint(0, 15)):
             start = float(rng.randint(0, 60))  # integers: many shared and touching edges
             windows.append((start, start + rng.randint(1, 30), rng.choice([0.0, 0.3, 0.5, 0.9, 1.0])))
-        assert _disjoint(windows) == pairwise(windows)
+        assert disjoint_windows(windows) == pairwise(windows)
 
 
 def test_span_table_gives_the_first_span_in_force_as_a_scan_would():
@@ -916,7 +917,7 @@ def test_span_table_gives_the_first_span_in_force_as_a_scan_would():
     scan of the sorted spans for the first one in force returns (edges, gaps, nesting)."""
     import random
 
-    from fleetchaos.sim.faults import SpanTable
+    from fleetchaos.sim.schedules import SpanTable
 
     rng = random.Random(8)
     for _ in range(200):
