@@ -76,6 +76,7 @@ def assemble(
     make_node: MakeNode[NodeT],
     *,
     clock: Callable[[], float],
+    ends_s: float = math.inf,
     call_model: type[CallModel] = CallModel,
     keep_log: bool = True,
     trace: bool = False,
@@ -84,11 +85,12 @@ def assemble(
 
     ``make_node`` builds each worker from its state (:class:`NodeState` itself, or the
     simulator's SimPy worker); ``clock()`` reads the run's time for the journal;
-    ``call_model`` decides every tool call (a subclass may also run each one on real
+    ``ends_s`` is when the run stops starting calls, if known (a gate that cannot refuse
+    before then is left out); ``call_model`` decides every tool call (a subclass may also run each one on real
     code); ``keep_log`` and ``trace`` say what the journal keeps.
     """
     fleet = spec.fleet
-    plan = build_plan(spec, seed)
+    plan = build_plan(spec, seed, ends_s)
     disks = {o.worker: o.disk_mb for o in fleet.overrides if o.disk_mb is not None}
     nodes = [
         make_node(

@@ -28,8 +28,8 @@ from fleetchaos.sim import _rng
 from fleetchaos.sim.capacity import Provider, build_providers
 from fleetchaos.sim.config import FleetSpec, lognormal_params
 from fleetchaos.sim.fault_specs import BatchFault, HangingFault, SourceFault
-from fleetchaos.sim.kinds import KINDS, SOURCE, TASK_STEP, TASK_STEP_ITEM, WORKER_TOOL, FaultKind
-from fleetchaos.sim.plan import CALL_STAGES, RESOURCE, CallRule, FaultPlan, Gate
+from fleetchaos.sim.kinds import KINDS, SOURCE, TASK_STEP, TASK_STEP_ITEM, WORKER_TOOL, FaultKind, fault_kind
+from fleetchaos.sim.plan import CALL_STAGES, RESOURCE, CallRule, FaultPlan, Gate, StateKind
 from fleetchaos.sim.state import NodeView, SharedView
 from fleetchaos.sim.template import Step, Template
 
@@ -70,10 +70,15 @@ def _fails_in(kind: FaultKind) -> float:
     return fail_s
 
 
+_RATE_LIMIT_S, _OVERLOADED_S = _fails_in(RATE_LIMIT), _fails_in(OVERLOADED)
+
 #: What :meth:`CallModel.decide` returns: (the fault the call met or None, its duration in
 #: simulated seconds, whether its side effect committed, the instant a refused call may be
 #: retried or None).  A plain tuple: one is built for every call.
 CallOutcome = tuple[FaultKind | None, float, bool, float | None]
+
+#: A state kind's gate as a call meets it: (the kind's record, its fail-fast seconds, the gate).
+KindGate = tuple[FaultKind, float, Gate]
 
 #: Rules of one step on one worker, by stage: (persistent, transient, batch, masking), then the
 #: state kinds' gates met before the per-call rules and those met after the persistent ones.
@@ -82,8 +87,8 @@ StepRules = tuple[
     tuple[CallRule, ...],
     tuple[CallRule, ...],
     tuple[CallRule, ...],
-    tuple[Gate, ...],
-    tuple[Gate, ...],
+    tuple[KindGate, ...],
+    tuple[KindGate, ...],
 ]
 
 #: No item of the step fails in a batch.
@@ -100,6 +105,7 @@ class CallModel:
 
     __slots__ = (
         "_dependency_draws",
+        "_gating",
         "_rules",
         "_spiking",
         "_template_rules",
@@ -133,6 +139,13 @@ class CallModel:
         self._dependency_draws: dict[tuple[int, int, str], float] = {}  # (rule stream, worker, tool) -> its draw
         self._rules: dict[tuple[int, int, int], StepRules] = {}
         self._template_rules: dict[tuple[int, int], tuple[StepRules, ...]] = {}
+        # The state kinds that gate calls, in the order a call meets them (the registry's order within a
+        # point), each with its record and fail-fast seconds.
+        self._gating: list[tuple[StateKind, FaultKind, float]] = []
+        for kind in sorted(plan.kinds, key=lambda k: k.met):
+            if type(kind).gate is not StateKind.gate:
+                record = fault_kind(kind.name)
+                self._gating.append((kind, record, _fails_in(record)))
         self.providers: list[Provider] = build_providers(fleet.providers, plan.slowdowns)
         """The run's providers with a declared capacity, in the scenario's order."""
         self.api_provider: Provider | None = None
@@ -146,9 +159,11 @@ class CallModel:
                 for tool in spec.tools or ():
                     self.route[tool] = provider
 
-    def rules_for(self, worker: int, tpl: Template, si: int) -> StepRules:
+    def rules_for(self, node: NodeView, tpl: Template, si: int) -> StepRules:
         """The per-call rules that can hit this worker, template and step, grouped by stage, and the
-        state kinds' gates its calls meet (each kind's handler asked once, in the order a call meets them)."""
+        state kinds' gates its calls meet, bound to ``node`` (each kind's handler asked once, in the
+        order a call meets them).  A run's calls on one worker always meet the same node."""
+        worker = node.index
         cache_key = (worker, tpl.index, si)
         rules = self._rules.get(cache_key)
         if rules is None:
@@ -159,9 +174,9 @@ class CallModel:
             )
             step = tpl.steps[si]
             gates = [
-                (kind.met, gate)
-                for kind in sorted(self.plan.kinds, key=lambda k: k.met)
-                if (gate := kind.gate(self.plan, self.shared, worker, step)) is not None
+                (kind.met, (record, fail_s, gate))
+                for kind, record, fail_s in self._gating
+                if (gate := kind.gate(self.plan, self.shared, node, step)) is not None
             ]
             before = tuple(gate for met, gate in gates if met < RESOURCE)
             after = tuple(gate for met, gate in gates if met >= RESOURCE)
@@ -169,12 +184,12 @@ class CallModel:
             self._rules[cache_key] = rules
         return rules
 
-    def step_rules(self, worker: int, tpl: Template) -> tuple[StepRules, ...]:
-        """:meth:`rules_for` of every step of ``tpl`` on ``worker``: one lookup per dispatch, not per step."""
-        rules = self._template_rules.get((worker, tpl.index))
+    def step_rules(self, node: NodeView, tpl: Template) -> tuple[StepRules, ...]:
+        """:meth:`rules_for` of every step of ``tpl`` on ``node``: one lookup per dispatch, not per step."""
+        rules = self._template_rules.get((node.index, tpl.index))
         if rules is None:
-            rules = tuple(self.rules_for(worker, tpl, si) for si in range(len(tpl.steps)))
-            self._template_rules[(worker, tpl.index)] = rules
+            rules = tuple(self.rules_for(node, tpl, si) for si in range(len(tpl.steps)))
+            self._template_rules[(node.index, tpl.index)] = rules
         return rules
 
     def decide(
@@ -220,19 +235,17 @@ class CallModel:
                 latency = latency * factor + add
                 spiked = True
         persistent, transient, _, masking, before, after = rules
-        for gate in before:  # the worker itself, the call's access
-            hit = gate(node, now)
-            if hit is not None:
-                kind = hit[0]
-                return kind, latency + _fails_in(kind), False, hit[1]
+        for gate in before:  # the state kinds' gates on the worker itself, the call's access: (kind, fail_s, gate)
+            lifts = gate[2](now)
+            if lifts:
+                return gate[0], latency + gate[1], False, None if lifts is True else lifts
         for rule in persistent:
             if self.persistent_hit(rule, task_key, step, item, node.index, now, sources):
-                return rule.info, latency + _fails_in(rule.info), False, None
-        for gate in after:  # what the call consumes
-            hit = gate(node, now)
-            if hit is not None:
-                kind = hit[0]
-                return kind, latency + _fails_in(kind), False, hit[1]
+                return rule.info, latency + rule.fail_s, False, None
+        for gate in after:  # the state kinds' gates on what the call consumes
+            lifts = gate[2](now)
+            if lifts:
+                return gate[0], latency + gate[1], False, None if lifts is True else lifts
         uses_api = step.uses_api
         for rule in transient:
             p = rule.constant
@@ -245,7 +258,7 @@ class CallModel:
                 if ((z ^ (z >> 31)) >> 11) * _TWO_POW_MINUS_53 < p:
                     kind = rule.info
                     if not kind.outcome_unknown:
-                        return kind, latency + _fails_in(kind), False, None
+                        return kind, latency + rule.fail_s, False, None
                     hangs = cast(HangingFault, rule.spec)  # its stage's model has these fields (a test checks it)
                     committed = _draw(key, S_COMMIT ^ rule.stream) < hangs.committed_probability
                     return kind, hangs.timeout_s, committed, None
@@ -267,8 +280,8 @@ class CallModel:
                 admitted = provider.admit(now, work, patience, step.cancels)
                 if admitted is None:
                     if provider.status == 429:
-                        return RATE_LIMIT, latency + _fails_in(RATE_LIMIT), False, provider.next_room(now)
-                    return OVERLOADED, latency + _fails_in(OVERLOADED), False, None
+                        return RATE_LIMIT, latency + _RATE_LIMIT_S, False, provider.next_room(now)
+                    return OVERLOADED, latency + _OVERLOADED_S, False, None
                 took, in_time = admitted
                 if not in_time:  # the client gave up; the work goes on (and takes effect) unless the tool cancels it
                     return (LATENCY_SPIKE if spiked else TIMEOUT), limit - waited, not step.cancels, None  # type: ignore[operator]  # late only against a limit (patience is infinite without one)

@@ -108,7 +108,7 @@ class Dispatcher:
         dispatched = env.now
         partial_ok = self.partial_step_ok
         steps = tpl.steps
-        step_rules = calls.step_rules(w.index, tpl)
+        step_rules = calls.step_rules(w, tpl)
         masked: list[tuple[int, int, str]] = []
         for kind, gate in self.dispatch_gates:
             fails_in = gate(task.orchestrator, w.index, dispatched)
@@ -120,27 +120,33 @@ class Dispatcher:
         can_crash = bool(w.crash_spans)
         tracing = journal.trace is not None
         lean = not can_crash and not tracing
+        idempotent = self.idempotent
         executions = rec.executions
         all_commits = rec.commits
         for si in range(start, len(steps)):
             step = steps[si]
             skip = done if si == start else ()
+            # TaskRecord.begin_execution(si, execution) inlined (a call per step costs more than its body; the
+            # real-code runtime calls it): a step whose every item already took effect is redone.
             execution = executions[si] + 1
-            rec.begin_execution(si, execution)
+            executions[si] = execution
+            rec.step_executions += 1
             commits = all_commits[si]
-            wait = slots.acquire()
+            if 0 not in commits:
+                rec.redone_steps += 1
+            now = env.now
+            wait = slots.acquire(now)
             waited = 0.0
             if wait is not None:
                 limit = self.call_timeout_s
                 if limit is None:
                     yield wait
                 else:  # the call timeout counts from dispatch: a client may give up while the step queues
-                    queued = env.now
                     yield wait | env.timeout(limit)
                     if not wait.triggered:
                         return self._gave_up_queued(task, tpl, rec, w, start, si, skip, wait, sources, masked)
-                    waited = env.now - queued
-            now = env.now
+                    waited = env.now - now
+                now = env.now
             rules = step_rules[si]
             # _rng.step_key(task_key, si, execution), inlined (the same SplitMix64 arithmetic): once per step.
             z = ((task_key ^ (si << 40) ^ execution) + _GOLDEN) & _MASK
@@ -173,7 +179,7 @@ class Dispatcher:
                         rec.wrong_input_steps += 1
                     else:
                         commits[0] += 1
-                    if self.idempotent and si in tpl.append_steps:
+                    if idempotent and si in tpl.append_steps:
                         rec.deduplicate(si)
                     continue
             longest = 0.0
@@ -302,7 +308,7 @@ class Dispatcher:
             else:
                 for item in took_effect:
                     commits[item] += 1
-            if self.idempotent and si in tpl.append_steps:
+            if idempotent and si in tpl.append_steps:
                 rec.deduplicate(si)
             if failed is None:
                 continue
@@ -364,7 +370,7 @@ class Dispatcher:
         env = self.env
         yield request
         step = tpl.steps[si]
-        rules = self.calls.step_rules(w.index, tpl)[si]
+        rules = self.calls.step_rules(w, tpl)[si]
         task_key = _rng.task_key(self.run_key, task.id)
         step_key = _rng.step_key(task_key, si, rec.executions[si])
         now = env.now

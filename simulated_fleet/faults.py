@@ -10,6 +10,7 @@ time from streams keyed by the call's identity (see :mod:`fleetchaos.sim.calls`)
 
 from __future__ import annotations
 
+import math
 from typing import TypeVar
 
 from fleetchaos.sim import _rng
@@ -67,11 +68,16 @@ def call_rule(fault: _CallFault, seed: int, index: int, targets: range | list[in
     )
 
 
-def build_plan(spec: WorldSpec, seed: int) -> FaultPlan:
-    """Realise every fault of a WorldSpec for ``seed``: per-call faults as rules, the others by their kind's handler."""
+def build_plan(spec: WorldSpec, seed: int, ends_s: float = math.inf) -> FaultPlan:
+    """Realise every fault of a WorldSpec for ``seed``: per-call faults as rules, the others by their kind's handler.
+
+    ``ends_s`` is the instant from which no call of the run starts (the simulator's
+    horizon and drain), when it is known.
+    """
     n = spec.fleet.workers
     horizon = spec.duration_s
     plan = FaultPlan.empty(n)
+    plan.ends_s = ends_s
     plan.kinds = tuple(STATE_KINDS.values())
     for index, raw in enumerate(spec.faults):
         fault = resolve_swarm(raw, seed, index)

@@ -42,8 +42,9 @@ class SlotPool:
         self.count = 0  # slots granted and not yet released
         self._waiting: deque[simpy.Event] = deque()
 
-    def acquire(self) -> simpy.Event | None:
-        """Take a slot: None if it was taken now, else an event to wait for (it fires when the slot is granted)."""
+    def acquire(self, now: float) -> simpy.Event | None:
+        """Take a slot at ``now`` (the environment's time, which the caller has just read): None if it was
+        taken now, else an event to wait for (it fires when the slot is granted)."""
         env = self.env
         if self._waiting:
             if self.count < self.capacity:  # a release is pending: the longest waiter goes first
@@ -51,7 +52,7 @@ class SlotPool:
                 self._waiting.popleft().succeed()
         elif self.count < self.capacity:
             self.count += 1
-            if env.peek() > env.now:
+            if env.peek() > now:
                 return None  # nothing else is due now: carrying on is what the request's event would do
             granted = env.event()
             granted.succeed()  # resume after the events already due now

@@ -11,7 +11,7 @@ Adding a kind: one record in :mod:`fleetchaos.sim.kinds`, its pydantic model in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 # -- stages: where the world meets a kind (fleetchaos.sim.calls gives the order a call meets them)
@@ -120,8 +120,12 @@ class FaultKind:
     """For a persistent kind, what its key holds: one of :data:`PERSISTENT_SCOPES`."""
     effect: str
     """What it does to the truth of a call or a task, in one sentence for people."""
+    spends_tokens: bool = field(init=False)
+    """A call met by it ran (it hung, or its failure was masked), so its model tokens were spent (derived)."""
 
     def __post_init__(self) -> None:
+        # Derived once: read for every faulted call.
+        object.__setattr__(self, "spends_tokens", self.outcome_unknown or self.stage == MASKING)
         problems = []
         stage = self.stage
         if stage not in STAGES:
@@ -158,11 +162,6 @@ class FaultKind:
             problems.append(f"remedy {self.remedy!r} is not one of {REMEDIES}")
         if problems:
             raise ValueError(f"fault kind {self.name!r}: " + "; ".join(problems))
-
-    @property
-    def spends_tokens(self) -> bool:
-        """A call met by it ran (it hung, or its failure was masked), so its model tokens were spent."""
-        return self.outcome_unknown or self.stage == MASKING
 
 
 #: The four families of wasted retries (docs/metrics.md, ``wasted_retries``).

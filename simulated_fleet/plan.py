@@ -9,6 +9,7 @@ real-code runtime read the same plan.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
@@ -42,10 +43,13 @@ class CallRule:
     """The probability when it never changes (no windows, bursts or ramp), else None."""
     items: frozenset[int] | None = None
     """Only these items of a fan-out step (a model with an ``items`` field), else every item."""
+    fail_s: float = 0.0
+    """Seconds a call it fails takes on top of the round trip (its record's ``fail_fast_s``; 0 for one that hangs)."""
 
     def __post_init__(self) -> None:
         if self.spans is None and self.worker_spans is None and self.spec.ramp is None:
             self.constant = self.spec.probability
+        self.fail_s = self.info.fail_fast_s or 0.0
         items = getattr(self.spec, "items", None)
         self.items = None if items is None else frozenset(items)
 
@@ -109,6 +113,8 @@ class FaultPlan:
     """Per provider name: (start, end, capacity factor) windows of an ``overloaded`` fault."""
     resolved: list[dict] = field(default_factory=list)
     """Each fault's parameters after swarm draws, for reports and replay."""
+    ends_s: float = math.inf
+    """No call of the run starts at or after this instant (the simulator's horizon and drain; inf: no end known)."""
 
     state: dict[str, Any] = field(default_factory=dict)
     """What a state kind without a field of its own realised, by kind name (its handler's to read)."""
@@ -147,9 +153,10 @@ WORKER = 0
 ACCESS = 1
 RESOURCE = 2
 
-#: A state kind's check of one call on a worker: ``gate(node, now)`` is None when the call
-#: goes through, else (the kind's record, the instant its cause lifts (a retry-after hint) or None).
-Gate = Callable[[NodeView, float], "tuple[FaultKind, float | None] | None"]
+#: A state kind's check of a call on one worker at ``now``: ``gate(now)`` is None or False when the
+#: call goes through; else the instant the cause lifts (the retry-after instant, for a kind whose
+#: record has ``retry_after``), or True when no instant is known (it lifts when something is done).
+Gate = Callable[[float], "float | bool | None"]
 
 #: A state kind's check of one dispatch: ``gate(orchestrator, worker, now)`` is None when the
 #: dispatch reaches the worker, else the seconds it waits before it fails.
@@ -223,11 +230,12 @@ class StateKind:
         """What this kind scheduled, in words, one line each."""
         return []
 
-    def gate(self, plan: FaultPlan, shared: SharedView, worker: int, step: Step) -> Gate | None:
-        """The check a call of ``step`` on ``worker`` meets (see :data:`Gate`), or None if this run never refuses one.
+    def gate(self, plan: FaultPlan, shared: SharedView, node: NodeView, step: Step) -> Gate | None:
+        """The check a call of ``step`` on ``node`` meets (see :data:`Gate`), or None if this run never refuses one.
 
-        Asked once per worker and step for a run, so a gate can leave out what can never
-        happen there (a worker that never crashes, a step that writes nothing).
+        Asked once per worker and step for a run, so a gate is bound to the worker's state
+        and can leave out what can never happen there (a worker that never crashes, a step
+        that writes nothing): the per-call cost is the gate itself.
         """
         return None
 

@@ -38,12 +38,16 @@ class NodeView(Protocol):
         """Whether a write of ``mb`` fails at ``now``."""
         ...
 
+    def credentials_expired(self, now: float) -> bool:
+        """Whether its API credentials are invalid at ``now``."""
+        ...
+
 
 class SharedView(Protocol):
     """What every API call shares (:class:`fleetchaos.sim.state.SharedCapacity`)."""
 
-    def take_token(self, now: float) -> float:
-        """Take an API token: 0.0 when granted, else the seconds until one is available."""
+    def take_token(self, now: float) -> float | None:
+        """Take an API token: None when granted, else the instant one is due."""
         ...
 
     def take_quota(self, now: float) -> float | None:
@@ -108,8 +112,8 @@ class TokenBucket:
         refill = self._refill_amount(self.last, now) if self.windows else self.rate * (now - self.last)
         return min(self.burst, self.tokens + refill)
 
-    def take(self, now: float) -> float:
-        """Take one token: 0.0 on success, else the seconds until a token is available."""
+    def take(self, now: float) -> float | None:
+        """Take one token: None on success, else the instant a token is due (the retry-after instant)."""
         last = self.last
         if now > last:
             windows = self.windows
@@ -127,11 +131,11 @@ class TokenBucket:
             self.last = now
         if self.tokens >= 1.0:
             self.tokens -= 1.0
-            return 0.0
-        return self._time_to_token(now)
+            return None
+        return now + self._time_to_token(now)
 
     def charge_refusal(self, now: float, cost: float) -> float:
-        """A refused request still costs ``cost`` tokens (down to -burst); the new wait."""
+        """A refused request still costs ``cost`` tokens (down to -burst); the new seconds until a token is due."""
         self.tokens = max(-self.burst, self.tokens - cost)
         return self._time_to_token(now)
 
@@ -199,11 +203,11 @@ class SharedCapacity:
         self.take_token = bucket.take if not reject_cost else self._take_token_charged
         self.take_quota = quota.take if quota.per_day else unlimited
 
-    def _take_token_charged(self, now: float) -> float:
-        wait = self.bucket.take(now)
-        if wait > 0.0:
-            wait = self.bucket.charge_refusal(now, self.reject_cost)
-        return wait
+    def _take_token_charged(self, now: float) -> float | None:
+        due = self.bucket.take(now)
+        if due is not None:
+            due = now + self.bucket.charge_refusal(now, self.reject_cost)
+        return due
 
 
 def unlimited(now: float) -> None:

@@ -24,6 +24,8 @@ handler too, for their schedule.  :data:`STATE_KINDS` lists them in the order
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
+from functools import partial
 from typing import cast
 
 from fleetchaos.sim import _rng
@@ -35,13 +37,14 @@ from fleetchaos.sim.fault_specs import (
     LatencySpike,
     NetworkPartition,
     NodeCrash,
+    NodeEvent,
     Overloaded,
     QuotaExhausted,
     RateLimit,
     SchemaDrift,
     _Fault,
 )
-from fleetchaos.sim.kinds import KINDS, UnknownFaultKind
+from fleetchaos.sim.kinds import UnknownFaultKind
 from fleetchaos.sim.plan import (
     ACCESS,
     WORKER,
@@ -71,6 +74,17 @@ S_RATE = _rng.stream_id("fault:rate_limit")
 S_CRASH = _rng.stream_id("fault:node_crash")
 
 
+def _worker_spans(
+    at: Placement, stream: int, per_day: float, events: Iterable[NodeEvent], length_s: float
+) -> Iterator[tuple[int, tuple[float, float]]]:
+    """(worker, span) of ``length_s`` from each start: ``per_day`` Poisson starts per targeted worker, then ``events``."""
+    for w in at.targets:
+        for t in poisson_times(at.seed, stream, at.position, w, per_day, at.horizon_s):
+            yield w, (t, t + length_s)
+    for event in events:
+        yield event.worker, (event.at_s, event.at_s + length_s)
+
+
 class DiskFullKind(StateKind):
     """A disk filled by a fault (or by task workspaces): every write on that worker fails while it is full."""
 
@@ -80,11 +94,8 @@ class DiskFullKind(StateKind):
     def schedule(self, fault: _Fault, plan: FaultPlan, at: Placement) -> None:
         """Poisson fills per targeted worker, and explicit events, each lasting ``cleanup_after_s``."""
         fault = cast(DiskFull, fault)
-        for w in at.targets:
-            starts = poisson_times(at.seed, S_DISK, at.position, w, fault.per_worker_per_day, at.horizon_s)
-            plan.disk_full[w].extend((t, t + fault.cleanup_after_s) for t in starts)
-        for event in fault.events:
-            plan.disk_full[event.worker].append((event.at_s, event.at_s + fault.cleanup_after_s))
+        for w, span in _worker_spans(at, S_DISK, fault.per_worker_per_day, fault.events, fault.cleanup_after_s):
+            plan.disk_full[w].append(span)
 
     def finish(self, plan: FaultPlan) -> None:
         """Overlapping fills of a worker merge into one span."""
@@ -98,16 +109,9 @@ class DiskFullKind(StateKind):
             for start, end in spans
         ]
 
-    def gate(self, plan: FaultPlan, shared: SharedView, worker: int, step: Step) -> Gate | None:
+    def gate(self, plan: FaultPlan, shared: SharedView, node: NodeView, step: Step) -> Gate | None:
         """A step that writes meets a disk that refuses its write (filled by a fault, or by workspaces)."""
-        if not step.writes_disk:
-            return None
-        mb, refused = step.disk_mb, (KINDS[self.name], None)
-
-        def full(node: NodeView, now: float) -> tuple | None:
-            return refused if node.disk_refuses(now, mb) else None
-
-        return full
+        return partial(node.disk_refuses, mb=step.disk_mb) if step.writes_disk else None
 
     def holds(self, plan: FaultPlan, shared: SharedCapacity, last: LastFailure, retry: RetryAt) -> bool:
         """The retry's worker would still refuse the failed step's write."""
@@ -139,16 +143,15 @@ class ExpiredKeyKind(StateKind):
         """One line per revocation."""
         return [f"worker {w}: API key expires at {t:.0f}s" for w, times in enumerate(plan.key_expiries) for t in times]
 
-    def gate(self, plan: FaultPlan, shared: SharedView, worker: int, step: Step) -> Gate | None:
-        """An API call meets its worker's credentials (they expire with their lifetime even without a fault)."""
-        if not step.uses_api:
+    def gate(self, plan: FaultPlan, shared: SharedView, node: NodeView, step: Step) -> Gate | None:
+        """An API call meets its worker's credentials (they expire with their lifetime even without a fault).
+
+        A refresh never brings the expiry forward, so a worker whose credentials outlast
+        the run has no gate.
+        """
+        if not step.uses_api or node.credentials_expire_s >= plan.ends_s:
             return None
-        refused = (KINDS[self.name], None)
-
-        def expired(node: NodeView, now: float) -> tuple | None:
-            return refused if now >= node.credentials_expire_s else None
-
-        return expired
+        return node.credentials_expired
 
     def holds(self, plan: FaultPlan, shared: SharedCapacity, last: LastFailure, retry: RetryAt) -> bool:
         """The retry's worker still holds expired credentials."""
@@ -165,11 +168,8 @@ class NodeCrashKind(StateKind):
     def schedule(self, fault: _Fault, plan: FaultPlan, at: Placement) -> None:
         """Poisson crashes per targeted worker, and explicit events, each down for ``down_s``."""
         fault = cast(NodeCrash, fault)
-        for w in at.targets:
-            starts = poisson_times(at.seed, S_CRASH, at.position, w, fault.per_worker_per_day, at.horizon_s)
-            plan.crashes[w].extend((t, t + fault.down_s) for t in starts)
-        for event in fault.events:
-            plan.crashes[event.worker].append((event.at_s, event.at_s + fault.down_s))
+        for w, span in _worker_spans(at, S_CRASH, fault.per_worker_per_day, fault.events, fault.down_s):
+            plan.crashes[w].append(span)
 
     def finish(self, plan: FaultPlan) -> None:
         """Overlapping crashes of a worker merge into one span."""
@@ -183,16 +183,9 @@ class NodeCrashKind(StateKind):
             for start, end in spans
         ]
 
-    def gate(self, plan: FaultPlan, shared: SharedView, worker: int, step: Step) -> Gate | None:
+    def gate(self, plan: FaultPlan, shared: SharedView, node: NodeView, step: Step) -> Gate | None:
         """A call on a worker that is down fails fast (a worker that never crashes has no gate)."""
-        if not plan.crashes[worker]:
-            return None
-        refused = (KINDS[self.name], None)
-
-        def down(node: NodeView, now: float) -> tuple | None:
-            return refused if node.down(now) else None
-
-        return down
+        return node.down if node.crash_spans else None
 
     def holds(self, plan: FaultPlan, shared: SharedCapacity, last: LastFailure, retry: RetryAt) -> bool:
         """The retry's worker is still down."""
@@ -222,17 +215,9 @@ class RateLimitKind(StateKind):
         """One line per window."""
         return [f"fleet: API rate x{f:g} from {start:.0f}s to {end:.0f}s" for start, end, f in plan.rate_windows]
 
-    def gate(self, plan: FaultPlan, shared: SharedView, worker: int, step: Step) -> Gate | None:
+    def gate(self, plan: FaultPlan, shared: SharedView, node: NodeView, step: Step) -> Gate | None:
         """An API call takes a token; without one it is refused until one is due (the retry-after hint)."""
-        if not step.uses_api:
-            return None
-        kind, take = KINDS[self.name], shared.take_token
-
-        def empty(node: NodeView, now: float) -> tuple | None:
-            wait = take(now)
-            return (kind, now + wait) if wait > 0.0 else None
-
-        return empty
+        return shared.take_token if step.uses_api else None
 
     def holds(self, plan: FaultPlan, shared: SharedCapacity, last: LastFailure, retry: RetryAt) -> bool:
         """The bucket still holds less than one token (a call now would be refused), whatever the hint said."""
@@ -370,17 +355,9 @@ class QuotaExhaustedKind(StateKind):
         """The quota, when there is one."""
         return [f"fleet: daily API quota of {plan.quota_per_day} calls"] if plan.quota_per_day else []
 
-    def gate(self, plan: FaultPlan, shared: SharedView, worker: int, step: Step) -> Gate | None:
+    def gate(self, plan: FaultPlan, shared: SharedView, node: NodeView, step: Step) -> Gate | None:
         """An API call counts against the day's quota; once it is spent, refused until the day ends."""
-        if not step.uses_api or shared.take_quota is unlimited:
-            return None
-        kind, take = KINDS[self.name], shared.take_quota
-
-        def spent(node: NodeView, now: float) -> tuple | None:
-            reset = take(now)
-            return None if reset is None else (kind, reset)
-
-        return spent
+        return shared.take_quota if step.uses_api and shared.take_quota is not unlimited else None
 
     def holds(self, plan: FaultPlan, shared: SharedCapacity, last: LastFailure, retry: RetryAt) -> bool:
         """The day's quota is still used up (the retry comes before the next day), whatever the hint said."""

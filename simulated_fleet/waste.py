@@ -86,7 +86,7 @@ class RetryJudge:
         """The same persistent fault would hit one of the failed items again."""
         task_key = _rng.task_key(self.run_key, retry.task_id)
         step = retry.tpl.steps[last.step]
-        rules = self.calls.rules_for(retry.node.index, retry.tpl, last.step)[0]
+        rules = self.calls.rules_for(retry.node, retry.tpl, last.step)[0]
         return any(
             r.kind == last.kind
             and self.calls.persistent_hit(r, task_key, step, item, retry.node.index, retry.now, retry.sources)
@@ -98,7 +98,7 @@ class RetryJudge:
         """A persistent batch rule would choose one of the failed items again (a fresh draw would not)."""
         task_key = _rng.task_key(self.run_key, retry.task_id)
         index = retry.node.index
-        batch = self.calls.rules_for(index, retry.tpl, last.step)[2]  # a batch kind's model has ``persistent``
+        batch = self.calls.rules_for(retry.node, retry.tpl, last.step)[2]  # a batch kind's model has ``persistent``
         rules = [r for r in batch if cast(BatchFault, r.spec).persistent]
         chosen = self.calls.batch_failures(
             tuple(rules), retry.tpl.steps[last.step].fan_out, task_key, last.step, 0, index, retry.now
@@ -115,7 +115,7 @@ class RetryJudge:
         calls = self.calls
         node, tpl = retry.node, retry.tpl
         step = tpl.steps[last.step]
-        rules = calls.rules_for(node.index, tpl, last.step)
+        rules = calls.rules_for(node, tpl, last.step)
         step_key = _rng.step_key(_rng.task_key(self.run_key, retry.task_id), last.step, retry.executions[last.step] + 1)
         for item in last.items:
             key = _rng.call_key(step_key, item)

@@ -129,6 +129,7 @@ class World:
             seed,
             worker,
             clock=lambda: env.now,
+            ends_s=spec.duration_s + drain_s,  # run() stops there
             call_model=call_model,
             keep_log=sink is None or trace,
             trace=trace,
@@ -210,8 +211,9 @@ class World:
         env = self.env
         spec = self.spec
         for task in arrivals(spec.workload, self.seed, spec.duration_s, spec.fleet.orchestrators, spec.fleet.workers):
-            if task.arrival_s > env.now:
-                yield env.timeout(task.arrival_s - env.now)
+            now = env.now
+            if task.arrival_s > now:
+                yield env.timeout(task.arrival_s - now)
             if first_id:
                 task = task._replace(id=first_id + task.id)
             else:

@@ -378,7 +378,7 @@ class Runtime:
                 execution = max(scope.item_calls[si].get(item_no, 0), 1)
                 rec.transport_retries += 1
             step_key = _rng.step_key(scope.task_key, si, execution)
-            rules = self.calls.rules_for(scope.worker, tpl, si)
+            rules = self.calls.rules_for(node, tpl, si)
             batch = scope.batches.get((si, execution))
             if batch is None:
                 batch = self.calls.batch_failures(

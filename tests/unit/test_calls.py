@@ -77,7 +77,7 @@ def _twin(spec: WorldSpec):
 def _decide(calls, node, tpl, now: float, item: int = 0):
     task_key = _rng.task_key(_rng.run_key(1), 0)
     key = _rng.call_key(_rng.step_key(task_key, 0, 1), item)
-    rules = calls.rules_for(node.index, tpl, 0)
+    rules = calls.rules_for(node, tpl, 0)
     return calls.decide(node, tpl.steps[0], rules, task_key, item, key, now, NO_ITEMS, {})
 
 
@@ -117,7 +117,7 @@ def test_a_persistent_fault_hits_every_execution_alike():
     """validation_error is keyed per task and step: the same call fails on every execution number."""
     calls, node, tpl = _twin(_spec([{"kind": "validation_error", "probability": 1.0}]))
     task_key = _rng.task_key(_rng.run_key(1), 0)
-    rules = calls.rules_for(0, tpl, 0)
+    rules = calls.rules_for(node, tpl, 0)
     for exec_no in (1, 2, 3):
         key = _rng.call_key(_rng.step_key(task_key, 0, exec_no), 0)
         kind, duration, _, _ = calls.decide(node, tpl.steps[0], rules, task_key, 0, key, 1.0, NO_ITEMS, {})
@@ -143,10 +143,14 @@ print(json.dumps("simpy" in sys.modules))
         "fleetchaos.sim.state",
         "fleetchaos.sim.waste",
         "fleetchaos.sim.formats",
+        "fleetchaos.sim.state_kinds",
+        "fleetchaos.sim.assembly",
+        "fleetchaos.real.runtime",
     ],
 )
 def test_the_policy_interface_and_the_call_decision_load_no_simpy(module):
-    """A fresh interpreter importing the package, the policy interface or the per-call decision has not loaded SimPy."""
+    """A fresh interpreter importing the package, the policy interface, the per-call decision, the state kinds
+    or the run's assembly (what a real-code runtime builds on) has not loaded SimPy."""
     out = subprocess.run(
         [sys.executable, "-c", PROBE.format(module=module)], capture_output=True, text=True, check=True, timeout=60
     )

@@ -46,7 +46,7 @@ from fleetchaos.sim.truth import FAILURES, AttemptReport
 from fleetchaos.sim.waste import RetryJudge
 
 ROOT = Path(__file__).resolve().parents[2]
-FIELDS = [f.name for f in dataclasses.fields(FaultKind)]
+FIELDS = [f.name for f in dataclasses.fields(FaultKind) if f.init]
 
 
 def test_every_kind_has_a_record_and_a_model_in_one_order():

@@ -25,8 +25,8 @@ from fleetchaos.sim.config import (
     WorldSpec,
 )
 from fleetchaos.sim.faults import build_plan
-from fleetchaos.sim.schedules import disjoint_windows
 from fleetchaos.sim.fleet import SlotPool, TokenBucket, Worker
+from fleetchaos.sim.schedules import disjoint_windows
 
 # ---------------------------------------------------------------------------------------
 # keyed streams
@@ -161,47 +161,53 @@ def test_normal_moments():
 # TokenBucket
 
 
+def _wait(bucket: TokenBucket, now: float) -> float:
+    """A take at ``now`` as the seconds until a token is due (0.0: granted)."""
+    due = bucket.take(now)
+    return 0.0 if due is None else due - now
+
+
 def test_bucket_burst_then_refused_with_retry_after():
     """Rate 1/s, burst 2: two takes at t=0 succeed, the third waits 1.0 s."""
     bucket = TokenBucket(1.0, 2.0, [])
-    assert bucket.take(0.0) == 0.0
-    assert bucket.take(0.0) == 0.0
-    assert bucket.take(0.0) == 1.0  # need 1 token at 1 token/s
+    assert _wait(bucket, 0.0) == 0.0
+    assert _wait(bucket, 0.0) == 0.0
+    assert _wait(bucket, 0.0) == 1.0  # need 1 token at 1 token/s
 
 
 def test_bucket_refused_take_consumes_nothing():
     """A refused take leaves the bucket unchanged: repeated refusals report the same wait."""
     bucket = TokenBucket(1.0, 1.0, [])
-    bucket.take(0.0)
-    assert bucket.take(0.0) == 1.0
-    assert bucket.take(0.0) == 1.0
+    _wait(bucket, 0.0)
+    assert _wait(bucket, 0.0) == 1.0
+    assert _wait(bucket, 0.0) == 1.0
 
 
 def test_bucket_partial_refill():
     """Half a second after emptying at 1/s, half a token is missing: wait 0.5 s, then take at 1.0."""
     bucket = TokenBucket(1.0, 2.0, [])
-    bucket.take(0.0)
-    bucket.take(0.0)
-    assert bucket.take(0.5) == 0.5  # tokens 0.5, need 0.5 more at 1/s
-    assert bucket.take(1.0) == 0.0  # tokens 1.0 -> take
+    _wait(bucket, 0.0)
+    _wait(bucket, 0.0)
+    assert _wait(bucket, 0.5) == 0.5  # tokens 0.5, need 0.5 more at 1/s
+    assert _wait(bucket, 1.0) == 0.0  # tokens 1.0 -> take
 
 
 def test_bucket_slow_rate_retry_after():
     """Rate 0.25/s, burst 1: after emptying at t=0, a take at t=1 waits 3 s."""
     bucket = TokenBucket(0.25, 1.0, [])
-    assert bucket.take(0.0) == 0.0
-    assert bucket.take(1.0) == 3.0  # tokens 0.25; need 0.75 at 0.25/s
+    assert _wait(bucket, 0.0) == 0.0
+    assert _wait(bucket, 1.0) == 3.0  # tokens 0.25; need 0.75 at 0.25/s
 
 
 def test_bucket_refill_capped_at_burst():
     """A long idle period refills only up to burst: 2 takes succeed, the third waits 1 s."""
     bucket = TokenBucket(1.0, 2.0, [])
-    bucket.take(0.0)
-    bucket.take(0.0)
+    _wait(bucket, 0.0)
+    _wait(bucket, 0.0)
     # 100 s at 1/s would be 100 tokens, capped at 2
-    assert bucket.take(100.0) == 0.0
-    assert bucket.take(100.0) == 0.0
-    assert bucket.take(100.0) == 1.0
+    assert _wait(bucket, 100.0) == 0.0
+    assert _wait(bucket, 100.0) == 0.0
+    assert _wait(bucket, 100.0) == 1.0
     assert bucket.tokens == 0.0
 
 
@@ -212,12 +218,12 @@ def test_bucket_window_slows_refill_exactly():
     #   need 0.5: 2..4 at 0.125/s gives 0.25 (need 0.25 left), then 4..5 at 0.25/s -> t = 5
     #   retry-after = 5 - 2 = 3.0 (without the window it would be 2.0)
     bucket = TokenBucket(0.25, 1.0, [(2.0, 4.0, 0.5)])
-    assert bucket.take(0.0) == 0.0
-    assert bucket.take(2.0) == 3.0
+    assert _wait(bucket, 0.0) == 0.0
+    assert _wait(bucket, 2.0) == 3.0
     # refill 2..4.5: 0.25 + 0.125 = 0.375 -> 0.875 tokens, still refused, 0.5 s to go
-    assert bucket.take(4.5) == 0.5
+    assert _wait(bucket, 4.5) == 0.5
     # at 5: 0.875 + 0.125 = 1.0 -> take
-    assert bucket.take(5.0) == 0.0
+    assert _wait(bucket, 5.0) == 0.0
 
 
 def test_bucket_window_across_whole_interval():
@@ -227,10 +233,10 @@ def test_bucket_window_across_whole_interval():
     # with need 0.5 at 1/s (window over) -> 0.5 s
     bucket = TokenBucket(1.0, 10.0, [(1.0, 3.0, 0.25)])
     for _ in range(10):
-        assert bucket.take(0.0) == 0.0
-    assert bucket.take(4.0) == 0.0
-    assert bucket.take(4.0) == 0.0
-    assert bucket.take(4.0) == 0.5
+        assert _wait(bucket, 0.0) == 0.0
+    assert _wait(bucket, 4.0) == 0.0
+    assert _wait(bucket, 4.0) == 0.0
+    assert _wait(bucket, 4.0) == 0.5
 
 
 def test_bucket_wait_crosses_into_future_window():
@@ -238,8 +244,8 @@ def test_bucket_wait_crosses_into_future_window():
     # rate 1/s, burst 1, window (0.5, 10, 0.0). Empty at t=0, then: 0..0.5 gives 0.5 tokens,
     # 0.5..10 gives nothing, 10..10.5 gives the last 0.5 -> retry-after 10.5
     bucket = TokenBucket(1.0, 1.0, [(0.5, 10.0, 0.0)])
-    assert bucket.take(0.0) == 0.0
-    assert bucket.take(0.0) == 10.5
+    assert _wait(bucket, 0.0) == 0.0
+    assert _wait(bucket, 0.0) == 10.5
 
 
 def test_bucket_zero_factor_window_waits_past_its_end():
@@ -247,12 +253,12 @@ def test_bucket_zero_factor_window_waits_past_its_end():
     # rate 1/s, burst 1, window (0, 10, 0). Empty at 0; at 5 no refill happened (tokens 0);
     # the token arrives 1 s after the window closes at 10 -> retry-after 11 - 5 = 6.0
     bucket = TokenBucket(1.0, 1.0, [(0.0, 10.0, 0.0)])
-    assert bucket.take(0.0) == 0.0
-    wait = bucket.take(5.0)
+    assert _wait(bucket, 0.0) == 0.0
+    wait = _wait(bucket, 5.0)
     assert wait == 6.0
     assert 5.0 + wait > 10.0
-    assert bucket.take(10.5) == 0.5
-    assert bucket.take(11.0) == 0.0
+    assert _wait(bucket, 10.5) == 0.5
+    assert _wait(bucket, 11.0) == 0.0
 
 
 def test_bucket_rate_at():
@@ -267,9 +273,9 @@ def test_bucket_rate_at():
 def test_bucket_time_does_not_run_backwards():
     """A take at an earlier time than the last one adds no tokens."""
     bucket = TokenBucket(1.0, 1.0, [])
-    bucket.take(0.0)
-    assert bucket.take(0.5) == 0.5
-    assert bucket.take(0.2) > 0.0  # still refused: going back in time refills nothing
+    _wait(bucket, 0.0)
+    assert _wait(bucket, 0.5) == 0.5
+    assert _wait(bucket, 0.2) > 0.0  # still refused: going back in time refills nothing
     assert bucket.tokens == 0.5
     assert bucket.last == 0.5
 
@@ -579,7 +585,7 @@ def _grants(pool_kind: str, capacity: int, jobs: list[tuple[float, float]]) -> l
         pool = SlotPool(env, capacity)
 
         def job(i, hold):
-            wait = pool.acquire()
+            wait = pool.acquire(env.now)
             if wait is not None:
                 yield wait
             grants.append((env.now, i))
@@ -625,9 +631,9 @@ def test_slot_pool_grants_like_a_simpy_resource(capacity, ties):
 def test_slot_pool_takes_a_free_slot_without_an_event_and_hands_over_in_order():
     env = simpy.Environment()
     pool = SlotPool(env, 2)
-    assert pool.acquire() is None and pool.acquire() is None  # nothing else due now: no event
+    assert pool.acquire(env.now) is None and pool.acquire(env.now) is None  # nothing else due now: no event
     assert pool.count == 2 and pool.queued == 0
-    first, second = pool.acquire(), pool.acquire()
+    first, second = pool.acquire(env.now), pool.acquire(env.now)
     assert first is not None and second is not None and pool.queued == 2
     pool.release()  # handed to the longest waiter when the release event is processed
     assert not first.triggered and pool.count == 1
@@ -645,7 +651,7 @@ def test_a_free_slot_taken_while_events_are_due_waits_behind_them():
     env = simpy.Environment()
     pool = SlotPool(env, 1)
     env.timeout(0)  # another event due at this instant
-    granted = pool.acquire()
+    granted = pool.acquire(env.now)
     assert granted is not None and granted.triggered and pool.count == 1
 
 
@@ -658,7 +664,7 @@ def _resource_backed_pool():
             self.resource = simpy.Resource(env, capacity=capacity)
             self.held: dict = {}
 
-        def acquire(self):
+        def acquire(self, now):
             request = self.resource.request()
             self.held.setdefault(self.env.active_process, []).append(request)
             return request
