@@ -4,9 +4,9 @@
 call meets, how long it takes, whether its side effect committed, and when a refused
 call may be tried again.  It reads the fault plan, the call's keyed draws
 (:mod:`fleetchaos.sim._rng`) and the fleet's state through two small protocols
-(:class:`NodeView`, :class:`SharedView`), and nothing else: the world calls it for every
-simulated call, and a real-code runtime can call it for every real one, so both modes
-decide faults with one function.
+(:class:`~fleetchaos.sim.state.NodeView`, :class:`~fleetchaos.sim.state.SharedView`),
+and nothing else: the world calls it for every simulated call, and a real-code runtime
+can call it for every real one, so both modes decide faults with one function.
 
 A call meets the stages of :mod:`fleetchaos.sim.kinds` in this order: the state kinds'
 gates on the worker itself and the call's access (a crashed worker, expired

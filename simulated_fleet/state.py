@@ -5,9 +5,9 @@ The fleet-wide API :class:`TokenBucket` (rate limiting emerges from load), the
 :class:`NodeState`: a disk that can fill, credentials that expire and are refreshed, a
 crash schedule.  The world's :class:`~fleetchaos.sim.fleet.Worker` adds tool slots (a
 SimPy resource) to a :class:`NodeState`; a real-code runtime builds its twin of the
-fleet's state from these same classes.  They satisfy the protocols
-:class:`fleetchaos.sim.calls.NodeView` and :class:`fleetchaos.sim.calls.SharedView`
-that :meth:`fleetchaos.sim.calls.CallModel.decide` reads.
+fleet's state from these same classes.  They satisfy the protocols :class:`NodeView`
+and :class:`SharedView` here, what :meth:`fleetchaos.sim.calls.CallModel.decide` and
+the state kinds' gates read.
 """
 
 from __future__ import annotations

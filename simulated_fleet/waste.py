@@ -11,7 +11,11 @@ persistent fault or batch items, and for a transient fault (a blip, a timeout) t
 retried call's own keyed draws meeting it again at that instant.  It changes nothing in
 the run: no draw is consumed, no state is touched.
 
-Each cause a record may name (:data:`fleetchaos.sim.kinds.CAUSES`) has one check here.
+Each cause a record may name (:data:`fleetchaos.sim.kinds.CAUSES`) has one check here: a
+state kind's own (``"state"``) asks the kind's handler
+(:meth:`fleetchaos.sim.plan.StateKind.holds`); the others re-read the per-call rules.
+:class:`RetryWatch` keeps one task's last failure and the retry after it, for the
+simulator's task loop and a real-code runtime alike.
 
 :func:`failed_retry_reason` classifies the other retry metric, ``failed_retries`` (a
 retry whose dispatch failed again): what happened, not whether it could have been known.
