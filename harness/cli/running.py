@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from fleetchaos.cli.caching import cache_option
 from fleetchaos.cli.chart_pool import chart_pool, preload_charts, runs_fill_cores, warm_chart_workers
 from fleetchaos.cli.common import (
     Confidence,
@@ -36,6 +37,7 @@ from fleetchaos.cli.common import (
     time_limit_option,
     traces_option,
 )
+from fleetchaos.cli.executing import executor_option
 from fleetchaos.cli.expecting import ExpectGates, no_expect_option
 from fleetchaos.cli.history import HistorySession, check_resume, history_options, start_compare
 from fleetchaos.cli.tuning import TUNE_OPTIONS, best_arms, tune_options
@@ -66,6 +68,7 @@ def _print_traces(traces, quiet: bool = False) -> None:
 
 
 @click.command()
+@cache_option
 @scenario_option
 @single_param_option
 @click.option(
@@ -179,6 +182,7 @@ def run(
 
 
 @click.command()
+@cache_option
 @scenario_option
 @single_param_option
 @click.option(
@@ -202,6 +206,7 @@ def run(
 @tune_options
 @jobs_option
 @scheduler_option
+@executor_option
 @click.option("--confidence", default=0.95, show_default=True, type=Confidence(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @report_option
@@ -435,13 +440,18 @@ def compare(
         from fleetchaos.reports import compare_table
 
         stdout_console().print(compare_table(result, wide=wide, columns=columns, width=fixed_width()))
+        if result.robustness is not None:
+            from fleetchaos.cli.common import output_width
+            from fleetchaos.cli.robustness import study_lines, wrapped
+
+            click.echo(wrapped(study_lines(result), output_width()))
         from fleetchaos.results.studies import TunedCompareResult
 
         if isinstance(result, TunedCompareResult):
             from fleetchaos.reports.studies import gap_headline, gap_table
 
             click.echo(gap_headline(result.tuning))
-            stdout_console().print(gap_table(result.tuning))
+            stdout_console().print(gap_table(result.tuning, fixed_width()))
         if len(seed_list) < 2:
             click.echo("only one seed: no confidence intervals; use --seeds 10 or more to compare arms", err=True)
     code = max(expect.gate(_echo_err), session.gate(_echo_err))  # the scenario's gates first, then the baseline's
