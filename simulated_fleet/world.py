@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import simpy
 
@@ -119,12 +119,12 @@ class World:
         fleet = spec.fleet
         slots = {o.worker: o.tool_slots for o in fleet.overrides if o.tool_slots is not None}
 
-        def worker(i: int, *state) -> Worker:  # a node's state with its tool slots
+        def worker(i: int, *state: Any) -> Worker:  # a node's state with its tool slots
             return Worker(env, i, slots.get(i, fleet.tool_slots), *state)
 
         # The full fault log is kept when records are (shrinking and the determinism check
         # read both) or when tracing (the timeline draws it); a streamed run keeps the tally.
-        self.assembly = run = assemble(
+        self.assembly = assembly = assemble(
             spec,
             seed,
             worker,
@@ -134,12 +134,12 @@ class World:
             keep_log=sink is None or trace,
             trace=trace,
         )
-        self.plan: FaultPlan = run.plan
-        self.workers: list[Worker] = run.nodes
-        self.calls = run.calls
-        self.journal = run.journal
-        self.run_key = run.run_key
-        self.templates = run.templates
+        self.plan: FaultPlan = assembly.plan
+        self.workers: list[Worker] = assembly.nodes
+        self.calls = assembly.calls
+        self.journal = assembly.journal
+        self.run_key = assembly.run_key
+        self.templates = assembly.templates
         self.refresh_s = fleet.credential_refresh_s
         self.misread_p = fleet.misread_probability * misread_factor(error_format, fleet.misread_factor)
         self.policy = ContainedPolicy(policy, fleet.orchestrators)
@@ -158,7 +158,7 @@ class World:
         self.envelope_errors = EnvelopeErrors.build(spec, seed)  # None unless a scenario makes envelopes wrong
         self.dispatcher = Dispatcher(
             env,
-            run.plan,
+            assembly.plan,
             self.calls,
             self.journal,
             self.run_key,

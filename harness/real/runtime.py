@@ -180,10 +180,10 @@ class Runtime:
         self.bindings = bindings if bindings is not None else Bindings()
         self.clock_kind = clock
         self.timing = timing
-        self.assembly = run = assemble(self.spec, seed, NodeState, clock=self.now)
-        self.plan, self.nodes, self.calls, self.journal = run.plan, run.nodes, run.calls, run.journal
-        self.run_key = run.run_key
-        self.templates = {t.name: t for t in run.templates}
+        self.assembly = assembly = assemble(self.spec, seed, NodeState, clock=self.now)
+        self.plan, self.nodes, self.calls = assembly.plan, assembly.nodes, assembly.calls
+        self.journal, self.run_key = assembly.journal, assembly.run_key
+        self.templates = {t.name: t for t in assembly.templates}
         self.injections = InjectionCounter()
         self.records: list[TaskRecord] = []
         self.tools_used: set[str] = set()
