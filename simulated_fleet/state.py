@@ -6,7 +6,7 @@ The fleet-wide API :class:`TokenBucket` (rate limiting emerges from load), the
 crash schedule.  The world's :class:`~fleetchaos.sim.fleet.Worker` adds tool slots (a
 SimPy resource) to a :class:`NodeState`; a real-code runtime builds its twin of the
 fleet's state from these same classes.  They satisfy the protocols
-:class:`fleetchaos.sim.calls.NodeView` and :class:`fleetchaos.sim.calls.SharedView`
+:class:`NodeView` and :class:`SharedView`
 that :meth:`fleetchaos.sim.calls.CallModel.decide` reads.
 """
 
@@ -15,9 +15,40 @@ from __future__ import annotations
 import itertools
 import math
 from bisect import bisect_right
+from typing import Protocol
 
 from fleetchaos.sim.config import DAY_S
 from fleetchaos.sim.faults import Spans
+
+
+class NodeView(Protocol):
+    """A worker's state as a call meets it (:class:`fleetchaos.sim.state.NodeState`)."""
+
+    index: int
+    credentials_expire_s: float
+    """The instant its current credentials stop working (expired at ``now`` iff ``now >=`` it)."""
+    crash_spans: list[tuple[float, float]]
+    """Its crash spans: empty for a worker that never crashes (then :meth:`down` is not asked)."""
+
+    def down(self, now: float) -> bool:
+        """Whether the worker is crashed at ``now``."""
+        ...
+
+    def disk_refuses(self, now: float, mb: float) -> bool:
+        """Whether a write of ``mb`` fails at ``now``."""
+        ...
+
+
+class SharedView(Protocol):
+    """What every API call shares (:class:`fleetchaos.sim.state.SharedCapacity`)."""
+
+    def take_token(self, now: float) -> float:
+        """Take an API token: 0.0 when granted, else the seconds until one is available."""
+        ...
+
+    def take_quota(self, now: float) -> float | None:
+        """Count the call against the daily quota: None when allowed, else the instant it resets."""
+        ...
 
 
 class TokenBucket:

@@ -26,6 +26,7 @@ from fleetchaos.runs.executors import MAX_CHUNK, map_chunks, open_executor, tape
 from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
 from fleetchaos.runs.traces import TracedJob, traced_timelines
 from fleetchaos.scenario.load import Scenario
+from fleetchaos.sim.capacity import provider_breakdowns
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.interrupts import PASS_THROUGH, WallClockExceeded, exception_parts, policy_text, user_signals
 from fleetchaos.sim.workload import is_closed_loop
@@ -98,6 +99,9 @@ def run_one(
         with wall_clock_limit(limit), user_signals(sigterm=False):
             policy_obj = get_policy(policy)
             world = World(scenario, policy_obj, get_format(errors), seed, trace=trace, sink=sink)
+            if acc.goodput_bin_s is not None:  # each provider's load over time, in goodput's bins
+                for provider in world.calls.providers:
+                    provider.watch(acc.goodput_bin_s, scenario.duration_s + world.drain_s)
             with _gc_paused():
                 output = world.run()
                 acc.add_faults(output.fault_tally)
@@ -108,17 +112,8 @@ def run_one(
             f"time, so it was stopped (a policy that blocks in real time: time.sleep, network, input()?); "
             f"replay it with: {replay}; or allow longer with --time-limit SECONDS"
         ) from None
-    if world.calls.providers:  # what each provider did, abandoned work included (only where one is declared)
-        breakdowns["provider_calls"] = {
-            f"{p.name} {what}": n
-            for p in world.calls.providers
-            for what, n in (
-                ("abandoned", p.abandoned),
-                ("cancelled", p.cancelled),
-                ("refused", p.refused),
-                ("served", p.served),
-            )
-        }
+    if world.calls.providers:  # what each provider did, and its load over time (only where one is declared)
+        breakdowns.update(provider_breakdowns(world.calls.providers, late=scenario.fleet.late_reply_s is not None))
         breakdowns = dict(sorted(breakdowns.items()))
     ordered = [row for _, _, row in sorted(rows, key=lambda x: (x[0], x[1]))] if rows is not None else []
     timeline = None
