@@ -176,11 +176,7 @@ def expected_observation(errors: str, tool: str, kind: str) -> Observation:
         retry_after_s=FORCED_WAIT_S if record.retry_after else None,
         item_failures=((0, kind),),
     )
-    fmt = get_format(errors)
-    bind = getattr(fmt, "for_run", None)
-    if bind is not None:
-        fmt = bind(0)
-    return fmt.render(report)
+    return get_format(errors, seed=0).render(report)
 
 
 def compare(expected: Observation, surface: Surface, secrets: Iterable[str]) -> tuple[dict, tuple[str, ...]]:
