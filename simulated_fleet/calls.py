@@ -12,8 +12,9 @@ A call meets the stages of :mod:`fleetchaos.sim.kinds` in this order: the state 
 gates on the worker itself and the call's access (a crashed worker, expired
 credentials), persistent faults, the state kinds' gates on what the call consumes (a
 full disk, the API token bucket, the daily quota), transient faults, a failing batch
-item, the call's provider, a call slower than the fleet's call timeout (a latency spike
-or a timeout), masking faults.  Each state kind's gate comes from its handler
+item, the call's provider (a refusal, or a wait past the client's patience), a call
+slower than the fleet's call timeout (a latency spike or a timeout) or a reply later than
+``fleet.late_reply_s`` (a late reply), masking faults.  Each state kind's gate comes from its handler
 (:mod:`fleetchaos.sim.state_kinds`), asked once per worker and step.
 """
 
@@ -112,6 +113,7 @@ class CallModel:
         "api_provider",
         "call_timeout_s",
         "installed",
+        "late_reply_s",
         "latency_mean",
         "latency_mu",
         "latency_sigma",
@@ -120,6 +122,7 @@ class CallModel:
         "route",
         "seed",
         "shared",
+        "slow_s",
         "spikes",
     )
 
@@ -129,6 +132,9 @@ class CallModel:
         self.shared = shared
         self.seed = seed
         self.call_timeout_s = fleet.call_timeout_s
+        self.late_reply_s = fleet.late_reply_s
+        # The client's patience for a reply that counts: the call timeout, or the late-reply limit below it.
+        self.slow_s = fleet.call_timeout_s if fleet.late_reply_s is None else fleet.late_reply_s
         lat = fleet.network_latency
         self.latency_mean = 2.0 * lat.mean_s  # a call is one round trip
         self.latency_mu, self.latency_sigma = lognormal_params(self.latency_mean, lat.cv)
@@ -158,6 +164,14 @@ class CallModel:
                     self.api_provider = provider
                 for tool in spec.tools or ():
                     self.route[tool] = provider
+
+    def provider_of(self, step: Step) -> Provider | None:
+        """The provider with a declared capacity that serves ``step``'s calls (as :meth:`decide` routes them), if any."""
+        route = self.route
+        if route is None:
+            return None
+        provider = route.get(step.name)
+        return self.api_provider if provider is None and step.uses_api else provider
 
     def rules_for(self, node: NodeView, tpl: Template, si: int) -> StepRules:
         """The per-call rules that can hit this worker, template and step, grouped by stage, and the
@@ -269,13 +283,15 @@ class CallModel:
             work = _exp(step.mu + step.sigma * (r * _sin(t)))
         else:
             work = step.mean_s
-        limit = self.call_timeout_s
         route = self.route
         if route is not None:
             provider = route.get(step.name)
             if provider is None and uses_api:
                 provider = self.api_provider
             if provider is not None:
+                if provider.mixture is not None:
+                    work = provider.service_s(work, key)
+                limit = self.call_timeout_s
                 patience = _INF if limit is None else limit - waited - latency
                 admitted = provider.admit(now, work, patience, step.cancels)
                 if admitted is None:
@@ -287,14 +303,37 @@ class CallModel:
                     return (LATENCY_SPIKE if spiked else TIMEOUT), limit - waited, not step.cancels, None  # type: ignore[operator]  # late only against a limit (patience is infinite without one)
                 work = took
         duration = latency + work
-        if limit is not None and duration + waited > limit:
-            committed = False if step.cancels else _draw(key, S_SLOW_COMMIT) < SLOW_CALL_COMMITTED_P
-            return (LATENCY_SPIKE if spiked else TIMEOUT), limit - waited, committed, None
+        slow = self.slow_s  # the call timeout, or the late-reply limit below it
+        if slow is not None and duration + waited > slow:
+            limit = self.call_timeout_s
+            if limit is not None and duration + waited > limit:
+                committed = False if step.cancels else _draw(key, S_SLOW_COMMIT) < SLOW_CALL_COMMITTED_P
+                return (LATENCY_SPIKE if spiked else TIMEOUT), limit - waited, committed, None
+            return self._late_reply(node, step, masking, key, now, duration, spiked)
         for rule in masking:
             p = rule.probability_at(now, node.index)
             if p > 0.0 and _draw(key, rule.stream) < p:
                 return rule.info, duration, False, None
         return None, duration, True, None
+
+    def _late_reply(
+        self, node: NodeView, step: Step, masking: tuple[CallRule, ...], key: int, now: float, took: float, spiked: bool
+    ) -> CallOutcome:
+        """A reply that came after ``late_reply_s``: the client waited for it, then counts it as a timeout.
+
+        The work behind it ran to its end and took effect (unless a masking fault made it
+        hollow), so a client that sends the call again repeats a side effect that happened.
+        """
+        provider = self.provider_of(step)
+        if provider is not None:
+            provider.late += 1
+        committed = True
+        for rule in masking:
+            p = rule.probability_at(now, node.index)
+            if p > 0.0 and _draw(key, rule.stream) < p:
+                committed = False  # it looked done and did nothing; the client discards it anyway
+                break
+        return (LATENCY_SPIKE if spiked else TIMEOUT), took, committed, None
 
     def transient_fault(self, node: NodeView, rules: StepRules, key: int, now: float) -> FaultKind | None:
         """The transient fault a call keyed ``key`` would meet at ``now`` on ``node``, read without side effects.
@@ -311,14 +350,29 @@ class CallModel:
         return None
 
     def slow_call(self, node: NodeView, step: Step, key: int, now: float) -> FaultKind | None:
-        """TIMEOUT or LATENCY_SPIKE when a call keyed ``key`` starting at ``now`` would outlast the call timeout, else None.
+        """TIMEOUT or LATENCY_SPIKE when a call keyed ``key`` starting at ``now`` would outlast the client's
+        patience (the call timeout, or ``late_reply_s`` below it), else None.
 
-        The latency and duration of :meth:`decide` (the same keyed draws and the spike in
-        force on ``node``), read without side effects, for the wasted-retry judge.
+        :meth:`call_times`, for the wasted-retry judge.  A client that discards late replies
+        gets one late again while the call's provider would still answer it after
+        ``late_reply_s`` (its queue, curve and slow windows: :meth:`Provider.saturated`).
         """
-        limit = self.call_timeout_s
+        limit = self.slow_s
         if limit is None:
             return None
+        latency, work, spiked = self.call_times(node, step, key, now)
+        if self.late_reply_s is not None:
+            provider = self.provider_of(step)
+            if provider is not None:
+                late = provider.saturated(now, work, limit - latency)
+                return (LATENCY_SPIKE if spiked else TIMEOUT) if late else None
+        if latency + work <= limit:
+            return None
+        return LATENCY_SPIKE if spiked else TIMEOUT
+
+    def call_times(self, node: NodeView, step: Step, key: int, now: float) -> tuple[float, float, bool]:
+        """(round trip, work on an idle provider, whether a latency spike is in force) of a call keyed ``key``
+        starting at ``now`` on ``node``: the keyed draws of :meth:`decide`, read without side effects."""
         z_latency, z_duration = _normal_pair(key, S_CALL_TIMES)
         latency = (
             _exp(self.latency_mu + self.latency_sigma * z_latency) if self.latency_sigma > 0.0 else self.latency_mean
@@ -326,10 +380,11 @@ class CallModel:
         spike = self.spikes[node.index].at(now) if self.spikes[node.index] else None
         if spike is not None:
             latency = latency * spike[0] + spike[1]
-        duration = latency + (_exp(step.mu + step.sigma * z_duration) if step.sigma > 0.0 else step.mean_s)
-        if duration <= limit:
-            return None
-        return LATENCY_SPIKE if spike is not None else TIMEOUT
+        work = _exp(step.mu + step.sigma * z_duration) if step.sigma > 0.0 else step.mean_s
+        provider = self.provider_of(step)
+        if provider is not None and provider.mixture is not None:  # the provider's service mixture
+            work = provider.service_s(work, key)
+        return latency, work, spike is not None
 
     def persistent_hit(
         self,

@@ -8,7 +8,8 @@ truth, never against what an error format passes on: the credentials still expir
 disk still full, the API token bucket still empty (whatever instant a retry-after hint
 named), the day's quota still spent, the worker still down or cut off, the same
 persistent fault or batch items, and for a transient fault (a blip, a timeout) the
-retried call's own keyed draws meeting it again at that instant.  It changes nothing in
+retried call's own keyed draws meeting it again at that instant (after a late reply, the
+call's provider still answering it after ``fleet.late_reply_s``: :meth:`CallModel.slow_call`).  It changes nothing in
 the run: no draw is consumed, no state is touched.
 
 Each cause a record may name (:data:`fleetchaos.sim.kinds.CAUSES`) has one check here: a

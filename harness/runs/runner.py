@@ -29,6 +29,7 @@ from fleetchaos.runs.replay import replay_command
 from fleetchaos.runs.traces import TracedJob, traced_timelines
 from fleetchaos.runs.variant import RunJob, Variant
 from fleetchaos.scenario.load import Scenario
+from fleetchaos.sim.capacity import provider_breakdowns
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.interrupts import (
     PASS_THROUGH,
@@ -158,6 +159,9 @@ def simulate(
             world = World(scenario, policy_obj, get_format(errors), seed, trace=trace, sink=sink)
             if rows is not None or trace:
                 journal = world.journal
+            if acc.goodput_bin_s is not None:  # each provider's load over time, in goodput's bins
+                for provider in world.calls.providers:
+                    provider.watch(acc.goodput_bin_s, scenario.duration_s + world.drain_s)
             with _gc_paused():
                 output = world.run()
                 acc.add_faults(output.fault_tally)
@@ -174,17 +178,8 @@ def simulate(
             f"time, so it was stopped (a policy that blocks in real time: time.sleep, network, input()?); "
             f"replay it with: {replay}; or allow longer with --time-limit SECONDS"
         ) from None
-    if world.calls.providers:  # what each provider did, abandoned work included (only where one is declared)
-        breakdowns["provider_calls"] = {
-            f"{p.name} {what}": n
-            for p in world.calls.providers
-            for what, n in (
-                ("abandoned", p.abandoned),
-                ("cancelled", p.cancelled),
-                ("refused", p.refused),
-                ("served", p.served),
-            )
-        }
+    if world.calls.providers:  # what each provider did, and its load over time (only where one is declared)
+        breakdowns.update(provider_breakdowns(world.calls.providers, late=scenario.fleet.late_reply_s is not None))
         breakdowns = dict(sorted(breakdowns.items()))
     ordered = [row for _, _, row in sorted(rows, key=lambda x: (x[0], x[1]))] if rows is not None else []
     timeline = None

@@ -35,7 +35,7 @@ from fleetchaos.sim.config import (
     WorkloadSpec,
 )
 from fleetchaos.sim.fault_specs import Burst, NodeEvent, Ramp, Window
-from fleetchaos.sim.provider_spec import ProviderSpec, SlowdownPoint
+from fleetchaos.sim.provider_spec import ProviderSpec, ServiceShare, SlowdownPoint
 
 #: The models a scenario file is made of, with the key they appear under.
 SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
@@ -46,6 +46,7 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("fleet.misread_factor", MisreadFactors),
     ("fleet.providers[]", ProviderSpec),
     ("fleet.providers[].slowdown[]", SlowdownPoint),
+    ("fleet.providers[].service_mixture[]", ServiceShare),
     ("durations (network_latency, human_response, duration, think)", Distribution),
     ("workload", WorkloadSpec),
     ("workload.templates[]", TemplateSpec),
