@@ -25,6 +25,7 @@ from fleetchaos.sim.fault_specs import (  # noqa: F401  (re-exported: config is 
     _Strict,
 )
 from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
+from fleetchaos.sim.model_spec import ModelSpec
 from fleetchaos.sim.provider_spec import ProviderSpec, ServiceShare, SlowdownPoint  # noqa: F401  (re-exported, as above)
 
 DAY_S = 86_400.0
@@ -136,6 +137,11 @@ class FleetSpec(_Strict):
         description="providers with a declared capacity (servers, a latency curve, a refusal threshold); "
         "none: calls never wait for one another outside the workers' tool slots",
     )
+    model: ModelSpec = Field(
+        default_factory=lambda: ModelSpec(),
+        description="the orchestrator's model: its conversation's context (the tokeniser rule, the system prompt, "
+        "tool results) and the price of the context each turn reads",
+    )
     max_actions_per_task: int = Field(
         default=100,
         ge=1,
@@ -146,7 +152,7 @@ class FleetSpec(_Strict):
 
     @model_serializer(mode="wrap")
     def _omit_new_defaults(self, handler):
-        return _without_defaults(self, handler(self), ("providers", "max_actions_per_task", "late_reply_s"))
+        return _without_defaults(self, handler(self), ("providers", "max_actions_per_task", "late_reply_s", "model"))
 
     @model_validator(mode="after")
     def _late_before_timeout(self) -> FleetSpec:
@@ -227,7 +233,20 @@ class StepSpec(_Strict):
     uses_api: bool = True
     disk_mb: float = Field(default=0, ge=0, description="disk written; fails on a full disk")
     side_effect: Literal["none", "idempotent", "append"] = "none"
-    tokens: int = Field(default=2000, ge=0, le=10_000_000, description="model tokens a call that runs consumes")
+    tokens: int = Field(
+        default=2000,
+        ge=0,
+        le=10_000_000,
+        description="model tokens a call that runs consumes (its turn's output; the context the turn reads is "
+        "counted apart, fleet.model)",
+    )
+    result_tokens: int | None = Field(
+        default=None,
+        ge=0,
+        le=10_000_000,
+        description="tokens one successful call's result adds to the conversation's context "
+        "(default: fleet.model.result_tokens)",
+    )
     needs: list[str] = Field(
         default_factory=list,
         description="earlier steps whose output this step consumes: with incomplete inputs its output is wrong",
@@ -241,7 +260,7 @@ class StepSpec(_Strict):
 
     @model_serializer(mode="wrap")
     def _omit_new_defaults(self, handler):
-        return _without_defaults(self, handler(self), ("after_timeout",))
+        return _without_defaults(self, handler(self), ("after_timeout", "result_tokens"))
 
 
 class TemplateSpec(_Strict):

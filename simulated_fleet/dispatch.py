@@ -134,6 +134,11 @@ class Dispatcher:
             commits = all_commits[si]
             if 0 not in commits:
                 rec.redone_steps += 1
+            if step.tokens:  # TaskRecord.turn(step.tokens), inlined: the turn reads the context so far
+                context = rec.context_tokens
+                rec.turns += 1
+                rec.tokens += context
+                rec.input_tokens += context
             now = env.now
             wait = slots.acquire(now)
             waited = 0.0
@@ -170,6 +175,7 @@ class Dispatcher:
                 if first[0] is None:
                     rec.calls += 1
                     rec.tokens += step.tokens
+                    rec.context_tokens += step.result_tokens
                     yield env.timeout(first[1] if first[1] > 0.0 else 0.0)  # as longest below
                     slots.release()
                     if step.writes_disk:
@@ -296,6 +302,8 @@ class Dispatcher:
                 took_effect = succeeded + committed_anyway if committed_anyway is not None else succeeded
             if traced is not None:
                 journal.calls(task.id, w.index, si, step.name, now, traced)
+            if succeeded or hollow:  # the results that came back (or looked as if they did) join the conversation
+                rec.context_tokens += step.result_tokens * (len(succeeded) + (len(hollow) if hollow else 0))
             if step.writes_disk and took_effect:
                 written = step.disk_mb * len(took_effect)
                 w.disk_used_mb += written

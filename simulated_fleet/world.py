@@ -140,6 +140,7 @@ class World:
         self.run_key = assembly.run_key
         self.templates = assembly.templates
         self.refresh_s = fleet.credential_refresh_s
+        self.tokeniser = assembly.tokeniser
         self.misread_p = fleet.misread_probability * misread_factor(errors, fleet.misread_factor)
         self.policy = ContainedPolicy(policy, fleet.orchestrators)
         self.max_actions = fleet.max_actions_per_task if max_actions is None else max_actions
@@ -312,6 +313,8 @@ class World:
                 if wrong:
                     rec.note_misreport(wrong)
             rec.secrets_leaked += obs.secrets
+            if not obs.ok:  # TaskRecord.read, inlined: the error text joins the conversation's context
+                rec.context_tokens += self.tokeniser.observation(obs)
             if tracing:
                 self.journal.observation(task.id, worker, obs, report)
             envelope = cast("StampedEnvelope | None", obs.envelope)  # every contract is stamped

@@ -183,6 +183,7 @@ class Runtime:
         self.assembly = assembly = assemble(self.spec, seed, NodeState, clock=self.now)
         self.plan, self.nodes, self.calls = assembly.plan, assembly.nodes, assembly.calls
         self.journal, self.run_key = assembly.journal, assembly.run_key
+        self.tokeniser = assembly.tokeniser
         self.templates = {t.name: t for t in assembly.templates}
         self.injections = InjectionCounter()
         self.records: list[TaskRecord] = []
@@ -369,6 +370,7 @@ class Runtime:
                 execution, new_epoch = scope.next_execution(si, item_no)
                 if new_epoch:
                     rec.begin_execution(si, execution)
+                    rec.turn(step.tokens)
                     if execution > 1 and scope.retries.last is not None:
                         rec.retries += 1
                         scope.retries.retry(
@@ -390,7 +392,7 @@ class Runtime:
                 key = _rng.transport_key(key, attempt)
             outcome = self.calls.decide(node, step, rules, scope.task_key, item_no, key, now, batch, scope.sources)
             kind, duration, commits, retry_at = outcome
-            rec.called(kind, step.tokens)
+            rec.called(kind, step.tokens, step.result_tokens)
             if kind is not None:
                 self.journal.fault(rec, kind.name, now, tool, scope.worker)
                 if kind.stage != MASKING:  # a failure the caller sees: a retry in flight failed again
@@ -399,6 +401,9 @@ class Runtime:
             self.injections.drawn[tool, OK if kind is None else kind.name] += 1
         ids = (rec.id, si, item_no, execution)
         fault = injected_fault(outcome, tool, ids, scope.worker, tpl.names, now, self.seed)
+        if fault is not None and kind is not None and kind.stage != MASKING:
+            with self._lock:  # the error text the team's code hands its model joins the context
+                rec.read(self.tokeniser.count(str(fault)))
         return Decision(
             self,
             tool,

@@ -75,6 +75,7 @@ TASK_COUNTS: tuple[str, ...] = (
     # straight off the record (RECORD_COUNTS)
     "calls",
     "tokens",
+    "input_tokens",
     "retries",
     "wasted_retries",
     "failed_retries",
@@ -95,6 +96,7 @@ TASK_COUNTS: tuple[str, ...] = (
 RECORD_COUNTS: tuple[str, ...] = (
     "calls",
     "tokens",
+    "input_tokens",
     "retries",
     "wasted_retries",
     "failed_retries",
@@ -325,7 +327,9 @@ class RunAccumulator:
         fleet = self.fleet
         token_cost = tool_cost = human_cost = cost = None
         if fleet is not None:
-            token_cost = t["tokens"] / 1000.0 * fleet.usd_per_1k_tokens
+            read = t["input_tokens"]  # the context turns read is priced apart from the tokens the calls emit
+            token_cost = (t["tokens"] - read) / 1000.0 * fleet.usd_per_1k_tokens
+            token_cost += read / 1000.0 * fleet.model.usd_per_1k_input_tokens
             tool_cost = calls * fleet.usd_per_tool_call
             human_cost = t["human_ms"] / 3_600_000.0 * fleet.usd_per_human_hour
             cost = token_cost + tool_cost + human_cost
@@ -344,6 +348,7 @@ class RunAccumulator:
             "recovered_tasks": float(recovered),
             "tool_calls": float(calls),
             "tokens": float(t["tokens"]),
+            "input_tokens": float(t["input_tokens"]),
             "cost_usd": cost,
             "token_cost_usd": token_cost,
             "tool_call_cost_usd": tool_cost,

@@ -161,7 +161,18 @@ _ALL: tuple[Metric, ...] = (
         "higher",
     ),
     _count("tool_calls", "tool calls made (each item of a fan-out step is one call)", "calls", "lower"),
-    _count("tokens", "model tokens consumed by the API calls that ran (see Cost)", "tokens", "lower"),
+    _count(
+        "tokens",
+        "model tokens consumed: the context each turn read and the tokens of the API calls that ran (see Cost)",
+        "tokens",
+        "lower",
+    ),
+    _count(
+        "input_tokens",
+        "the part of `tokens` the turns read as context: the system prompt, tool results and error texts so far",
+        "tokens",
+        "lower",
+    ),
     _count(
         "cost_usd",
         "modelled cost: tokens, tool calls and paged human hours at the fleet's prices (see Cost)",

@@ -35,6 +35,7 @@ from fleetchaos.sim.config import (
     WorkloadSpec,
 )
 from fleetchaos.sim.fault_specs import Burst, NodeEvent, Ramp, Window
+from fleetchaos.sim.model_spec import ModelSpec
 from fleetchaos.sim.provider_spec import ProviderSpec, ServiceShare, SlowdownPoint
 
 #: The models a scenario file is made of, with the key they appear under.
@@ -43,6 +44,7 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("fleet", FleetSpec),
     ("fleet.overrides[]", WorkerOverride),
     ("fleet.remediation", RemediationSpec),
+    ("fleet.model", ModelSpec),
     ("fleet.misread_factor", MisreadFactors),
     ("fleet.providers[]", ProviderSpec),
     ("fleet.providers[].slowdown[]", SlowdownPoint),

@@ -1,0 +1,68 @@
+"""The scenario model of the orchestrator's language model (``fleet.model``): its conversation and its tokens.
+
+A task is a conversation: a system prompt, then one model turn per step execution, each
+reading the whole context so far (its input tokens), emitting the step's tool calls (the
+step's ``tokens``, as before), and growing the context by what comes back: each tool
+result, and each error text the arm's format rendered.  :mod:`fleetchaos.sim.conversation`
+holds the arithmetic; this module holds the settings, re-exported by
+:mod:`fleetchaos.sim.config`, where users look.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from fleetchaos.sim.fault_specs import _Strict
+
+#: The defaults, and where each comes from (docs/assumptions.md, "The model's conversation").
+CHARS_PER_TOKEN = 4.0
+"""The tokeniser rule: one token per this many characters (the common rule of thumb for English text with
+byte-pair tokenisers: about 4 characters, or three quarters of a word, per token)."""
+SYSTEM_PROMPT_TOKENS = 2000
+"""A system prompt with the task and the tools' schemas: a few hundred tokens of instructions and about a hundred
+per tool schema."""
+RESULT_TOKENS = 200
+"""A tool result in the context: a short JSON object or a few lines of output (a file listing, a test summary)."""
+USD_PER_1K_INPUT_TOKENS = 0.0025
+"""Input tokens are listed at about a quarter of the output price by the large hosted providers
+(``fleet.usd_per_1k_tokens`` is the output price)."""
+
+
+class ModelSpec(_Strict):
+    """The orchestrator's model: how its conversation grows and what its tokens cost.
+
+    Each step execution of a step that uses the API is one model turn through the fleet's
+    model provider (the provider its API calls go to, as before): it reads the context
+    (input tokens, counted in ``tokens`` and priced at ``usd_per_1k_input_tokens``) and
+    emits the step's calls (the step's ``tokens`` per call, priced at
+    ``fleet.usd_per_1k_tokens``).  The context starts at ``system_prompt_tokens`` and grows
+    by ``result_tokens`` per tool result and by each error text as the arm's format renders
+    it, counted with the tokeniser rule ``chars_per_token``.
+    """
+
+    chars_per_token: float = Field(
+        default=CHARS_PER_TOKEN,
+        gt=0,
+        le=100,
+        description="the tokeniser rule: a text of n characters costs ceil(n / chars_per_token) tokens of context",
+    )
+    system_prompt_tokens: int = Field(
+        default=SYSTEM_PROMPT_TOKENS,
+        ge=0,
+        le=10_000_000,
+        description="the context a task's conversation starts with (instructions, the task, the tools' schemas)",
+    )
+    result_tokens: int = Field(
+        default=RESULT_TOKENS,
+        ge=0,
+        le=10_000_000,
+        description="tokens one tool result adds to the context (a step's own result_tokens overrides it)",
+    )
+    usd_per_1k_input_tokens: float = Field(
+        default=USD_PER_1K_INPUT_TOKENS,
+        ge=0,
+        description="price of the context a turn reads (input tokens); fleet.usd_per_1k_tokens prices the rest",
+    )
+
+
+__all__ = ["ModelSpec"]
