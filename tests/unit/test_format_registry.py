@@ -58,7 +58,8 @@ INSTANCE = Problem()
 BUILT_IN = {
     "ablation:failure_type", "ablation:+partial_results", "ablation:+alternatives", "ablation:+retry_recommended",
     "failure-type", "generic", "raw", "structured", "agent-tool-error", "subagent-result", "empty-success",
-    "fabricated-defaults", "tool-envelope",
+    "fabricated-defaults", "tool-envelope", "agent-sdk-default", "langgraph-toolnode", "mcp", "mcp-structured",
+    "jsonrpc", "problem-details", "google-rpc",
 }  # fmt: skip
 
 
