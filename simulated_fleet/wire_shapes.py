@@ -48,7 +48,7 @@ RECOVERY = ("transient", "correctable", "terminal")
 
 
 class _Shape(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     @property
     def schema_version(self) -> str:
@@ -90,8 +90,8 @@ class CallToolResult(_Shape):
     """An MCP tool execution error: ``isError`` true, what the model reads as text content."""
 
     content: tuple[TextContent, ...]
-    is_error: bool = Field(alias="isError")
-    structured_content: StructuredError | None = Field(default=None, alias="structuredContent")
+    is_error: bool = Field(serialization_alias="isError")
+    structured_content: StructuredError | None = Field(default=None, serialization_alias="structuredContent")
 
     @property
     def text(self) -> str:
@@ -163,7 +163,7 @@ class ErrorInfo(_Shape):
     """``google.rpc.ErrorInfo``: the proximate cause as a constant ``reason`` within a ``domain``."""
 
     type_url: Literal["type.googleapis.com/google.rpc.ErrorInfo"] = Field(
-        default="type.googleapis.com/google.rpc.ErrorInfo", alias="@type"
+        default="type.googleapis.com/google.rpc.ErrorInfo", serialization_alias="@type"
     )
     reason: str = Field(min_length=1, max_length=63, pattern=r"^[A-Z][A-Z0-9_]*[A-Z0-9]$")
     domain: str
@@ -174,9 +174,9 @@ class RetryInfo(_Shape):
     """``google.rpc.RetryInfo``: how long to wait before retrying, as a JSON ``Duration`` (``"12.5s"``)."""
 
     type_url: Literal["type.googleapis.com/google.rpc.RetryInfo"] = Field(
-        default="type.googleapis.com/google.rpc.RetryInfo", alias="@type"
+        default="type.googleapis.com/google.rpc.RetryInfo", serialization_alias="@type"
     )
-    retry_delay: str = Field(alias="retryDelay", pattern=r"^\d+(\.\d{1,9})?s$")
+    retry_delay: str = Field(serialization_alias="retryDelay", pattern=r"^\d+(\.\d{1,9})?s$")
 
     @property
     def seconds(self) -> float:

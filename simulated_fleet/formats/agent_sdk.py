@@ -1,8 +1,8 @@
 """``agent-sdk-default``: an agent SDK's default tool-error text, the same advice whatever the failure.
 
 When a function tool raises, the OpenAI Agents SDK hands the model the string its
-``default_tool_error_function`` returns (the Python SDK's ``src/agents/tool.py``; the
-JavaScript and Go ports word it the same): ``An error occurred while running the tool.
+``default_tool_error_function`` returns (the Python SDK's ``src/agents/tool.py``):
+``An error occurred while running the tool.
 Please try again. Error: {error}``, where ``{error}`` is ``str(e)``, the exception's
 message.  It advises a retry whatever the cause (a revoked key, a 403 or a missing source
 read the same), and it passes the message on as the tool's client wrote it: an HTTP client's

@@ -65,7 +65,9 @@ class GoogleRpcFormat(VendorText):
         kind = shown_kind(report)
         tool = report.step_names[report.failed_step]
         status, http = CANONICAL.get(kind.wire.status if kind.wire is not None else 500, UNKNOWN)
-        details: list[ErrorInfo | RetryInfo] = [ErrorInfo(reason=kind.contract.error_code, domain=f"{tool}.api.example")]
+        details: list[ErrorInfo | RetryInfo] = [
+            ErrorInfo(reason=kind.contract.error_code, domain=f"{tool}.api.example")
+        ]
         hint = retry_after_ms(report)
         if hint is not None:
             details.append(RetryInfo(retry_delay=retry_delay(hint)))

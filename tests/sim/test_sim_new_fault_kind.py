@@ -177,7 +177,7 @@ def test_the_new_kind_is_rendered_by_every_error_format(new_kind, format_name):
     elif format_name in ("raw", "agent-sdk-default", "langgraph-toolnode"):
         assert not obs.ok and env is None
         assert f"{record.wire.status} " in obs.text or record.wire.errno in obs.text
-    elif isinstance(env, CallToolResult):  # an MCP tool execution error: the kind is neither a timeout nor a lost server
+    elif isinstance(env, CallToolResult):  # an MCP tool error: neither a timeout nor a lost server
         assert env.is_error and (f"{record.wire.status} " in env.text or record.wire.errno in env.text)
         if env.structured_content is not None:
             assert env.structured_content.error.code == record.contract.error_code

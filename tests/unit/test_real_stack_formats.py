@@ -178,7 +178,11 @@ def test_google_rpc_status_with_error_info_and_retry_info():
             "message": "ERR_QUOTA_EXCEEDED search request failed",
             "status": "RESOURCE_EXHAUSTED",
             "details": [
-                {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "QUOTA_EXCEEDED", "domain": "search.api.example"},
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "QUOTA_EXCEEDED",
+                    "domain": "search.api.example",
+                },
                 {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "12.5s"},
             ],
         }
@@ -281,3 +285,45 @@ def test_raw_parsing_reads_the_status_in_the_text_of_jvm_and_python_clients_only
     assert parse_raw(observe(name, "rate_limit", "plan").text).status == 429  # type: ignore[union-attr]
     assert parse_raw(observe(name, "expired_key", "edit").text).status == 401  # type: ignore[union-attr]
     assert parse_raw(observe(name, "rate_limit", "search").text) is None  # a Node client: an errno only
+
+
+# -- how long each text is
+
+
+def mean_length(name: str) -> float:
+    """The mean characters a model reads of format ``name``'s failures: every failing kind, three vendor styles."""
+    lengths = []
+    for kind in PINS:
+        for tool in ("plan", "edit", "search"):
+            hint = 2.5 if KINDS[kind].retry_after else None
+            lengths.append(len(observe(name, kind, tool, retry_after_s=hint).rendered_text()))
+    return sum(lengths) / len(lengths)
+
+
+def test_rendered_text_is_the_text_else_the_wire_json_else_the_status_word():
+    assert observe("agent-sdk-default", "timeout", "search").rendered_text() == (
+        "An error occurred while running the tool. Please try again. Error: ETIMEDOUT search request failed"
+    )
+    assert observe("mcp", "node_crash", "plan").rendered_text() == (
+        '{"jsonrpc":"2.0","id":"17-1","error":{"code":-32000,"message":"Connection closed"}}'
+    )
+    assert observe("generic", "timeout", "plan").rendered_text() == "failed"
+
+
+def test_the_texts_rank_by_size():
+    """A bare word, MCP's sanitised text, the structured MCP error, the free texts around the problem and JSON-RPC
+    documents, google.rpc with its details, the AgentToolError envelope, then the stack trace (docs/formats.md)."""
+    ranked = [
+        "generic",
+        "mcp",
+        "mcp-structured",
+        "langgraph-toolnode",
+        "problem-details",
+        "jsonrpc",
+        "agent-sdk-default",
+        "google-rpc",
+        "structured",
+        "raw",
+    ]
+    sizes = [mean_length(name) for name in ranked]
+    assert sizes == sorted(sizes), dict(zip(ranked, sizes))
