@@ -13,7 +13,8 @@ result still joins the context.
 The bookkeeping is the task's ledger record's (:meth:`~fleetchaos.sim.ledger.TaskRecord.turn`,
 :meth:`~fleetchaos.sim.ledger.TaskRecord.called`, :meth:`~fleetchaos.sim.ledger.TaskRecord.read`),
 the same for the simulator's dispatch and a real-code runtime; this module holds the
-tokeniser rule and what text of an observation the model reads.  Standard library only.
+tokeniser rule.  What the model reads of an observation is
+:meth:`~fleetchaos.sim.observation.Observation.rendered_text`.  Standard library only.
 
 Today's templates keep their meaning: a step is one turn that plans its calls (one
 call, or one per item of a fan-out step), and the step's ``tokens`` are that turn's
@@ -25,7 +26,6 @@ does not change.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 
@@ -43,22 +43,9 @@ class Tokeniser:
         return math.ceil(len(text) / self.chars_per_token) if text else 0
 
     def observation(self, obs: Observation) -> int:
-        """The tokens the model reads of one rendered outcome (:func:`observation_text`)."""
-        return self.count(observation_text(obs))
+        """The tokens the model reads of one rendered outcome (:meth:`~fleetchaos.sim.observation.Observation.rendered_text`:
+        its text, else its envelope as compact JSON, else its status word)."""
+        return self.count(obs.rendered_text())
 
 
-def observation_text(obs: Observation) -> str:
-    """What the model reads of an observation: its status word, its text body and its envelope as JSON.
-
-    An envelope is read as the compact JSON a tool result carries it in (fields that are
-    null left out), so two formats differ in tokens as their renderings differ in length.
-    """
-    parts = [obs.status]
-    if obs.text:
-        parts.append(obs.text)
-    if obs.envelope is not None:
-        parts.append(json.dumps(obs.envelope.model_dump(mode="json", exclude_none=True), separators=(",", ":")))
-    return "\n".join(parts)
-
-
-__all__ = ["Tokeniser", "observation_text"]
+__all__ = ["Tokeniser"]

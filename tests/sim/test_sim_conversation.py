@@ -12,7 +12,7 @@ import pytest
 
 from fleetchaos.runs.runner import run_one
 from fleetchaos.scenario.load import load_scenario
-from fleetchaos.sim.conversation import Tokeniser, observation_text
+from fleetchaos.sim.conversation import Tokeniser
 from fleetchaos.sim.observation import Observation
 
 
@@ -39,7 +39,7 @@ def test_each_retry_reads_the_error_texts_before_it(sim, errors):
     r = sim.run(_failing_world(sim), "blind-retry", errors)
     rec = r.rec
     texts = [obs for _, obs in r.rendered if not obs.ok]
-    e = [math.ceil(len(observation_text(obs)) / 4) for obs in texts]
+    e = [math.ceil(len(obs.rendered_text()) / 4) for obs in texts]
     turns = rec.turns
     assert turns == len(texts) >= 3
     # turn 1 reads 1000, turn 2 reads 1000 + e1, turn 3 1000 + e1 + e2, ...

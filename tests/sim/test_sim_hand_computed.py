@@ -18,7 +18,6 @@ from fleetchaos.results.common_set import apply_common_sets, common_counts, comm
 from fleetchaos.results.metrics import compute_run
 from fleetchaos.results.models import RunResult
 from fleetchaos.results.oracle import verdict
-from fleetchaos.sim.conversation import observation_text
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.observation import Escalate, GiveUp, Retry
 from fleetchaos.sim.waste import SAME_AFTER_HINT, SAME_AGAIN, SAME_BEFORE_HINT
@@ -86,7 +85,7 @@ def test_six_hand_computed_tasks_give_the_metrics_worked_out_on_paper(sim):
     # characters / 4, rounded up) that came before it in the task.  T0: 2000, then after the blip's text 2000 + blip;
     # T1: 2000; T2: 2000, 2000 + val, 2000 + 2 val; T3: 2000; T4: 2000, then 2200 after read's result; T5: 2000.
     shown = {report.failure: obs for report, obs in r.rendered if not obs.ok}
-    blip, val = (math.ceil(len(observation_text(shown[kind])) / 4) for kind in ("network_blip", "validation_error"))
+    blip, val = (math.ceil(len(shown[kind].rendered_text()) / 4) for kind in ("network_blip", "validation_error"))
     read = 10 * 2000 + blip + 3 * val + 200
     expected = {
         "tasks": 6.0,
