@@ -51,6 +51,7 @@ class Dispatcher:
         *,
         partial_step_ok: bool,
         plain_success: bool,
+        report_masked: bool = False,
         transport: tuple[TransportRetry, ...],
         idempotent: bool,
         heartbeat_timeout_s: float | None,
@@ -66,6 +67,7 @@ class Dispatcher:
         self.run_key = run_key
         self.partial_step_ok = partial_step_ok
         self.plain_success = plain_success
+        self.report_masked = report_masked
         self.transport = transport
         # A first failure enters the layers when some layer retries its kind.
         self.transport_on: frozenset[str] = frozenset().union(*(layer.on for layer in transport))
@@ -340,7 +342,7 @@ class Dispatcher:
                 masked=masked,
                 alternatives=self._alternatives_left(rules, failed, sources, w.index, si),
             )
-        if self.plain_success:
+        if self.plain_success and not (masked and self.report_masked):  # a hollow success the model may notice
             return PLAIN_OK
         return self._report(task, tpl, w, start, -1, None, (), masked=masked)
 

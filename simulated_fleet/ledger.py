@@ -71,6 +71,12 @@ class TaskRecord:
     alternatives_used: int = 0
     misreads: int = 0
     """Failed dispatches the orchestrator read as a success (then claimed success)."""
+    model_gave_up: int = 0
+    """Failures the model stopped on before its policy decided (:mod:`fleetchaos.sim.reading`)."""
+    model_retried_permanent: int = 0
+    """Retries the model made past its policy's stop on a failure no retry can pass."""
+    silent_noticed: int = 0
+    """Hollow successes (masked failures) the model noticed and retried."""
     misreads_caught: int = 0
     """Misreads a final-answer guardrail blocked."""
     misreported: int = 0

@@ -23,6 +23,19 @@ SYSTEM_PROMPT_TOKENS = 2000
 per tool schema."""
 RESULT_TOKENS = 200
 """A tool result in the context: a short JSON object or a few lines of output (a file listing, a test summary)."""
+GIVE_UP_PROBABILITY = 0.02
+"""The chance the model stops on a failure before its policy decides, for a bare "failed" (scaled per format like
+the misread chance): a judgement, a little under the misread chance (a model more often glosses over a failure than
+abandons a task it was told to finish)."""
+RETRY_PERMANENT_PROBABILITY = 0.05
+"""The chance the model retries a failure its policy stopped on and no retry can pass, for a bare "failed":
+a judgement from the retry loops issue trackers report on deterministic denials (docs/formats.md)."""
+NOTICE_SILENT_PROBABILITY = 0.1
+"""The chance the model notices that a reported success was hollow (an empty or made-up result) and retries the
+step: a judgement; silent failures are by definition what a reader rarely catches."""
+ATTEMPT_FACTOR = 1.5
+"""How much each failed attempt already in the context multiplies the model's chances of misreading, giving up and
+retrying the hopeless: a judgement of the shape agent studies report (recovery falls with each failed attempt)."""
 USD_PER_1K_INPUT_TOKENS = 0.0025
 """Input tokens are listed at about a quarter of the output price by the large hosted providers
 (``fleet.usd_per_1k_tokens`` is the output price)."""
@@ -38,6 +51,11 @@ class ModelSpec(_Strict):
     ``fleet.usd_per_1k_tokens``).  The context starts at ``system_prompt_tokens`` and grows
     by ``result_tokens`` per tool result and by each error text as the arm's format renders
     it, counted with the tokeniser rule ``chars_per_token``.
+
+    How the model reads each error (:mod:`fleetchaos.sim.reading`): besides misreading a
+    failure as a success (``fleet.misread_probability``), it may give up early, retry a
+    failure no retry can pass, or notice a silent failure; the first three grow by
+    ``attempt_factor`` with each failed attempt already in its context.
     """
 
     chars_per_token: float = Field(
@@ -57,6 +75,34 @@ class ModelSpec(_Strict):
         ge=0,
         le=10_000_000,
         description="tokens one tool result adds to the context (a step's own result_tokens overrides it)",
+    )
+    give_up_probability: float = Field(
+        default=GIVE_UP_PROBABILITY,
+        ge=0,
+        le=1,
+        description="chance the model stops on a reported failure before its policy decides (claims it failed); "
+        "scaled by the format's misread_factor and by attempt_factor per failed attempt already in context",
+    )
+    retry_permanent_probability: float = Field(
+        default=RETRY_PERMANENT_PROBABILITY,
+        ge=0,
+        le=1,
+        description="chance the model retries a failure its policy stopped on that no retry can pass (its kind is "
+        "not recoverable); scaled like give_up_probability",
+    )
+    notice_silent_probability: float = Field(
+        default=NOTICE_SILENT_PROBABILITY,
+        ge=0,
+        le=1,
+        description="chance the model notices that a call's reported success was hollow (a masked failure) and "
+        "retries the step; the same for every format",
+    )
+    attempt_factor: float = Field(
+        default=ATTEMPT_FACTOR,
+        ge=1,
+        le=10,
+        description="each failed attempt already in the task's context multiplies the chances above and the misread "
+        "chance by this (1: the model reads its tenth failure as it read its first)",
     )
     usd_per_1k_input_tokens: float = Field(
         default=USD_PER_1K_INPUT_TOKENS,

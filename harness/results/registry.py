@@ -278,6 +278,24 @@ _ALL: tuple[Metric, ...] = (
         "lower",
     ),
     _count(
+        "model_give_ups",
+        "failed dispatches the model stopped on before its policy decided, claiming the task failed (see Misreads)",
+        "dispatches",
+        "lower",
+    ),
+    _count(
+        "model_permanent_retries",
+        "retries the model made past its policy's stop on a failure no retry can pass (see Misreads)",
+        "retries",
+        "lower",
+    ),
+    _count(
+        "silent_noticed",
+        "hollow successes (masked failures) the model noticed and retried (see Misreads)",
+        "dispatches",
+        "higher",
+    ),
+    _count(
         "misreported_failures",
         "failed dispatches whose structured envelope a worker got wrong, judged against the truth (see Wrong envelopes)",
         "dispatches",
