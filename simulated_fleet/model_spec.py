@@ -23,19 +23,17 @@ SYSTEM_PROMPT_TOKENS = 2000
 per tool schema."""
 RESULT_TOKENS = 200
 """A tool result in the context: a short JSON object or a few lines of output (a file listing, a test summary)."""
-GIVE_UP_PROBABILITY = 0.02
-"""The chance the model stops on a failure before its policy decides, for a bare "failed" (scaled per format like
-the misread chance): a judgement, a little under the misread chance (a model more often glosses over a failure than
-abandons a task it was told to finish)."""
-RETRY_PERMANENT_PROBABILITY = 0.05
-"""The chance the model retries a failure its policy stopped on and no retry can pass, for a bare "failed":
-a judgement from the retry loops issue trackers report on deterministic denials (docs/formats.md)."""
-NOTICE_SILENT_PROBABILITY = 0.1
-"""The chance the model notices that a reported success was hollow (an empty or made-up result) and retries the
-step: a judgement; silent failures are by definition what a reader rarely catches."""
-ATTEMPT_FACTOR = 1.5
-"""How much each failed attempt already in the context multiplies the model's chances of misreading, giving up and
-retrying the hopeless: a judgement of the shape agent studies report (recovery falls with each failed attempt)."""
+#: The model's reading of errors beyond the misread chance (fleetchaos.sim.reading) is off by default: a scenario
+#: written before it keeps its results byte for byte, and a study turns it on over the plausible ranges below
+#: (docs/formats.md, "How the model reads an error").
+GIVE_UP_PROBABILITY = 0.0
+"""Plausible: 0 to 0.2 per failed observation of a bare "failed" (scaled per format like the misread chance)."""
+RETRY_PERMANENT_PROBABILITY = 0.0
+"""Plausible: 0 to 0.5; issue trackers report retry loops on deterministic denials (docs/formats.md)."""
+NOTICE_SILENT_PROBABILITY = 0.0
+"""Plausible: 0 to 0.5: silent failures are by definition what a reader rarely catches."""
+ATTEMPT_FACTOR = 1.0
+"""Plausible: 1 to 3: agent studies report that the chance of recovering falls with each failed attempt."""
 USD_PER_1K_INPUT_TOKENS = 0.0025
 """Input tokens are listed at about a quarter of the output price by the large hosted providers
 (``fleet.usd_per_1k_tokens`` is the output price)."""

@@ -17,10 +17,13 @@ from fleetchaos.sim.reading import ModelReading
 
 SEEDS = (1, 2, 3)
 TASKS = 1500
-#: The model's reading as the defaults have it (the shared test worlds switch it off).
-DEFAULTS = ModelSpec().model_dump(
-    include={"give_up_probability", "retry_permanent_probability", "notice_silent_probability", "attempt_factor"}
-)
+#: The model's reading turned on, inside its plausible ranges (docs/formats.md; the defaults turn it off).
+READING = {
+    "give_up_probability": 0.02,
+    "retry_permanent_probability": 0.05,
+    "notice_silent_probability": 0.1,
+    "attempt_factor": 1.5,
+}
 PATIENT = BlindRetry(max_retries=60)  # retries every failure: no cap of its own within the attempts counted below
 
 
@@ -32,7 +35,7 @@ def _world(sim, kind: str, probability: float, **model):
         [{"kind": kind, "probability": probability, "tools": ["work"]}],
         duration_s=20.0 * TASKS + 10,
         misread_probability=0.05,
-        model={**DEFAULTS, **model},
+        model={**READING, **model},
     )
 
 
@@ -137,3 +140,21 @@ def test_the_model_retries_a_permanent_failure_its_policy_stopped_on_and_the_ret
     assert retried > 0
     assert sum(rec.wasted_retries for rec in records) >= retried
     assert not any(map(_recovered, records))
+
+
+def test_the_default_reading_is_the_misread_only_model(sim):
+    """Off by default: with the settings at their defaults no task is given up, retried past a stop or noticed,
+    and the run is the one the explicit off-settings give (byte for byte in every record)."""
+    defaults = ModelSpec()
+    assert (defaults.give_up_probability, defaults.retry_permanent_probability) == (0.0, 0.0)
+    assert (defaults.notice_silent_probability, defaults.attempt_factor) == (0.0, 1.0)
+    scn = sim.scenario(
+        {"job": [sim.step("work", 1, tokens=10)]},
+        [(20.0 * i, "job") for i in range(300)],
+        [{"kind": "network_blip", "probability": 0.5}, {"kind": "silent_suppression", "probability": 0.2}],
+        misread_probability=0.2,
+        model={"give_up_probability": 0.0},
+    )
+    records = sim.run(scn, "blind-retry", "generic", seed=1).records
+    assert sum(r.misreads for r in records) > 0
+    assert not any(r.model_gave_up or r.model_retried_permanent or r.silent_noticed for r in records)
