@@ -36,6 +36,7 @@ from fleetchaos.sim.kind_record import (
     Waste,
     Wire,
 )
+from fleetchaos.sim.kinds_model import MODEL_KINDS
 from fleetchaos.sim.kinds_reporting import REPORTING_KINDS
 
 KINDS: dict[str, FaultKind] = {
@@ -249,6 +250,7 @@ KINDS: dict[str, FaultKind] = {
             effect="In one execution of a fan-out step, `failures` of its items fail together and take no effect "
             "while the others do (the same items every time when persistent).",
         ),
+        *MODEL_KINDS,  # refusal ... stream_cut: the model-side kinds (fleetchaos.sim.kinds_model)
         FaultKind(
             name="silent_suppression",
             stage=MASKING,

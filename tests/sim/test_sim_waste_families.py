@@ -12,13 +12,15 @@ WASTE_REASONS = {name: kind.waste.reason for name, kind in KINDS.items() if kind
 
 
 def test_every_recorded_reason_has_a_family():
-    """Each reason the driver can record maps to one of the four families."""
+    """Each reason the driver can record maps to one of the six families."""
     assert set(WASTE_REASONS.values()) == set(WASTE_FAMILIES)
     assert set(WASTE_FAMILIES.values()) == {
         "retried a permanent error",
         "while still rate limited",
         "on the same exhausted resource",
         "into the same transient fault",
+        "retried a deterministic denial",
+        "into the same malformed model output",
     }
 
 
@@ -55,6 +57,15 @@ DOCUMENTED_FAMILIES = {
     "blip drawn again": "into the same transient fault",
     "timed out again": "into the same transient fault",
     "still too slow in the spike": "into the same transient fault",
+    "the stream is cut again": "into the same transient fault",
+    # "the model's deterministic denials: the same request refused or filtered again"
+    "the model refuses the same request again": "retried a deterministic denial",
+    "the filter stops the same request again": "retried a deterministic denial",
+    # "the model's malformed output again: a length stop, bad arguments, a missing tool, an empty turn"
+    "the call is cut at the same length again": "into the same malformed model output",
+    "the model emits malformed arguments again": "into the same malformed model output",
+    "the model names a missing tool again": "into the same malformed model output",
+    "the model answers empty again": "into the same malformed model output",
 }
 
 
@@ -75,8 +86,14 @@ def test_each_documented_reason_falls_in_the_family_docs_metrics_md_gives_it():
         )
     } == {r for r, f in DOCUMENTED_FAMILIES.items() if f == "retried a permanent error"}
     assert WASTE_REASONS["rate_limit"] == "API token bucket still empty"
-    assert {WASTE_REASONS[k] for k in ("network_blip", "timeout", "latency_spike")} == {
+    assert {WASTE_REASONS[k] for k in ("network_blip", "timeout", "latency_spike", "stream_cut")} == {
         r for r, f in DOCUMENTED_FAMILIES.items() if f == "into the same transient fault"
+    }
+    assert {WASTE_REASONS[k] for k in ("refusal", "content_filter")} == {
+        r for r, f in DOCUMENTED_FAMILIES.items() if f == "retried a deterministic denial"
+    }
+    assert {WASTE_REASONS[k] for k in ("truncated_call", "malformed_args", "unknown_tool", "empty_turn")} == {
+        r for r, f in DOCUMENTED_FAMILIES.items() if f == "into the same malformed model output"
     }
     assert {WASTE_REASONS[k] for k in ("disk_full", "quota_exhausted", "node_crash", "network_partition")} == {
         r for r, f in DOCUMENTED_FAMILIES.items() if f == "on the same exhausted resource"

@@ -41,6 +41,7 @@ from fleetchaos.sim.kinds import (
     kinds_in,
     waste_families,
 )
+from fleetchaos.sim.kinds_model import DETERMINISTIC_DENIAL, MODEL_OUTPUT_AGAIN
 from fleetchaos.sim.remediation import REPAIRS
 from fleetchaos.sim.transport import TRANSPORT_KINDS, TransportRetry
 from fleetchaos.sim.truth import FAILURES, AttemptReport
@@ -53,7 +54,7 @@ FIELDS = [f.name for f in dataclasses.fields(FaultKind) if f.init]
 def test_every_kind_has_a_record_and_a_model_in_one_order():
     """KINDS and FAULT_MODELS name the same 20 kinds in the same (catalogue) order, the core five first."""
     assert list(KINDS) == list(FAULT_MODELS)
-    assert len(KINDS) == 20
+    assert len(KINDS) == 27
     assert list(KINDS)[:5] == ["network_blip", "timeout", "rate_limit", "disk_full", "expired_key"]
     assert all(record.name == name for name, record in KINDS.items())
 
@@ -128,7 +129,14 @@ def test_each_record_speaks_every_contracts_vocabulary(kind):
     assert record.subagent_category in _literal(SubagentResult.model_fields["error_category"].annotation)
     assert 400 <= record.wire.status <= 599 and record.wire.reason and record.wire.errno.isupper()
     if record.waste is not None:
-        assert record.waste.family in (PERMANENT_ERROR, STILL_RATE_LIMITED, EXHAUSTED_RESOURCE, TRANSIENT_AGAIN)
+        assert record.waste.family in (
+            PERMANENT_ERROR,
+            STILL_RATE_LIMITED,
+            EXHAUSTED_RESOURCE,
+            TRANSIENT_AGAIN,
+            DETERMINISTIC_DENIAL,
+            MODEL_OUTPUT_AGAIN,
+        )
         assert WASTE_FAMILIES[record.waste.reason] == record.waste.family
 
 
