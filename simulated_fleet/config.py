@@ -25,7 +25,7 @@ from fleetchaos.sim.fault_specs import (  # noqa: F401  (re-exported: config is 
     _Strict,
 )
 from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
-from fleetchaos.sim.provider_spec import ProviderSpec, SlowdownPoint  # noqa: F401  (re-exported, as above)
+from fleetchaos.sim.provider_spec import ProviderSpec, ServiceShare, SlowdownPoint  # noqa: F401  (re-exported, as above)
 
 DAY_S = 86_400.0
 
@@ -57,7 +57,9 @@ class Distribution(_Strict):
     ``cv: 0`` makes it a constant, which small hand-checkable tests rely on.
     """
 
-    mean_s: float = Field(gt=0)
+    # At most 1e9 s (about 32 years, 30 times the longest horizon): a draw from a longer mean can reach
+    # infinity, which no time can hold.
+    mean_s: float = Field(gt=0, le=1e9)
     cv: float = Field(default=0.3, ge=0, le=5)
 
 
@@ -89,6 +91,15 @@ class FleetSpec(_Strict):
     )
     call_timeout_s: float | None = Field(
         default=None, gt=0, description="a tool call slower than this times out (its outcome is then ambiguous)"
+    )
+    late_reply_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="the client waits for every reply but counts one that arrives more than this long after the "
+        "call's dispatch as failed (a timeout, reported when the reply arrives), though the work behind it took "
+        "effect; below call_timeout_s when both are set. null (the default): a reply counts whenever it comes, "
+        "since discarding a reply the client waited for is a choice of the client's code, not something every "
+        "fleet does (docs/policies.md, omission collapse)",
     )
     api_reject_cost: float = Field(
         default=0.0,
@@ -135,7 +146,17 @@ class FleetSpec(_Strict):
 
     @model_serializer(mode="wrap")
     def _omit_new_defaults(self, handler):
-        return _without_defaults(self, handler(self), ("providers", "max_actions_per_task"))
+        return _without_defaults(self, handler(self), ("providers", "max_actions_per_task", "late_reply_s"))
+
+    @model_validator(mode="after")
+    def _late_before_timeout(self) -> FleetSpec:
+        late, limit = self.late_reply_s, self.call_timeout_s
+        if late is not None and limit is not None and late >= limit:
+            raise ValueError(
+                f"fleet.late_reply_s {late:g} is not below fleet.call_timeout_s {limit:g}: the client gives up at the "
+                "call timeout, so no reply arrives later than it; set late_reply_s below call_timeout_s, or drop one"
+            )
+        return self
 
     @model_validator(mode="after")
     def _providers_apart(self) -> FleetSpec:
