@@ -274,3 +274,34 @@ def test_injections_csv_reads_back_whole_and_escapes_formulas():
         ['\'=HYPERLINK("http://x")', "timeout", "2", "2", "1"],
         ["x,y", 'unbound: why\n"not"', "1", "0", "0"],
     ]
+
+
+def test_an_expired_tool_api_key_leaves_the_model_providers_key_alone(small_scenario):
+    """fleet.apis gives the write API credentials of its own: its key is revoked at t=0 on both workers, so every
+    write meets expired_key until the agent refreshes, while fetch (the model provider's) never fails; revoking the
+    model provider's key instead fails fetch and leaves the writes alone.  One assembly builds both twins."""
+    events = [{"worker": 0, "at_s": 0}, {"worker": 1, "at_s": 0}]
+
+    def refreshing(task, rt):
+        fetch(task.id)
+        for slot in range(4):
+            try:
+                write(task.id, slot)
+            except InjectedFault as exc:
+                assert exc.kind == "expired_key"
+                rt.refresh_credentials()
+                write(task.id, slot)
+        return "success"
+
+    apis = [{"name": "crm", "tools": ["write"]}]
+    spec = small_scenario([{"kind": "expired_key", "api": "crm", "events": events}], apis=apis)
+    run = run_real(spec, refreshing, seed=1, tasks=4)
+    met = {(tool, kind): m for tool, kind, _, _, m in run.injections.rows if kind != "ok"}
+    assert met == {("write", "expired_key"): 2}  # once per worker, then refreshed; fetch never fails
+    assert run.metrics["success_rate"] == 1.0
+
+    spec = small_scenario([{"kind": "expired_key", "events": events}], apis=apis)
+    model = run_real(spec, agent, seed=1, tasks=4)
+    assert {(tool, kind) for tool, kind, _, _, m in model.injections.rows if kind != "ok" and m} == {
+        ("fetch", "expired_key")
+    }
