@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import selectors
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -159,6 +160,20 @@ _PATCHED = {
 }
 
 
+class _RealTime:
+    """The ``time`` module as :mod:`subprocess` sees it while a clock is installed: its waits are real.
+
+    ``Popen.wait(timeout=...)`` sleeps in short steps against a deadline it reads from the
+    real monotonic clock (bound when :mod:`subprocess` was imported); with a virtual sleep
+    each step would move the run's clock by as much as the loop happened to spin, so a
+    child's wait would take a different virtual time in each run.  With the real sleep a
+    child takes no virtual time and its timeout counts real seconds, in every run alike.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        return _REAL.get(name) or getattr(time, name)
+
+
 @contextlib.contextmanager
 def installed(clock: VirtualClock | LoopClock) -> Iterator[VirtualClock | LoopClock]:
     """Install ``clock`` for the calling thread; restore the ``time`` module when the last one goes."""
@@ -169,6 +184,7 @@ def installed(clock: VirtualClock | LoopClock) -> Iterator[VirtualClock | LoopCl
         if not _clocks:
             for name, fn in _PATCHED.items():
                 setattr(time, name, fn)
+            subprocess.time = _RealTime()  # type: ignore[attr-defined]  # its waits stay real (see _RealTime)
         _clocks[me] = clock
     try:
         yield clock
@@ -178,6 +194,7 @@ def installed(clock: VirtualClock | LoopClock) -> Iterator[VirtualClock | LoopCl
             if not _clocks:
                 for name, fn in _REAL.items():
                     setattr(time, name, fn)
+                subprocess.time = time  # type: ignore[attr-defined]
 
 
 class VirtualTimeLoop(asyncio.SelectorEventLoop):
@@ -186,8 +203,10 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     asyncio calls its selector with a timeout only when no callback is ready: then the
     loop polls for I/O, and with none it moves its clock to the next timer at once
     instead of waiting.  While a worker thread it started (``to_thread``,
-    ``run_in_executor``) is running, the clock stands still and the loop waits for the
-    thread in real time, so virtual timestamps do not depend on how long threads take.
+    ``run_in_executor``) or a child process it started (``create_subprocess_exec``) is
+    running, the clock stands still and the loop waits for it in real time, so virtual
+    timestamps do not depend on how long threads and children take (a timer around a
+    child cannot fire before the child ends: its timeout is the child's own business).
     With nothing scheduled at all, it waits for I/O or a thread's wake-up as usual.
     """
 
@@ -197,13 +216,15 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         super().__init__()
         self._virtual_now = 0.0
         self._threads: set[asyncio.Future] = set()
+        self._children: set[Any] = set()  # subprocess transports whose child has not exited
         poll = self._selector.select
 
         def select(timeout: float | None = None) -> list:
             ready = poll(0)
             if ready or timeout == 0:
                 return ready
-            if self._threads:
+            if self._threads or self._children:
+                self._children = {c for c in self._children if c.get_returncode() is None and not c.is_closing()}
                 return poll(_THREAD_POLL_S if timeout is None else min(timeout, _THREAD_POLL_S))
             if timeout is None:
                 return poll(None)
@@ -222,6 +243,12 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._threads.add(future)
         future.add_done_callback(self._threads.discard)
         return future
+
+    async def _make_subprocess_transport(self, *args: Any, **kwargs: Any) -> Any:
+        """As asyncio's, and the clock waits while the child runs."""
+        transport = await super()._make_subprocess_transport(*args, **kwargs)  # type: ignore[misc]
+        self._children.add(transport)
+        return transport
 
 
 #: How long the virtual loop waits, in real seconds, between looks at a running worker thread.

@@ -185,9 +185,18 @@ class FleetChaosReal:
         concurrency: int = 1,
         clock: str | None = None,
         scenario: Any = None,
+        check_determinism: bool | None = None,
     ) -> RealResult:
-        """Level 3: the team's orchestrator ``entrypoint(task, runtime)`` on each seed; figures with intervals."""
+        """Level 3: the team's orchestrator ``entrypoint(task, runtime)`` on each seed; figures with intervals.
+
+        ``check_determinism`` (default: the ``--fleetchaos-check-determinism`` option) runs each
+        seed twice and fails the test at the first call whose decision or virtual time differs.
+        """
+        from fleetchaos.real.determinism import NondeterministicRun
         from fleetchaos.results.stats import DEFAULT_CONFIDENCE
+
+        if check_determinism is None:
+            check_determinism = bool(self._config.getoption("fleetchaos_check_determinism", False))
 
         errors = self._get("errors", errors, "fleetchaos_errors")
         runs: list[RealRun] = []
@@ -208,10 +217,14 @@ class FleetChaosReal:
                         clock=self._get("clock", clock) or "virtual",
                         replay=self._replay(seed),
                         keep_tasks=self._folder() is not None,
+                        check_determinism=check_determinism,
                     )
                 )
         except UserError as exc:
             _refuse(exc)
+        except NondeterministicRun as exc:
+            __tracebackhide__ = True
+            raise pytest.fail.Exception(f"fleetchaos_real: {exc}", pytrace=False) from None
         first = runs[0].result
         result = RealResult(
             scenario=first.scenario,

@@ -28,6 +28,7 @@ from fleetchaos.errors import UserError
 from fleetchaos.real.clocks import LoopClock, VirtualClock, installed
 from fleetchaos.real.context import ACTIVE, active_runs
 from fleetchaos.real.decision import Decision
+from fleetchaos.real.determinism import CallEntry
 from fleetchaos.real.faults import Fault, UnboundCall, make_fault
 from fleetchaos.real.injections import OK, InjectionCounter, InjectionReport
 from fleetchaos.real.scope import SCOPE, TaskInput, TaskScope
@@ -187,6 +188,8 @@ class Runtime:
         self.injections = InjectionCounter()
         self.records: list[TaskRecord] = []
         self.tools_used: set[str] = set()
+        self.call_log: list[CallEntry] = []
+        """Every decided call: who it is, what it met and when (what a run-twice check compares)."""
         self._lock = threading.RLock()
         self._clock: VirtualClock | LoopClock | None = None
         self._clock_thread: int | None = None
@@ -397,6 +400,9 @@ class Runtime:
                     scope.retries.ended(rec, kind.name)
                     scope.retries.last = LastFailure(kind.name, retry_at, si, (item_no,))
             self.injections.drawn[tool, OK if kind is None else kind.name] += 1
+            self.call_log.append(
+                CallEntry(rec.id, tool, item_no, execution, attempt, OK if kind is None else kind.name, now, duration)
+            )
         ids = (rec.id, si, item_no, execution)
         fault = injected_fault(outcome, tool, ids, scope.worker, tpl.names, now, self.seed)
         return Decision(
