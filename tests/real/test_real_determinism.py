@@ -35,6 +35,16 @@ def _patient(fn, *args):
     raise RuntimeError("gave up")
 
 
+def _at_once(fn, *args):
+    """Retry at once (a worker thread's own sleeps are real)."""
+    for _ in range(10):
+        try:
+            return fn(*args)
+        except InjectedFault:
+            pass
+    raise RuntimeError("gave up")
+
+
 def test_a_run_whose_calls_depend_on_state_carried_between_runs_names_the_first_call_that_differs(small_scenario):
     """The agent skips slot 3 from its second run on (module state): the check names that call, the run it is
     missing from, and the seed's replay; an agent that depends on nothing but the seed passes the check."""
@@ -179,3 +189,31 @@ def test_the_pytest_option_runs_each_seed_twice_and_fails_the_test_at_the_first_
     checked = pytester.runpytest_subprocess("-p", "no:randomly", "--fleetchaos-check-determinism")
     checked.assert_outcomes(failed=1, passed=1)
     checked.stdout.fnmatch_lines(["*seed 3 ran twice with different results: 2 call(s) differ; the first is task 0*"])
+
+
+def test_a_thread_pool_the_run_waits_for_decides_alike_in_both_runs(small_scenario):
+    """Four writes in a thread pool (each carrying the run's context), the task waiting for them: the clock stands
+    still while they run, so every call is decided at the same virtual time in both runs, whatever the threads'
+    order; a thread without the run's context is refused, naming the tool."""
+    import contextvars
+    from concurrent.futures import ThreadPoolExecutor
+
+    def pooled(task, rt):
+        _patient(fetch, task.id)
+        with ThreadPoolExecutor(4) as pool:
+            futures = [pool.submit(contextvars.copy_context().run, _at_once, write, task.id, s) for s in range(4)]
+            for f in futures:
+                f.result()
+        return "success"
+
+    spec = small_scenario([{"kind": "network_blip", "probability": 0.3}])
+    run = run_real(spec, pooled, seed=2, tasks=4, check_determinism=True)
+    assert run.result.metrics["success_rate"] == 1.0
+
+    def bare(task, rt):
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(write, task.id, 0).result()
+        return "success"
+
+    (rec,) = run_real(spec, bare, seed=2, tasks=1).records
+    assert "UnboundCall: write: called from a thread that does not carry the run's context" in rec.policy_error
