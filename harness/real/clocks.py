@@ -15,8 +15,11 @@ from the clock of the calling thread, and from the real clock in every other thr
   returns at once (it cannot move the loop's clock) and is counted.
 
 The originals come back when the last clock is uninstalled, also after an exception.
-Code that bound ``from time import monotonic`` before the run keeps the real function;
-the wall clock (``time.time``, ``datetime.now``) is never touched.  A thread running a
+``time.time`` and ``time.time_ns`` read the run's start plus its virtual seconds in the
+clock's thread, and so do the OpenTelemetry SDK's span times (bound from ``time`` at
+its import, patched in its module), so the spans of a virtual-time run carry virtual
+timestamps.  Other code that bound ``from time import monotonic`` before the run keeps
+the real function; ``datetime.now`` is never touched.  A thread running a
 plain asyncio loop inside a virtual-clock thread reads real time (the loop's own clock
 would otherwise freeze).
 """
@@ -27,6 +30,7 @@ import asyncio
 import contextlib
 import selectors
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -43,6 +47,8 @@ _REAL: dict[str, Callable[..., Any]] = {
     "perf_counter": time.perf_counter,
     "monotonic_ns": time.monotonic_ns,
     "perf_counter_ns": time.perf_counter_ns,
+    "time": time.time,
+    "time_ns": time.time_ns,
 }
 _clocks: dict[int, Any] = {}  # thread id -> the clock installed in it
 _lock = threading.Lock()
@@ -66,6 +72,8 @@ class VirtualClock:
         """A clock reading ``start`` virtual seconds."""
         self._now = float(start)
         self._base = _REAL["monotonic"]()  # monotonic values continue from the real reading at creation
+        self.epoch = _REAL["time"]() - self._now
+        """The wall-clock time of virtual second 0 (``time.time()`` reads ``epoch + now()``)."""
         self.slept = 0.0
 
     def now(self) -> float:
@@ -88,6 +96,10 @@ class VirtualClock:
         """What ``time.monotonic()`` reads in the clock's thread."""
         return self._base + self._now
 
+    def wall(self) -> float:
+        """What ``time.time()`` reads in the clock's thread: the run's start, plus virtual seconds."""
+        return self.epoch + self._now
+
 
 class LoopClock:
     """The clock of a virtual asyncio loop, as ``time.monotonic`` in the loop's thread."""
@@ -99,6 +111,8 @@ class LoopClock:
         self.loop = loop
         self.blocking_sleeps = 0
         self.blocking_sleep_s = 0.0
+        self.epoch = _REAL["time"]() - loop.time()
+        """The wall-clock time of the loop's virtual second 0."""
 
     def now(self) -> float:
         """The loop's virtual time."""
@@ -114,6 +128,10 @@ class LoopClock:
     def monotonic(self) -> float:
         """What ``time.monotonic()`` reads in the loop's thread."""
         return self.loop.time()
+
+    def wall(self) -> float:
+        """What ``time.time()`` reads in the loop's thread: the run's start, plus virtual seconds."""
+        return self.epoch + self.loop.time()
 
 
 def _sleep(seconds: float) -> None:
@@ -151,13 +169,33 @@ def _perf_counter_ns() -> int:
     return round(clock.monotonic() * 1e9)
 
 
+def _time() -> float:
+    clock = _clocks.get(_get_ident())
+    if clock is None or (type(clock) is VirtualClock and _running_loop() is not None):
+        return _REAL["time"]()
+    return clock.wall()
+
+
+def _time_ns() -> int:
+    clock = _clocks.get(_get_ident())
+    if clock is None or (type(clock) is VirtualClock and _running_loop() is not None):
+        return _REAL["time_ns"]()
+    return round(clock.wall() * 1e9)
+
+
 _PATCHED = {
     "sleep": _sleep,
     "monotonic": _monotonic,
     "perf_counter": _perf_counter,
     "monotonic_ns": _monotonic_ns,
     "perf_counter_ns": _perf_counter_ns,
+    "time": _time,
+    "time_ns": _time_ns,
 }
+
+#: Names bound from ``time`` at import by libraries whose timestamps a run should see in
+#: virtual time (module, attribute, stand-in): the OpenTelemetry SDK's span times.
+_BOUND = (("opentelemetry.sdk.trace", "time_ns", _time_ns),)
 
 
 class _RealTime:
@@ -185,6 +223,9 @@ def installed(clock: VirtualClock | LoopClock) -> Iterator[VirtualClock | LoopCl
             for name, fn in _PATCHED.items():
                 setattr(time, name, fn)
             subprocess.time = _RealTime()  # type: ignore[attr-defined]  # its waits stay real (see _RealTime)
+            for module, name, fn in _BOUND:
+                if module in sys.modules:
+                    setattr(sys.modules[module], name, fn)
         _clocks[me] = clock
     try:
         yield clock
@@ -195,6 +236,9 @@ def installed(clock: VirtualClock | LoopClock) -> Iterator[VirtualClock | LoopCl
                 for name, fn in _REAL.items():
                     setattr(time, name, fn)
                 subprocess.time = time  # type: ignore[attr-defined]
+                for module, name, _fn in _BOUND:
+                    if module in sys.modules:
+                        setattr(sys.modules[module], name, _REAL[name])
 
 
 class VirtualTimeLoop(asyncio.SelectorEventLoop):

@@ -8,7 +8,11 @@ printer writes with field names kept), ids as hex (the OTLP encoding) or base64
 
 A span is a **tool call** when ``gen_ai.operation.name`` is ``execute_tool``, or it has a
 ``gen_ai.tool.name``, or its name starts with ``execute_tool `` (the GenAI semantic
-conventions); a span without a parent is its trace's **task**.  Other spans are counted
+conventions), or ``mcp.method.name`` is ``tools/call`` (its tool named by
+``gen_ai.tool.name`` or the span name ``tools/call NAME``: the MCP conventions, whose
+``error.type`` ``tool_error`` marks a tool result with ``isError``, read as a failure of
+that code, and whose ``mcp.session.id`` names the worker when the span names none of
+its own); a span without a parent is its trace's **task**.  Other spans are counted
 and skipped, and so is a span read before (the same trace and span id, in this file or
 an earlier one of the same read).  A tool call's fields are validated as the plain form's
 are (:mod:`fleetchaos.traces.fields`).
@@ -29,7 +33,7 @@ from fleetchaos.traces.fields import tool_call
 from fleetchaos.traces.records import TaskSpan, ToolCall
 
 #: Where the worker of a call is looked for, in order: span attributes, then the resource's.
-DEFAULT_WORKER_KEYS = ("fleetchaos.worker", "service.instance.id", "host.name")
+DEFAULT_WORKER_KEYS = ("fleetchaos.worker", "mcp.session.id", "service.instance.id", "host.name")
 
 _STATUS_ERROR = (2, "2", "STATUS_CODE_ERROR")
 _NO_PARENT = ("", "0" * 16)
@@ -204,13 +208,15 @@ class _Spans:
         attrs = self.attributes(span, "attributes", path)
         operation = attrs.get("gen_ai.operation.name")
         tool = attrs.get("gen_ai.tool.name")
-        if operation == "execute_tool" or tool is not None or name.startswith("execute_tool "):
+        mcp = attrs.get("mcp.method.name") == "tools/call"
+        if operation == "execute_tool" or tool is not None or name.startswith("execute_tool ") or mcp:
             if tool is None:
-                tool = name[len("execute_tool ") :].strip() if name.startswith("execute_tool ") else ""
+                prefix = next((p for p in ("execute_tool ", "tools/call ") if name.startswith(p)), None)
+                tool = "" if prefix is None else name[len(prefix) :].strip()
             if not isinstance(tool, str) or not tool:
                 raise self.fail(
                     f"{path}.attributes.gen_ai.tool.name", "a tool call needs the tool's name", tool,
-                    'set gen_ai.tool.name or name the span "execute_tool NAME"',
+                    'set gen_ai.tool.name or name the span "execute_tool NAME" (or "tools/call NAME")',
                 )  # fmt: skip
             self.stats.tool_calls += 1
             return self.tool_call(span, path, trace, tool, start, end, attrs, resource_attrs)
