@@ -287,7 +287,7 @@ def check_contract(
                 value, error = _call_sample(samples[tool])
             finally:
                 ACTIVE.reset(token)
-            surface = surface_of(value, error)
+            surface = surface_of(value, error, None if bindings is None else bindings.contract_for(tool))
             want, problems = compare(expected_observation(errors, tool, kind), surface, secrets)
             if forcing.fired_count == 0:
                 problems = (f"the fault never fired: the sample's call did not reach a binding of {tool!r}", *problems)
