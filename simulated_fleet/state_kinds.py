@@ -89,7 +89,6 @@ class DiskFullKind(StateKind):
     """A disk filled by a fault (or by task workspaces): every write on that worker fails while it is full."""
 
     name = "disk_full"
-    real_code = False  # the real run has no shared disks of its own
 
     def schedule(self, fault: _Fault, plan: FaultPlan, at: Placement) -> None:
         """Poisson fills per targeted worker, and explicit events, each lasting ``cleanup_after_s``."""
@@ -168,7 +167,6 @@ class NodeCrashKind(StateKind):
 
     name = "node_crash"
     met = WORKER
-    real_code = False  # losing in-flight calls needs the simulator's workers
 
     def schedule(self, fault: _Fault, plan: FaultPlan, at: Placement) -> None:
         """Poisson crashes per targeted worker, and explicit events, each down for ``down_s``."""
@@ -249,7 +247,6 @@ class NetworkPartitionKind(StateKind):
     """Orchestrators cut off from workers in windows: a dispatch across the cut fails after its connect timeout."""
 
     name = "network_partition"
-    real_code = False  # the real run has no orchestrator-to-worker network of its own
 
     def schedule(self, fault: _Fault, plan: FaultPlan, at: Placement) -> None:
         """One partition over the fault's windows."""

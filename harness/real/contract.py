@@ -242,6 +242,12 @@ def applicable_kinds(spec: Any, tool: str) -> list[str]:
             kinds.add("quota_exhausted")
     if spec.fleet.call_timeout_s is not None:
         kinds.add("timeout")
+    if any(s.disk_mb for s in steps) and any(plan.disk_full):
+        kinds.add("disk_full")
+    if any(plan.crashes):
+        kinds.add("node_crash")
+    if plan.partitions:
+        kinds.add("network_partition")
     return [k for k in KINDS if k in kinds and k not in SIM_ONLY and KINDS[k].stage not in (MASKING, REPORTING)]
 
 

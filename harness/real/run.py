@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,9 +48,10 @@ class RealRun:
     calls: list = field(repr=False, default_factory=list)
     """Every decided call (:class:`~fleetchaos.real.determinism.CallEntry`), in the order they were decided."""
 
-    def assert_injected(self) -> None:
-        """Fail unless every tool met a fault, every drawn fault fired and no call bypassed the bindings."""
-        self.injections.assert_injected()
+    def assert_injected(self, unfaulted: Iterable[str] = ()) -> None:
+        """Fail unless every tool (but those ``unfaulted`` names) met a fault, every drawn fault fired and no call
+        bypassed the bindings."""
+        self.injections.assert_injected(unfaulted)
 
     @property
     def metrics(self) -> dict[str, float | None]:

@@ -227,9 +227,9 @@ def agent_patient(wait_s: float, *, tries: int):
 
 
 def test_a_simulation_only_kind_is_refused_with_one_message(small_scenario):
-    """A scenario with node_crash names the field, the value and the fix, before anything runs."""
-    spec = small_scenario([{"kind": "node_crash", "events": [{"worker": 0, "at_s": 5}]}])
-    with pytest.raises(UserError, match=r"faults\[0\]\.kind: node_crash is simulation-only in real-code mode"):
+    """A scenario with git_push_conflict names the field, the value and the fix, before anything runs."""
+    spec = small_scenario([{"kind": "git_push_conflict", "tools": ["write"]}])
+    with pytest.raises(UserError, match=r"faults\[0\]\.kind: git_push_conflict is simulation-only in real-code mode"):
         Runtime(spec, seed=1)
 
 
