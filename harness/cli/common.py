@@ -1,8 +1,7 @@
 """What every command shares: exit codes, consoles, common options, input checks, and error handling.
 
-Data goes to stdout, messages to stderr.  Exit codes: 0 ok, 1 a regression or ``expect:`` gate failed,
-2 invalid input or usage, 3 internal error (or a full disk, named as such), 4 a run outlived
-its wall-clock limit, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+Data goes to stdout, messages to stderr.  Exit codes: 0 ok, 1 a gate failed, 2 invalid input or usage, 3 internal
+error (or a full disk), 4 a run outlived its wall-clock limit, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 :class:`ErrorHandlingGroup` turns a :class:`~fleetchaos.errors.UserError` into one message
 and exit 2, and anything unexpected into exit 3.
 """

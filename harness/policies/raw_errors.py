@@ -15,8 +15,11 @@ from dataclasses import dataclass
 
 __all__ = ["STATUS_CATEGORIES", "ParsedError", "parse_raw"]
 
-_JVM = re.compile(r"ApiException: HTTP (\d{3}) ")
-_PYTHON = re.compile(r"HTTPError: (\d{3}) (?:Client|Server) Error")
+# The exception's message, with or without its class before it: a trace's line
+# (``ApiException: HTTP 429 ...``), an agent SDK's ``Error: HTTP 429 ...``, LangGraph's
+# ``HTTPError('429 Client Error: ...')`` and an MCP server's text all carry it.
+_JVM = re.compile(r"\bHTTP (\d{3}) ")
+_PYTHON = re.compile(r"\b(\d{3}) (?:Client|Server) Error")
 
 #: HTTP status -> category, in the structured contract's vocabulary.
 STATUS_CATEGORIES: dict[int, str] = {

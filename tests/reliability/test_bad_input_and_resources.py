@@ -9,6 +9,7 @@ import resource
 import signal
 from pathlib import Path
 
+import patience
 import pytest
 from reliability_cli import fleetchaos
 
@@ -173,7 +174,7 @@ _FIFO_READERS = {
     ),
     "diff": (["history", "diff", "FIFO", "FIFO"], "results file"),
     "sweep": (["sweep", "--file", "FIFO", "--no-history"], "sweep file"),
-    "space": (["tune", "--space", "FIFO"], "search space file"),
+    "space": (["tune", "--space", "FIFO"], "search space"),
     "codes": (["calibrate", "TRACE", "--codes", "FIFO", "-o", "out.yaml"], "code mapping"),
     "trace": (["calibrate", "FIFO", "-o", "out.yaml"], "no trace records"),
 }
@@ -181,8 +182,8 @@ _FIFO_READERS = {
 
 @pytest.mark.parametrize("reader", sorted(_FIFO_READERS))
 def test_a_named_pipe_nothing_writes_to_never_hangs_a_reader(tmp_path, tiny, reader):
-    """A FIFO given as any input (open() waited for a writer for ever): exit 2 at once, one line naming it. The
-    timeout is only there to end the test if a reader hangs."""
+    """A FIFO given as any input (open() waited for a writer for ever): exit 2 at once, one line naming it. A reader
+    that hangs uses no processor time: patience ends it as stalled after a minute, and the test fails."""
     import os
 
     fifo = tmp_path / "pipe.yaml"
@@ -190,7 +191,7 @@ def test_a_named_pipe_nothing_writes_to_never_hangs_a_reader(tmp_path, tiny, rea
     trace = Path(__file__).parents[2] / "examples" / "traces" / "crm_day.csv"
     args, what = _FIFO_READERS[reader]
     args = [str({"FIFO": fifo, "TINY": tiny, "TRACE": trace}.get(a, a)) for a in args]
-    out = fleetchaos(*args, cwd=tmp_path, timeout=300)
+    out = fleetchaos(*args, cwd=tmp_path, stall_s=60)
     assert out.returncode == 2, out.stderr
     (line,) = out.stderr.strip().splitlines()
     assert line.startswith(f"error: {fifo}: ") and what in line, line
@@ -200,14 +201,13 @@ def test_a_pipe_with_a_writer_is_read(tmp_path):
     """A pipe something writes to (the shell's <(command), whose writer holds the pipe from the start) is read
     whole, as before."""
     import shlex
-    import subprocess
 
     from reliability_cli import FLEETCHAOS
 
     import fleetchaos.catalogue as catalogue
 
     command = f"{shlex.quote(FLEETCHAOS)} scenarios validate <(cat {shlex.quote(str(catalogue.path('default')))})"
-    out = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    out = patience.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, stall_s=60)
     assert out.returncode == 0 and "ok: /dev/fd/" in out.stdout and "scenario 'default'" in out.stdout, out.stderr
 
 
