@@ -222,7 +222,7 @@ def installed(clock: VirtualClock | LoopClock) -> Iterator[VirtualClock | LoopCl
         if not _clocks:
             for name, fn in _PATCHED.items():
                 setattr(time, name, fn)
-            subprocess.time = _RealTime()  # type: ignore[attr-defined]  # its waits stay real (see _RealTime)
+            setattr(subprocess, "time", _RealTime())  # noqa: B010 - its waits stay real (see _RealTime)
             for module, name, fn in _BOUND:
                 if module in sys.modules:
                     setattr(sys.modules[module], name, fn)
@@ -235,7 +235,7 @@ def installed(clock: VirtualClock | LoopClock) -> Iterator[VirtualClock | LoopCl
             if not _clocks:
                 for name, fn in _REAL.items():
                     setattr(time, name, fn)
-                subprocess.time = time  # type: ignore[attr-defined]
+                setattr(subprocess, "time", time)  # noqa: B010 - the module itself again
                 for module, name, _fn in _BOUND:
                     if module in sys.modules:
                         setattr(sys.modules[module], name, _REAL[name])
@@ -290,7 +290,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
     async def _make_subprocess_transport(self, *args: Any, **kwargs: Any) -> Any:
         """As asyncio's, and the clock waits while the child runs."""
-        transport = await super()._make_subprocess_transport(*args, **kwargs)  # type: ignore[misc]
+        # The unix selector loop defines it; the stubs leave the base class's abstract.
+        transport = await super()._make_subprocess_transport(*args, **kwargs)  # type: ignore[misc]  # defined on unix
         self._children.add(transport)
         return transport
 
