@@ -76,7 +76,7 @@ def _arrival_schedule(calls: Calls, origin_s: float, notes: list[str]) -> tuple[
     lo = float(starts.min())
     hi = max(float(starts.max()), float((calls.start + calls.duration).max()) - origin_s, lo + 1.0)
     exposure = np.zeros(24)
-    for h in range(int(lo // HOUR_S), int(math.ceil(hi / HOUR_S))):
+    for h in range(int(lo // HOUR_S), math.ceil(hi / HOUR_S)):
         exposure[h % 24] += (min(hi, (h + 1) * HOUR_S) - max(lo, h * HOUR_S)) / HOUR_S
     counts = np.bincount((starts // HOUR_S).astype(np.int64) % 24, minlength=24)
     observed = exposure > 0

@@ -128,3 +128,37 @@ def default_export_small(tmp_path_factory):
 
     result = run_one(spec, "backoff", "generic", 3, trace=True, on_trace=hand)
     return result, kept["output"], path
+
+
+def test_a_model_call_span_is_read_as_a_call_of_the_llm_step(tmp_path):
+    """A GenAI chat span (the OpenAI SDK's instrumentation) that met a 429 is a failed call of the tool llm with its
+    code, so calibration counts the model's own rate limits (it used to skip every model span)."""
+    import json
+
+    from fleetchaos.traces.otlp_read import ReadStats
+    from fleetchaos.traces.read import read_file
+    from fleetchaos.traces.records import ToolCall
+
+    chat = {
+        "traceId": "5b8efff798038103d269b633813fc60c",
+        "spanId": "eee19b7ec3c1b171",
+        "parentSpanId": "eee19b7ec3c1b174",
+        "name": "chat gpt-4o",
+        "startTimeUnixNano": "1735722000000000000",
+        "endTimeUnixNano": "1735722000500000000",
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+            {"key": "gen_ai.request.model", "value": {"stringValue": "gpt-4o"}},
+            {"key": "error.type", "value": {"stringValue": "RateLimitError"}},
+            {"key": "http.response.status_code", "value": {"intValue": "429"}},
+            {"key": "fleetchaos.worker", "value": {"stringValue": "w1"}},
+        ],
+        "status": {"code": 2},
+    }
+    path = tmp_path / "chat.otlp.jsonl"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [chat]}]}]}) + "\n")
+    stats = ReadStats()
+    assert list(read_file(path, stats=stats)) == [
+        ToolCall("5b8efff798038103d269b633813fc60c", 1735722000.0, 0.5, "llm", "w1", False, "RateLimitError", 429)
+    ]
+    assert stats.skipped == 0 and stats.tool_calls == 1
