@@ -227,7 +227,7 @@ class _Driver:
         call = Call(rec.id, str(rec.title), rec.template, step.name, step.index, item, execution, node.index)
         value, error = self._invoke(tool, call)
         self.pending = None
-        surface = surface_of(value, error)
+        surface = surface_of(value, error, None if self.bindings is None else self.bindings.contract_for(step.name))
         notes = list(self.notes)
         if not d.fired and kind is not None:
             notes.append("the fault never reached the tool's binding")
