@@ -285,3 +285,25 @@ def test_parity_reads_a_teams_own_errors_through_its_contract_mapping():
     bindings = fleetchaos.Bindings(contract=read_team_error)
     report = parity("research_fanout", policy="structured", tools=tools, seed=3, bindings=bindings)
     assert report.identical, report.describe()
+
+
+def test_a_tool_that_retries_inside_diverges_as_its_own_retry_not_as_a_silent_failure():
+    """A search tool that calls its binding again after a failure (its own retry loop) and gets through is named as
+    such at the first divergent call: it took effect, nothing was swallowed (it used to be logged as a swallowed
+    fault that took no effect, the silent_suppression kind)."""
+
+    def retrying(c):
+        for _ in range(3):
+            try:
+                return search_api(c.title, c.item)
+            except InjectedFault:
+                continue
+        raise RuntimeError("gave up")
+
+    tools = {**TOOLS["research_fanout"], "search": retrying}
+    report = parity("research_fanout", policy="structured", tools=tools, seed=3)
+    first = report.first_divergence
+    assert first is not None and first.what == "a tool call"
+    assert first.real[6] == "ok" and first.real[7] is True
+    assert "retried the" in first.real[8] and "inside (1 more call(s) of its binding) and succeeded" in first.real[8]
+    assert "swallowed" not in first.real[8]
