@@ -18,6 +18,7 @@ class SharedBranches(Protocol):
 
     git_branches: int
     git_tools: frozenset[str]
+    api_of: dict[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,8 @@ class Step:
     pushes: bool
     cancels: bool = False
     """The tool stops its work when the client gives up (``after_timeout: cancel``)."""
+    api: int = 0
+    """The API its calls go to: 0 the model provider, ``i + 1`` the ``i``-th of ``fleet.apis``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,7 @@ def compile_template(index: int, template: TemplateSpec, plan: SharedBranches) -
                 needs=tuple(names.index(n) for n in s.needs),
                 pushes=bool(plan.git_branches) and s.tool in plan.git_tools,
                 cancels=s.after_timeout == "cancel",
+                api=plan.api_of.get(s.tool, 0),
             )
         )
     return Template(

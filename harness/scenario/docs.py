@@ -22,6 +22,7 @@ from fleetchaos.scenario.load import (
     Scenario,
 )
 from fleetchaos.sim.config import (
+    ApiSpec,
     Arrival,
     ArrivalSchedule,
     Distribution,
@@ -44,6 +45,7 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("fleet.overrides[]", WorkerOverride),
     ("fleet.remediation", RemediationSpec),
     ("fleet.misread_factor", MisreadFactors),
+    ("fleet.apis[]", ApiSpec),
     ("fleet.providers[]", ProviderSpec),
     ("fleet.providers[].slowdown[]", SlowdownPoint),
     ("fleet.providers[].service_mixture[]", ServiceShare),
