@@ -1,4 +1,5 @@
-"""The scenario model of the orchestrator's language model (``fleet.model``): its conversation and its tokens.
+"""The scenario models of the orchestrator's language model: its conversation and tokens (``fleet.model``), and how
+easily it misreads each error format (``fleet.misread_factor``).
 
 A task is a conversation: a system prompt, then one model turn per step execution, each
 reading the whole context so far (its input tokens), emitting the step's tool calls (the
@@ -13,6 +14,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from fleetchaos.sim.fault_specs import _Strict
+from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
 
 #: The defaults, and where each comes from (docs/assumptions.md, "The model's conversation").
 CHARS_PER_TOKEN = 4.0
@@ -109,4 +111,33 @@ class ModelSpec(_Strict):
     )
 
 
-__all__ = ["ModelSpec"]
+def _factor(setting: str, why: str) -> float:
+    return Field(default=DEFAULT_MISREAD_FACTORS[setting], ge=0, le=1000, description=why)
+
+
+class MisreadFactors(_Strict):
+    """How easily each error format's failures are misread as successes: the chance is
+    ``misread_probability`` times the format's factor (at most 1).
+
+    The defaults are judgements about how visible each format makes a failure, not
+    measurements (docs/formats.md); a scenario may set its own and a sweep may vary them
+    (``--param fleet.misread_factor.structured=0,0.2,1``).  ``empty-success`` and
+    ``fabricated-defaults`` report nothing as failed, so they have no factor.
+    """
+
+    generic: float = _factor("generic", "the generic status word: a bare 'failed' in tool text")
+    raw: float = _factor("raw", "raw vendor text: the failure is one line in a stack trace")
+    structured: float = _factor("structured", "the AgentToolError envelope (structured, agent-tool-error)")
+    failure_type: float = _factor("failure_type", "the failure-type envelope and its field-ablation steps")
+    subagent_result: float = _factor("subagent_result", "the subagent-result envelope: an explicit status")
+    tool_envelope: float = _factor("tool_envelope", "the tool envelope: a failure count and a blocking flag")
+    agent_sdk: float = _factor("agent_sdk", "an agent SDK's default tool-error text: one explicit sentence")
+    langgraph: float = _factor("langgraph", "LangGraph ToolNode's error text: 'Error: ...' in free text")
+    mcp: float = _factor("mcp", "an MCP tool result flagged isError, its text free text")
+    mcp_structured: float = _factor("mcp_structured", "an MCP tool result with a structured error (code, recovery)")
+    jsonrpc: float = _factor("jsonrpc", "a JSON-RPC 2.0 error object: an explicit error member with a code")
+    problem_details: float = _factor("problem_details", "an RFC 9457 problem: an explicit status and title")
+    google_rpc: float = _factor("google_rpc", "a google.rpc.Status (AIP-193): a canonical status and a reason")
+
+
+__all__ = ["MisreadFactors", "ModelSpec"]

@@ -19,6 +19,7 @@ class SharedBranches(Protocol):
 
     git_branches: int
     git_tools: frozenset[str]
+    api_of: dict[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,8 @@ class Step:
     """The tool stops its work when the client gives up (``after_timeout: cancel``)."""
     result_tokens: int = 0
     """Tokens one successful call's result adds to the conversation's context."""
+    api: int = 0
+    """The API its calls go to: 0 the model provider, ``i + 1`` the ``i``-th of ``fleet.apis``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +103,7 @@ def compile_template(
                 pushes=bool(plan.git_branches) and s.tool in plan.git_tools,
                 cancels=s.after_timeout == "cancel",
                 result_tokens=model.result_tokens if s.result_tokens is None else s.result_tokens,
+                api=plan.api_of.get(s.tool, 0),
             )
         )
     return Template(

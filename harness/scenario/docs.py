@@ -22,6 +22,7 @@ from fleetchaos.scenario.load import (
     Scenario,
 )
 from fleetchaos.sim.config import (
+    ApiSpec,
     Arrival,
     ArrivalSchedule,
     Distribution,
@@ -46,6 +47,7 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("fleet.remediation", RemediationSpec),
     ("fleet.model", ModelSpec),
     ("fleet.misread_factor", MisreadFactors),
+    ("fleet.apis[]", ApiSpec),
     ("fleet.providers[]", ProviderSpec),
     ("fleet.providers[].slowdown[]", SlowdownPoint),
     ("fleet.providers[].service_mixture[]", ServiceShare),
