@@ -110,13 +110,53 @@ class FleetSpec(_Strict):
         description="per error format: how easily it is misread, multiplying misread_probability (an assumption "
         "that decides outcomes, stated in every report)",
     )
-    usd_per_1k_tokens: float = Field(default=0.01, ge=0, description="price of model tokens")
-    usd_per_tool_call: float = Field(default=0.0005, ge=0, description="price of one tool call")
-    human_response: Distribution = Field(
-        default=Distribution(mean_s=7200, cv=0.5),
-        description="an escalation pages a human, who takes over the task this long after the page",
+    partial_batch: Literal["failed", "ok", "count"] = Field(
+        default="failed",
+        description="how a tool without an envelope (the generic, status and raw formats) reports a fan-out step some "
+        "of whose items failed: failed (the step fails with its first failure, as asyncio.gather and Promise.all "
+        "raise), ok (it returns what it gathered and says ok: partial work passed on as a success) or count (a "
+        "partial failure saying how many items failed); envelopes report it by their own contract "
+        "(docs/assumptions.md)",
     )
-    usd_per_human_hour: float = Field(default=120.0, ge=0, description="price of an hour of a paged human's time")
+    checkpoints: bool = Field(
+        default=False,
+        description="workers checkpoint (resume tokens, steps that skip work already done): a dispatch after a failure "
+        "resumes where the last one stopped, whatever the format; off (the default: a team without an envelope has "
+        "not built this either): only a policy that reads progress from an envelope resumes (docs/assumptions.md)",
+    )
+    usd_per_1k_tokens: float = Field(
+        default=0.01, ge=0, description="price of model tokens (a mid-range model's blended price, docs/assumptions.md)"
+    )
+    usd_per_tool_call: float = Field(
+        default=0.0005, ge=0, description="price of one tool call (a metered API call, docs/assumptions.md)"
+    )
+    page_handling: Distribution = Field(
+        default=Distribution(mean_s=1800, cv=0.5),
+        description="a paged human's hands-on time per escalation (triage, fix or rerun, hand-back, getting back to "
+        "the interrupted work), billed at usd_per_human_hour; the wait before the human looks is not billed "
+        "(docs/assumptions.md)",
+    )
+    usd_per_human_hour: float = Field(
+        default=120.0, ge=0, description="price of an hour of a paged human's time (an engineer's loaded cost)"
+    )
+    usd_per_silent_failure: float = Field(
+        default=480.0,
+        ge=0,
+        description="cost of a task claimed a success whose work did not fully take effect: finding it with no error "
+        "to start from, repairing what it touched and doing the work (4 human hours; docs/assumptions.md)",
+    )
+    usd_per_undone_task: float = Field(
+        default=60.0,
+        ge=0,
+        description="cost of a task the fleet reported as not done (failed, partial, dead-lettered) or never reported: "
+        "someone must take it up and finish it, the same half hour as a page (docs/assumptions.md)",
+    )
+    usd_per_refused_call: float = Field(
+        default=0.0,
+        ge=0,
+        description="price of a request a provider refused (429, 503) on top of its tool call: model APIs bill no "
+        "tokens for a refused request (docs/assumptions.md)",
+    )
     remediation: RemediationSpec = Field(
         default_factory=lambda: RemediationSpec(), description="the remediation agent a policy may send to a worker"
     )
@@ -136,6 +176,16 @@ class FleetSpec(_Strict):
     @model_serializer(mode="wrap")
     def _omit_new_defaults(self, handler):
         return _without_defaults(self, handler(self), ("providers", "max_actions_per_task"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_response_wait(cls, data: object) -> object:
+        if isinstance(data, dict) and "human_response" in data:
+            raise ValueError(
+                "human_response: a page is no longer billed at the wait for the human; remove it and set "
+                "page_handling (the human's hands-on time per page, e.g. {mean_s: 1800, cv: 0.5})"
+            )
+        return data
 
     @model_validator(mode="after")
     def _providers_apart(self) -> FleetSpec:
@@ -170,6 +220,7 @@ class MisreadFactors(_Strict):
     """
 
     generic: float = _factor("generic", "the generic status word: a bare 'failed' in tool text")
+    status: float = _factor("status", "an HTTP status and exception class: one short explicit line, as the bare word")
     raw: float = _factor("raw", "raw vendor text: the failure is one line in a stack trace")
     structured: float = _factor("structured", "the AgentToolError envelope (structured, agent-tool-error)")
     failure_type: float = _factor("failure_type", "the failure-type envelope and its field-ablation steps")

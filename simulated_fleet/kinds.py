@@ -428,6 +428,11 @@ def rendered_kind(failure: str | None) -> FaultKind:
 #: world without one never meets them, and a wrong envelope there does not name them.
 PROVIDER_KINDS: frozenset[str] = frozenset({"overloaded"})
 
+#: Kinds that are a request refused by the API or a provider for capacity (a 429 of the token
+#: bucket or a provider, a spent quota, a full provider's 503): each is a refused request
+#: (``refused_calls``, priced at ``fleet.usd_per_refused_call``).
+REFUSAL_KINDS: tuple[str, ...] = ("rate_limit", "quota_exhausted", "overloaded")
+
 
 def kinds_in(*stages: str) -> tuple[str, ...]:
     """The names of the kinds met at these stages, in catalogue order (read now, not at import)."""
@@ -449,6 +454,7 @@ __all__ = [  # the records, their lookups, and the words the records use (from k
     "PERSISTENT",
     "PERSISTENT_SCOPES",
     "PROVIDER_KINDS",
+    "REFUSAL_KINDS",
     "REMEDIES",
     "REPORTING",
     "SOURCE",

@@ -316,8 +316,8 @@ class Runtime:
             rec.human_s = self._human_s(rec.id)
 
     def _human_s(self, task_id: int) -> float:
-        """A paged human's response time: the fleet's human-response distribution, keyed by the task."""
-        spec = self.spec.fleet.human_response
+        """A paged human's hands-on time: the fleet's page-handling distribution, keyed by the task."""
+        spec = self.spec.fleet.page_handling
         if spec.cv <= 0.0:
             return spec.mean_s
         from fleetchaos.sim.config import lognormal_params

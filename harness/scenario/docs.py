@@ -46,7 +46,7 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("fleet.misread_factor", MisreadFactors),
     ("fleet.providers[]", ProviderSpec),
     ("fleet.providers[].slowdown[]", SlowdownPoint),
-    ("durations (network_latency, human_response, duration, think)", Distribution),
+    ("durations (network_latency, page_handling, duration, think)", Distribution),
     ("workload", WorkloadSpec),
     ("workload.templates[]", TemplateSpec),
     ("workload.templates[].steps[]", StepSpec),

@@ -3,9 +3,10 @@
 Two questions decide a format's behaviour, and both are about reporting, not about
 what happened:
 
-* ``partial_step_ok``: when some items of a fan-out step fail, does the tool say "ok"
-  (it returns what it gathered and has no per-item status) or does it report a partial
-  failure?  A generic tool says "ok", which is how partial work is silently passed on.
+* ``partial_batch``: when some items of a fan-out step fail, is the step reported as
+  failed, hidden as "ok" (the tool returns what it gathered), or reported with a count
+  of its failed items?  Envelopes and suppressing formats fix it; for a format without
+  an envelope (generic, status, raw) it is the scenario's ``fleet.partial_batch``.
 * ``render``: what the orchestrator is told when a dispatch stops on a failure.
 
 Two more describe how the orchestrator reads it: ``misread_setting`` (which
@@ -21,7 +22,14 @@ binds them to the run's planted secrets (see :mod:`fleetchaos.sim.sanitise`).
 
 from __future__ import annotations
 
-from fleetchaos.sim.formats._base import AgentToolErrorFormat, ErrorFormat, GenericFormat, StructuredFormat
+from fleetchaos.sim.formats._base import (
+    AgentToolErrorFormat,
+    ErrorFormat,
+    GenericFormat,
+    StructuredFormat,
+    counted,
+    partial_batch_of,
+)
 from fleetchaos.sim.formats._envelopes import (
     ABLATION_STEPS,
     AblationAlternatives,
@@ -32,12 +40,14 @@ from fleetchaos.sim.formats._envelopes import (
     SubagentResultFormat,
     ToolEnvelopeFormat,
 )
+from fleetchaos.sim.formats._status import StatusFormat
 from fleetchaos.sim.formats._text import EmptySuccessFormat, FabricatedDefaultsFormat, RawFormat
 
 #: Built-in formats by name.
 FORMATS: dict[str, type] = {
     "generic": GenericFormat,
     "structured": StructuredFormat,
+    "status": StatusFormat,
     "raw": RawFormat,
     "empty-success": EmptySuccessFormat,
     "fabricated-defaults": FabricatedDefaultsFormat,
@@ -76,8 +86,11 @@ __all__ = [
     "FailureTypeFormat",
     "GenericFormat",
     "RawFormat",
+    "StatusFormat",
     "StructuredFormat",
     "SubagentResultFormat",
     "ToolEnvelopeFormat",
+    "counted",
     "get_format",
+    "partial_batch_of",
 ]

@@ -5,9 +5,11 @@ Error formats: how the truth of a dispatch is rendered into what the orchestrato
 Two questions decide a format's behaviour, and both are about reporting, not about
 what happened:
 
-* ``partial_step_ok``: when some items of a fan-out step fail, does the tool say "ok"
-  (it returns what it gathered and has no per-item status) or does it report a partial
-  failure?  A generic tool says "ok", which is how partial work is silently passed on.
+* ``partial_batch``: when some items of a fan-out step fail, is the step reported as
+  failed, hidden as "ok" (the tool returns what it gathered), or reported with a count
+  of the failed items?  An envelope answers it by its contract, a suppressing format by
+  hiding everything; for a format without an envelope it is the scenario's
+  ``fleet.partial_batch`` (None here), an assumption every report states.
 * ``render``: what the orchestrator is told when a dispatch stops on a failure.
 """
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 from fleetchaos.sim.envelope import AgentToolError, PartialSuccess, item_ref, step_ref
 from fleetchaos.sim.kinds import reported_kind
@@ -23,13 +25,18 @@ from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.truth import AttemptReport
 
+if TYPE_CHECKING:
+    from fleetchaos.sim.config import FleetSpec
+
 
 @runtime_checkable
 class ErrorFormat(Protocol):
     """Renders the truth of a dispatch into an observation."""
 
     name: str
-    partial_step_ok: bool
+    partial_batch: str | None
+    """How a fan-out step with some failed items is reported: ``"failed"``, ``"ok"`` (hidden) or
+    ``"count"``; None: the scenario's ``fleet.partial_batch`` decides (a format without an envelope)."""
     misread_setting: str | None
     """The ``fleet.misread_factor`` setting this format is misread with (None: its own ``misread_factor``)."""
     misread_factor: float
@@ -61,12 +68,13 @@ def plain_success(render: _Render) -> _Render:
 class GenericFormat:
     """A bare status word: the orchestrator learns only that the call failed.
 
-    A fan-out tool returns whatever items it gathered and says "ok" (no per-item status),
-    so a partly failed batch is passed on as a success.
+    How a partly failed fan-out step is reported (failed, hidden as "ok", or with a count
+    of its failed items) is the scenario's ``fleet.partial_batch``: a bare word says
+    nothing of it either way.
     """
 
     name = "generic"
-    partial_step_ok = True
+    partial_batch = None  # no envelope: the scenario's fleet.partial_batch decides
     misread_setting = "generic"
     misread_factor = DEFAULT_MISREAD_FACTORS["generic"]  # the default: a scenario may set its own
     failure_flag = False
@@ -79,6 +87,36 @@ class GenericFormat:
 
     def __repr__(self) -> str:
         return "GenericFormat()"
+
+
+def partial_batch_of(error_format: object, fleet: FleetSpec) -> str:
+    """How ``error_format`` reports a partly failed fan-out step in a run of ``fleet``:
+    its own ``partial_batch`` (its contract), else the scenario's ``fleet.partial_batch``."""
+    own = getattr(error_format, "partial_batch", None)
+    return str(own if own is not None else fleet.partial_batch)
+
+
+def counted(observation: Observation, report: AttemptReport) -> Observation:
+    """``observation`` of a partly failed fan-out step as a partial failure that says how many of its items failed
+    (any other observation as it is).
+
+    What a tool without an envelope shows under ``fleet.partial_batch: count``: the status
+    word ``partial`` and a first line ``2 of 5 items failed`` before any text the format
+    gave; which items failed, and what the others returned, it does not say.
+    """
+    failed = len(report.item_failures)
+    if not 0 < failed < report.fan_out:  # not a partly failed fan-out step: nothing to count
+        return observation
+    line = f"{failed} of {report.fan_out} items failed"
+    text = line if not observation.text else f"{line}\n{observation.text}"
+    return Observation(
+        ok=False,
+        status="partial",
+        worker=observation.worker,
+        envelope=observation.envelope,
+        text=text,
+        secrets=observation.secrets,
+    )
 
 
 def progress_refs(report: AttemptReport) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -105,7 +143,7 @@ class StructuredFormat:
     """
 
     name = "structured"
-    partial_step_ok = False
+    partial_batch = "failed"  # the envelope reports the failure, and its partial_success what completed
     misread_setting = "structured"
     misread_factor = DEFAULT_MISREAD_FACTORS["structured"]
     failure_flag = True  # recoverable/category are machine-readable: a guardrail can check them

@@ -71,7 +71,7 @@ class FailureTypeFormat:
 
     name = "failure-type"
     fields: frozenset[str] = frozenset({"partial_results", "alternatives_suggested", "retry_recommended"})
-    partial_step_ok = False
+    partial_batch = "failed"  # the envelope reports the failure and what completed
     misread_setting = "failure_type"
     misread_factor = DEFAULT_MISREAD_FACTORS["failure_type"]
     failure_flag = True  # failure_type is machine-readable: a guardrail can check it
@@ -148,7 +148,7 @@ class SubagentResultFormat(_Bound):
     """
 
     name = "subagent-result"
-    partial_step_ok = False
+    partial_batch = "failed"  # the envelope reports the failure and what completed
     misread_setting = "subagent_result"
     misread_factor = DEFAULT_MISREAD_FACTORS["subagent_result"]
     failure_flag = True  # status is machine-readable: a guardrail can check it
@@ -208,7 +208,7 @@ class ToolEnvelopeFormat(_Bound):
     """
 
     name = "tool-envelope"
-    partial_step_ok = False
+    partial_batch = "failed"  # the envelope reports the failure and what completed
     misread_setting = "tool_envelope"
     misread_factor = DEFAULT_MISREAD_FACTORS["tool_envelope"]
     failure_flag = True  # blocking_failure is exactly what a final-answer guardrail checks

@@ -42,15 +42,15 @@ class _Bound:
 class RawFormat(_Bound):
     """The vendor's error text, verbatim: message, stack trace and every secret in it.
 
-    It does report the failure (a fan-out step with failed items is not "ok"), but the
-    failure is one line in a blob of trace text: easy for an LLM orchestrator to read
+    The failure is one line in a blob of trace text: easy for an LLM orchestrator to read
     as noise (``misread_factor`` 3), and there is no machine-readable flag for a
-    guardrail to check.  Nothing is sanitised: the planted secrets all reach the
+    guardrail to check.  How a partly failed fan-out step is reported is the scenario's
+    ``fleet.partial_batch``, as for every format without an envelope.  Nothing is sanitised: the planted secrets all reach the
     orchestrator, and ``Observation.secrets`` counts them.
     """
 
     name = "raw"
-    partial_step_ok = False
+    partial_batch = None  # no envelope: the scenario's fleet.partial_batch decides
     misread_setting = "raw"
     misread_factor = DEFAULT_MISREAD_FACTORS["raw"]
     failure_flag = False  # free text: nothing a guardrail can check without parsing
@@ -79,7 +79,7 @@ class EmptySuccessFormat:
     """
 
     name = "empty-success"
-    partial_step_ok = True
+    partial_batch = "ok"  # it hides every failure, a partial batch's too: that is what the format is
     misread_setting = None  # nothing is reported as failed, so there is nothing to misread
     misread_factor = 0.0
     failure_flag = False

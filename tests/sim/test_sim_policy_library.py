@@ -164,17 +164,19 @@ def test_remediation_cannot_repair_invalid_input(sim):
 # -- escalation, dead letters, rollback, idempotency ----------------------------------------
 
 
-def test_escalation_pages_a_human_whose_hours_are_charged(sim):
+def test_escalation_pages_a_human_whose_handling_hours_are_charged(sim):
     faults = [{"kind": "expired_key", "events": [{"worker": 0, "at_s": 0}]}]
     scenario = sim.scenario(
         {"job": [sim.step("plan", 10)]},
         faults=faults,
-        human_response={"mean_s": 5400, "cv": 0},
+        page_handling={"mean_s": 5400, "cv": 0},
         usd_per_human_hour=100.0,
     )
     r = sim.run(scenario, Script((Escalate("help"),)), "structured")
     assert r.rec.claim == "escalated"
     assert r.rec.pages == 1 and r.rec.human_s == pytest.approx(5400.0)
+    assert r.metrics["human_cost_usd"] == pytest.approx(150.0)  # 1.5 h of handling at $100
+    assert r.metrics["undone_task_cost_usd"] == 0.0  # an escalated task is the human's: its page is its cost
     assert r.rec.end_s == pytest.approx(0.4, **APPROX)  # the claim is reported at the page
 
 

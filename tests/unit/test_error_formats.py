@@ -49,11 +49,13 @@ def test_same_truth_rendered_by_every_format():
     assert {n for n, o in seen.items() if o.ok} == {"empty-success", "fabricated-defaults"}
     assert {n for n, o in seen.items() if o.envelope is None} == {
         "generic",
+        "status",
         "raw",
         "empty-success",
         "fabricated-defaults",
     }
-    assert {n for n, o in seen.items() if o.text} == {"raw", "empty-success", "fabricated-defaults"}
+    assert {n for n, o in seen.items() if o.text} == {"status", "raw", "empty-success", "fabricated-defaults"}
+    assert seen["status"].text == "HTTP 504 InternalServerError"  # a timeout's wire status, no vendor text
     assert {n for n, o in seen.items() if o.secrets} == {"raw"}
     assert seen["raw"].secrets == 5  # one key, token, e-mail, home path and internal URL
     assert seen["generic"].fields() == {} and seen["empty-success"].text == "{}"

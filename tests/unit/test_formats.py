@@ -219,10 +219,11 @@ def test_structured_distinguishes_kinds_generic_does_not():
 # partial_step_ok and the registry
 
 
-def test_partial_step_ok_flags():
-    """Generic passes partial fan-out batches as ok; structured reports them as failures."""
-    assert GenericFormat.partial_step_ok is True
-    assert StructuredFormat.partial_step_ok is False
+def test_partial_batch_is_the_scenarios_without_an_envelope():
+    """Formats without an envelope leave partial fan-out batches to fleet.partial_batch; the others fix it by contract."""
+    assert {name for name, cls in FORMATS.items() if cls.partial_batch is None} == {"generic", "status", "raw"}
+    assert StructuredFormat.partial_batch == "failed"
+    assert FORMATS["empty-success"].partial_batch == FORMATS["fabricated-defaults"].partial_batch == "ok"
 
 
 def test_format_names():
@@ -247,7 +248,7 @@ def test_get_format_unknown_name_lists_known():
         get_format("xml")
     msg = str(info.value)
     assert "'xml'" in msg
-    assert "generic, raw, structured" in msg
+    assert "generic, raw, status, structured" in msg
 
 
 # ---------------------------------------------------------------------------------------
