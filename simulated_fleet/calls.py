@@ -242,6 +242,14 @@ class CallModel:
                 for tool in spec.tools or ():
                     self.route[tool] = provider
 
+    def provider_of(self, step: Step) -> Provider | None:
+        """The provider with a declared capacity that serves ``step``'s calls (as :meth:`decide` routes them), if any."""
+        route = self.route
+        if route is None:
+            return None
+        provider = route.get(step.name)
+        return self.api_provider if provider is None and step.uses_api else provider
+
     def rules_for(self, worker: int, tpl: Template, si: int) -> StepRules:
         """The per-call rules that can hit this worker, template and step, grouped by stage."""
         cache_key = (worker, tpl.index, si)
@@ -397,6 +405,14 @@ class CallModel:
         limit = self.call_timeout_s
         if limit is None:
             return None
+        latency, work, spiked = self.call_times(node, step, key, now)
+        if latency + work <= limit:
+            return None
+        return LATENCY_SPIKE if spiked else TIMEOUT
+
+    def call_times(self, node: NodeView, step: Step, key: int, now: float) -> tuple[float, float, bool]:
+        """(round trip, work on an idle provider, whether a latency spike is in force) of a call keyed ``key``
+        starting at ``now`` on ``node``: the keyed draws of :meth:`decide`, read without side effects."""
         z_latency, z_duration = _normal_pair(key, S_CALL_TIMES)
         latency = (
             _exp(self.latency_mu + self.latency_sigma * z_latency) if self.latency_sigma > 0.0 else self.latency_mean
@@ -404,10 +420,11 @@ class CallModel:
         spike = self.spikes[node.index].at(now) if self.spikes[node.index] else None
         if spike is not None:
             latency = latency * spike[0] + spike[1]
-        duration = latency + (_exp(step.mu + step.sigma * z_duration) if step.sigma > 0.0 else step.mean_s)
-        if duration <= limit:
-            return None
-        return LATENCY_SPIKE if spike is not None else TIMEOUT
+        return (
+            latency,
+            (_exp(step.mu + step.sigma * z_duration) if step.sigma > 0.0 else step.mean_s),
+            spike is not None,
+        )
 
     def persistent_hit(
         self,

@@ -52,7 +52,7 @@ class Provider:
         """``slowdowns`` are an ``overloaded`` fault's disjoint, sorted ``(start, end, capacity factor)`` windows."""
         self.name = spec.name
         self.status = spec.overload_status
-        self.max_in_flight = spec.max_in_flight
+        self.max_in_flight = spec.max_in_flight if spec.admission == "refuse" else None  # queue: never refuses
         self.reject_cost_s = spec.reject_cost_s
         self._free: list[float] | None = [0.0] * spec.servers if spec.servers else None  # heap: when each server frees
         self._in_system: list[float] = []  # heap: when each call in the provider leaves it
@@ -74,6 +74,29 @@ class Provider:
         while calls and calls[0] <= now:
             heapq.heappop(calls)
         return len(calls)
+
+    def saturated(self, now: float, service_s: float, patience_s: float) -> bool:
+        """Whether a call arriving at ``now`` with ``service_s`` of work (on an idle provider) would fail
+        for want of capacity, read without changing anything (:meth:`admit` decides the same way).
+
+        It would be refused (``max_in_flight`` calls in it, under ``refuse`` admission), or
+        answered only after its client's ``patience_s`` ran out: queued behind the calls in
+        it, slowed by its curve and its slow windows.  The wasted-retry judge asks this at a
+        retry's dispatch.
+        """
+        in_system = sum(1 for leaves in self._in_system if leaves > now)
+        limit = self.max_in_flight
+        if limit is not None and in_system >= limit:
+            return True
+        if patience_s == math.inf:
+            return False
+        work = service_s * self.factor(in_system + 1)
+        if self._slow:
+            speed = self.speed(now)
+            work = work / speed if speed > 0.0 else math.inf
+        free = self._free
+        start = now if free is None else max(now, free[0])
+        return start + work - now > patience_s
 
     def next_room(self, now: float) -> float:
         """The instant the first call in it leaves (``now`` if it is empty): a refusal's retry-after."""

@@ -54,6 +54,7 @@ CAUSES = (
     "persistent",
     "batch",
     "transient",
+    "provider_saturated",
 )
 
 #: The causes behind a retry-after hint: the judge reads them, never the hint.
