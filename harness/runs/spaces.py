@@ -32,8 +32,9 @@ from fleetchaos.errors import UserError
 
 __all__ = ["DEFAULT_SPACE", "SPACE_VERSION", "Dimension", "SearchSpace", "load_space"]
 
-#: The version of :data:`DEFAULT_SPACE` (and of the file format).
-SPACE_VERSION = 1
+#: The version of :data:`DEFAULT_SPACE` (and of the file format).  2: ``raw-parse`` (the
+#: status reader) joined the families.
+SPACE_VERSION = 2
 
 
 class Dimension(BaseModel):
@@ -152,8 +153,10 @@ _LADDER = {
 }
 
 #: The space ``tune`` searches by default: the retry baselines, the classic breaker, the
-#: remedy ladders (for errors nothing can read) and the structured recipes (which fall back
-#: on an unknown branch where there is no envelope).  The same space for every error format.
+#: remedy ladders (for errors nothing can read), the status reader (``raw-parse``: the
+#: structured tree's branches on an HTTP status, for the ``status`` and ``raw`` formats) and
+#: the structured recipes (which fall back on an unknown branch where there is no
+#: envelope).  The same space for every error format.
 DEFAULT_SPACE = SearchSpace.model_validate(
     {
         "version": SPACE_VERSION,
@@ -168,6 +171,12 @@ DEFAULT_SPACE = SearchSpace.model_validate(
             },
             "ladder": _LADDER,
             "ladder-breaker": {**{f"policy.{k}": v for k, v in _LADDER.items()}, **_BREAKER},
+            "raw-parse": {
+                "max_retries": _RETRIES,
+                "base_s": {"log": (0.1, 60.0)},
+                "cap_s": {"log": (5.0, 1800.0)},
+                "unknown_retries": {"int": (0, 4)},
+            },
             "structured": {
                 "max_retries": _RETRIES,
                 "max_same": {"int": (1, 5)},
