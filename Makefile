@@ -4,14 +4,25 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+FILES := $(VENV)/.package-files
 
-.PHONY: demo test test-all check bench install clean wheel-check
+.PHONY: demo test test-all check bench install clean wheel-check FORCE
 
-$(STAMP): pyproject.toml Makefile
+# The development install is setuptools' strict editable mode: every module of the package is a
+# link in build/__editable__.*/fleetchaos to its file here, so editors, mypy and import-graph tools
+# follow `fleetchaos.sim.world` to simulated_fleet/world.py without an import hook. Links are made
+# file by file, so a file added or removed is linked again: $(FILES) lists the package's files and
+# changes (and so re-runs the install) only when that list does.
+$(STAMP): pyproject.toml Makefile $(FILES)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,dask]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,dask]' --config-settings editable_mode=strict
 	touch $(STAMP)
+
+$(FILES): FORCE
+	@mkdir -p $(VENV)
+	@find harness simulated_fleet reports scenarios -name __pycache__ -prune -o -type f \( -name '*.py' -o -name '*.yaml' -o -name py.typed \) -print | LC_ALL=C sort > $@.new
+	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
 
 install: $(STAMP)
 
@@ -22,7 +33,7 @@ demo: $(STAMP)
 check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python .ci/typecheck.py
+	$(BIN)/mypy
 
 test: check
 	$(BIN)/python -m pytest -q -m "not slow" -n 2
@@ -40,11 +51,14 @@ wheel-check: $(STAMP)
 	$(PYTHON) -m venv "$$tmp/venv" && \
 	"$$tmp/venv/bin/python" -m pip install --quiet "$$tmp"/dist/fleetchaos-*.whl > "$$tmp/install.log" 2>&1 || { cat "$$tmp/install.log"; exit 1; }; \
 	"$$tmp/venv/bin/fleetchaos" --help > "$$tmp/help.txt" && grep -q "Chaos and fault injection" "$$tmp/help.txt" && \
-	echo "wheel-check: $$(basename "$$tmp"/dist/fleetchaos-*.whl) installs into a fresh venv; fleetchaos --help answers"
+	"$$tmp/venv/bin/python" -c "import fleetchaos, pathlib; assert (pathlib.Path(fleetchaos.__file__).parent / 'py.typed').is_file(), 'no py.typed'" && \
+	echo "wheel-check: $$(basename "$$tmp"/dist/fleetchaos-*.whl) installs into a fresh venv with py.typed; fleetchaos --help answers"
 
 # Speed and memory figures next to their targets (see docs/performance.md); takes a few minutes.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) fleetchaos-out .pytest_cache .hypothesis
+	rm -rf $(VENV) build fleetchaos-out .pytest_cache .hypothesis .mypy_cache
+
+FORCE:

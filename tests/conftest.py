@@ -13,11 +13,22 @@ pytest loaded them (tests/unit/test_suite_layout.py checks both rules).
 import pytest
 import yaml
 from click.testing import CliRunner
+from dev_install import unlinked_files
 
 import fleetchaos.catalogue as catalogue
 from fleetchaos.cli.main import main
 
 pytest_plugins = ["pytester"]
+
+
+def pytest_configure(config):
+    """Refuse to run against a development install that lacks a module of this checkout."""
+    missing = unlinked_files()
+    if missing:
+        raise pytest.UsageError(
+            f"the development install lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}: "
+            "run `make install` to link the files added since (a new subpackage also goes in pyproject.toml)"
+        )
 
 
 @pytest.fixture(scope="module")

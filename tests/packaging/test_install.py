@@ -132,6 +132,11 @@ def test_wheel_installs_exactly_one_top_level_package(wheel):
     assert packages == {"fleetchaos"}, sorted(names)
 
 
+def test_the_wheel_declares_its_annotations(wheel):
+    """py.typed ships in the package (PEP 561), so a team's type checker reads fleetchaos' annotations."""
+    assert "fleetchaos/py.typed" in zipfile.ZipFile(wheel).namelist()
+
+
 def test_installed_command_and_entry_points_work(fresh_env):
     """In the fresh environment the console script answers --help and pytest finds the plugin by entry point."""
     script = fresh_env.parent / "fleetchaos"
