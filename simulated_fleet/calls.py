@@ -47,9 +47,6 @@ _TWO_POW_MINUS_32, _TWO_POW_MINUS_53, _TWO_PI = _rng._TWO_POW_MINUS_32, _rng._TW
 #: no call timeout applies to it.
 NO_CLIENT = -math.inf
 
-#: A slow call that hits the fleet's call timeout committed its side effect with this probability.
-SLOW_CALL_COMMITTED_P = 0.5
-
 #: The kinds the fleet's state produces, met by every call alike.
 NODE_CRASH, EXPIRED_KEY, DISK_FULL = KINDS["node_crash"], KINDS["expired_key"], KINDS["disk_full"]
 RATE_LIMIT, QUOTA_EXHAUSTED = KINDS["rate_limit"], KINDS["quota_exhausted"]
@@ -198,6 +195,7 @@ class CallModel:
         "_template_rules",
         "api_provider",
         "call_timeout_s",
+        "cut_committed_p",
         "installed",
         "latency_mean",
         "latency_mu",
@@ -216,6 +214,7 @@ class CallModel:
         self.shared = shared
         self.seed = seed
         self.call_timeout_s = fleet.call_timeout_s
+        self.cut_committed_p = fleet.cut_call_committed_probability
         lat = fleet.network_latency
         self.latency_mean = 2.0 * lat.mean_s  # a call is one round trip
         self.latency_mu, self.latency_sigma = lognormal_params(self.latency_mean, lat.cv)
@@ -374,7 +373,7 @@ class CallModel:
                 work = took
         duration = latency + work
         if limit is not None and duration + waited > limit:
-            committed = False if step.cancels else _draw(key, S_SLOW_COMMIT) < SLOW_CALL_COMMITTED_P
+            committed = False if step.cancels else _draw(key, S_SLOW_COMMIT) < self.cut_committed_p
             return (LATENCY_SPIKE if spiked else TIMEOUT), limit - waited, committed, None
         for rule in masking:
             p = rule.probability_at(now, node.index)

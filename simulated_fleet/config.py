@@ -90,6 +90,14 @@ class FleetSpec(_Strict):
     call_timeout_s: float | None = Field(
         default=None, gt=0, description="a tool call slower than this times out (its outcome is then ambiguous)"
     )
+    cut_call_committed_probability: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="chance that a call the call timeout cut while it ran on a worker (no provider) had already "
+        "taken effect: the client cannot tell which side of the commit the cut fell, and 0.5 says so "
+        "(docs/assumptions.md)",
+    )
     api_reject_cost: float = Field(
         default=0.0,
         ge=0,
@@ -266,7 +274,8 @@ class StepSpec(_Strict):
         default="continue",
         description="what the tool's work does when its client gives up (a call timeout): continue (work still "
         "queued for a slot or a provider runs to its end and takes effect; a call cut while running on a worker "
-        "without a provider took effect half the time) or cancel (it stops and takes no effect)",
+        "without a provider took effect with fleet.cut_call_committed_probability) or cancel (it stops and takes no "
+        "effect)",
     )
 
     @model_serializer(mode="wrap")

@@ -1052,7 +1052,7 @@ def test_latency_spike_timeout_says_outcome_unknown(sim):
     r = sim.run(spike_world(sim), BlindRetry(0), "structured")
     [(report, obs)] = r.rendered
     assert report.failure == "latency_spike"
-    # CallModel.decide: committed with SLOW_CALL_COMMITTED_P = 0.5, like a plain timeout
+    # CallModel.decide: committed with fleet.cut_call_committed_probability = 0.5, like a plain timeout
     assert obs.envelope.context.get("outcome") == "unknown"
 
 
