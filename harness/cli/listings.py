@@ -88,7 +88,7 @@ def scenarios_validate(files: tuple[str, ...]) -> None:
 
 
 @click.command()
-@click.argument("what", type=click.Choice(["scenario", "envelope"]))
+@click.argument("what", type=click.Choice(["scenario", "envelope", "assumptions"]))
 @click.argument("name", required=False)
 @click.option("--markdown", is_flag=True, help="print the scenario file reference (docs/scenarios.md) instead")
 def schema(what: str, name: str | None, markdown: bool) -> None:
@@ -96,9 +96,18 @@ def schema(what: str, name: str | None, markdown: bool) -> None:
 
     ``schema envelope`` prints the AgentToolError envelope; ``schema envelope NAME``
     any of agent-tool-error, failure-type, subagent-result, tool-envelope.
+    ``schema assumptions`` prints the assumptions every figure rests on, each with its
+    default, its source and its plausible range (docs/assumptions.md, Markdown).
     """
     import json
 
+    if what == "assumptions":
+        if name is not None:
+            raise UserError(f"schema assumptions: takes no NAME (got {name!r})")
+        from fleetchaos.scenario.assumptions_doc import render as render_assumptions
+
+        click.echo(render_assumptions(), nl=False)
+        return
     if markdown:
         if what != "scenario":
             raise UserError("--markdown: only the scenario reference is available as Markdown")
