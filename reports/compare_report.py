@@ -118,7 +118,8 @@ def _headline_blocks(result: CompareResult, pct: int) -> list[Block]:
             f"The figures every arm shares a denominator for: {what}. Mean per seed with its {pct}% interval; "
             f"'vs reference' is the paired difference{reference}, seed by seed, with its interval and verdict. "
             "Recovery on each arm's own faulted tasks is secondary: its denominator differs between arms. "
-            "Cost per run is split into model tokens, tool calls and paged humans' hours."
+            "Cost per run is split into the model (tokens and tool calls) and how the tasks ended: paged humans' "
+            "handling hours, silent failures, tasks left undone and refused requests, at the scenario's prices."
         ),
         headline_table(result),
     ]
@@ -193,7 +194,8 @@ def _chart_blocks(result: CompareResult, made: dict[str, Path]) -> list[Block]:
         "headline": f"The headline per arm ({lead}), mean of {n} seeds with {pct}% CI bars",
         "silent_and_wasted": "Silent failures (% of tasks) and wasted retries (count per run) per arm, with CI bars",
         "failed_retries": "Retries that failed again per run, by the fault they met; diamonds: wasted retries per run",
-        "cost_split": "Cost per run split into model tokens, tool calls and paged humans' hours, each on its own scale",
+        "cost_split": "Cost per run split into model tokens, tool calls, paged humans' handling hours, silent failures, "
+        "tasks left undone and refused requests, each on its own scale",
         "cost_vs_success": f"Cost per run (USD) against {lead_metrics(result.closed_loop)[0].replace('_', ' ')}; "
         "the dashed line joins the Pareto front",
         "heatmap": "Recovery by arm and kind of the task's first fault (each arm's own faulted tasks, pooled over seeds)",

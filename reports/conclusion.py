@@ -245,9 +245,17 @@ def _cost(arm: ArmResult, name: str) -> str:
     if token is None or tool is None or human is None:
         return f"{name} ${total:,.2f} per run"
     hours = m.get("human_hours") or 0.0
+    outcomes = ""
+    silent, undone, refused = (
+        m.get(k) for k in ("silent_failure_cost_usd", "undone_task_cost_usd", "refused_call_cost_usd")
+    )
+    if silent is not None and undone is not None and refused is not None:
+        outcomes = (
+            f", silent failures ${silent:,.2f}, tasks left undone ${undone:,.2f}, refused requests ${refused:,.2f}"
+        )
     return (
         f"{name} ${total:,.2f} per run (tokens ${token:,.2f}, tool calls ${tool:,.2f}, "
-        f"paged humans ${human:,.2f} for {hours:,.1f} h)"
+        f"paged humans ${human:,.2f} for {hours:,.1f} h{outcomes})"
     )
 
 
