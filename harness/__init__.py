@@ -1,19 +1,22 @@
 """fleetchaos: chaos and fault injection for fleets of LLM agents.
 
-The public API, loaded lazily: importing ``fleetchaos`` loads no SimPy, matplotlib, SciPy,
-hypothesis or Faker; each name imports its module on first use.
+A small public API, loaded lazily: importing ``fleetchaos`` loads no SimPy, matplotlib,
+SciPy, hypothesis or Faker; each name imports its module on first use.  docs/api.md lists
+every name with one line each; everything else is public in its subpackage
+(:mod:`fleetchaos.policies` for the built-in policies, building blocks, controls and
+presets, :mod:`fleetchaos.results.stats` for the statistics, :mod:`fleetchaos.gates` for
+the run history and gates, :mod:`fleetchaos.testing.strategies` for hypothesis strategies).
 
-* the policy interface: :class:`RecoveryPolicy`, :class:`Observation`, :class:`TaskHistory`
-  and the nine action types (``Retry``, ``Reroute``, ``RefreshCredentials``,
-  ``UseAlternative``, ``Remediate``, ``Escalate``, ``Rollback``, ``DeadLetter``, ``GiveUp``);
-* policies: the built-ins, the building blocks (``retry_if_*``, ``stop_*``, ``wait_*``,
-  ``instead_*`` joined into a :class:`Policy`), the retry controls (budgets, throttles,
-  circuit breakers, :class:`Controlled`), the presets, :class:`TransportRetry` layers and
-  :func:`get_policy`; everything :mod:`fleetchaos.policies` exports but its registry plumbing;
-* running: :func:`load_scenario`, :func:`run_one`, :func:`compare`, sweeps and executors;
-* results: the result models and statistics;
-* suites: :func:`assert_rate`, :func:`run_scenario`, the run history, and
-  :mod:`fleetchaos.strategies` (hypothesis strategies for fault schedules and worlds);
+* scenarios: :class:`Scenario`, :func:`load_scenario`, :class:`ScenarioError` and its base
+  :class:`UserError`;
+* running: :func:`run_one`, :func:`compare`, :class:`SweepSpec` and :func:`run_sweep`;
+* the policy interface: :class:`RecoveryPolicy`, :class:`Observation`, :class:`TaskHistory`,
+  :class:`Action` and the nine action types (:class:`Retry`, :class:`Reroute`,
+  :class:`RefreshCredentials`, :class:`UseAlternative`, :class:`Remediate`, :class:`Escalate`,
+  :class:`Rollback`, :class:`DeadLetter`, :class:`GiveUp`); :func:`get_policy` names a policy;
+* results: :class:`RunResult`, :class:`ArmResult`, :class:`CompareResult`, :class:`SweepResult`;
+* suites: :func:`run_scenario` and its :class:`ScenarioResult`, :func:`assert_rate` judging an
+  :class:`Estimate` (:class:`RateAssertionError` when it fails);
 * real-code mode (docs/real-code.md): :func:`tool`, :class:`Bindings`, :class:`Route`,
   :class:`Runtime`, :func:`run_real`, :func:`check_contract`, :func:`parity`.  ``@fleetchaos.tool``
   in a production module costs a few standard-library imports.
@@ -25,13 +28,11 @@ import importlib
 import re
 from typing import Any
 
-from fleetchaos import policies as _policies
-
-#: Names of the package's own modules, by the module that defines them.
+#: The public names, by the module that defines them.
 _OWN: dict[str, tuple[str, ...]] = {
     "fleetchaos.errors": ("ScenarioError", "UserError"),
     "fleetchaos.gates.assertions": ("Estimate", "RateAssertionError", "assert_rate"),
-    "fleetchaos.gates.history": ("open_store",),
+    "fleetchaos.policies.registry": ("get_policy",),
     "fleetchaos.real.bindings": ("Bindings", "Route"),
     "fleetchaos.real.contract": ("check_contract",),
     "fleetchaos.real.decorator": ("tool",),
@@ -39,13 +40,10 @@ _OWN: dict[str, tuple[str, ...]] = {
     "fleetchaos.real.run": ("run_real",),
     "fleetchaos.real.runtime": ("Runtime",),
     "fleetchaos.results.models": ("ArmResult", "CompareResult", "RunResult", "SweepResult"),
-    "fleetchaos.results.stats": ("mean_ci", "paired_difference", "verdict", "wilson"),
-    "fleetchaos.runs.executors": ("open_executor",),
     "fleetchaos.runs.runner": ("compare", "run_one"),
-    "fleetchaos.runs.sweep": ("SweepSpec", "plan_sweep", "run_sweep"),
-    "fleetchaos.scenario.load": ("Scenario", "load_scenario", "to_yaml"),
+    "fleetchaos.runs.sweep": ("SweepSpec", "run_sweep"),
+    "fleetchaos.scenario.load": ("Scenario", "load_scenario"),
     "fleetchaos.sim.observation": (
-        "ACTION_TYPES",
         "Action",
         "DeadLetter",
         "Escalate",
@@ -60,22 +58,10 @@ _OWN: dict[str, tuple[str, ...]] = {
         "TaskHistory",
         "UseAlternative",
     ),
-    "fleetchaos.sim.transport": ("TransportRetry",),
     "fleetchaos.testing.suite": ("ScenarioResult", "run_scenario"),
 }
 
-#: Registry plumbing of :mod:`fleetchaos.policies` that stays there (names for tools, not for policies).
-_POLICY_PLUMBING = frozenset(
-    {"BUILT_IN", "DRIVER_ATTRIBUTES", "ENTRY_POINT", "ENTRY_POINT_GROUP", "IMPORT_PATH", "policy_entry_points"}
-)
-
-#: Submodules offered as attributes: ``fleetchaos.strategies`` is the hypothesis strategies module.
-_SUBMODULES = {"strategies": "fleetchaos.testing.strategies"}
-
-_EXPORTS: dict[str, str] = {
-    **{name: module for name, module in _policies._EXPORTS.items() if name not in _POLICY_PLUMBING},
-    **{name: module for module, names in _OWN.items() for name in names},
-}
+_EXPORTS: dict[str, str] = {name: module for module, names in _OWN.items() for name in names}
 
 
 def _ruff_order(name: str) -> tuple[int, list[int | str]]:
@@ -84,15 +70,13 @@ def _ruff_order(name: str) -> tuple[int, list[int | str]]:
     return kind, [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
-__all__ = sorted([*_EXPORTS, *_SUBMODULES], key=_ruff_order)  # noqa: PLE0605 - computed, checked by test_structure
+__all__ = sorted(_EXPORTS, key=_ruff_order)  # noqa: PLE0605 - computed, checked by test_structure
 
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is not None:
         return getattr(importlib.import_module(module), name)
-    if name in _SUBMODULES:
-        return importlib.import_module(_SUBMODULES[name])
     raise AttributeError(f"module 'fleetchaos' has no attribute {name!r}")
 
 

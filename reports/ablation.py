@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fleetchaos.escaping import markdown_cell
-from fleetchaos.files import atomic_write, write_text
+from fleetchaos.files import write_text
+from fleetchaos.reports import palette
 from fleetchaos.reports.tables import count_text, is_count
 from fleetchaos.results.registry import is_rate
 
@@ -39,8 +40,8 @@ UNITS = {
 #: The panels' metrics that are rates: shown as percentages (their gains in percentage points), as `compare` does.
 RATES = frozenset({"common_recovery_rate", "success_rate", "silent_failure_rate"})
 #: The bar colour, and the colour of the mark a bar of height zero gets so it stays visible.
-BAR_COLOUR = "#4878a8"
-ZERO_MARK_COLOUR = "#1f3b5a"
+BAR_COLOUR = palette.BLUE
+ZERO_MARK_COLOUR = palette.BLACK
 
 
 def _fmt(value, ci, rate: bool = False, gain: bool = False, count: bool = False) -> str:
@@ -167,12 +168,9 @@ def ablation_figure(doc: dict) -> Figure:
 
 def ablation_chart(doc: dict, path: Path) -> Path:
     """Write :func:`ablation_figure` as a PNG (no metadata: the same document gives the same bytes)."""
-    from fleetchaos.reports.charts import PNG_METADATA
+    from fleetchaos.reports.charts import save_png
 
-    fig = ablation_figure(doc)
-    with atomic_write(path, "wb") as fh:
-        fig.savefig(fh, format="png", dpi=100, metadata=PNG_METADATA)
-    return path
+    return save_png(ablation_figure(doc), path, dpi=100)
 
 
 def write_ablation_report(doc: dict, out_dir: Path) -> list[Path]:

@@ -12,8 +12,8 @@ from pathlib import Path
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from fleetchaos.reports import palette
 from fleetchaos.reports.charts import (
-    KIND_COLOURS,
     MARKERS,
     arm_label,
     bar_with_ci,
@@ -22,6 +22,7 @@ from fleetchaos.reports.charts import (
     errors_handles,
     policy_index,
     save_png,
+    slot_inches,
 )
 from fleetchaos.results.models import CompareResult
 from fleetchaos.results.registry import is_rate, lead_metrics
@@ -37,7 +38,8 @@ LEAD_LABELS = {
 def lead_chart(result: CompareResult, path: Path) -> Path:
     """The arm-independent lead metrics (success and common-set recovery, or goodput) per arm, with CI bars."""
     leads = lead_metrics(result.closed_loop)
-    fig = Figure(figsize=(5.5 * len(leads) + 1.0, 4.5), layout="constrained")
+    panel = max(5.5, slot_inches(result) * len(result.arms) + 1.0)  # every arm's name in its own slot
+    fig = Figure(figsize=(panel * len(leads) + 1.0, 4.5), layout="constrained")
     axes = fig.subplots(1, len(leads), squeeze=False)[0]
     for ax, metric in zip(axes, leads):
         scale = 100.0 if is_rate(metric) else 1.0
@@ -53,7 +55,8 @@ def lead_chart(result: CompareResult, path: Path) -> Path:
 
 def silent_and_wasted_chart(result: CompareResult, path: Path) -> Path:
     """Silent failures and wasted retries per arm, side by side (wasted: judged against the fault's truth)."""
-    fig = Figure(figsize=(11, 4.5), layout="constrained")
+    panel = max(5.5, slot_inches(result) * len(result.arms) + 1.0)  # every arm's name in its own slot
+    fig = Figure(figsize=(2 * panel, 4.5), layout="constrained")
     left, right = fig.subplots(1, 2)
     bar_with_ci(left, result, "silent_failure_rate", 100.0)
     left.set_ylabel("silent failures (% of all tasks)")
@@ -150,14 +153,15 @@ def failed_retries_chart(result: CompareResult, path: Path) -> Path | None:
     kinds = sorted({k for a in result.arms for k in a.breakdowns.get("failed_retries_by_kind", {})})
     if not kinds and not any(a.metrics.get("wasted_retries") for a in result.arms):
         return None
-    fig = Figure(figsize=(max(8.0, 1.3 * len(result.arms) + 4.0), 4.8), layout="constrained")
+    fig = Figure(figsize=(max(8.0, slot_inches(result) * len(result.arms) + 4.0), 4.8), layout="constrained")
     ax = fig.subplots()
     xs = list(range(len(result.arms)))
     bottoms = [0.0] * len(result.arms)
     for i, kind in enumerate(kinds):
         heights = [a.breakdowns.get("failed_retries_by_kind", {}).get(kind, 0) / n for a in result.arms]
-        ax.bar(xs, heights, bottom=bottoms, color=KIND_COLOURS[i % len(KIND_COLOURS)], edgecolor="black",
-               linewidth=0.4, label=kind.replace("_", " "))  # fmt: skip
+        colour, _, hatch = palette.category(i)
+        ax.bar(xs, heights, bottom=bottoms, color=colour, hatch=hatch, edgecolor="black", linewidth=0.4,
+               label=kind.replace("_", " "))  # fmt: skip
         bottoms = [b + h for b, h in zip(bottoms, heights)]
     wasted = [a.metrics.get("wasted_retries") for a in result.arms]
     ax.scatter([x for x, w in zip(xs, wasted) if w is not None], [w for w in wasted if w is not None], marker="D",
@@ -193,14 +197,17 @@ def cost_split_chart(result: CompareResult, path: Path) -> Path | None:
     if not any(a.metrics.get(COST_PARTS[0][0]) is not None for a in result.arms):
         return None  # results written before the split was recorded
     parts = [p for p in COST_PARTS if any(a.metrics.get(p[0]) is not None for a in result.arms)]
-    rows = 1 if len(parts) <= 3 else 2
-    fig = Figure(figsize=(13, 4.6 * rows), layout="constrained")
-    axes = fig.subplots(rows, (len(parts) + rows - 1) // rows, squeeze=False).flat
+    # One row per arm, its name once on the left of each row of panels: side by side, panels of arm names
+    # would collide.  Three panels a row (results that predate the outcome prices have one row).
+    rows = (len(parts) + 2) // 3
+    fig = Figure(figsize=(13, rows * (1.9 + 0.42 * len(result.arms))), layout="constrained")
+    axes = fig.subplots(rows, 3, sharey=True, squeeze=False).flat
     for ax, (metric, title) in zip(axes, parts):
-        bar_with_ci(ax, result, metric, 1.0, digits=2)
+        bar_with_ci(ax, result, metric, 1.0, digits=2, horizontal=True)
         ax.set_title(title, fontsize=9)
-        ax.set_ylabel("USD per run")
-        ax.set_ylim(bottom=0)
+        ax.set_xlabel("USD per run", fontsize=8)
+        ax.set_xlim(left=0)
+        ax.tick_params(axis="x", labelsize=8)
     fig.legend(handles=errors_handles(result), loc="outside lower center", ncol=4, fontsize=8, frameon=False)
     fig.suptitle(f"What a run costs, {result.scenario}: {ci_text(result)} (each panel on its own scale)", fontsize=10)
     return save_png(fig, path)

@@ -6,8 +6,10 @@ the same result gives the same bytes.  Every chart function takes a result model
 path, writes one PNG and returns the path (or None when the result holds nothing to
 draw, for instance a comparison without a traced run).
 
-Colours follow the error format everywhere (red generic, blue structured); line styles
-and markers follow the policy.
+Colours follow the error format everywhere (vermillion generic, blue structured); line
+styles and markers follow the policy.  Every colour comes from :mod:`fleetchaos.reports.palette`
+(readable with a colour-vision deficiency), and chart text is never parsed as mathtext, so
+tick labels on a log axis are plain numbers (:func:`plain_log_ticks`).
 """
 
 from __future__ import annotations
@@ -26,25 +28,18 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from fleetchaos.files import atomic_write
+from fleetchaos.reports import palette
 from fleetchaos.reports.cells import arm_label, kind_recovery
 from fleetchaos.results.models import CompareResult, Timeline
 from fleetchaos.results.stats import spikes
 
-PALETTE = {"generic": "#c0504d", "structured": "#4f81bd"}
-EXTRA_COLOURS = ("#9bbb59", "#8064a2", "#f79646", "#4bacc6", "#7f7f7f", "#2c4d75", "#772c2a")
+PALETTE = {"generic": palette.VERMILLION, "structured": palette.BLUE}
+#: Further error formats' colours, by first appearance (categories that stay apart from the two above).
+EXTRA_COLOURS = (palette.ORANGE, palette.BLUISH_GREEN, palette.REDDISH_PURPLE, palette.SKY_BLUE, palette.YELLOW)
 LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1)), (0, (1, 1)))
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 PNG_METADATA = {"Software": None}
 DPI = 110
-
-#: Colours of fault kinds and error codes in the timeline and error-code charts, by position.
-KIND_COLOURS = (
-    "#d62728", "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd",
-)  # fmt: skip
-
-#: Most worker lanes a timeline draws; beyond it, the busiest lanes are kept.
-MAX_LANES = 30
 
 
 @contextmanager
@@ -58,21 +53,54 @@ def plain_text() -> Iterator[None]:
 PngTarget = TypeVar("PngTarget", Path, BinaryIO)
 
 
-def save_png(fig: Figure, path: PngTarget) -> PngTarget:
+def save_png(fig: Figure, path: PngTarget, dpi: float = DPI) -> PngTarget:
     """Write ``fig`` as PNG to ``path`` (atomically, never through a symlink) or into a binary file object.
 
     A chart drawn in a worker (:mod:`fleetchaos.reports.drawing`) is rendered into memory
-    and written by the command's own process.  A figure with a layout engine is laid out
-    here first (:func:`lay_out`), so it is drawn once instead of twice.
+    and written by the command's own process.  Log axes get plain tick labels
+    (:func:`plain_log_ticks`).  A figure with a layout engine is laid out here first
+    (:func:`lay_out`), so it is drawn once instead of twice.
     """
     FigureCanvasAgg(fig)
-    lay_out(fig, DPI)
+    plain_log_ticks(fig)
+    lay_out(fig, dpi)
     if not isinstance(path, (str, Path)):
-        fig.savefig(path, format="png", dpi=DPI, metadata=PNG_METADATA)
+        fig.savefig(path, format="png", dpi=dpi, metadata=PNG_METADATA)
         return path
     with atomic_write(path, "wb") as fh:  # never a half-written PNG, never through a symlink
-        fig.savefig(fh, format="png", dpi=DPI, metadata=PNG_METADATA)
+        fig.savefig(fh, format="png", dpi=dpi, metadata=PNG_METADATA)
     return path
+
+
+def plain_number(value: float) -> str:
+    """A tick value as people write it: ``10``, ``1,000``, ``0.5``."""
+    return f"{value:,.0f}" if value >= 1 and float(value).is_integer() else f"{value:,g}"
+
+
+def plain_log_ticks(fig: Figure) -> None:
+    """Plain tick labels on every log axis of ``fig``.
+
+    matplotlib labels a log axis ``$\\mathdefault{10^{2}}$``, text meant for its mathtext
+    parser; with mathtext off (:func:`plain_text`) that text would be printed as it is.
+    Decades read ``10``, ``100``, ``1,000``; on an axis spanning less than a decade, the
+    2s and 5s between them are labelled too.
+    """
+    from matplotlib.ticker import FuncFormatter
+
+    for ax in fig.get_axes():
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() != "log":
+                continue
+
+            def minor(value: float, _pos: int | None, axis=axis) -> str:
+                low, high = sorted(axis.get_view_interval())
+                if value <= 0 or low <= 0 or high / low > 10.0:
+                    return ""
+                mantissa = round(value / 10 ** math.floor(math.log10(value)), 6)
+                return plain_number(value) if mantissa in (2.0, 5.0) else ""
+
+            axis.set_major_formatter(FuncFormatter(lambda value, _pos: plain_number(value)))
+            axis.set_minor_formatter(FuncFormatter(minor))
 
 
 def lay_out(fig: Figure, dpi: float) -> None:
@@ -95,6 +123,17 @@ def lay_out(fig: Figure, dpi: float) -> None:
 
 def _labels(result: CompareResult) -> list[str]:
     return [arm_label(a, "\non ") for a in result.arms]
+
+
+def slot_inches(result: CompareResult, fontsize: float = 8) -> float:
+    """The width a bar needs for its arm's label (the widest line of ``policy`` over ``on errors``), in inches."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    measure, prop = TextToPath(), FontProperties(size=fontsize)
+    lines = [line for label in _labels(result) for line in label.split("\n")]
+    widest = max((measure.get_text_width_height_descent(line, prop, ismath=False)[0] for line in lines), default=0.0)
+    return widest / 72.0 + 0.2  # points to inches, and a gap between neighbours
 
 
 def errors_colour(result: CompareResult, errors: str) -> str:
@@ -130,9 +169,14 @@ def keep_bar_slots(ax: Axes, n: int, width: float = 0.8) -> None:
     ax.set_xlim(lo - pad, hi + pad)
 
 
-def bar_with_ci(ax: Axes, result: CompareResult, metric: str, scale: float, digits: int = 1) -> None:
-    """One bar per arm with its interval and value; an arm whose mean is None gets no bar and reads ``n/a``."""
-    labels = _labels(result)
+def bar_with_ci(
+    ax: Axes, result: CompareResult, metric: str, scale: float, digits: int = 1, *, horizontal: bool = False
+) -> None:
+    """One bar per arm with its interval and value; an arm whose mean is None gets no bar and reads ``n/a``.
+
+    ``horizontal``: the bars run left to right, one arm a row (top down), its name on one line.
+    """
+    labels = _labels(result) if not horizontal else [arm_label(a) for a in result.arms]
     xs, means, lows, highs, colours = [], [], [], [], []
     for x, arm in enumerate(result.arms):
         mean = arm.metrics.get(metric)
@@ -145,18 +189,33 @@ def bar_with_ci(ax: Axes, result: CompareResult, metric: str, scale: float, digi
         lows.append(0.0 if lo is None else max(0.0, m - lo * scale))
         highs.append(0.0 if hi is None else max(0.0, hi * scale - m))
         colours.append(errors_colour(result, arm.errors))
-    if xs:
-        ax.bar(xs, means, color=colours, yerr=[lows, highs], capsize=4, edgecolor="black", linewidth=0.5)
-    if len(xs) < len(labels):
-        keep_bar_slots(ax, len(labels))
-    ax.set_xticks(list(range(len(labels))), labels, fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
-    ax.set_axisbelow(True)
+    if xs and horizontal:
+        ax.barh(
+            xs, means, xerr=[lows, highs], color=colours, capsize=4, edgecolor="black", linewidth=0.5, ecolor="black"
+        )
+    elif xs:
+        ax.bar(
+            xs, means, yerr=[lows, highs], color=colours, capsize=4, edgecolor="black", linewidth=0.5, ecolor="black"
+        )
     values = {x: (f"{m:.{digits}f}", m + h) for x, m, h in zip(xs, means, highs)}
-    for x in range(len(labels)):
-        text, y = values.get(x, (UNDEFINED, 0.0))
-        ax.annotate(text, (x, y), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
-    ax.margins(y=0.12)
+    if horizontal:
+        ax.set_yticks(list(range(len(labels))), labels, fontsize=8)
+        ax.set_ylim(len(labels) - 0.5, -0.5)  # the first arm on top
+        ax.grid(axis="x", alpha=0.3)
+        for row in range(len(labels)):
+            text, end = values.get(row, (UNDEFINED, 0.0))
+            ax.annotate(text, (end, row), textcoords="offset points", xytext=(3, 0), va="center", fontsize=7)
+        ax.margins(x=0.25)
+    else:
+        if len(xs) < len(labels):
+            keep_bar_slots(ax, len(labels))
+        ax.set_xticks(list(range(len(labels))), labels, fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+        for slot in range(len(labels)):
+            text, top = values.get(slot, (UNDEFINED, 0.0))
+            ax.annotate(text, (slot, top), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
+        ax.margins(y=0.12)
+    ax.set_axisbelow(True)
 
 
 def errors_handles(result: CompareResult) -> list[Patch]:
@@ -199,16 +258,16 @@ def heatmap_chart(result: CompareResult, path: Path) -> Path | None:
     masked = np.ma.masked_invalid(grid)
     from matplotlib import colormaps
 
-    cmap = colormaps["RdYlGn"].with_extremes(bad="#dddddd")
+    cmap = colormaps[palette.SEQUENTIAL].with_extremes(bad="#dddddd")
     image = ax.imshow(masked, cmap=cmap, vmin=0, vmax=100, aspect="auto")
-    ax.set_xticks(range(len(kinds)), [k.replace("_", " ") for k in kinds], fontsize=8, rotation=30, ha="right")
+    ax.set_xticks(range(len(kinds)), [k.replace("_", "\n") for k in kinds], fontsize=8)  # a word a line: no overlap
     ax.set_yticks(range(len(result.arms)), [arm_label(a) for a in result.arms], fontsize=8)
     for r, d in enumerate(per_arm):
         for c, kind in enumerate(kinds):
             rec, n = d.get(kind, (0, 0))
             text = "no tasks" if not n else f"{100.0 * rec / n:.0f}%\nn={n}"
             value = grid[r, c]
-            dark = not math.isnan(value) and (value < 20 or value > 80)
+            dark = not math.isnan(value) and _luminance(cmap(value / 100.0)) < 0.18  # white text reads better on it
             ax.text(c, r, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
     bar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
     bar.set_label("recovery rate (%)", fontsize=8)
@@ -218,6 +277,12 @@ def heatmap_chart(result: CompareResult, path: Path) -> Path | None:
         fontsize=10,
     )
     return save_png(fig, path)
+
+
+def _luminance(rgba: tuple[float, ...]) -> float:
+    """The relative luminance of an sRGB colour (0 black, 1 white), as WCAG computes it."""
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3]]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
 
 
 # -- time to recovery --------------------------------------------------------------------
@@ -253,149 +318,7 @@ def ecdf_chart(result: CompareResult, path: Path) -> Path | None:
     return save_png(fig, path)
 
 
-# -- one traced run ----------------------------------------------------------------------
-
-
-def _busy_lanes(t: Timeline) -> list[int]:
-    if t.workers <= MAX_LANES:
-        return list(range(t.workers))
-    score = [0] * t.workers
-    for _, w, *_ in t.faults:
-        score[w] += 1
-    for _, w, *_ in t.actions:
-        score[w] += 3
-    for w, spans in enumerate(t.disk_full):
-        score[w] += 5 * len(spans)
-    for w, times in enumerate(t.key_expiries):
-        score[w] += 5 * len(times)
-    busiest = sorted(range(t.workers), key=lambda w: (-score[w], w))[:MAX_LANES]
-    return sorted(busiest)
-
-
-def _x_end(t: Timeline) -> float:
-    last = [t.duration_s]
-    last += [d[0] for d in t.dispatches[-1:]]
-    last += [a[0] for a in t.actions]
-    last += [f[0] for f in t.faults]
-    return min(t.end_s, max(last) * 1.02) if t.end_s else max(last)
-
-
-def _key_expired_spans(t: Timeline, worker: int, end: float) -> list[tuple[float, float]]:
-    """From each key expiry on a worker to the next credential refresh there (or the end)."""
-    refreshes = sorted(a[0] for a in t.actions if a[1] == worker and a[3] == "RefreshCredentials")
-    spans = []
-    for start in t.key_expiries[worker] if worker < len(t.key_expiries) else []:
-        after = [r for r in refreshes if r >= start]
-        spans.append((start, after[0] if after else end))
-    return spans
-
-
-#: How each kept action is drawn: (label, marker, colour, size).
-ACTION_STYLE = {
-    "Reroute": ("reroute (left this worker)", ">", "#17becf", 30),
-    "RefreshCredentials": ("credential refresh", "o", "#2ca02c", 26),
-    "UseAlternative": ("alternative source", "D", "#8c564b", 22),
-    "Escalate": ("escalation to a human", "X", "#d62728", 60),
-    "GiveUp": ("gave up", "v", "#000000", 30),
-}
-
-
-def timeline_chart(t: Timeline, path: Path) -> Path:
-    """One lane per worker over the simulated day: fault windows shaded, dispatches, retries, faults and recovery actions."""
-    lanes = _busy_lanes(t)
-    row = {w: i for i, w in enumerate(lanes)}
-    end = _x_end(t)
-    fig = Figure(figsize=(13, max(4.0, 0.42 * len(lanes) + 2.6)), layout="constrained")
-    ax = fig.subplots()
-    h = 0.8
-    for start, stop, _factor in t.rate_windows:
-        ax.axvspan(_hours(start), _hours(stop), color="#9467bd", alpha=0.13, linewidth=0)
-    for start, stop, cut in t.partitions:
-        for w in lanes if cut is None else [w for w in cut if w in row]:
-            ax.broken_barh(
-                [(_hours(start), _hours(stop - start))], (row[w] - h / 2, h), facecolors="#bcbd22", alpha=0.35
-            )
-    for w in lanes:
-        y = row[w] - h / 2
-        if w < len(t.disk_full) and t.disk_full[w]:
-            ax.broken_barh(
-                [(_hours(a), _hours(b - a)) for a, b in t.disk_full[w]], (y, h), facecolors="#ff7f0e", alpha=0.35
-            )
-        spans = _key_expired_spans(t, w, end)
-        if spans:
-            ax.broken_barh([(_hours(a), _hours(b - a)) for a, b in spans], (y, h), facecolors="#e377c2", alpha=0.35)
-            ax.scatter(
-                [_hours(a) for a, _ in spans],
-                [row[w]] * len(spans),
-                marker="|",
-                s=160,
-                color="#a0006e",
-                linewidths=1.5,
-                zorder=4,
-            )
-        if w < len(t.crashes) and t.crashes[w]:
-            ax.broken_barh(
-                [(_hours(a), _hours(b - a)) for a, b in t.crashes[w]], (y, h), facecolors="#000000", alpha=0.3
-            )
-    first = [(d[0], d[1]) for d in t.dispatches if d[3] == 1 and d[1] in row]
-    again = [(d[0], d[1]) for d in t.dispatches if d[3] > 1 and d[1] in row]
-    ax.scatter(
-        [_hours(x) for x, _ in first],
-        [row[w] + 0.18 for _, w in first],
-        marker="|",
-        s=22,
-        color="#9a9a9a",
-        linewidths=0.7,
-        zorder=3,
-    )
-    ax.scatter(
-        [_hours(x) for x, _ in again],
-        [row[w] + 0.18 for _, w in again],
-        marker="|",
-        s=40,
-        color="#1f3b73",
-        linewidths=1.0,
-        zorder=3,
-    )
-    faults = [(f[0], f[1]) for f in t.faults if f[1] in row]
-    ax.scatter(
-        [_hours(x) for x, _ in faults], [row[w] - 0.2 for _, w in faults], marker=".", s=14, color="#d62728", zorder=3
-    )
-    shaded = [
-        (bool(t.rate_windows), Patch(facecolor="#9467bd", alpha=0.3, label="API rate cut (fleet-wide)")),
-        (any(t.disk_full[w] for w in lanes if w < len(t.disk_full)), Patch(facecolor="#ff7f0e", alpha=0.45, label="disk full")),
-        (any(t.key_expiries[w] for w in lanes if w < len(t.key_expiries)),
-         Patch(facecolor="#e377c2", alpha=0.45, label="API key expired (until a refresh)")),
-        (any(t.crashes[w] for w in lanes if w < len(t.crashes)), Patch(facecolor="#000000", alpha=0.3, label="worker crashed")),
-        (bool(t.partitions), Patch(facecolor="#bcbd22", alpha=0.4, label="network partition")),
-    ]  # fmt: skip
-    handles = [patch for present, patch in shaded if present] + [
-        Line2D([], [], color="#9a9a9a", marker="|", linestyle="none", markersize=8, label="first dispatch"),
-        Line2D([], [], color="#1f3b73", marker="|", linestyle="none", markersize=9, label="retry dispatch"),
-        Line2D([], [], color="#d62728", marker=".", linestyle="none", markersize=8, label="faulted call"),
-    ]
-    for action, (label, marker, colour, size) in ACTION_STYLE.items():
-        points = [(a[0], a[1]) for a in t.actions if a[3] == action and a[1] in row]
-        if not points:
-            continue
-        ax.scatter([_hours(x) for x, _ in points], [row[w] for _, w in points], marker=marker, s=size, color=colour,
-                   edgecolors="black", linewidths=0.4, zorder=5)  # fmt: skip
-        handles.append(Line2D([], [], color=colour, marker=marker, linestyle="none", markeredgecolor="black",
-                              markeredgewidth=0.4, markersize=7, label=f"{label} ({len(points)})"))  # fmt: skip
-    if end > t.duration_s:
-        ax.axvline(_hours(t.duration_s), color="#333333", linestyle="--", linewidth=0.8)
-        ax.annotate("arrivals stop", (_hours(t.duration_s), -0.7), xytext=(-3, -3), textcoords="offset points",
-                    fontsize=7, va="top", ha="right")  # fmt: skip
-    ax.set_yticks(range(len(lanes)), [f"worker {w}" for w in lanes], fontsize=8)
-    ax.set_ylim(-0.7, len(lanes) - 0.3)
-    ax.invert_yaxis()
-    ax.set_xlim(0, _hours(end))
-    ax.set_xlabel("simulated time (hours)")
-    ax.grid(axis="x", alpha=0.3)
-    shown = "" if len(lanes) == t.workers else f"; the {len(lanes)} busiest of {t.workers} workers"
-    ax.set_title(f"Fleet timeline ({t.label}): {t.policy} on {t.errors} errors, seed {t.seed}{shown}", fontsize=10)
-    fig.legend(handles=handles, loc="outside lower center", ncol=5, fontsize=8, frameon=False)
-    return save_png(fig, path)
+# -- error codes of a traced run --------------------------------------------------------
 
 
 def bin_width_s(duration_s: float) -> float:
@@ -425,7 +348,8 @@ def error_codes_chart(timelines: list[Timeline], path: Path) -> Path | None:
         return None
     width = bin_width_s(max(t.duration_s for t in timelines))
     codes = sorted({f[3] for t in timelines for f in t.faults})
-    colour = {c: KIND_COLOURS[i % len(KIND_COLOURS)] for i, c in enumerate(codes)}
+    style = {c: palette.category(i) for i, c in enumerate(codes)}
+    colour = {c: style[c][0] for c in codes}
     fig = Figure(figsize=(12, 1.2 + 3.0 * len(timelines)), layout="constrained")
     axes = fig.subplots(len(timelines), 1, sharex=True, squeeze=False)[:, 0]
     for ax, t in zip(axes, timelines):
@@ -433,7 +357,7 @@ def error_codes_chart(timelines: list[Timeline], path: Path) -> Path | None:
         hours = [_hours(s) for s in starts] + [_hours(starts[-1] + width)]
         top = max([1] + [max(c) for c in series.values()])
         for code, counts in series.items():
-            ax.stairs(counts, hours, color=colour[code], linewidth=1.4, label=code)
+            ax.stairs(counts, hours, color=colour[code], linestyle=style[code][1], linewidth=1.4, label=code)
             marks = spikes(counts, k=SPIKE_SD, min_count=SPIKE_MIN_COUNT)
             ax.scatter([_hours(starts[i] + width / 2) for i in marks], [counts[i] + 0.05 * top for i in marks], marker="v",
                        s=40, color=colour[code], edgecolors="black", linewidths=0.6, zorder=4)  # fmt: skip
@@ -445,7 +369,10 @@ def error_codes_chart(timelines: list[Timeline], path: Path) -> Path | None:
         if t.duration_s < hours[-1] * 3600:
             ax.axvline(_hours(t.duration_s), color="#333333", linestyle="--", linewidth=0.8)
     axes[-1].set_xlabel("simulated time (hours)")
-    handles = [Line2D([], [], color=colour[c], linewidth=1.6, label=c) for c in codes]
+    handles = [
+        Line2D([], [], color=colour[c], linestyle=style[c][1], linewidth=1.6, label=c)  # type: ignore[arg-type]  # a style of palette.category: one of matplotlib's names
+        for c in codes
+    ]
     handles.append(Line2D([], [], color="#555555", marker="v", linestyle="none", markeredgecolor="black",
                           label=f"spike: bin above mean + {SPIKE_SD:g} sd of its code, and at least {SPIKE_MIN_COUNT}"))  # fmt: skip
     handles.append(
@@ -464,7 +391,9 @@ def run_ecdf_chart(times: list[float], label: str, path: Path) -> Path | None:
     fig = Figure(figsize=(7.5, 4.5), layout="constrained")
     ax = fig.subplots()
     n = len(xs)
-    ax.step(xs, [(i + 1) / n for i in range(n)], where="post", color="#4f81bd", linewidth=1.6, label=f"{label} (n={n})")
+    ax.step(
+        xs, [(i + 1) / n for i in range(n)], where="post", color=palette.BLUE, linewidth=1.6, label=f"{label} (n={n})"
+    )
     ax.set_xscale("log")
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("time from first fault to completion (simulated seconds, log scale)")

@@ -40,6 +40,7 @@ from fleetchaos.reports.goodput import GOODPUT
 from fleetchaos.reports.headline import headline_table
 from fleetchaos.reports.naming import arm_names
 from fleetchaos.reports.notes import ASSUMPTIONS, READING_NOTES
+from fleetchaos.reports.ordering import ordering_lines
 from fleetchaos.reports.policy_errors import policy_error_blocks
 from fleetchaos.reports.results_io import dumps
 from fleetchaos.reports.studies import tuning_blocks
@@ -98,7 +99,9 @@ def compare_charts(result: CompareResult) -> list[Chart]:
     )
     out = [Chart(key, CHART_FILES[key], function, (result,)) for key, function in of_arms]
     for i, t in enumerate(result.timelines):
-        out.append(Chart(f"timeline{i}", _timeline_file(i, t), f"{CHARTS}:timeline_chart", (t,)))
+        out.append(
+            Chart(f"timeline{i}", _timeline_file(i, t), "fleetchaos.reports.timeline_chart:timeline_chart", (t,))
+        )
     out.append(Chart("error_codes", CHART_FILES["error_codes"], f"{CHARTS}:error_codes_chart", (result.timelines,)))
     return out
 
@@ -231,6 +234,7 @@ def _robustness_blocks(result: CompareResult) -> list[Block]:
         return []
     varied = [f"{literal(p)}: {', '.join(literal(str(v)) for v in values)}" for p, values in robustness.varied.items()]
     blocks = [H2("Robustness"), P("What was varied, and where the ordering of the arms flipped."), UL(varied)]
+    blocks.append(UL(ordering_lines(robustness, quote=literal)))
     if robustness.flips:
         blocks.append(
             TABLE(
@@ -249,8 +253,6 @@ def _robustness_blocks(result: CompareResult) -> list[Block]:
                 align_right=4,
             )
         )
-    else:
-        blocks.append(P("The ordering held at every value tried."))
     return blocks
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 from rich.table import Table
 
-__all__ = ["figure_column", "fit_table", "left_out_note"]
+__all__ = ["figure_column", "fit_columns", "fit_table", "left_out_note"]
 
 #: Builds a table of the figures given (metric, header); ``left_out`` names the headers left
 #: out for width; ``compact``: each figure column as narrow as its longest word.
@@ -61,10 +61,89 @@ def figure_column(table: Table, header: str, cells: Sequence[str], *, compact: b
     table.add_column(header, justify="right", overflow="fold", width=longest if compact else None)
 
 
-def left_out_note(left_out: Sequence[str], width: int | None) -> str | None:
-    """The caption line naming the figures left out to fit ``width`` columns, or None."""
+def left_out_note(left_out: Sequence[str], width: int | None, hint: str = "--columns picks figures") -> str | None:
+    """The caption line naming the figures left out to fit ``width`` columns (``hint``: how else to see them), or None."""
     if not left_out:
         return None
-    return (
-        f"left out to fit {width} columns: {', '.join(left_out)} (a wider terminal shows them; --columns picks figures)"
-    )
+    more = f"; {hint}" if hint else ""
+    return f"left out to fit {width} columns: {', '.join(left_out)} (a wider terminal shows them{more})"
+
+
+def fit_columns(table: Table, width: int | None, leave_out: Sequence[str] = (), hint: str = "") -> Table:
+    """``table`` laid out in ``width`` columns with every word whole (None: as built); returns it.
+
+    Where the table is wider, its widest columns wrap at their spaces first, never narrower
+    than their longest word (a column that must not wrap keeps its whole width); while even
+    that is too wide, the columns headed by ``leave_out`` are left out, in that order, and
+    the caption names them (:func:`left_out_note`, with ``hint``).  Cropping or folding a name would show
+    another name.  In a terminal too narrow even then, the table stays as built and rich folds its
+    cells (never an ellipsis: every character is printed).
+    """
+    if width is None or natural_width(table) <= width:
+        return table
+    left_out: list[str] = []
+    queue = [name for name in leave_out if name in _headers(table)]
+    while True:
+        widths = _word_widths(table, width)
+        if widths is not None:
+            for column, column_width in zip(table.columns, widths):
+                column.width, column.ratio = column_width, None  # these widths, not shares of the terminal
+            table.expand = False
+            break
+        if not queue:
+            for column in table.columns:  # too narrow even so: rich folds, and hides nothing behind an ellipsis
+                column.overflow = "fold" if column.overflow == "ellipsis" else column.overflow
+            break
+        name = queue.pop(0)
+        table.columns = [c for c in table.columns if _header(c) != name]
+        left_out.append(name)
+    note = left_out_note(left_out, width, hint)
+    if note is not None:
+        from rich.text import Text
+
+        caption = table.caption
+        lines = [caption if isinstance(caption, Text) else Text(str(caption))] if caption else []
+        table.caption = Text("\n").join([*lines, Text(note)])
+        table.caption_justify = "left"
+    return table
+
+
+def _header(column) -> str:
+    header = column.header
+    return header.plain if hasattr(header, "plain") else str(header)
+
+
+def _headers(table: Table) -> list[str]:
+    return [_header(c) for c in table.columns]
+
+
+def _word_widths(table: Table, width: int) -> list[int] | None:
+    """Each column's width so that ``table`` fits ``width`` with no word broken, or None when it cannot.
+
+    The widest column that can still wrap gives up a column at a time, down to its longest word.
+    """
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    console = Console(width=100_000, file=io.StringIO())
+    options = console.options
+    naturals, least = [], []
+    for column in table.columns:
+        cells = [column.header, *column.cells]
+        spans = [Measurement.get(console, options, cell) for cell in cells if cell != ""]
+        natural = max((span.maximum for span in spans), default=1)
+        naturals.append(natural)
+        least.append(natural if column.no_wrap else max((span.minimum for span in spans), default=1))
+    for column in table.columns:
+        column.width = None
+    overhead = natural_width(table) - sum(naturals)
+    widths = list(naturals)
+    excess = sum(widths) + overhead - width
+    while excess > 0:
+        can_wrap = [i for i, w in enumerate(widths) if w > least[i]]
+        if not can_wrap:
+            return None
+        widest = max(can_wrap, key=lambda i: (widths[i], -i))
+        widths[widest] -= 1
+        excess -= 1
+    return widths

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from fleetchaos.reports import palette
 from fleetchaos.reports.charts import LINESTYLES, arm_label, errors_colour, save_png
 from fleetchaos.results.models import CompareResult
 
@@ -51,7 +52,7 @@ def goodput_chart(result: CompareResult, path: Path) -> Path | None:
             [*ys, ys[-1] if ys else 0.0],
             where="post",
             label=arm_label(arm),
-            color=errors_colour(result, arm.errors) if len({a.errors for a in arms}) > 1 else f"C{i}",
+            color=errors_colour(result, arm.errors) if len({a.errors for a in arms}) > 1 else palette.category(i)[0],
             linestyle=LINESTYLES[i % len(LINESTYLES)],
             linewidth=1.6,
         )

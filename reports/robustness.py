@@ -4,27 +4,31 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import Any
 
 from matplotlib.figure import Figure
 from rich.table import Table
 from rich.text import Text
 
+from fleetchaos.reports import palette
 from fleetchaos.reports.blocks import H1, H2, IMG, TABLE, UL, Block, P, write_pages
 from fleetchaos.reports.cells import diff, diff_ci, metric_cell
 from fleetchaos.reports.charts import save_png
+from fleetchaos.reports.fitting import fit_columns
+from fleetchaos.reports.ordering import ordering_lines, summary, value_text
 from fleetchaos.reports.results_io import dumps
 from fleetchaos.reports.studies import seed_range
 from fleetchaos.results.registry import is_rate
 from fleetchaos.results.studies import RobustnessResult
 
-__all__ = ["CHART", "flip_lines", "robustness_chart", "robustness_table", "write_robustness_report"]
+__all__ = [
+    "CHART",
+    "flip_lines",
+    "robustness_chart",
+    "robustness_table",
+    "write_robustness_report",
+]
 
 CHART = "robustness.png"
-
-
-def _value(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _name(result: RobustnessResult, path: str) -> str:
@@ -33,32 +37,18 @@ def _name(result: RobustnessResult, path: str) -> str:
     return f"{path} ({words})" if words else path
 
 
-def _significant(ci: list[float | None]) -> bool:
-    lo, hi = ci
-    return lo is not None and hi is not None and (lo > 0 or hi < 0)
-
-
 def flip_lines(result: RobustnessResult) -> list[str]:
-    """One sentence per flip (or one saying the ordering held), naming the values on each side."""
-    if not result.flips:
-        return [
-            f"The ordering held: {result.baseline_leader} leads on {result.metric} at every value tried "
-            f"of {', '.join(result.varied)}."
-        ]
-    out = []
-    for flip in result.flips:
-        at = {(p.parameter, repr(p.value)): p for p in result.points}
-        before, after = at[(flip.parameter, repr(flip.holds_at))], at[(flip.parameter, repr(flip.flips_at))]
-        clear = ["clear" if _significant(p.ci) else "within the noise of the seeds" for p in (before, after)]
-        out.append(
-            f"{_name(result, flip.parameter)}: {flip.ahead} leads on {flip.metric} at {_value(flip.holds_at)} ({clear[0]}), "
-            f"{flip.behind} at {_value(flip.flips_at)} ({clear[1]})."
-        )
-    return out
+    """The study's verdict (:func:`ordering_lines`): where the leader flips, or that it held over every value tried."""
+    return ordering_lines(summary(result), result.described)
 
 
-def robustness_table(result: RobustnessResult) -> Table:
-    """Every varied value: each arm's metric, the paired difference (second minus first) and the leader."""
+def robustness_table(result: RobustnessResult, width: int | None = None) -> Table:
+    """Every varied value: each arm's metric, the paired difference (second minus first) and the leader.
+
+    ``width``: the columns it must fit in (a terminal's); the arms' means are left out first,
+    then the interval, then the difference, and the caption names them: parameter, value and
+    leader always stay, with every name whole.
+    """
     table = Table(header_style="bold")
     table.add_column("parameter")
     table.add_column("value", justify="right")
@@ -72,13 +62,13 @@ def robustness_table(result: RobustnessResult) -> Table:
         marker = " ⇄" if (point.parameter, repr(point.value)) in flips else ""
         table.add_row(
             Text(_name(result, point.parameter)),
-            Text(_value(point.value)),
+            Text(value_text(point.value)),
             *(Text(metric_cell(arm, result.metric)) for arm in point.arms),
             diff(result.metric, point.difference),
             diff_ci(result.metric, point.ci),
             Text(point.leader + marker),
         )
-    return table
+    return fit_columns(table, width, [*result.arms, "interval", "difference"])
 
 
 def robustness_chart(result: RobustnessResult, path: Path) -> Path | None:
@@ -102,15 +92,15 @@ def robustness_chart(result: RobustnessResult, path: Path) -> Path | None:
         ax.axhline(0.0, color="#7f7f7f", linewidth=0.8)
         drawn = [(x, y, lo, hi) for x, y, lo, hi in zip(xs, ys, lows, highs) if y is not None]
         if drawn:
-            ax.plot([d[0] for d in drawn], [d[1] for d in drawn], marker="o", color="#4f81bd")
+            ax.plot([d[0] for d in drawn], [d[1] for d in drawn], marker="o", color=palette.BLUE)
             spans = [(d[0], d[2], d[3]) for d in drawn if d[2] is not None and d[3] is not None]
             if spans:
                 ax.fill_between([s[0] for s in spans], [s[1] for s in spans], [s[2] for s in spans],
-                                color="#4f81bd", alpha=0.2, linewidth=0)  # fmt: skip
+                                color=palette.BLUE, alpha=0.2, linewidth=0)  # fmt: skip
         for x, p in zip(xs, points):
             if (param, repr(p.value)) in flips:
-                ax.axvline(x - 0.5, color="#c0504d", linestyle="--", linewidth=1.0)
-        ax.set_xticks(xs, [_value(p.value) for p in points])
+                ax.axvline(x - 0.5, color=palette.VERMILLION, linestyle="--", linewidth=1.0)
+        ax.set_xticks(xs, [value_text(p.value) for p in points])
         ax.set_title(textwrap.fill(_name(result, param), 48), fontsize=9)
         ax.tick_params(labelsize=8)
         if i % cols == 0:
@@ -137,7 +127,9 @@ def robustness_blocks(result: RobustnessResult, chart: Path | None) -> list[Bloc
                 f"Seeds: {seed_range(result.seeds)} (every arm meets the same faults for a seed)",
                 f"At the scenario's own values: {result.baseline_leader} leads",
                 "Varied one at a time, the others at the scenario's values: "
-                + "; ".join(f"{_name(result, p)} over {', '.join(map(_value, v))}" for p, v in result.varied.items()),
+                + "; ".join(
+                    f"{_name(result, p)} over {', '.join(map(value_text, v))}" for p, v in result.varied.items()
+                ),
             ]
         ),
     ]
@@ -149,7 +141,7 @@ def robustness_blocks(result: RobustnessResult, chart: Path | None) -> list[Bloc
         TABLE(
             ["parameter", "value", *result.arms, "difference", "interval", "leader"],
             [
-                [_name(result, p.parameter), _value(p.value)]
+                [_name(result, p.parameter), value_text(p.value)]
                 + [metric_cell(a, result.metric) for a in p.arms]
                 + [diff(result.metric, p.difference), diff_ci(result.metric, p.ci), p.leader]
                 for p in result.points

@@ -92,7 +92,9 @@ def run_charts(result: RunResult) -> list[Chart]:
     """The charts of a run's report: its timeline and error codes (when traced), and its ECDF of recovery times."""
     out = []
     if result.timeline is not None:
-        out.append(Chart("timeline", "timeline.png", f"{CHARTS}:timeline_chart", (result.timeline,)))
+        out.append(
+            Chart("timeline", "timeline.png", "fleetchaos.reports.timeline_chart:timeline_chart", (result.timeline,))
+        )
         out.append(
             Chart("error_codes", CHART_FILES["error_codes"], f"{CHARTS}:error_codes_chart", ([result.timeline],))
         )

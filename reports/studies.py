@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fleetchaos.reports.cells import diff, diff_ci, metric_cell
+from fleetchaos.reports.fitting import fit_columns
 from fleetchaos.reports.results_io import dumps
 from fleetchaos.results.registry import HEADLINE_METRICS, is_rate
 from fleetchaos.results.studies import TuneResult, TuningRecord
@@ -81,8 +82,12 @@ def _headline(result: TuneResult) -> str:
     )
 
 
-def tune_table(result: TuneResult) -> Table:
-    """Each family's best candidate: its training objective, its held-out figure with interval, its spec."""
+def tune_table(result: TuneResult, width: int | None = None) -> Table:
+    """Each family's best candidate: its training objective, its held-out figure with interval, its spec.
+
+    ``width``: the columns it must fit in (a terminal's); the training figure is left out first,
+    then the held-out one, named in the caption; family names and specs stay whole.
+    """
     pct = round(result.confidence * 100)
     table = Table(header_style="bold")
     table.add_column("family")
@@ -91,7 +96,7 @@ def tune_table(result: TuneResult) -> Table:
     table.add_column("best candidate", overflow="fold")
     for i, row in enumerate(_family_rows(result)):
         table.add_row(*(Text(cell) for cell in row), style="bold" if i == 0 else None)
-    return table
+    return fit_columns(table, width, ["train", f"held out ({pct}% CI)"])
 
 
 def best_lines(result: TuneResult) -> list[str]:
@@ -153,14 +158,18 @@ def gap_headline(tuning: TuningRecord) -> str:
     )
 
 
-def gap_table(tuning: TuningRecord) -> Table:
-    """What part of the gap between the best arms is the format and what part the policy (paired differences)."""
+def gap_table(tuning: TuningRecord, width: int | None = None) -> Table:
+    """What part of the gap between the best arms is the format and what part the policy (paired differences).
+
+    ``width``: the columns it must fit in; the interval, then the row's label, are left out first, named in
+    the caption (the arms stay whole).
+    """
     table = Table(header_style="bold")
     for column in ("difference", "arm", "minus", "mean", "interval"):
         table.add_column(column, justify="right" if column in ("mean", "interval") else "left", overflow="fold")
     for gap in tuning.gaps:
         table.add_row(*(Text(cell) for cell in _gap_cells(tuning, gap)))
-    return table
+    return fit_columns(table, width, ["interval", "difference"])
 
 
 def _gap_cells(tuning: TuningRecord, gap) -> tuple[str, str, str, str, str]:

@@ -20,9 +20,9 @@ import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, cast
 
-from fleetchaos.files import atomic_write
+from fleetchaos.reports import palette
 from fleetchaos.results.models import SweepEntry, SweepResult
 from fleetchaos.results.registry import is_rate
 
@@ -50,7 +50,8 @@ __all__ = [
 #: Most panels one curve chart draws; further points are listed in the report's tables only.
 MAX_PANELS = 12
 POLICY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-POLICY_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+#: A policy's colour (with its marker: colour is never the only difference), readable with a colour-vision deficiency.
+POLICY_COLOURS = palette.CATEGORICAL
 FORMAT_STYLES = {"structured": "-", "generic": "--"}
 _OTHER_STYLES = (":", "-.")
 #: The broken line a coinciding line is drawn with (on, off in points), so the one below shows in the gaps.
@@ -304,17 +305,11 @@ def curve_chart(result: SweepResult, path: Path | IO[bytes], metric: str | None 
     fig = curve_figure(result, metric)
     if fig is None:
         return None
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from fleetchaos.reports.charts import save_png
 
-    from fleetchaos.reports.charts import PNG_METADATA
-
-    FigureCanvasAgg(fig)
-    if not isinstance(path, (str, Path)):  # drawn in a worker, into memory (fleetchaos.reports.drawing)
-        fig.savefig(path, format="png", dpi=100, metadata=PNG_METADATA)
-        return path
-    with atomic_write(Path(path), "wb") as fh:
-        fig.savefig(fh, format="png", dpi=100, metadata=PNG_METADATA)
-    return path
+    if isinstance(path, (str, Path)):
+        return save_png(fig, Path(path), dpi=100)
+    return save_png(fig, cast("BinaryIO", path), dpi=100)  # drawn in a worker, into memory (reports.drawing)
 
 
 def metric_curve(result: SweepResult, metric: str, file: Path | IO[bytes]) -> Path | IO[bytes] | None:

@@ -188,7 +188,9 @@ def show_history(ref: str | None, history_path: Path | None, limit: int, as_json
 
     from rich.table import Table
 
+    from fleetchaos.cli.common import fixed_width
     from fleetchaos.gates import history
+    from fleetchaos.reports.fitting import fit_columns
 
     store = history.open_store(history_path, create=False, readonly=True)
     try:
@@ -208,10 +210,12 @@ def show_history(ref: str | None, history_path: Path | None, limit: int, as_json
             for g in groups:
                 policies, formats, seeds = (_listed(g.meta, key) for key in ("policies", "errors", "seeds"))
                 seed_text = (f"{seeds[0]}..{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])) if seeds else "-"
-                cells: tuple[str, ...] = (g.ref, g.created_at.replace("+00:00", ""), g.kind, g.scenario, g.label or "", g.status,
+                cells: tuple[str, ...] = (g.ref, g.created_at.replace("+00:00", "").replace("T", " "), g.kind, g.scenario, g.label or "", g.status,
                          str(g.runs), f"{len(policies)} x {len(formats)}", seed_text)  # fmt: skip
                 table.add_row(*(rich_text(one_line(c, 200)) for c in cells))  # stored text is data, never markup
-            console.print(table)
+            console.print(
+                fit_columns(table, fixed_width(), ["arms", "runs", "seeds", "status", "kind", "created (UTC)"])
+            )
             if not groups:
                 click.echo("no run groups stored yet", err=True)
             return
@@ -237,7 +241,13 @@ def show_history(ref: str | None, history_path: Path | None, limit: int, as_json
                      _fmt(m, "silent_failure_rate"), _fmt(m, "failed_retries"), _fmt(m, "wasted_retries"),
                      _fmt(m, "cost_usd"))  # fmt: skip
             table.add_row(*(rich_text(one_line(c, 200)) for c in cells))
-        console.print(table)
+        console.print(
+            fit_columns(
+                table,
+                fixed_width(),
+                ["wasted retries", "failed retries", "recovery", "run", "cost (USD)", "silent fail"],
+            )
+        )
     finally:
         store.close()
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from fleetchaos.cli.common import Confidence, split_names, stderr_console, stdout_console
+from fleetchaos.cli.common import Confidence, fixed_width, split_names, stderr_console, stdout_console
 from fleetchaos.errors import UserError
 
 if TYPE_CHECKING:
@@ -57,8 +57,12 @@ def _interval(metric, low: float | None, high: float | None) -> str:
     return f"[{_change(metric, low)}, {_change(metric, high)}]"
 
 
-def diff_table(result: Diff) -> Table:
-    """The paired differences as a Rich table: one row per arm and metric."""
+def diff_table(result: Diff, width: int | None = None) -> Table:
+    """The paired differences as a Rich table: one row per arm and metric.
+
+    ``width``: the columns it must fit in (a terminal's); the pairs, then A's and B's means,
+    then the interval are left out first, and the caption names them (names stay whole).
+    """
     from rich.table import Table
 
     from fleetchaos.escaping import one_line, rich_text
@@ -73,7 +77,9 @@ def diff_table(result: Diff) -> Table:
             cells = (arm.label if i == 0 else "", m.metric + unit, _value(m, m.a_mean), _value(m, m.b_mean),
                      _change(m, m.difference), _interval(m, m.low, m.high), str(m.pairs), m.verdict)  # fmt: skip
             table.add_row(*(rich_text(one_line(c, 200)) for c in cells))  # names are data, never markup
-    return table
+    from fleetchaos.reports.fitting import fit_columns
+
+    return fit_columns(table, width, ["pairs", "A", "B", f"{level} interval"])
 
 
 def unpaired_lines(result: Diff) -> list[str]:
@@ -140,7 +146,7 @@ def diff(a: str, b: str, history_path: Path | None, metric_names: str | None, co
     for line in lines:
         out.print(rich_text(one_line(line, 1000)))  # paths, labels and names are data: no markup, no control codes
     if result.arms:
-        out.print(diff_table(result))
+        out.print(diff_table(result, fixed_width()))
     else:
         out.print("no arm in common: nothing is paired")
     for line in unpaired_lines(result):

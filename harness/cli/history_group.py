@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from fleetchaos.cli.common import stderr_console, stdout_console
+from fleetchaos.cli.common import fixed_width, stderr_console, stdout_console
 from fleetchaos.cli.history_diff import diff
 from fleetchaos.cli.reporting import history as show
 from fleetchaos.errors import UserError
@@ -114,7 +114,7 @@ def prune(keep: int | None, before: str | None, yes: bool, history_path: Path | 
         for g in plan.remove:
             cells = (
                 g.ref,
-                g.created_at.replace("+00:00", ""),
+                g.created_at.replace("+00:00", "").replace("T", " "),
                 g.kind,
                 g.scenario,
                 g.label or "",
@@ -122,7 +122,9 @@ def prune(keep: int | None, before: str | None, yes: bool, history_path: Path | 
                 str(g.runs),
             )
             table.add_row(*(rich_text(one_line(c, 200)) for c in cells))
-        out.print(table)
+        from fleetchaos.reports.fitting import fit_columns
+
+        out.print(fit_columns(table, fixed_width(), ["runs", "status", "kind", "created (UTC)"]))
     else:
         out.print(rich_text(f"nothing to remove from {path}"))
     for g, why in plan.kept:

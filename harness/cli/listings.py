@@ -175,6 +175,8 @@ def policies_list(as_json: bool) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from fleetchaos.reports.fitting import fit_columns
+
     table = Table(title="recovery policies (fleetchaos policies show NAME for details)", show_lines=True, expand=True)
     # Names are what users type: never folded, so the column is as wide as the longest.
     table.add_column("name", no_wrap=True, min_width=max(len(i.name) for i in infos))
@@ -190,7 +192,8 @@ def policies_list(as_json: bool) -> None:
             description = Text(plain_doc(info.description) if info.description else "(no docstring)")
         source = info.source if info.source != ENTRY_POINT else f"{info.source}: {info.origin}"
         table.add_row(Text(info.name), Text(source), description, Text(_policy_params(info)))
-    stdout_console(fit=False).print(table)  # an expanding table: its text columns fold
+    out = stdout_console(fit=False)
+    out.print(fit_columns(table, out.width, ["parameters", "source"]))  # an expanding table: its text wraps
     broken = [i.name for i in infos if i.error is not None]
     if broken:
         stderr_console().print(f"warning: {len(broken)} entry point(s) cannot be loaded: {', '.join(broken)}; "
@@ -273,12 +276,15 @@ def faults_list(as_json: bool) -> None:
         return
     from rich.table import Table
 
+    from fleetchaos.reports.fitting import fit_columns
+
     table = Table(title="fault kinds (fleetchaos faults show KIND for parameter details)", show_lines=True)
     for column in ("kind", "category", "error code", "effect on the truth", "parameters"):
         table.add_column(column, overflow="fold")
     for k in kinds:
         table.add_row(k.kind, k.category, k.error_code, k.effect, ", ".join(p.name for p in k.parameters))
-    stdout_console(pipe_width=140, fit=False).print(table)  # fault kinds' effects fold in their column
+    out = stdout_console(pipe_width=140, fit=False)
+    out.print(fit_columns(table, out.width, ["parameters", "category", "error code"]))  # effects wrap in their column
 
 
 @faults.command("show")

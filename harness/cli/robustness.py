@@ -10,8 +10,10 @@ import click
 
 from fleetchaos.cli.common import (
     Confidence,
+    fixed_width,
     jobs_option,
     make_report_dir,
+    output_width,
     param_option,
     scenario_option,
     scheduler_option,
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
     from fleetchaos.results.models import CompareResult
     from fleetchaos.scenario.load import Scenario
 
-__all__ = ["robustness", "with_flips"]
+__all__ = ["robustness", "study_lines", "with_flips", "wrapped"]
 
 DEFAULT_ARMS = (("blind-retry", "generic"), ("structured", "structured"))
 
@@ -128,8 +130,8 @@ def robustness(
         return
     from fleetchaos.reports.robustness import flip_lines, robustness_table
 
-    stdout_console().print(robustness_table(result))
-    click.echo("\n".join(flip_lines(result)))
+    stdout_console().print(robustness_table(result, width=fixed_width()))
+    click.echo(wrapped(flip_lines(result), output_width()))
 
 
 def with_flips(
@@ -145,10 +147,11 @@ def with_flips(
 
     The arms are the two ahead on the comparison's lead metric; each assumption of
     :func:`~fleetchaos.runs.robustness.default_ranges` is varied alone on ``seeds`` seeds from
-    ``first_seed``.  The report's finding and its Robustness section read what comes back.
+    ``first_seed``.  The report's finding and its Robustness section, and the verdict under the
+    terminal table (:func:`study_lines`), read what comes back.
     """
     from fleetchaos.cli.progress import progress_bar
-    from fleetchaos.results.models import Robustness
+    from fleetchaos.reports.ordering import summary
     from fleetchaos.results.registry import lead_metrics
     from fleetchaos.runs.robustness import default_ranges, leading_arms
     from fleetchaos.runs.robustness import robustness as run_robustness
@@ -169,4 +172,33 @@ def with_flips(
             spec, arms, seed_list, ranges, executor=executor, metric=metric, confidence=confidence,
             scenario_ref=scenario_ref, on_result=lambda _run: advance(1),
         )  # fmt: skip
-    return result.model_copy(update={"robustness": Robustness(varied=study.varied, flips=study.flips)})
+    return result.model_copy(update={"robustness": summary(study)})
+
+
+def study_lines(result: CompareResult) -> list[str]:
+    """What ``compare --robustness`` found, for under the terminal table: the arms ordered, then the verdict."""
+    study = result.robustness
+    if study is None:
+        return []
+    if len(study.arms) == 2:
+        seeds = f", {study.seeds} seed{'s' if study.seeds != 1 else ''} per value" if study.seeds else ""
+        head = (
+            f"robustness of {study.arms[0]} against {study.arms[1]} ({study.metric}{seeds}, "
+            "one assumption varied at a time):"
+        )
+    else:
+        head = "robustness (one assumption varied at a time):"
+    from fleetchaos.reports.ordering import ordering_lines
+
+    return [head, *(f"  {line}" for line in ordering_lines(study))]
+
+
+def wrapped(lines: list[str], width: int) -> str:
+    """``lines`` wrapped at ``width`` columns (never inside a word), each continuation indented under its line."""
+    import textwrap
+
+    out = []
+    for line in lines:
+        indent = " " * (len(line) - len(line.lstrip()) + 2)
+        out.append(textwrap.fill(line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False))
+    return "\n".join(out)

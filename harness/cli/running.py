@@ -435,13 +435,18 @@ def compare(
         from fleetchaos.reports import compare_table
 
         stdout_console().print(compare_table(result, wide=wide, columns=columns, width=fixed_width()))
+        if result.robustness is not None:
+            from fleetchaos.cli.common import output_width
+            from fleetchaos.cli.robustness import study_lines, wrapped
+
+            click.echo(wrapped(study_lines(result), output_width()))
         from fleetchaos.results.studies import TunedCompareResult
 
         if isinstance(result, TunedCompareResult):
             from fleetchaos.reports.studies import gap_headline, gap_table
 
             click.echo(gap_headline(result.tuning))
-            stdout_console().print(gap_table(result.tuning))
+            stdout_console().print(gap_table(result.tuning, fixed_width()))
         if len(seed_list) < 2:
             click.echo("only one seed: no confidence intervals; use --seeds 10 or more to compare arms", err=True)
     code = max(expect.gate(_echo_err), session.gate(_echo_err))  # the scenario's gates first, then the baseline's

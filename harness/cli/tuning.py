@@ -12,6 +12,7 @@ import click
 from fleetchaos.cli.common import (
     Confidence,
     apply_single_params,
+    fixed_width,
     jobs_option,
     make_report_dir,
     param_option,
@@ -235,5 +236,5 @@ def tune(
     from fleetchaos.reports.studies import best_lines, tune_headline, tune_table
 
     click.echo(tune_headline(result))
-    stdout_console().print(tune_table(result))
+    stdout_console().print(tune_table(result, fixed_width()))
     click.echo("\n".join(best_lines(result)))

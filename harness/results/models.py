@@ -215,6 +215,17 @@ class Robustness(_Model):
     varied: dict[str, list[Any]]
     """Each varied parameter (dotted path) with the values tried, in order."""
     flips: list[Flip] = []
+    arms: list[str] = []
+    """The two arms ordered (``policy on errors``); differences are the second minus the first."""
+    metric: str = ""
+    leader: str = ""
+    """The arm ahead at the scenario's own values (``tie`` when neither is)."""
+    leaders: dict[str, list[str]] = {}
+    """Each varied parameter's leader at each value tried, in the order of ``varied`` (``tie`` when neither)."""
+    clear: dict[str, list[bool]] = {}
+    """Each varied parameter: whether the lead at each value is clear (its interval excludes no difference)."""
+    seeds: int = 0
+    """Seeds per value and arm."""
 
 
 class CompareResult(_Model):

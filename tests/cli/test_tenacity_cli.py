@@ -23,7 +23,7 @@ import threading
 
 import tenacity
 
-from fleetchaos import from_tenacity
+from fleetchaos.policies import from_tenacity
 
 RETRY = tenacity.Retrying(
     stop=tenacity.stop_after_attempt(4) | tenacity.stop_after_delay(300),

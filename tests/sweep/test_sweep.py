@@ -189,24 +189,6 @@ def test_sweep_file_and_command_line_combine(cli, small, tmp_path):
     assert [(e["policy"], e["errors"]) for e in doc["entries"]] == [("structured", "structured")] * 2
 
 
-def test_progress_bar_draws_only_on_a_terminal():
-    """The progress bar shows count and time left on a terminal, and nothing otherwise."""
-    import io
-
-    from rich.console import Console
-
-    from fleetchaos.cli.progress import progress_bar
-
-    term = io.StringIO()
-    with progress_bar(4, "sweep", console=Console(file=term, force_terminal=True, width=100)) as advance:
-        advance(2)
-    plain = io.StringIO()
-    with progress_bar(4, "sweep", console=Console(file=plain, force_terminal=False)) as advance:
-        advance(2)
-    assert "runs" in term.getvalue() and "left" in term.getvalue()
-    assert plain.getvalue() == ""
-
-
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -631,12 +631,11 @@ def test_a_schema_error_names_the_line_of_its_place():
 
 @pytest.mark.parametrize("name", ["default", "mixed_production_day", "swarm_worlds", "crm_sync_403"])
 def test_to_yaml_writes_a_scenario_that_loads_back_unchanged(name):
-    """fleetchaos.to_yaml (what a falsifying world prints as) parses back to the very same scenario."""
-    import fleetchaos
-    from fleetchaos.scenario.load import load_scenario, parse_scenario
+    """to_yaml (what a falsifying world prints as) parses back to the very same scenario."""
+    from fleetchaos.scenario.load import load_scenario, parse_scenario, to_yaml
 
     scenario = load_scenario(name)
-    assert parse_scenario(fleetchaos.to_yaml(scenario), "pasted.yaml") == scenario
+    assert parse_scenario(to_yaml(scenario), "pasted.yaml") == scenario
 
 
 def test_hypothesis_prints_a_scenario_as_the_yaml_to_paste():

@@ -2,22 +2,37 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
+import re
 import subprocess
 import sys
+import types
+from pathlib import Path
+
+import pytest
 
 import fleetchaos
 import fleetchaos.policies
 
+API_DOCS = Path(__file__).resolve().parents[2] / "docs" / "api.md"
+
 HEAVY = ("simpy", "matplotlib", "scipy", "hypothesis", "faker", "tenacity")
 
-#: What a team's policy module and chaos suite use: import and touch each, as they would.
-EVERYDAY = (
-    "RecoveryPolicy", "Observation", "TaskHistory", "Retry", "Reroute", "RefreshCredentials", "UseAlternative",
-    "Remediate", "Escalate", "Rollback", "DeadLetter", "GiveUp", "Policy", "retry_if_category", "stop_after_attempt",
-    "wait_full_jitter", "StructuredDecisionTree", "BlindRetry", "Controlled", "AdaptiveThrottle",
-    "TransportRetry", "RecoveryMatrix", "get_policy", "assert_rate", "RunResult", "CompareResult", "from_tenacity",
-    "TenacityPolicy", "exception_for",
+#: The whole public surface of the root, pinned: a name added or dropped is a decision, made here too.
+PUBLIC = [
+    "Action", "ArmResult", "Bindings", "CompareResult", "DeadLetter", "Escalate", "Estimate", "GiveUp",
+    "Observation", "RateAssertionError", "RecoveryPolicy", "RefreshCredentials", "Remediate", "Reroute", "Retry",
+    "Rollback", "Route", "RunResult", "Runtime", "Scenario", "ScenarioError", "ScenarioResult", "SweepResult",
+    "SweepSpec", "TaskHistory", "UseAlternative", "UserError", "assert_rate", "check_contract", "compare",
+    "get_policy", "load_scenario", "parity", "run_one", "run_real", "run_scenario", "run_sweep", "tool",
+]  # fmt: skip
+
+#: What a team's policy module uses from fleetchaos.policies: import and touch each, as it would.
+EVERYDAY_POLICIES = (
+    "Policy", "retry_if_category", "stop_after_attempt", "wait_full_jitter", "StructuredDecisionTree", "BlindRetry",
+    "Controlled", "AdaptiveThrottle", "RecoveryMatrix", "from_tenacity", "TenacityPolicy", "exception_for",
 )  # fmt: skip
 
 
@@ -27,46 +42,73 @@ def _loaded_after(code: str) -> list[str]:
     return json.loads(out.stdout)
 
 
+def test_the_public_surface_is_small_and_pinned():
+    """The root offers the entry points, the policy interface, results, suites and real-code mode: nothing else."""
+    assert fleetchaos.__all__ == PUBLIC
+    assert len(PUBLIC) <= 50
+    assert dir(fleetchaos) == PUBLIC
+
+
+def test_nothing_private_or_a_module_leaks():
+    """No name is private, none is a module, and each is the object its defining module documents."""
+    for name in fleetchaos.__all__:
+        assert not name.startswith("_"), name
+        value = getattr(fleetchaos, name)
+        assert not isinstance(value, types.ModuleType), name
+        module = importlib.import_module(fleetchaos._EXPORTS[name])
+        assert value is getattr(module, name), name
+        assert name in getattr(module, "__all__", (name,)), f"{name} is not public in {module.__name__}"
+
+
+def test_every_public_name_is_documented():
+    """Each name has a docstring of its own (a type alias aside) and a line in docs/api.md, which lists no other."""
+    text = API_DOCS.read_text(encoding="utf-8")
+    listed = re.findall(r"^\| `(\w+)` \| \S", text, flags=re.MULTILINE)
+    assert sorted(listed) == sorted(fleetchaos.__all__)
+    for name in fleetchaos.__all__:
+        value = getattr(fleetchaos, name)
+        if isinstance(value, types.UnionType):
+            continue  # a type alias (Action) has no docstring of its own: docs/api.md says what it is
+        own = value.__dict__.get("__doc__") if isinstance(value, type) else value.__doc__
+        assert own and own.strip(), f"{name} has no docstring of its own"
+
+
+def test_every_name_the_api_page_sends_elsewhere_exists():
+    """The dotted names docs/api.md gives for what left the root (fleetchaos.results.stats, ...) resolve."""
+    text = API_DOCS.read_text(encoding="utf-8")
+    dotted = set(re.findall(r"`(fleetchaos(?:\.\w+)+)`", text))
+    assert len(dotted) >= 8
+    for path in sorted(dotted):
+        parts = path.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                target = importlib.import_module(".".join(parts[:cut]))
+            except ModuleNotFoundError:
+                continue
+            for attr in parts[cut:]:
+                target = getattr(target, attr)
+            break
+
+
 def test_importing_fleetchaos_loads_nothing_heavy():
     """`import fleetchaos` (and reading __all__) loads none of SimPy, matplotlib, SciPy, hypothesis, Faker, tenacity."""
     assert _loaded_after("import fleetchaos; fleetchaos.__all__") == []
 
 
-def test_the_everyday_names_load_nothing_heavy():
-    """The policy interface, built-ins, blocks, controls, transport layers, assert_rate and result models stay light."""
-    assert _loaded_after(f"import fleetchaos\nfor n in {EVERYDAY!r}: getattr(fleetchaos, n)") == []
-
-
-def test_every_public_name_resolves_to_its_defining_module():
-    """Each name in __all__ loads, and is the very object of the module it is documented to come from."""
-    import importlib
-
-    for name in fleetchaos.__all__:
-        value = getattr(fleetchaos, name)
-        if name in fleetchaos._SUBMODULES:
-            assert value is importlib.import_module(fleetchaos._SUBMODULES[name])
-        else:
-            assert value is getattr(importlib.import_module(fleetchaos._EXPORTS[name]), name)
-
-
-def test_the_root_offers_every_policy_name_but_registry_plumbing():
-    """A policy, block or control added to fleetchaos.policies is public at the root too; only registry plumbing stays."""
-    missing = set(fleetchaos.policies.__all__) - set(fleetchaos.__all__)
-    assert missing == set(fleetchaos._POLICY_PLUMBING)
-    assert set(EVERYDAY) <= set(fleetchaos.__all__)
-
-
-def test_strategies_are_reachable_from_the_root():
-    """fleetchaos.strategies is the hypothesis strategies module (loaded on first use)."""
-    from fleetchaos.testing import strategies
-
-    assert fleetchaos.strategies is strategies
-    assert callable(fleetchaos.strategies.scenarios)
+def test_the_policy_interface_and_everyday_policies_load_nothing_heavy():
+    """The policy interface, results, assert_rate and the policies a team's module uses stay light."""
+    light = [n for n in PUBLIC if n not in ("compare", "run_one", "run_sweep", "SweepSpec", "run_scenario", "parity")]
+    code = (
+        f"import fleetchaos, fleetchaos.policies\nfor n in {light!r}: getattr(fleetchaos, n)\n"
+        f"for n in {EVERYDAY_POLICIES!r}: getattr(fleetchaos.policies, n)"
+    )
+    assert _loaded_after(code) == []
 
 
 def test_an_unknown_name_is_an_attribute_error():
-    """A misspelt name raises AttributeError naming it, as a module would."""
-    import pytest
-
+    """A misspelt name, or one that lives in a subpackage, raises AttributeError naming it, as a module would."""
     with pytest.raises(AttributeError, match="'no_such_name'"):
         fleetchaos.no_such_name  # noqa: B018
+    with pytest.raises(AttributeError, match="'wilson'"):
+        fleetchaos.wilson  # noqa: B018
+    assert inspect.ismodule(fleetchaos.policies)  # a subpackage stays reachable by its own name

@@ -234,7 +234,7 @@ def test_the_documented_table_is_the_default_map():
     from pathlib import Path
 
     text = (Path(__file__).parents[2] / "docs" / "policies.md").read_text(encoding="utf-8")
-    table = text.split("`fleetchaos.DEFAULT_EXCEPTIONS`:\n", 1)[1].split("\n\n", 1)[0]
+    table = text.split("`fleetchaos.policies.DEFAULT_EXCEPTIONS`:\n", 1)[1].split("\n\n", 1)[0]
     rows = re.findall(r"^\| `([^`]+)` \| `([^`]+)` \|$", table, flags=re.M)
-    documented = [(key, name.removeprefix("fleetchaos.")) for key, name in rows]
+    documented = [(key, name.removeprefix("fleetchaos.policies.")) for key, name in rows]
     assert documented == [(key, cls.__name__) for key, cls in DEFAULT_EXCEPTIONS.items()]

@@ -1,6 +1,6 @@
 """A shrunk scenario as a plain document, and as YAML the scenario loader reads back unchanged.
 
-The writing is :mod:`fleetchaos.scenario.load`'s (public as :func:`fleetchaos.to_yaml`); these
+The writing is :mod:`fleetchaos.scenario.load`'s (:func:`~fleetchaos.scenario.load.to_yaml`); these
 names stay for the shrinker's steps.
 """
 
