@@ -29,7 +29,8 @@ def test_tenacity_stop_after_delay_stops_after_five_attempts_under_the_sync_cloc
     assert len(attempts) == 5
     assert [round(a - attempts[0], 6) for a in attempts] == [0, 3, 6, 9, 12]
     assert clock.now() == 12
-    assert time.perf_counter() - started < 1.0
+    # Nothing slept for real: 12 virtual seconds took less wall time than that, however busy the machine.
+    assert time.perf_counter() - started < clock.now()
 
 
 def test_tenacity_async_deadline_fires_on_the_virtual_loop():
@@ -58,7 +59,7 @@ def test_tenacity_async_deadline_fires_on_the_virtual_loop():
 
 
 def test_an_sdk_honouring_a_30s_retry_after_twice_costs_60_virtual_seconds():
-    """The OpenAI SDK retries two 429s with Retry-After: 30 by itself: 60 virtual s, well under a wall second."""
+    """The OpenAI SDK retries two 429s with Retry-After: 30 by itself: 60 virtual s, and no real sleep."""
     httpx2 = pytest.importorskip("httpx2")
     openai = pytest.importorskip("openai")
     seen = []
@@ -94,7 +95,8 @@ def test_an_sdk_honouring_a_30s_retry_after_twice_costs_60_virtual_seconds():
         loop.close()
     assert seen == [(0.0, "0"), (30.0, "1"), (60.0, "2")]
     assert end == 60.0
-    assert time.perf_counter() - started < 1.0
+    # Nothing slept for real: 60 virtual seconds took less wall time than that, however busy the machine.
+    assert time.perf_counter() - started < end
 
 
 def test_the_clocks_are_restored_after_the_run_and_after_an_exception():
