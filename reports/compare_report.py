@@ -15,6 +15,7 @@ from pathlib import Path
 
 from fleetchaos.files import check_inside, write_text
 from fleetchaos.reports.assumptions import stated_assumptions
+from fleetchaos.reports.best import tuning_blocks
 from fleetchaos.reports.blocks import (
     DETAILS,
     END_DETAILS,
@@ -43,7 +44,7 @@ from fleetchaos.reports.notes import ASSUMPTIONS, READING_NOTES
 from fleetchaos.reports.ordering import ordering_lines
 from fleetchaos.reports.policy_errors import policy_error_blocks
 from fleetchaos.reports.results_io import dumps
-from fleetchaos.reports.studies import tuning_blocks
+from fleetchaos.reports.sensitivity import sensitivity_blocks
 from fleetchaos.reports.tables import COLUMNS, fmt
 from fleetchaos.results.models import CompareResult, Timeline
 from fleetchaos.results.registry import HEADLINE_METRICS, is_rate, lead_metrics
@@ -103,6 +104,9 @@ def compare_charts(result: CompareResult) -> list[Chart]:
             Chart(f"timeline{i}", _timeline_file(i, t), "fleetchaos.reports.timeline_chart:timeline_chart", (t,))
         )
     out.append(Chart("error_codes", CHART_FILES["error_codes"], f"{CHARTS}:error_codes_chart", (result.timelines,)))
+    study = getattr(result, "sensitivity", None)
+    if study is not None:
+        out.append(Chart("tornado", "tornado.png", "fleetchaos.reports.tornado:tornado_chart", (study,)))
     return out
 
 
@@ -324,6 +328,10 @@ def compare_blocks(
         blocks += [H2("Policies as run"), UL([f"`{name}`: `{recipe}`" for name, recipe in recipes.items()])]
     blocks += _figure_blocks(result)
     blocks += _robustness_blocks(result)
+    study = getattr(result, "sensitivity", None)
+    if study is not None:
+        chart = (made or {}).get("tornado") if made is not None else Path("tornado.png")
+        blocks += sensitivity_blocks(study, chart.name if chart is not None else None)
     blocks += _chart_blocks(result, made if made is not None else {k: Path(v) for k, v in CHART_FILES.items()})
     blocks += breakdown_blocks(result)
     blocks += [H2("How to read these figures"), UL(READING_NOTES)]

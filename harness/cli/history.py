@@ -131,15 +131,16 @@ def check_resume(resume: bool, history_args: dict, tuning: bool, check_determini
 def start_compare(session: GateSession, spec: Scenario, meta: dict, plan: tuple, resume: bool) -> dict:
     """Open a comparison's history group (or with ``resume``, continue its newest stored one).
 
-    ``plan`` is (policies, formats, seeds, applied ``--param`` values).  Returns the runs
-    already stored, by (policy, format, seed), for :func:`fleetchaos.runs.runner.compare`'s
-    ``done``; says on stderr what is resumed.
+    ``plan`` is (policies, formats, seeds, applied ``--param`` values, the arms as (policy,
+    errors) or None for every policy on every format).  Returns the runs already stored, by
+    (policy, format, seed), for :func:`fleetchaos.runs.runner.compare`'s ``done``; says on
+    stderr what is resumed.
     """
     from fleetchaos.runs.compare_resume import COMPARE_ID, compare_id, compare_jobs
 
-    policies, formats, seeds, applied = plan
-    meta = {**meta, COMPARE_ID: compare_id(spec, policies, formats, seeds, applied)}
-    jobs = compare_jobs(spec, policies, formats, seeds, applied)
+    policies, formats, seeds, applied, arms = plan
+    meta = {**meta, COMPARE_ID: compare_id(spec, policies, formats, seeds, applied, arms)}
+    jobs = compare_jobs(spec, policies, formats, seeds, applied, arms)
     stored = session.start("compare", spec, meta, resume_by=COMPARE_ID if resume else None, wanted=jobs)
     if resume:
         from fleetchaos.cli.common import stderr_console

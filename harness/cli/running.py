@@ -31,7 +31,6 @@ from fleetchaos.cli.common import (
     scheduler_option,
     seeds_to_run,
     single_param_option,
-    split_names,
     stderr_console,
     stdout_console,
     time_limit_option,
@@ -40,7 +39,7 @@ from fleetchaos.cli.common import (
 from fleetchaos.cli.executing import executor_option
 from fleetchaos.cli.expecting import ExpectGates, no_expect_option
 from fleetchaos.cli.history import HistorySession, check_resume, history_options, start_compare
-from fleetchaos.cli.tuning import TUNE_OPTIONS, best_arms, tune_options
+from fleetchaos.cli.tuning import TUNE_OPTIONS, best_arms, default_arms, reference_arms, tune_options
 from fleetchaos.errors import UserError
 from fleetchaos.names import check_formats
 
@@ -191,17 +190,22 @@ def run(
 @click.option("--first-seed", type=click.IntRange(0, 2**62), help="first seed of the range [default: 1]")
 @click.option(
     "--policies",
-    default="blind-retry,backoff,structured",
-    show_default=True,
-    help="comma-separated; 'best' is the policy tuned on each format (see --tune)",
+    help="comma-separated; 'best' is the policy tuned on each format (the scenario's tuned: block, or --tune) "
+    "[default: best against best when the scenario ships tuned policies, else blind-retry,backoff,structured]",
 )
-@click.option("--errors", "formats", default="generic,structured", show_default=True, help="comma-separated")
+@click.option(
+    "--errors",
+    "formats",
+    help="comma-separated [default: the scenario's tuned formats; with --tune generic,status,raw,structured; "
+    "else generic,structured]",
+)
 @click.option(
     "--tune",
     "tune_arms",
     is_flag=True,
-    help="best against best: tune a policy per format on training seeds (the tune options below), then run each "
-    "tuned policy on every format; replaces the default --policies with 'best', or adds it to yours",
+    help="best against best: tune a policy per format on training seeds (the tune options below) instead of "
+    "using the scenario's tuned: block; without --policies, each tuned policy on its format and the first "
+    "format's on every format; with --policies, 'best' is added to them and every policy runs on every format",
 )
 @tune_options
 @jobs_option
@@ -219,8 +223,9 @@ def run(
     "robustness_seeds",
     type=click.IntRange(1, 10_000),
     metavar="SEEDS",
-    help="then vary the scenario's main assumptions one at a time (the ranges of `fleetchaos robustness`) on "
-    "this many seeds, and state in the report and the finding where the two leading arms swap places",
+    help="then vary the scenario's assumptions one at a time (the ranges of `fleetchaos robustness`) on this many "
+    "seeds: best against best re-tuned at each value when the arms are best against best, else the two leading "
+    "arms; the report and the finding state where the answer flips",
 )
 @traces_option
 @determinism_option
@@ -234,8 +239,8 @@ def compare(
     params: tuple[str, ...],
     seeds: int | None,
     first_seed: int | None,
-    policies: str,
-    formats: str,
+    policies: str | None,
+    formats: str | None,
     tune_arms: bool,
     jobs: int | None,
     scheduler: str | None,
@@ -255,6 +260,9 @@ def compare(
 ) -> None:
     """Every policy on every error format, on the same seeds (the same faults).
 
+    Without --policies, on a scenario that ships tuned policies (its tuned: block, as the
+    default scenario does), best against best: each format's tuned policy on its format,
+    the first format's on every format, and weak reference arms (--tune tunes them again).
     Each finished run is appended to the run history as it completes; --baseline and
     --fail-on gate the comparison against a stored run group (exit 1 on a regression),
     and the scenario's expect: gates are judged on every arm they name (exit 1 when one fails).
@@ -268,7 +276,7 @@ def compare(
     busy = charts is not None and runs_fill_cores(jobs, scheduler)
     warm: bool | threading.Thread = warm_chart_workers(None if busy else charts, jobs)
     from fleetchaos.cli.progress import progress_bar
-    from fleetchaos.runs.best import BEST
+    from fleetchaos.runs.best import BEST, headline_arms, shipped_best
     from fleetchaos.runs.executors import open_executor
     from fleetchaos.runs.runner import compare as run_compare
     from fleetchaos.runs.runner import versions
@@ -278,11 +286,7 @@ def compare(
     if wide and columns is not None:
         raise UserError("--wide with --columns: --wide shows every figure, --columns the ones named; give one")
     spec = load_scenario(scenario)
-    policy_names, format_names = split_names(policies), split_names(formats)
-    if tune_arms and BEST not in policy_names:
-        source = click.get_current_context().get_parameter_source("policies")
-        given = source is not None and source.name != "DEFAULT"
-        policy_names = (*policy_names, BEST) if given else (BEST,)
+    policy_names, format_names, headline = default_arms(spec, policies, formats, tune_arms)
     tuning = BEST in policy_names
     typed = policy_names  # as typed: an expect: gate may name an arm so
     if not policy_names:
@@ -298,7 +302,9 @@ def compare(
                          for i, p in enumerate(policy_names))  # fmt: skip
     check_formats(format_names, "--errors")
     spec, applied = apply_single_params(spec, scenario, scenario_params, "compare")
-    arms = [(t, p, e) for t, p in zip(typed, policy_names) for e in format_names]
+    shipped = shipped_best(spec, format_names) if tuning and not tune_arms else None
+    references = reference_arms(spec, format_names) if headline else []
+    arms = [(t, p, e) for t, p in zip(typed, policy_names) for e in format_names] + [(p, p, e) for p, e in references]
     expect = ExpectGates(spec, scenario, arms, hint="add its policy to --policies and its format to --errors",
                          skip=no_expect or check_determinism,
                          allow_policy_errors=history_args.get("allow_policy_errors", False))  # fmt: skip
@@ -309,24 +315,31 @@ def compare(
     seed_list = seeds_to_run(spec, seeds, first_seed)
     if robustness_seeds is not None and check_determinism:
         raise UserError("--robustness with --check-determinism: check determinism on its own, then compare")
-    if check_determinism and tuning:
+    searching = tuning and shipped is None
+    if check_determinism and searching:
         raise UserError("--check-determinism with --tune: tune first, then check the tuned specs by name")
-    check_resume(resume, history_args, tuning, check_determinism)
-    base = best = tune_executor = None
+    check_resume(resume, history_args, searching, check_determinism)
+    record = best = tune_executor = None
+    if shipped is not None:
+        shipped.check_seeds(seed_list)
     if tuning:
         tune_executor = open_executor(jobs, scheduler)  # kept for the comparison's own runs
         try:
-            policy_names, base, best = best_arms(
-                spec, scenario, applied, policy_names, format_names, seed_list, tune_opts, tune_executor
+            policy_names, best, record = best_arms(
+                spec, scenario, applied, policy_names, format_names, seed_list, tune_opts, tune_executor, shipped
             )
         except BaseException:
             tune_executor.shutdown()
             raise
+    arm_list = headline_arms(best, references) if headline and best is not None else None
+    pairs = arm_list if arm_list is not None else [(p, e) for p in policy_names for e in format_names]
     if check_determinism:
-        run_determinism_check(spec, scenario, [(p, e) for p in policy_names for e in format_names], seed_list)
+        if tune_executor is not None:
+            tune_executor.shutdown()
+        run_determinism_check(spec, scenario, pairs, seed_list)
         return
     session = HistorySession(**history_args)
-    session.expect_arms((p, e) for p in policy_names for e in format_names)  # before any run of the comparison
+    session.expect_arms(pairs)  # before any run of the comparison
     # Connect (or start the local workers) before touching the history, so a cluster that
     # cannot be reached leaves no group behind.
     executor = tune_executor if tune_executor is not None else open_executor(jobs, scheduler)
@@ -337,14 +350,16 @@ def compare(
         if report is not None:
             from fleetchaos.reports import TaskCsvWriter
 
-            tasks_csv = TaskCsvWriter(report / "tasks.csv", [(p, e) for p in policy_names for e in format_names])
+            tasks_csv = TaskCsvWriter(report / "tasks.csv", pairs)
         meta = {"scenario_ref": scenario, "policies": list(policy_names), "errors": list(format_names),
                 "seeds": seed_list, "confidence": confidence, "versions": versions()}  # fmt: skip
         if applied:
             meta["params"] = dict(applied)
         if best is not None:
             meta["tuned"] = dict(best)
-        done = start_compare(session, spec, meta, (policy_names, format_names, seed_list, applied), resume)
+        if arm_list is not None:
+            meta["arms"] = [list(arm) for arm in arm_list]
+        done = start_compare(session, spec, meta, (policy_names, format_names, seed_list, applied, arm_list), resume)
         if done and tasks_csv is not None:  # stored runs keep no per-task rows: a partial tasks.csv would mislead
             tasks_csv.abort()
             tasks_csv.partial.unlink(missing_ok=True)
@@ -369,13 +384,14 @@ def compare(
     status = "failed"
     traces = _trace_folder(traces_dir, spec)
     try:
-        total = len(seed_list) * len(policy_names) * len(format_names) - len(done)
+        total = len(seed_list) * len(pairs) - len(done)
         with progress_bar(total, "compare", console=stderr_console(), show=not quiet) as advance:
             result = run_compare(
                 spec,
                 seed_list,
                 policies=policy_names,
                 formats=format_names,
+                arms=arm_list,
                 confidence=confidence,
                 scenario_ref=scenario,
                 executor=executor,
@@ -387,15 +403,21 @@ def compare(
                 time_limit_s=time_limit,
                 done=done,
             )
-        if base is not None and best is not None:
+        if record is not None and best is not None:
             from fleetchaos.results.studies import TunedCompareResult
             from fleetchaos.runs.best import tuning_record, with_aliases
 
-            result = TunedCompareResult(**dict(with_aliases(result, best)), tuning=tuning_record(result, base, best))
+            result = TunedCompareResult(
+                **dict(with_aliases(result, best)), tuning=tuning_record(result, best, **record)
+            )
         if robustness_seeds is not None:
-            from fleetchaos.cli.robustness import with_flips
+            from fleetchaos.cli.robustness import with_flips, with_study
+            from fleetchaos.results.studies import TunedCompareResult
 
-            result = with_flips(result, spec, scenario, seed_list[0], robustness_seeds, executor, confidence)
+            if isinstance(result, TunedCompareResult):
+                result = with_study(result, spec, scenario, tune_opts, seed_list[0], robustness_seeds, executor)
+            else:
+                result = with_flips(result, spec, scenario, seed_list[0], robustness_seeds, executor, confidence)
         status = "complete"
     except KeyboardInterrupt:
         status = "interrupted"
@@ -448,10 +470,20 @@ def compare(
         from fleetchaos.results.studies import TunedCompareResult
 
         if isinstance(result, TunedCompareResult):
-            from fleetchaos.reports.studies import gap_headline, gap_table
+            from fleetchaos.cli.common import output_width
+            from fleetchaos.cli.robustness import wrapped
+            from fleetchaos.reports.best import best_lines
 
-            click.echo(gap_headline(result.tuning))
-            stdout_console().print(gap_table(result.tuning, fixed_width()))
+            head, table, lines = best_lines(result, result.tuning, fixed_width())
+            click.echo(wrapped([head], output_width()))
+            stdout_console().print(table)
+            click.echo(wrapped(lines, output_width()))
+            if result.sensitivity is not None:
+                from fleetchaos.reports import sensitivity as study
+
+                click.echo(wrapped([study.study_headline(result.sensitivity)], output_width()))
+                stdout_console().print(study.tornado_table(result.sensitivity, width=fixed_width()))
+                click.echo(wrapped(study.study_lines(result.sensitivity), output_width()))
         if len(seed_list) < 2:
             click.echo("only one seed: no confidence intervals; use --seeds 10 or more to compare arms", err=True)
     code = max(expect.gate(_echo_err), session.gate(_echo_err))  # the scenario's gates first, then the baseline's

@@ -419,6 +419,7 @@ def compare(
     *,
     policies: tuple[str, ...] = BUILTIN_POLICIES,
     formats: tuple[str, ...] = BUILTIN_FORMATS,
+    arms: Sequence[tuple[str, str]] | None = None,
     jobs: int = 1,
     confidence: float = DEFAULT_CONFIDENCE,
     scenario_ref: str | None = None,
@@ -433,7 +434,7 @@ def compare(
     time_limit_s: float | None = None,
     done: Mapping[tuple[str, str, int], RunResult] | None = None,
 ) -> CompareResult:
-    """Every policy on every error format, each on the same seeds (so the same faults).
+    """Every policy on every error format (or the ``arms`` given, as (policy, errors)), each on the same seeds.
 
     Runs go to ``executor`` if given (the caller owns it), else to a Dask cluster at
     ``scheduler``, else to ``jobs`` local processes (in-process when ``jobs`` is 1).
@@ -448,7 +449,7 @@ def compare(
     each run's wall-clock time (:mod:`fleetchaos.runs.limits`).  Runs in ``done`` (by policy,
     format and seed: a resumed comparison's stored runs) are not run again nor handed on.
     """
-    arms = list(product(policies, formats))
+    arms = list(arms) if arms is not None else list(product(policies, formats))
     done = done or {}
     job_list = [RunJob(0, p, e, s) for (p, e) in arms for s in seeds if (p, e, s) not in done]
     variants = [

@@ -17,6 +17,7 @@ from fleetchaos.errors import ScenarioError
 from fleetchaos.files import FileTooLargeError, StrictJsonError, loads_json, read_text_bounded
 from fleetchaos.scenario._yaml import MAX_DEPTH, YamlLimitError, load_yaml
 from fleetchaos.scenario.expect import Expectation
+from fleetchaos.scenario.tuned import TunedPolicies
 from fleetchaos.seeds import seeds_problem
 from fleetchaos.sim.config import DAY_S, WorldSpec
 from fleetchaos.sim.fault_specs import FAULT_MODELS
@@ -151,6 +152,11 @@ class Scenario(WorldSpec):
         description="acceptance criteria judged after run and compare (exit 1 when one fails) and by the pytest "
         "plugin: see the expect[] section",
     )
+    tuned: TunedPolicies | None = Field(
+        default=None,
+        description="each error format's policy tuned for this world and how (see the tuned section): what "
+        "compare runs best against best without --tune",
+    )
 
     @model_serializer(mode="wrap")
     def _omit_absent_settings(self, handler):
@@ -161,6 +167,8 @@ class Scenario(WorldSpec):
                 data.pop("goodput_bin_s", None)
             if not self.expect:
                 data.pop("expect", None)
+            if self.tuned is None:
+                data.pop("tuned", None)
         return data
 
     @field_validator("seeds")
