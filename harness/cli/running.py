@@ -286,14 +286,15 @@ def compare(
     if wide and columns is not None:
         raise UserError("--wide with --columns: --wide shows every figure, --columns the ones named; give one")
     spec = load_scenario(scenario)
-    policy_names, format_names, headline = default_arms(spec, policies, formats, tune_arms)
+    scenario_params, policy_params = policy_param_options(params, "compare")
+    spec, applied = apply_single_params(spec, scenario, scenario_params, "compare")
+    policy_names, format_names, headline = default_arms(spec, policies, formats, tune_arms, bool(policy_params))
     tuning = BEST in policy_names
     typed = policy_names  # as typed: an expect: gate may name an arm so
     if not policy_names:
         raise UserError("--policies: give at least one policy")
     if not format_names:
         raise UserError("--errors: give at least one error format")
-    scenario_params, policy_params = policy_param_options(params, "compare")
     if tuning and policy_params:
         raise UserError("--param policy.*: with 'best' arms, give parameters in each named policy's spec instead")
     named = tuple(p for p in policy_names if p != BEST)
@@ -301,7 +302,6 @@ def compare(
     policy_names = tuple(BEST if p == BEST else named[sum(q != BEST for q in policy_names[:i])]
                          for i, p in enumerate(policy_names))  # fmt: skip
     check_formats(format_names, "--errors")
-    spec, applied = apply_single_params(spec, scenario, scenario_params, "compare")
     shipped = shipped_best(spec, format_names) if tuning and not tune_arms else None
     references = reference_arms(spec, format_names) if headline else []
     arms = [(t, p, e) for t, p in zip(typed, policy_names) for e in format_names] + [(p, p, e) for p, e in references]

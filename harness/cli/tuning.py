@@ -165,26 +165,38 @@ def only_scenario_params(params: tuple[str, ...], command: str) -> tuple[str, ..
 
 
 def default_arms(
-    spec: Scenario, policies: str | None, formats: str | None, tune: bool
+    spec: Scenario, policies: str | None, formats: str | None, tune: bool, tweaked: bool = False
 ) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
     """``compare``'s policies and formats from its options: (policies, formats, whether best against best's layout).
 
     Without ``--policies``, best against best (:func:`fleetchaos.runs.best.headline_arms`) when
-    ``--tune`` is given or the scenario ships tuned policies for every format compared; its
-    formats default to the scenario's tuned ones, else (``--tune``)
-    :data:`~fleetchaos.runs.best.DEFAULT_TUNE_FORMATS`.  Otherwise the built-in arms, with
-    ``best`` added to the policies given when ``--tune`` is.
+    ``--tune`` is given, or when the scenario (``spec``, its ``--param`` values applied) ships
+    policies tuned for this very world for every format compared; its formats default to the
+    scenario's tuned ones, else (``--tune``) :data:`~fleetchaos.runs.best.DEFAULT_TUNE_FORMATS`.
+    Otherwise the built-in arms (also when ``tweaked``: ``--param policy.*`` sets their
+    parameters), with ``best`` added to the policies given when ``--tune`` is.
     """
     from fleetchaos.runs.best import BEST, DEFAULT_TUNE_FORMATS
     from fleetchaos.runs.runner import BUILTIN_FORMATS as DEFAULT_ERRORS
     from fleetchaos.runs.runner import BUILTIN_POLICIES as DEFAULT_POLICIES
+    from fleetchaos.scenario.tuned import world_fingerprint
 
     shipped = spec.tuned.policies if spec.tuned is not None else {}
     format_names = split_names(formats) if formats is not None else ()
     if policies is None:
         wanted = format_names or tuple(shipped) or (DEFAULT_TUNE_FORMATS if tune else ())
-        if tune or (shipped and all(f in shipped for f in wanted)):
+        covered = bool(shipped) and all(f in shipped for f in wanted) and not tweaked
+        current = spec.tuned is not None and spec.tuned.world == world_fingerprint(spec)
+        if tune or (covered and current):
             return (BEST,), wanted, True
+        if covered:
+            stderr_console().print(
+                "note: the scenario's tuned: block was tuned for another world (its file was edited, or --param "
+                "changed it), so this compares the built-in arms; --tune tunes best against best for this world, "
+                "--policies best runs the block's policies anyway",
+                highlight=False,
+                markup=False,
+            )
         return DEFAULT_POLICIES, format_names or DEFAULT_ERRORS, False
     policy_names = split_names(policies)
     if tune and BEST not in policy_names:

@@ -144,9 +144,16 @@ def test_the_default_comparison_of_a_world_that_ships_tuned_policies_is_best_aga
 
 
 def test_shipped_policies_for_another_world_are_said_so_and_training_seeds_are_refused(shipped):
+    """Another world (a --param): the default comparison is the built-in arms, and says why; --policies best runs
+    the shipped policies anyway, recorded as tuned for another world."""
     result, doc = _compare("--scenario", shipped, "--seeds", "2", "--param", "fleet.checkpoints=true")
     assert result.exit_code == 0, result.output
-    assert doc["tuning"]["matches_world"] is False
+    assert "tuning" not in doc and {a["policy"] for a in doc["arms"]} == {"blind-retry", "backoff", "structured"}
+    assert "tuned for another world" in result.output and "--tune tunes best against best" in result.output
+    result, doc = _compare("--scenario", shipped, "--seeds", "2", "--param", "fleet.checkpoints=true",
+                           "--policies", "best", "--errors", "generic,structured")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert doc["tuning"]["source"] == "shipped" and doc["tuning"]["matches_world"] is False
     assert "tuned for another world" in result.output
     refused, _ = _compare("--scenario", shipped, "--seeds", "2", "--first-seed", "1000002")
     assert refused.exit_code == 2 and "training seeds" in refused.output
