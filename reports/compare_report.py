@@ -317,9 +317,9 @@ def compare_blocks(
     pct = round(result.confidence * 100)
     blocks = [H1(f"fleetchaos comparison: {literal(result.scenario)}"), Block("p", finding(result), items=("finding",))]
     blocks += _headline_blocks(result, pct)
+    blocks += tuning_blocks(result)  # best against best: the verdict of a tuned comparison, and which arm is which
     blocks += expectation_blocks(result.expectations)
     blocks += _setup_blocks(result)
-    blocks += tuning_blocks(result)  # a tuned comparison (compare --tune) says which arm is which
     blocks += policy_error_blocks(
         [(a.policy, a.errors, a.metrics, a.breakdowns) for a in result.arms], runs=len(result.seeds)
     )

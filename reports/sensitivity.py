@@ -182,7 +182,7 @@ def _bar_rows(result: SensitivityResult) -> list[list[str]]:
 def tornado_table(result: SensitivityResult, width: int | None = None) -> Table:
     """The tornado's bars as a table: each assumption's range, the envelope's lead at each end, its swing, its flips.
 
-    ``width``: the columns it must fit in; the flips, then the swing, are left out first.
+    ``width``: the columns it must fit in; the flips, the swing, the values, then the high end are left out first.
     """
     table = Table(header_style="bold")
     for column in _BAR_COLUMNS:
@@ -190,7 +190,7 @@ def tornado_table(result: SensitivityResult, width: int | None = None) -> Table:
         table.add_column(column, justify="right" if right else "left", overflow="fold")
     for row in _bar_rows(result):
         table.add_row(*(Text(cell) for cell in row))
-    return fit_columns(table, width, ["flips at", "swing"])
+    return fit_columns(table, width, ["flips at", "swing", "values (* own)", "lead at high end"])
 
 
 def _value_rows(result: SensitivityResult) -> list[list[str]]:

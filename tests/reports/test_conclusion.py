@@ -208,3 +208,44 @@ def test_a_tuned_arm_reads_as_its_alias_and_an_untuned_result_keeps_its_bytes():
     text = finding(tuned)
     assert "**best-for-structured on structured**" in text
     assert '"alias"' not in base.model_dump_json() and '"alias":"best-for-structured"' in tuned.model_dump_json()
+
+
+def test_with_its_sensitivity_study_the_finding_names_what_it_rests_on_and_where_it_reverses():
+    """The widest bars are what the answer rests on; each flip that changes the envelope's lead's sign is named."""
+    import statistics
+
+    from fleetchaos.results.models import ArmResult
+    from fleetchaos.results.studies import ArmRole, Setting, SensitivityResult, TunedCompareResult, TuningRecord
+    from fleetchaos.runs.sensitivity import flips_of, point, tornado_bars
+
+    def arms(lead: float) -> list[ArmResult]:
+        def arm(errors: str, values: list[float]) -> ArmResult:
+            mean = statistics.fmean(values)
+            return ArmResult(policy=f"{errors}-best", errors=errors, metrics={"success_rate": mean},
+                             ci={"success_rate": [mean, mean]}, per_seed={"success_rate": values}, breakdowns={})  # fmt: skip
+
+        return [arm("status", [0.80, 0.81]), arm("structured", [0.80 + lead - 0.001, 0.81 + lead + 0.001])]
+
+    leads = {"fleet.providers[0].admission": {"refuse": 0.07, "queue": -0.03},
+             "fleet.checkpoints": {False: 0.07, True: 0.05}, "workload.tasks_per_day": {600.0: 0.02, 1200.0: 0.07}}  # fmt: skip
+    settings = [Setting(parameter=p, values=list(v), own=list(v)[0] if p != "workload.tasks_per_day" else 1200.0,
+                        metric="success_rate", retuned=True, reaches=["status", "structured"])
+                for p, v in leads.items()]  # fmt: skip
+    points = [point(p, value, "success_rate", arms(d), 0.95) for p, v in leads.items() for value, d in v.items()]
+    study = SensitivityResult(scenario="storm", formats=["status", "structured"], seeds=[1, 2], confidence=0.95,
+                              retune=True, baseline=point("", None, "success_rate", arms(0.07), 0.95),
+                              settings=settings, points=points, flips=flips_of(points),
+                              bars=tornado_bars(settings, points))  # fmt: skip
+    tuning = TuningRecord(objective="success_rate", train_seeds=[101], best={"status": "p", "structured": "q"},
+                          roles=[ArmRole(policy="q", errors="structured", role="best for structured", tuned_for="structured")])  # fmt: skip
+    result = TunedCompareResult(**_comparison().model_dump(), tuning=tuning, sensitivity=study)
+    text = finding(result)
+    assert "the envelope's lead rests most on fleet.providers\\[0\\].admission (-3.0 pp to +7.0 pp)" in text
+    assert (
+        "workload.tasks\\_per\\_day (+2.0 pp to +7.0 pp)" in text and "fleet.checkpoints (+5.0 pp to +7.0 pp)" in text
+    )
+    assert (
+        "It reverses (the best without an envelope leads) when fleet.providers\\[0\\].admission goes from refuse to queue"
+        in text
+    )
+    assert "was not tested" not in text
