@@ -1,4 +1,4 @@
-"""Figures of whole commands, as a user waits for them: start-up, a one-shot run, parallel compare, the demo.
+"""Figures of whole commands, as a user waits for them: start-up, a one-shot run, parallel compare, the demo, studies.
 
 Each command runs as a fresh process, started by a small launcher process (:data:`LAUNCHER`);
 its wall time is taken around it and its CPU time and peak memory from the operating
@@ -18,6 +18,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 #: The modules a light command must not load.
 HEAVY = ("scipy", "matplotlib", "faker", "hypothesis")
@@ -28,10 +29,14 @@ def fleetchaos() -> str:
     return str(Path(sys.executable).with_name("fleetchaos"))
 
 
-def environment(folder: Path) -> dict[str, str]:
-    """The commands' environment: bytecode cached as after an install, the run history in ``folder``."""
+def environment(folder: Path, cache: Path | None = None) -> dict[str, str]:
+    """The commands' environment: bytecode cached as after an install, the run history in ``folder``.
+
+    Runs are made afresh (the run cache off) unless ``cache`` names a run cache folder.
+    """
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["FLEETCHAOS_HISTORY"] = str(folder / "history.db")
+    env["FLEETCHAOS_CACHE"] = str(cache) if cache is not None else "off"
     return env
 
 
@@ -51,20 +56,26 @@ print(json.dumps({"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "pea
 """
 
 
-def timed(cmd: Sequence[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
-    """One run of ``cmd``: wall seconds, CPU seconds (with its reaped workers) and peak RSS of its largest process."""
+def timed(cmd: Sequence[str], env: dict[str, str], cwd: Path, *, stderr: bool = False) -> dict[str, Any]:
+    """One run of ``cmd``: wall seconds, CPU seconds (with its reaped workers) and peak RSS of its largest process.
+
+    With ``stderr``, also the last 500 characters it printed there (the run cache's note).
+    """
     out = subprocess.run([sys.executable, "-c", LAUNCHER, *cmd], capture_output=True, text=True, env=env, cwd=cwd)
     if out.returncode != 0:
         raise RuntimeError(f"the launcher failed for {' '.join(cmd)}: {out.stderr[-500:]}")
     figures = json.loads(out.stdout)
     if figures["code"] != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {figures['code']}: {figures['err']}")
-    return {key: figures[key] for key in ("wall_s", "cpu_s", "peak_mib")}
+    return {key: figures[key] for key in ("wall_s", "cpu_s", "peak_mib", *(("err",) if stderr else ()))}
 
 
-def measure(commands: dict[str, Sequence[str]], runs: int, folder: Path) -> dict[str, dict]:
-    """Each command ``runs`` times after one warm-up, in turn; the median of each figure, and every wall time."""
-    env = environment(folder)
+def measure(commands: dict[str, Sequence[str]], runs: int, folder: Path, cache: Path | None = None) -> dict[str, dict]:
+    """Each command ``runs`` times after one warm-up, in turn; the median of each figure, and every wall time.
+
+    With a run ``cache`` folder the warm-up fills it, so the measured runs are the warm ones.
+    """
+    env = environment(folder, cache)
     for cmd in commands.values():
         timed(cmd, env, folder)
     seen: dict[str, list[dict[str, float]]] = {name: [] for name in commands}
@@ -146,8 +157,49 @@ def compare_speedup(runs: int, seeds: int = 10) -> dict:
 
 
 def demo(runs: int) -> dict:
-    """The command behind ``make demo`` (a 10-seed comparison with its report folder), installed."""
+    """The command behind ``make demo`` (a 10-seed comparison with its report folder), installed: cold and warm.
+
+    Cold makes every run (the run cache off); warm is the same command repeated with its run
+    cache filled by the first, as a second ``make demo`` is.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         report = str(Path(tmp) / "demo")
         cmd = [fleetchaos(), "compare", "--scenario", "default", "--seeds", "10", "--report", report]
-        return measure({"demo": cmd}, runs, Path(tmp))["demo"]
+        cold = measure({"demo": cmd}, runs, Path(tmp))["demo"]
+        warm = measure({"demo": cmd}, runs, Path(tmp), cache=Path(tmp) / "cache")["demo"]
+        return {**cold, "warm": warm}
+
+
+# -- studies --------------------------------------------------------------------------------------
+
+
+def _served(err: str) -> str:
+    """The run cache's note from a command's stderr (``60 of 60``), or ``none``."""
+    for line in err.splitlines():
+        if line.startswith("run cache: "):
+            return line.removeprefix("run cache: ").split(" runs served")[0]
+    return "none"
+
+
+def studies(jobs: int = 2) -> dict:
+    """The studies users wait for, once each, in order, on ``jobs`` processes.
+
+    ``tune`` on generic errors with the run cache empty, then ``compare --tune`` (which tunes
+    both formats) served from it; then ``compare --tune`` with no cache at all; then a warm
+    ``compare --report``.  Each with the runs the cache served.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        folder, cache = Path(tmp), Path(tmp) / "cache"
+        cmds = {
+            "tune generic (cache empty)": ["tune", "--scenario", "default", "--errors", "generic", "--json"],
+            "compare --tune after it": ["compare", "--scenario", "default", "--tune", "--json", "--no-history"],
+            "compare --tune, no cache": ["compare", "--scenario", "default", "--tune", "--json", "--no-history",
+                                         "--no-cache"],
+        }  # fmt: skip
+        out = {}
+        env = environment(folder, cache)
+        for name, args in cmds.items():
+            figures = timed([fleetchaos(), *args, "--jobs", str(jobs)], env, folder, stderr=True)
+            figures["served"] = _served(figures.pop("err"))
+            out[name] = figures
+        return out

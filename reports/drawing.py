@@ -14,6 +14,7 @@ way.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import io
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fleetchaos.files import atomic_write
+from fleetchaos.runs.cache import active_cache
 
 __all__ = ["Chart", "Drawing", "draw_charts", "render_png"]
 
@@ -63,15 +65,30 @@ class Drawing:
 
     def __init__(self, charts: Sequence[Chart], executor: Executor | None = None):
         self.charts = list(charts)
-        self._futures = [executor.submit(render_png, chart) for chart in self.charts] if executor is not None else None
+        # A chart drawn before from the same data by the same code is taken from the run cache.
+        self._cache = active_cache()
+        self._keys = [chart_key(chart) for chart in self.charts] if self._cache is not None else []
+        self._cached = {i: png for i, key in enumerate(self._keys) if key and (png := _cached_png(self._cache, key))}
+        self._futures = (
+            {i: executor.submit(render_png, c) for i, c in enumerate(self.charts) if i not in self._cached}
+            if executor is not None
+            else None
+        )
 
     def write(self, out_dir: Path) -> dict[str, Path]:
         """Wait for the charts and write their PNGs into ``out_dir``; the files by chart key, in the charts' order."""
         drawn: dict[str, bytes | None] = {}
         try:
             for index, chart in enumerate(self.charts):
+                if index in self._cached:
+                    png: bytes | None = None if self._cached[index] == _NOTHING else self._cached[index]
+                    drawn[chart.key] = png
+                    continue
                 key, png = render_png(chart) if self._futures is None else self._futures[index].result()
                 drawn[key] = png
+                cache_key = self._keys[index] if self._cache is not None else None
+                if self._cache is not None and cache_key:
+                    self._cache.put_blob(cache_key, _NOTHING if png is None else png)
         except BaseException:
             self.cancel()
             raise
@@ -87,8 +104,74 @@ class Drawing:
 
     def cancel(self) -> None:
         """Cancel the charts not yet started."""
-        for future in self._futures or ():
+        for future in (self._futures or {}).values():
             future.cancel()
+
+
+#: What the cache holds for a chart that had nothing to draw (a PNG never starts with it).
+_NOTHING = b"nothing to draw"
+
+
+def chart_key(chart: Chart) -> str | None:
+    """The run-cache key of a chart's PNG: its function, its data, the report code and matplotlib's version.
+
+    None when its data hold a type :func:`_canonical` does not know (then it is drawn every time).
+    """
+    import hashlib
+    import json
+
+    try:
+        text = json.dumps([chart.draw, _canonical(chart.data)], separators=(",", ":"), allow_nan=True)
+    except TypeError:
+        return None
+    digest = hashlib.sha256(_report_code().encode())
+    digest.update(text.encode())
+    return "png:" + digest.hexdigest()
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` as plain JSON data that tells apart every two values a chart could draw differently."""
+    import dataclasses
+
+    from pydantic import BaseModel
+
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return [type(value).__name__, value]
+    if isinstance(value, (list, tuple)):
+        return [type(value).__name__, [_canonical(v) for v in value]]
+    if isinstance(value, dict):
+        return ["dict", [[_canonical(k), _canonical(v)] for k, v in value.items()]]
+    if isinstance(value, BaseModel):  # its JSON is exact: every field, floats in full, by the class's own schema
+        cls = type(value)
+        return [
+            f"{cls.__module__}.{cls.__qualname__}",
+            value.model_dump_json(),
+            _canonical(value.__pydantic_private__ or {}),
+        ]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        return [f"{type(value).__module__}.{type(value).__qualname__}", _canonical(fields)]
+    raise TypeError(f"no canonical form for {type(value).__qualname__}")
+
+
+@functools.cache
+def _report_code() -> str:
+    from fleetchaos.runs.cache_key import code_digest, source_digest
+
+    return f"{code_digest()}:{source_digest([Path(__file__).parent])}:{_version('matplotlib')}"
+
+
+def _version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "-"
+
+
+def _cached_png(cache: Any, key: str) -> bytes | None:
+    return cache.get_blob(key)
 
 
 def draw_charts(charts: Sequence[Chart], out_dir: Path, executor: Executor | None = None) -> dict[str, Path]:

@@ -79,6 +79,12 @@ def _headline(result: TuneResult) -> str:
         f"candidates ({result.search} search, sampler seed {result.sampler_seed}, space v{result.space_version}); "
         f"objective {result.objective} on training seeds {seed_range(result.train_seeds)}; "
         f"held out: seeds {seed_range(result.holdout_seeds)}, which no candidate ran on"
+        + (
+            f"; raced: {result.training_runs} of {result.exhaustive_runs} training runs made "
+            f"({result.exhaustive_runs - result.training_runs} saved)"
+            if result.race
+            else ""
+        )
     )
 
 

@@ -10,6 +10,8 @@ several folders have one, and which owns the module name ``conftest`` depends on
 pytest loaded them (tests/unit/test_suite_layout.py checks both rules).
 """
 
+import os
+
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -19,6 +21,10 @@ import fleetchaos.catalogue as catalogue
 from fleetchaos.cli.main import main
 
 pytest_plugins = ["pytester"]
+
+# Before the fleetchaos plugin configures this session: no run cache for its scenario runs either
+# (the autouse fixture below keeps it off in each test, whatever a test before it set).
+os.environ["FLEETCHAOS_CACHE"] = "off"
 
 
 def pytest_configure(config):
@@ -53,6 +59,17 @@ def history_cli(tmp_path, monkeypatch):
         return runner.invoke(main, list(args), catch_exceptions=False)
 
     return invoke
+
+
+@pytest.fixture(autouse=True)
+def _runs_made_afresh(monkeypatch):
+    """Commands make every run afresh unless a test turns the run cache on (tests/unit/test_run_cache.py).
+
+    A test checks the code it runs, not what an earlier test or session left in a cache
+    (the cache never serves other code, but a test that patches a function would be served
+    the unpatched result).
+    """
+    monkeypatch.setenv("FLEETCHAOS_CACHE", "off")
 
 
 @pytest.fixture(autouse=True)

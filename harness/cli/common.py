@@ -150,12 +150,15 @@ def stdout_console(pipe_width: int = PIPE_WIDTH, *, highlight: bool = True, fit:
     whose long text columns should fold).  Lines are never soft-wrapped mid-word.
     """
     piped = _columns_env() is None and not _interactive()
-    return DataConsole(fit=fit and piped, soft_wrap=False, width=output_width(pipe_width), highlight=highlight)
+    # emoji=False: a user's `name:x:` is text, never an emoji code.
+    return DataConsole(
+        fit=fit and piped, soft_wrap=False, width=output_width(pipe_width), highlight=highlight, emoji=False
+    )
 
 
 def stderr_console() -> Console:
     """The console messages go to (stderr)."""
-    return Console(stderr=True, soft_wrap=True)
+    return Console(stderr=True, soft_wrap=True, emoji=False)  # a user's `mod:x:` is text, never an emoji
 
 
 def split_names(value: str) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import click
 
+from fleetchaos.cli.caching import cache
 from fleetchaos.cli.calibrate import calibrate
 from fleetchaos.cli.common import ErrorHandlingGroup
 from fleetchaos.cli.history_group import history
@@ -53,6 +54,7 @@ for _command in (
     faults,
     shrink,
     calibrate,
+    cache,
 ):
     main.add_command(_command)
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from fleetchaos.cli.caching import cache_option
 from fleetchaos.cli.common import (
     Confidence,
     fixed_width,
@@ -21,6 +22,7 @@ from fleetchaos.cli.common import (
     stderr_console,
     stdout_console,
 )
+from fleetchaos.cli.executing import executor_option
 from fleetchaos.errors import UserError
 
 if TYPE_CHECKING:
@@ -33,6 +35,7 @@ DEFAULT_ARMS = (("blind-retry", "generic"), ("structured", "structured"))
 
 
 @click.command()
+@cache_option
 @scenario_option
 @click.option(
     "--arm",
@@ -48,6 +51,7 @@ DEFAULT_ARMS = (("blind-retry", "generic"), ("structured", "structured"))
 @click.option("--first-seed", type=click.IntRange(0, 2**62), help="first seed [default: 1]")
 @jobs_option
 @scheduler_option
+@executor_option
 @click.option("--confidence", default=0.95, show_default=True, type=Confidence(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @click.option(

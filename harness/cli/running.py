@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from fleetchaos.cli.caching import cache_option
 from fleetchaos.cli.chart_pool import chart_pool, preload_charts, runs_fill_cores, warm_chart_workers
 from fleetchaos.cli.common import (
     Confidence,
@@ -36,6 +37,7 @@ from fleetchaos.cli.common import (
     time_limit_option,
     traces_option,
 )
+from fleetchaos.cli.executing import executor_option
 from fleetchaos.cli.expecting import ExpectGates, no_expect_option
 from fleetchaos.cli.history import HistorySession, check_resume, history_options, start_compare
 from fleetchaos.cli.tuning import TUNE_OPTIONS, best_arms, tune_options
@@ -66,6 +68,7 @@ def _print_traces(traces, quiet: bool = False) -> None:
 
 
 @click.command()
+@cache_option
 @scenario_option
 @single_param_option
 @click.option(
@@ -179,6 +182,7 @@ def run(
 
 
 @click.command()
+@cache_option
 @scenario_option
 @single_param_option
 @click.option(
@@ -202,6 +206,7 @@ def run(
 @tune_options
 @jobs_option
 @scheduler_option
+@executor_option
 @click.option("--confidence", default=0.95, show_default=True, type=Confidence(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @report_option

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from fleetchaos.cli.caching import cache_option
 from fleetchaos.cli.chart_pool import chart_pool, warm_chart_workers
 from fleetchaos.cli.common import (
     Confidence,
@@ -27,6 +28,7 @@ from fleetchaos.cli.common import (
     stdout_console,
     time_limit_option,
 )
+from fleetchaos.cli.executing import executor_option
 from fleetchaos.errors import UserError
 from fleetchaos.names import check_policies
 
@@ -34,6 +36,7 @@ __all__ = ["ablation", "sweep"]
 
 
 @click.command()
+@cache_option
 @click.option(
     "--file",
     "sweep_file",
@@ -55,6 +58,7 @@ __all__ = ["ablation", "sweep"]
 )
 @jobs_option
 @scheduler_option
+@executor_option
 @click.option("--confidence", type=Confidence(0.5, 0.999), help="[default: 0.95]")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @columns_option
@@ -252,6 +256,7 @@ def sweep(
 
 
 @click.command()
+@cache_option
 @click.option(
     "--scenario", default="field_ablation", show_default=True, help="catalogue name or path to a .yaml/.json file"
 )
@@ -267,6 +272,7 @@ def sweep(
 )
 @jobs_option
 @scheduler_option
+@executor_option
 @click.option("--confidence", default=0.95, show_default=True, type=Confidence(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @columns_option

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from fleetchaos.cli.caching import cache_option
 from fleetchaos.cli.common import (
     Confidence,
     apply_single_params,
@@ -24,6 +25,7 @@ from fleetchaos.cli.common import (
     stderr_console,
     stdout_console,
 )
+from fleetchaos.cli.executing import executor_option
 from fleetchaos.errors import UserError
 
 if TYPE_CHECKING:
@@ -43,6 +45,7 @@ TUNE_OPTIONS = (
     "first_train_seed",
     "objective",
     "sampler_seed",
+    "race",
 )
 
 
@@ -92,6 +95,13 @@ def tune_options(func: Callable) -> Callable:
             help="the metric the search optimises (a registry metric with a direction)",
         ),
         click.option("--sampler-seed", type=click.IntRange(0, 2**62), default=0, show_default=True),
+        click.option(
+            "--race/--no-race",
+            default=True,
+            show_default=True,
+            help="race candidates seed by seed, stopping those already behind (paired); --no-race runs every "
+            "candidate on every training seed",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -128,6 +138,7 @@ def tune_spec(
         objective=opts["objective"],
         sampler_seed=opts["sampler_seed"],
         confidence=opts.get("confidence", 0.95),
+        race=opts.get("race", True),
     )
 
 
@@ -169,6 +180,7 @@ def best_arms(
 
 
 @click.command()
+@cache_option
 @scenario_option
 @param_option
 @click.option("--errors", default="generic", show_default=True, help="the error format to tune for")
@@ -177,6 +189,7 @@ def best_arms(
 @click.option("--first-seed", type=click.IntRange(0, 2**62), help="first held-out seed [default: 1]")
 @jobs_option
 @scheduler_option
+@executor_option
 @click.option("--confidence", default=0.95, show_default=True, type=Confidence(0.5, 0.999))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 @click.option("--report", type=click.Path(file_okay=False, path_type=Path), help="write results.json and summary.md")
@@ -201,7 +214,7 @@ def tune(
     """
     from fleetchaos.cli.progress import progress_bar
     from fleetchaos.runs.executors import open_executor
-    from fleetchaos.runs.tune import check_tune, family_candidates
+    from fleetchaos.runs.tune import check_tune, family_candidates, training_runs_planned
     from fleetchaos.runs.tune import tune as run_tune
     from fleetchaos.scenario.load import load_scenario
 
@@ -218,7 +231,7 @@ def tune(
         planned = sum(len(family_candidates(tune_spec_, f)) for f in families)
     else:
         planned = len(families) * tune_spec_.trials
-    total = planned * len(tune_spec_.train_seeds) + len(families) * len(holdout)
+    total = training_runs_planned(tune_spec_, planned) + len(families) * len(holdout)
     executor = open_executor(jobs, scheduler)
     try:
         with progress_bar(total, "tune", console=stderr_console()) as advance:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from fleetchaos.results.models import ArmResult, CompareResult, Flip
 
@@ -38,8 +38,11 @@ class TrialRecord(_Model):
     params: dict[str, Any]
     """The parameters the search set (the family's others keep their defaults)."""
     objective: float | None
-    """The objective's mean over the training seeds."""
+    """The objective's mean over the training seeds it ran."""
     per_seed: list[float | None]
+    """Its values on the training seeds it ran, in order."""
+    seeds: int | None = Field(default=None, exclude_if=lambda seeds: seeds is None)
+    """How many training seeds it ran when a race stopped it early (None: every one)."""
 
 
 class TuneResult(_Model):
@@ -69,6 +72,12 @@ class TuneResult(_Model):
     params: dict[str, Any] = {}
     """Scenario values set with ``--param`` (already in the scenario every run used)."""
     versions: dict[str, str] = {}
+    race: bool = False
+    """Candidates raced over the training seeds (:mod:`fleetchaos.runs.racing`) instead of each running all."""
+    training_runs: int = 0
+    """Training runs the search made."""
+    exhaustive_runs: int = 0
+    """Training runs every trial on every training seed would have made."""
 
 
 class ArmRole(_Model):

@@ -5,9 +5,11 @@
   whose workers are forked where that is safe (Linux, one thread), so they start with
   everything the parent has loaded, and started afresh elsewhere, importing only what
   their work needs;
-* :class:`DaskExecutor`: a Dask ``distributed`` cluster (``--scheduler tcp://HOST:PORT``),
-  from the optional extra ``fleetchaos[dask]``; ``distributed`` is imported only here,
-  and only when asked for.
+* :class:`~fleetchaos.runs.cluster.DaskExecutor`: a Dask ``distributed`` cluster
+  (``--scheduler tcp://HOST:PORT`` or ``tls://HOST:PORT``, or a ``distributed.Client``
+  from the Python API), from the optional extra ``fleetchaos[dask]`` (:mod:`fleetchaos.runs.cluster`);
+* any other ``concurrent.futures.Executor`` a factory makes (``--executor module:factory``,
+  :func:`using_factory`): Ray, a thread pool, a team's own.
 
 :func:`map_chunks` feeds any of them (or any other ``Executor``) a bounded window of
 chunks, hands each finished chunk to a callback as soon as it is done, and on Ctrl-C
@@ -17,6 +19,7 @@ never shows in the results: callers index results by job, never by completion.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import multiprocessing
@@ -26,12 +29,33 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from multiprocessing.context import BaseContext
-from types import ModuleType
 from typing import Any, TypeVar
 
 from fleetchaos.errors import UserError
+from fleetchaos.runs.cluster import DaskExecutor, as_executor, check_scheduler, import_distributed
+
+__all__ = [
+    "MAX_CHUNK",
+    "DaskExecutor",
+    "LocalProcessExecutor",
+    "SerialExecutor",
+    "check_scheduler",
+    "chunked",
+    "default_jobs",
+    "import_distributed",
+    "load_factory",
+    "map_chunks",
+    "open_executor",
+    "runs_this_code",
+    "start_method",
+    "stop",
+    "tapered",
+    "using_factory",
+    "warm_forkserver",
+    "workers_of",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -220,98 +244,89 @@ class LocalProcessExecutor(ProcessPoolExecutor):
             process.join(timeout=5)
 
 
-class DaskExecutor(Executor):
-    """Runs chunks on a Dask ``distributed`` cluster through a client it owns.
-
-    Workers need fleetchaos installed (``pip install 'fleetchaos[dask]'``) and, for
-    speed, one thread each (``dask worker ADDRESS --nthreads 1 --nworkers N``): the
-    simulation is pure Python, so threads in one worker process share one core.
-    """
-
-    def __init__(self, address: str, *, timeout_s: float = 10.0):
-        distributed = import_distributed()
-        try:
-            self.client = distributed.Client(address, timeout=timeout_s, set_as_default=False)
-        except Exception as exc:  # third-party code: an unreachable or odd address may raise anything
-            raise UserError(
-                f"--scheduler {address}: cannot connect to a Dask scheduler ({' '.join(str(exc).split())[:200]}); "
-                "check the address (tcp://HOST:PORT) and that `dask scheduler` is running there"
-            ) from None
-        self._executor = self.client.get_executor(pure=False)
-        self.workers = max(1, sum(self.client.nthreads().values()))
-        self._closed = False
-
-    def submit(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> Future[R]:
-        """Submit ``fn(*args, **kwargs)`` to the cluster; a ``concurrent.futures`` future."""
-        return self._executor.submit(fn, *args, **kwargs)
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        """Wait for (or cancel) submitted work, then close the client (the cluster keeps running)."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self._executor.shutdown(wait=wait and not cancel_futures)
-        finally:
-            self.client.close()
-
-    def terminate(self) -> None:
-        """Cancel submitted work and disconnect."""
-        self.shutdown(wait=False, cancel_futures=True)
+#: The executor factory of ``--executor module:factory`` while a command runs (see :func:`using_factory`).
+_FACTORY: list[tuple[str, Callable[[], Executor]]] = []
 
 
-def import_distributed() -> ModuleType:
-    """The ``distributed`` module, or a user error saying how to install the extra."""
+def load_factory(spec: str) -> Callable[[], Executor]:
+    """The callable ``module:attr`` names (``--executor``), or a user error naming what is wrong."""
+    module_name, _, attr = spec.partition(":")
+    fix = "give --executor as module:factory, a function (or class) that returns a concurrent.futures.Executor"
+    if not module_name or not attr:
+        raise UserError(f"--executor {spec!r}: not module:factory; {fix}")
     try:
-        import distributed
-    except ImportError:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # the user's module may raise anything on import
         raise UserError(
-            "--scheduler needs Dask distributed, which is not installed; "
-            "install the extra with: pip install 'fleetchaos[dask]'"
+            f"--executor {spec}: cannot import {module_name} ({type(exc).__name__}: {exc}); {fix}"
         ) from None
-    return distributed
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise UserError(f"--executor {spec}: {module_name} has no callable {attr}; {fix}")
+    return factory
 
 
-def check_scheduler(address: str) -> None:
-    """A usage error unless ``address`` is ``tcp://HOST:PORT``, checked before anything connects or runs.
-
-    ``tls://`` needs security settings fleetchaos does not pass, ``ucx://`` needs UCX, and
-    anything else is not a Dask scheduler address: each is one message, never a crash.
-    """
-    from urllib.parse import urlsplit
-
-    fix = "give the scheduler's address as tcp://HOST:PORT (see `dask scheduler`)"
+@contextlib.contextmanager
+def using_factory(spec: str | None) -> Iterator[None]:
+    """Inside, :func:`open_executor` without a scheduler makes its executor with the factory ``spec`` names."""
+    if spec is None:
+        yield
+        return
+    _FACTORY.append((spec, load_factory(spec)))
     try:
-        parts = urlsplit(address.strip())
-        port = parts.port
-    except ValueError:
-        raise UserError(f"--scheduler {address!r}: not an address; {fix}") from None
-    if "://" not in address:
-        raise UserError(f"--scheduler {address!r}: not an address with a scheme; {fix}")
-    if parts.scheme != "tcp":
+        yield
+    finally:
+        _FACTORY.pop()
+
+
+def _from_factory(spec: str, factory: Callable[[], Executor]) -> Executor:
+    try:
+        made = factory()
+    except UserError:
+        raise
+    except Exception as exc:  # the user's factory may raise anything
+        raise UserError(f"--executor {spec}: the factory failed ({type(exc).__name__}: {exc})") from None
+    if not (callable(getattr(made, "submit", None)) and callable(getattr(made, "shutdown", None))):
         raise UserError(
-            f"--scheduler {address!r}: only tcp:// schedulers are supported (got {parts.scheme or 'no'} scheme); {fix}"
+            f"--executor {spec}: the factory returned {type(made).__name__}, not a concurrent.futures.Executor "
+            "(an object with submit() returning futures, and shutdown())"
         )
-    if not parts.hostname or port is None or parts.path not in ("", "/"):
-        raise UserError(f"--scheduler {address!r}: expected tcp://HOST:PORT; {fix}")
+    return as_executor(made)
 
 
 def open_executor(jobs: int | None = None, scheduler: str | None = None, preload: Sequence[str] = ()) -> Executor:
-    """The executor a user asked for: Dask if ``scheduler``, serial if ``jobs == 1``, else processes.
+    """The executor a user asked for: Dask if ``scheduler``, the ``--executor`` factory's, serial if ``jobs == 1``, else processes.
 
     ``preload`` names modules local worker processes will need (see :class:`LocalProcessExecutor`).
     """
     if scheduler:
         check_scheduler(scheduler)
         return DaskExecutor(scheduler)
+    if _FACTORY:
+        return _from_factory(*_FACTORY[-1])
     workers = default_jobs() if jobs is None else jobs
     if workers < 1:
         raise UserError(f"--jobs {jobs}: need at least 1")
     return SerialExecutor() if workers == 1 else LocalProcessExecutor(workers, preload)
 
 
+def runs_this_code(executor: Executor) -> bool:
+    """Whether ``executor`` runs this process's code, so its results may enter the run cache.
+
+    This process, its thread pools and its local process pools do; a cluster says so itself
+    (``same_code()``: a Dask cluster compares its workers' code digest with this one's);
+    any other executor (another machine's Ray cluster) may run another version, so its
+    runs are served from the cache but not stored in it.
+    """
+    executor = as_executor(executor)
+    same_code = getattr(executor, "same_code", None)
+    if callable(same_code):
+        return bool(same_code())
+    return isinstance(executor, (SerialExecutor, ProcessPoolExecutor, ThreadPoolExecutor))
+
+
 def workers_of(executor: Executor) -> int:
-    """How many chunks an executor runs at once (a guess for foreign executors)."""
+    """How many chunks an executor runs at once now (a guess for foreign executors)."""
     return max(1, int(getattr(executor, "workers", 0) or getattr(executor, "_max_workers", 0) or default_jobs()))
 
 
@@ -334,19 +349,25 @@ def map_chunks(
 ) -> None:
     """Run ``fn`` on every chunk, keeping at most ``window`` in flight; ``on_done`` gets each result.
 
+    Without ``window``, twice the executor's workers, read again as chunks finish (an
+    adaptive cluster's size moves).  A ``distributed.Client`` is used through a
+    :class:`~fleetchaos.runs.cluster.DaskExecutor`.
+
     ``on_done`` runs in this thread, as soon as a chunk finishes (so it can write to a
     store or move a progress bar).  An exception in ``fn`` or ``on_done``, or Ctrl-C,
     stops the executor (pending chunks are cancelled) and propagates; every chunk handed
     to ``on_done`` before that stays handed.  The caller still owns ``executor`` and
     shuts it down.
     """
-    limit = window or getattr(executor, "window", None) or 2 * workers_of(executor)
+    executor = as_executor(executor)
     pending: dict[Future, int] = {}
     source = iter(chunks)
     exhausted = False
     submitted = 0
     try:
         while True:
+            # Read again each time: a cluster that grows (an adaptive Dask cluster) gets more work.
+            limit = window or getattr(executor, "window", None) or 2 * workers_of(executor)
             while not exhausted and len(pending) < limit:
                 try:
                     chunk = next(source)

@@ -22,7 +22,10 @@ from fleetchaos.results.models import CompareResult, RunResult, rounded
 from fleetchaos.results.stats import DEFAULT_CONFIDENCE
 from fleetchaos.results.task_rows import csv_lines, row_dict, row_values
 from fleetchaos.runs.arm_stats import aggregate, paired_comparisons
-from fleetchaos.runs.executors import MAX_CHUNK, map_chunks, open_executor, tapered, workers_of
+from fleetchaos.runs.cache import Need, active_cache, using_cache
+from fleetchaos.runs.cache_key import job_keys, run_key, scenario_digest
+from fleetchaos.runs.cluster import as_executor, ship_modules
+from fleetchaos.runs.executors import MAX_CHUNK, map_chunks, open_executor, runs_this_code, tapered, workers_of
 from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
 from fleetchaos.runs.traces import TracedJob, traced_timelines
 from fleetchaos.scenario.load import Scenario
@@ -47,6 +50,63 @@ def replay_command(
 
 
 def run_one(
+    scenario: Scenario,
+    policy: str,
+    errors: str,
+    seed: int,
+    *,
+    scenario_ref: str | None = None,
+    keep_tasks: bool = False,
+    task_csv: bool = False,
+    params: Sequence[tuple[str, Any]] = (),
+    trace: bool = False,
+    trace_label: str = "traced run",
+    on_trace: Callable[[Any], object] | None = None,
+    time_limit_s: float | None = None,
+) -> RunResult:
+    """Simulate one arm on one seed and judge every task, or serve the same result from the run cache.
+
+    Inside :func:`fleetchaos.runs.cache.using_cache` (every command, unless ``--no-cache``)
+    a run made before by the same code is served from the cache, byte for byte what it
+    would be made again (a run whose world output ``on_trace`` wants is always made).
+    See :func:`simulate` for the arguments.
+    """
+    cache = active_cache() if on_trace is None else None
+    key = need = None
+    if cache is not None:
+        key = run_key(
+            scenario_digest(scenario),
+            policy,
+            errors,
+            seed,
+            scenario_ref=scenario_ref,
+            params=params,
+            trace_label=trace_label if trace else None,
+        )
+        need = Need(tasks=keep_tasks, csv=task_csv)
+        hit = cache.get(key, need) if key is not None else None
+        if hit is not None:
+            return hit
+    result = simulate(
+        scenario,
+        policy,
+        errors,
+        seed,
+        scenario_ref=scenario_ref,
+        keep_tasks=keep_tasks,
+        task_csv=task_csv,
+        params=params,
+        trace=trace,
+        trace_label=trace_label,
+        on_trace=on_trace,
+        time_limit_s=time_limit_s,
+    )
+    if cache is not None and key is not None and need is not None:
+        cache.put(key, result, need)
+    return result
+
+
+def simulate(
     scenario: Scenario,
     policy: str,
     errors: str,
@@ -248,7 +308,7 @@ def _run_chunk(chunk: tuple[Variant, tuple[tuple[int, str, str, int], ...]]) -> 
     """Run one chunk (runs of one variant) in a worker; results tagged with their job index."""
     variant, items = chunk
     out = []
-    with _RUN_LOCK:
+    with _RUN_LOCK, using_cache(None):  # the planning process looks runs up and stores them
         for index, policy, errors, seed in items:
             result = run_one(
                 variant.scenario,
@@ -268,7 +328,7 @@ def _run_chunk(chunk: tuple[Variant, tuple[tuple[int, str, str, int], ...]]) -> 
 def _traced_run(job: TracedJob, on_trace: Callable[[Any], object] | None = None) -> RunResult:
     """One traced run of a report's timelines (:func:`fleetchaos.runs.traces.traced_timelines`), maybe in a worker."""
     scenario, policy, errors, seed, scenario_ref, params, label = job
-    with _RUN_LOCK:
+    with _RUN_LOCK:  # the cache is used only where the process has one active (a traced run with on_trace: never)
         return run_one(
             scenario,
             policy,
@@ -298,24 +358,47 @@ def run_jobs(
     (to store it or move a progress bar).  On Ctrl-C or an error, pending chunks are
     cancelled and the exception propagates; runs already handed to ``on_result`` stay handed.
     """
+    executor = as_executor(executor)  # a distributed.Client from the Python API: sized from its live cluster
     limit = max_chunk or getattr(executor, "max_chunk", None) or MAX_CHUNK
+    results: list[RunResult | None] = [None] * len(jobs)
+    cache = active_cache()
+    keys = job_keys(variants, jobs) if cache is not None else [None] * len(jobs)
+    needs = [Need(tasks=variants[j.variant].keep_tasks, csv=variants[j.variant].task_csv) for j in jobs]
+    if cache is not None:
+        hits = cache.get_many({k: needs[i] for i, k in enumerate(keys) if k is not None})
+        for index, key in enumerate(keys):
+            if key is not None and key in hits:
+                results[index] = hits[key]
+                if on_result is not None:
+                    on_result(index, hits[key])
     by_variant: dict[int, list[tuple[int, str, str, int]]] = {}
     for index, job in enumerate(jobs):
-        by_variant.setdefault(job.variant, []).append((index, job.policy, job.errors, job.seed))
+        if results[index] is None:
+            by_variant.setdefault(job.variant, []).append((index, job.policy, job.errors, job.seed))
     groups = list(by_variant.items())
     chunks = [
         (variants[groups[g][0]], tuple(part))
         for g, part in tapered([items for _, items in groups], workers_of(executor), limit)
     ]
-    results: list[RunResult | None] = [None] * len(jobs)
 
     def done(batch: list[tuple[int, RunResult]]) -> None:
         for index, result in batch:
             results[index] = result
+            key = keys[index]
+            if store and cache is not None and key is not None:
+                cache.put(key, result, needs[index])  # before on_result, which may drop its rows
             if on_result is not None:
                 on_result(index, result)
 
-    map_chunks(executor, _run_chunk, chunks, done)
+    # Only results of this code enter the cache (a cluster running another version does not).
+    store = cache is not None and bool(chunks) and runs_this_code(executor)
+    try:
+        if chunks:
+            ship_modules(executor, [variants[j.variant].policy_spec(j.policy) for j in jobs], [j.errors for j in jobs])
+        map_chunks(executor, _run_chunk, chunks, done)
+    finally:
+        if cache is not None:
+            cache.flush()
     return results  # type: ignore[return-value]  # every slot is filled once map_chunks returns
 
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from fleetchaos.results.metrics import error_code
 from fleetchaos.results.models import ArmResult, Timeline, rounded
 from fleetchaos.results.registry import lead_metrics
-from fleetchaos.runs.executors import map_chunks
+from fleetchaos.runs.cache import Need, active_cache, using_cache
+from fleetchaos.runs.executors import map_chunks, runs_this_code
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.workload import is_closed_loop
 
@@ -132,12 +133,19 @@ def traced_timelines(
         (scenario, arm.policy, arm.errors, seed, scenario_ref, tuple(params), label) for label, arm in picks
     ]
     if on_trace is None and executor is not None:
-        traced: dict[int, Any] = {}
+        cache = active_cache()
+        keys = [_traced_key(job) for job in jobs] if cache is not None else [None] * len(jobs)
+        hits = cache.get_many({k: Need() for k in keys if k is not None}) if cache is not None else {}
+        traced: dict[int, Any] = {i: hits[k] for i, k in enumerate(keys) if k is not None and k in hits}
 
         def keep(indexed: tuple[int, Any]) -> None:
             traced[indexed[0]] = indexed[1]
+            key = keys[indexed[0]]
+            if cache is not None and key is not None and runs_this_code(executor):
+                cache.put(key, indexed[1])
 
-        map_chunks(executor, partial(_indexed, run), list(enumerate(jobs)), keep)
+        todo = [(i, job) for i, job in enumerate(jobs) if i not in traced]
+        map_chunks(executor, partial(_indexed, run), todo, keep)
         return [traced[i].timeline for i in range(len(jobs))]
     out = []
     for job, (_, arm) in zip(jobs, picks):
@@ -151,6 +159,16 @@ def traced_timelines(
     return out
 
 
+def _traced_key(job: TracedJob) -> str | None:
+    from fleetchaos.runs.cache_key import run_key, scenario_digest
+
+    scenario, policy, errors, seed, scenario_ref, params, label = job
+    return run_key(
+        scenario_digest(scenario), policy, errors, seed, scenario_ref=scenario_ref, params=params, trace_label=label
+    )
+
+
 def _indexed(run: Callable[..., Any], item: tuple[int, TracedJob]) -> tuple[int, Any]:
     index, job = item
-    return index, run(job)
+    with using_cache(None):  # looked up and stored by the planning process
+        return index, run(job)

@@ -39,6 +39,7 @@ __all__ = [
     "check_tune",
     "family_candidates",
     "search",
+    "training_runs_planned",
     "tune",
 ]
 
@@ -73,6 +74,8 @@ class TuneSpec:
     objective: str = DEFAULT_OBJECTIVE
     sampler_seed: int = 0
     confidence: float = 0.95
+    race: bool = True
+    """Stop spending training seeds on candidates already behind (:mod:`fleetchaos.runs.racing`)."""
     space_name: str = field(default="default", compare=False)
 
 
@@ -119,6 +122,15 @@ def check_tune(spec: TuneSpec) -> tuple[str, ...]:
     if planned > MAX_RUNS:
         raise UserError(f"this search plans {planned} runs (more than {MAX_RUNS}); lower --trials or --grid-points")
     return tuple(families)
+
+
+def training_runs_planned(spec: TuneSpec, candidates: int) -> int:
+    """The most training runs a search of ``candidates`` makes (for a progress bar)."""
+    if not spec.race or spec.search == "tpe":
+        return candidates * len(spec.train_seeds)
+    from fleetchaos.runs.racing import halving_runs
+
+    return halving_runs(candidates, len(spec.train_seeds))
 
 
 def _trials_per_family(spec: TuneSpec) -> int:
@@ -196,6 +208,9 @@ def tune(
         best=best.policy,
         best_family=best.family,
         holdout=[aggregate(p, spec.errors, runs, spec.confidence) for p, runs in zip(finalists, held)],
+        race=spec.race,
+        training_runs=sum(len(t.per_seed) for t in trials),
+        exhaustive_runs=len(trials) * len(spec.train_seeds),
         params=dict(spec.params),
         versions=versions(),
     )
@@ -212,6 +227,8 @@ def search(
     families = families if families is not None else check_tune(spec)
     evaluate = _evaluator(spec, executor, on_result)
     trials: list[TrialRecord] = []
+    if spec.race and spec.search != "tpe":  # every family's candidates in one race
+        return _race(spec, [(f, c) for f in families for c in family_candidates(spec, f)], evaluate)
     for family in families:
         if spec.search == "tpe":
             trials.extend(_tpe_family(spec, family, evaluate))
@@ -220,12 +237,48 @@ def search(
     return trials
 
 
+def _race(
+    spec: TuneSpec,
+    candidates: list[tuple[str, dict[str, Any]]],
+    evaluate: Evaluate,
+    known: dict[str, TrialRecord] | None = None,
+    incumbent: TrialRecord | None = None,
+) -> list[TrialRecord]:
+    """Race the candidates not judged before over the training seeds; one record per distinct candidate, in order.
+
+    ``known`` (spec -> record) is updated as in :func:`_judge`; ``incumbent`` (a record judged
+    on every training seed) races along without running again.
+    """
+    from fleetchaos.runs.racing import race
+
+    known = {} if known is None else known
+    specs = [_spec_of(family, params) for family, params in candidates]
+    todo = [p for p in dict.fromkeys(specs) if p not in known]
+
+    def run_seed(policies: list[str], seed: int) -> list[float | None]:
+        return [runs[0].metrics.get(spec.objective) for runs in evaluate(policies, [seed], "train")]
+
+    pool = {incumbent.policy: list(incumbent.per_seed)} if incumbent is not None else None
+    outcome = race(todo, spec.train_seeds, run_seed, higher_is_better=bool(direction(spec.objective)), known=pool)
+    for policy in todo:
+        family, params = candidates[specs.index(policy)]
+        per_seed = outcome.values[policy]
+        objective = _objective_of(per_seed)
+        seeds = len(per_seed) if len(per_seed) < len(spec.train_seeds) else None
+        known[policy] = TrialRecord(
+            family=family, policy=policy, params=params, objective=objective, per_seed=per_seed, seeds=seeds
+        )
+    return [known[p] for p in todo]
+
+
 def best_trial(spec: TuneSpec, trials: list[TrialRecord]) -> TrialRecord:
     """The trial with the best objective; the earliest of equals (a family's defaults before its candidates)."""
     sign = 1.0 if direction(spec.objective) else -1.0
 
-    def rank(trial: TrialRecord) -> float:
-        return float("-inf") if trial.objective is None else sign * trial.objective
+    def rank(trial: TrialRecord) -> tuple[int, float]:
+        # A candidate a race stopped early ranks below every one judged on more seeds.
+        seeds = len(trial.per_seed) if trial.seeds is None else trial.seeds
+        return seeds, float("-inf") if trial.objective is None else sign * trial.objective
 
     return max(trials, key=rank)  # max keeps the first of equals
 
@@ -250,11 +303,15 @@ def _evaluator(spec: TuneSpec, executor: Executor, on_result: Callable[[str, Run
 
 
 def _objective(runs: list[RunResult], metric: str) -> tuple[float | None, list[float | None]]:
+    per_seed = [r.metrics.get(metric) for r in runs]
+    return _objective_of(per_seed), per_seed
+
+
+def _objective_of(per_seed: list[float | None]) -> float | None:
     from fleetchaos.results.models import rounded
 
-    per_seed = [r.metrics.get(metric) for r in runs]
     values = [v for v in per_seed if v is not None]
-    return (rounded(sum(values) / len(values)) if values else None), per_seed
+    return rounded(sum(values) / len(values)) if values else None
 
 
 def _judge(
@@ -310,13 +367,23 @@ def _tpe_family(spec: TuneSpec, family: str, evaluate: Evaluate) -> list[TrialRe
         asked = [study.ask(distributions) for _ in range(min(TPE_BATCH, spec.trials - asked_so_far))]
         asked_so_far += len(asked)
         candidates = [{n: _tpe_value(dims[n], t.params[n]) for n in dims} for t in asked]
-        out.extend(_judge(spec, family, candidates, evaluate, known))
+        if spec.race:  # the batch races the family's incumbent, which runs no seed again
+            incumbent = best_trial(spec, list(known.values()))
+            out.extend(_race(spec, [(family, c) for c in candidates], evaluate, known, incumbent))
+        else:
+            out.extend(_judge(spec, family, candidates, evaluate, known))
         for trial, params in zip(asked, candidates):
-            objective = known[_spec_of(family, params)].objective
-            if objective is None:
+            record = known[_spec_of(family, params)]
+            if record.seeds is not None:  # stopped early: optuna's pruned state, with its partial means
+                for step in range(1, record.seeds + 1):
+                    partial = _objective_of(record.per_seed[:step])
+                    if partial is not None:
+                        trial.report(partial, step)
+                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+            elif record.objective is None:
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
             else:
-                study.tell(trial, objective)
+                study.tell(trial, record.objective)
     return out
 
 

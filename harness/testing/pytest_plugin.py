@@ -12,18 +12,17 @@ Registered through the ``pytest11`` entry point, so installing fleetchaos is eno
 * marker ``@pytest.mark.fleetchaos(scenario=..., seeds=..., policy=..., errors=...,
   confidence=...)``: the defaults of ``fleetchaos.run()`` for that test (the closest
   marker wins key by key, so a module ``pytestmark`` can name the scenario);
-* options ``--fleetchaos-seed N`` (consecutive seeds from N), ``--fleetchaos-report DIR``
-  (a report folder per arm), ``--fleetchaos-baseline REF`` (fail a run whose
-  figures regress against a stored baseline: results JSON, a report folder, or a
-  run-history group), ``--fleetchaos-fail-on METRIC:THRESHOLD`` (how much worse each
-  metric may get, as the CLI's ``--fail-on``; default: the registry's gated metrics at
-  their default thresholds) and ``--fleetchaos-history PATH`` (where history groups are read);
+* options ``--fleetchaos-seed N`` (consecutive seeds from N), ``--fleetchaos-report DIR`` (a report
+  folder per arm), ``--fleetchaos-baseline REF`` (fail a run whose figures regress against a stored
+  baseline: results JSON, a report folder, or a run-history group), ``--fleetchaos-fail-on
+  METRIC:THRESHOLD`` (how much worse each metric may get, as the CLI's ``--fail-on``; default: the
+  registry's gated metrics at their default thresholds), ``--fleetchaos-history PATH`` (where history
+  groups are read) and ``--fleetchaos-no-cache`` (scenario runs made afresh, not served from the run cache);
 * ini options ``fleetchaos_seeds``, ``fleetchaos_policy``, ``fleetchaos_errors``,
   ``fleetchaos_confidence``, ``fleetchaos_fail_on``: suite-wide defaults;
 * a terminal summary table of every scenario run.
 
-Light to import: this module imports pytest and the standard library only.  SimPy,
-matplotlib, Faker and hypothesis are imported when a scenario first runs.
+Light to import (pytest and the standard library); SimPy, matplotlib, Faker, hypothesis load when a scenario first runs.
 """
 
 from __future__ import annotations
@@ -76,6 +75,7 @@ class _SessionState:
     """The :class:`~fleetchaos.gates.session.GateSession` judging runs against the baseline, if one was given."""
     reports: dict = field(default_factory=dict)
     """Report folder name -> the arm written there (``--fleetchaos-report``): one report per arm."""
+    run_cache: Any = None  # the RunCache scenario runs use across sessions (None: --fleetchaos-no-cache)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect the scenario rows of each finished test."""
@@ -168,6 +168,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="with --fleetchaos-baseline: accept a history group that is not complete (killed, interrupted)",
     )
+    group.addoption("--fleetchaos-no-cache", action="store_true", help="make scenario runs afresh: no run cache")
     group.addoption(
         "--fleetchaos-history",
         default=None,
@@ -203,6 +204,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "seeds, the recovery policy and the error format; whether it expects policy errors)",
     )
     from fleetchaos.gates.assertions import set_strict_default
+    from fleetchaos.runs.cache import open_default_cache
 
     set_strict_default(bool(config.getini("fleetchaos_strict")))
     ini_seeds(config)  # a mistake in the ini file stops pytest at once, not in every test
@@ -233,6 +235,8 @@ def pytest_configure(config: pytest.Config) -> None:
             )
         except UserError as exc:
             raise pytest.UsageError(str(exc)) from None
+    if not config.getoption("fleetchaos_no_cache", False):  # a cache that cannot be used: a warning, runs made afresh
+        state.run_cache = open_default_cache(lambda m: config.issue_config_time_warning(pytest.PytestConfigWarning(m), 2))  # fmt: skip
     config.stash[_STATE_KEY] = state
     config.pluginmanager.register(state, "fleetchaos-session")
 
@@ -360,6 +364,7 @@ class FleetChaos:
                 save_dir=self._save_dir(),
                 cache=self._state.cache,
                 replay_prefix=replay_prefix(self._config, policy),
+                run_cache=self._state.run_cache,
             )
         except UserError as exc:
             pytest.fail(f"fleetchaos: {exc}", pytrace=False)

@@ -379,15 +379,19 @@ def run_scenario(
     save_dir: Path | None = None,
     cache: MutableMapping[Any, RunResult] | None = None,
     replay_prefix: str = "",
+    run_cache: Any = None,
 ) -> ScenarioResult:
     """Run ``policy`` on ``errors`` over ``scenario`` for each seed.
 
     ``scenario`` is a catalogue name, a path to a scenario file, or a
     :class:`~fleetchaos.scenario.load.Scenario`.  ``seeds`` is a count (seeds ``1..n``, default 5) or
     a list.  ``cache`` (any dict) reuses runs already simulated with the same scenario
-    content, arm and seed: a run is a pure function of these.  ``replay_prefix`` goes before
+    content, arm and seed: a run is a pure function of these; ``run_cache`` (a
+    :class:`~fleetchaos.runs.cache.RunCache`) reuses them across sessions, byte for byte
+    (by default, the run cache in use, if any).  ``replay_prefix`` goes before
     each replay command the result names (see :attr:`ScenarioResult.replay_prefix`).
     """
+    from fleetchaos.runs.cache import active_cache, using_cache
     from fleetchaos.runs.runner import run_one
 
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.5 <= confidence < 1.0:
@@ -407,7 +411,8 @@ def run_scenario(
         key = (content, ref, policy, errors, seed, keep_tasks)
         run = cache.get(key) if cache is not None else None
         if run is None:
-            run = run_one(spec, policy, errors, seed, scenario_ref=ref, keep_tasks=keep_tasks)
+            with using_cache(run_cache if run_cache is not None else active_cache()):
+                run = run_one(spec, policy, errors, seed, scenario_ref=ref, keep_tasks=keep_tasks)
             if cache is not None:
                 cache[key] = run
         runs.append(run)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
+import patience
 import pytest
 
 HEAVY = ("scipy", "matplotlib", "faker", "hypothesis", "fleetchaos.reports.charts")
@@ -24,12 +24,12 @@ print("LOADED " + json.dumps(sorted(m for m in watched if m in sys.modules)))
 
 
 def _loaded(args: list[str], watched: tuple[str, ...], tmp_path) -> list[str]:
-    out = subprocess.run(
+    out = patience.run(
         [sys.executable, "-c", PROBE, json.dumps(watched), *args],
         capture_output=True,
         text=True,
         check=True,
-        timeout=120,
+        cpu_s=120,
         cwd=tmp_path,
     )
     line = [x for x in out.stdout.splitlines() if x.startswith("LOADED ")][-1]

@@ -21,6 +21,7 @@ import venv
 import zipfile
 from pathlib import Path
 
+import patience
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,12 +34,12 @@ USER_PACKAGES = ("harness", "reports", "scenarios", "simulated_fleet")
 def wheel(tmp_path_factory) -> Path:
     """A wheel built from this checkout; what the build printed is ``build.log`` beside it."""
     out = tmp_path_factory.mktemp("wheel")
-    build = subprocess.run(
+    build = patience.run(
         [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--wheel-dir", str(out), str(ROOT)],
         check=True,
         capture_output=True,
         text=True,
-        timeout=600,
+        cpu_s=600,
     )
     (out / "build.log").write_text(build.stdout + build.stderr)
     (built,) = out.glob("fleetchaos-*.whl")
@@ -78,14 +79,14 @@ def test_the_wheel_installs_from_the_index_into_a_bare_venv(wheel, tmp_path):
     """pip install of the wheel in a new venv fetches the dependencies from the index; `fleetchaos --help` answers."""
     env = tmp_path / "bare"
     venv.EnvBuilder(with_pip=True).create(env)
-    install = subprocess.run(
+    install = patience.run(
         [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)],
         capture_output=True,
         text=True,
-        timeout=1200,
+        cpu_s=1200,
     )
     assert install.returncode == 0, install.stdout + install.stderr
-    out = subprocess.run([str(env / "bin" / "fleetchaos"), "--help"], capture_output=True, text=True, timeout=120)
+    out = patience.run([str(env / "bin" / "fleetchaos"), "--help"], capture_output=True, text=True, cpu_s=120)
     assert out.returncode == 0, out.stderr
     assert "Chaos and fault injection" in out.stdout
     where = subprocess.run(
@@ -113,11 +114,11 @@ def fresh_env(wheel, tmp_path_factory) -> Path:
         capture_output=True,
         text=True,
     ).stdout.strip()
-    subprocess.run(
+    patience.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", str(wheel)],
         check=True,
         capture_output=True,
-        timeout=600,
+        cpu_s=600,
     )
     # The dependencies, from this environment: a path file adds its site-packages to sys.path
     # but runs none of its .pth files, so this checkout's editable install stays out.
@@ -140,7 +141,7 @@ def test_the_wheel_declares_its_annotations(wheel):
 def test_installed_command_and_entry_points_work(fresh_env):
     """In the fresh environment the console script answers --help and pytest finds the plugin by entry point."""
     script = fresh_env.parent / "fleetchaos"
-    out = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120)
+    out = patience.run([str(script), "--help"], capture_output=True, text=True, cpu_s=120)
     assert out.returncode == 0, out.stderr
     assert "Chaos and fault injection" in out.stdout
     where = subprocess.run(
@@ -184,12 +185,12 @@ def test_a_project_with_its_own_harness_reports_and_scenarios_runs_a_chaos_test(
         )
     )
     report = project / "out"
-    proc = subprocess.run(
+    proc = patience.run(
         [str(fresh_env), "-m", "pytest", "-q", f"--fleetchaos-report={report}"],
         cwd=project,
         capture_output=True,
         text=True,
-        timeout=300,
+        cpu_s=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "2 passed" in proc.stdout

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
+
+import patience
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "suite"
 JUNK = shutil.ignore_patterns(".hypothesis", ".pytest_cache", "__pycache__", "fleetchaos-out")
@@ -18,13 +19,13 @@ def test_the_example_suite_passes_from_a_copy_and_its_replay_commands_work(tmp_p
     suite = tmp_path / "suite"
     shutil.copytree(EXAMPLE, suite, ignore=JUNK)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "CHAOS_", "FLEETCHAOS_"))}
-    out = subprocess.run(
+    out = patience.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
         cwd=suite,
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        cpu_s=300,
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "8 passed, 1 xfailed" in out.stdout
@@ -33,7 +34,7 @@ def test_the_example_suite_passes_from_a_copy_and_its_replay_commands_work(tmp_p
     gated = next(line for line in out.stdout.splitlines() if "test_meets_the_busy_hours_own_criteria" in line)
     assert gated.split()[1:3] == ["passed", "busy-hour"] and gated.split()[-3:] == ["ok", "(4)", "sim"]
     fleetchaos = Path(sys.executable).with_name("fleetchaos")
-    run = subprocess.run(
+    run = patience.run(
         [
             str(fleetchaos),
             "run",
@@ -52,7 +53,7 @@ def test_the_example_suite_passes_from_a_copy_and_its_replay_commands_work(tmp_p
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        cpu_s=120,
     )
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["metrics"]["recovery_rate"] == 1.0

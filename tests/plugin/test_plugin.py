@@ -423,3 +423,33 @@ def test_summary_rows_survive_the_report_serialisation_xdist_uses(chaos_dir):
         ("passed", "small", "backoff", "1,2")
     ]
     assert state.rows[0]["replays"][1].endswith("--policy backoff --errors structured --seed 2")
+
+
+def test_scenario_runs_are_served_from_the_run_cache_in_the_next_session(chaos_dir, monkeypatch):
+    """A second session serves its scenario runs from the run cache, with the same figures; --fleetchaos-no-cache makes them afresh."""
+    import sqlite3
+
+    folder = chaos_dir.path / "runcache"
+    monkeypatch.setenv("FLEETCHAOS_CACHE", str(folder))
+    chaos_dir.makepyfile(
+        """
+        import json
+
+        def test_cached(fleetchaos):
+            r = fleetchaos.run("small.yaml", seeds=2)
+            print("RUNS", json.dumps([x.model_dump(mode="json") for x in r.runs], sort_keys=True))
+        """
+    )
+
+    def session(*args: str) -> str:
+        result = chaos_dir.runpytest("-s", *args)
+        result.assert_outcomes(passed=1)
+        return re.search(r"RUNS (.*)", result.stdout.str()).group(1)
+
+    first = session()
+    used = sqlite3.connect(folder / "runs.sqlite").execute("SELECT COUNT(*), MAX(used) FROM runs").fetchone()
+    assert used[0] == 2
+    assert session() == first
+    again = sqlite3.connect(folder / "runs.sqlite").execute("SELECT COUNT(*), MIN(used) FROM runs").fetchone()
+    assert again[0] == 2 and again[1] > used[1]  # both entries were read (served) by the second session
+    assert session("--fleetchaos-no-cache") == first

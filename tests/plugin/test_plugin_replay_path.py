@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import patience
+
 ROOT = Path(__file__).resolve().parents[2]
 
 #: Half an hour on two workers with flaky network calls: a few dozen tasks, a run well under a second.
@@ -62,13 +64,13 @@ def _suite(folder: Path, ini: str) -> Path:
 
 def _failing_replay(cwd: Path, *args: str) -> tuple[str, int, float]:
     """Run the suite from ``cwd``; (the replay command printed for the worst seed, that seed, its figure)."""
-    proc = subprocess.run(
+    proc = patience.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
         cwd=cwd,
         env=_env(),
         capture_output=True,
         text=True,
-        timeout=300,
+        cpu_s=300,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     match = re.search(r"replay the worst seed \((\d+)\): (.+)", proc.stdout)
@@ -81,8 +83,8 @@ def _failing_replay(cwd: Path, *args: str) -> tuple[str, int, float]:
 
 
 def _replay(command: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        command + " --json --no-history", shell=True, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=300
+    return patience.run(
+        command + " --json --no-history", shell=True, cwd=cwd, env=_env(), capture_output=True, text=True, cpu_s=300
     )
 
 

@@ -6,10 +6,10 @@ import csv
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
+import patience
 import pytest
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "real_agent"
@@ -26,13 +26,13 @@ def test_the_real_agent_suite_passes_offline_with_its_reports(tmp_path):
     suite = tmp_path / "real_agent"
     shutil.copytree(EXAMPLE, suite, ignore=JUNK)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "FLEETCHAOS_"))}
-    out = subprocess.run(
+    out = patience.run(
         [sys.executable, "-m", "pytest", "-q", "--fleetchaos-report", "out"],
         cwd=suite,
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        cpu_s=120,
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "3 passed" in out.stdout

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import patience
+
 HERE = Path(__file__).parent
 
 #: The installed command line, beside this interpreter ($FLEETCHAOS_CLI runs these tests against another
@@ -23,20 +25,21 @@ FLEETCHAOS = os.environ.get("FLEETCHAOS_CLI") or str(Path(sys.executable).with_n
 OK_CODES = {0, 1, 2}
 
 
-def fleetchaos(
-    *args: str, cwd: Path, timeout: float = 120, env: dict | None = None, **kw
-) -> subprocess.CompletedProcess:
-    """Run the fleetchaos CLI in a subprocess (the hostile policies importable), with its own history in ``cwd``."""
+def fleetchaos(*args: str, cwd: Path, cpu_s: float = 120, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
+    """Run the fleetchaos CLI in a subprocess (the hostile policies importable), with its own history in ``cwd``.
+
+    It may use ``cpu_s`` seconds of processor time, however long a busy machine makes it take (tests/patience.py).
+    """
     environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
     environ.pop("FLEETCHAOS_DEBUG", None)
     environ["FLEETCHAOS_HISTORY"] = str(cwd / "history.db")
     environ.update(env or {})
-    return subprocess.run(
+    return patience.run(
         [FLEETCHAOS, *args],
         cwd=cwd,
         env=environ,
         capture_output=True,
         text=True,
-        timeout=timeout,
+        cpu_s=cpu_s,
         **kw,
     )

@@ -38,7 +38,7 @@ def test_reads_are_bounded_before_the_whole_input_is_read(tmp_path):
 )
 def test_dev_zero_is_refused_without_reading_it_all(tmp_path, args, message):
     """Every command that reads a user's file stops at its limit on /dev/zero: exit 2, one message."""
-    out = fleetchaos(*args, cwd=tmp_path, timeout=120)
+    out = fleetchaos(*args, cwd=tmp_path, cpu_s=120)
     assert out.returncode == 2 and message in out.stderr, out.stderr
 
 
@@ -52,11 +52,18 @@ def test_json_repeated_keys_and_infinity_are_refused(tmp_path):
     assert out.returncode == 2 and "Infinity is not a JSON number" in out.stderr, out.stderr
 
 
-@pytest.mark.parametrize("scheduler", ["tls://localhost:8786", "ucx://localhost:8786", "localhost:8786"])
-def test_unsupported_schedulers_are_usage_errors_before_any_group_is_stored(tmp_path, scheduler):
-    """tls:// and ucx:// (and an address without a scheme) are exit 2, and no history group is left behind."""
+@pytest.mark.parametrize(
+    ("scheduler", "message"),
+    [
+        ("tls://localhost:8786", "DASK_DISTRIBUTED__COMM__TLS__CA_FILE"),  # a tls:// scheduler without its TLS settings
+        ("ucx://localhost:8786", "tcp://HOST:PORT"),
+        ("localhost:8786", "tcp://HOST:PORT"),
+    ],
+)
+def test_unsupported_schedulers_are_usage_errors_before_any_group_is_stored(tmp_path, scheduler, message):
+    """ucx://, an address without a scheme, and tls:// without TLS settings are exit 2, and no history group is left behind."""
     out = fleetchaos("compare", "--scheduler", scheduler, "--seeds", "1", cwd=tmp_path)
-    assert out.returncode == 2 and "tcp://HOST:PORT" in out.stderr, out.stderr
+    assert out.returncode == 2 and message in out.stderr, out.stderr
     assert not (tmp_path / "history.db").exists()
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sqlite3
-import subprocess
 
+import patience
 import pytest
 from reliability_cli import FLEETCHAOS, fleetchaos
 
@@ -97,7 +97,7 @@ def test_a_store_on_a_read_only_mount_can_be_read(tmp_path):
         f"touch {folder}/probe 2>/dev/null && exit 98; "
         f"{FLEETCHAOS} history --history {folder}/h.db"
     )
-    out = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+    out = patience.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, cpu_s=120)
     if out.returncode in (99, 98):
         pytest.skip("this machine cannot make a read-only bind mount (needs unshare and mount)")
     assert out.returncode == 0, out.stderr

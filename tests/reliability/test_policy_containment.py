@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import patience
 import pytest
 from reliability_cli import FLEETCHAOS, fleetchaos
 
@@ -44,7 +45,7 @@ def test_hostile_arms_in_worker_processes_leave_every_arm_and_run_whole(tmp_path
     """A compare over two worker processes with every hostile arm stores every run and exits 0 (the pool carries nothing back)."""
     arms = ",".join(f"hostile_policies:{n}" for n, _ in HOSTILE) + ",backoff"
     out = fleetchaos("compare", "--scenario", str(tiny), "--policies", arms, "--errors", "generic",
-                     "--seeds", "2", "--jobs", "2", "--json", cwd=tmp_path, timeout=300)  # fmt: skip
+                     "--seeds", "2", "--jobs", "2", "--json", cwd=tmp_path, cpu_s=300)  # fmt: skip
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert len(result["arms"]) == len(HOSTILE) + 1
@@ -105,8 +106,14 @@ def test_the_users_ctrl_c_is_not_a_policy_error():
     """Inside user_signals a SIGINT raises UserInterrupt, which containment lets through."""
     from fleetchaos.sim.interrupts import PASS_THROUGH
 
-    with pytest.raises(UserInterrupt), user_signals():
-        signal.raise_signal(signal.SIGINT)
+    # The user's own Ctrl-C handler, whatever the suite was started with: a suite started in
+    # the background by a shell has SIGINT ignored, which user_signals rightly leaves ignored.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(UserInterrupt), user_signals():
+            signal.raise_signal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert UserInterrupt in PASS_THROUGH and KeyboardInterrupt not in PASS_THROUGH
 
 
@@ -120,18 +127,20 @@ def test_sigterm_marks_the_group_interrupted_keeps_runs_and_exits_143(tmp_path, 
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 120
-        stored = 0
-        while time.monotonic() < deadline and stored < 2:
-            time.sleep(0.2)
+
+        def stored() -> bool:
+            assert proc.poll() is None, "the compare ended before it could be terminated"
             try:
                 db = sqlite3.connect(tmp_path / "h.db", timeout=5)
-                stored = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+                count = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
                 db.close()
             except sqlite3.Error:
-                continue
+                return False
+            return count >= 2
+
+        patience.until(stored, watch=proc.pid, what="two stored runs", poll_s=0.2)
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        _, err = patience.wait(proc)
     finally:
         proc.kill()
     assert proc.returncode == 143, err

@@ -8,10 +8,10 @@ import fcntl
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
+import patience
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -72,8 +72,8 @@ def shared(tmp_path_factory) -> Path:
             assert result.exit_code == 0, result.stderr
             env = {**os.environ, "PYTHONHASHSEED": "12345"}
             pooled = [*COMPARE[:4], "2", *COMPARE[5:]]  # --jobs 2
-            proc = subprocess.run([sys.executable, "-m", "fleetchaos.cli", *pooled, "--scenario", small, "--report",
-                                   str(root / "b")], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+            proc = patience.run([sys.executable, "-m", "fleetchaos.cli", *pooled, "--scenario", small, "--report",
+                                   str(root / "b")], cwd=REPO, env=env, capture_output=True, text=True, cpu_s=300)  # fmt: skip
             assert proc.returncode == 0, proc.stderr
             (root / "done").touch()
     return root
@@ -194,7 +194,7 @@ def test_report_command_rebuilds_the_same_bytes_without_simpy(reports, tmp_path)
         f"main(['report', {str(reports[0] / 'results.json')!r}, '-o', {str(out)!r}], standalone_mode=False); "
         "assert 'simpy' not in sys.modules, 'simpy was imported'"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = patience.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, cpu_s=120)
     assert proc.returncode == 0, proc.stderr
     for path in reports[0].iterdir():
         assert path.read_bytes() == (out / path.name).read_bytes(), path.name

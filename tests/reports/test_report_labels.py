@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
+import patience
 import pytest
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
@@ -151,7 +151,7 @@ def test_rates_are_harness_rates_and_format_as_percentages():
 def test_reports_import_rates_without_simpy():
     """The rate definition reports use does not pull in SimPy (a report is rebuilt from JSON without it)."""
     code = "import sys, reports, fleetchaos.reports.sweep, reports.ablation; assert 'simpy' not in sys.modules"
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = patience.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, cpu_s=120)
     assert proc.returncode == 0, proc.stderr
 
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import patience
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -68,12 +69,12 @@ def _write(path: Path, doc: dict) -> Path:
 
 
 def _pytest(test_file: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
+    return patience.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file.name)],
         cwd=test_file.parent,
         capture_output=True,
         text=True,
-        timeout=120,
+        cpu_s=120,
     )
 
 

@@ -6,14 +6,15 @@ the history file fill up before stopping it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+import patience
 import pytest
 import yaml
 
@@ -77,16 +78,14 @@ def _stored(history: Path) -> int:
         return 0
 
 
-def _wait_for_runs(history: Path, at_least: int, proc: subprocess.Popen, timeout_s: float = 60.0) -> int:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        count = _stored(history)
-        if count >= at_least:
-            return count
+def _wait_for_runs(history: Path, at_least: int, proc: subprocess.Popen) -> int:
+    def stored_or_ended() -> bool:
         if proc.poll() is not None:
             raise AssertionError(f"sweep ended early (exit {proc.returncode}): {proc.stderr.read()}")
-        time.sleep(0.02)
-    raise AssertionError(f"sweep stored fewer than {at_least} runs in {timeout_s}s")
+        return _stored(history) >= at_least
+
+    patience.until(stored_or_ended, watch=proc.pid, what=f"{at_least} stored runs", poll_s=0.02)
+    return _stored(history)
 
 
 def _children(pid: int) -> list[int]:
@@ -103,10 +102,10 @@ def _alive(pid: int) -> bool:
     return not (stat.exists() and stat.read_text().split(") ")[1].startswith("Z"))
 
 
-def _wait_gone(pids: list[int], timeout_s: float = 10.0) -> list[int]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.05)
+def _wait_gone(pids: list[int]) -> list[int]:
+    """The processes of ``pids`` still alive once none of them has used processor time for a minute (else [])."""
+    with contextlib.suppress(patience.Stalled):
+        patience.until(lambda: not any(_alive(p) for p in pids), watch=pids, what="workers to exit", stall_s=60)
     return [p for p in pids if _alive(p)]
 
 
@@ -117,7 +116,7 @@ def test_ctrl_c_keeps_finished_runs_and_exits_130(medium, tmp_path):
     _wait_for_runs(history, 3, proc)
     workers = _children(proc.pid)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    _, err = patience.wait(proc)
     assert proc.returncode == 130, err
     assert "interrupted:" in err and "--resume" in err and "Traceback" not in err
     db = sqlite3.connect(history)
@@ -134,7 +133,7 @@ def test_kill_9_mid_sweep_then_resume_stores_every_run_exactly_once(medium, tmp_
     _wait_for_runs(history, 8, proc)
     workers = _children(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=30)
+    patience.wait(proc)
     assert proc.returncode == -signal.SIGKILL
     assert _wait_gone(workers) == [], "orphaned worker processes kept running after their parent was killed"
 
@@ -144,8 +143,8 @@ def test_kill_9_mid_sweep_then_resume_stores_every_run_exactly_once(medium, tmp_
     db.close()
     assert 8 <= before < TOTAL, "the sweep finished before it could be killed; make it longer"
 
-    resumed = subprocess.run(
-        _sweep(medium, history, "--resume", "--json"), cwd=tmp_path, capture_output=True, text=True, timeout=120
+    resumed = patience.run(
+        _sweep(medium, history, "--resume", "--json"), cwd=tmp_path, capture_output=True, text=True, cpu_s=120
     )
     assert resumed.returncode == 0, resumed.stderr
     assert f"{before} of {TOTAL} runs already stored" in resumed.stderr

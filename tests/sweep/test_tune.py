@@ -34,6 +34,7 @@ def _spec(small: str, **kw) -> TuneSpec:
         trials=3,
         train_seeds=(101, 102),
         holdout_seeds=(1, 2, 3),
+        race=False,  # every candidate on every training seed (racing: tests/sweep/test_racing.py)
     )
     return TuneSpec(**{**base, **kw})
 

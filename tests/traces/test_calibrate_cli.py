@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import patience
 import pytest
 import yaml
 
@@ -16,8 +17,8 @@ FLEETCHAOS = [sys.executable, "-m", "fleetchaos.cli"]
 
 
 def _calibrate(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*FLEETCHAOS, "calibrate", *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    return patience.run(
+        [*FLEETCHAOS, "calibrate", *args], cwd=cwd, capture_output=True, text=True, cpu_s=120, check=False
     )
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
-import time
 from concurrent.futures import Executor
 
+import patience
 import pytest
 
 from fleetchaos.errors import UserError
@@ -159,7 +160,7 @@ def test_workers_are_forked_with_their_preloads_only_while_one_thread_runs():
     """On Linux a lone thread forks its workers after importing the preloads; with a second thread alive, a forkserver starts them."""
     import json
 
-    out = subprocess.run([sys.executable, "-c", START_PROBE], capture_output=True, text=True, check=True, timeout=120)
+    out = patience.run([sys.executable, "-c", START_PROBE], capture_output=True, text=True, check=True, cpu_s=120)
     seen = json.loads(out.stdout)
     assert seen == {"alone": "fork", "crowded": "forkserver", "method": "fork", "parent": True, "workers": [True] * 4}
 
@@ -194,13 +195,11 @@ time.sleep(60)
 """
 
 
-def _gone(pids: list[int], within_s: float = 10.0) -> list[int]:
-    deadline = time.monotonic() + within_s
-    alive = pids
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.1)
-        alive = [pid for pid in alive if _exists(pid)]
-    return alive
+def _gone(pids: list[int]) -> list[int]:
+    """The processes of ``pids`` still alive once none of them has used processor time for a minute (else [])."""
+    with contextlib.suppress(patience.Stalled):
+        patience.until(lambda: not any(_exists(p) for p in pids), watch=pids, what="workers to exit", stall_s=60)
+    return [pid for pid in pids if _exists(pid)]
 
 
 def _exists(pid: int) -> bool:
@@ -220,5 +219,5 @@ def test_forkserver_workers_run_and_exit_when_their_command_is_killed():
         assert 1 <= len(workers) <= 2
     finally:
         proc.kill()
-        proc.communicate(timeout=30)
+        patience.wait(proc)
     assert _gone(workers) == [], "orphaned forkserver workers kept running after their parent was killed"

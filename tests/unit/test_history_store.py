@@ -8,8 +8,8 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
 
+import patience
 import pytest
 
 from fleetchaos.errors import UserError
@@ -135,21 +135,23 @@ def test_kill_9_mid_write_leaves_a_sound_store(tmp_path):
     """A writer killed with SIGKILL while storing runs leaves an intact store holding whole runs, 1..n, each once."""
     path = tmp_path / "h.db"
     proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], cwd=os.getcwd())
+
+    def fifty_stored() -> bool:
+        assert proc.poll() is None, "the writer ended before it could be killed"
+        try:
+            db = sqlite3.connect(path, timeout=5)
+            count = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+            db.close()
+        except sqlite3.Error:
+            return False
+        return count >= 50
+
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            time.sleep(0.05)
-            try:
-                db = sqlite3.connect(path, timeout=5)
-                count = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
-                db.close()
-            except sqlite3.Error:
-                continue
-            if count >= 50:
-                break
+        patience.until(fifty_stored, watch=proc.pid, what="50 stored runs")
         proc.send_signal(signal.SIGKILL)
     finally:
-        proc.wait(timeout=10)
+        proc.kill()
+        patience.wait(proc)
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     db.close()

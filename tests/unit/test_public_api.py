@@ -6,11 +6,11 @@ import importlib
 import inspect
 import json
 import re
-import subprocess
 import sys
 import types
 from pathlib import Path
 
+import patience
 import pytest
 
 import fleetchaos
@@ -38,7 +38,7 @@ EVERYDAY_POLICIES = (
 
 def _loaded_after(code: str) -> list[str]:
     probe = f"import json, sys\n{code}\nprint(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    out = patience.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cpu_s=60)
     return json.loads(out.stdout)
 
 

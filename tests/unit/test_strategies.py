@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
+import patience
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -129,7 +129,7 @@ print(json.dumps([type(value).__name__, "fleetchaos.testing.strategies" in sys.m
 )
 def test_registration_works_whichever_module_is_imported_first(first):
     """Importing hypothesis runs the hook, and importing fleetchaos.testing.strategies first does not break it."""
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE.format(first=first)], capture_output=True, text=True, check=True, timeout=60
+    out = patience.run(
+        [sys.executable, "-c", PROBE.format(first=first)], capture_output=True, text=True, check=True, cpu_s=60
     )
     assert json.loads(out.stdout.strip().splitlines()[-1]) == ["FleetSpec", True]
