@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from fleetchaos.cli.common import EXIT_USAGE, stderr_console, stdout_console
 from fleetchaos.errors import UserError
-from fleetchaos.names import allow_local_policies
+from fleetchaos.names import allow_local_imports
 
 __all__ = ["faults", "plain_doc", "policies", "scenarios", "schema"]
 
@@ -210,7 +210,7 @@ def policies_show(name: str, as_json: bool) -> None:
     """
     from fleetchaos.policies.registry import DRIVER_ATTRIBUTES, PolicyLookupError, describe_policy, suggest
 
-    allow_local_policies((name,))
+    allow_local_imports((name,))
     try:
         info = describe_policy(name)
     except PolicyLookupError as exc:

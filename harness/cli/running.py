@@ -82,7 +82,8 @@ def _print_traces(traces, quiet: bool = False) -> None:
     default="structured",
     show_default=True,
     help="error format: generic, structured, raw, empty-success, fabricated-defaults, agent-tool-error, "
-    "failure-type, subagent-result, tool-envelope or an ablation:... step (docs/formats.md)",
+    "failure-type, subagent-result, tool-envelope, an ablation:... step, an installed format's name, or "
+    "pkg.module:Format (docs/formats.md)",
 )
 @click.option("--seed", default=1, show_default=True, type=click.IntRange(0, 2**63 - 1))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")

@@ -109,10 +109,14 @@ class Expectation(_Strict):
                 "(either part may be *; leave arm out to gate every arm)"
             )
         if errors != ANY:
-            from fleetchaos.sim.formats import FORMATS
+            from fleetchaos.sim.formats import format_names
 
-            if errors not in FORMATS:
-                raise ValueError(f"unknown error format {errors!r} in arm (known: {', '.join(sorted(FORMATS))})")
+            known = format_names()
+            if errors not in known and ":" not in errors:  # an import path: read as text, never imported from a file
+                raise ValueError(
+                    f"unknown error format {errors!r} in arm (known: {', '.join(known)}, "
+                    "or an import path pkg.module:Format)"
+                )
         if policy != ANY:
             _check_policy(policy)
         return f"{policy}/{errors}"

@@ -168,7 +168,7 @@ def replay_prefix(config: pytest.Config, policy: str) -> str:
 
     pytest's ``pythonpath`` ini option (and its own insertion of test folders) lets a suite name
     ``team_policy:TeamPolicy`` from a folder a shell's ``fleetchaos run`` does not search; the working
-    directory it does search (:func:`fleetchaos.names.allow_local_policies`).  The prefix carries the
+    directory it does search (:func:`fleetchaos.names.allow_local_imports`).  The prefix carries the
     ini folders (and the module's own folder if pytest added it otherwise), relative to the working
     directory, so the printed command works pasted where pytest ran.
     """

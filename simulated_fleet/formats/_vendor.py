@@ -11,8 +11,9 @@ run's :class:`~fleetchaos.sim.sanitise.PlantedSecrets`.
 
 from __future__ import annotations
 
+import copy
 from functools import lru_cache
-from typing import cast
+from typing import Self, cast
 
 from fleetchaos.sim import _rng
 from fleetchaos.sim.kind_record import Wire
@@ -78,3 +79,29 @@ def vendor_text(report: AttemptReport, secrets: PlantedSecrets) -> str:
         f"  config: {{ url: '{url}/{tool}', headers: {{ Authorization: 'Bearer {token}', 'x-api-key': '{key}' }} }},\n"
         f"  user: '{email}'\n}}"
     )
+
+
+def first_line(text: str) -> str:
+    """The message line of a vendor text, cut to 200 characters."""
+    return text.splitlines()[0][:200] if text else ""
+
+
+class VendorText:
+    """A format whose text carries the run's planted secrets: the world binds it to each run (``for_run``)."""
+
+    seed: int = 0
+    _secrets: PlantedSecrets | None = None
+
+    def for_run(self, seed: int) -> Self:
+        """A copy of this format bound to the planted secrets of the run with ``seed``."""
+        fresh = copy.copy(self)
+        fresh.seed = seed
+        fresh._secrets = None
+        return fresh
+
+    @property
+    def secrets(self) -> PlantedSecrets:
+        """The run's planted secrets (those of seed 0 when the format was never bound)."""
+        if self._secrets is None:
+            self._secrets = planted(self.seed)
+        return self._secrets

@@ -141,7 +141,8 @@ def test_invalid_marker_and_arguments_fail_with_one_clear_message(chaos_dir):
             "*@pytest.mark.fleetchaos: unknown argument(s) seed (known: scenario, seeds, policy, errors, confidence, "
             "bindings, tasks, clock, allow_policy_errors)",
             "*fleetchaos: policy: unknown policy 'nope'*",
-            "*fleetchaos: errors: unknown error format 'structred' (known: *generic*structured*); did you mean 'structured'?",
+            "*fleetchaos: errors: unknown error format 'structred': use one of *generic*structured*; "
+            "did you mean 'structured'?",
             "*unknown scenario 'defualt'*did you mean 'default'?",
             "*fleetchaos: no scenario; pass one to fleetchaos.run(...) or mark the test*",
         ]

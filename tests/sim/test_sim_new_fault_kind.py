@@ -26,7 +26,8 @@ from fleetchaos.scenario.docs import render as render_docs
 from fleetchaos.sim.envelope import AgentToolError
 from fleetchaos.sim.envelopes import FailureTypeError, SubagentResult, ToolEnvelope
 from fleetchaos.sim.fault_specs import FAULT_MODELS, _CallFault
-from fleetchaos.sim.formats import FORMATS, get_format
+from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.formats.registry import builtin_formats
 from fleetchaos.sim.kinds import (
     KINDS,
     PERMANENT_ERROR,
@@ -161,7 +162,7 @@ def _report(kind: str) -> AttemptReport:
     )
 
 
-@pytest.mark.parametrize("format_name", sorted(FORMATS))
+@pytest.mark.parametrize("format_name", sorted(builtin_formats()))
 def test_the_new_kind_is_rendered_by_every_error_format(new_kind, format_name):
     """Every built-in format renders the new kind from its record's fields (or hides it, for a suppressing format)."""
     record, _ = new_kind

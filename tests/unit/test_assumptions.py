@@ -20,7 +20,7 @@ from fleetchaos.scenario.fields import FIELD_NOTES
 from fleetchaos.scenario.load import load_scenario
 from fleetchaos.scenario.params import apply_params
 from fleetchaos.sim.config import FleetSpec
-from fleetchaos.sim.formats import FORMATS
+from fleetchaos.sim.formats.registry import builtin_formats
 from fleetchaos.sim.provider_spec import ProviderSpec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,11 +142,11 @@ def test_the_world_reads_nothing_off_a_format_that_is_not_classified():
     assert {"partial_batch", "misread_setting", "failure_flag", "render", "for_run"} <= read
 
 
-@pytest.mark.parametrize("name", sorted(FORMATS))
+@pytest.mark.parametrize("name", sorted(builtin_formats()))
 def test_every_format_reads_its_outcome_deciding_settings_from_the_scenario(name):
     """A format without an envelope leaves partial batches to fleet.partial_batch; every format that reports a
     failure is misread with a fleet.misread_factor setting; each is an assumption with its reason and range."""
-    fmt = FORMATS[name]
+    fmt = builtin_formats()[name]
     choices = FleetSpec.model_fields["partial_batch"].annotation.__args__
     assert fmt.partial_batch is None or fmt.partial_batch in choices, name
     if fmt.partial_batch is None:
@@ -239,8 +239,10 @@ NOT_ASSUMPTIONS = {
         "simulated_fleet/capacity.py",
         "simulated_fleet/waste.py",
         "simulated_fleet/formats/_base.py",
-        "simulated_fleet/formats/_text.py",
-        "simulated_fleet/formats/_status.py",
+        "simulated_fleet/formats/generic.py",
+        "simulated_fleet/formats/status.py",
+        "simulated_fleet/formats/raw.py",
+        "simulated_fleet/formats/suppressed.py",
         "harness/results/metrics.py",
     ],
 )

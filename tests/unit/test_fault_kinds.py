@@ -19,7 +19,8 @@ from fleetchaos.results.metrics import WASTE_FAMILIES, error_code
 from fleetchaos.sim.envelope import ErrorCategory
 from fleetchaos.sim.envelopes import FailureType, SubagentResult
 from fleetchaos.sim.fault_specs import FAULT_MODELS, _by_catalogue_order, _CallFault
-from fleetchaos.sim.formats import FORMATS, get_format
+from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.formats.registry import builtin_formats
 from fleetchaos.sim.kind_record import EXHAUSTED_RESOURCE, PERMANENT_ERROR, STILL_RATE_LIMITED, TRANSIENT_AGAIN
 from fleetchaos.sim.kinds import (
     BATCH,
@@ -179,7 +180,7 @@ def _failed(kind: str) -> AttemptReport:
 KIND_BLIND = {"generic", "empty-success", "fabricated-defaults"}
 
 
-@pytest.mark.parametrize("format_name", sorted(set(FORMATS) - KIND_BLIND))
+@pytest.mark.parametrize("format_name", sorted(set(builtin_formats()) - KIND_BLIND))
 def test_an_unknown_kind_is_an_error_in_every_format_that_reads_kinds(format_name):
     """A format asked to render a kind with no record raises UnknownFaultKind instead of inventing a default."""
     with pytest.raises(UnknownFaultKind, match="no_such_kind"):
