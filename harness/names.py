@@ -14,6 +14,10 @@ from collections.abc import Iterable
 
 from fleetchaos.errors import UserError
 
+#: The arms a comparison or a sweep runs unless told otherwise: policies, and error formats.
+DEFAULT_POLICIES: tuple[str, ...] = ("blind-retry", "backoff", "structured")
+DEFAULT_ERRORS: tuple[str, ...] = ("generic", "structured")
+
 
 def _did_you_mean(name: str, known: Iterable[str]) -> str:
     # The suggestion lives with the scenario messages, which load pydantic and the scenario

@@ -179,7 +179,7 @@ class EnvelopeErrors:
         return None
 
     def apply(
-        self, error_format: ErrorFormat, report: AttemptReport, shown: Observation, now: float, execution: int
+        self, errors: ErrorFormat, report: AttemptReport, shown: Observation, now: float, execution: int
     ) -> tuple[Observation, tuple[str, ...]]:
         """What the orchestrator sees of a failed dispatch whose true rendering is ``shown``, and how it is wrong.
 
@@ -200,7 +200,7 @@ class EnvelopeErrors:
             if changed is None:
                 continue
             candidate = dataclasses.replace(current, **changed)
-            rendered = error_format.render(candidate)
+            rendered = errors.render(candidate)
             if rendered.envelope != shown.envelope:  # judged on what the orchestrator would see
                 ways.append(way)
                 current, shown = candidate, rendered

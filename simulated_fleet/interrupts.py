@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from fleetchaos.sim.sanitise import sanitise
@@ -83,10 +83,14 @@ def check_expired() -> None:
         raise WallClockExceeded()
 
 
-def policy_text(text: object, limit: int = MAX_POLICY_TEXT) -> str:
+def policy_text(text: object, limit: int = MAX_POLICY_TEXT, values: Iterable[str] = ()) -> str:
     """Any text a policy hands back (a message, a repr, a reason) as it may be shown: sanitised, one line, bounded.
 
-    Never raises: ``str()`` of a hostile object (or of a ``str`` subclass) is tried under containment too.
+    ``values`` are secrets to redact by value besides the shapes :func:`sanitise` knows (a
+    real-code run's planted ones).  Secrets are scrubbed before the text is cut, and a text
+    cut short loses its last partial word, so no secret is ever shown in part.  Never
+    raises: ``str()`` of a hostile object (or of a ``str`` subclass) is tried under
+    containment too.
     """
     try:
         raw = str.__str__(text) if isinstance(text, str) else str(text)
@@ -95,23 +99,35 @@ def policy_text(text: object, limit: int = MAX_POLICY_TEXT) -> str:
         raise
     except BaseException:  # a policy's object whose __str__ fails must not stop the run
         raw = "(unprintable)"
-    flat = " ".join(raw[: 4 * limit].split())
+    raw = _cut(raw, 64 * limit)
+    if values:
+        raw = sanitise(raw, values)
+    flat = _cut(" ".join(_cut(raw, 8 * limit).split()), 4 * limit)
     return sanitise(flat)[:limit]
 
 
-def exception_parts(exc: BaseException) -> tuple[str, str]:
-    """(type name, message) of a policy's exception, the message sanitised and bounded; never raises."""
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, without the word the cut would split (it may be part of a secret)."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    space = max(head.rfind(c) for c in " \t\n\r")
+    return head[:space] if space >= 0 else ""
+
+
+def exception_parts(exc: BaseException, values: Iterable[str] = ()) -> tuple[str, str]:
+    """(type name, message) of a policy's exception, the message sanitised (``values`` too) and bounded; never raises."""
     try:
         name = type(exc).__name__
         name = name if type(name) is str else "exception"
     except BaseException:  # a metaclass can make even the name fail
         name = "exception"
-    return name, policy_text(exc)
+    return name, policy_text(exc, values=values)
 
 
-def describe_exception(exc: BaseException) -> str:
-    """``TypeName: message`` of a policy's exception, sanitised and bounded; never raises."""
-    name, message = exception_parts(exc)
+def describe_exception(exc: BaseException, values: Iterable[str] = ()) -> str:
+    """``TypeName: message`` of a policy's exception, sanitised (``values`` too) and bounded; never raises."""
+    name, message = exception_parts(exc, values)
     return policy_text(f"{name}: {message}" if message else name)
 
 

@@ -29,16 +29,16 @@ DEFAULT_MISREAD_FACTORS: dict[str, float] = {
 }
 
 
-def misread_factor(error_format: object, factors: object | None = None) -> float:
-    """The factor ``error_format`` is misread with: the scenario's value of its setting.
+def misread_factor(errors: object, factors: object | None = None) -> float:
+    """The factor the error format ``errors`` is misread with: the scenario's value of its setting.
 
     ``factors`` is the scenario's :class:`~fleetchaos.sim.config.MisreadFactors` (None: the
     defaults).  A format with no setting (nothing it shows reads as a failure, or a format
     from elsewhere) uses its own ``misread_factor`` (1 when it has none).
     """
-    setting = getattr(error_format, "misread_setting", None)
+    setting = getattr(errors, "misread_setting", None)
     if setting is None:
-        return float(getattr(error_format, "misread_factor", 1.0))
+        return float(getattr(errors, "misread_factor", 1.0))
     if factors is None:
         return DEFAULT_MISREAD_FACTORS[setting]
     return float(getattr(factors, setting))

@@ -30,7 +30,7 @@ from fleetchaos.sim.envelope_errors import EnvelopeErrors
 from fleetchaos.sim.envelopes import StampedEnvelope
 from fleetchaos.sim.faults import FaultPlan, build_plan
 from fleetchaos.sim.fleet import Worker
-from fleetchaos.sim.formats import ErrorFormat, counted, partial_batch_of
+from fleetchaos.sim.formats import ErrorFormat, bound, counted, partial_batch_of
 from fleetchaos.sim.journal import Journal
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.misread import misread_factor
@@ -90,7 +90,7 @@ class World:
         self,
         spec: WorldSpec,
         policy: RecoveryPolicy,
-        error_format: ErrorFormat,
+        errors: ErrorFormat,
         seed: int,
         *,
         max_actions: int | None = None,
@@ -114,8 +114,7 @@ class World:
         parity driver, :mod:`fleetchaos.real.parity`), so both decide with one function.
         """
         self.spec = spec
-        bind = getattr(error_format, "for_run", None)  # formats that plant per-run secrets
-        self.fmt = error_format = bind(seed) if bind is not None else error_format
+        self.errors = errors = bound(errors, seed)  # a format that plants per-run secrets, bound to this run
         self.seed = seed
         self.drain_s = drain_s
         self.env = env = simpy.Environment()
@@ -139,12 +138,12 @@ class World:
         bucket = TokenBucket(fleet.api_rate_per_s, fleet.api_burst, plan.rate_windows)
         self.shared_capacity = SharedCapacity(bucket, DailyQuota(plan.quota_per_day), fleet.api_reject_cost)
         self.refresh_s = fleet.credential_refresh_s
-        self.misread_p = fleet.misread_probability * misread_factor(error_format, fleet.misread_factor)
+        self.misread_p = fleet.misread_probability * misread_factor(errors, fleet.misread_factor)
         self.policy = ContainedPolicy(policy, fleet.orchestrators)
         self.max_actions = fleet.max_actions_per_task if max_actions is None else max_actions
-        self.guarded = self.policy.guardrail and bool(getattr(error_format, "failure_flag", False))
+        self.guarded = self.policy.guardrail and bool(getattr(errors, "failure_flag", False))
         self.human, self.checkpoints = fleet.page_handling, fleet.checkpoints
-        partial_batch = partial_batch_of(error_format, fleet)  # the format's contract, else the scenario's
+        partial_batch = partial_batch_of(errors, fleet)  # the format's contract, else the scenario's
         self.count_partial = partial_batch == "count"
         self.remediation = fleet.remediation
         self.load = [[0, 0] for _ in range(fleet.orchestrators)]  # per orchestrator: dispatches, retries in flight
@@ -172,7 +171,7 @@ class World:
             partial_step_ok=partial_batch == "ok",
             # A plain successful dispatch needs no report or rendering, unless the policy
             # observes every outcome (shared controls count successes too).
-            plain_success=bool(getattr(getattr(error_format, "render", None), "plain_success", False))
+            plain_success=bool(getattr(getattr(errors, "render", None), "plain_success", False))
             and not self.policy.observes,
             transport=self.policy.transport,
             idempotent=self.policy.idempotent,
@@ -325,12 +324,12 @@ class World:
             if report is PLAIN_OK:  # rendering it would give the bare "ok" observation
                 rec.claim = "success"
                 break
-            obs = self.fmt.render(report)
+            obs = self.errors.render(report)
             if self.count_partial:  # a partly failed fan-out step says how many of its items failed
                 obs = counted(obs, report)
             if self.envelope_errors is not None and obs.envelope is not None:
                 obs, wrong = self.envelope_errors.apply(
-                    self.fmt, report, obs, env.now, rec.executions[report.failed_step]
+                    self.errors, report, obs, env.now, rec.executions[report.failed_step]
                 )
                 if wrong:
                     rec.note_misreport(wrong)

@@ -40,6 +40,7 @@ __all__ = [
     "apply_single_params",
     "columns_option",
     "determinism_option",
+    "echo_err",
     "fixed_width",
     "jobs_option",
     "make_report_dir",
@@ -159,6 +160,11 @@ def stdout_console(pipe_width: int = PIPE_WIDTH, *, highlight: bool = True, fit:
 def stderr_console() -> Console:
     """The console messages go to (stderr)."""
     return Console(stderr=True, soft_wrap=True, emoji=False)  # a user's `mod:x:` is text, never an emoji
+
+
+def echo_err(line: str) -> None:
+    """Print one line of plain text on stderr (a gate's verdict, a note)."""
+    click.echo(line, err=True)
 
 
 def split_names(value: str) -> tuple[str, ...]:

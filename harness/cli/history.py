@@ -17,23 +17,20 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 
-from fleetchaos.errors import UserError
 from fleetchaos.escaping import one_line, rich_text
 from fleetchaos.gates.session import COMMAND, EXIT_GATE, GateSession
 from fleetchaos.results.registry import is_rate
 
 if TYPE_CHECKING:
-    from fleetchaos.scenario.load import Scenario
+    pass
 
 __all__ = [
     "EXIT_GATE",
     "HistorySession",
-    "check_resume",
     "fill_comparisons",
     "history_options",
     "in_seed_order",
     "show_history",
-    "start_compare",
 ]
 
 
@@ -113,47 +110,6 @@ class HistorySession(GateSession):
         )
 
 
-def check_resume(resume: bool, history_args: dict, tuning: bool, check_determinism: bool) -> None:
-    """Refuse ``compare --resume`` where there is nothing to resume from (before anything runs)."""
-    if not resume:
-        return
-    if history_args.get("no_history"):
-        raise UserError("--resume reads the run history: drop --no-history")
-    if check_determinism:
-        raise UserError("--resume with --check-determinism: the check stores nothing to resume; drop one of them")
-    if tuning:
-        raise UserError(
-            "--resume with --tune: the tuning is not stored, so it would run again; tune once (`fleetchaos tune`), "
-            "then compare the tuned specs by name with --resume"
-        )
-
-
-def start_compare(session: GateSession, spec: Scenario, meta: dict, plan: tuple, resume: bool) -> dict:
-    """Open a comparison's history group (or with ``resume``, continue its newest stored one).
-
-    ``plan`` is (policies, formats, seeds, applied ``--param`` values).  Returns the runs
-    already stored, by (policy, format, seed), for :func:`fleetchaos.runs.runner.compare`'s
-    ``done``; says on stderr what is resumed.
-    """
-    from fleetchaos.runs.compare_resume import COMPARE_ID, compare_id, compare_jobs
-
-    policies, formats, seeds, applied = plan
-    meta = {**meta, COMPARE_ID: compare_id(spec, policies, formats, seeds, applied)}
-    jobs = compare_jobs(spec, policies, formats, seeds, applied)
-    stored = session.start("compare", spec, meta, resume_by=COMPARE_ID if resume else None, wanted=jobs)
-    if resume:
-        from fleetchaos.cli.common import stderr_console
-
-        where = session.where()
-        said = (
-            f"resuming comparison {meta[COMPARE_ID]} ({where}): {len(stored)} of {len(jobs)} runs already stored"
-            if stored
-            else f"nothing of this comparison is stored in {session.path} yet: running all {len(jobs)} runs"
-        )
-        stderr_console().print(said, markup=False, highlight=False)
-    return {jobs[key]: result for key, result in stored.items()}
-
-
 def fill_comparisons(result: object) -> object:
     """Add paired verdicts to a comparison loaded from an older results file that has none."""
     from fleetchaos.results.models import CompareResult
@@ -208,10 +164,10 @@ def show_history(ref: str | None, history_path: Path | None, limit: int, as_json
             for column in ("ref", "created (UTC)", "kind", "scenario", "label", "status", "runs", "arms", "seeds"):
                 table.add_column(column, justify="right" if column in ("runs",) else "left")
             for g in groups:
-                policies, formats, seeds = (_listed(g.meta, key) for key in ("policies", "errors", "seeds"))
+                policies, errors, seeds = (_listed(g.meta, key) for key in ("policies", "errors", "seeds"))
                 seed_text = (f"{seeds[0]}..{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])) if seeds else "-"
                 cells: tuple[str, ...] = (g.ref, g.created_at.replace("+00:00", "").replace("T", " "), g.kind, g.scenario, g.label or "", g.status,
-                         str(g.runs), f"{len(policies)} x {len(formats)}", seed_text)  # fmt: skip
+                         str(g.runs), f"{len(policies)} x {len(errors)}", seed_text)  # fmt: skip
                 table.add_row(*(rich_text(one_line(c, 200)) for c in cells))  # stored text is data, never markup
             console.print(
                 fit_columns(table, fixed_width(), ["arms", "runs", "seeds", "status", "kind", "created (UTC)"])

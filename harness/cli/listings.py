@@ -254,9 +254,9 @@ def faults() -> None:
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 def faults_list(as_json: bool) -> None:
     """List fault kinds: category, error code, effect on the truth and parameters."""
-    from fleetchaos.scenario.fault_catalogue import fault_kinds
+    from fleetchaos.scenario.fault_catalogue import describe_kinds
 
-    kinds = fault_kinds()
+    kinds = describe_kinds()
     if as_json:
         import json
 
@@ -294,9 +294,9 @@ def faults_show(kind: str, as_json: bool) -> None:
     """Show one fault kind: its contract, its effect and every parameter."""
     from rich.table import Table
 
-    from fleetchaos.scenario.fault_catalogue import fault_kind
+    from fleetchaos.scenario.fault_catalogue import describe_kind
 
-    k = fault_kind(kind)
+    k = describe_kind(kind)
     if as_json:
         import dataclasses
         import json

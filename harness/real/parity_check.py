@@ -395,10 +395,7 @@ def _run(spec: Any, policy: Any, errors: str, seed: int, tools: Mapping | None, 
     from fleetchaos.sim.world import World
 
     driver = _Driver(tools, seed, bindings)
-    fmt = get_format(errors)
-    bind = getattr(fmt, "for_run", None)
-    fmt = bind(seed) if bind is not None else fmt
-    logging_format = _LoggingFormat(fmt, driver, tools is not None, seed)
+    logging_format = _LoggingFormat(get_format(errors, seed), driver, tools is not None, seed)
     policy_obj = get_policy(policy) if isinstance(policy, str) else policy
     world = World(spec, policy_obj, logging_format, seed, call_model=_calls_class(driver))
     driver.world = world

@@ -47,7 +47,7 @@ def run_ablation(
         scenario,
         seeds,
         policies=(policy,),
-        formats=steps,
+        errors=steps,
         jobs=jobs,
         confidence=confidence,
         scenario_ref=scenario_ref,

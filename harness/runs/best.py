@@ -20,21 +20,21 @@ from fleetchaos.results.models import CompareResult, RunResult, rounded
 from fleetchaos.results.studies import ArmRole, Gap, TuningRecord
 from fleetchaos.runs.tune import TuneSpec, best_trial, check_tune, search
 
-__all__ = ["BEST", "expand_best", "gaps", "tune_formats", "tuning_record", "with_aliases"]
+__all__ = ["BEST", "expand_best", "gaps", "tune_each", "tuning_record", "with_aliases"]
 
 #: The policy name that stands for "the policy tuned on this format".
 BEST = "best"
 
 
-def tune_formats(
+def tune_each(
     base: TuneSpec,
-    formats: tuple[str, ...],
+    errors: tuple[str, ...],
     seeds: list[int],
     *,
     executor: Executor,
     on_result: Callable[[str, RunResult], None] | None = None,
 ) -> dict[str, str]:
-    """The best spec per format, each searched on ``base``'s training seeds (none of them in ``seeds``)."""
+    """The best spec for each error format of ``errors``, searched on ``base``'s training seeds (none of them in ``seeds``)."""
     shared = sorted(set(base.train_seeds) & set(seeds))
     if shared:
         raise UserError(
@@ -42,10 +42,10 @@ def tune_formats(
             "a tuned policy must be judged on seeds its search never ran: choose other --seeds/--first-seed"
         )
     best = {}
-    for errors in formats:
-        spec = replace(base, errors=errors, holdout_seeds=tuple(seeds))
+    for each in errors:
+        spec = replace(base, errors=each, holdout_seeds=tuple(seeds))
         families = check_tune(spec)
-        best[errors] = best_trial(spec, search(spec, executor=executor, on_result=on_result, families=families)).policy
+        best[each] = best_trial(spec, search(spec, executor=executor, on_result=on_result, families=families)).policy
     return best
 
 
@@ -63,8 +63,8 @@ def with_aliases(result: CompareResult, best: dict[str, str]) -> CompareResult:
     """``result`` with each tuned arm's alias set (``best-for-FORMAT``, ``best-for-A+B`` when one spec won on several)."""
     arms = []
     for arm in result.arms:
-        formats = [f for f, p in best.items() if p == arm.policy]
-        arms.append(arm.model_copy(update={"alias": f"best-for-{'+'.join(formats)}"}) if formats else arm)
+        tuned_for = [e for e, p in best.items() if p == arm.policy]
+        arms.append(arm.model_copy(update={"alias": f"best-for-{'+'.join(tuned_for)}"}) if tuned_for else arm)
     return result.model_copy(update={"arms": arms})
 
 
@@ -101,10 +101,10 @@ def gaps(result: CompareResult, best: dict[str, str], metric: str) -> list[Gap]:
     """For the first format against each other one: the best-vs-best gap, the same-policy gaps, the policy gaps."""
     from fleetchaos.results.stats import paired_difference
 
-    formats = list(best)
+    tuned = list(best)
     out = []
-    first = formats[0]
-    for other in formats[1:]:
+    first = tuned[0]
+    for other in tuned[1:]:
         a, b = best[first], best[other]
         rows = [("best per format", (b, other), (a, first))]
         for policy in dict.fromkeys((a, b)):

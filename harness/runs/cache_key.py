@@ -225,7 +225,7 @@ def run_key(
 
 
 def job_keys(variants: Sequence[Any], jobs: Sequence[Any]) -> list[str | None]:
-    """Each :class:`~fleetchaos.runs.runner.RunJob`'s key (None: not cacheable), as ``run_one`` computes it for its variant."""
+    """Each :class:`~fleetchaos.runs.variant.RunJob`'s key (None: not cacheable), as ``run_one`` computes it for its variant."""
     digests: dict[int, str] = {}
     origins: dict[tuple[str, str], str | None] = {}
     keys: list[str | None] = []

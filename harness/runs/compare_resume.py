@@ -28,22 +28,22 @@ __all__ = ["COMPARE_ID", "compare_id", "compare_jobs"]
 COMPARE_ID = "compare_id"
 
 
-def compare_id(spec: Scenario, policies: Sequence[str], formats: Sequence[str], seeds: Sequence[int],
+def compare_id(spec: Scenario, policies: Sequence[str], errors: Sequence[str], seeds: Sequence[int],
                params: Sequence[tuple[str, Any]] = ()) -> str:  # fmt: skip
     """A stable id of one comparison: scenario digest, arms, seeds and ``--param`` values (16 hex digits)."""
     from fleetchaos.scenario.load import scenario_hash
 
     ident = json.dumps(
-        [scenario_hash(spec), list(policies), list(formats), [int(s) for s in seeds], [[p, v] for p, v in params]],
+        [scenario_hash(spec), list(policies), list(errors), [int(s) for s in seeds], [[p, v] for p, v in params]],
         separators=(",", ":"),
         sort_keys=True,
     )
     return hashlib.sha256(ident.encode("utf-8")).hexdigest()[:16]
 
 
-def compare_jobs(spec: Scenario, policies: Sequence[str], formats: Sequence[str], seeds: Sequence[int],
+def compare_jobs(spec: Scenario, policies: Sequence[str], errors: Sequence[str], seeds: Sequence[int],
                  params: Sequence[tuple[str, Any]] = ()) -> dict[str, tuple[str, str, int]]:  # fmt: skip
     """The run key of each job of a comparison -> its (policy, error format, seed)."""
     from fleetchaos.gates.history import run_key
 
-    return {run_key(spec.name, p, e, s, dict(params)): (p, e, s) for p in policies for e in formats for s in seeds}
+    return {run_key(spec.name, p, e, s, dict(params)): (p, e, s) for p in policies for e in errors for s in seeds}

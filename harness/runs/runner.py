@@ -8,14 +8,13 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import contextmanager
-from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from itertools import product
 from typing import Any
 
 from fleetchaos.errors import RunTimeLimitError
-from fleetchaos.policies.registry import get_policy, with_params
-from fleetchaos.policies.spec import policy_param_name
+from fleetchaos.names import DEFAULT_ERRORS, DEFAULT_POLICIES
+from fleetchaos.policies.registry import get_policy
 from fleetchaos.results.common_set import apply_common_sets
 from fleetchaos.results.metrics import RunAccumulator
 from fleetchaos.results.models import CompareResult, RunResult, rounded
@@ -28,14 +27,12 @@ from fleetchaos.runs.cluster import as_executor, ship_modules
 from fleetchaos.runs.executors import MAX_CHUNK, map_chunks, open_executor, runs_this_code, tapered, workers_of
 from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
 from fleetchaos.runs.traces import TracedJob, traced_timelines
+from fleetchaos.runs.variant import RunJob, Variant
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.interrupts import PASS_THROUGH, WallClockExceeded, exception_parts, policy_text, user_signals
 from fleetchaos.sim.workload import is_closed_loop
 from fleetchaos.sim.world import World
-
-BUILTIN_POLICIES = ("blind-retry", "backoff", "structured")
-BUILTIN_FORMATS = ("generic", "structured")
 
 
 def replay_command(
@@ -260,45 +257,6 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-@dataclass(frozen=True, slots=True)
-class Variant:
-    """A scenario as runs see it: a base scenario with swept parameters already applied."""
-
-    scenario: Scenario
-    ref: str | None = None
-    """How the user named the base scenario (catalogue name or path), for replay commands."""
-    params: tuple[tuple[str, Any], ...] = ()
-    """(dotted path, value) of each swept parameter, in grid order: scenario values already
-    applied to ``scenario``, then ``policy.NAME`` values the runs set on their policy."""
-    keep_tasks: bool = False
-    """Runs carry their per-task rows (``RunResult.tasks``)."""
-    task_csv: bool = False
-    """Runs carry their per-task rows as tasks.csv lines (``RunResult.tasks_csv``, for a report)."""
-    time_limit_s: float | None = None
-    """Each run's wall-clock limit (None: :func:`fleetchaos.runs.limits.default_time_limit`)."""
-
-    @property
-    def scenario_params(self) -> tuple[tuple[str, Any], ...]:
-        """The swept scenario values (already applied to ``scenario``): what a run's replay gives as ``--param``."""
-        return tuple((p, v) for p, v in self.params if policy_param_name(p) is None)
-
-    def policy_spec(self, policy: str) -> str:
-        """``policy`` with this variant's ``policy.NAME`` values set: the spec its runs run and record."""
-        pairs = [(name, v) for p, v in self.params if (name := policy_param_name(p)) is not None]
-        return with_params(policy, pairs) if pairs else policy
-
-
-@dataclass(frozen=True, slots=True)
-class RunJob:
-    """One run to do: an arm (policy on error format) of a variant, on one seed."""
-
-    variant: int
-    """Index into the variants list the job belongs with."""
-    policy: str
-    errors: str
-    seed: int
-
-
 # Runs in one process never overlap: a threaded executor (a Dask worker with several
 # threads) would otherwise interleave runs that share per-process caches.
 _RUN_LOCK = threading.Lock()
@@ -417,8 +375,8 @@ def compare(
     scenario: Scenario,
     seeds: list[int],
     *,
-    policies: tuple[str, ...] = BUILTIN_POLICIES,
-    formats: tuple[str, ...] = BUILTIN_FORMATS,
+    policies: tuple[str, ...] = DEFAULT_POLICIES,
+    errors: tuple[str, ...] = DEFAULT_ERRORS,
     jobs: int = 1,
     confidence: float = DEFAULT_CONFIDENCE,
     scenario_ref: str | None = None,
@@ -428,7 +386,7 @@ def compare(
     keep_tasks: bool = False,
     task_csv: bool = False,
     trace: bool = False,
-    on_trace: Callable[[str, str, int, Any], None] | None = None,
+    on_trace: Callable[[str, str, int, Any], object] | None = None,
     params: Sequence[tuple[str, Any]] = (),
     time_limit_s: float | None = None,
     done: Mapping[tuple[str, str, int], RunResult] | None = None,
@@ -448,7 +406,7 @@ def compare(
     each run's wall-clock time (:mod:`fleetchaos.runs.limits`).  Runs in ``done`` (by policy,
     format and seed: a resumed comparison's stored runs) are not run again nor handed on.
     """
-    arms = list(product(policies, formats))
+    arms = list(product(policies, errors))
     done = done or {}
     job_list = [RunJob(0, p, e, s) for (p, e) in arms for s in seeds if (p, e, s) not in done]
     variants = [

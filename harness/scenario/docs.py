@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from fleetchaos.scenario import _yaml
 from fleetchaos.scenario.expect import Expectation
-from fleetchaos.scenario.fault_catalogue import fault_kinds
+from fleetchaos.scenario.fault_catalogue import describe_kinds
 from fleetchaos.scenario.fields import parameters
 from fleetchaos.scenario.load import (
     MAX_FILE_BYTES,
@@ -226,7 +226,7 @@ def render() -> str:
         out += [f"#### {model.__name__}", "", _summary(model), ""]
         out += _table(model)
         out.append("")
-    kinds = fault_kinds()
+    kinds = describe_kinds()
     out += [
         "### Fault kinds",
         "",

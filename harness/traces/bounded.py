@@ -43,10 +43,12 @@ def problem(
 
 def open_binary(path: Path, source: str) -> BinaryIO:
     """``path`` opened for reading bytes, or a :class:`TraceFileError` saying why not."""
+    from fleetchaos.files import open_input
+
     try:
-        if path.is_dir():
-            raise problem(source, None, None, "is a folder, not a trace file", fix="give the file itself")
-        return open(path, "rb")
+        return open_input(path)
+    except IsADirectoryError:
+        raise problem(source, None, None, "is a folder, not a trace file", fix="give the file itself") from None
     except FileNotFoundError:
         raise problem(source, None, None, "no such file", fix="check the path") from None
     except PermissionError:

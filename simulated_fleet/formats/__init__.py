@@ -21,11 +21,12 @@ why each sets these as it does.
 from __future__ import annotations
 
 from fleetchaos.sim.formats._base import ErrorFormat, counted, partial_batch_of, plain_success
-from fleetchaos.sim.formats.registry import FormatLookupError, format_names, get_format
+from fleetchaos.sim.formats.registry import FormatLookupError, bound, format_names, get_format
 
 __all__ = [
     "ErrorFormat",
     "FormatLookupError",
+    "bound",
     "counted",
     "format_names",
     "get_format",

@@ -35,6 +35,7 @@ from fleetchaos.sim.plugins import entry_points, load_entry_point, load_import_p
 __all__ = [
     "ENTRY_POINT_GROUP",
     "FormatLookupError",
+    "bound",
     "builtin_formats",
     "format_entry_points",
     "format_names",
@@ -102,11 +103,24 @@ def suggest(name: str) -> str | None:
     return match[0] if match else None
 
 
-def get_format(name: str) -> ErrorFormat:
+def get_format(name: str, seed: int | None = None) -> ErrorFormat:
     """A fresh instance of the format ``name``: a built-in, an installed entry point, or ``pkg.module:Name``.
 
-    Raises :class:`FormatLookupError` with a message naming the format, what failed and the fix.
+    With ``seed``, a format whose text carries the run's planted secrets comes bound to that
+    run (its ``for_run``).  Raises :class:`FormatLookupError` with a message naming the
+    format, what failed and the fix.
     """
+    errors = _by_name(name)
+    return errors if seed is None else bound(errors, seed)
+
+
+def bound(errors: ErrorFormat, seed: int) -> ErrorFormat:
+    """``errors`` bound to the run with ``seed`` when it plants per-run secrets (``for_run``), else itself."""
+    bind = getattr(errors, "for_run", None)
+    return bind(seed) if bind is not None else errors
+
+
+def _by_name(name: str) -> ErrorFormat:
     builtin = builtin_formats().get(name)
     if builtin is not None:
         return builtin()

@@ -68,7 +68,7 @@ from fleetchaos.scenario.load import load_scenario
 
 pool = SerialExecutor() if {method!r} == "serial" else LocalProcessExecutor(2, method={method!r})
 try:
-    result = compare(load_scenario({scenario!r}), [1, 2], policies=("structured",), formats=({path!r},), executor=pool)
+    result = compare(load_scenario({scenario!r}), [1, 2], policies=("structured",), errors=({path!r},), executor=pool)
 finally:
     pool.shutdown()
 print(result.model_dump_json(exclude={{"versions"}}))
