@@ -67,7 +67,7 @@ def test_a_comparison_states_partial_batches_checkpoints_providers_and_prices(tm
     doc["workload"]["tasks_per_day"] = 20
     doc["fleet"].update(partial_batch="count", checkpoints=True, usd_per_silent_failure=900)
     doc["fleet"]["providers"][0].update(name="api_*x*", admission="queue")
-    compared = compare(type(scenario).model_validate(doc), [1], policies=("blind-retry",), formats=("generic",))
+    compared = compare(type(scenario).model_validate(doc), [1], policies=("blind-retry",), errors=("generic",))
     line = stated_assumptions(compared)[-1]
     assert "says how many items failed (fleet.partial_batch: count)" in line
     assert "every retry resumes where the last dispatch stopped" in line

@@ -37,6 +37,7 @@ FORMAT_READS = {
     "render": None,  # what it shows
     "plain_success": None,  # a mark that its success is the bare "ok" (skips building a report)
     "for_run": None,  # binds the run's planted secrets
+    "name": None,  # what it is called (the registry finds it by it)
 }
 
 #: Every fleet setting the world, the dispatcher, a call, real-code mode and the metrics read,
@@ -89,6 +90,7 @@ WORLD_MODULES = (
     "simulated_fleet/misread.py",
     "simulated_fleet/envelope_errors.py",
     "simulated_fleet/formats/_base.py",
+    "simulated_fleet/formats/registry.py",
     "harness/results/metrics.py",
     "harness/real/runtime.py",
 )
@@ -99,10 +101,10 @@ def _tree(relative: str) -> ast.Module:
 
 
 def _is_format(node: ast.expr) -> bool:
-    """``error_format``, ``fmt`` or ``self.fmt``: the run's error format."""
+    """``errors``, ``fmt`` or ``self.errors``: the run's error format."""
     if isinstance(node, ast.Name):
-        return node.id in ("error_format", "fmt")
-    return isinstance(node, ast.Attribute) and node.attr == "fmt"
+        return node.id in ("errors", "fmt")
+    return isinstance(node, ast.Attribute) and node.attr in ("errors", "fmt")
 
 
 def _is_fleet(node: ast.expr) -> bool:
@@ -239,6 +241,7 @@ NOT_ASSUMPTIONS = {
         "simulated_fleet/capacity.py",
         "simulated_fleet/waste.py",
         "simulated_fleet/formats/_base.py",
+    "simulated_fleet/formats/registry.py",
         "simulated_fleet/formats/generic.py",
         "simulated_fleet/formats/status.py",
         "simulated_fleet/formats/raw.py",
