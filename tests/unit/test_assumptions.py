@@ -241,7 +241,7 @@ NOT_ASSUMPTIONS = {
         "simulated_fleet/capacity.py",
         "simulated_fleet/waste.py",
         "simulated_fleet/formats/_base.py",
-    "simulated_fleet/formats/registry.py",
+        "simulated_fleet/formats/registry.py",
         "simulated_fleet/formats/generic.py",
         "simulated_fleet/formats/status.py",
         "simulated_fleet/formats/raw.py",
