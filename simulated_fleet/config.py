@@ -234,6 +234,13 @@ class MisreadFactors(_Strict):
     failure_type: float = _factor("failure_type", "the failure-type envelope and its field-ablation steps")
     subagent_result: float = _factor("subagent_result", "the subagent-result envelope: an explicit status")
     tool_envelope: float = _factor("tool_envelope", "the tool envelope: a failure count and a blocking flag")
+    agent_sdk: float = _factor("agent_sdk", "an agent SDK's default tool-error text: one explicit sentence")
+    langgraph: float = _factor("langgraph", "LangGraph ToolNode's error text: 'Error: ...' in free text")
+    mcp: float = _factor("mcp", "an MCP tool result flagged isError, its text free text")
+    mcp_structured: float = _factor("mcp_structured", "an MCP tool result with a structured error (code, recovery)")
+    jsonrpc: float = _factor("jsonrpc", "a JSON-RPC 2.0 error object: an explicit error member with a code")
+    problem_details: float = _factor("problem_details", "an RFC 9457 problem: an explicit status and title")
+    google_rpc: float = _factor("google_rpc", "a google.rpc.Status (AIP-193): a canonical status and a reason")
 
 
 class RemediationSpec(_Strict):

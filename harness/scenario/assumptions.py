@@ -114,6 +114,13 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
     _factor("failure_type", "the failure-type envelope", (0.0, 0.2, 1.0)),
     _factor("subagent_result", "the subagent-result envelope", (0.0, 0.2, 1.0)),
     _factor("tool_envelope", "the tool envelope", (0.0, 0.05, 1.0)),
+    _factor("agent_sdk", "an agent SDK's default tool-error text", (0.5, 1.0, 2.0)),
+    _factor("langgraph", "LangGraph ToolNode's error text", (0.5, 1.0, 2.0)),
+    _factor("mcp", "an MCP tool error (isError and its text)", (0.2, 0.5, 1.0)),
+    _factor("mcp_structured", "an MCP tool error with structuredContent", (0.0, 0.2, 1.0)),
+    _factor("jsonrpc", "a JSON-RPC error object", (0.0, 0.2, 1.0)),
+    _factor("problem_details", "an RFC 9457 problem", (0.0, 0.2, 1.0)),
+    _factor("google_rpc", "a google.rpc.Status", (0.0, 0.2, 1.0)),
     Assumption(
         "fleet.partial_batch",
         GROUPS[1],

@@ -41,6 +41,7 @@ from fleetchaos.sim.kinds import (
 )
 from fleetchaos.sim.observation import GiveUp, Retry
 from fleetchaos.sim.truth import AttemptReport
+from fleetchaos.sim.wire_shapes import CallToolResult, GoogleRpcError, JsonRpcErrorResponse, ProblemDetails
 
 
 class FlakyGateway(_CallFault):
@@ -175,9 +176,19 @@ def test_the_new_kind_is_rendered_by_every_error_format(new_kind, format_name):
         assert (obs.ok, obs.status, env, obs.text) == (False, "failed", None, None)
     elif format_name == "status":
         assert (obs.ok, env) == (False, None) and obs.text.startswith(f"HTTP {record.wire.status} ")
-    elif format_name == "raw":
+    elif format_name in ("raw", "agent-sdk-default", "langgraph-toolnode"):
         assert not obs.ok and env is None
         assert f"{record.wire.status} " in obs.text or record.wire.errno in obs.text
+    elif isinstance(env, CallToolResult):  # an MCP tool error: neither a timeout nor a lost server
+        assert env.is_error and (f"{record.wire.status} " in env.text or record.wire.errno in env.text)
+        if env.structured_content is not None:
+            assert env.structured_content.error.code == record.contract.error_code
+    elif isinstance(env, JsonRpcErrorResponse):
+        assert env.error.code == -32002  # 502: EIP-1474's Resource unavailable
+    elif isinstance(env, ProblemDetails):
+        assert (env.status, env.title) == (502, "Bad Gateway")
+    elif isinstance(env, GoogleRpcError):
+        assert (env.error.status, env.error_code) == ("UNAVAILABLE", record.contract.error_code)
     elif isinstance(env, AgentToolError):
         assert (env.error_code, env.category, env.recoverable, env.suggested_action) == tuple(record.contract)
     elif isinstance(env, FailureTypeError):

@@ -59,7 +59,8 @@ INSTANCE = Problem()
 BUILT_IN = {
     "ablation:failure_type", "ablation:+partial_results", "ablation:+alternatives", "ablation:+retry_recommended",
     "failure-type", "generic", "status", "raw", "structured", "agent-tool-error", "subagent-result", "empty-success",
-    "fabricated-defaults", "tool-envelope",
+    "fabricated-defaults", "tool-envelope", "agent-sdk-default", "langgraph-toolnode", "mcp", "mcp-structured",
+    "jsonrpc", "problem-details", "google-rpc",
 }  # fmt: skip
 
 
@@ -115,7 +116,7 @@ def test_a_new_built_in_format_is_one_module(tmp_path, monkeypatch):
     folder = tmp_path / "more_formats"
     folder.mkdir()
     problem = FORMAT_MODULE.split("\n\nclass NeedsArgs", 1)[0]  # the one good format of the module
-    (folder / "problem_details.py").write_text(textwrap.dedent(problem))
+    (folder / "problem_line.py").write_text(textwrap.dedent(problem))
     (folder / "_helpers.py").write_text("class NotAFormat:\n    name = 'helper'\n\n    def render(self, report): ...\n")
     monkeypatch.setattr(package, "__path__", [*package.__path__, str(folder)])
     registry.builtin_formats.cache_clear()

@@ -225,7 +225,13 @@ def test_structured_distinguishes_kinds_generic_does_not():
 def test_partial_batch_is_the_scenarios_without_an_envelope():
     """Formats without an envelope leave partial fan-out batches to fleet.partial_batch; the others fix it by contract."""
     formats = builtin_formats()
-    assert {name for name, cls in formats.items() if cls.partial_batch is None} == {"generic", "status", "raw"}
+    assert {name for name, cls in formats.items() if cls.partial_batch is None} == {
+        "generic",
+        "status",
+        "raw",
+        "agent-sdk-default",
+        "langgraph-toolnode",
+    }
     assert StructuredFormat.partial_batch == "failed"
     assert formats["empty-success"].partial_batch == formats["fabricated-defaults"].partial_batch == "ok"
 
