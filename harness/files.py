@@ -5,9 +5,9 @@ and every file it writes (report folders, generated tests) goes through here:
 
 * :func:`read_bounded` / :func:`read_text_bounded`: read at most ``limit`` bytes.  A
   regular file's size is checked before anything is read, and anything else (``/dev/zero``,
-  a pipe) is read only up to the limit, so no input can exhaust memory.  Inputs are opened
-  by :func:`open_input`, which never waits for a named pipe's writer: a FIFO nobody writes
-  reads as empty instead of hanging the command.
+  a pipe) is read only up to the limit, so no input can exhaust memory; a named pipe
+  nothing writes to, or a terminal, is refused rather than waited on (:func:`open_input`),
+  so no input can hang a reader.
 * :func:`atomic_write` (and :func:`write_text`, :func:`write_bytes`): write to a temporary
   file in the same folder and rename it over the target only once it is complete, so an
   interrupted or failed write (a full disk) never leaves a truncated or 0-byte file
@@ -40,6 +40,7 @@ from fleetchaos.errors import UserError
 __all__ = [
     "DISK_FULL",
     "FileTooLargeError",
+    "NotReadableError",
     "StrictJsonError",
     "UnsafePathError",
     "atomic_write",
@@ -67,19 +68,27 @@ class UnsafePathError(UserError):
     """A write target outside the folder it must stay in (a symlink out of a report folder)."""
 
 
-def open_input(path: str | Path) -> BinaryIO:
-    """``path`` opened for reading bytes, without waiting for a writer if it is a named pipe.
+class NotReadableError(UserError):
+    """An input that is not a file to read: a terminal, or a named pipe nothing writes to."""
 
-    ``open()`` of a FIFO blocks until something opens it for writing, forever if nothing
-    does; this opens it non-blocking, then reads it as usual: a pipe being written (a
-    process substitution, ``<(zcat traces.gz)``) is read to its end, and one nobody writes
-    reads as empty.  Raises ``OSError`` as ``open`` does (``IsADirectoryError`` for a folder).
+
+def open_input(path: str | Path, *, what: str = "file") -> BinaryIO:
+    """``path`` opened for reading bytes, never blocking on the open itself.
+
+    ``open()`` of a named pipe (a FIFO) waits until some process opens it for writing, for
+    ever if none does; here the open does not wait, and reading then stops at once when
+    nothing is writing (the pipe reads as empty: :func:`read_bounded` refuses it with
+    :class:`NotReadableError`), or waits for the writer that is there (``<(command)``). A
+    terminal is refused (reading it would wait for typing). ``OSError`` as ``open`` raises
+    it (no such file, a folder, no permission).
     """
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if stat.S_ISCHR(mode) and os.isatty(fd):
+            raise NotReadableError(f"{path}: a terminal, not a {what}; give the path of the file itself")
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -91,9 +100,11 @@ def read_bounded(path: str | Path, limit: int, *, what: str = "file") -> bytes:
     """The bytes of ``path``, refusing more than ``limit`` bytes before reading them.
 
     Raises :class:`FileTooLargeError` naming the file, its size (when known) and the
-    limit; ``OSError`` as ``open`` raises it (no such file, a folder, no permission).
+    limit; :class:`NotReadableError` for a terminal or a named pipe with nothing writing to
+    it (:func:`open_input`: neither is ever waited on); ``OSError`` as ``open`` raises it
+    (no such file, a folder, no permission).
     """
-    with open_input(path) as fh:
+    with open_input(path, what=what) as fh:
         info = os.fstat(fh.fileno())
         if stat.S_ISREG(info.st_mode) and info.st_size > limit:
             raise FileTooLargeError(
@@ -104,6 +115,11 @@ def read_bounded(path: str | Path, limit: int, *, what: str = "file") -> bytes:
     if len(data) > limit:
         raise FileTooLargeError(
             f"{path}: more than the {limit:,} bytes a {what} may have (read stopped there); is this the right file?"
+        )
+    if not data and stat.S_ISFIFO(info.st_mode):
+        raise NotReadableError(
+            f"{path}: a named pipe with nothing writing to it (it reads as empty, and is not waited on); "
+            f"give a regular {what}, or start what writes to the pipe first"
         )
     return data
 

@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from fleetchaos.sim import _rng
 from fleetchaos.sim.config import WorldSpec
 from fleetchaos.sim.fault_specs import WrongEnvelope
-from fleetchaos.sim.faults import Spans, expand_windows, resolve_swarm
+from fleetchaos.sim.faults import resolve_swarm
 from fleetchaos.sim.formats import ErrorFormat
 from fleetchaos.sim.kinds import KINDS, PROVIDER_KINDS, FailureContract, FaultKind, reported_kind
 from fleetchaos.sim.observation import Observation
+from fleetchaos.sim.schedules import Spans, expand_windows
 from fleetchaos.sim.truth import AttemptReport
 
 #: The ways an envelope can be wrong, in the order they are applied and judged.

@@ -20,6 +20,7 @@ reaches every output.  Light to import: the standard library only (and the sanit
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -28,6 +29,7 @@ from fleetchaos.sim.sanitise import sanitise
 
 __all__ = [
     "PASS_THROUGH",
+    "ProcessExitRefused",
     "UserInterrupt",
     "WallClockExceeded",
     "check_expired",
@@ -35,6 +37,7 @@ __all__ = [
     "exception_parts",
     "mark_expired",
     "policy_text",
+    "process_exits_refused",
     "user_signals",
 ]
 
@@ -57,8 +60,13 @@ class WallClockExceeded(BaseException):  # a control-flow signal like KeyboardIn
     """A run outlived its wall-clock limit; raised into the thread that runs it."""
 
 
+class ProcessExitRefused(BaseException):  # like WallClockExceeded: the harness's, never a policy's own error
+    """A policy (or code it called) asked to end or replace the process during a run: ``os._exit``,
+    ``os.execv``; raised by the stand-ins :func:`process_exits_refused` puts in their place."""
+
+
 #: The harness's own exceptions: containment re-raises these and contains everything else.
-PASS_THROUGH: tuple[type[BaseException], ...] = (UserInterrupt, WallClockExceeded)
+PASS_THROUGH: tuple[type[BaseException], ...] = (UserInterrupt, WallClockExceeded, ProcessExitRefused)
 
 #: Threads whose run has outlived its wall-clock limit (see :func:`check_expired`).
 _EXPIRED: set[int] = set()
@@ -159,3 +167,62 @@ def user_signals(*, sigterm: bool = True) -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+#: The functions that end or replace the process without unwinding it (no ``finally``, no ``atexit``, no output):
+#: the ``exec*`` family and ``os.fork`` children all end in these names, looked up at call time.
+_ENDERS = ("_exit", "execv", "execve")
+_ENDERS_LOCK = threading.Lock()
+_enders_users = 0
+_enders_saved: dict[tuple[object, str], object] = {}
+#: Per thread inside :func:`process_exits_refused`: the first call refused there (kept even if the caller swallowed it).
+_REFUSED: dict[int, str] = {}
+
+
+def _stand_in(name: str):
+    def refused(*args: object, **kwargs: object) -> None:
+        shown = policy_text(f"os.{name}({', '.join(repr(a) for a in args)})", 120)
+        _REFUSED.setdefault(threading.get_ident(), shown)
+        raise ProcessExitRefused(shown)
+
+    refused.__name__ = name
+    return refused
+
+
+@contextmanager
+def process_exits_refused() -> Iterator[None]:
+    """While the block runs, ``os._exit``, ``os.execv`` and ``os.execve`` (and ``posix``'s) raise
+    :class:`ProcessExitRefused` instead of ending the process; leaving the block raises it again if such a
+    call was made in it, even one whose exception the caller swallowed.
+
+    A policy calling ``os._exit(0)`` would otherwise end a ``--jobs 1`` command with exit 0 and no output.
+    What this cannot stop: a function bound before the block (``from os import _exit``), an exit from C code
+    (``ctypes``), a signal (``os.kill``: the shell then sees 128 + the signal's number).  Nested blocks and
+    blocks in several threads share one set of stand-ins; the originals come back when the last block ends.
+    """
+    import os
+
+    global _enders_users
+    modules = [os] + ([sys.modules["posix"]] if "posix" in sys.modules else [])
+    with _ENDERS_LOCK:
+        if _enders_users == 0:
+            for module in modules:
+                for name in _ENDERS:
+                    if hasattr(module, name):
+                        _enders_saved[(module, name)] = getattr(module, name)
+                        setattr(module, name, _stand_in(name))
+        _enders_users += 1
+    me = threading.get_ident()
+    outer = me in _REFUSED
+    try:
+        yield
+    finally:
+        with _ENDERS_LOCK:
+            _enders_users -= 1
+            if _enders_users == 0:
+                for (owner, name), original in _enders_saved.items():
+                    setattr(owner, name, original)
+                _enders_saved.clear()
+        refused = None if outer else _REFUSED.pop(me, None)
+    if refused is not None:  # the block ended without the exception (the caller swallowed it): raise it now
+        raise ProcessExitRefused(refused)

@@ -37,6 +37,7 @@ from fleetchaos.cli.expecting import ExpectGates
 from fleetchaos.cli.history import HistorySession
 from fleetchaos.cli.job_options import HistoryOptions, TuneOptions
 from fleetchaos.errors import UserError
+from fleetchaos.gates.like import RunsIdentity
 from fleetchaos.names import DEFAULT_ERRORS, DEFAULT_POLICIES, check_formats
 
 if TYPE_CHECKING:
@@ -203,7 +204,9 @@ class _Comparison:
             run_determinism_check(spec, job.scenario, arms, self.seeds)
             return None
         session = HistorySession(**dataclasses.asdict(job.history))
-        session.expect_arms(arms)  # before any run of the comparison
+        session.plan(
+            RunsIdentity.of(spec.model_dump(mode="json"), self.applied), arms, self.seeds
+        )  # an unlike baseline: refused before any run
         # Connect (or start the local workers) before touching the history, so a cluster that
         # cannot be reached leaves no group behind.
         executor = tune_executor if tune_executor is not None else open_executor(job.jobs, job.scheduler)

@@ -1,7 +1,7 @@
 """Command-line plumbing shared by ``run`` and ``compare``: the run history and the regression gate.
 
 ``history_options`` adds ``--history``, ``--no-history``, ``--label``, ``--baseline``,
-``--fail-on`` and the gate's three permissions (``--allow-new-arms``,
+``--fail-on``, ``--evidence`` and the gate's switches (``--fail-on-new``,
 ``--allow-policy-errors``, ``--allow-partial-baseline``) to a command; :class:`HistorySession` hands them to the one gate session
 (:class:`fleetchaos.gates.session.GateSession`), which checks the gate specs and resolves
 the baseline *before* anything runs, stores each finished run as it arrives, marks the
@@ -18,6 +18,7 @@ import click
 from rich.console import Console
 
 from fleetchaos.escaping import one_line, rich_text
+from fleetchaos.gates.rule import DEFAULT_EVIDENCE, EVIDENCE_MODES
 from fleetchaos.gates.session import COMMAND, EXIT_GATE, GateSession
 from fleetchaos.results.registry import is_rate
 
@@ -58,13 +59,22 @@ def history_options(command: Callable) -> Callable:
             "fail_on",
             multiple=True,
             metavar="METRIC:THRESHOLD",
-            help="exit 1 when METRIC is worse than the baseline by more than THRESHOLD, seed by seed: "
-            "relative (recovery_rate:-2%) or absolute (recovery_rate:-0.02); repeatable",
+            help="exit 1 when METRIC is worse than the baseline by more than THRESHOLD, seed by seed, with "
+            "an explicit unit: success_rate:-2% (relative), success_rate:-2pp (percentage points), "
+            "wasted_retries:+5 (in the metric's unit); repeatable (docs/metrics.md, The gate rule)",
         ),
         click.option(
-            "--allow-new-arms",
+            "--evidence",
+            type=click.Choice(EVIDENCE_MODES),
+            default=DEFAULT_EVIDENCE,
+            show_default=True,
+            help="with --fail-on: 'weak' lets the mean change decide; 'decisive' also fails a pass whose "
+            "interval of the change straddles the allowance",
+        ),
+        click.option(
+            "--fail-on-new",
             is_flag=True,
-            help="with --baseline: let arms the baseline does not have pass unjudged (default: they fail the gate)",
+            help="with --baseline: fail on arms the baseline does not have (default: they are reported as new)",
         ),
         click.option(
             "--allow-policy-errors",
@@ -93,7 +103,8 @@ class HistorySession(GateSession):
         label: str | None,
         baseline_ref: str | None,
         fail_on: tuple[str, ...],
-        allow_new_arms: bool = False,
+        evidence: str = DEFAULT_EVIDENCE,
+        fail_on_new: bool = False,
         allow_policy_errors: bool = False,
         allow_partial_baseline: bool = False,
     ):
@@ -104,9 +115,10 @@ class HistorySession(GateSession):
             history_path=history_path,
             store=not no_history,
             label=label,
-            allow_new_arms=allow_new_arms,
+            fail_on_new=fail_on_new,
             allow_policy_errors=allow_policy_errors,
             allow_partial_baseline=allow_partial_baseline,
+            evidence=evidence,
         )
 
 

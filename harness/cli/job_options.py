@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from fleetchaos.gates.rule import DEFAULT_EVIDENCE
+
 __all__ = ["HistoryOptions", "TuneOptions", "split_options"]
 
 
@@ -23,7 +25,8 @@ class HistoryOptions:
     label: str | None = None
     baseline_ref: str | None = None
     fail_on: tuple[str, ...] = ()
-    allow_new_arms: bool = False
+    evidence: str = DEFAULT_EVIDENCE
+    fail_on_new: bool = False
     allow_policy_errors: bool = False
     allow_partial_baseline: bool = False
 

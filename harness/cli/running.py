@@ -46,6 +46,7 @@ from fleetchaos.cli.history import HistorySession, history_options
 from fleetchaos.cli.job_options import HistoryOptions, TuneOptions, split_options
 from fleetchaos.cli.tuning import tune_options
 from fleetchaos.errors import UserError
+from fleetchaos.gates.like import RunsIdentity
 from fleetchaos.names import check_formats
 
 __all__ = ["compare", "run"]
@@ -111,7 +112,7 @@ def run(
     (policy,) = policies_with_params((policy,), policy_params, "--policy")
     check_formats((errors,), "--errors")
     spec, applied = apply_single_params(spec, scenario, scenario_params)
-    expect = ExpectGates(spec, scenario, [(given, policy, errors)], hint="name it with --policy and --errors",
+    expect = ExpectGates(spec, scenario, [(given, policy, errors)], hint=None,
                          skip=no_expect or check_determinism,
                          allow_policy_errors=history_args.get("allow_policy_errors", False))  # fmt: skip
     if report is not None or check_determinism:
@@ -122,7 +123,7 @@ def run(
         run_determinism_check(spec, scenario, [(policy, errors)], [seed])
         return
     session = HistorySession(**history_args)
-    session.expect_arms([(policy, errors)])  # a baseline with nothing to compare is refused before the run
+    session.plan(RunsIdentity.of(spec.model_dump(mode="json"), applied), [(policy, errors)], [seed])  # before the run
     session.start("run", spec, {"scenario_ref": scenario, "policies": [policy], "errors": [errors], "seeds": [seed],
                                 "params": dict(applied), "versions": versions()})  # fmt: skip
     status = "failed"

@@ -186,7 +186,7 @@ class SweepJob:
 
 def _check_determinism(plan: SweepPlan) -> None:
     """``--check-determinism``: every run of the plan twice, traced; exit 1 naming a run that differs."""
-    from fleetchaos.runs.runner import replay_command
+    from fleetchaos.runs.replay import replay_command
     from fleetchaos.scenario.load import check_rows_fit
 
     for variant in plan.variants:
@@ -196,6 +196,7 @@ def _check_determinism(plan: SweepPlan) -> None:
         variant = plan.variants[job.variant]
         ref = variant.ref or variant.scenario.name
         policy = variant.policy_spec(job.policy)
-        replay = replay_command(ref, policy, job.errors, job.seed, variant.scenario_params)
+        replay = replay_command(ref, policy, job.errors, job.seed, variant.scenario_params,
+                                    gated=bool(variant.scenario.expect))  # fmt: skip
         runs.append((variant.scenario, policy, job.errors, job.seed, replay))
     run_determinism_check(None, "", [], [], runs=runs)

@@ -22,7 +22,7 @@ from fleetchaos.policies.builtins import Backoff, BlindRetry, FailureTypeRouter,
 from fleetchaos.policies.presets import PRESETS
 from fleetchaos.policies.spec import PolicySpecError, apply_params, format_spec, parse_spec
 from fleetchaos.policies.spec import parameters as spec_parameters
-from fleetchaos.sim.interrupts import PASS_THROUGH, describe_exception
+from fleetchaos.sim.interrupts import PASS_THROUGH, ProcessExitRefused, describe_exception, process_exits_refused
 from fleetchaos.sim.observation import RecoveryPolicy
 from fleetchaos.sim.plugins import dist_name, entry_points, load_entry_point, load_import_path
 
@@ -146,10 +146,15 @@ def resolve_policy(text: str) -> tuple[RecoveryPolicy, str]:
     """
     try:
         spec = parse_spec(text)
-        policy = _by_name(spec.name)
-        policy, params = apply_params(policy, spec.name, spec.params)
+        with process_exits_refused():  # a policy module calling os._exit() on import, or in its constructor
+            policy = _by_name(spec.name)
+            policy, params = apply_params(policy, spec.name, spec.params)
     except PolicySpecError as exc:
         raise PolicyLookupError(str(exc)) from None
+    except ProcessExitRefused as exc:
+        raise PolicyLookupError(
+            f"policy {text!r}: loading it called {exc}, which would end fleetchaos itself; remove the call"
+        ) from None
     return policy, format_spec(spec.name, params)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import shlex
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
@@ -12,7 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 from itertools import product
 from typing import Any
 
-from fleetchaos.errors import RunTimeLimitError
+from fleetchaos.errors import RunTimeLimitError, UserError
 from fleetchaos.names import DEFAULT_ERRORS, DEFAULT_POLICIES
 from fleetchaos.policies.registry import get_policy
 from fleetchaos.results.common_set import apply_common_sets
@@ -20,30 +19,29 @@ from fleetchaos.results.metrics import RunAccumulator
 from fleetchaos.results.models import CompareResult, RunResult, rounded
 from fleetchaos.results.stats import DEFAULT_CONFIDENCE
 from fleetchaos.results.task_rows import csv_lines, row_dict, row_values
-from fleetchaos.runs.arm_stats import aggregate, paired_comparisons
+from fleetchaos.runs.arm_stats import aggregate, paired_comparisons, with_task_sets
 from fleetchaos.runs.cache import Need, active_cache, using_cache
 from fleetchaos.runs.cache_key import job_keys, run_key, scenario_digest
 from fleetchaos.runs.cluster import as_executor, ship_modules
 from fleetchaos.runs.executors import MAX_CHUNK, map_chunks, open_executor, runs_this_code, tapered, workers_of
-from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
+from fleetchaos.runs.limits import check_kept, default_time_limit, time_limit_text, wall_clock_limit
+from fleetchaos.runs.replay import replay_command
 from fleetchaos.runs.traces import TracedJob, traced_timelines
 from fleetchaos.runs.variant import RunJob, Variant
 from fleetchaos.scenario.load import Scenario
+from fleetchaos.sim.capacity import provider_breakdowns
 from fleetchaos.sim.formats import get_format
-from fleetchaos.sim.interrupts import PASS_THROUGH, WallClockExceeded, exception_parts, policy_text, user_signals
+from fleetchaos.sim.interrupts import (
+    PASS_THROUGH,
+    ProcessExitRefused,
+    WallClockExceeded,
+    exception_parts,
+    policy_text,
+    process_exits_refused,
+    user_signals,
+)
 from fleetchaos.sim.workload import is_closed_loop
 from fleetchaos.sim.world import World
-
-
-def replay_command(
-    scenario_ref: str, policy: str, errors: str, seed: int, params: Sequence[tuple[str, Any]] = ()
-) -> str:
-    """The command line that reproduces one run exactly (swept parameters as ``--param``)."""
-    from fleetchaos.scenario.params import format_value
-
-    extra = "".join(f" --param {shlex.quote(f'{path}={format_value(value)}')}" for path, value in params)
-    # A policy with parameters, backoff(base_s=0.5), is quoted for the shell; a bare name reads as it is.
-    return f"fleetchaos run --scenario {scenario_ref}{extra} --policy {shlex.quote(policy)} --errors {errors} --seed {seed}"
 
 
 def run_one(
@@ -141,6 +139,7 @@ def simulate(
     # put back in the world's creation order, (arrival_s, id), once the run is over.
     # A row is a dict for RunResult.tasks, else a list (what tasks.csv lines are written from).
     rows: list[tuple[float, int, Any]] | None = [] if keep_tasks or task_csv else None
+    journal = None  # the world's journal, once it is built: what a traced run keeps
 
     def sink(record) -> None:
         if rows is None:
@@ -148,34 +147,39 @@ def simulate(
         else:
             row = row_values(record, acc.fold(record))
             rows.append((record.arrival_s, record.id, row_dict(row) if keep_tasks else row))
+        if journal is not None:  # a run that keeps what it did stays within its memory (runs.limits.check_kept)
+            events = len(journal.trace or ()) + len(journal.fault_log or ())
+            check_kept(len(rows or ()), events, f"policy {policy} on {errors}, seed {seed}")
 
-    replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params)
+    replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params, gated=bool(scenario.expect))
     limit = default_time_limit(scenario) if time_limit_s is None else time_limit_s
     try:
-        with wall_clock_limit(limit), user_signals(sigterm=False):
+        with wall_clock_limit(limit), user_signals(sigterm=False), process_exits_refused():
             policy_obj = get_policy(policy)
             world = World(scenario, policy_obj, get_format(errors), seed, trace=trace, sink=sink)
+            if rows is not None or trace:
+                journal = world.journal
+            if acc.goodput_bin_s is not None:  # each provider's load over time, in goodput's bins
+                for provider in world.calls.providers:
+                    provider.watch(acc.goodput_bin_s, scenario.duration_s + world.drain_s)
             with _gc_paused():
                 output = world.run()
                 acc.add_faults(output.fault_tally)
                 metrics, breakdowns = acc.metrics(), acc.breakdowns()
+    except ProcessExitRefused as exc:
+        raise UserError(
+            f"policy {policy} on {errors}, seed {seed}: the policy called {exc}, which would end fleetchaos itself "
+            "(with no result and no message); a policy fails its task by raising an exception: remove the call; "
+            f"replay it with: {replay}"
+        ) from None
     except WallClockExceeded:
         raise RunTimeLimitError(
             f"policy {policy} on {errors}, seed {seed}: still running after {time_limit_text(limit)} of wall-clock "
             f"time, so it was stopped (a policy that blocks in real time: time.sleep, network, input()?); "
             f"replay it with: {replay}; or allow longer with --time-limit SECONDS"
         ) from None
-    if world.calls.providers:  # what each provider did, abandoned work included (only where one is declared)
-        breakdowns["provider_calls"] = {
-            f"{p.name} {what}": n
-            for p in world.calls.providers
-            for what, n in (
-                ("abandoned", p.abandoned),
-                ("cancelled", p.cancelled),
-                ("refused", p.refused),
-                ("served", p.served),
-            )
-        }
+    if world.calls.providers:  # what each provider did, and its load over time (only where one is declared)
+        breakdowns.update(provider_breakdowns(world.calls.providers, late=scenario.fleet.late_reply_s is not None))
         breakdowns = dict(sorted(breakdowns.items()))
     ordered = [row for _, _, row in sorted(rows, key=lambda x: (x[0], x[1]))] if rows is not None else []
     timeline = None
@@ -430,7 +434,8 @@ def compare(
         by_arm: dict[tuple[str, str], list[RunResult]] = {}
         for r in results:
             by_arm.setdefault((r.policy, r.errors), []).append(r)
-        arm_results = [aggregate(p, e, by_arm[(p, e)], confidence) for (p, e) in arms]
+        arm_results = [with_task_sets(aggregate(p, e, by_arm[(p, e)], confidence), by_arm[(p, e)])
+                       for (p, e) in arms]  # fmt: skip
         timelines = (
             traced_timelines(_traced_run, scenario, arm_results, seeds[0], scenario_ref, params, on_trace, pool)
             if trace and seeds

@@ -215,6 +215,16 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
         (0.0, 0.1, 1.0),
     ),
     Assumption(
+        "fleet.providers[].service_mixture",
+        GROUPS[3],
+        "whether some of a provider's calls take far longer than the rest (bimodal service: a cache miss, a long "
+        "prompt)",
+        "None: service is the step's duration alone, as the traces it was calibrated from give it. The range "
+        "tries one call in twenty taking ten times as long, the bimodal service under which a queue that "
+        "discards late replies collapses (scenarios/omission_collapse.yaml).",
+        ([], [{"probability": 0.05, "factor": 10.0}]),
+    ),
+    Assumption(
         "fleet.providers[].slowdown",
         GROUPS[3],
         "whether a provider's service grows slower the more calls are in it",
@@ -229,6 +239,15 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
         "None in the model (no timeout unless a scenario sets one); default.yaml waits 180 s, three times its "
         "longest step (90 s), the usual margin of a client timeout over the work it guards.",
         (60.0, 180.0, 600.0),
+    ),
+    Assumption(
+        "fleet.late_reply_s",
+        GROUPS[3],
+        "whether a client counts a reply that comes late as failed (and resubmits) though the work took effect",
+        "None: a reply counts whenever it comes, since discarding a reply the client waited for is a choice of "
+        "the client's code, not something every fleet does; a client that does so feeds the omission collapse "
+        "(scenarios/omission_collapse.yaml). The range tries a client that discards replies after a minute or two.",
+        (None, 60.0, 120.0),
     ),
     Assumption(
         "fleet.page_handling.mean_s",
@@ -330,7 +349,14 @@ def concrete(
     kind; an assumption whose list the scenario leaves empty has no path there (a
     ``wrong_envelope`` rate needs a ``wrong_envelope`` rule to vary).
     """
+    from pydantic_core import to_jsonable_python
+
     document = scenario.model_dump(mode="json")
+    fleet = document.get("fleet")
+    if isinstance(fleet, dict):  # settings left at a default the dump omits (late_reply_s) are varied too
+        for model, dumped in [(scenario.fleet, fleet), *zip(scenario.fleet.providers, fleet.get("providers") or ())]:
+            for name in type(model).model_fields:
+                dumped.setdefault(name, to_jsonable_python(getattr(model, name)))
     for assumption in assumptions:
         for path, value in _walk(document, assumption.path.split("."), ""):
             yield assumption, path, value

@@ -61,6 +61,7 @@ FLEET_READS = {
     "cut_call_committed_probability": True,
     # provider and client
     "call_timeout_s": True,
+    "late_reply_s": True,
     "providers": True,
     # the fleet as the scenario describes it
     "orchestrators": False,
@@ -85,6 +86,7 @@ PROVIDER_IDENTITY = {"name", "tools"}
 
 WORLD_MODULES = (
     "simulated_fleet/world.py",
+    "simulated_fleet/assembly.py",
     "simulated_fleet/dispatch.py",
     "simulated_fleet/calls.py",
     "simulated_fleet/misread.py",

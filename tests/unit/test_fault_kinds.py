@@ -47,7 +47,7 @@ from fleetchaos.sim.truth import FAILURES, AttemptReport
 from fleetchaos.sim.waste import RetryJudge
 
 ROOT = Path(__file__).resolve().parents[2]
-FIELDS = [f.name for f in dataclasses.fields(FaultKind)]
+FIELDS = [f.name for f in dataclasses.fields(FaultKind) if f.init]
 
 
 def test_every_kind_has_a_record_and_a_model_in_one_order():
@@ -79,7 +79,8 @@ def test_a_record_without_any_one_of_its_fields_is_refused(kind):
         ("network_blip", {"outcome_unknown": True}, "either fails fast"),
         ("timeout", {"outcome_unknown": False}, "either fails fast"),
         ("partial_batch", {"fail_fast_s": None}, "fail_fast_s is required"),
-        ("rate_limit", {"retry_after": False}, "retry-after hint"),
+        ("rate_limit", {"waste": Waste("transient", "x", "y")}, "retry-after hint"),
+        ("validation_error", {"waste": Waste("state", "x", "y")}, "only a state kind"),
         ("disk_full", {"waste": Waste("still_full", "x", "y")}, "waste.cause"),
         ("disk_full", {"remedy": "reboot"}, "remedy"),
         ("schema_drift", {"contract": FailureContract("SKEW", "reporting", False, "none")}, "recoverable is None"),
@@ -148,7 +149,7 @@ def test_each_kind_has_the_model_fields_its_stage_reads(kind):
 
 def test_every_word_of_the_vocabulary_is_used_and_realised():
     """Each cause has a judge check, each remedy a repair, each scope a record: no dead or missing vocabulary."""
-    judge = RetryJudge(calls=None, run_key=0, partitioned=lambda *a: None)  # type: ignore[arg-type]
+    judge = RetryJudge(calls=None, run_key=0, shared=None)  # type: ignore[arg-type]
     assert set(judge._checks) == set(CAUSES) == {k.waste.cause for k in KINDS.values() if k.waste}
     assert set(REPAIRS) == set(REMEDIES) == {k.remedy for k in KINDS.values() if k.remedy}
     assert {k.persistent_scope for k in KINDS.values() if k.persistent_scope} == set(PERSISTENT_SCOPES)
