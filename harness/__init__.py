@@ -9,7 +9,9 @@ the run history and gates, :mod:`fleetchaos.testing.strategies` for hypothesis s
 
 * scenarios: :class:`Scenario`, :func:`load_scenario`, :class:`ScenarioError` and its base
   :class:`UserError`;
-* running: :func:`run_one`, :func:`compare`, :class:`SweepSpec` and :func:`run_sweep`;
+* running: :func:`run_one`, :func:`compare`, :class:`SweepSpec` and :func:`run_sweep`; the
+  commands as jobs, with the command line's options as fields (:class:`CompareJob`,
+  :class:`SweepJob`, :class:`TuneJob`, :class:`RobustnessJob`);
 * the policy interface: :class:`RecoveryPolicy`, :class:`Observation`, :class:`TaskHistory`,
   :class:`Action` and the nine action types (:class:`Retry`, :class:`Reroute`,
   :class:`RefreshCredentials`, :class:`UseAlternative`, :class:`Remediate`, :class:`Escalate`,
@@ -30,6 +32,10 @@ from typing import Any
 
 #: The public names, by the module that defines them.
 _OWN: dict[str, tuple[str, ...]] = {
+    "fleetchaos.cli.compare_job": ("CompareJob",),
+    "fleetchaos.cli.robustness_job": ("RobustnessJob",),
+    "fleetchaos.cli.sweep_job": ("SweepJob",),
+    "fleetchaos.cli.tune_job": ("TuneJob",),
     "fleetchaos.errors": ("ScenarioError", "UserError"),
     "fleetchaos.gates.assertions": ("Estimate", "RateAssertionError", "assert_rate"),
     "fleetchaos.policies.registry": ("get_policy",),

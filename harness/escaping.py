@@ -13,11 +13,19 @@ every writer uses it for every piece of text it did not write itself:
 * :func:`csv_cell`: a CSV cell that a spreadsheet will not run as a formula (a string
   starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading
   ``'``);
+* :func:`terminal_text`: text for a terminal: control characters (``ESC``, which starts
+  every escape sequence, the other C0 and C1 controls, ``DEL``) and the bidirectional
+  overrides that reorder what a line shows are written out as ``\x1b``, ``\u202e``...,
+  so no sequence in a name moves the cursor, clears the screen, sets the window title or
+  hides text; the command line's consoles pass every string they print through it;
 * :func:`rich_text`: a string for a Rich console or table that is printed as it is
-  (Rich markup such as ``[/]`` or ``[link=...]`` is not interpreted);
-* :func:`one_line`: a bounded, single-line version of any text, for messages.
+  (Rich markup such as ``[/]`` or ``[link=...]`` is not interpreted, control characters
+  are written out);
+* :func:`one_line`: a bounded, single-line version of any text, for messages (control
+  characters written out).
 
-Light to import: the standard library only (Rich is imported by :func:`rich_text` when called).
+Light to import: the standard library and :mod:`fleetchaos.sim.terminal` only (Rich is imported by
+:func:`rich_text` when called).
 """
 
 from __future__ import annotations
@@ -25,11 +33,14 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
+from fleetchaos.sim.terminal import UNSAFE_FOR_TERMINALS, terminal_text
+
 if TYPE_CHECKING:  # Rich is imported when a Text is made
     from rich.text import Text
 
 __all__ = [
     "FORMULA_PREFIXES",
+    "UNSAFE_FOR_TERMINALS",
     "csv_cell",
     "csv_row",
     "html_text",
@@ -37,6 +48,7 @@ __all__ = [
     "markdown_text",
     "one_line",
     "rich_text",
+    "terminal_text",
 ]
 
 #: First characters that make a spreadsheet treat a cell as a formula (OWASP's list).
@@ -44,12 +56,13 @@ FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 
 def markdown_text(text: str) -> str:
-    """``text`` for a Markdown page: HTML-significant characters as entities, link syntax escaped.
+    """``text`` for a Markdown page: control characters written out, HTML-significant characters as entities, link
+    syntax escaped.
 
     Code spans written with backticks still render as code; inside one the escapes show
     literally, which only matters for a span holding ``<``, ``&`` or ``](``.
     """
-    out = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    out = terminal_text(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     out = out.replace("](", "]\\(").replace("]:", "\\]:")
     if out.startswith("["):
         out = "\\" + out
@@ -62,8 +75,8 @@ def markdown_cell(text: str) -> str:
 
 
 def html_text(text: str) -> str:
-    """``text`` for HTML element content or a quoted attribute value."""
-    return html.escape(text, quote=True)
+    """``text`` for HTML element content or a quoted attribute value (control characters written out)."""
+    return html.escape(terminal_text(text), quote=True)
 
 
 def csv_cell(value: Any) -> Any:
@@ -72,13 +85,14 @@ def csv_cell(value: Any) -> Any:
     Numbers (and anything not a string) are returned unchanged, so ``-1.5`` stays a number.
     A carriage return becomes a line feed (``\r\n`` one line feed): the csv module quotes a
     field holding a line feed, but writes a bare carriage return unquoted, which splits the
-    row for every reader.
+    row for every reader. Other control characters are written out (:func:`terminal_text`).
     """
     if isinstance(value, str):
         if value.startswith(FORMULA_PREFIXES):
             value = "'" + value
         if "\r" in value:
             value = value.replace("\r\n", "\n").replace("\r", "\n")
+        value = terminal_text(value)
     return value
 
 
@@ -88,13 +102,14 @@ def csv_row(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def rich_text(text: str) -> Text:
-    """``text`` as a Rich ``Text``: printed as it is, markup and all."""
+    """``text`` as a Rich ``Text``: printed as it is, markup and all, control characters written out."""
     from rich.text import Text
 
-    return Text(text)
+    return Text(terminal_text(text))
 
 
 def one_line(text: str, limit: int = 300) -> str:
-    """``text`` on one line (whitespace runs as one space), at most ``limit`` characters."""
-    flat = " ".join(str(text)[: 4 * limit].split())
+    """``text`` on one line (whitespace runs as one space, control characters written out), at most ``limit``
+    characters."""
+    flat = terminal_text(" ".join(str(text)[: 4 * limit].split()))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."

@@ -2,8 +2,8 @@
 
 Every command (``run``, ``compare``, ``sweep``, ``shrink``, the gate, the suite API)
 checks names through here, so a mistyped name gets the same message, with the same
-suggestion, wherever it was typed, and a ``module:Policy`` path finds a module in the
-working directory everywhere.
+suggestion, wherever it was typed, and a ``module:Name`` path (a policy or an error
+format) finds a module in the working directory everywhere.
 """
 
 from __future__ import annotations
@@ -14,6 +14,10 @@ from collections.abc import Iterable
 
 from fleetchaos.errors import UserError
 
+#: The arms a comparison or a sweep runs unless told otherwise: policies, and error formats.
+DEFAULT_POLICIES: tuple[str, ...] = ("blind-retry", "backoff", "structured")
+DEFAULT_ERRORS: tuple[str, ...] = ("generic", "structured")
+
 
 def _did_you_mean(name: str, known: Iterable[str]) -> str:
     # The suggestion lives with the scenario messages, which load pydantic and the scenario
@@ -23,8 +27,8 @@ def _did_you_mean(name: str, known: Iterable[str]) -> str:
     return suggestion(name, known)
 
 
-def allow_local_policies(names: Iterable[str]) -> None:
-    """Let ``module:Policy`` paths find modules in the working directory, as ``python -m`` does.
+def allow_local_imports(names: Iterable[str]) -> None:
+    """Let ``module:Name`` paths (policies, error formats) find modules in the working directory, as ``python -m`` does.
 
     Appended, not prepended, so an installed package is never shadowed.  This is what makes
     the replay command a test suite prints work from the suite's folder.
@@ -57,7 +61,7 @@ def check_policies(names: Iterable[str], where: str) -> tuple[str, ...]:
 
     names = tuple(names)
     _once_each(names, where)
-    allow_local_policies(names)
+    allow_local_imports(names)
     canonical = []
     for name in names:
         try:
@@ -79,16 +83,18 @@ def check_policies(names: Iterable[str], where: str) -> tuple[str, ...]:
 
 
 def check_formats(names: Iterable[str], where: str) -> None:
-    """Each name, given once, is a known error format, or a UserError lists them."""
-    from fleetchaos.sim.formats import FORMATS
+    """Each name, given once, loads as an error format (built-in, installed entry point or ``module:Format``),
+    or a UserError says why (:func:`fleetchaos.sim.formats.get_format`)."""
+    from fleetchaos.sim.formats import FormatLookupError, get_format
 
     names = tuple(names)
     _once_each(names, where)
+    allow_local_imports(names)
     for name in names:
-        if name not in FORMATS:
-            raise UserError(
-                f"{where}: unknown error format {name!r} (known: {', '.join(sorted(FORMATS))}){_did_you_mean(name, FORMATS)}"
-            )
+        try:
+            get_format(name)
+        except FormatLookupError as exc:
+            raise UserError(f"{where}: {exc}") from None
 
 
 def check_metric(name: str, where: str) -> None:

@@ -43,6 +43,7 @@ from fleetchaos.reports.naming import arm_names
 from fleetchaos.reports.notes import ASSUMPTIONS, READING_NOTES
 from fleetchaos.reports.ordering import ordering_lines
 from fleetchaos.reports.policy_errors import policy_error_blocks
+from fleetchaos.reports.provider_load import load_captions, load_charts
 from fleetchaos.reports.results_io import dumps
 from fleetchaos.reports.sensitivity import sensitivity_blocks
 from fleetchaos.reports.tables import COLUMNS, fmt
@@ -99,6 +100,7 @@ def compare_charts(result: CompareResult) -> list[Chart]:
         ("goodput", "fleetchaos.reports.goodput:goodput_chart"),
     )
     out = [Chart(key, CHART_FILES[key], function, (result,)) for key, function in of_arms]
+    out += load_charts(result)  # a chart per provider, when the scenario records their load (goodput_bin_s)
     for i, t in enumerate(result.timelines):
         out.append(
             Chart(f"timeline{i}", _timeline_file(i, t), "fleetchaos.reports.timeline_chart:timeline_chart", (t,))
@@ -210,6 +212,7 @@ def _chart_blocks(result: CompareResult, made: dict[str, Path]) -> list[Block]:
     }
     if any(a.breakdowns.get(GOODPUT) for a in result.arms):  # only scenarios that set goodput_bin_s record it
         captions["goodput"] = f"Goodput over time: tasks completed per minute per arm, mean of {n} seeds"
+    captions.update(load_captions(result, literal))
     blocks = [H2("Charts")]
     for key, caption in captions.items():
         if key in made:

@@ -38,7 +38,7 @@ _EXPORTS: dict[str, str] = {
     ),
     **dict.fromkeys(("SCHEMA_VERSION", "AgentToolError", "PartialSuccess"), "envelope"),
     **dict.fromkeys(("FaultPlan", "build_plan"), "faults"),
-    **dict.fromkeys(("FORMATS", "ErrorFormat", "GenericFormat", "StructuredFormat", "get_format"), "formats"),
+    **dict.fromkeys(("ErrorFormat", "format_names", "get_format"), "formats"),
     **dict.fromkeys(("KINDS", "FaultKind", "fault_kind"), "kinds"),
     **dict.fromkeys(("TRUTH_FULL", "TRUTH_NONE", "TRUTH_PARTIAL", "TaskRecord"), "ledger"),
     **dict.fromkeys(
@@ -68,7 +68,6 @@ __all__ = [
     "ACTION_TYPES",
     "DAY_S",
     "FAILURES",
-    "FORMATS",
     "KINDS",
     "SCHEMA_VERSION",
     "TRUTH_FULL",
@@ -89,7 +88,6 @@ __all__ = [
     "FaultPlan",
     "FaultSpec",
     "FleetSpec",
-    "GenericFormat",
     "GiveUp",
     "NetworkBlip",
     "NodeEvent",
@@ -104,7 +102,6 @@ __all__ = [
     "Rollback",
     "RunOutput",
     "StepSpec",
-    "StructuredFormat",
     "TaskHistory",
     "TaskRecord",
     "TemplateSpec",
@@ -116,6 +113,7 @@ __all__ = [
     "WorldSpec",
     "build_plan",
     "fault_kind",
+    "format_names",
     "get_format",
 ]
 

@@ -4,31 +4,35 @@
 call meets, how long it takes, whether its side effect committed, and when a refused
 call may be tried again.  It reads the fault plan, the call's keyed draws
 (:mod:`fleetchaos.sim._rng`) and the fleet's state through two small protocols
-(:class:`NodeView`, :class:`SharedView`), and nothing else: the world calls it for every
-simulated call, and a real-code runtime can call it for every real one, so both modes
-decide faults with one function.
+(:class:`~fleetchaos.sim.state.NodeView`, :class:`~fleetchaos.sim.state.SharedView`),
+and nothing else: the world calls it for every simulated call, and a real-code runtime
+can call it for every real one, so both modes decide faults with one function.
 
-A call meets the stages of :mod:`fleetchaos.sim.kinds` in this order: a crashed worker,
-expired credentials, persistent faults, a full disk, the API token bucket, the daily
-quota, transient faults, a failing batch item, a call slower than the fleet's call
-timeout (a latency spike or a timeout), masking faults.
+A call meets the stages of :mod:`fleetchaos.sim.kinds` in this order: the state kinds'
+gates on the worker itself and the call's access (a crashed worker, expired
+credentials), persistent faults, the state kinds' gates on what the call consumes (a
+full disk, the API token bucket, the daily quota), transient faults, a failing batch
+item, the call's provider (a refusal, or a wait past the client's patience), a call
+slower than the fleet's call timeout (a latency spike or a timeout) or a reply later than
+``fleet.late_reply_s`` (a late reply), masking faults.  Each state kind's gate comes from its handler
+(:mod:`fleetchaos.sim.state_kinds`), asked once per worker and step.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Protocol, cast
+from typing import cast
 
 from fleetchaos.sim import _rng
 from fleetchaos.sim.capacity import Provider, build_providers
-from fleetchaos.sim.config import FleetSpec, TemplateSpec, lognormal_params
+from fleetchaos.sim.config import FleetSpec, lognormal_params
 from fleetchaos.sim.fault_specs import BatchFault, HangingFault, SourceFault
-from fleetchaos.sim.faults import CALL_STAGES, CallRule, FaultPlan
-from fleetchaos.sim.kinds import KINDS, SOURCE, TASK_STEP, TASK_STEP_ITEM, WORKER_TOOL, FaultKind
-from fleetchaos.sim.state import unlimited
+from fleetchaos.sim.kinds import KINDS, SOURCE, TASK_STEP, TASK_STEP_ITEM, WORKER_TOOL, FaultKind, fault_kind
+from fleetchaos.sim.plan import CALL_STAGES, RESOURCE, CallRule, FaultPlan, Gate, StateKind
+from fleetchaos.sim.state import NodeView, SharedView
+from fleetchaos.sim.template import Step, Template
 
 S_CALL_TIMES = _rng.stream_id("call:latency+duration")  # one Box-Muller pair per call
 S_COMMIT = _rng.stream_id("call:timeout_committed")
@@ -47,18 +51,16 @@ _TWO_POW_MINUS_32, _TWO_POW_MINUS_53, _TWO_PI = _rng._TWO_POW_MINUS_32, _rng._TW
 #: no call timeout applies to it.
 NO_CLIENT = -math.inf
 
-#: The kinds the fleet's state produces, met by every call alike.
-NODE_CRASH, EXPIRED_KEY, DISK_FULL = KINDS["node_crash"], KINDS["expired_key"], KINDS["disk_full"]
-RATE_LIMIT, QUOTA_EXHAUSTED = KINDS["rate_limit"], KINDS["quota_exhausted"]
+#: The kinds a call's provider and its duration produce.
+RATE_LIMIT, OVERLOADED = KINDS["rate_limit"], KINDS["overloaded"]
 TIMEOUT, LATENCY_SPIKE = KINDS["timeout"], KINDS["latency_spike"]
-OVERLOADED = KINDS["overloaded"]
 
 
 def _fails_in(kind: FaultKind) -> float:
     """Seconds a call met by ``kind`` takes to fail on top of the round trip, for a kind that fails fast.
 
     A persistent, batch or fail-fast transient kind's record must give them (:class:`FaultKind`
-    checks it), and the state kinds the world meets here give them too: None is a broken record.
+    checks it), and the state kinds whose gates refuse a call give them too: None is a broken record.
     """
     fail_s = kind.fail_fast_s
     if fail_s is None:
@@ -66,116 +68,29 @@ def _fails_in(kind: FaultKind) -> float:
     return fail_s
 
 
+_RATE_LIMIT_S, _OVERLOADED_S = _fails_in(RATE_LIMIT), _fails_in(OVERLOADED)
+
 #: What :meth:`CallModel.decide` returns: (the fault the call met or None, its duration in
 #: simulated seconds, whether its side effect committed, the instant a refused call may be
 #: retried or None).  A plain tuple: one is built for every call.
 CallOutcome = tuple[FaultKind | None, float, bool, float | None]
 
-#: Rules of one step on one worker, by stage: (persistent, transient, batch, masking).
-StepRules = tuple[tuple[CallRule, ...], tuple[CallRule, ...], tuple[CallRule, ...], tuple[CallRule, ...]]
+#: A state kind's gate as a call meets it: (the kind's record, its fail-fast seconds, the gate).
+KindGate = tuple[FaultKind, float, Gate]
+
+#: Rules of one step on one worker, by stage: (persistent, transient, batch, masking), then the
+#: state kinds' gates met before the per-call rules and those met after the persistent ones.
+StepRules = tuple[
+    tuple[CallRule, ...],
+    tuple[CallRule, ...],
+    tuple[CallRule, ...],
+    tuple[CallRule, ...],
+    tuple[KindGate, ...],
+    tuple[KindGate, ...],
+]
 
 #: No item of the step fails in a batch.
 NO_ITEMS: Mapping[int, FaultKind] = MappingProxyType({})
-
-
-class NodeView(Protocol):
-    """A worker's state as a call meets it (:class:`fleetchaos.sim.state.NodeState`)."""
-
-    index: int
-    credentials_expire_s: float
-    """The instant its current credentials stop working (expired at ``now`` iff ``now >=`` it)."""
-    crash_spans: list[tuple[float, float]]
-    """Its crash spans: empty for a worker that never crashes (then :meth:`down` is not asked)."""
-
-    def down(self, now: float) -> bool:
-        """Whether the worker is crashed at ``now``."""
-        ...
-
-    def disk_refuses(self, now: float, mb: float) -> bool:
-        """Whether a write of ``mb`` fails at ``now``."""
-        ...
-
-
-class SharedView(Protocol):
-    """What every API call shares (:class:`fleetchaos.sim.state.SharedCapacity`)."""
-
-    def take_token(self, now: float) -> float:
-        """Take an API token: 0.0 when granted, else the seconds until one is available."""
-        ...
-
-    def take_quota(self, now: float) -> float | None:
-        """Count the call against the daily quota: None when allowed, else the instant it resets."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """A template's step compiled for the hot path."""
-
-    index: int
-    name: str
-    fan_out: int
-    uses_api: bool
-    writes_disk: bool
-    disk_mb: float
-    tokens: int
-    mean_s: float
-    mu: float
-    sigma: float
-    needs: tuple[int, ...]
-    pushes: bool
-    cancels: bool = False
-    """The tool stops its work when the client gives up (``after_timeout: cancel``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Template:
-    """A task template compiled for the hot path."""
-
-    index: int
-    name: str
-    steps: tuple[Step, ...]
-    names: tuple[str, ...]
-    append_steps: tuple[int, ...]
-    deadline_s: float | None
-    budget_calls: int | None
-    fan_outs: tuple[int, ...] = ()
-    """Each step's fan-out (the shape of a task's ledger record)."""
-
-
-def compile_template(index: int, template: TemplateSpec, plan: FaultPlan) -> Template:
-    """A :class:`~fleetchaos.sim.config.TemplateSpec` compiled once per run."""
-    steps = []
-    names = [s.tool for s in template.steps]
-    for si, s in enumerate(template.steps):
-        mu, sigma = lognormal_params(s.duration.mean_s, s.duration.cv)
-        steps.append(
-            Step(
-                index=si,
-                name=s.tool,
-                fan_out=s.fan_out,
-                uses_api=s.uses_api,
-                writes_disk=s.disk_mb > 0,
-                disk_mb=s.disk_mb,
-                tokens=s.tokens if s.uses_api else 0,
-                mean_s=s.duration.mean_s,
-                mu=mu,
-                sigma=sigma,
-                needs=tuple(names.index(n) for n in s.needs),
-                pushes=bool(plan.git_branches) and s.tool in plan.git_tools,
-                cancels=s.after_timeout == "cancel",
-            )
-        )
-    return Template(
-        index=index,
-        name=template.name,
-        steps=tuple(steps),
-        names=tuple(names),
-        append_steps=tuple(i for i, s in enumerate(template.steps) if s.side_effect == "append"),
-        deadline_s=template.deadline_s,
-        budget_calls=template.budget_calls,
-        fan_outs=tuple(s.fan_out for s in template.steps),
-    )
 
 
 class CallModel:
@@ -188,15 +103,15 @@ class CallModel:
 
     __slots__ = (
         "_dependency_draws",
+        "_gating",
         "_rules",
         "_spiking",
-        "_take_quota",
-        "_take_token",
         "_template_rules",
         "api_provider",
         "call_timeout_s",
         "cut_committed_p",
         "installed",
+        "late_reply_s",
         "latency_mean",
         "latency_mu",
         "latency_sigma",
@@ -205,6 +120,7 @@ class CallModel:
         "route",
         "seed",
         "shared",
+        "slow_s",
         "spikes",
     )
 
@@ -215,19 +131,26 @@ class CallModel:
         self.seed = seed
         self.call_timeout_s = fleet.call_timeout_s
         self.cut_committed_p = fleet.cut_call_committed_probability
+        self.late_reply_s = fleet.late_reply_s
+        # The client's patience for a reply that counts: the call timeout, or the late-reply limit below it.
+        self.slow_s = fleet.call_timeout_s if fleet.late_reply_s is None else fleet.late_reply_s
         lat = fleet.network_latency
         self.latency_mean = 2.0 * lat.mean_s  # a call is one round trip
         self.latency_mu, self.latency_sigma = lognormal_params(self.latency_mean, lat.cv)
         self.spikes = plan.latency  # per worker: a SpanTable of (factor, add)
         # The same, None for a worker without spikes: decide() tests it without a method call.
         self._spiking = [table if table else None for table in plan.latency]
-        # Bound once: every API call takes a token and (with a daily quota) counts against it.
-        self._take_token = shared.take_token
-        self._take_quota = None if shared.take_quota is unlimited else shared.take_quota
         self.installed: set[tuple[int, str]] = set()  # (worker, tool) a remediation agent installed
         self._dependency_draws: dict[tuple[int, int, str], float] = {}  # (rule stream, worker, tool) -> its draw
         self._rules: dict[tuple[int, int, int], StepRules] = {}
         self._template_rules: dict[tuple[int, int], tuple[StepRules, ...]] = {}
+        # The state kinds that gate calls, in the order a call meets them (the registry's order within a
+        # point), each with its record and fail-fast seconds.
+        self._gating: list[tuple[StateKind, FaultKind, float]] = []
+        for kind in sorted(plan.kinds, key=lambda k: k.met):
+            if type(kind).gate is not StateKind.gate:
+                record = fault_kind(kind.name)
+                self._gating.append((kind, record, _fails_in(record)))
         self.providers: list[Provider] = build_providers(fleet.providers, plan.slowdowns)
         """The run's providers with a declared capacity, in the scenario's order."""
         self.api_provider: Provider | None = None
@@ -249,8 +172,11 @@ class CallModel:
         provider = route.get(step.name)
         return self.api_provider if provider is None and step.uses_api else provider
 
-    def rules_for(self, worker: int, tpl: Template, si: int) -> StepRules:
-        """The per-call rules that can hit this worker, template and step, grouped by stage."""
+    def rules_for(self, node: NodeView, tpl: Template, si: int) -> StepRules:
+        """The per-call rules that can hit this worker, template and step, grouped by stage, and the
+        state kinds' gates its calls meet, bound to ``node`` (each kind's handler asked once, in the
+        order a call meets them).  A run's calls on one worker always meet the same node."""
+        worker = node.index
         cache_key = (worker, tpl.index, si)
         rules = self._rules.get(cache_key)
         if rules is None:
@@ -259,16 +185,24 @@ class CallModel:
             persistent, transient, batch, masking = (
                 tuple(r for r in hits if r.info.stage == stage) for stage in CALL_STAGES
             )
-            rules = (persistent, transient, batch, masking)
+            step = tpl.steps[si]
+            gates = [
+                (kind.met, (record, fail_s, gate))
+                for kind, record, fail_s in self._gating
+                if (gate := kind.gate(self.plan, self.shared, node, step)) is not None
+            ]
+            before = tuple(gate for met, gate in gates if met < RESOURCE)
+            after = tuple(gate for met, gate in gates if met >= RESOURCE)
+            rules = (persistent, transient, batch, masking, before, after)
             self._rules[cache_key] = rules
         return rules
 
-    def step_rules(self, worker: int, tpl: Template) -> tuple[StepRules, ...]:
-        """:meth:`rules_for` of every step of ``tpl`` on ``worker``: one lookup per dispatch, not per step."""
-        rules = self._template_rules.get((worker, tpl.index))
+    def step_rules(self, node: NodeView, tpl: Template) -> tuple[StepRules, ...]:
+        """:meth:`rules_for` of every step of ``tpl`` on ``node``: one lookup per dispatch, not per step."""
+        rules = self._template_rules.get((node.index, tpl.index))
         if rules is None:
-            rules = tuple(self.rules_for(worker, tpl, si) for si in range(len(tpl.steps)))
-            self._template_rules[(worker, tpl.index)] = rules
+            rules = tuple(self.rules_for(node, tpl, si) for si in range(len(tpl.steps)))
+            self._template_rules[(node.index, tpl.index)] = rules
         return rules
 
     def decide(
@@ -313,25 +247,19 @@ class CallModel:
                 factor, add = spike
                 latency = latency * factor + add
                 spiked = True
-        if node.crash_spans and node.down(now):
-            return NODE_CRASH, latency + _fails_in(NODE_CRASH), False, None
-        uses_api = step.uses_api
-        if uses_api and now >= node.credentials_expire_s:
-            return EXPIRED_KEY, latency + _fails_in(EXPIRED_KEY), False, None
-        persistent, transient, _, masking = rules
+        persistent, transient, _, masking, before, after = rules
+        for gate in before:  # the state kinds' gates on the worker itself, the call's access: (kind, fail_s, gate)
+            lifts = gate[2](now)
+            if lifts:
+                return gate[0], latency + gate[1], False, None if lifts is True else lifts
         for rule in persistent:
             if self.persistent_hit(rule, task_key, step, item, node.index, now, sources):
-                return rule.info, latency + _fails_in(rule.info), False, None
-        if step.writes_disk and node.disk_refuses(now, step.disk_mb):
-            return DISK_FULL, latency + _fails_in(DISK_FULL), False, None
-        if uses_api:
-            wait = self._take_token(now)
-            if wait > 0.0:
-                return RATE_LIMIT, latency + _fails_in(RATE_LIMIT), False, now + wait
-            if self._take_quota is not None:
-                reset = self._take_quota(now)
-                if reset is not None:
-                    return QUOTA_EXHAUSTED, latency + _fails_in(QUOTA_EXHAUSTED), False, reset
+                return rule.info, latency + rule.fail_s, False, None
+        for gate in after:  # the state kinds' gates on what the call consumes
+            lifts = gate[2](now)
+            if lifts:
+                return gate[0], latency + gate[1], False, None if lifts is True else lifts
+        uses_api = step.uses_api
         for rule in transient:
             p = rule.constant
             if p is None:
@@ -343,7 +271,7 @@ class CallModel:
                 if ((z ^ (z >> 31)) >> 11) * _TWO_POW_MINUS_53 < p:
                     kind = rule.info
                     if not kind.outcome_unknown:
-                        return kind, latency + _fails_in(kind), False, None
+                        return kind, latency + rule.fail_s, False, None
                     hangs = cast(HangingFault, rule.spec)  # its stage's model has these fields (a test checks it)
                     committed = _draw(key, S_COMMIT ^ rule.stream) < hangs.committed_probability
                     return kind, hangs.timeout_s, committed, None
@@ -354,32 +282,57 @@ class CallModel:
             work = _exp(step.mu + step.sigma * (r * _sin(t)))
         else:
             work = step.mean_s
-        limit = self.call_timeout_s
         route = self.route
         if route is not None:
             provider = route.get(step.name)
             if provider is None and uses_api:
                 provider = self.api_provider
             if provider is not None:
+                if provider.mixture is not None:
+                    work = provider.service_s(work, key)
+                limit = self.call_timeout_s
                 patience = _INF if limit is None else limit - waited - latency
                 admitted = provider.admit(now, work, patience, step.cancels)
                 if admitted is None:
                     if provider.status == 429:
-                        return RATE_LIMIT, latency + _fails_in(RATE_LIMIT), False, provider.next_room(now)
-                    return OVERLOADED, latency + _fails_in(OVERLOADED), False, None
+                        return RATE_LIMIT, latency + _RATE_LIMIT_S, False, provider.next_room(now)
+                    return OVERLOADED, latency + _OVERLOADED_S, False, None
                 took, in_time = admitted
                 if not in_time:  # the client gave up; the work goes on (and takes effect) unless the tool cancels it
                     return (LATENCY_SPIKE if spiked else TIMEOUT), limit - waited, not step.cancels, None  # type: ignore[operator]  # late only against a limit (patience is infinite without one)
                 work = took
         duration = latency + work
-        if limit is not None and duration + waited > limit:
-            committed = False if step.cancels else _draw(key, S_SLOW_COMMIT) < self.cut_committed_p
-            return (LATENCY_SPIKE if spiked else TIMEOUT), limit - waited, committed, None
+        slow = self.slow_s  # the call timeout, or the late-reply limit below it
+        if slow is not None and duration + waited > slow:
+            limit = self.call_timeout_s
+            if limit is not None and duration + waited > limit:
+                committed = False if step.cancels else _draw(key, S_SLOW_COMMIT) < self.cut_committed_p
+                return (LATENCY_SPIKE if spiked else TIMEOUT), limit - waited, committed, None
+            return self._late_reply(node, step, masking, key, now, duration, spiked)
         for rule in masking:
             p = rule.probability_at(now, node.index)
             if p > 0.0 and _draw(key, rule.stream) < p:
                 return rule.info, duration, False, None
         return None, duration, True, None
+
+    def _late_reply(
+        self, node: NodeView, step: Step, masking: tuple[CallRule, ...], key: int, now: float, took: float, spiked: bool
+    ) -> CallOutcome:
+        """A reply that came after ``late_reply_s``: the client waited for it, then counts it as a timeout.
+
+        The work behind it ran to its end and took effect (unless a masking fault made it
+        hollow), so a client that sends the call again repeats a side effect that happened.
+        """
+        provider = self.provider_of(step)
+        if provider is not None:
+            provider.late += 1
+        committed = True
+        for rule in masking:
+            p = rule.probability_at(now, node.index)
+            if p > 0.0 and _draw(key, rule.stream) < p:
+                committed = False  # it looked done and did nothing; the client discards it anyway
+                break
+        return (LATENCY_SPIKE if spiked else TIMEOUT), took, committed, None
 
     def transient_fault(self, node: NodeView, rules: StepRules, key: int, now: float) -> FaultKind | None:
         """The transient fault a call keyed ``key`` would meet at ``now`` on ``node``, read without side effects.
@@ -396,15 +349,22 @@ class CallModel:
         return None
 
     def slow_call(self, node: NodeView, step: Step, key: int, now: float) -> FaultKind | None:
-        """TIMEOUT or LATENCY_SPIKE when a call keyed ``key`` starting at ``now`` would outlast the call timeout, else None.
+        """TIMEOUT or LATENCY_SPIKE when a call keyed ``key`` starting at ``now`` would outlast the client's
+        patience (the call timeout, or ``late_reply_s`` below it), else None.
 
-        The latency and duration of :meth:`decide` (the same keyed draws and the spike in
-        force on ``node``), read without side effects, for the wasted-retry judge.
+        :meth:`call_times`, for the wasted-retry judge.  A client that discards late replies
+        gets one late again while the call's provider would still answer it after
+        ``late_reply_s`` (its queue, curve and slow windows: :meth:`Provider.saturated`).
         """
-        limit = self.call_timeout_s
+        limit = self.slow_s
         if limit is None:
             return None
         latency, work, spiked = self.call_times(node, step, key, now)
+        if self.late_reply_s is not None:
+            provider = self.provider_of(step)
+            if provider is not None:
+                late = provider.saturated(now, work, limit - latency)
+                return (LATENCY_SPIKE if spiked else TIMEOUT) if late else None
         if latency + work <= limit:
             return None
         return LATENCY_SPIKE if spiked else TIMEOUT
@@ -419,11 +379,11 @@ class CallModel:
         spike = self.spikes[node.index].at(now) if self.spikes[node.index] else None
         if spike is not None:
             latency = latency * spike[0] + spike[1]
-        return (
-            latency,
-            (_exp(step.mu + step.sigma * z_duration) if step.sigma > 0.0 else step.mean_s),
-            spike is not None,
-        )
+        work = _exp(step.mu + step.sigma * z_duration) if step.sigma > 0.0 else step.mean_s
+        provider = self.provider_of(step)
+        if provider is not None and provider.mixture is not None:  # the provider's service mixture
+            work = provider.service_s(work, key)
+        return latency, work, spike is not None
 
     def persistent_hit(
         self,
@@ -479,8 +439,11 @@ class CallModel:
         """Items of a fan-out step execution chosen to fail together by a batch rule, each with its kind.
 
         The first rule whose draw hits chooses; a persistent rule draws without the
-        execution number, so it chooses the same items every time.
+        execution number, so it chooses the same items every time.  A step of one item
+        has no batch (:data:`NO_ITEMS`).
         """
+        if fan_out < 2:
+            return NO_ITEMS
         for rule in rules:
             spec = cast(BatchFault, rule.spec)  # its stage's model has these fields (a test checks it)
             key = _rng.persistent_key(task_key, si) if spec.persistent else step_key

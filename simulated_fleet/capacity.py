@@ -11,7 +11,12 @@ call's start depends only on the calls before it.
 
 A client's patience (the call timeout, counted from dispatch) decides what it sees; the
 provider's work goes on after the client gave up unless the tool cancels it, which is
-what makes a queue of abandoned work, and a retry storm, outlive a spike in load.
+what makes a queue of abandoned work, and a retry storm, outlive a spike in load.  A
+client that waits for every reply but discards a late one (``fleet.late_reply_s``) is
+decided by the call model from the time the reply takes; the provider only counts them.
+
+With a :class:`~fleetchaos.sim.provider_load.LoadSeries` (:meth:`Provider.watch`), each
+call's wait, stay and service are added to the run's load over time as they are decided.
 """
 
 from __future__ import annotations
@@ -21,7 +26,12 @@ import itertools
 import math
 from bisect import bisect_right
 
+from fleetchaos.sim import _rng
 from fleetchaos.sim.config import ProviderSpec
+from fleetchaos.sim.provider_load import BUSY, IN_FLIGHT, QUEUE, LoadSeries
+
+#: The stream a call's draw of its service mixture share comes from.
+S_SERVICE_MIX = _rng.stream_id("call:service_mixture")
 
 #: What :meth:`Provider.admit` returns for a refused call.
 REFUSED = None
@@ -40,7 +50,10 @@ class Provider:
         "_slow_ends",
         "abandoned",
         "cancelled",
+        "late",
+        "load",
         "max_in_flight",
+        "mixture",
         "name",
         "refused",
         "reject_cost_s",
@@ -54,6 +67,13 @@ class Provider:
         self.status = spec.overload_status
         self.max_in_flight = spec.max_in_flight if spec.admission == "refuse" else None  # queue: never refuses
         self.reject_cost_s = spec.reject_cost_s
+        self.mixture: tuple[tuple[float, float], ...] | None = None
+        """The service mixture as (cumulative probability, factor) pairs; None without one."""
+        if spec.service_mixture:
+            bounds = itertools.accumulate(share.probability for share in spec.service_mixture)
+            self.mixture = tuple(zip(bounds, (share.factor for share in spec.service_mixture), strict=True))
+        self.load: LoadSeries | None = None
+        """Its load over time, when the run records it (:meth:`watch`)."""
         self._free: list[float] | None = [0.0] * spec.servers if spec.servers else None  # heap: when each server frees
         self._in_system: list[float] = []  # heap: when each call in the provider leaves it
         self._curve = [(p.in_flight, p.factor) for p in spec.slowdown]
@@ -67,6 +87,24 @@ class Provider:
         """Accepted calls whose client gave up while it went on working for them."""
         self.cancelled = 0
         """Accepted calls whose client gave up and whose work was dropped."""
+        self.late = 0
+        """Accepted calls whose reply came after the client's ``late_reply_s`` (and was discarded as failed)."""
+
+    def watch(self, width_s: float, until_s: float) -> LoadSeries:
+        """Record its queue, calls in flight and busy servers in bins of ``width_s`` up to ``until_s`` from now on."""
+        self.load = LoadSeries(width_s, until_s)
+        return self.load
+
+    def service_s(self, work_s: float, key: int) -> float:
+        """The service a call keyed ``key`` takes: ``work_s`` times its share's factor (its draw from its key)."""
+        return work_s * self.service_factor(_rng.draw(key, S_SERVICE_MIX))
+
+    def service_factor(self, u: float) -> float:
+        """The service mixture's factor for a call whose uniform draw is ``u`` (1 outside every share)."""
+        for bound, factor in self.mixture or ():
+            if u < bound:
+                return factor
+        return 1.0
 
     def in_flight(self, now: float) -> int:
         """Calls in the provider at ``now`` (served or waiting, abandoned ones included)."""
@@ -81,11 +119,11 @@ class Provider:
 
         It would be refused (``max_in_flight`` calls in it, under ``refuse`` admission), or
         answered only after its client's ``patience_s`` ran out: queued behind the calls in
-        it, slowed by its curve and its slow windows.  The wasted-retry judge asks this at a
-        retry's dispatch.
+        it, slowed by its curve and its slow windows.  The wasted-retry judge asks this at a retry's dispatch.
         """
-        in_system = sum(1 for leaves in self._in_system if leaves > now)
         limit = self.max_in_flight
+        # Calls gone by ``now`` leave the heap here as at the next admit() (no call arrives before now).
+        in_system = self.in_flight(now) if limit is not None or self._curve else 0
         if limit is not None and in_system >= limit:
             return True
         if patience_s == math.inf:
@@ -141,9 +179,14 @@ class Provider:
             if cost > 0.0:
                 free = self._free
                 if free is not None:  # the next free server spends the time refusing
-                    heapq.heapreplace(free, max(now, free[0]) + cost)
+                    begins = max(now, free[0])
+                    heapq.heapreplace(free, begins + cost)
+                    if self.load is not None:
+                        self.load.add(BUSY, begins, begins + cost)
                 else:
                     heapq.heappush(calls, now + cost)
+                    if self.load is not None:
+                        self.load.add(IN_FLIGHT, now, now + cost)
             return REFUSED
         self.served += 1
         work = service_s
@@ -166,6 +209,8 @@ class Provider:
             if free is not None:
                 _heapreplace(free, finish)
             _heappush(calls, finish)
+            if self.load is not None:
+                self._record(now, start, finish, finish)
             return finish - now, True
         gave_up = now + patience_s
         if not cancel:
@@ -177,7 +222,42 @@ class Provider:
         if free is not None and start < leaves:
             heapq.heapreplace(free, min(finish, leaves))
         heapq.heappush(calls, leaves)
+        if self.load is not None:
+            self._record(now, start, finish, leaves)
         return patience_s, False
+
+    def _record(self, now: float, start: float, finish: float, leaves: float) -> None:
+        """A call that arrived at ``now``, was served from ``start`` to ``finish`` and left at ``leaves``."""
+        load = self.load
+        assert load is not None  # admit() records only while watched
+        load.add(IN_FLIGHT, now, leaves)
+        if self._free is not None:  # only servers make a call wait, and only their time is utilisation
+            load.add(QUEUE, now, min(start, leaves))
+            load.add(BUSY, start, min(finish, leaves))
+
+
+def provider_breakdowns(providers: list[Provider], *, late: bool) -> dict[str, dict[str, int]]:
+    """What a run's providers did, as breakdowns: ``provider_calls`` (calls served, refused, abandoned,
+    cancelled, and with ``late`` (the fleet discards late replies) answered late) and, for those watched,
+    their load over time (:data:`fleetchaos.sim.provider_load.BREAKDOWNS`)."""
+    out: dict[str, dict[str, int]] = {
+        "provider_calls": {
+            f"{p.name} {what}": n
+            for p in providers
+            for what, n in (
+                ("abandoned", p.abandoned),
+                ("cancelled", p.cancelled),
+                *((("late", p.late),) if late else ()),
+                ("refused", p.refused),
+                ("served", p.served),
+            )
+        }
+    }
+    for p in providers:
+        if p.load is not None:
+            for name, series in p.load.breakdowns(p.name).items():
+                out.setdefault(name, {}).update(series)
+    return out
 
 
 def build_providers(
@@ -187,4 +267,4 @@ def build_providers(
     return [Provider(spec, slowdowns.get(spec.name)) for spec in specs]
 
 
-__all__ = ["REFUSED", "Provider", "build_providers"]
+__all__ = ["REFUSED", "Provider", "build_providers", "provider_breakdowns"]

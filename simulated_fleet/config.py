@@ -6,12 +6,12 @@ They are read once when a run is built; the hot path never touches them.
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 from pydantic import BaseModel, Field, model_serializer, model_validator
 
 from fleetchaos.sim.arrival_spec import ArrivalSchedule, RatePoint  # noqa: F401  (re-exported: config is where users look)
+from fleetchaos.sim.distribution import Distribution, lognormal_params  # noqa: F401  (re-exported, as above)
 from fleetchaos.sim.fault_specs import (  # noqa: F401  (re-exported: config is where users look)
     FAULT_MODELS,
     DiskFull,
@@ -25,7 +25,7 @@ from fleetchaos.sim.fault_specs import (  # noqa: F401  (re-exported: config is 
     _Strict,
 )
 from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
-from fleetchaos.sim.provider_spec import ProviderSpec, SlowdownPoint  # noqa: F401  (re-exported, as above)
+from fleetchaos.sim.provider_spec import ProviderSpec, ServiceShare, SlowdownPoint  # noqa: F401  (re-exported, as above)
 
 DAY_S = 86_400.0
 
@@ -43,22 +43,6 @@ def _without_defaults(model: BaseModel, data: object, names: tuple[str, ...]) ->
             if getattr(model, name) == fields[name].get_default(call_default_factory=True):
                 data.pop(name, None)
     return data
-
-
-def lognormal_params(mean: float, cv: float) -> tuple[float, float]:
-    """(mu, sigma) of the log-normal with this mean and coefficient of variation."""
-    sigma2 = math.log1p(cv * cv)
-    return math.log(mean) - sigma2 / 2.0, math.sqrt(sigma2)
-
-
-class Distribution(_Strict):
-    """A positive duration: log-normal with the given mean and coefficient of variation.
-
-    ``cv: 0`` makes it a constant, which small hand-checkable tests rely on.
-    """
-
-    mean_s: float = Field(gt=0)
-    cv: float = Field(default=0.3, ge=0, le=5)
 
 
 class FleetSpec(_Strict):
@@ -97,6 +81,15 @@ class FleetSpec(_Strict):
         description="chance that a call the call timeout cut while it ran on a worker (no provider) had already "
         "taken effect: the client cannot tell which side of the commit the cut fell, and 0.5 says so "
         "(docs/assumptions.md)",
+    )
+    late_reply_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="the client waits for every reply but counts one that arrives more than this long after the "
+        "call's dispatch as failed (a timeout, reported when the reply arrives), though the work behind it took "
+        "effect; below call_timeout_s when both are set. null (the default): a reply counts whenever it comes, "
+        "since discarding a reply the client waited for is a choice of the client's code, not something every "
+        "fleet does (docs/policies.md, omission collapse)",
     )
     api_reject_cost: float = Field(
         default=0.0,
@@ -183,7 +176,17 @@ class FleetSpec(_Strict):
 
     @model_serializer(mode="wrap")
     def _omit_new_defaults(self, handler):
-        return _without_defaults(self, handler(self), ("providers", "max_actions_per_task"))
+        return _without_defaults(self, handler(self), ("providers", "max_actions_per_task", "late_reply_s"))
+
+    @model_validator(mode="after")
+    def _late_before_timeout(self) -> FleetSpec:
+        late, limit = self.late_reply_s, self.call_timeout_s
+        if late is not None and limit is not None and late >= limit:
+            raise ValueError(
+                f"fleet.late_reply_s {late:g} is not below fleet.call_timeout_s {limit:g}: the client gives up at the "
+                "call timeout, so no reply arrives later than it; set late_reply_s below call_timeout_s, or drop one"
+            )
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -234,6 +237,13 @@ class MisreadFactors(_Strict):
     failure_type: float = _factor("failure_type", "the failure-type envelope and its field-ablation steps")
     subagent_result: float = _factor("subagent_result", "the subagent-result envelope: an explicit status")
     tool_envelope: float = _factor("tool_envelope", "the tool envelope: a failure count and a blocking flag")
+    agent_sdk: float = _factor("agent_sdk", "an agent SDK's default tool-error text: one explicit sentence")
+    langgraph: float = _factor("langgraph", "LangGraph ToolNode's error text: 'Error: ...' in free text")
+    mcp: float = _factor("mcp", "an MCP tool result flagged isError, its text free text")
+    mcp_structured: float = _factor("mcp_structured", "an MCP tool result with a structured error (code, recovery)")
+    jsonrpc: float = _factor("jsonrpc", "a JSON-RPC 2.0 error object: an explicit error member with a code")
+    problem_details: float = _factor("problem_details", "an RFC 9457 problem: an explicit status and title")
+    google_rpc: float = _factor("google_rpc", "a google.rpc.Status (AIP-193): a canonical status and a reason")
 
 
 class RemediationSpec(_Strict):

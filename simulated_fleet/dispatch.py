@@ -20,14 +20,15 @@ import simpy
 
 from fleetchaos.sim import _rng
 from fleetchaos.sim._rng import _GOLDEN, _M1, _M2, _MASK
-from fleetchaos.sim.calls import NO_CLIENT, NO_ITEMS, CallModel, CallOutcome, StepRules, Template
+from fleetchaos.sim.calls import NO_CLIENT, NO_ITEMS, CallModel, CallOutcome, StepRules
 from fleetchaos.sim.fault_specs import SourceFault
-from fleetchaos.sim.faults import FaultPlan, Partition
 from fleetchaos.sim.fleet import Worker
 from fleetchaos.sim.journal import Journal
 from fleetchaos.sim.kinds import MASKING, SOURCE
 from fleetchaos.sim.layers import layered_retry
 from fleetchaos.sim.ledger import TaskRecord
+from fleetchaos.sim.plan import DispatchGate, FaultPlan
+from fleetchaos.sim.template import Template
 from fleetchaos.sim.transport import TransportRetry
 from fleetchaos.sim.truth import AttemptReport
 from fleetchaos.sim.workload import Task
@@ -72,16 +73,13 @@ class Dispatcher:
         self.idempotent = idempotent
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self.branch_heads = [0] * plan.git_branches
+        # The state kinds' checks of a dispatch before it reaches its worker (a partition): usually none.
+        self.dispatch_gates: tuple[tuple[str, DispatchGate], ...] = tuple(
+            (kind.name, gate) for kind in plan.kinds if (gate := kind.dispatch_gate(plan)) is not None
+        )
         self.call_timeout_s = calls.call_timeout_s
         self.on_orphans_done: Callable[[TaskRecord], None] | None = None
         """Called with a task's record when the last of its orphaned steps ends (the world hands it on then)."""
-
-    def partitioned(self, orchestrator: int, worker: int, now: float) -> Partition | None:
-        """The partition cutting ``orchestrator`` off from ``worker`` at ``now``, if any."""
-        for p in self.plan.partitions:
-            if orchestrator in p.orchestrators and (p.workers is None or worker in p.workers) and p.spans.active(now):
-                return p
-        return None
 
     def attempt(
         self,
@@ -111,42 +109,45 @@ class Dispatcher:
         dispatched = env.now
         partial_ok = self.partial_step_ok
         steps = tpl.steps
-        step_rules = calls.step_rules(w.index, tpl)
+        step_rules = calls.step_rules(w, tpl)
         masked: list[tuple[int, int, str]] = []
-        if self.plan.partitions:
-            cut = self.partitioned(task.orchestrator, w.index, dispatched)
-            if cut is not None:
-                yield env.timeout(cut.connect_timeout_s)
-                journal.fault(rec, "network_partition", dispatched, tpl.names[start], w.index)
-                return self._report(task, tpl, w, start, start, "network_partition", done, masked=masked)
+        for kind, gate in self.dispatch_gates:
+            fails_in = gate(task.orchestrator, w.index, dispatched)
+            if fails_in is not None:  # the dispatch never reaches the worker
+                yield env.timeout(fails_in)
+                journal.fault(rec, kind, dispatched, tpl.names[start], w.index)
+                return self._report(task, tpl, w, start, start, kind, done, masked=masked)
         slots = w.slots
         can_crash = bool(w.crash_spans)
         tracing = journal.trace is not None
         lean = not can_crash and not tracing
+        idempotent = self.idempotent
         executions = rec.executions
         all_commits = rec.commits
         for si in range(start, len(steps)):
             step = steps[si]
             skip = done if si == start else ()
+            # TaskRecord.begin_execution(si, execution) inlined (a call per step costs more than its body; the
+            # real-code runtime calls it): a step whose every item already took effect is redone.
             execution = executions[si] + 1
             executions[si] = execution
-            commits = all_commits[si]
-            if 0 not in commits:  # every item already took effect: the step is done again
-                rec.redone_steps += 1
             rec.step_executions += 1
-            wait = slots.acquire()
+            commits = all_commits[si]
+            if 0 not in commits:
+                rec.redone_steps += 1
+            now = env.now
+            wait = slots.acquire(now)
             waited = 0.0
             if wait is not None:
                 limit = self.call_timeout_s
                 if limit is None:
                     yield wait
                 else:  # the call timeout counts from dispatch: a client may give up while the step queues
-                    queued = env.now
                     yield wait | env.timeout(limit)
                     if not wait.triggered:
                         return self._gave_up_queued(task, tpl, rec, w, start, si, skip, wait, sources, masked)
-                    waited = env.now - queued
-            now = env.now
+                    waited = env.now - now
+                now = env.now
             rules = step_rules[si]
             # _rng.step_key(task_key, si, execution), inlined (the same SplitMix64 arithmetic): once per step.
             z = ((task_key ^ (si << 40) ^ execution) + _GOLDEN) & _MASK
@@ -160,9 +161,8 @@ class Dispatcher:
                 if batch_rules and fan_out > 1
                 else NO_ITEMS
             )
-            garbage = False  # an earlier step this one reads is incomplete: its output is wrong
-            if step.needs:
-                garbage = any(0 in all_commits[n] for n in step.needs)
+            # an earlier step this one reads is incomplete: its output is wrong
+            garbage = rec.incomplete(step.needs) if step.needs else False
             first: CallOutcome | None = None
             if lean and fan_out == 1 and not skip and not step.pushes:
                 # One call on a worker that cannot crash, untraced: the common case, and when it
@@ -180,8 +180,8 @@ class Dispatcher:
                         rec.wrong_input_steps += 1
                     else:
                         commits[0] += 1
-                    if self.idempotent and si in tpl.append_steps:
-                        self._deduplicate(rec, commits)
+                    if idempotent and si in tpl.append_steps:
+                        rec.deduplicate(si)
                     continue
             longest = 0.0
             # Built only when needed: most steps have every call succeed.
@@ -309,8 +309,8 @@ class Dispatcher:
             else:
                 for item in took_effect:
                     commits[item] += 1
-            if self.idempotent and si in tpl.append_steps:
-                self._deduplicate(rec, commits)
+            if idempotent and si in tpl.append_steps:
+                rec.deduplicate(si)
             if failed is None:
                 continue
             failed.sort()
@@ -371,32 +371,29 @@ class Dispatcher:
         env = self.env
         yield request
         step = tpl.steps[si]
-        rules = self.calls.step_rules(w.index, tpl)[si]
+        rules = self.calls.step_rules(w, tpl)[si]
         task_key = _rng.task_key(self.run_key, task.id)
         step_key = _rng.step_key(task_key, si, rec.executions[si])
         now = env.now
         longest = 0.0
         took_effect = []
         for item in items:
-            rec.calls += 1
             fault, duration, committed, _ = self.calls.decide(
                 w, step, rules, task_key, item, _rng.call_key(step_key, item), now, NO_ITEMS, sources, NO_CLIENT
             )
+            rec.called(fault, step.tokens)
             longest = max(longest, duration)
-            if fault is None or fault.spends_tokens:
-                rec.tokens += step.tokens
             if fault is None or committed:
                 took_effect.append(item)
             if fault is not None:
                 self.journal.fault(rec, fault.name, now, step.name, w.index)
         yield env.timeout(longest)
         w.slots.release()
-        garbage = any(0 in rec.commits[n] for n in step.needs)
-        if not garbage:
+        if not rec.incomplete(step.needs):
             for item in took_effect:
                 rec.commits[si][item] += 1
             if self.idempotent and si in tpl.append_steps:
-                self._deduplicate(rec, rec.commits[si])
+                rec.deduplicate(si)
         rec.orphans -= 1
         if not rec.orphans and self.on_orphans_done is not None:
             self.on_orphans_done(rec)
@@ -433,14 +430,6 @@ class Dispatcher:
             schema_version=version,
             dropped_fields=dropped,
         )
-
-    @staticmethod
-    def _deduplicate(rec: TaskRecord, commits: list[int]) -> None:
-        """Idempotency keys: a side effect already taken is not taken again."""
-        for item, count in enumerate(commits):
-            if count > 1:
-                rec.deduplicated += count - 1
-                commits[item] = 1
 
     def _lose_dispatch(self, rec: TaskRecord, w: Worker, now: float, crash_at: float, tool: str) -> Generator:
         """The worker crashes mid-step: calls that finished before the crash took effect,

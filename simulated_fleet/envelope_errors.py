@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from fleetchaos.sim import _rng
 from fleetchaos.sim.config import WorldSpec
 from fleetchaos.sim.fault_specs import WrongEnvelope
-from fleetchaos.sim.faults import Spans, expand_windows, resolve_swarm
+from fleetchaos.sim.faults import resolve_swarm
 from fleetchaos.sim.formats import ErrorFormat
 from fleetchaos.sim.kinds import KINDS, PROVIDER_KINDS, FailureContract, FaultKind, reported_kind
 from fleetchaos.sim.observation import Observation
+from fleetchaos.sim.schedules import Spans, expand_windows
 from fleetchaos.sim.truth import AttemptReport
 
 #: The ways an envelope can be wrong, in the order they are applied and judged.
@@ -179,7 +180,7 @@ class EnvelopeErrors:
         return None
 
     def apply(
-        self, error_format: ErrorFormat, report: AttemptReport, shown: Observation, now: float, execution: int
+        self, errors: ErrorFormat, report: AttemptReport, shown: Observation, now: float, execution: int
     ) -> tuple[Observation, tuple[str, ...]]:
         """What the orchestrator sees of a failed dispatch whose true rendering is ``shown``, and how it is wrong.
 
@@ -200,7 +201,7 @@ class EnvelopeErrors:
             if changed is None:
                 continue
             candidate = dataclasses.replace(current, **changed)
-            rendered = error_format.render(candidate)
+            rendered = errors.render(candidate)
             if rendered.envelope != shown.envelope:  # judged on what the orchestrator would see
                 ways.append(way)
                 current, shown = candidate, rendered

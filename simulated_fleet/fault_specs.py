@@ -21,18 +21,61 @@ model, fails at import.
 
 from __future__ import annotations
 
+import functools
+import sys
 from typing import TYPE_CHECKING, Annotated, Literal, Protocol, TypeAlias, Union
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
+import annotated_types
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationInfo, field_validator, model_validator
 from pydantic import ValidationError as _PydanticValidationError
 
 from fleetchaos.sim.kinds import KINDS
+from fleetchaos.sim.terminal import UNSAFE_FOR_TERMINALS, terminal_text
+
+
+@functools.cache
+def _positive_fields(model: type[BaseModel]) -> frozenset[str]:
+    """The fields of ``model`` that must be greater than zero (``gt=0``): rates, durations, scales, divisors."""
+    return frozenset(
+        name
+        for name, field in model.model_fields.items()
+        if any(isinstance(m, annotated_types.Gt) and m.gt == 0 for m in field.metadata)
+    )
+
+
+def _subnormal(value: object) -> float | None:
+    """A float (or a float in a list or pair) closer to zero than the smallest normal float, else None."""
+    for item in value if isinstance(value, (list, tuple)) else (value,):
+        if type(item) is float and item != 0.0 and abs(item) < sys.float_info.min:
+            return item
+    return None
 
 
 class _Strict(BaseModel):
     # strict: a number must be written as a number (``probability: "0.1"`` is refused, not coerced, as
     # any other string in a number's place is); a whole number is accepted where a float is expected.
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _plain_values(cls, value: object, info: ValidationInfo) -> object:
+        # 5e-324 passes "> 0" and then divides as zero (a rate per second of 0): a field that must be positive
+        # refuses a number too close to zero to compute with, as every field refuses inf and nan.
+        tiny = _subnormal(value) if info.field_name in _positive_fields(cls) else None
+        if tiny is not None:
+            raise ValueError(
+                f"{tiny!r} is too close to zero to compute with (a subnormal float, below {sys.float_info.min:.3g}); "
+                "write a number of at least 1e-300 (is the exponent right?)"
+            )
+        # A name, tool or description is shown in terminals, reports and files: no escape sequence may ride in it.
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            bad = UNSAFE_FOR_TERMINALS.search(item) if isinstance(item, str) else None
+            if bad is not None:
+                raise ValueError(
+                    f"'{terminal_text(item)[:60]}' holds the control character {terminal_text(bad.group())}, which a "
+                    "terminal would act on (an escape sequence can clear the screen or hide text); remove it"
+                )
+        return value
 
 
 #: A ``[low, high]`` pair as YAML and JSON write it (a list), each end still a strict number.

@@ -20,14 +20,16 @@ reaches every output.  Light to import: the standard library only (and the sanit
 from __future__ import annotations
 
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from fleetchaos.sim.sanitise import sanitise
 
 __all__ = [
     "PASS_THROUGH",
+    "ProcessExitRefused",
     "UserInterrupt",
     "WallClockExceeded",
     "check_expired",
@@ -35,6 +37,7 @@ __all__ = [
     "exception_parts",
     "mark_expired",
     "policy_text",
+    "process_exits_refused",
     "user_signals",
 ]
 
@@ -57,8 +60,13 @@ class WallClockExceeded(BaseException):  # a control-flow signal like KeyboardIn
     """A run outlived its wall-clock limit; raised into the thread that runs it."""
 
 
+class ProcessExitRefused(BaseException):  # like WallClockExceeded: the harness's, never a policy's own error
+    """A policy (or code it called) asked to end or replace the process during a run: ``os._exit``,
+    ``os.execv``; raised by the stand-ins :func:`process_exits_refused` puts in their place."""
+
+
 #: The harness's own exceptions: containment re-raises these and contains everything else.
-PASS_THROUGH: tuple[type[BaseException], ...] = (UserInterrupt, WallClockExceeded)
+PASS_THROUGH: tuple[type[BaseException], ...] = (UserInterrupt, WallClockExceeded, ProcessExitRefused)
 
 #: Threads whose run has outlived its wall-clock limit (see :func:`check_expired`).
 _EXPIRED: set[int] = set()
@@ -83,10 +91,14 @@ def check_expired() -> None:
         raise WallClockExceeded()
 
 
-def policy_text(text: object, limit: int = MAX_POLICY_TEXT) -> str:
+def policy_text(text: object, limit: int = MAX_POLICY_TEXT, values: Iterable[str] = ()) -> str:
     """Any text a policy hands back (a message, a repr, a reason) as it may be shown: sanitised, one line, bounded.
 
-    Never raises: ``str()`` of a hostile object (or of a ``str`` subclass) is tried under containment too.
+    ``values`` are secrets to redact by value besides the shapes :func:`sanitise` knows (a
+    real-code run's planted ones).  Secrets are scrubbed before the text is cut, and a text
+    cut short loses its last partial word, so no secret is ever shown in part.  Never
+    raises: ``str()`` of a hostile object (or of a ``str`` subclass) is tried under
+    containment too.
     """
     try:
         raw = str.__str__(text) if isinstance(text, str) else str(text)
@@ -95,23 +107,35 @@ def policy_text(text: object, limit: int = MAX_POLICY_TEXT) -> str:
         raise
     except BaseException:  # a policy's object whose __str__ fails must not stop the run
         raw = "(unprintable)"
-    flat = " ".join(raw[: 4 * limit].split())
+    raw = _cut(raw, 64 * limit)
+    if values:
+        raw = sanitise(raw, values)
+    flat = _cut(" ".join(_cut(raw, 8 * limit).split()), 4 * limit)
     return sanitise(flat)[:limit]
 
 
-def exception_parts(exc: BaseException) -> tuple[str, str]:
-    """(type name, message) of a policy's exception, the message sanitised and bounded; never raises."""
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, without the word the cut would split (it may be part of a secret)."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    space = max(head.rfind(c) for c in " \t\n\r")
+    return head[:space] if space >= 0 else ""
+
+
+def exception_parts(exc: BaseException, values: Iterable[str] = ()) -> tuple[str, str]:
+    """(type name, message) of a policy's exception, the message sanitised (``values`` too) and bounded; never raises."""
     try:
         name = type(exc).__name__
         name = name if type(name) is str else "exception"
     except BaseException:  # a metaclass can make even the name fail
         name = "exception"
-    return name, policy_text(exc)
+    return name, policy_text(exc, values=values)
 
 
-def describe_exception(exc: BaseException) -> str:
-    """``TypeName: message`` of a policy's exception, sanitised and bounded; never raises."""
-    name, message = exception_parts(exc)
+def describe_exception(exc: BaseException, values: Iterable[str] = ()) -> str:
+    """``TypeName: message`` of a policy's exception, sanitised (``values`` too) and bounded; never raises."""
+    name, message = exception_parts(exc, values)
     return policy_text(f"{name}: {message}" if message else name)
 
 
@@ -143,3 +167,62 @@ def user_signals(*, sigterm: bool = True) -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+#: The functions that end or replace the process without unwinding it (no ``finally``, no ``atexit``, no output):
+#: the ``exec*`` family and ``os.fork`` children all end in these names, looked up at call time.
+_ENDERS = ("_exit", "execv", "execve")
+_ENDERS_LOCK = threading.Lock()
+_enders_users = 0
+_enders_saved: dict[tuple[object, str], object] = {}
+#: Per thread inside :func:`process_exits_refused`: the first call refused there (kept even if the caller swallowed it).
+_REFUSED: dict[int, str] = {}
+
+
+def _stand_in(name: str):
+    def refused(*args: object, **kwargs: object) -> None:
+        shown = policy_text(f"os.{name}({', '.join(repr(a) for a in args)})", 120)
+        _REFUSED.setdefault(threading.get_ident(), shown)
+        raise ProcessExitRefused(shown)
+
+    refused.__name__ = name
+    return refused
+
+
+@contextmanager
+def process_exits_refused() -> Iterator[None]:
+    """While the block runs, ``os._exit``, ``os.execv`` and ``os.execve`` (and ``posix``'s) raise
+    :class:`ProcessExitRefused` instead of ending the process; leaving the block raises it again if such a
+    call was made in it, even one whose exception the caller swallowed.
+
+    A policy calling ``os._exit(0)`` would otherwise end a ``--jobs 1`` command with exit 0 and no output.
+    What this cannot stop: a function bound before the block (``from os import _exit``), an exit from C code
+    (``ctypes``), a signal (``os.kill``: the shell then sees 128 + the signal's number).  Nested blocks and
+    blocks in several threads share one set of stand-ins; the originals come back when the last block ends.
+    """
+    import os
+
+    global _enders_users
+    modules = [os] + ([sys.modules["posix"]] if "posix" in sys.modules else [])
+    with _ENDERS_LOCK:
+        if _enders_users == 0:
+            for module in modules:
+                for name in _ENDERS:
+                    if hasattr(module, name):
+                        _enders_saved[(module, name)] = getattr(module, name)
+                        setattr(module, name, _stand_in(name))
+        _enders_users += 1
+    me = threading.get_ident()
+    outer = me in _REFUSED
+    try:
+        yield
+    finally:
+        with _ENDERS_LOCK:
+            _enders_users -= 1
+            if _enders_users == 0:
+                for (owner, name), original in _enders_saved.items():
+                    setattr(owner, name, original)
+                _enders_saved.clear()
+        refused = None if outer else _REFUSED.pop(me, None)
+    if refused is not None:  # the block ended without the exception (the caller swallowed it): raise it now
+        raise ProcessExitRefused(refused)

@@ -5,14 +5,13 @@ is required, so a record that lacks one fails at import, and ``__post_init__`` r
 record whose fields contradict its stage.  Standard library only.
 
 Adding a kind: one record in :mod:`fleetchaos.sim.kinds`, its pydantic model in
-:mod:`fleetchaos.sim.fault_specs`, and its realisation when no existing stage covers it
-(a state kind: where :mod:`fleetchaos.sim.faults` schedules it and
-:mod:`fleetchaos.sim.calls` meets it).
+:mod:`fleetchaos.sim.fault_specs`, and for a state kind its handler in
+:mod:`fleetchaos.sim.state_kinds` (how it is scheduled, met and judged).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 # -- stages: where the world meets a kind (fleetchaos.sim.calls gives the order a call meets them)
@@ -43,22 +42,11 @@ TASK_STEP_ITEM = "task_step_item"  # per task, step and item
 SOURCE = "source"  # per task, step, item and source: an alternative source draws afresh
 PERSISTENT_SCOPES = (WORKER_TOOL, TASK_STEP, TASK_STEP_ITEM, SOURCE)
 
-#: The causes the wasted-retry judge (:mod:`fleetchaos.sim.waste`) can check still hold.
-CAUSES = (
-    "credentials_expired",
-    "disk_refuses",
-    "bucket_empty",
-    "quota_spent",
-    "worker_down",
-    "partitioned",
-    "persistent",
-    "batch",
-    "transient",
-    "provider_saturated",
-)
-
-#: The causes behind a retry-after hint: the judge reads them, never the hint.
-HINTED_CAUSES = ("bucket_empty", "quota_spent")
+#: The causes the wasted-retry judge (:mod:`fleetchaos.sim.waste`) can check still hold: a state
+#: kind's own state, read by its handler (:meth:`fleetchaos.sim.plan.StateKind.holds`), or the
+#: same per-call cause again (a persistent rule, a persistent batch, the call's own draws).
+STATE_CAUSE = "state"
+CAUSES = (STATE_CAUSE, "persistent", "batch", "transient", "provider_saturated")
 
 #: What a remediation agent can repair on a worker (:func:`fleetchaos.sim.remediation.repair`).
 REMEDIES = ("refresh_credentials", "clear_disk", "install_tool")
@@ -132,8 +120,12 @@ class FaultKind:
     """For a persistent kind, what its key holds: one of :data:`PERSISTENT_SCOPES`."""
     effect: str
     """What it does to the truth of a call or a task, in one sentence for people."""
+    spends_tokens: bool = field(init=False)
+    """A call met by it ran (it hung, or its failure was masked), so its model tokens were spent (derived)."""
 
     def __post_init__(self) -> None:
+        # Derived once: read for every faulted call.
+        object.__setattr__(self, "spends_tokens", self.outcome_unknown or self.stage == MASKING)
         problems = []
         stage = self.stage
         if stage not in STAGES:
@@ -157,10 +149,12 @@ class FaultKind:
         if self.waste is not None:
             if self.waste.cause not in CAUSES:
                 problems.append(f"waste.cause {self.waste.cause!r} is not one of {CAUSES}")
-            if (self.waste.cause in HINTED_CAUSES) != self.retry_after:
+            if self.waste.cause == STATE_CAUSE and stage != STATE:
+                problems.append(f"only a state kind is judged by its state (waste.cause {STATE_CAUSE!r})")
+            if self.retry_after and self.waste.cause != STATE_CAUSE:
                 problems.append(
-                    "a kind with a retry-after hint is judged by the truth behind the hint "
-                    f"(waste.cause one of {HINTED_CAUSES}), and only such a kind"
+                    "a kind with a retry-after hint is judged by the state behind the hint, never the hint "
+                    f"(waste.cause {STATE_CAUSE!r})"
                 )
             if (stage == TRANSIENT) and self.waste.cause != "transient":
                 problems.append("a transient kind is judged by its own draws again (waste.cause 'transient')")
@@ -168,11 +162,6 @@ class FaultKind:
             problems.append(f"remedy {self.remedy!r} is not one of {REMEDIES}")
         if problems:
             raise ValueError(f"fault kind {self.name!r}: " + "; ".join(problems))
-
-    @property
-    def spends_tokens(self) -> bool:
-        """A call met by it ran (it hung, or its failure was masked), so its model tokens were spent."""
-        return self.outcome_unknown or self.stage == MASKING
 
 
 #: The four families of wasted retries (docs/metrics.md, ``wasted_retries``).

@@ -23,6 +23,7 @@ from fleetchaos.sim.kind_record import (
     SOURCE,
     STAGES,
     STATE,
+    STATE_CAUSE,
     STILL_RATE_LIMITED,
     TASK_STEP,
     TASK_STEP_ITEM,
@@ -94,7 +95,7 @@ KINDS: dict[str, FaultKind] = {
             subagent_category="transient",
             alternative=None,
             wire=Wire(429, "Too Many Requests", "ERR_RATE_LIMITED"),
-            waste=Waste("bucket_empty", "API token bucket still empty", STILL_RATE_LIMITED),
+            waste=Waste(STATE_CAUSE, "API token bucket still empty", STILL_RATE_LIMITED),
             remedy=None,
             persistent_scope=None,
             effect="Inside its windows the fleet-wide API token bucket refills at capacity_factor of its rate; an API "
@@ -113,7 +114,7 @@ KINDS: dict[str, FaultKind] = {
             subagent_category="transient",
             alternative=None,
             wire=Wire(507, "Insufficient Storage", "ENOSPC"),
-            waste=Waste("disk_refuses", "same full disk", EXHAUSTED_RESOURCE),
+            waste=Waste(STATE_CAUSE, "same full disk", EXHAUSTED_RESOURCE),
             remedy="clear_disk",
             persistent_scope=None,
             effect="From each fill until cleanup_after_s later, every disk-writing step on that worker fails and "
@@ -132,7 +133,7 @@ KINDS: dict[str, FaultKind] = {
             subagent_category="permission",
             alternative=None,
             wire=Wire(401, "Unauthorized", "ERR_TOKEN_EXPIRED"),
-            waste=Waste("credentials_expired", "credentials still expired", PERMANENT_ERROR),
+            waste=Waste(STATE_CAUSE, "credentials still expired", PERMANENT_ERROR),
             remedy="refresh_credentials",
             persistent_scope=None,
             effect="From the revocation on, every API call on that worker fails and takes no effect until the "
@@ -304,7 +305,7 @@ KINDS: dict[str, FaultKind] = {
             subagent_category="transient",
             alternative=None,
             wire=Wire(502, "Bad Gateway", "ECONNREFUSED"),
-            waste=Waste("worker_down", "worker still down", EXHAUSTED_RESOURCE),
+            waste=Waste(STATE_CAUSE, "worker still down", EXHAUSTED_RESOURCE),
             remedy=None,
             persistent_scope=None,
             effect="The worker is down for down_s: calls in flight at the crash are lost (those that finished "
@@ -324,7 +325,7 @@ KINDS: dict[str, FaultKind] = {
             subagent_category="transient",
             alternative=None,
             wire=Wire(503, "Service Unavailable", "EHOSTUNREACH"),
-            waste=Waste("partitioned", "still partitioned", EXHAUSTED_RESOURCE),
+            waste=Waste(STATE_CAUSE, "still partitioned", EXHAUSTED_RESOURCE),
             remedy=None,
             persistent_scope=None,
             effect="During its windows a dispatch from one of the orchestrators to a targeted worker fails after "
@@ -362,7 +363,7 @@ KINDS: dict[str, FaultKind] = {
             subagent_category="transient",
             alternative=None,
             wire=Wire(429, "Too Many Requests", "ERR_QUOTA_EXCEEDED"),
-            waste=Waste("quota_spent", "same exhausted quota", EXHAUSTED_RESOURCE),
+            waste=Waste(STATE_CAUSE, "same exhausted quota", EXHAUSTED_RESOURCE),
             remedy=None,
             persistent_scope=None,
             effect="Once calls_per_day API calls have gone through in a simulated day, every further API call fails "
@@ -473,6 +474,7 @@ __all__ = [  # the records, their lookups, and the words the records use (from k
     "SOURCE",
     "STAGES",
     "STATE",
+    "STATE_CAUSE",
     "TASK_STEP",
     "TASK_STEP_ITEM",
     "TRANSIENT",

@@ -14,11 +14,12 @@ from collections.abc import Mapping
 from typing import cast
 
 from fleetchaos.sim import _rng
-from fleetchaos.sim.calls import CallModel, CallOutcome, Step, StepRules
+from fleetchaos.sim.calls import CallModel, CallOutcome, StepRules
 from fleetchaos.sim.journal import Journal
 from fleetchaos.sim.kinds import FaultKind
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.state import NodeState
+from fleetchaos.sim.template import Step
 from fleetchaos.sim.transport import TransportRetry
 
 

@@ -8,6 +8,10 @@ oracle says about truth (complete, partial, duplicated) is derived from these co
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fleetchaos.sim.kind_record import FaultKind
 
 TRUTH_FULL = "full"
 TRUTH_PARTIAL = "partial"
@@ -116,6 +120,34 @@ class TaskRecord:
         if not self.append_steps:
             return 0
         return sum(max(0, c - 1) for s in self.append_steps for c in self.commits[s])
+
+    # -- a step execution's bookkeeping, the same for the simulator's dispatch and a real-code runtime
+
+    def begin_execution(self, si: int, execution: int) -> None:
+        """The ``execution``-th execution of step ``si`` begins (a step whose every item took effect is redone)."""
+        self.executions[si] = execution
+        self.step_executions += 1
+        if 0 not in self.commits[si]:
+            self.redone_steps += 1
+
+    def incomplete(self, needs: tuple[int, ...]) -> bool:
+        """Whether a step that reads the steps ``needs`` runs on incomplete input (one of their items never took effect)."""
+        commits = self.commits
+        return any(0 in commits[n] for n in needs)
+
+    def called(self, fault: FaultKind | None, tokens: int) -> None:
+        """A tool call ended with ``fault`` (None: none): counted, and its ``tokens`` spent when it ran."""
+        self.calls += 1
+        if fault is None or fault.spends_tokens:
+            self.tokens += tokens
+
+    def deduplicate(self, si: int) -> None:
+        """Idempotency keys on step ``si``: a side effect already taken is not taken again."""
+        commits = self.commits[si]
+        for item, count in enumerate(commits):
+            if count > 1:
+                self.deduplicated += count - 1
+                commits[item] = 1
 
     def note_fault(self, kind: str, now: float) -> None:
         """Record that a call of this task was hit by a fault of ``kind``."""

@@ -26,19 +26,37 @@ DEFAULT_MISREAD_FACTORS: dict[str, float] = {
     "subagent_result": 0.2,
     # a failure count and a blocking_failure flag are the hardest thing to misread
     "tool_envelope": 0.05,
+    # The error texts real stacks show (docs/formats.md, "Real stacks' error texts"):
+    # "An error occurred while running the tool. Please try again. Error: ...": one explicit
+    # sentence before the exception's message, as short and explicit as a bare "failed"
+    "agent_sdk": 1.0,
+    # "Error: HTTPError('...')\n Please fix your mistakes.": free text that starts with the word Error
+    "langgraph": 1.0,
+    # MCP: free text, but flagged isError by the protocol (a host hands the flag to the model with
+    # the text), so less easily glossed over than free text alone; a protocol error reaches the
+    # client code, not the text
+    "mcp": 0.5,
+    # MCP with structuredContent: an explicit code and recovery class, as explicit as an envelope
+    "mcp_structured": 0.2,
+    # a JSON-RPC error member with its code
+    "jsonrpc": 0.2,
+    # an RFC 9457 problem: an explicit status and title
+    "problem_details": 0.2,
+    # a google.rpc.Status: an explicit canonical status and an ErrorInfo reason
+    "google_rpc": 0.2,
 }
 
 
-def misread_factor(error_format: object, factors: object | None = None) -> float:
-    """The factor ``error_format`` is misread with: the scenario's value of its setting.
+def misread_factor(errors: object, factors: object | None = None) -> float:
+    """The factor the error format ``errors`` is misread with: the scenario's value of its setting.
 
     ``factors`` is the scenario's :class:`~fleetchaos.sim.config.MisreadFactors` (None: the
     defaults).  A format with no setting (nothing it shows reads as a failure, or a format
     from elsewhere) uses its own ``misread_factor`` (1 when it has none).
     """
-    setting = getattr(error_format, "misread_setting", None)
+    setting = getattr(errors, "misread_setting", None)
     if setting is None:
-        return float(getattr(error_format, "misread_factor", 1.0))
+        return float(getattr(errors, "misread_factor", 1.0))
     if factors is None:
         return DEFAULT_MISREAD_FACTORS[setting]
     return float(getattr(factors, setting))

@@ -37,6 +37,15 @@ class Observation:
         """The envelope's fields as plain data ({} without an envelope), for generic policies."""
         return self.envelope.model_dump() if self.envelope is not None else {}
 
+    def rendered_text(self) -> str:
+        """The observation as the text a model reads: its text, else its envelope as it travels (compact JSON
+        under the wire's field names, absent fields left out), else its status word."""
+        if self.text is not None:
+            return self.text
+        if self.envelope is not None:
+            return self.envelope.model_dump_json(by_alias=True, exclude_none=True)
+        return self.status
+
 
 @dataclass(slots=True)
 class TaskHistory:

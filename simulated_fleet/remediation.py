@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fleetchaos.sim.calls import CallModel, Template
+from fleetchaos.sim.calls import CallModel
 from fleetchaos.sim.fleet import Worker
 from fleetchaos.sim.kinds import fault_kind
+from fleetchaos.sim.template import Template
 from fleetchaos.sim.truth import AttemptReport
 
 

@@ -5,9 +5,9 @@ The fleet-wide API :class:`TokenBucket` (rate limiting emerges from load), the
 :class:`NodeState`: a disk that can fill, credentials that expire and are refreshed, a
 crash schedule.  The world's :class:`~fleetchaos.sim.fleet.Worker` adds tool slots (a
 SimPy resource) to a :class:`NodeState`; a real-code runtime builds its twin of the
-fleet's state from these same classes.  They satisfy the protocols
-:class:`fleetchaos.sim.calls.NodeView` and :class:`fleetchaos.sim.calls.SharedView`
-that :meth:`fleetchaos.sim.calls.CallModel.decide` reads.
+fleet's state from these same classes.  They satisfy the protocols :class:`NodeView`
+and :class:`SharedView` here, what :meth:`fleetchaos.sim.calls.CallModel.decide` and
+the state kinds' gates read.
 """
 
 from __future__ import annotations
@@ -15,9 +15,44 @@ from __future__ import annotations
 import itertools
 import math
 from bisect import bisect_right
+from typing import Protocol
 
 from fleetchaos.sim.config import DAY_S
-from fleetchaos.sim.faults import Spans
+from fleetchaos.sim.schedules import Spans
+
+
+class NodeView(Protocol):
+    """A worker's state as a call meets it (:class:`fleetchaos.sim.state.NodeState`)."""
+
+    index: int
+    credentials_expire_s: float
+    """The instant its current credentials stop working (expired at ``now`` iff ``now >=`` it)."""
+    crash_spans: list[tuple[float, float]]
+    """Its crash spans: empty for a worker that never crashes (then :meth:`down` is not asked)."""
+
+    def down(self, now: float) -> bool:
+        """Whether the worker is crashed at ``now``."""
+        ...
+
+    def disk_refuses(self, now: float, mb: float) -> bool:
+        """Whether a write of ``mb`` fails at ``now``."""
+        ...
+
+    def credentials_expired(self, now: float) -> bool:
+        """Whether its API credentials are invalid at ``now``."""
+        ...
+
+
+class SharedView(Protocol):
+    """What every API call shares (:class:`fleetchaos.sim.state.SharedCapacity`)."""
+
+    def take_token(self, now: float) -> float | None:
+        """Take an API token: None when granted, else the instant one is due."""
+        ...
+
+    def take_quota(self, now: float) -> float | None:
+        """Count the call against the daily quota: None when allowed, else the instant it resets."""
+        ...
 
 
 class TokenBucket:
@@ -77,8 +112,8 @@ class TokenBucket:
         refill = self._refill_amount(self.last, now) if self.windows else self.rate * (now - self.last)
         return min(self.burst, self.tokens + refill)
 
-    def take(self, now: float) -> float:
-        """Take one token: 0.0 on success, else the seconds until a token is available."""
+    def take(self, now: float) -> float | None:
+        """Take one token: None on success, else the instant a token is due (the retry-after instant)."""
         last = self.last
         if now > last:
             windows = self.windows
@@ -96,11 +131,11 @@ class TokenBucket:
             self.last = now
         if self.tokens >= 1.0:
             self.tokens -= 1.0
-            return 0.0
-        return self._time_to_token(now)
+            return None
+        return now + self._time_to_token(now)
 
     def charge_refusal(self, now: float, cost: float) -> float:
-        """A refused request still costs ``cost`` tokens (down to -burst); the new wait."""
+        """A refused request still costs ``cost`` tokens (down to -burst); the new seconds until a token is due."""
         self.tokens = max(-self.burst, self.tokens - cost)
         return self._time_to_token(now)
 
@@ -168,11 +203,11 @@ class SharedCapacity:
         self.take_token = bucket.take if not reject_cost else self._take_token_charged
         self.take_quota = quota.take if quota.per_day else unlimited
 
-    def _take_token_charged(self, now: float) -> float:
-        wait = self.bucket.take(now)
-        if wait > 0.0:
-            wait = self.bucket.charge_refusal(now, self.reject_cost)
-        return wait
+    def _take_token_charged(self, now: float) -> float | None:
+        due = self.bucket.take(now)
+        if due is not None:
+            due = now + self.bucket.charge_refusal(now, self.reject_cost)
+        return due
 
 
 def unlimited(now: float) -> None:

@@ -8,13 +8,19 @@ truth, never against what an error format passes on: the credentials still expir
 disk still full, the API token bucket still empty (whatever instant a retry-after hint
 named), the day's quota still spent, the worker still down or cut off, the same
 persistent fault or batch items, and for a transient fault (a blip, a timeout) the
-retried call's own keyed draws meeting it again at that instant.  A retry after a
-refusal or a timeout (:data:`fleetchaos.sim.kinds.SATURATION_KINDS`) on a step a provider
-with a declared capacity serves is also wasted while that provider is still saturated at
-the retry's dispatch: it would refuse a call then, or leave it waiting for a server past
-the call timeout.  It changes nothing in the run: no draw is consumed, no state is touched.
+retried call's own keyed draws meeting it again at that instant (after a late reply, the
+call's provider still answering it after ``fleet.late_reply_s``: :meth:`CallModel.slow_call`).  It changes nothing in
+the run: no draw is consumed, no state is touched.  A retry after a refusal or a timeout
+(:data:`fleetchaos.sim.kinds.SATURATION_KINDS`) on a step a provider with a declared
+capacity serves is also wasted while that provider is still saturated at the retry's
+dispatch: it would refuse a call then, or leave it waiting for a server past the call
+timeout.
 
-Each cause a record may name (:data:`fleetchaos.sim.kinds.CAUSES`) has one check here.
+Each cause a record may name (:data:`fleetchaos.sim.kinds.CAUSES`) has one check here: a
+state kind's own (``"state"``) asks the kind's handler
+(:meth:`fleetchaos.sim.plan.StateKind.holds`); the others re-read the per-call rules.
+:class:`RetryWatch` keeps one task's last failure and the retry after it, for the
+simulator's task loop and a real-code runtime alike.
 
 :func:`failed_retry_reason` classifies the other retry metric, ``failed_retries`` (a
 retry whose dispatch failed again): what happened, not whether it could have been known.
@@ -24,39 +30,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import NamedTuple, cast
+from typing import cast
 
 from fleetchaos.sim import _rng
-from fleetchaos.sim.calls import CallModel, Template
+from fleetchaos.sim.calls import CallModel
 from fleetchaos.sim.fault_specs import BatchFault
 from fleetchaos.sim.kinds import PROVIDER_SATURATED, SATURATION_KINDS, fault_kind
-from fleetchaos.sim.state import NodeState, SharedCapacity
-
-
-class LastFailure(NamedTuple):
-    """What the judge needs of a task's last failed dispatch."""
-
-    kind: str
-    retry_at: float | None
-    """The instant the refusal named as its end (a retry-after hint), None without one."""
-    step: int
-    items: tuple[int, ...]
-    """The items of ``step`` that failed with ``kind`` (``(0,)`` when none is named)."""
-
-
-class RetryAt(NamedTuple):
-    """A retry at the instant it is dispatched: where it goes and what the task has done so far."""
-
-    node: NodeState
-    task_id: int
-    orchestrator: int
-    tpl: Template
-    sources: dict[tuple[int, int], int]
-    """The source each (step, item) is on (alternatives taken)."""
-    executions: list[int]
-    """Executions of each step so far: the retry's next execution of step ``s`` is ``executions[s] + 1``."""
-    now: float
-
+from fleetchaos.sim.ledger import TaskRecord
+from fleetchaos.sim.plan import LastFailure, RetryAt
+from fleetchaos.sim.state import SharedCapacity
+from fleetchaos.sim.state_kinds import state_kind
 
 #: The reasons of ``failed_retries_by_reason``: how a failed retry relates to the failure before it.
 SAME_AFTER_HINT = "same fault, after its retry-after instant"
@@ -84,28 +67,15 @@ def failed_retry_reason(last: LastFailure, dispatched_at: float, failure: str) -
 class RetryJudge:
     """Judges each retry of a run at the moment it is dispatched."""
 
-    __slots__ = ("_checks", "calls", "partitioned", "run_key", "shared")
+    __slots__ = ("_checks", "calls", "run_key", "shared")
 
-    def __init__(
-        self,
-        calls: CallModel,
-        run_key: int,
-        partitioned: Callable[[int, int, float], object],
-        shared: SharedCapacity | None = None,
-    ):
-        """``partitioned(orchestrator, worker, now)`` is truthy while a partition cuts them apart;
-        ``shared`` is the fleet's API capacity (token bucket and quota)."""
+    def __init__(self, calls: CallModel, run_key: int, shared: SharedCapacity):
+        """``calls`` decides the run's calls (its plan and rules), ``shared`` is the fleet's API capacity."""
         self.calls = calls
         self.run_key = run_key
-        self.partitioned = partitioned
         self.shared = shared
         self._checks: dict[str, Callable[[LastFailure, RetryAt], bool]] = {
-            "credentials_expired": self._credentials_expired,
-            "disk_refuses": self._disk_refuses,
-            "bucket_empty": self._bucket_empty,
-            "quota_spent": self._quota_spent,
-            "worker_down": self._worker_down,
-            "partitioned": self._partitioned,
+            "state": self._state,
             "persistent": self._persistent,
             "batch": self._batch,
             "transient": self._transient,
@@ -125,34 +95,15 @@ class RetryJudge:
             return PROVIDER_SATURATED.reason
         return None
 
-    @staticmethod
-    def _credentials_expired(last: LastFailure, retry: RetryAt) -> bool:
-        return retry.node.credentials_expired(retry.now)
-
-    @staticmethod
-    def _disk_refuses(last: LastFailure, retry: RetryAt) -> bool:
-        return retry.node.disk_refuses(retry.now, retry.tpl.steps[last.step].disk_mb)
-
-    def _bucket_empty(self, last: LastFailure, retry: RetryAt) -> bool:
-        """The fleet's API token bucket still holds less than one token (a call now would be refused)."""
-        return self.shared is not None and self.shared.bucket.available(retry.now) < 1.0
-
-    def _quota_spent(self, last: LastFailure, retry: RetryAt) -> bool:
-        """The day's API quota is still used up (the retry comes before the next day starts)."""
-        return self.shared is not None and self.shared.quota.spent(retry.now)
-
-    @staticmethod
-    def _worker_down(last: LastFailure, retry: RetryAt) -> bool:
-        return retry.node.down(retry.now)
-
-    def _partitioned(self, last: LastFailure, retry: RetryAt) -> bool:
-        return self.partitioned(retry.orchestrator, retry.node.index, retry.now) is not None
+    def _state(self, last: LastFailure, retry: RetryAt) -> bool:
+        """The state kind's own handler reads whether its cause still holds (:meth:`fleetchaos.sim.plan.StateKind.holds`)."""
+        return state_kind(last.kind).holds(self.calls.plan, self.shared, last, retry)
 
     def _persistent(self, last: LastFailure, retry: RetryAt) -> bool:
         """The same persistent fault would hit one of the failed items again."""
         task_key = _rng.task_key(self.run_key, retry.task_id)
         step = retry.tpl.steps[last.step]
-        rules = self.calls.rules_for(retry.node.index, retry.tpl, last.step)[0]
+        rules = self.calls.rules_for(retry.node, retry.tpl, last.step)[0]
         return any(
             r.kind == last.kind
             and self.calls.persistent_hit(r, task_key, step, item, retry.node.index, retry.now, retry.sources)
@@ -164,7 +115,7 @@ class RetryJudge:
         """A persistent batch rule would choose one of the failed items again (a fresh draw would not)."""
         task_key = _rng.task_key(self.run_key, retry.task_id)
         index = retry.node.index
-        batch = self.calls.rules_for(index, retry.tpl, last.step)[2]  # a batch kind's model has ``persistent``
+        batch = self.calls.rules_for(retry.node, retry.tpl, last.step)[2]  # a batch kind's model has ``persistent``
         rules = [r for r in batch if cast(BatchFault, r.spec).persistent]
         chosen = self.calls.batch_failures(
             tuple(rules), retry.tpl.steps[last.step].fan_out, task_key, last.step, 0, index, retry.now
@@ -197,7 +148,7 @@ class RetryJudge:
         calls = self.calls
         node, tpl = retry.node, retry.tpl
         step = tpl.steps[last.step]
-        rules = calls.rules_for(node.index, tpl, last.step)
+        rules = calls.rules_for(node, tpl, last.step)
         step_key = _rng.step_key(_rng.task_key(self.run_key, retry.task_id), last.step, retry.executions[last.step] + 1)
         for item in last.items:
             key = _rng.call_key(step_key, item)
@@ -205,3 +156,39 @@ class RetryJudge:
             if met is not None and met.name == last.kind:
                 return True
         return False
+
+
+class RetryWatch:
+    """One task's retries as the judges see them: its last failure, and the retry in flight after it.
+
+    The simulator's task loop and a real-code runtime's task scope keep one each:
+    :meth:`retry` when a retry after :attr:`last` is dispatched (judged wasted or not),
+    :meth:`ended` when a dispatch (or, in real code, a call) of the task ends, so a retry
+    that failed again is counted in ``failed_retries`` with its reason.
+    """
+
+    __slots__ = ("judge", "last", "retrying")
+
+    def __init__(self, judge: RetryJudge):
+        self.judge = judge
+        self.last: LastFailure | None = None
+        """The task's last failure, until a retry after it is dispatched."""
+        self.retrying: tuple[LastFailure, float] | None = None
+        """The failure the retry in flight follows and the instant it was dispatched."""
+
+    def retry(self, rec: TaskRecord, retry: RetryAt) -> None:
+        """A retry after :attr:`last` is dispatched: wasted when its cause still holds; watched until it ends."""
+        last = self.last
+        assert last is not None, "a retry follows a failure"
+        reason = self.judge.wasted(last, retry)
+        if reason is not None:
+            rec.note_wasted(reason)
+        self.retrying = (last, retry.now)
+        self.last = None
+
+    def ended(self, rec: TaskRecord, failure: str | None) -> None:
+        """The retry in flight ended, failing with ``failure`` (None: it did not fail)."""
+        retrying, self.retrying = self.retrying, None
+        if retrying is not None and failure is not None:
+            last, dispatched_at = retrying
+            rec.note_failed_retry(failure, failed_retry_reason(last, dispatched_at, failure))

@@ -12,26 +12,24 @@ Every fact about what really happened is written to the task's ledger record.
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import simpy
 
 from fleetchaos.sim import _rng
-from fleetchaos.sim.calls import CallModel, Template, compile_template
-from fleetchaos.sim.config import DAY_S, WorldSpec, lognormal_params
+from fleetchaos.sim.assembly import assemble
+from fleetchaos.sim.calls import CallModel
+from fleetchaos.sim.config import DAY_S, WorldSpec
 from fleetchaos.sim.containment import ContainedPolicy
 from fleetchaos.sim.dispatch import PLAIN_OK, Dispatcher
 from fleetchaos.sim.envelope import SCHEMA_VERSION
 from fleetchaos.sim.envelope_errors import EnvelopeErrors
 from fleetchaos.sim.envelopes import StampedEnvelope
-from fleetchaos.sim.faults import FaultPlan, build_plan
 from fleetchaos.sim.fleet import Worker
-from fleetchaos.sim.formats import ErrorFormat, counted, partial_batch_of
-from fleetchaos.sim.journal import Journal
+from fleetchaos.sim.formats import ErrorFormat, bound, counted, partial_batch_of
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.misread import misread_factor
 from fleetchaos.sim.observation import (
@@ -46,16 +44,16 @@ from fleetchaos.sim.observation import (
     TaskHistory,
     UseAlternative,
 )
+from fleetchaos.sim.plan import FaultPlan, LastFailure, RetryAt
 from fleetchaos.sim.remediation import repair
 from fleetchaos.sim.resume import resume_point
-from fleetchaos.sim.state import DailyQuota, SharedCapacity, TokenBucket
+from fleetchaos.sim.template import Template
 from fleetchaos.sim.truth import AttemptReport
-from fleetchaos.sim.waste import LastFailure, RetryAt, RetryJudge, failed_retry_reason
+from fleetchaos.sim.waste import RetryWatch
 from fleetchaos.sim.workload import Task, TitleSource, arrivals, closed_loop_task, is_closed_loop
 
 S_POLICY = _rng.stream_id("policy")
 S_MISREAD = _rng.stream_id("orchestrator:misread")
-S_HUMAN = _rng.stream_id("escalation:human")
 S_REMEDIATION = _rng.stream_id("remediation:duration")
 S_REMEDIATION_OK = _rng.stream_id("remediation:success")
 S_ADMIT = _rng.stream_id("policy:before_dispatch")
@@ -90,7 +88,7 @@ class World:
         self,
         spec: WorldSpec,
         policy: RecoveryPolicy,
-        error_format: ErrorFormat,
+        errors: ErrorFormat,
         seed: int,
         *,
         max_actions: int | None = None,
@@ -114,71 +112,68 @@ class World:
         parity driver, :mod:`fleetchaos.real.parity`), so both decide with one function.
         """
         self.spec = spec
-        bind = getattr(error_format, "for_run", None)  # formats that plant per-run secrets
-        self.fmt = error_format = bind(seed) if bind is not None else error_format
+        self.errors = errors = bound(errors, seed)  # a format that plants per-run secrets, bound to this run
         self.seed = seed
         self.drain_s = drain_s
         self.env = env = simpy.Environment()
-        self.plan = plan = build_plan(spec, seed)
         fleet = spec.fleet
         slots = {o.worker: o.tool_slots for o in fleet.overrides if o.tool_slots is not None}
-        disks = {o.worker: o.disk_mb for o in fleet.overrides if o.disk_mb is not None}
-        self.workers = [
-            Worker(
-                env,
-                i,
-                slots.get(i, fleet.tool_slots),
-                list(plan.disk_full[i]),  # a copy: a remediation may end a span early
-                plan.key_expiries[i],
-                fleet.credential_lifetime_s,
-                plan.crashes[i],
-                disks.get(i, fleet.disk_mb),
-            )
-            for i in range(fleet.workers)
-        ]
-        bucket = TokenBucket(fleet.api_rate_per_s, fleet.api_burst, plan.rate_windows)
-        self.shared_capacity = SharedCapacity(bucket, DailyQuota(plan.quota_per_day), fleet.api_reject_cost)
+
+        def worker(i: int, *state: Any) -> Worker:  # a node's state with its tool slots
+            return Worker(env, i, slots.get(i, fleet.tool_slots), *state)
+
+        # The full fault log is kept when records are (shrinking and the determinism check
+        # read both) or when tracing (the timeline draws it); a streamed run keeps the tally.
+        self.assembly = assembly = assemble(
+            spec,
+            seed,
+            worker,
+            clock=lambda: env.now,
+            ends_s=spec.duration_s + drain_s,  # run() stops there
+            call_model=call_model,
+            keep_log=sink is None or trace,
+            trace=trace,
+        )
+        self.plan: FaultPlan = assembly.plan
+        self.workers: list[Worker] = assembly.nodes
+        self.calls = assembly.calls
+        self.journal = assembly.journal
+        self.run_key = assembly.run_key
+        self.templates = assembly.templates
         self.refresh_s = fleet.credential_refresh_s
-        self.misread_p = fleet.misread_probability * misread_factor(error_format, fleet.misread_factor)
+        self.misread_p = fleet.misread_probability * misread_factor(errors, fleet.misread_factor)
         self.policy = ContainedPolicy(policy, fleet.orchestrators)
         self.max_actions = fleet.max_actions_per_task if max_actions is None else max_actions
-        self.guarded = self.policy.guardrail and bool(getattr(error_format, "failure_flag", False))
-        self.human, self.checkpoints = fleet.page_handling, fleet.checkpoints
-        partial_batch = partial_batch_of(error_format, fleet)  # the format's contract, else the scenario's
+        self.guarded = self.policy.guardrail and bool(getattr(errors, "failure_flag", False))
+        self.checkpoints = fleet.checkpoints
+        partial_batch = partial_batch_of(errors, fleet)  # the format's contract, else the scenario's
         self.count_partial = partial_batch == "count"
         self.remediation = fleet.remediation
         self.load = [[0, 0] for _ in range(fleet.orchestrators)]  # per orchestrator: dispatches, retries in flight
-        self.templates = tuple(compile_template(i, t, plan) for i, t in enumerate(spec.workload.templates))
         self.least_loaded = fleet.dispatch == "least_loaded"
         self.sink = sink
         self.records: list[TaskRecord] | None = [] if sink is None else None
         self._open: dict[int, TaskRecord] = {}  # with a sink: records of started, unended tasks by id
-        # The full fault log is kept when records are (shrinking and the determinism check
-        # read both) or when tracing (the timeline draws it); a streamed run keeps the tally.
-        self.journal = Journal(lambda: env.now, keep_log=sink is None or trace, trace=trace)
-        self.run_key = _rng.run_key(seed)
         # The run's part of the per-task keys, folded once (_rng.extend adds the task's parts).
         self._admit_key = _rng.key(self.run_key, S_ADMIT)
         self._misread_key = _rng.key(self.run_key, S_MISREAD)
         self._policy_key = _rng.key(seed, S_POLICY)
-        self.calls = call_model(plan, self.shared_capacity, seed, fleet)
         self.envelope_errors = EnvelopeErrors.build(spec, seed)  # None unless a scenario makes envelopes wrong
         self.dispatcher = Dispatcher(
             env,
-            plan,
+            assembly.plan,
             self.calls,
             self.journal,
             self.run_key,
             partial_step_ok=partial_batch == "ok",
             # A plain successful dispatch needs no report or rendering, unless the policy
             # observes every outcome (shared controls count successes too).
-            plain_success=bool(getattr(getattr(error_format, "render", None), "plain_success", False))
+            plain_success=bool(getattr(getattr(errors, "render", None), "plain_success", False))
             and not self.policy.observes,
             transport=self.policy.transport,
             idempotent=self.policy.idempotent,
             heartbeat_timeout_s=fleet.heartbeat_timeout_s,
         )
-        self.judge = RetryJudge(self.calls, self.run_key, self.dispatcher.partitioned, self.shared_capacity)
         self.dispatcher.on_orphans_done = self._orphans_done
         self._next_task_id = 0
 
@@ -219,8 +214,9 @@ class World:
         env = self.env
         spec = self.spec
         for task in arrivals(spec.workload, self.seed, spec.duration_s, spec.fleet.orchestrators, spec.fleet.workers):
-            if task.arrival_s > env.now:
-                yield env.timeout(task.arrival_s - env.now)
+            now = env.now
+            if task.arrival_s > now:
+                yield env.timeout(task.arrival_s - now)
             if first_id:
                 task = task._replace(id=first_id + task.id)
             else:
@@ -252,17 +248,7 @@ class World:
         emit = self.journal.emit
         tracing = self.journal.trace is not None
         tpl = self.templates[task.template]
-        # TaskRecord(id, template, title, orchestrator, arrival_s, commits, append_steps, executions)
-        rec = TaskRecord(
-            task.id,
-            tpl.name,
-            task.title,
-            task.orchestrator,
-            task.arrival_s,
-            [[0] * fan_out for fan_out in tpl.fan_outs],
-            tpl.append_steps,
-            [0] * len(tpl.fan_outs),
-        )
+        rec = tpl.record(task.id, task.title, task.orchestrator, task.arrival_s)
         if self.records is not None:
             self.records.append(rec)
         else:
@@ -278,7 +264,7 @@ class World:
         done: tuple[int, ...] = ()
         sources: dict[tuple[int, int], int] = {}
         workspace: dict[int, float] = {}  # worker -> MB this task's files occupy there
-        last: LastFailure | None = None  # the last dispatch's failure, for the wasted-retry judge
+        watch: RetryWatch | None = None  # the task's retries for the judges, from its first failure on
         actions = 0
         load = self.load[task.orchestrator]
         shared = policy.shared[task.orchestrator]
@@ -289,10 +275,10 @@ class World:
                 refused = policy.before_dispatch(shared, env.now, attempts == 1, draw, rec)
                 if refused is not None:  # refused locally: the task ends as the policy said, nothing is sent
                     rec.throttled += 1
-                    rec.claim = "escalated" if isinstance(refused, Escalate) else refused.claim
                     if isinstance(refused, Escalate):
-                        rec.pages += 1
-                        rec.human_s = self._duration(self.human, S_HUMAN, task.id, actions + 1)
+                        self.assembly.page(rec, actions + 1)
+                    else:
+                        rec.claim = refused.claim
                     break
             if policy.chooses:
                 worker = policy.choose_worker(worker, len(self.workers), shared, env.now, rec)
@@ -301,12 +287,8 @@ class World:
                 history.worker = worker
             w = self.workers[worker]
             rec.worker = worker
-            dispatched_at = env.now
-            if last is not None:
-                retry = RetryAt(w, task.id, task.orchestrator, tpl, sources, rec.executions, dispatched_at)
-                reason = self.judge.wasted(last, retry)
-                if reason is not None:
-                    rec.note_wasted(reason)
+            if watch is not None and watch.last is not None:
+                watch.retry(rec, RetryAt(w, task.id, task.orchestrator, tpl, sources, rec.executions, env.now))
             if tracing:
                 emit("dispatch", task.id, worker, start)
             w.in_flight += 1
@@ -318,19 +300,19 @@ class World:
             load[1] -= retrying
             w.in_flight -= 1
             failure = "node_crash" if report is None else report.failure  # None: every step completed
-            if last is not None and failure is not None:  # the retry failed again
-                rec.note_failed_retry(failure, failed_retry_reason(last, dispatched_at, failure))
+            if watch is not None:
+                watch.ended(rec, failure)
             if report is None:  # lost with a crashed worker, and nobody is waiting for it
                 return
             if report is PLAIN_OK:  # rendering it would give the bare "ok" observation
                 rec.claim = "success"
                 break
-            obs = self.fmt.render(report)
+            obs = self.errors.render(report)
             if self.count_partial:  # a partly failed fan-out step says how many of its items failed
                 obs = counted(obs, report)
             if self.envelope_errors is not None and obs.envelope is not None:
                 obs, wrong = self.envelope_errors.apply(
-                    self.fmt, report, obs, env.now, rec.executions[report.failed_step]
+                    self.errors, report, obs, env.now, rec.executions[report.failed_step]
                 )
                 if wrong:
                     rec.note_misreport(wrong)
@@ -375,17 +357,17 @@ class World:
             action = GiveUp() if stop else policy.decide(obs, history, rec)
             retry_at = env.now + report.retry_after_s if report.retry_after_s is not None else None
             failed_items = tuple(i for i, k in report.item_failures if k == report.failure) or (0,)
+            if watch is None:
+                watch = RetryWatch(self.assembly.judge)
             # None when a format showed a completed dispatch as failed: then no cause holds for the judge to check
-            last = None if failure is None else LastFailure(failure, retry_at, report.failed_step, failed_items)
+            watch.last = None if failure is None else LastFailure(failure, retry_at, report.failed_step, failed_items)
             kind = type(action)  # canonical: exactly one of the action classes
             if tracing:
                 emit("action", task.id, worker, kind.__name__)
             if isinstance(action, Escalate):
-                rec.claim = "escalated"
                 # The claim is reported at once; the paged human's hours are charged to the
                 # run (cost, human hours), their own work is outside the simulation.
-                rec.pages += 1
-                rec.human_s = self._duration(self.human, S_HUMAN, task.id, actions)
+                self.assembly.page(rec, actions)
                 break
             if isinstance(action, GiveUp):
                 rec.claim = action.claim
@@ -437,19 +419,12 @@ class World:
             del self._open[rec.id]
             self.sink(rec)
 
-    def _duration(self, spec, stream: int, task_id: int, n: int) -> float:
-        """A keyed log-normal draw from a :class:`~fleetchaos.sim.config.Distribution`."""
-        if spec.cv <= 0.0:
-            return spec.mean_s
-        mu, sigma = lognormal_params(spec.mean_s, spec.cv)
-        return math.exp(mu + sigma * _rng.normal(_rng.key(self.run_key, stream, task_id, n), stream))
-
     def _remediate(
         self, rec: TaskRecord, w: Worker, report: AttemptReport, tpl: Template, task_id: int, n: int
     ) -> Generator:
         """A remediation agent works on ``w`` for minutes; it may repair the last failure's cause."""
         spec = self.remediation
-        took = self._duration(spec.duration, S_REMEDIATION, task_id, n)
+        took = self.assembly.duration(spec.duration, S_REMEDIATION, task_id, n)
         yield self.env.timeout(took)
         rec.remediations += 1
         rec.remediation_s += took

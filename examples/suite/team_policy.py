@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fleetchaos.policies import StructuredDecisionTree, full_jitter
+from fleetchaos.policies import AdaptiveThrottle, Controlled, StructuredDecisionTree, full_jitter
 from fleetchaos.sim.observation import Action, Escalate, Observation, Retry, TaskHistory
 
 
 @dataclass(frozen=True, slots=True)
-class TeamPolicy:
+class TeamDecisions:
     """Follow the structured error contract; on a bare "failed", back off twice, then escalate.
 
     ``guardrail``: our orchestrator checks the envelope's failure flag before it reports a
@@ -25,7 +25,7 @@ class TeamPolicy:
     structured: StructuredDecisionTree = field(default_factory=lambda: StructuredDecisionTree(max_retries=4))
     unclassified_retries: int = 2
     guardrail: bool = True
-    name: str = "team"
+    name: str = "team-decisions"
 
     def decide(self, observation: Observation, history: TaskHistory) -> Action:
         if observation.envelope is not None:
@@ -33,3 +33,16 @@ class TeamPolicy:
         if history.retries < self.unclassified_retries:
             return Retry(delay_s=full_jitter(history, 2.0, 60.0))
         return Escalate("unclassified failure after retries")
+
+
+@dataclass(frozen=True, slots=True)
+class TeamPolicy(Controlled):
+    """Our decisions under client-side adaptive throttling (Google's *Site Reliability Engineering*, ch. 21):
+    in a provider's rate-limit window the orchestrator stops sending requests the provider keeps refusing,
+    rather than waking every waiting task at the same retry-after.  Without it, our production day wasted
+    about 24 retries a day into an empty rate limit (test_gates.py asks for at most 5).
+    """
+
+    policy: TeamDecisions = field(default_factory=TeamDecisions)
+    budget: AdaptiveThrottle = field(default_factory=AdaptiveThrottle)
+    name: str = "team"

@@ -1,8 +1,9 @@
 """Merge gates: our recovery policy, on structured errors, against the chaos we expect.
 
-Each gate asserts a figure's confidence interval, not its point value: it fails only
-when the whole interval misses the bound, and the failure names the command that
-replays the worst seed.  Tests sharing a marker share the simulated runs.
+Each gate judges a figure's mean over the seeds against our bound and says on what
+evidence (decisive when the whole confidence interval is on the verdict's side, weak when
+it straddles the bound); a failure names the command that replays the worst seed.  Tests
+sharing a marker share the simulated runs.
 """
 
 from __future__ import annotations

@@ -47,6 +47,11 @@ API_KINDS = ("expired_key", "rate_limit", "quota_exhausted")
 WORKER_ALPHA = 1e-4
 
 
+def sig(value: float, digits: int = 6) -> float:
+    """``value`` to ``digits`` significant digits: a rate of one in ten million keeps its value (6 decimals would make it 0)."""
+    return float(f"{value:.{digits}g}")
+
+
 @dataclass
 class Fitted:
     """One fault as written: its document and where its values came from."""
@@ -152,7 +157,7 @@ def _per_worker_extras(ctx, name, base_p, units_worker, units_failed, label, too
         rate = k / n
         if rate >= 2 * base_p and stats.binom.sf(k - 1, n, base_p) < WORKER_ALPHA:
             q = (rate - base_p) / (1 - base_p) if base_p < 1 else 1.0
-            doc = {"kind": name, "probability": round(min(q, 1.0), 6), "workers": [int(w)]}
+            doc = {"kind": name, "probability": sig(min(q, 1.0)), "workers": [int(w)]}
             if tools:
                 doc["tools"] = tools
             out.append(
@@ -189,7 +194,7 @@ def _rate_rules(ctx, name: str, times, failed, tools_of_unit, worker_of_unit, la
     same, p_value = _homogeneous(list(tool_rates.values()))
     if pooled_k and same:
         p = pooled_k / pooled_n
-        doc = {"kind": name, "probability": round(p, 6), **extra}
+        doc = {"kind": name, "probability": sig(p), **extra}
         out.append(
             Fitted(
                 doc,
@@ -204,7 +209,7 @@ def _rate_rules(ctx, name: str, times, failed, tools_of_unit, worker_of_unit, la
             if k == 0:
                 continue
             p = k / n
-            doc = {"kind": name, "probability": round(p, 6), "tools": [calls.tools[t]], **extra}
+            doc = {"kind": name, "probability": sig(p), "tools": [calls.tools[t]], **extra}
             out.append(
                 Fitted(
                     doc,
@@ -218,7 +223,7 @@ def _rate_rules(ctx, name: str, times, failed, tools_of_unit, worker_of_unit, la
         q = (w.rate - w.baseline) / (1 - w.baseline) if w.baseline < 1 else 1.0
         doc = {
             "kind": name,
-            "probability": round(min(max(q, 0.0), 1.0), 6),
+            "probability": sig(min(max(q, 0.0), 1.0)),
             "windows": [_window_doc(w.start_s, w.end_s)],
             **extra,
         }
@@ -328,7 +333,7 @@ def _items_in_window(ctx: Context, fitted: Fitted, times, failed, items) -> None
     k = sum(rates[i][0] for i in hit)
     n = sum(rates[i][1] for i in hit)
     fitted.doc["items"] = hit
-    fitted.doc["probability"] = round(k / n, 6)
+    fitted.doc["probability"] = sig(k / n)
     fitted.comment += f"; the failures pick items {hit} ({_rate_comment('their keys', k, n)})"
 
 
@@ -380,7 +385,7 @@ def fit_partial_batch(ctx: Context) -> list[Fitted]:
         typical = int(np.median(failed_items[m & (failed_items > 0)]))
         doc = {
             "kind": "partial_batch",
-            "probability": round(k / n, 6),
+            "probability": sig(k / n),
             "failures": max(1, typical),
             "tools": [calls.tools[t]],
         }

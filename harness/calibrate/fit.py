@@ -16,7 +16,7 @@ from pathlib import Path
 from fleetchaos.calibrate import faults as F
 from fleetchaos.calibrate import state_faults as S
 from fleetchaos.calibrate.latency import LatencyFit, fit_latency
-from fleetchaos.calibrate.observed import Calls, Observations
+from fleetchaos.calibrate.observed import Calls, Observations, TooManyTools
 from fleetchaos.calibrate.templates import TemplateFit, fit_templates, partial_batch_seen, step_groups, tool_slots
 from fleetchaos.traces.bounded import TraceFileError
 from fleetchaos.traces.codes import FAULT_KINDS, CodeMap
@@ -28,6 +28,12 @@ HOUR_S = 3_600.0
 
 #: Default time bin of the change-point search (seconds).
 BIN_S = 60.0
+
+#: The longest horizon a calibrated scenario can have (a scenario's ``duration_s`` limit).
+MAX_HORIZON_S = 365 * DAY_S
+
+#: The most task templates (distinct tool sequences) a calibration writes.
+MAX_TEMPLATES = 200
 
 #: Kinds a trace cannot show (the call looks fine) or that this calibration does not fit.
 NOT_FITTED = {
@@ -76,7 +82,7 @@ def _arrival_schedule(calls: Calls, origin_s: float, notes: list[str]) -> tuple[
     if not observed.all():
         missing = [h for h in range(24) if not observed[h]]
         notes.append(f"arrivals: hours {missing} of the day were never observed: the mean rate is used there")
-    points = [{"at_s": h * HOUR_S, "tasks_per_hour": round(float(r), 4)} for h, r in enumerate(rates)]
+    points = [{"at_s": h * HOUR_S, "tasks_per_hour": F.sig(float(r))} for h, r in enumerate(rates)]
     if not any(p["tasks_per_hour"] > 0 for p in points):
         points[0]["tasks_per_hour"] = 1.0
     comment = (
@@ -103,9 +109,12 @@ def calibrate(
     codes = codes if codes is not None else CodeMap()
     stats = ReadStats()
     observations = Observations(codes)
-    observations.add(read_traces(paths, fmt, stats=stats, worker_keys=worker_keys))
-    calls = observations.finish()
     sources = ", ".join(str(p) for p in paths)
+    try:
+        observations.add(read_traces(paths, fmt, stats=stats, worker_keys=worker_keys))
+    except TooManyTools as exc:
+        raise TraceFileError(f"{sources}: {exc}") from None
+    calls = observations.finish()
     if len(calls) == 0:
         raise TraceFileError(
             f"{sources}: no tool calls found ({stats.spans} spans read); tool calls are execute_tool spans with "
@@ -117,9 +126,22 @@ def calibrate(
     starts = calls.task_start[np.isfinite(calls.task_start)]
     origin = math.floor(float(starts.min()) / DAY_S) * DAY_S
     duration = max(HOUR_S, math.ceil((float(starts.max()) - origin + 1e-9) / HOUR_S) * HOUR_S)
+    if duration > MAX_HORIZON_S:
+        raise TraceFileError(
+            f"{sources}: the tasks arrive over {duration / DAY_S:,.0f} days (from {_utc(float(starts.min()))} to "
+            f"{_utc(float(starts.max()))}); a scenario covers at most {MAX_HORIZON_S / DAY_S:g} days: calibrate "
+            "from a shorter period (and check the times are seconds, not milliseconds)"
+        )
     end_s = max(duration, float((calls.start + calls.duration).max()) - origin)
     group_start, item = step_groups(calls)
     templates, task_template = fit_templates(calls, group_start)
+    if len(templates) > MAX_TEMPLATES:
+        raise TraceFileError(
+            f"{sources}: the tasks follow {len(templates):,} different tool sequences; a calibrated scenario has one "
+            f"template per sequence and at most {MAX_TEMPLATES} (a scenario file stays readable): check that a task "
+            "id groups the calls of one task (the trace id, or the plain form's task), or calibrate from the traces "
+            "of fewer kinds of task"
+        )
     api_tools, api_notes = S.uses_api(calls, [FAULT_KINDS.index(k) for k in F.API_KINDS])
     notes += api_notes
     ctx = F.Context(calls, origin, duration, end_s, item, group_start, api_tools, bin_s, notes)
@@ -198,7 +220,7 @@ def calibrate(
         steps = []
         for tool, fan_out in tpl.steps:
             fit = latency[tool]  # every tool of a template made a call, so it has a fit
-            step: dict = {"tool": tool, "duration": {"mean_s": round(fit.mean_s, 6), "cv": round(min(fit.cv, 5.0), 6)}}
+            step: dict = {"tool": tool, "duration": {"mean_s": F.sig(fit.mean_s), "cv": F.sig(min(fit.cv, 5.0))}}
             if fan_out > 1:
                 step["fan_out"] = min(fan_out, 64)
             t_index = calls.tools.index(tool)
@@ -207,7 +229,7 @@ def calibrate(
             if t_index in disk_tools:
                 step["disk_mb"] = 1.0
             steps.append(step)
-        template_docs.append({"name": tpl.name, "weight": round(tpl.tasks / total_tasks, 6), "steps": steps})
+        template_docs.append({"name": tpl.name, "weight": F.sig(tpl.tasks / total_tasks), "steps": steps})
         comments[("workload", "templates", i)] = (
             f"{tpl.tasks:,} tasks ({tpl.clean:,} with no failure, whose tool sequence defines it); "
             + "; ".join(

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from fleetchaos.traces.bounded import TraceFileError
 from fleetchaos.traces.codes import FAULT_KINDS, IGNORE, CodeMap
 from fleetchaos.traces.records import TaskSpan, ToolCall
 
@@ -24,6 +25,11 @@ if TYPE_CHECKING:  # NumPy is loaded when the columns are finished, not on impor
 #: Kind codes of a call besides an index into FAULT_KINDS.
 OK = -1
 UNMAPPED = -2
+
+#: The most distinct tool names a calibration takes: a fleet's agents call tens of tools;
+#: thousands of names are ids inside the names (a URL, a ticket number), and each tool costs
+#: a duration fit and a template step (a scenario file holds about 6,000 steps).
+MAX_TOOLS = 1_000
 
 _DIGITS = re.compile(r"(\d+)")
 
@@ -44,6 +50,10 @@ class _Interner:
             i = self.index[name] = len(self.names)
             self.names.append(name)
         return i
+
+
+class TooManyTools(TraceFileError):
+    """More distinct tool names than a calibration takes (:data:`MAX_TOOLS`), found while reading."""
 
 
 @dataclass
@@ -98,10 +108,18 @@ class Observations:
                     self.ignored_failures += 1
                 else:
                     k = kind_index[name]
+            tool = self.tools(r.tool)
+            if tool == MAX_TOOLS:
+                raise TooManyTools(
+                    f"tool: more than {MAX_TOOLS:,} distinct tool names (the limit; "
+                    f"e.g. {', '.join(repr(n[:40]) for n in self.tools.names[:3])}, {r.tool[:40]!r}): "
+                    "is an id part of the tool's name (a URL, a record number)? name each tool once "
+                    "(gen_ai.tool.name, or the plain form's tool) and calibrate again"
+                )
             self.task.append(t)
             self.start.append(r.start_s)
             self.duration.append(r.duration_s)
-            self.tool.append(self.tools(r.tool))
+            self.tool.append(tool)
             self.worker.append(self.workers(r.worker))
             self.kind.append(k)
             self.attempt.append(-1 if r.attempt is None else r.attempt)

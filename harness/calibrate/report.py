@@ -10,37 +10,20 @@ The simulated side is read back through the same trace reader as the observed on
 from __future__ import annotations
 
 import math
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fleetchaos.calibrate.fit import HOUR_S, Calibration
-from fleetchaos.calibrate.observed import Calls, Observations
+from fleetchaos.calibrate.observed import Calls
+from fleetchaos.calibrate.verdict import ALPHA, FitCheck, SimulatedDay
 from fleetchaos.reports.blocks import H1, H2, IMG, TABLE, UL, P, write_pages
-from fleetchaos.traces.codes import FAULT_KINDS, CodeMap
-from fleetchaos.traces.read import read_file
+from fleetchaos.traces.codes import FAULT_KINDS
 
 if TYPE_CHECKING:
     from fleetchaos.scenario.load import Scenario
 
 OBSERVED = "#7f7f7f"
 SIMULATED = "#4f81bd"
-
-
-def simulate(scenario: Scenario, policy: str, errors: str, seed: int) -> tuple[Calls, dict]:
-    """One run of the fitted scenario, read back from its exported traces; and its metrics."""
-    from fleetchaos.runs.runner import run_one
-    from fleetchaos.traces.otlp_write import write_run_traces
-
-    with tempfile.TemporaryDirectory(prefix="fleetchaos-fit-") as folder:
-        path = Path(folder) / "simulated.otlp.jsonl"
-        result = run_one(
-            scenario, policy, errors, seed, trace=True,
-            on_trace=lambda out: write_run_traces(out, path, scenario=scenario.name, policy=policy, errors=errors, seed=seed),
-        )  # fmt: skip
-        observations = Observations(CodeMap())
-        observations.add(read_file(path))
-        return observations.finish(), result.metrics
 
 
 def _hourly_failure_share(calls: Calls, origin_s: float):
@@ -107,12 +90,22 @@ def _share(calls: Calls, i: int) -> str:
 
 
 def write_fit_report(
-    calibration: Calibration, scenario: Scenario, out_dir: Path, *, policy: str, errors: str, seed: int
+    calibration: Calibration,
+    scenario: Scenario,
+    out_dir: Path,
+    *,
+    policy: str,
+    errors: str,
+    day: SimulatedDay,
+    check: FitCheck | None = None,
 ) -> list[Path]:
-    """Write summary.md, report.html and the charts; returns the paths written."""
+    """Write summary.md, report.html and the charts; returns the paths written.
+
+    ``day`` is the simulated run drawn against the traces; ``check`` the fit check's verdict.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     observed = calibration.calls
-    simulated, metrics = simulate(scenario, policy, errors, seed)
+    simulated, metrics, seed = day.calls, day.metrics, day.seed
     sim_origin = math.floor(float(simulated.task_start.min()) / 86_400) * 86_400 if len(simulated) else 0.0
     made = {
         "ecdf": _ecdf_chart(observed, simulated, out_dir / "latency_ecdf.png"),
@@ -150,6 +143,7 @@ def write_fit_report(
             ],
         ),
         IMG(made["hourly"].name, "Share of tool calls that failed by hour of day, observed and simulated"),
+        *_check_blocks(check, policy, errors),
         H2("Windows found"),
         _windows_block(scenario),
         H2("Not fitted"),
@@ -169,6 +163,44 @@ def write_fit_report(
         ),
     ]
     return [*write_pages(out_dir, blocks, f"Fit report: {scenario.name}", made), *made.values()]
+
+
+def _check_blocks(check: FitCheck | None, policy: str, errors: str) -> list:
+    if check is None:
+        return [H2("Fit check"), P("Not run (`--check-seeds 0`).")]
+    days = len(check.seeds)
+    verdict = (
+        "The fitted scenario **fits**: every fault kind's share of the traces' calls lies within its interval."
+        if check.fits
+        else f"The fitted scenario **misses** the traces on {len(check.misses)} fault kind(s): "
+        + ", ".join(k.kind for k in check.misses)
+        + "."
+    )
+    return [
+        H2("Fit check"),
+        P(
+            f"{verdict} The fitted scenario was simulated on {days} seeds ({', '.join(map(str, check.seeds))}; policy "
+            f"`{policy}`, error format `{errors}`), each day read back like the traces. A kind's share of the traces' "
+            f"calls must lie within the {100 * (1 - ALPHA):g}% prediction interval of one simulated day: Student's t "
+            f"over the days' spread (never less than binomial error), so a right fit is called a miss once in "
+            f"{1 / ALPHA:,.0f} kinds. How your fleet recovers moves these shares: simulate with the policy and "
+            "error format closest to it."
+        ),
+        TABLE(
+            ["fault kind", "observed share", "simulated share (mean)", "interval for one day", "verdict"],
+            [
+                (
+                    k.kind + ("" if k.fitted else " (not fitted)"),
+                    f"{100 * k.observed_share:.2f}%",
+                    f"{100 * k.simulated_share:.2f}%",
+                    f"{100 * k.low:.2f}%..{100 * k.high:.2f}%",
+                    "misses" if k.misses else "fits",
+                )
+                for k in check.kinds
+            ],
+            align_right=1,
+        ),
+    ]
 
 
 def _shifted(calls: Calls, offset: float) -> Calls:

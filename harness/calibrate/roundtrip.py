@@ -50,11 +50,15 @@ class RoundTrip:
 
 def measure(path: Path, metrics: dict) -> Side:
     """A run's kind counts and duration quantiles, read back from its exported traces."""
-    import numpy as np
-
     observations = Observations(CodeMap())
     observations.add(read_file(path))
-    calls: Calls = observations.finish()
+    return side_of(observations.finish(), metrics)
+
+
+def side_of(calls: Calls, metrics: dict) -> Side:
+    """A run's kind counts and duration quantiles from the calls read back from its traces."""
+    import numpy as np
+
     counts = {k: int((calls.kind == i).sum()) for i, k in enumerate(FAULT_KINDS) if (calls.kind == i).any()}
     quantiles = {}
     for t, tool in enumerate(calls.tools):
@@ -72,16 +76,10 @@ def measure(path: Path, metrics: dict) -> Side:
 
 def measure_run(scenario: Scenario, policy: str, errors: str, seed: int) -> Side:
     """One run of ``scenario``, measured from its exported traces like either side of a round trip."""
-    from fleetchaos.runs.runner import run_one
-    from fleetchaos.traces.otlp_write import write_run_traces
+    from fleetchaos.calibrate.verdict import simulated_day
 
-    with tempfile.TemporaryDirectory(prefix="fleetchaos-measure-") as folder:
-        path = Path(folder) / "run.otlp.jsonl"
-        result = run_one(
-            scenario, policy, errors, seed, trace=True,
-            on_trace=lambda out: write_run_traces(out, path, scenario=scenario.name, policy=policy, errors=errors, seed=seed),
-        )  # fmt: skip
-        return measure(path, result.metrics)
+    day = simulated_day((scenario, policy, errors, seed))
+    return side_of(day.calls, day.metrics)
 
 
 def round_trip(scenario: Scenario, policy: str, errors: str, seed: int, *, second_seed: int | None = None) -> RoundTrip:

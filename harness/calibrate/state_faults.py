@@ -12,7 +12,7 @@ import math
 from typing import TYPE_CHECKING
 
 from fleetchaos.calibrate.changepoint import find_windows
-from fleetchaos.calibrate.faults import STAGE, Context, Fitted, _clip_windows, _pct, _rate_comment, _window_doc
+from fleetchaos.calibrate.faults import STAGE, Context, Fitted, _clip_windows, _pct, _rate_comment, _window_doc, sig
 from fleetchaos.traces.codes import FAULT_KINDS
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ def fit_rate_limit(ctx: Context) -> tuple[list[Fitted], dict, list[str]]:
     peak = float(np.bincount(index[ok], minlength=bins).max()) / bin_s if ok.any() else 0.0
     if not failed.any():
         rate = max(0.5, 2.0 * peak)
-        fleet["api_rate_per_s"] = round(rate, 6)
+        fleet["api_rate_per_s"] = sig(rate)
         comments.append(
             f"no rate-limit failures: the shared API rate is set to twice the busiest 10 minutes "
             f"({peak:.4g} calls/s), so it never binds"
@@ -139,20 +139,23 @@ def fit_rate_limit(ctx: Context) -> tuple[list[Fitted], dict, list[str]]:
     for w in windows:
         inside |= (rel >= w.start_s) & (rel < w.end_s)
     busy = np.bincount(index[failed & ~inside], minlength=bins) > 0
-    if busy.any():
-        served_rates = np.bincount(index[ok & ~inside], minlength=bins)[busy] / bin_s
-        rate = float(np.median(served_rates))
+    served_rates = np.bincount(index[ok & ~inside], minlength=bins)[busy] / bin_s
+    rate = float(np.median(served_rates)) if busy.any() else 0.0
+    if rate > 0:
         comments.append(
             f"{int((failed & ~inside).sum())} rate-limit failures outside windows: the bucket binds there; its rate is "
             f"the median served rate of the {int(busy.sum())} 10-minute bins with refusals ({rate:.4g} calls/s)"
         )
     else:
-        rate = max(0.5, 2.0 * peak)
-        comments.append(
-            f"no rate-limit failures outside windows: the API rate is twice the busiest 10 minutes ({peak:.4g} calls/s)"
+        why = (
+            "no rate-limit failures outside windows"
+            if not busy.any()
+            else "no call served in most 10-minute bins with refusals"
         )
+        rate = max(0.5, 2.0 * peak)
+        comments.append(f"{why}: the API rate is twice the busiest 10 minutes ({peak:.4g} calls/s)")
     burst = 30.0
-    fleet["api_rate_per_s"] = round(max(rate, 1e-6), 6)
+    fleet["api_rate_per_s"] = sig(max(rate, 1e-6))
     fleet["api_burst"] = burst
     comments.append("api_burst is not observable: the model's default 30 kept")
     out = []
@@ -161,7 +164,7 @@ def fit_rate_limit(ctx: Context) -> tuple[list[Fitted], dict, list[str]]:
         served = int((ok & m).sum())
         # Refusals show the cut only once the bucket's burst is spent: while they come, the
         # bucket is empty, so what was served is the cut rate itself ...
-        factor = min(1.0, served / (rate * (w.end_s - w.start_s)))
+        factor = min(1.0, served / (rate * (w.end_s - w.start_s))) if w.end_s > w.start_s else 1.0
         # ... and the cut began as long before the first refusal as the demand of the hour
         # before took to spend the burst at that rate.
         before = (rel >= w.start_s - HOUR_S) & (rel < w.start_s)
@@ -169,7 +172,7 @@ def fit_rate_limit(ctx: Context) -> tuple[list[Fitted], dict, list[str]]:
         drain = demand - factor * rate
         lead = min(burst / drain, MAX_LEAD_S) if drain > 0 else 0.0
         start = max(0.0, w.start_s - lead)
-        doc = {"kind": "rate_limit", "capacity_factor": round(factor, 6), "windows": [_window_doc(start, w.end_s)]}
+        doc = {"kind": "rate_limit", "capacity_factor": sig(factor), "windows": [_window_doc(start, w.end_s)]}
         out.append(
             Fitted(
                 doc,

@@ -3,12 +3,14 @@
 A small emitter for the shapes calibration writes (mappings, lists, numbers, strings,
 booleans): block style, with short mappings (durations, windows, events, rate points)
 in flow style on one line.  Strings are written as JSON strings (valid YAML), so no
-trace-supplied text can become YAML structure.
+trace-supplied text can become YAML structure; floats always with a decimal point and a
+signed exponent (``2.0e-05``), the form YAML 1.1 readers take for a number.
 """
 
 from __future__ import annotations
 
 import json
+import math
 
 from fleetchaos.calibrate.fit import Calibration
 
@@ -29,8 +31,23 @@ def _scalar(value) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return repr(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+        return _float(value)
     return json.dumps(str(value), ensure_ascii=False)
+
+
+def _float(value: float) -> str:
+    """A float as YAML 1.1 reads it back (PyYAML's resolver): ``2e-05`` would be a string, ``2.0e-05`` is a float."""
+    if not math.isfinite(value):
+        raise ValueError(f"a calibrated value must be finite, got {value!r}")
+    if value.is_integer() and abs(value) < 1e15:
+        return repr(int(value))
+    text = repr(value)
+    mantissa, e, exponent = text.partition("e")
+    if e and "." not in mantissa:
+        mantissa += ".0"
+    if e and exponent[0] not in "+-":
+        exponent = "+" + exponent
+    return mantissa + (f"e{exponent}" if e else "")
 
 
 def _flow(value) -> str:

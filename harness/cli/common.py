@@ -1,8 +1,7 @@
 """What every command shares: exit codes, consoles, common options, input checks, and error handling.
 
-Data goes to stdout, messages to stderr.  Exit codes: 0 ok, 1 a regression or ``expect:`` gate failed,
-2 invalid input or usage, 3 internal error (or a full disk, named as such), 4 a run outlived
-its wall-clock limit, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+Data goes to stdout, messages to stderr.  Exit codes: 0 ok, 1 a gate failed, 2 invalid input or usage, 3 internal
+error (or a full disk), 4 a run outlived its wall-clock limit, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 :class:`ErrorHandlingGroup` turns a :class:`~fleetchaos.errors.UserError` into one message
 and exit 2, and anything unexpected into exit 3.
 """
@@ -37,9 +36,11 @@ __all__ = [
     "Confidence",
     "DataConsole",
     "ErrorHandlingGroup",
+    "TerminalConsole",
     "apply_single_params",
     "columns_option",
     "determinism_option",
+    "echo_err",
     "fixed_width",
     "jobs_option",
     "make_report_dir",
@@ -113,7 +114,30 @@ def output_width(pipe_width: int = PIPE_WIDTH) -> int:
     return pipe_width
 
 
-class DataConsole(Console):
+class TerminalConsole(Console):
+    """A Rich console that writes out every character a terminal would act on (:func:`~fleetchaos.escaping.terminal_text`).
+
+    Rich prints the escape character as it is: a scenario name, a label, a policy's repr or a
+    results file's text holding ``\x1b[2J`` would clear the user's screen, or set the window
+    title, or hide what follows.  Every segment of text this console renders passes through
+    the escaper; Rich's own control segments (cursor moves of a progress bar) and the style
+    codes it adds when writing are not text and pass as they are.
+    """
+
+    def render(self, renderable: Any, options: Any = None) -> Any:
+        """Rich's segments, their text escaped for a terminal."""
+        from rich.segment import Segment
+
+        from fleetchaos.escaping import UNSAFE_FOR_TERMINALS, terminal_text
+
+        for segment in super().render(renderable, options):
+            if segment.control is None and UNSAFE_FOR_TERMINALS.search(segment.text):
+                yield Segment(terminal_text(segment.text), segment.style)
+            else:
+                yield segment
+
+
+class DataConsole(TerminalConsole):
     """stdout's console.  In a pipe (no terminal, no ``COLUMNS``) it widens to what it prints.
 
     A table printed into a pipe is as wide as its widest row needs (at least the pipe
@@ -158,7 +182,12 @@ def stdout_console(pipe_width: int = PIPE_WIDTH, *, highlight: bool = True, fit:
 
 def stderr_console() -> Console:
     """The console messages go to (stderr)."""
-    return Console(stderr=True, soft_wrap=True, emoji=False)  # a user's `mod:x:` is text, never an emoji
+    return TerminalConsole(stderr=True, soft_wrap=True, emoji=False)  # a user's `mod:x:` is text, never an emoji
+
+
+def echo_err(line: str) -> None:
+    """Print one line of plain text on stderr (a gate's verdict, a note)."""
+    click.echo(line, err=True)
 
 
 def split_names(value: str) -> tuple[str, ...]:
@@ -266,7 +295,7 @@ class ErrorHandlingGroup(click.Group):
 
         from fleetchaos.errors import RunTimeLimitError
         from fleetchaos.files import DISK_FULL
-        from fleetchaos.sim.interrupts import UserInterrupt, user_signals
+        from fleetchaos.sim.interrupts import ProcessExitRefused, UserInterrupt, user_signals
 
         try:
             with user_signals():
@@ -275,6 +304,8 @@ class ErrorHandlingGroup(click.Group):
             _error(str(exc), EXIT_USAGE)
         except RunTimeLimitError as exc:
             _error(str(exc), EXIT_TIME_LIMIT)
+        except ProcessExitRefused as exc:  # user code that tried to end the process, met outside a run
+            _error(f"user code called {exc}, which would end fleetchaos itself; remove the call", EXIT_USAGE)
         except UserInterrupt as exc:
             terminated = exc.signum == signal.SIGTERM
             stderr_console().print("terminated" if terminated else "interrupted")

@@ -39,28 +39,37 @@ class ExpectGates:
         scenario_ref: str,
         arms: Sequence[tuple[str, str, str]],
         *,
-        hint: str,
+        hint: str | None,
         skip: bool = False,
         allow_policy_errors: bool = False,
     ):
-        """Check, before the runs, that every gate's arm is one of ``arms`` (else a UserError, exit 2).
+        """Check, before the runs, that every gate's arms are among ``arms`` (else a UserError, exit 2).
 
         ``arms`` are (policy as typed, its canonical spec, error format); ``hint`` says how to
-        run a missing arm; ``skip`` (``--no-expect``) leaves the gates out.
+        run a missing arm (None for ``run``, which runs one arm: the gates for other arms are
+        named, not refused); ``skip`` (``--no-expect``) leaves the gates out.
         """
         self.gates = [] if skip else list(getattr(spec, "expect", []))
+        self.scenario_arms = getattr(spec, "arms", None)
+        self.closed_loop = False
         self.scenario = scenario_ref
         self.names: dict[str, frozenset[str]] = {}
         self.allow_policy_errors = allow_policy_errors
         self.records: list = []
+        self.notes: list[str] = []
         if self.gates:
-            from fleetchaos.gates.expect import ArmName, check_arms
+            from fleetchaos.gates.expect import ArmName, check_arms, unjudged_lines
+            from fleetchaos.sim.workload import is_closed_loop
 
+            self.closed_loop = is_closed_loop(spec.workload)
             named = [ArmName.of(*arm) for arm in arms]
             self.names = {a.policy: a.names for a in named}
-            check_arms(self.gates, named, scenario_ref, hint)
+            if hint is None:
+                self.notes = [n for a in named for n in unjudged_lines(self.gates, a, self.scenario_arms, scenario_ref)]
+            else:
+                check_arms(self.gates, named, scenario_ref, hint, self.scenario_arms)
 
-    def _judge(self, arms, seeds: Sequence[int], confidence: float) -> list:
+    def _judge(self, arms, seeds: Sequence[int], confidence: float, *, one_arm: bool) -> list:
         from fleetchaos.gates.expect import judge
 
         self.records = judge(
@@ -69,7 +78,10 @@ class ExpectGates:
             seeds,
             confidence=confidence,
             names=self.names,
+            scenario_arms=self.scenario_arms,
+            closed_loop=self.closed_loop,
             allow_policy_errors=self.allow_policy_errors,
+            unmatched_fail=not one_arm,
         )
         return self.records
 
@@ -81,12 +93,12 @@ class ExpectGates:
         from fleetchaos.runs.runner import aggregate
 
         arm = aggregate(result.policy, result.errors, [result], DEFAULT_CONFIDENCE)
-        result.expectations = self._judge([arm], [result.seed], DEFAULT_CONFIDENCE)
+        result.expectations = self._judge([arm], [result.seed], DEFAULT_CONFIDENCE, one_arm=True)
 
     def judge_compare(self, result: CompareResult) -> None:
         """Judge the gates on every arm of a comparison and record the verdicts in it."""
         if self.gates:
-            result.expectations = self._judge(result.arms, result.seeds, result.confidence)
+            result.expectations = self._judge(result.arms, result.seeds, result.confidence, one_arm=False)
 
     def gate(self, echo: Callable[[str], None]) -> int:
         """Print each verdict and a summary; :data:`~fleetchaos.gates.session.EXIT_GATE` if one failed, else 0."""
@@ -96,6 +108,11 @@ class ExpectGates:
 
         for record in self.records:
             echo(line(record))
+        for note in self.notes:
+            echo(note)
+        if not self.records:
+            echo(f"no expect: gate of {self.scenario} applies to this run's arm")
+            return 0
         failed = not all(r.passed for r in self.records)
         echo(summary_line(self.records, self.scenario) + (f": exit {EXIT_GATE}" if failed else ""))
         return EXIT_GATE if failed else 0

@@ -1,7 +1,7 @@
 """Command-line plumbing shared by ``run`` and ``compare``: the run history and the regression gate.
 
 ``history_options`` adds ``--history``, ``--no-history``, ``--label``, ``--baseline``,
-``--fail-on`` and the gate's three permissions (``--allow-new-arms``,
+``--fail-on``, ``--evidence`` and the gate's switches (``--fail-on-new``,
 ``--allow-policy-errors``, ``--allow-partial-baseline``) to a command; :class:`HistorySession` hands them to the one gate session
 (:class:`fleetchaos.gates.session.GateSession`), which checks the gate specs and resolves
 the baseline *before* anything runs, stores each finished run as it arrives, marks the
@@ -17,23 +17,21 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 
-from fleetchaos.errors import UserError
 from fleetchaos.escaping import one_line, rich_text
+from fleetchaos.gates.rule import DEFAULT_EVIDENCE, EVIDENCE_MODES
 from fleetchaos.gates.session import COMMAND, EXIT_GATE, GateSession
 from fleetchaos.results.registry import is_rate
 
 if TYPE_CHECKING:
-    from fleetchaos.scenario.load import Scenario
+    pass
 
 __all__ = [
     "EXIT_GATE",
     "HistorySession",
-    "check_resume",
     "fill_comparisons",
     "history_options",
     "in_seed_order",
     "show_history",
-    "start_compare",
 ]
 
 
@@ -61,13 +59,22 @@ def history_options(command: Callable) -> Callable:
             "fail_on",
             multiple=True,
             metavar="METRIC:THRESHOLD",
-            help="exit 1 when METRIC is worse than the baseline by more than THRESHOLD, seed by seed: "
-            "relative (recovery_rate:-2%) or absolute (recovery_rate:-0.02); repeatable",
+            help="exit 1 when METRIC is worse than the baseline by more than THRESHOLD, seed by seed, with "
+            "an explicit unit: success_rate:-2% (relative), success_rate:-2pp (percentage points), "
+            "wasted_retries:+5 (in the metric's unit); repeatable (docs/metrics.md, The gate rule)",
         ),
         click.option(
-            "--allow-new-arms",
+            "--evidence",
+            type=click.Choice(EVIDENCE_MODES),
+            default=DEFAULT_EVIDENCE,
+            show_default=True,
+            help="with --fail-on: 'weak' lets the mean change decide; 'decisive' also fails a pass whose "
+            "interval of the change straddles the allowance",
+        ),
+        click.option(
+            "--fail-on-new",
             is_flag=True,
-            help="with --baseline: let arms the baseline does not have pass unjudged (default: they fail the gate)",
+            help="with --baseline: fail on arms the baseline does not have (default: they are reported as new)",
         ),
         click.option(
             "--allow-policy-errors",
@@ -96,7 +103,8 @@ class HistorySession(GateSession):
         label: str | None,
         baseline_ref: str | None,
         fail_on: tuple[str, ...],
-        allow_new_arms: bool = False,
+        evidence: str = DEFAULT_EVIDENCE,
+        fail_on_new: bool = False,
         allow_policy_errors: bool = False,
         allow_partial_baseline: bool = False,
     ):
@@ -107,52 +115,11 @@ class HistorySession(GateSession):
             history_path=history_path,
             store=not no_history,
             label=label,
-            allow_new_arms=allow_new_arms,
+            fail_on_new=fail_on_new,
             allow_policy_errors=allow_policy_errors,
             allow_partial_baseline=allow_partial_baseline,
+            evidence=evidence,
         )
-
-
-def check_resume(resume: bool, history_args: dict, tuning: bool, check_determinism: bool) -> None:
-    """Refuse ``compare --resume`` where there is nothing to resume from (before anything runs)."""
-    if not resume:
-        return
-    if history_args.get("no_history"):
-        raise UserError("--resume reads the run history: drop --no-history")
-    if check_determinism:
-        raise UserError("--resume with --check-determinism: the check stores nothing to resume; drop one of them")
-    if tuning:
-        raise UserError(
-            "--resume with --tune: the tuning is not stored, so it would run again; tune once (`fleetchaos tune`), "
-            "then compare the tuned specs by name with --resume"
-        )
-
-
-def start_compare(session: GateSession, spec: Scenario, meta: dict, plan: tuple, resume: bool) -> dict:
-    """Open a comparison's history group (or with ``resume``, continue its newest stored one).
-
-    ``plan`` is (policies, formats, seeds, applied ``--param`` values, the arms as (policy,
-    errors) or None for every policy on every format).  Returns the runs already stored, by
-    (policy, format, seed), for :func:`fleetchaos.runs.runner.compare`'s ``done``; says on
-    stderr what is resumed.
-    """
-    from fleetchaos.runs.compare_resume import COMPARE_ID, compare_id, compare_jobs
-
-    policies, formats, seeds, applied, arms = plan
-    meta = {**meta, COMPARE_ID: compare_id(spec, policies, formats, seeds, applied, arms)}
-    jobs = compare_jobs(spec, policies, formats, seeds, applied, arms)
-    stored = session.start("compare", spec, meta, resume_by=COMPARE_ID if resume else None, wanted=jobs)
-    if resume:
-        from fleetchaos.cli.common import stderr_console
-
-        where = session.where()
-        said = (
-            f"resuming comparison {meta[COMPARE_ID]} ({where}): {len(stored)} of {len(jobs)} runs already stored"
-            if stored
-            else f"nothing of this comparison is stored in {session.path} yet: running all {len(jobs)} runs"
-        )
-        stderr_console().print(said, markup=False, highlight=False)
-    return {jobs[key]: result for key, result in stored.items()}
 
 
 def fill_comparisons(result: object) -> object:
@@ -209,10 +176,10 @@ def show_history(ref: str | None, history_path: Path | None, limit: int, as_json
             for column in ("ref", "created (UTC)", "kind", "scenario", "label", "status", "runs", "arms", "seeds"):
                 table.add_column(column, justify="right" if column in ("runs",) else "left")
             for g in groups:
-                policies, formats, seeds = (_listed(g.meta, key) for key in ("policies", "errors", "seeds"))
+                policies, errors, seeds = (_listed(g.meta, key) for key in ("policies", "errors", "seeds"))
                 seed_text = (f"{seeds[0]}..{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])) if seeds else "-"
                 cells: tuple[str, ...] = (g.ref, g.created_at.replace("+00:00", "").replace("T", " "), g.kind, g.scenario, g.label or "", g.status,
-                         str(g.runs), f"{len(policies)} x {len(formats)}", seed_text)  # fmt: skip
+                         str(g.runs), f"{len(policies)} x {len(errors)}", seed_text)  # fmt: skip
                 table.add_row(*(rich_text(one_line(c, 200)) for c in cells))  # stored text is data, never markup
             console.print(
                 fit_columns(table, fixed_width(), ["arms", "runs", "seeds", "status", "kind", "created (UTC)"])

@@ -85,6 +85,7 @@ def diff_table(result: Diff, width: int | None = None) -> Table:
 def unpaired_lines(result: Diff) -> list[str]:
     """What could not be paired, one line each: arms only one side ran, seeds only one side ran, metric notes."""
     from fleetchaos.gates.assertions import seeds_text
+    from fleetchaos.gates.diff import NOT_COMPARABLE, NOT_PAIRED
 
     lines = [f"only in {u.side}: {u.label} (seeds {seeds_text(u.seeds)}): not compared" for u in result.unpaired]
     for arm in result.arms:
@@ -92,7 +93,8 @@ def unpaired_lines(result: Diff) -> list[str]:
             if seeds:
                 lines.append(f"{arm.label}: seeds only in {side}: {seeds_text(seeds)} (not paired)")
         lines += [f"{arm.label}: {note}" for note in arm.notes]
-        lines += [f"{arm.label}: {m.metric}: {m.note}" for m in arm.metrics if m.note and m.verdict == "not paired"]
+        lines += [f"{arm.label}: {m.metric}: {m.verdict}: {m.note}" for m in arm.metrics
+                  if m.note and m.verdict in (NOT_PAIRED, NOT_COMPARABLE)]  # fmt: skip
     return lines
 
 

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from fleetchaos.cli.common import EXIT_USAGE, stderr_console, stdout_console
 from fleetchaos.errors import UserError
-from fleetchaos.names import allow_local_policies
+from fleetchaos.names import allow_local_imports
 
 __all__ = ["faults", "plain_doc", "policies", "scenarios", "schema"]
 
@@ -210,7 +210,7 @@ def policies_show(name: str, as_json: bool) -> None:
     """
     from fleetchaos.policies.registry import DRIVER_ATTRIBUTES, PolicyLookupError, describe_policy, suggest
 
-    allow_local_policies((name,))
+    allow_local_imports((name,))
     try:
         info = describe_policy(name)
     except PolicyLookupError as exc:
@@ -254,9 +254,9 @@ def faults() -> None:
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
 def faults_list(as_json: bool) -> None:
     """List fault kinds: category, error code, effect on the truth and parameters."""
-    from fleetchaos.scenario.fault_catalogue import fault_kinds
+    from fleetchaos.scenario.fault_catalogue import describe_kinds
 
-    kinds = fault_kinds()
+    kinds = describe_kinds()
     if as_json:
         import json
 
@@ -294,9 +294,9 @@ def faults_show(kind: str, as_json: bool) -> None:
     """Show one fault kind: its contract, its effect and every parameter."""
     from rich.table import Table
 
-    from fleetchaos.scenario.fault_catalogue import fault_kind
+    from fleetchaos.scenario.fault_catalogue import describe_kind
 
-    k = fault_kind(kind)
+    k = describe_kind(kind)
     if as_json:
         import dataclasses
         import json

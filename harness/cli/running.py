@@ -1,26 +1,29 @@
-"""The ``run`` and ``compare`` commands: one arm on one seed, and every arm on the same seeds."""
+"""The ``run`` and ``compare`` commands: one arm on one seed, and every arm on the same seeds.
+
+``compare`` parses its options, builds a :class:`~fleetchaos.cli.compare_job.CompareJob`, runs
+it and renders what it gives.
+"""
 
 from __future__ import annotations
 
-import atexit
-import gc
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 import click
 
 from fleetchaos.cli.caching import cache_option
-from fleetchaos.cli.chart_pool import chart_pool, preload_charts, runs_fill_cores, warm_chart_workers
+from fleetchaos.cli.chart_pool import chart_pool, warm_chart_workers
 from fleetchaos.cli.common import (
     Confidence,
     apply_single_params,
     columns_option,
     determinism_option,
+    echo_err,
     fixed_width,
     jobs_option,
     make_report_dir,
+    output_width,
     policies_with_params,
     policy_param_options,
     quiet_option,
@@ -29,41 +32,24 @@ from fleetchaos.cli.common import (
     run_determinism_option,
     scenario_option,
     scheduler_option,
-    seeds_to_run,
     single_param_option,
+    split_names,
     stderr_console,
     stdout_console,
     time_limit_option,
     traces_option,
 )
+from fleetchaos.cli.compare_job import CompareJob, CompareOutcome, print_traces, trace_folder
 from fleetchaos.cli.executing import executor_option
 from fleetchaos.cli.expecting import ExpectGates, no_expect_option
-from fleetchaos.cli.history import HistorySession, check_resume, history_options, start_compare
-from fleetchaos.cli.tuning import TUNE_OPTIONS, best_arms, default_arms, reference_arms, tune_options
+from fleetchaos.cli.history import HistorySession, history_options
+from fleetchaos.cli.job_options import HistoryOptions, TuneOptions, split_options
+from fleetchaos.cli.tuning import tune_options
 from fleetchaos.errors import UserError
+from fleetchaos.gates.like import RunsIdentity
 from fleetchaos.names import check_formats
 
 __all__ = ["compare", "run"]
-
-
-def _trace_folder(folder: Path | None, spec):
-    """The ``--traces`` folder as a writer of OTLP JSON files, or None without the option."""
-    if folder is None:
-        return None
-    from fleetchaos.traces.otlp_write import TraceFolder
-
-    return TraceFolder(folder, spec.name)
-
-
-def _echo_err(line: str) -> None:
-    click.echo(line, err=True)
-
-
-def _print_traces(traces, quiet: bool = False) -> None:
-    for summary in [] if traces is None or quiet else traces.written:
-        stderr_console().print(
-            f"wrote {summary.path} ({summary.traces} traces, {summary.spans} spans, OTLP JSON)", highlight=False
-        )
 
 
 @click.command()
@@ -81,7 +67,8 @@ def _print_traces(traces, quiet: bool = False) -> None:
     default="structured",
     show_default=True,
     help="error format: generic, structured, raw, empty-success, fabricated-defaults, agent-tool-error, "
-    "failure-type, subagent-result, tool-envelope or an ablation:... step (docs/formats.md)",
+    "failure-type, subagent-result, tool-envelope, an ablation:... step, an installed format's name, or "
+    "pkg.module:Format (docs/formats.md)",
 )
 @click.option("--seed", default=1, show_default=True, type=click.IntRange(0, 2**63 - 1))
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
@@ -125,7 +112,7 @@ def run(
     (policy,) = policies_with_params((policy,), policy_params, "--policy")
     check_formats((errors,), "--errors")
     spec, applied = apply_single_params(spec, scenario, scenario_params)
-    expect = ExpectGates(spec, scenario, [(given, policy, errors)], hint="name it with --policy and --errors",
+    expect = ExpectGates(spec, scenario, [(given, policy, errors)], hint=None,
                          skip=no_expect or check_determinism,
                          allow_policy_errors=history_args.get("allow_policy_errors", False))  # fmt: skip
     if report is not None or check_determinism:
@@ -136,12 +123,12 @@ def run(
         run_determinism_check(spec, scenario, [(policy, errors)], [seed])
         return
     session = HistorySession(**history_args)
-    session.expect_arms([(policy, errors)])  # a baseline with nothing to compare is refused before the run
+    session.plan(RunsIdentity.of(spec.model_dump(mode="json"), applied), [(policy, errors)], [seed])  # before the run
     session.start("run", spec, {"scenario_ref": scenario, "policies": [policy], "errors": [errors], "seeds": [seed],
                                 "params": dict(applied), "versions": versions()})  # fmt: skip
     status = "failed"
     try:
-        traces = _trace_folder(traces_dir, spec)
+        traces = trace_folder(traces_dir, spec)
         result = run_one(
             spec, policy, errors, seed, scenario_ref=scenario, keep_tasks=report is not None, params=applied,
             trace=report is not None or traces is not None, trace_label="this run", time_limit_s=time_limit,
@@ -167,7 +154,7 @@ def run(
                 pool.shutdown()
         for path in [] if quiet else written:
             stderr_console().print(f"wrote {path}", highlight=False)
-    _print_traces(traces, quiet)
+    print_traces(traces, quiet)
     if as_json:
         click.echo(result.model_dump_json(indent=2, exclude={"tasks", "timeline", "samples"}))
     elif not quiet:
@@ -175,7 +162,7 @@ def run(
 
         stdout_console().print(run_table(result, columns))
         click.echo(f"replay: {result.replay}")
-    code = max(expect.gate(_echo_err), session.gate(_echo_err))  # the scenario's gates first, then the baseline's
+    code = max(expect.gate(echo_err), session.gate(echo_err))  # the scenario's gates first, then the baseline's
     if code:
         sys.exit(code)
 
@@ -195,13 +182,11 @@ def run(
 )
 @click.option(
     "--errors",
-    "formats",
     help="comma-separated [default: the scenario's tuned formats; with --tune generic,status,raw,structured; "
     "else generic,structured]",
 )
 @click.option(
     "--tune",
-    "tune_arms",
     is_flag=True,
     help="best against best: tune a policy per format on training seeds (the tune options below) instead of "
     "using the scenario's tuned: block; without --policies, each tuned policy on its format and the first "
@@ -235,29 +220,9 @@ def run(
 @no_expect_option
 @history_options
 def compare(
-    scenario: str,
-    params: tuple[str, ...],
-    seeds: int | None,
-    first_seed: int | None,
-    policies: str | None,
-    formats: str | None,
-    tune_arms: bool,
-    jobs: int | None,
-    scheduler: str | None,
-    confidence: float,
-    as_json: bool,
-    report: Path | None,
-    wide: bool = False,
-    columns: tuple[str, ...] | None = None,
-    quiet: bool = False,
-    robustness_seeds: int | None = None,
-    time_limit: float | None = None,
-    traces_dir: Path | None = None,
-    check_determinism: bool = False,
-    resume: bool = False,
-    no_expect: bool = False,
-    **history_args: Any,
-) -> None:
+    policies: str | None, errors: str | None, as_json: bool, wide: bool, columns: tuple[str, ...] | None, no_expect: bool,
+    traces_dir: Path | None, **options: Any,
+) -> None:  # fmt: skip
     """Every policy on every error format, on the same seeds (the same faults).
 
     Without --policies, on a scenario that ships tuned policies (its tuned: block, as the
@@ -270,222 +235,53 @@ def compare(
     the worst arm (fleet timeline, error codes over time); --traces writes those traced
     runs as OTLP JSON.  After Ctrl-C or a crash, the same command with --resume runs only the rest.
     """
-    charts = None if check_determinism else report
-    # matplotlib loads meanwhile: in a forkserver, or here once the runs' workers are started
-    # when they fill every core (chart_pool.py says why).
-    busy = charts is not None and runs_fill_cores(jobs, scheduler)
-    warm: bool | threading.Thread = warm_chart_workers(None if busy else charts, jobs)
-    from fleetchaos.cli.progress import progress_bar
-    from fleetchaos.runs.best import BEST, headline_arms, shipped_best
-    from fleetchaos.runs.executors import open_executor
-    from fleetchaos.runs.runner import compare as run_compare
-    from fleetchaos.runs.runner import versions
-    from fleetchaos.scenario.load import check_rows_fit, load_scenario
-
-    tune_opts = {k: history_args.pop(k) for k in TUNE_OPTIONS}
     if wide and columns is not None:
         raise UserError("--wide with --columns: --wide shows every figure, --columns the ones named; give one")
-    spec = load_scenario(scenario)
-    scenario_params, policy_params = policy_param_options(params, "compare")
-    spec, applied = apply_single_params(spec, scenario, scenario_params, "compare")
-    policy_names, format_names, headline = default_arms(spec, policies, formats, tune_arms, bool(policy_params))
-    tuning = BEST in policy_names
-    typed = policy_names  # as typed: an expect: gate may name an arm so
-    if not policy_names:
-        raise UserError("--policies: give at least one policy")
-    if not format_names:
-        raise UserError("--errors: give at least one error format")
-    if tuning and policy_params:
-        raise UserError("--param policy.*: with 'best' arms, give parameters in each named policy's spec instead")
-    named = tuple(p for p in policy_names if p != BEST)
-    named = policies_with_params(named, policy_params, "--policies") if named else ()
-    policy_names = tuple(BEST if p == BEST else named[sum(q != BEST for q in policy_names[:i])]
-                         for i, p in enumerate(policy_names))  # fmt: skip
-    check_formats(format_names, "--errors")
-    shipped = shipped_best(spec, format_names) if tuning and not tune_arms else None
-    references = reference_arms(spec, format_names) if headline else []
-    arms = [(t, p, e) for t, p in zip(typed, policy_names) for e in format_names] + [(p, p, e) for p, e in references]
-    expect = ExpectGates(spec, scenario, arms, hint="add its policy to --policies and its format to --errors",
-                         skip=no_expect or check_determinism,
-                         allow_policy_errors=history_args.get("allow_policy_errors", False))  # fmt: skip
-    if report is not None or check_determinism:
-        check_rows_fit(spec, "--report" if report is not None else "--check-determinism")
-    make_report_dir(report)
-    make_report_dir(traces_dir, "--traces")
-    seed_list = seeds_to_run(spec, seeds, first_seed)
-    if robustness_seeds is not None and check_determinism:
-        raise UserError("--robustness with --check-determinism: check determinism on its own, then compare")
-    searching = tuning and shipped is None
-    if check_determinism and searching:
-        raise UserError("--check-determinism with --tune: tune first, then check the tuned specs by name")
-    check_resume(resume, history_args, searching, check_determinism)
-    record = best = tune_executor = None
-    if shipped is not None:
-        shipped.check_seeds(seed_list)
-    if tuning:
-        tune_executor = open_executor(jobs, scheduler)  # kept for the comparison's own runs
-        try:
-            policy_names, best, record = best_arms(
-                spec, scenario, applied, policy_names, format_names, seed_list, tune_opts, tune_executor, shipped
-            )
-        except BaseException:
-            tune_executor.shutdown()
-            raise
-    arm_list = headline_arms(best, references) if headline and best is not None else None
-    pairs = arm_list if arm_list is not None else [(p, e) for p in policy_names for e in format_names]
-    if check_determinism:
-        if tune_executor is not None:
-            tune_executor.shutdown()
-        run_determinism_check(spec, scenario, pairs, seed_list)
+    job = CompareJob(
+        policies=split_names(policies) if policies is not None else None,
+        errors=split_names(errors) if errors is not None else None,
+        expect=not no_expect,
+        traces=traces_dir,
+        tuning=split_options(TuneOptions, options),
+        history=split_options(HistoryOptions, options),
+        **options,
+    )
+    outcome = job.run()
+    if outcome is None:  # --check-determinism: it said what it found
         return
-    session = HistorySession(**history_args)
-    session.expect_arms(pairs)  # before any run of the comparison
-    # Connect (or start the local workers) before touching the history, so a cluster that
-    # cannot be reached leaves no group behind.
-    executor = tune_executor if tune_executor is not None else open_executor(jobs, scheduler)
-    if busy:
-        warm = preload_charts()  # the runs' workers are forked: this process may run a second thread
-    tasks_csv = None
-    try:
-        if report is not None:
-            from fleetchaos.reports import TaskCsvWriter
-
-            tasks_csv = TaskCsvWriter(report / "tasks.csv", pairs)
-        meta = {"scenario_ref": scenario, "policies": list(policy_names), "errors": list(format_names),
-                "seeds": seed_list, "confidence": confidence, "versions": versions()}  # fmt: skip
-        if applied:
-            meta["params"] = dict(applied)
-        if best is not None:
-            meta["tuned"] = dict(best)
-        if arm_list is not None:
-            meta["arms"] = [list(arm) for arm in arm_list]
-        done = start_compare(session, spec, meta, (policy_names, format_names, seed_list, applied, arm_list), resume)
-        if done and tasks_csv is not None:  # stored runs keep no per-task rows: a partial tasks.csv would mislead
-            tasks_csv.abort()
-            tasks_csv.partial.unlink(missing_ok=True)
-            why = f"{len(done)} runs come from the history, which keeps no per-task rows"
-            stderr_console().print(
-                f"{tasks_csv.path} is not written: {why}; compare without --resume for it",
-                markup=False,
-                highlight=False,
-            )
-            tasks_csv = None
-    except BaseException:
-        executor.shutdown()
-        session.finish("failed")
-        raise
-
-    def on_run(run) -> None:
-        if tasks_csv is not None:
-            tasks_csv.add(run)
-        session.add(run)
-        advance(1)
-
-    status = "failed"
-    traces = _trace_folder(traces_dir, spec)
-    try:
-        total = len(seed_list) * len(pairs) - len(done)
-        with progress_bar(total, "compare", console=stderr_console(), show=not quiet) as advance:
-            result = run_compare(
-                spec,
-                seed_list,
-                policies=policy_names,
-                formats=format_names,
-                arms=arm_list,
-                confidence=confidence,
-                scenario_ref=scenario,
-                executor=executor,
-                on_result=on_run,
-                task_csv=report is not None,
-                trace=report is not None or traces is not None,
-                on_trace=None if traces is None else traces.write,
-                params=applied,
-                time_limit_s=time_limit,
-                done=done,
-            )
-        if record is not None and best is not None:
-            from fleetchaos.results.studies import TunedCompareResult
-            from fleetchaos.runs.best import tuning_record, with_aliases
-
-            result = TunedCompareResult(
-                **dict(with_aliases(result, best)), tuning=tuning_record(result, best, **record)
-            )
-        if robustness_seeds is not None:
-            from fleetchaos.cli.robustness import with_flips, with_study
-            from fleetchaos.results.studies import TunedCompareResult
-
-            if isinstance(result, TunedCompareResult):
-                result = with_study(result, spec, scenario, tune_opts, seed_list[0], robustness_seeds, executor)
-            else:
-                result = with_flips(result, spec, scenario, seed_list[0], robustness_seeds, executor, confidence)
-        status = "complete"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        where = session.where()
-        if where is not None:
-            kept = f"kept the {session.finished + session.restored} finished runs in {where}"
-            stderr_console().print(f"{kept}; the same command with --resume finishes it", markup=False, highlight=False)
-        raise
-    finally:
-        executor.shutdown()
-        session.finish(status)
-        if tasks_csv is not None and status != "complete":
-            tasks_csv.abort()
-    expect.judge_compare(result)
-    if report is not None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        from fleetchaos.reports import write_compare_report
-
-        csv_path = tasks_csv.path if tasks_csv is not None and tasks_csv.rows else None
-        pool = chart_pool(jobs, warm)
-        # The chart workers draw while a thread here puts tasks.csv together.
-        with ThreadPoolExecutor(1, thread_name_prefix="fleetchaos-tasks-csv") as side:
-            closing = side.submit(tasks_csv.close) if tasks_csv is not None else None
-            try:
-                written = write_compare_report(result, report, tasks_csv=csv_path, executor=pool)
-            finally:
-                if pool is not None:
-                    pool.shutdown()
-            if closing is not None:
-                closing.result()
-        # Everything is written.  The collector's last passes when the interpreter exits would
-        # walk every object the report left (the results, matplotlib's caches): 0.2 s for
-        # nothing, since they die with the process.  Frozen at exit, they are skipped.
-        atexit.register(gc.freeze)
-        for path in [] if quiet else written:
-            stderr_console().print(f"wrote {path}", highlight=False)
-    _print_traces(traces, quiet)
     if as_json:
-        click.echo(result.model_dump_json(indent=2))
-    elif not quiet:
-        from fleetchaos.reports import compare_table
-
-        stdout_console().print(compare_table(result, wide=wide, columns=columns, width=fixed_width()))
-        if result.robustness is not None:
-            from fleetchaos.cli.common import output_width
-            from fleetchaos.cli.robustness import study_lines, wrapped
-
-            click.echo(wrapped(study_lines(result), output_width()))
-        from fleetchaos.results.studies import TunedCompareResult
-
-        if isinstance(result, TunedCompareResult):
-            from fleetchaos.cli.common import output_width
-            from fleetchaos.cli.robustness import wrapped
-            from fleetchaos.reports.best import best_lines
-
-            head, table, lines = best_lines(result, result.tuning, fixed_width())
-            click.echo(wrapped([head], output_width()))
-            stdout_console().print(table)
-            click.echo(wrapped(lines, output_width()))
-            if result.sensitivity is not None:
-                from fleetchaos.reports import sensitivity as study
-
-                click.echo(wrapped([study.study_headline(result.sensitivity)], output_width()))
-                stdout_console().print(study.tornado_table(result.sensitivity, width=fixed_width()))
-                click.echo(wrapped(study.study_lines(result.sensitivity), output_width()))
-        if len(seed_list) < 2:
-            click.echo("only one seed: no confidence intervals; use --seeds 10 or more to compare arms", err=True)
-    code = max(expect.gate(_echo_err), session.gate(_echo_err))  # the scenario's gates first, then the baseline's
+        click.echo(outcome.result.model_dump_json(indent=2))
+    elif not job.quiet:
+        _print_comparison(outcome, wide, columns)
+    code = outcome.gate(echo_err)  # the scenario's gates first, then the baseline's
     if code:
         sys.exit(code)
+
+
+def _print_comparison(outcome: CompareOutcome, wide: bool, columns: tuple[str, ...] | None) -> None:
+    """The terminal table, the robustness verdict, best against best and its study, and a warning for one seed."""
+    from fleetchaos.reports import compare_table
+    from fleetchaos.results.studies import TunedCompareResult
+
+    result = outcome.result
+    stdout_console().print(compare_table(result, wide=wide, columns=columns, width=fixed_width()))
+    if result.robustness is not None:
+        from fleetchaos.cli.robustness import study_lines, wrapped
+
+        click.echo(wrapped(study_lines(result), output_width()))
+    if isinstance(result, TunedCompareResult):
+        from fleetchaos.cli.robustness import wrapped
+        from fleetchaos.reports.best import best_lines
+
+        head, table, lines = best_lines(result, result.tuning, fixed_width())
+        click.echo(wrapped([head], output_width()))
+        stdout_console().print(table)
+        click.echo(wrapped(lines, output_width()))
+        if result.sensitivity is not None:
+            from fleetchaos.reports import sensitivity as study
+
+            click.echo(wrapped([study.study_headline(result.sensitivity)], output_width()))
+            stdout_console().print(study.tornado_table(result.sensitivity, width=fixed_width()))
+            click.echo(wrapped(study.study_lines(result.sensitivity), output_width()))
+    if len(outcome.seeds) < 2:
+        click.echo("only one seed: no confidence intervals; use --seeds 10 or more to compare arms", err=True)

@@ -1,21 +1,22 @@
-"""Statistical assertions for chaos suites: judge a figure by its confidence interval.
+"""Statistical assertions for chaos suites: ``assert_rate``, judged by the one gate rule.
 
-A scenario test that asserts a point value (``recovery_rate >= 0.7``) breaks whenever the
-seeds, the scenario or the model move the mean a hair; one that asserts the interval
-fails only when the evidence says the gate is missed.  :func:`assert_rate` fails only
-when the *whole* interval lies on the wrong side of the bound, and its message gives the
-figure, the interval, the seeds and the ``fleetchaos run`` command that replays the
-worst seed.
+:func:`assert_rate` judges a figure of a scenario run (an :class:`Estimate`: the mean over
+seeds with its confidence interval) against a bound by :mod:`fleetchaos.gates.rule`, the
+rule a scenario's ``expect:`` gates and the regression gates use too: it fails when the
+mean is on the wrong side of the bound, and every message states the evidence (decisive
+when the whole interval is on the verdict's side, weak when it straddles the bound).  A
+failure names the figure, the interval, the seeds and the ``fleetchaos run`` command that
+replays the worst seed.
 
 Two more rules keep a gate from passing when it should not:
 
 * a figure from runs whose policy errored (tasks given up because the policy raised or
   returned nonsense) fails every gate, unless the test says it expects policy errors
   (``allow_policy_errors=True``);
-* a pass whose interval straddles the bound (or that has no interval) is a pass on
-  *weak evidence*: it is reported to the listeners of :data:`WEAK_EVIDENCE` (the pytest
-  plugin shows it in the terminal summary and the junit XML), and ``strict=True`` (or the
-  plugin's ``fleetchaos_strict`` ini option, through :func:`set_strict_default`) makes it fail.
+* a pass on weak evidence is reported to the listeners of :data:`WEAK_EVIDENCE` (the pytest
+  plugin shows it in the terminal summary and the junit XML), and ``evidence="decisive"``
+  (or the plugin's ``fleetchaos_evidence`` ini option, through :func:`set_evidence_default`)
+  makes it fail.
 
 Light to import: no SimPy, no matplotlib.
 """
@@ -27,6 +28,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from numbers import Real
 
+from fleetchaos.gates.rule import AT_LEAST, AT_MOST, DEFAULT_EVIDENCE, EVIDENCE_MODES, WEAK, Figure, judge, meets
+
 __all__ = [
     "WEAK_EVIDENCE",
     "Estimate",
@@ -34,7 +37,7 @@ __all__ = [
     "WeakPass",
     "assert_rate",
     "fmt_number",
-    "set_strict_default",
+    "set_evidence_default",
 ]
 
 
@@ -106,12 +109,12 @@ class Estimate:
 
 
 class RateAssertionError(AssertionError):
-    """A statistical gate that the whole confidence interval misses (or that cannot be trusted)."""
+    """A statistical gate whose figure misses its bound (or that cannot be judged)."""
 
 
 @dataclass(frozen=True, slots=True)
 class WeakPass:
-    """A gate that passed only because the evidence could not rule it out: the interval straddles the bound."""
+    """A gate that passed on weak evidence: the mean meets the bound, the interval straddles it (or there is none)."""
 
     metric: str
     bound: str
@@ -125,19 +128,21 @@ class WeakPass:
         where = f" ({self.label})" if self.label else ""
         return (
             f"{self.metric} {self.bound} passed on weak evidence: {self.figure}{where}; "
-            "the interval straddles the bound: add seeds to decide it"
+            "the mean meets the bound but the interval does not rule out missing it: add seeds to decide it"
         )
 
 
 #: Callables told of every pass on weak evidence (the pytest plugin registers one per test).
 WEAK_EVIDENCE: list[Callable[[WeakPass], None]] = []
 
-_STRICT_DEFAULT = [False]
+_EVIDENCE_DEFAULT = [DEFAULT_EVIDENCE]
 
 
-def set_strict_default(strict: bool) -> None:
-    """Make ``strict`` the default of :func:`assert_rate` (the plugin's ``fleetchaos_strict`` ini option)."""
-    _STRICT_DEFAULT[0] = bool(strict)
+def set_evidence_default(mode: str) -> None:
+    """Make ``mode`` (``weak`` or ``decisive``) the default of :func:`assert_rate` (the plugin's ``fleetchaos_evidence``)."""
+    if mode not in EVIDENCE_MODES:
+        raise ValueError(f"evidence mode must be one of {EVIDENCE_MODES}, got {mode!r}")
+    _EVIDENCE_DEFAULT[0] = mode
 
 
 def _bound(name: str, value: object) -> float | None:
@@ -148,15 +153,16 @@ def _bound(name: str, value: object) -> float | None:
     return float(value)
 
 
-def _as_estimate(subject: object) -> Estimate:
+def _as_estimate(subject: object) -> tuple[Estimate, bool]:
+    """(the estimate, whether it is exact: a bare number is no estimate, so its verdict is decisive)."""
     if isinstance(subject, Estimate):
-        return subject
+        return subject, False
     if isinstance(subject, bool) or not isinstance(subject, Real):
         raise TypeError(
             f"assert_rate: expected an Estimate (such as result.recovery_rate) or a number, got {type(subject).__name__}"
         )
     x = float(subject)
-    return Estimate(metric="value", value=x, method="a bare number")
+    return Estimate(metric="value", value=x, method="a bare number"), True
 
 
 def _worst(est: Estimate, low_is_bad: bool) -> tuple[int, float, str] | None:
@@ -196,28 +202,33 @@ def assert_rate(
     at_least: float | None = None,
     at_most: float | None = None,
     allow_policy_errors: bool = False,
-    strict: bool | None = None,
+    evidence: str | None = None,
 ) -> None:
-    """Fail only when the whole confidence interval of ``subject`` misses the bound.
+    """Fail when the mean of ``subject`` is on the wrong side of a bound (the one gate rule, :mod:`fleetchaos.gates.rule`).
 
-    * ``at_least=b`` fails when the interval's upper end is below ``b``;
-    * ``at_most=b`` fails when the interval's lower end is above ``b``.
+    * ``at_least=b`` fails when the mean is below ``b``;
+    * ``at_most=b`` fails when the mean is above ``b``.
 
-    An interval that straddles the bound passes: the evidence does not show the gate is
-    missed (add seeds to narrow it); such a pass is reported as a pass on weak evidence
-    (:data:`WEAK_EVIDENCE`), and with ``strict=True`` it fails.  Without an interval (one
-    seed of a count, or a bare number) the value itself is compared.  An undefined figure
-    (no data in any seed) fails, since a gate that cannot be judged must not pass
-    silently; so does a figure from runs whose policy errored, unless
-    ``allow_policy_errors``.  The message gives the figure, the interval, the seeds and
-    the command that replays the worst seed.
+    The message states the evidence: *decisive* when the whole confidence interval lies on
+    the verdict's side, *weak* when it straddles the bound (or there is none: one seed of a
+    count).  A pass on weak evidence is reported (:data:`WEAK_EVIDENCE`), and with
+    ``evidence="decisive"`` (default: the plugin's ``fleetchaos_evidence`` ini option, else
+    ``weak``) it fails.  An undefined figure (no data in any seed) fails, since a gate that
+    cannot be judged must not pass silently; so does a figure from runs whose policy
+    errored, unless ``allow_policy_errors``.  The message gives the figure, the interval,
+    the seeds and the command that replays the worst seed.
     """
     __tracebackhide__ = True  # pytest shows the caller's line, not this function's
     lower = _bound("at_least", at_least)
     upper = _bound("at_most", at_most)
     if lower is None and upper is None:
         raise TypeError("assert_rate: give at_least=, at_most=, or both")
-    est = _as_estimate(subject)
+    mode = _EVIDENCE_DEFAULT[0] if evidence is None else evidence
+    if mode not in EVIDENCE_MODES:
+        raise TypeError(
+            f"assert_rate: evidence must be one of {', '.join(map(repr, EVIDENCE_MODES))}, got {evidence!r}"
+        )
+    est, exact = _as_estimate(subject)
     if est.policy_errors and not allow_policy_errors:
         first = f" (most frequent: {est.policy_error})" if est.policy_error else ""
         raise RateAssertionError(
@@ -239,43 +250,26 @@ def assert_rate(
                 low_is_bad=True,
             )
         )
-    low = est.low if est.low is not None else est.value
-    high = est.high if est.high is not None else est.value
-    what = "interval" if est.has_interval else "value (no interval)"
-    if lower is not None and high < lower:
-        raise RateAssertionError(
-            _message(
-                est,
-                f"{est.metric} is below {fmt_number(lower)}: the whole {what} "
-                f"{fmt_number(low)}..{fmt_number(high)} lies below the bound",
-                low_is_bad=True,
-            )
-        )
-    if upper is not None and low > upper:
-        raise RateAssertionError(
-            _message(
-                est,
-                f"{est.metric} is above {fmt_number(upper)}: the whole {what} "
-                f"{fmt_number(low)}..{fmt_number(high)} lies above the bound",
-                low_is_bad=False,
-            )
-        )
+    figure = Figure(est.value, est.low, est.high, exact=exact)
     weak = []
-    if lower is not None and low < lower:
-        weak.append(f"at_least {fmt_number(lower)}")
-    if upper is not None and high > upper:
-        weak.append(f"at_most {fmt_number(upper)}")
-    if not weak:
-        return
-    record = WeakPass(est.metric, " and ".join(weak), est.describe(), est.label)
-    if strict if strict is not None else _STRICT_DEFAULT[0]:
-        raise RateAssertionError(
-            _message(
-                est,
-                f"{est.metric} {record.bound}: not a decisive pass (strict): the {what} "
-                f"{fmt_number(low)}..{fmt_number(high)} straddles the bound; add seeds to decide it",
-                low_is_bad=lower is not None and low < lower,
+    for rule, bound in ((AT_LEAST, lower), (AT_MOST, upper)):
+        if bound is None:
+            continue
+        verdict = judge(figure, rule, bound, mode)
+        words = f"{rule} {fmt_number(bound)}"
+        if not verdict.passed:
+            side = "meets" if meets(est.value, rule, bound) else ("is below" if rule == AT_LEAST else "is above")
+            raise RateAssertionError(
+                _message(
+                    est,
+                    f"{est.metric} {words} failed: its mean {fmt_number(est.value)} {side} the bound "
+                    f"(evidence {verdict.reason})",
+                    low_is_bad=rule == AT_LEAST,
+                )
             )
-        )
-    for listener in list(WEAK_EVIDENCE):
-        listener(record)
+        if verdict.evidence == WEAK:
+            weak.append(words)
+    if weak:
+        record = WeakPass(est.metric, " and ".join(weak), est.describe(), est.label)
+        for listener in list(WEAK_EVIDENCE):
+            listener(record)

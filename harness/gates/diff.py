@@ -6,8 +6,11 @@ For each arm both sides have and each metric asked for (the registry's headline 
 by default), the diff gives the mean of A and of B over the paired seeds, the mean of the
 per-seed differences B - A with its Student-t interval (:func:`fleetchaos.results.stats.paired_difference`,
 cut to [-1, 1] for a rate), the number of pairs and the verdict of B against A.
-``common_recovery_rate`` is recomputed on each pair's union of faulted tasks when both
-runs kept their task sets (:func:`fleetchaos.results.common_set.common_pair`), as the gate does.
+``common_recovery_rate`` depends on the arms that ran (its common set is every task faulted
+in any arm), so, as the gate does, it is compared on the arms both sides ran: recomputed
+seed by seed on the union of those arms' faulted tasks on both sides when every run kept its
+task sets, else compared as stored only when both sides computed it over the same arms, and
+otherwise given the verdict ``not comparable`` with the reason, never a difference.
 
 Nothing is left out silently: arms only one side has, and an arm's seeds only one side
 ran, are listed; two sides that ran different scenarios (another name, another
@@ -25,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetchaos.gates.diff_sides import DiffRun, Side
-from fleetchaos.results.common_set import common_pair
+from fleetchaos.results.common_set import common_counts, faulted_union
 from fleetchaos.results.models import rounded
 from fleetchaos.results.registry import HEADLINE_METRICS, REGISTRY, direction, is_rate
 from fleetchaos.results.stats import DEFAULT_CONFIDENCE, bounded, paired_difference, verdict
@@ -35,6 +38,8 @@ __all__ = ["ArmDiff", "Diff", "MetricDiff", "Unpaired", "diff_sides", "variant_t
 _COMMON = "common_recovery_rate"
 #: The verdict of a metric no seed pairs.
 NOT_PAIRED = "not paired"
+#: The verdict of a figure the two sides computed differently (``common_recovery_rate`` over other arms).
+NOT_COMPARABLE = "not comparable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +56,8 @@ class MetricDiff:
     high: float | None
     pairs: int
     verdict: str
-    """B against A: better, worse, inconclusive, no difference, too few seeds, no direction, or not paired."""
+    """B against A: better, worse, inconclusive, no difference, too few seeds, no direction, not paired, or
+    not comparable."""
     note: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -200,27 +206,56 @@ def _by_seed(runs: list[DiffRun]) -> tuple[dict[int, DiffRun], list[int]]:
     return out, averaged
 
 
+def _common(
+    a: dict[int, DiffRun], b: dict[int, DiffRun], common: list[int], masks: dict[int, int]
+) -> tuple[dict[int, float], dict[int, float], str, str]:
+    """``common_recovery_rate`` of both sides on the arms both ran: (A's values, B's, a note, why not comparable)."""
+    a_vals: dict[int, float] = {}
+    b_vals: dict[int, float] = {}
+    recomputed, stored, lacking = 0, 0, []
+    for s in common:
+        if s in masks and a[s].task_sets and b[s].task_sets:
+            recomputed += 1
+            if masks[s]:  # no task faulted in any arm on either side: no value on that seed
+                size = masks[s].bit_count()
+                a_vals[s] = common_counts(masks[s], a[s].task_sets)[0] / size
+                b_vals[s] = common_counts(masks[s], b[s].task_sets)[0] / size
+        elif a[s].arm_set is not None and a[s].arm_set == b[s].arm_set:
+            stored += 1
+            for side, vals in ((a, a_vals), (b, b_vals)):
+                if (v := side[s].metrics.get(_COMMON)) is not None:
+                    vals[s] = v
+        else:
+            lacking.append(s)
+    if lacking:
+        sides = {"A": a[lacking[0]].arm_set, "B": b[lacking[0]].arm_set}
+        counts = ", ".join(f"{k} over {len(v) if v is not None else 'unknown'} arm(s)" for k, v in sides.items())
+        return (
+            {},
+            {},
+            "",
+            (
+                f"computed over different arms ({counts}) and without task sets on {len(lacking)} paired seed(s) to "
+                "recompute it on the arms both ran: the two figures are not fractions of the same tasks"
+            ),
+        )
+    parts = [f"recomputed on the tasks faulted in the arms both ran, on {recomputed} seed(s)"] if recomputed else []
+    parts += [f"stored values on {stored} seed(s), both over the same arms"] if stored else []
+    return a_vals, b_vals, "; ".join(parts), ""
+
+
 def _metric(
-    name: str, a: dict[int, DiffRun], b: dict[int, DiffRun], common: list[int], confidence: float
-) -> MetricDiff:
+    name: str, a: dict[int, DiffRun], b: dict[int, DiffRun], common: list[int], confidence: float,
+    masks: dict[int, int],
+) -> MetricDiff:  # fmt: skip
     a_vals = {s: v for s, r in a.items() if (v := r.metrics.get(name)) is not None}
     b_vals = {s: v for s, r in b.items() if (v := r.metrics.get(name)) is not None}
     note = ""
     if name == _COMMON and common:
-        on_union = [s for s in common if a[s].task_sets and b[s].task_sets]
-        for s in on_union:
-            pair = common_pair(a[s].task_sets, b[s].task_sets)
-            a_vals.pop(s, None)
-            b_vals.pop(s, None)
-            if pair is not None:  # no task faulted in either run: no value on that seed
-                a_vals[s], b_vals[s] = pair
-        kept = len(common) - len(on_union)
-        note = (
-            "on the union of both runs' faulted tasks, seed by seed"
-            if not kept
-            else f"{kept} of {len(common)} paired seed(s) without task sets on a side: their stored values, "
-            "each on its own comparison's common set"
-        )
+        a_vals, b_vals, note, why = _common(a, b, common, masks)
+        if why:
+            unit = REGISTRY[name].unit
+            return MetricDiff(name, unit, direction(name), None, None, None, None, None, 0, NOT_COMPARABLE, why)
     unit, better = REGISTRY[name].unit if name in REGISTRY else "", direction(name)
     pairs = [s for s in common if s in a_vals and s in b_vals]
     if not pairs:
@@ -233,6 +268,23 @@ def _metric(
     a_mean, b_mean = _mean(a_vals[s] for s in pairs), _mean(b_vals[s] for s in pairs)
     return MetricDiff(name, unit, better, a_mean, b_mean, diff.mean, diff.low, diff.high, diff.n,
                       verdict(diff, better), note)  # fmt: skip
+
+
+def _masks(arms_a: dict[tuple, list[DiffRun]], arms_b: dict[tuple, list[DiffRun]], keys: list[tuple]) -> dict:
+    """Per variant (scenario, parameters), seed -> the union of the faulted tasks of every arm both sides ran.
+
+    A seed gets a common set only when every one of those runs, on both sides, kept its task sets.
+    """
+    out: dict[tuple, dict[int, int]] = {}
+    for variant in dict.fromkeys(k[:2] for k in keys):
+        runs = [r for k in keys if k[:2] == variant for r in (*arms_a[k], *arms_b[k])]
+        by_seed: dict[int, list[DiffRun]] = {}
+        for r in runs:
+            by_seed.setdefault(r.seed, []).append(r)
+        wanted = 2 * sum(1 for k in keys if k[:2] == variant)
+        out[variant] = {s: faulted_union(r.task_sets for r in rs) for s, rs in by_seed.items()
+                        if len(rs) == wanted and all(r.task_sets for r in rs)}  # fmt: skip
+    return out
 
 
 def _variants(side: Side) -> list[tuple[str, str | None]]:
@@ -290,6 +342,8 @@ def diff_sides(
     for runs, arms in ((a.runs, arms_a), (b.runs, arms_b)):
         for r in runs:
             arms.setdefault(key(r), []).append(r)
+    paired_keys = [k for k in arms_a if k in arms_b]
+    masks = _masks(arms_a, arms_b, paired_keys)
     for k in dict.fromkeys([*arms_a, *arms_b]):
         scenario, params, policy, errors = k
         if k not in arms_b or k not in arms_a:
@@ -303,7 +357,9 @@ def diff_sides(
             for label, seeds in (("A", avg_a), ("B", avg_b))
             if seeds
         )
-        figures = tuple(_metric(name, sa, sb, common, confidence) for name in metrics)
+        figures = tuple(
+            _metric(name, sa, sb, common, confidence, masks.get((scenario, params), {})) for name in metrics
+        )
         only_a = tuple(s for s in sa if s not in sb)
         only_b = tuple(s for s in sb if s not in sa)
         out.arms.append(ArmDiff(scenario, params, policy, errors, tuple(common), only_a, only_b, figures, notes))

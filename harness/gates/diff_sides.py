@@ -15,19 +15,19 @@ file is one :class:`~fleetchaos.errors.UserError` naming the file and the field.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from fleetchaos.errors import UserError
-from fleetchaos.gates.baseline import export_runs, read_results_file
+from fleetchaos.gates.baseline_docs import export_runs, read_results_file, task_sets_of
 from fleetchaos.gates.export import is_export
+from fleetchaos.gates.identity import config_fingerprints, params_key
 
-__all__ = ["DiffRun", "Side", "load_side", "params_key"]
+__all__ = ["DiffRun", "Side", "load_side"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +44,9 @@ class DiffRun:
     metrics: Mapping[str, float | None]
     task_sets: Mapping[str, str] = field(default_factory=dict)
     """The run's faulted and successful task ids, when the source kept them (for the common set)."""
+    arm_set: frozenset[tuple[str, str]] | None = None
+    """The arms its ``common_recovery_rate`` was computed over: every arm of a comparison's (or a sweep
+    point's) results, the run's own arm for a stored run (the history stores each run as it finishes)."""
 
 
 @dataclass
@@ -63,17 +66,9 @@ class Side:
     """What the side could not give (arms that kept only means, a group that is not complete)."""
 
 
-def params_key(params: Any) -> str:
-    """Canonical JSON of a run's parameters: the same values give the same text."""
-    return json.dumps(params if isinstance(params, dict) else {}, sort_keys=True, separators=(",", ":"))
-
-
 def _fingerprint(config: Any) -> str | None:
-    """The digest of a results file's ``scenario_config``: the same text ``scenario_hash`` digests."""
-    if not isinstance(config, dict) or not config:
-        return None
-    text = json.dumps(config, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    """The digest of a results file's ``scenario_config``: what ``scenario_hash`` gives (None when it kept none)."""
+    return config_fingerprints(config)[1]
 
 
 def _text(doc: dict, key: str, where: str) -> str:
@@ -102,24 +97,19 @@ def _metrics(doc: dict, where: str) -> dict[str, float | None]:
     return {str(k): _number(v) for k, v in metrics.items()}
 
 
-def _task_sets(doc: dict) -> dict[str, str]:
-    sets = doc.get("task_sets")
-    if isinstance(sets, dict) and all(isinstance(sets.get(k), str) for k in ("faulted", "succeeded")):
-        return {"faulted": sets["faulted"], "succeeded": sets["succeeded"]}
-    return {}
-
-
 def _run(doc: Any, where: str) -> DiffRun:
     if not isinstance(doc, dict):
         raise UserError(f"{where}: expected a run's result (a mapping), got {type(doc).__name__}")
+    policy, errors = _text(doc, "policy", where), _text(doc, "errors", where)
     return DiffRun(
         _text(doc, "scenario", where),
         params_key(doc.get("params")),
-        _text(doc, "policy", where),
-        _text(doc, "errors", where),
+        policy,
+        errors,
         _seed(doc.get("seed"), where),
         _metrics(doc, where),
-        _task_sets(doc),
+        task_sets_of(doc),
+        frozenset({(policy, errors)}),
     )
 
 
@@ -134,12 +124,19 @@ def _arm_runs(
     if not lined_up or len(set(seeds)) != len(seeds):
         notes.append(f"{where} ({policy} on {errors}) kept no per-seed values: it cannot be paired")
         return []
+    sets = arm.get("task_sets")
+    sets = sets if isinstance(sets, list) and len(sets) == len(seeds) else [{}] * len(seeds)
     return [
-        DiffRun(
-            scenario, params, policy, errors, seed, {str(name): _number(values[i]) for name, values in lists.items()}
-        )
+        DiffRun(scenario, params, policy, errors, seed,
+                {str(name): _number(values[i]) for name, values in lists.items()}, task_sets_of({"task_sets": sets[i]}))
         for i, seed in enumerate(seeds)
-    ]
+    ]  # fmt: skip
+
+
+def _with_arm_set(runs: list[DiffRun]) -> list[DiffRun]:
+    """The runs of one document (a comparison, a sweep point): each computed its common set over all of their arms."""
+    arms = frozenset((r.policy, r.errors) for r in runs)
+    return [replace(r, arm_set=arms) for r in runs]
 
 
 def _seeds(doc: dict, where: str) -> list[int]:
@@ -172,19 +169,21 @@ def _doc_runs(doc: Any, where: str, side: Side) -> list[DiffRun]:
             if not isinstance(arm, dict):
                 raise UserError(f"{where}: arms[{i}]: expected a mapping")
             out += _arm_runs(arm, scenario, None, seeds, f"{where}: arms[{i}]", side.notes)
-        return out
+        return _with_arm_set(out)
     if "entries" in doc and "grid" in doc:
         seeds = _seeds(doc, where)
         if not isinstance(doc["entries"], list):
             raise UserError(f"{where}: field 'entries' must be a list")
-        out = []
+        points: dict[tuple[str, str], list[DiffRun]] = {}
         for i, entry in enumerate(doc["entries"]):
             here = f"{where}: entries[{i}]"
             if not isinstance(entry, dict):
                 raise UserError(f"{here}: expected a mapping")
-            scenario = _text(entry, "scenario", here)
-            out += _arm_runs(entry, scenario, params_key(entry.get("params")), seeds, here, side.notes)
-        return out
+            scenario, params = _text(entry, "scenario", here), params_key(entry.get("params"))
+            points.setdefault((scenario, params), []).extend(
+                _arm_runs(entry, scenario, params, seeds, here, side.notes)
+            )
+        return [r for runs in points.values() for r in _with_arm_set(runs)]
     if "seed" in doc and "metrics" in doc:
         return [_run(doc, where)]
     raise UserError(
@@ -245,8 +244,9 @@ def _from_history(ref: str, history: Path | None, what: str) -> Side:
             doc = json.loads(r.result_json)
         except json.JSONDecodeError:
             doc = {}
-        sets = _task_sets(doc) if isinstance(doc, dict) else {}
-        side.runs.append(DiffRun(r.scenario, params_key(r.params), r.policy, r.errors, r.seed, r.metrics, sets))
+        sets = task_sets_of(doc) if isinstance(doc, dict) else {}
+        side.runs.append(DiffRun(r.scenario, params_key(r.params), r.policy, r.errors, r.seed, r.metrics, sets,
+                                 frozenset({(r.policy, r.errors)})))  # fmt: skip
     if not side.runs:
         raise UserError(
             f"history diff {what} {ref}: group {group.ref} holds no runs; pick another (see `fleetchaos history`)"

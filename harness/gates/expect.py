@@ -1,22 +1,24 @@
 """The scenario's ``expect:`` gates judged on the runs: one rule for the CLI and the pytest plugin.
 
-A gate (:class:`fleetchaos.scenario.expect.Expectation`) applies to every arm its ``arm``
-matches (every arm without one).  Before anything runs, :func:`check_arms` refuses a gate
-whose arm is not one the command runs (a gate must never pass because its arm was left
-out).  After the runs, :func:`judge` compares each gate's figure of each arm it applies to
-with its bound, from the arm's :class:`~fleetchaos.results.models.ArmResult` (what
-``compare`` aggregates; ``run`` and the plugin aggregate their runs the same way):
+A gate (:class:`fleetchaos.scenario.expect.Expectation`) judges the arms it names (``arm``),
+else the scenario's ``arms``, else the arm that leads the headline (the best mean of the
+comparison's lead metric: ``success_rate``, or ``goodput_per_day`` in a closed loop): the
+deliberately weak reference arms of a comparison are not what a scenario's acceptance
+criteria are about.  ``run`` and a test run one arm and judge the gates that apply to it,
+naming the others as not theirs to judge.  Before a comparison runs, :func:`check_arms`
+refuses a gate whose arms the command does not run (a gate must never pass because its arm
+was left out).  After the runs, :func:`judge` compares each gate's figure with its bound by
+the one gate rule (:mod:`fleetchaos.gates.rule`), from the arm's
+:class:`~fleetchaos.results.models.ArmResult` (what ``compare`` aggregates; ``run`` and the
+plugin aggregate their runs the same way):
 
-* ``mean``: the mean over the seeds where the metric has a value;
-* ``interval``: the confidence interval's end on the bound's side (the lower end for
-  ``at_least``, the upper end for ``at_most``); with one seed, a rate of tasks uses the
-  Wilson interval of that seed's tasks, and a count has no interval, which fails;
-* ``every_seed``: the worst seed's value.
+* ``mean``: the mean over the seeds where the metric has a value, with its confidence
+  interval (one seed of a rate of tasks: the Wilson interval of its tasks) for the evidence;
+* ``every_seed``: the worst seed's value, an exact figure (decisive evidence).
 
-A gate fails when its figure has no value (no seed gave one, no interval), and on an arm
-whose policy errored unless that is allowed: never green on missing evidence or on a broken
-policy.  Each verdict is an :class:`~fleetchaos.results.models.ExpectationResult`, which the
-results record.
+A gate fails when its figure has no value, and on an arm whose policy errored unless that is
+allowed: never green on missing evidence or on a broken policy.  Each verdict is an
+:class:`~fleetchaos.results.models.ExpectationResult`, which the results record.
 
 Light to import: pydantic and the scenario and result models, no SimPy.
 """
@@ -28,17 +30,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetchaos.errors import UserError
+from fleetchaos.gates.rule import Figure
+from fleetchaos.gates.rule import judge as rule_judge
 from fleetchaos.results.models import ArmResult, ExpectationResult
+from fleetchaos.results.registry import lead_metrics
 from fleetchaos.scenario.expect import ANY, Expectation, split_arm
 
 __all__ = [
     "ArmName",
     "applies",
+    "best_arm",
     "check_arms",
     "failure_message",
     "judge",
     "line",
     "summary_line",
+    "unjudged_lines",
 ]
 
 #: A policy whose spec is known only once it is tuned (``compare --tune``): a gate cannot name it.
@@ -81,72 +88,120 @@ def _canonical(policy: str) -> str:
     return policy
 
 
-def applies(gate: Expectation, policy: str, errors: str, names: Iterable[str] = ()) -> bool:
-    """Whether ``gate`` applies to the arm of ``policy`` (as results record it, or any of ``names``) on ``errors``."""
-    if gate.arm is None:
-        return True
-    want_policy, want_errors = split_arm(gate.arm)
+def _matches(pattern: str, policy: str, errors: str, names: Iterable[str]) -> bool:
+    want_policy, want_errors = split_arm(pattern)
     if want_errors not in (ANY, errors):
         return False
     return want_policy == ANY or want_policy in set(names) or _canonical(want_policy) == policy
 
 
-def check_arms(gates: Sequence[Expectation], arms: Sequence[ArmName], source: str, hint: str) -> None:
-    """Refuse, before anything runs, a gate whose ``arm`` matches none of ``arms`` (a :class:`UserError`).
+def _patterns(gate: Expectation, scenario_arms: Sequence[str] | None) -> list[str] | None:
+    """The arm patterns a gate judges: its own, else the scenario's; None for the headline's best arm."""
+    if gate.arm is not None:
+        return [gate.arm]
+    return list(scenario_arms) if scenario_arms else None
+
+
+def applies(
+    gate: Expectation,
+    policy: str,
+    errors: str,
+    names: Iterable[str] = (),
+    scenario_arms: Sequence[str] | None = None,
+    best: tuple[str, str] | None = None,
+) -> bool:
+    """Whether ``gate`` applies to the arm of ``policy`` (as results record it, or any of ``names``) on ``errors``.
+
+    A gate that names no arm applies to the scenario's ``arms``, else to ``best`` (the arm
+    that leads the headline; every arm when not given, as for the one arm of ``run``).
+    """
+    patterns = _patterns(gate, scenario_arms)
+    if patterns is None:
+        return best is None or best == (policy, errors)
+    return any(_matches(p, policy, errors, names) for p in patterns)
+
+
+def best_arm(arms: Sequence[ArmResult], closed_loop: bool = False) -> tuple[str, str] | None:
+    """(policy, errors) of the arm with the best mean of the comparison's lead metric (ties: the first)."""
+    metric = lead_metrics(closed_loop)[0]
+    have = [a for a in arms if a.metrics.get(metric) is not None]
+    if not have:
+        return (arms[0].policy, arms[0].errors) if arms else None
+    top = max(have, key=lambda a: float(a.metrics[metric]))  # type: ignore[arg-type]  # lead metrics are higher-better
+    return top.policy, top.errors
+
+
+def check_arms(
+    gates: Sequence[Expectation], arms: Sequence[ArmName], source: str, hint: str, scenario_arms: Sequence[str] | None
+) -> None:
+    """Refuse, before a comparison runs, a gate whose arms are none of ``arms`` (a :class:`UserError`).
 
     ``source`` names the scenario in the message; ``hint`` says how to run the missing arm
-    (``--policy P --errors E`` for ``run``).
+    (``--policies``/``--errors`` for ``compare``).  A gate judging the headline's best arm
+    always has one.
     """
     listed = ", ".join(a.label() for a in arms)
     for i, gate in enumerate(gates):
-        if gate.arm is None:
+        patterns = _patterns(gate, scenario_arms)
+        if patterns is None:
             continue
-        if split_arm(gate.arm)[0] == _TUNED:
+        where = f"expect[{i}].arm {gate.arm!r}" if gate.arm is not None else f"expect[{i}] (the scenario's arms)"
+        if any(split_arm(p)[0] == _TUNED for p in patterns):
             raise UserError(
-                f"{source}: expect[{i}].arm {gate.arm!r}: a tuned arm's spec is known only after tuning; "
-                "leave arm out, or write */FORMAT, to gate the tuned arms"
+                f"{source}: {where}: a tuned arm's spec is known only after tuning; "
+                "write */FORMAT to gate the tuned arms"
             )
-        if not any(applies(gate, a.policy, a.errors, a.names) for a in arms):
+        if not any(_matches(p, a.policy, a.errors, a.names) for a in arms for p in patterns):
             raise UserError(
-                f"{source}: expect[{i}].arm {gate.arm!r} is not an arm this command runs (arms: {listed}); "
+                f"{source}: {where} names {', '.join(patterns)}, which this command does not run (arms: {listed}); "
                 f"run it too ({hint}), or pass --no-expect to run without the scenario's gates"
             )
 
 
-def _rate_of_one_seed(arm: ArmResult, metric: str, low_end: bool) -> float | None:
-    pooled = arm.pooled.get(metric)
-    if pooled is None:
-        return None
-    return pooled.low if low_end else pooled.high
+def unjudged_lines(
+    gates: Sequence[Expectation], arm: ArmName, scenario_arms: Sequence[str] | None, source: str
+) -> list[str]:
+    """One note per gate that is not for ``arm`` (the one arm of ``run``): named, never judged nor refused."""
+    out = []
+    for i, gate in enumerate(gates):
+        patterns = _patterns(gate, scenario_arms)
+        if patterns is not None and not any(_matches(p, arm.policy, arm.errors, arm.names) for p in patterns):
+            out.append(
+                f"note: expect[{i}] of {source} judges {', '.join(patterns)}, not this run's arm "
+                f"({arm.policy} on {arm.errors}): not judged here"
+            )
+    return out
+
+
+def _mean_figure(arm: ArmResult, metric: str, n: int) -> Figure:
+    low, high = [*(arm.ci.get(metric) or []), None, None][:2]
+    if (low is None or high is None) and n == 1 and metric in arm.pooled:  # one seed: the Wilson interval of its tasks
+        low, high = arm.pooled[metric].low, arm.pooled[metric].high
+    return Figure(arm.metrics.get(metric), low, high)
 
 
 def _figure(gate: Expectation, arm: ArmResult, seeds: Sequence[int], confidence: float):
-    """(the figure compared with the bound, seeds with a value, the worst seed, how it was made or why it has none)."""
+    """(the figure compared with the bound, seeds with a value, the worst seed, how it was made)."""
     metric = gate.metric
-    rule, _ = gate.bound
-    least = rule == "at_least"
+    least = gate.bound[0] == "at_least"
     values = list(arm.per_seed.get(metric) or [])
     by_seed = {s: v for s, v in zip(seeds, values) if v is not None}
     n = len(by_seed)
     if not by_seed:
-        return None, 0, None, f"no value on any of {len(values)} seed(s): its denominator was empty"
+        return Figure(None), 0, None, f"no value on any of {len(values)} seed(s): its denominator was empty"
     worst = (min if least else max)(by_seed, key=lambda s: (by_seed[s], s) if least else (by_seed[s], -s))
     left_out = f"; {len(values) - n} seed(s) without a value left out" if n < len(values) else ""
     over = f"{n} seed{'s' if n != 1 else ''}"
     if gate.statistic == "every_seed":
-        return by_seed[worst], n, worst, f"worst of {over}, seed {worst}{left_out}"
-    if gate.statistic == "mean":
-        return arm.metrics.get(metric), n, worst, f"mean over {over}{left_out}"
+        return Figure(by_seed[worst], exact=True), n, worst, f"worst of {over}, seed {worst}{left_out}"
+    figure = _mean_figure(arm, metric, n)
     pct = f"{round(confidence * 100)}%"
-    end = "lower" if least else "upper"
-    low, high = [*(arm.ci.get(metric) or []), None, None][:2]
-    value = low if least else high
-    if value is not None:
-        return value, n, worst, f"{end} end of the {pct} interval over {over}{left_out}"
-    value = _rate_of_one_seed(arm, metric, least) if n == 1 else None
-    if value is not None:
-        return value, n, worst, f"{end} end of the {pct} Wilson interval of one seed's tasks"
-    return None, n, worst, f"no {pct} interval from {over}: run two or more seeds, or gate on the mean"
+    interval = (
+        f", {pct} interval {figure.low:.6g}..{figure.high:.6g}"
+        if figure.low is not None and figure.high is not None
+        else ""
+    )
+    return figure, n, worst, f"mean over {over}{interval}{left_out}"
 
 
 def _policy_errors(arm: ArmResult) -> int:
@@ -160,6 +215,8 @@ def judge(
     *,
     confidence: float,
     names: Mapping[str, frozenset[str]] | None = None,
+    scenario_arms: Sequence[str] | None = None,
+    closed_loop: bool = False,
     allow_policy_errors: bool = False,
     allow_hint: str = "--allow-policy-errors",
     unmatched_fail: bool = True,
@@ -168,12 +225,14 @@ def judge(
 
     ``seeds`` are the arms' seeds (the order of their per-seed values); ``names`` maps an
     arm's policy to the other spellings that name it (as typed on the command line).  A
-    gate that matches no arm gets one failing verdict (``unmatched_fail``; else none, for a
-    test that runs one arm of a scenario whose gates name others).  An arm whose policy
-    errored fails every gate on it unless ``allow_policy_errors`` (``allow_hint`` says how
-    to allow it).
+    gate that names no arm judges ``scenario_arms``, else the arm that leads the headline
+    (:func:`best_arm`).  A gate that matches no arm gets one failing verdict
+    (``unmatched_fail``; else none, for ``run`` and a test, which run one arm).  An arm whose
+    policy errored fails every gate on it unless ``allow_policy_errors`` (``allow_hint``
+    says how to allow it).
     """
     names = names or {}
+    best = best_arm(arms, closed_loop) if len(arms) > 1 else None
     out = []
     for i, gate in enumerate(gates):
         rule, bound = gate.bound
@@ -184,17 +243,23 @@ def judge(
             "bound": bound,
             "statistic": gate.statistic,
             "arm": gate.arm,
+            "mode": gate.evidence,
         }
-        matched = [a for a in arms if applies(gate, a.policy, a.errors, names.get(a.policy, frozenset()))]
+        matched = [a for a in arms
+                   if applies(gate, a.policy, a.errors, names.get(a.policy, frozenset()), scenario_arms, best)]  # fmt: skip
         if not matched:
             if not unmatched_fail:
                 continue
             note = f"no arm of these runs matches arm {gate.arm!r}, so nothing was judged"
-            out.append(ExpectationResult(**base, policy="", errors="", value=None, seeds=0, passed=False, note=note))
+            out.append(ExpectationResult(**base, policy="", errors="", value=None, seeds=0, passed=False,
+                                         evidence="missing", note=note))  # fmt: skip
             continue
+        chosen = "" if _patterns(gate, scenario_arms) is not None or best is None else "the headline's best arm; "
         for arm in matched:
-            value, n, worst, note = _figure(gate, arm, seeds, confidence)
-            passed = value is not None and (value >= bound if rule == "at_least" else value <= bound)
+            figure, n, worst, how = _figure(gate, arm, seeds, confidence)
+            verdict = rule_judge(figure, rule, bound, gate.evidence)
+            passed = verdict.passed
+            note = f"{chosen}{how}; evidence {verdict.reason}"
             errored = _policy_errors(arm)
             if errored and not allow_policy_errors:
                 passed = False
@@ -207,10 +272,11 @@ def judge(
                     **base,
                     policy=arm.policy,
                     errors=arm.errors,
-                    value=value,
+                    value=figure.value,
                     seeds=n,
                     worst_seed=worst,
                     passed=passed,
+                    evidence=verdict.evidence,
                     note=note,
                 )
             )
@@ -229,22 +295,25 @@ def _observed(metric: str, x: float) -> str:
 
 
 def line(record: ExpectationResult) -> str:
-    """One verdict on one line: ``ok expect[0] success_rate at_least 0.8 for P on E: 0.91 (mean over 5 seeds)``."""
+    """One verdict on one line: ``ok expect[0] success_rate at_least 0.8 for P on E: 0.91 (mean over 5 seeds; ...)``."""
     verdict = "ok" if record.passed else "FAILED"
     arm = f"{record.policy} on {record.errors}" if record.policy else f"arm {record.arm}"
     value = "no value" if record.value is None else _observed(record.metric, record.value)
+    mode = " (decisive evidence)" if record.mode == "decisive" else ""
     return (
-        f"{verdict} expect[{record.gate}] {record.metric} {record.rule} {_num(record.bound)} for {arm}: "
+        f"{verdict} expect[{record.gate}] {record.metric} {record.rule} {_num(record.bound)}{mode} for {arm}: "
         f"{value} ({record.note})"
     )
 
 
 def summary_line(records: Sequence[ExpectationResult], scenario: str) -> str:
-    """The verdict of every gate together: how many passed or failed."""
+    """The verdict of every gate together: how many passed or failed, and on what evidence."""
     failed = sum(not r.passed for r in records)
+    weak = sum(r.passed and r.evidence == "weak" for r in records)
+    on_weak = f", {weak} of them on weak evidence" if weak else ""
     if failed:
         return f"{failed} of {len(records)} expect verdict(s) failed (scenario {scenario})"
-    return f"all {len(records)} expect verdict(s) passed (scenario {scenario})"
+    return f"all {len(records)} expect verdict(s) passed{on_weak} (scenario {scenario})"
 
 
 def failure_message(record: ExpectationResult, scenario: str, replays: Mapping[int, str]) -> str:

@@ -26,12 +26,14 @@ Typical use::
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 from urllib.parse import quote
 
 from fleetchaos.errors import UserError
@@ -120,6 +122,44 @@ _COLUMNS = {
 MAX_ID = 2**63 - 1
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+class HistoryDamagedError(UserError):
+    """A history store SQLite cannot read or write any more (damaged bytes, a lock held too long)."""
+
+
+def _damaged(path: Path, exc: sqlite3.Error) -> HistoryDamagedError:
+    """The one message for a store that fails under a query: what SQLite said, that the file is left as it is, the fix."""
+    detail = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in detail or "busy" in detail):
+        return HistoryDamagedError(
+            f"{path}: the history is busy ({detail}): another command held it for more than 30 s; run again when it "
+            "has finished, or pass another --history PATH"
+        )
+    return HistoryDamagedError(
+        f"{path}: not a readable fleetchaos history (SQLite: {detail}): its bytes are damaged, or it is another "
+        "program's file; it was left as it is: move it aside (the next run starts a new history; `sqlite3 FILE "
+        ".recover` may save a damaged one's runs) or pass another --history PATH"
+    )
+
+
+def _guarded(method: Callable[Concatenate[HistoryStore, _P], _R]) -> Callable[Concatenate[HistoryStore, _P], _R]:
+    """A store method whose SQLite errors (a damaged page met by a query) become :class:`HistoryDamagedError`."""
+
+    @functools.wraps(method)
+    def guarded(self: HistoryStore, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
+            raise  # a statement of this module's that breaks a rule: a bug, not the file's state
+        except sqlite3.Error as exc:
+            raise _damaged(self.path, exc) from None
+
+    return guarded
+
+
 class HistoryStore:
     """A connection to one history file.  Use :func:`open_store` to get one.
 
@@ -145,9 +185,9 @@ class HistoryStore:
                 self._db = self._open_existing()
             else:
                 self._db = self._create()
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
             self._close_quietly()
-            raise UserError(f"{self.path}: not a fleetchaos history ({exc}); pass another --history PATH") from None
+            raise _damaged(self.path, exc) from None
         except OSError as exc:
             self._close_quietly()
             raise UserError(
@@ -215,7 +255,14 @@ class HistoryStore:
             return self._create()
         if self.readonly:
             return db
-        db.close()
+        try:
+            # Every page checked before anything is written, so a damaged store is refused before any run
+            # starts rather than after (measured: 0.16 s for a 50 MB store of 12,000 runs).
+            problems = [row[0] for row in db.execute("PRAGMA quick_check(3)")]
+        finally:
+            db.close()
+        if problems != ["ok"]:
+            raise _damaged(self.path, sqlite3.DatabaseError("; ".join(" ".join(p.split()) for p in problems)))
         db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
         self._db = db
         self._configure(db)
@@ -263,6 +310,7 @@ class HistoryStore:
 
     # -- writing -----------------------------------------------------------------------
 
+    @_guarded
     def new_group(
         self, kind: str, scenario: str, *, label: str | None = None, meta: dict[str, Any] | None = None
     ) -> int:
@@ -277,6 +325,7 @@ class HistoryStore:
                 raise RuntimeError("the history database gave no id for the new group")
             return row_id
 
+    @_guarded
     def add_run(self, group_id: int, result: RunResult) -> bool:
         """Store one finished run in its own transaction; False if the group already holds it."""
         stored = result.model_copy(update={"tasks": [], "timeline": None})
@@ -300,11 +349,13 @@ class HistoryStore:
             )
             return cur.rowcount == 1
 
+    @_guarded
     def finish_group(self, group_id: int, status: str = COMPLETE) -> None:
         """Mark a group ``complete`` (or ``interrupted`` / ``failed``)."""
         with self._transaction():
             self._db.execute("UPDATE groups SET status = ? WHERE id = ?", (status, group_id))
 
+    @_guarded
     def remove_groups(self, group_ids: list[int]) -> int:
         """Delete these groups and their runs in one transaction; the number of runs removed.
 
@@ -325,6 +376,7 @@ class HistoryStore:
 
     # -- reading -----------------------------------------------------------------------
 
+    @_guarded
     def groups(self, *, limit: int | None = None) -> list[Group]:
         """Stored groups, newest first."""
         sql = (
@@ -335,6 +387,7 @@ class HistoryStore:
             sql += f" LIMIT {int(limit)}"
         return [group_of(row, self.path) for row in self._db.execute(sql)]
 
+    @_guarded
     def group(self, group_id: int) -> Group | None:
         """The group with this id, or None."""
         row = self._db.execute(
@@ -344,6 +397,7 @@ class HistoryStore:
         ).fetchone()
         return None if row is None else group_of(row, self.path)
 
+    @_guarded
     def resolve(self, ref: str) -> Group:
         """The group a user names: ``7`` or ``#7`` (an id), ``latest`` (the newest group), or a label (its newest group).
 
@@ -368,6 +422,7 @@ class HistoryStore:
             )
         return found
 
+    @_guarded
     def runs(self, group_id: int) -> list[StoredRun]:
         """The runs of a group in the order they were stored."""
         rows = self._db.execute(
@@ -377,6 +432,7 @@ class HistoryStore:
         )
         return [stored_run_of(r, self.path) for r in rows]
 
+    @_guarded
     def has_run(self, key: str, group_id: int | None = None) -> bool:
         """Whether a run with this :func:`run_key` is stored (in ``group_id``, or in any group)."""
         if group_id is None:

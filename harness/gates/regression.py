@@ -1,130 +1,71 @@
-"""The regression rule: how much worse than a baseline a metric may get, judged seed by seed.
+"""The regression gate: how much worse than a baseline a metric got, judged seed by seed by the one gate rule.
 
-One rule for ``--fail-on`` in the CLI and ``--fleetchaos-fail-on`` in the pytest plugin,
-in the manner of pytest-benchmark's ``--benchmark-compare-fail``: each spec names a
-metric and how much worse it may get than the baseline before the gate fails.  "Worse"
-follows the metric's direction (:mod:`fleetchaos.results.registry`): a drop for
-``recovery_rate``, a rise for ``wasted_retries``.
-
-Spec forms (``METRIC:THRESHOLD``)::
-
-    recovery_rate:-2%      may fall at most 2% relative to the baseline value
-    recovery_rate:2%       the same (the sign is optional; if given it must point the worse way)
-    recovery_rate:-0.02    may fall at most 0.02 absolute (two percentage points of a rate)
-    wasted_retries:+10%    may rise at most 10%
-    cost_usd:5             may rise at most 5 (USD)
+One gate for ``--fail-on`` in the CLI and ``--fleetchaos-fail-on`` in the pytest plugin, in
+the manner of pytest-benchmark's ``--benchmark-compare-fail``; the thresholds and their
+units are :mod:`fleetchaos.gates.fail_on`, the verdict is :mod:`fleetchaos.gates.rule`'s.
 
 What is compared (:func:`judge`): runs on the same seed met the same faults, so they are
-paired.  For each metric, the seeds where both the new runs and the baseline have a
-value are the pairs; the change is the mean of the per-seed differences (equal to the
-difference of the two means over those seeds), and a relative threshold is a fraction of
-the baseline's mean over them.  When the two share no seed (or the baseline kept only
-means), the means over each side's own seeds are compared, and the check says so.  A
-relative threshold against a baseline of 0 fails on any worsening.
+paired.  For each metric, the seeds where the baseline has a value are the pairs; the
+figure is the mean of the per-seed worsenings (the change in the metric's worse
+direction), with its Student-t interval across the pairs, and the bound is the worsening
+the threshold allows (a relative threshold is a fraction of the baseline's mean over the
+pairs; against a baseline of 0 any worsening fails).  The mean decides, and the evidence
+(decisive or weak) is stated; in the ``decisive`` mode a pass also needs the whole
+interval within the allowance.
 
-``common_recovery_rate`` is judged on a common set of each pair: the union of the new
-run's and the baseline run's faulted tasks on that seed, read from both runs' task sets
-(:mod:`fleetchaos.results.common_set`), so the two values of a pair share one denominator.
+A figure the baseline has and the new runs lost (``mean_time_to_recovery_s`` when a policy
+stops recovering) fails: a missing figure is a regression, never "skipped".  A figure
+undefined on both sides fails when the user asked for it (nothing can be judged) and is
+reported as not judged for the registry's default gates (nothing changed).
 
-Light to import (the standard library, the registry, :mod:`fleetchaos.names` and the
-bitmaps of :mod:`fleetchaos.results.common_set`).
+``common_recovery_rate`` depends on which arms ran (its common set is every task faulted
+in any arm), so it is compared on the arms both sides ran: seed by seed, the union of the
+tasks those arms' runs met a fault on, on both sides (:func:`common_masks`), read from the
+runs' task sets.  Without task sets it is compared only when both sides computed it over
+the same arms; otherwise the check says the two are not comparable and fails.
+
+Light to import (the standard library, the registry, the statistics and the bitmaps of
+:mod:`fleetchaos.results.common_set`).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fleetchaos.errors import UserError
-from fleetchaos.names import check_metric
-from fleetchaos.results.common_set import common_pair
-from fleetchaos.results.registry import DIRECTIONLESS, GATED_METRICS, direction
+from fleetchaos.gates.fail_on import FailOn
+from fleetchaos.gates.rule import AT_MOST, DEFAULT_EVIDENCE, Figure, Verdict
+from fleetchaos.gates.rule import judge as rule_judge
+from fleetchaos.results.common_set import common_counts, faulted_union
+from fleetchaos.results.registry import direction
+from fleetchaos.results.stats import DEFAULT_CONFIDENCE, mean_ci
 
-#: The metric judged on the union of the two runs' faulted tasks, seed by seed.
+__all__ = [
+    "COMMON_RECOVERY",
+    "Arm",
+    "ArmKey",
+    "Check",
+    "arm_of",
+    "check",
+    "check_arms",
+    "common_masks",
+    "group_arms",
+    "judge",
+    "match_group",
+    "worsening",
+]
+
+#: The metric whose value depends on the set of arms that ran (its common set).
 COMMON_RECOVERY = "common_recovery_rate"
 
-_SPEC = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([+-]?)\s*(\d+(?:\.\d*)?|\.\d+)\s*(%?)\s*$")
+ArmKey = tuple[str, str]
+"""(policy, error format)."""
 
-#: A worsening this small is rounding, not a regression.
-_TOLERANCE = 1e-12
-
-
-@dataclass(frozen=True, slots=True)
-class FailOn:
-    """One parsed ``--fail-on`` spec."""
-
-    metric: str
-    threshold: float
-    """The allowed worsening, >= 0: a fraction of the baseline when ``relative``, else in the metric's units."""
-    relative: bool
-    text: str
-
-    def allowed(self) -> str:
-        """The threshold as the user wrote it, with the worse direction's sign."""
-        sign = "-" if direction(self.metric) else "+"
-        if self.relative:
-            return f"{sign}{_num(self.threshold * 100)}%"
-        return f"{sign}{_num(self.threshold)}"
-
-    @property
-    def informative(self) -> bool:
-        """True for a rule that only reports the change and never fails (an infinite threshold)."""
-        return math.isinf(self.threshold)
-
-
-def parse_fail_on(spec: str, option: str = "--fail-on") -> FailOn:
-    """Parse ``METRIC:THRESHOLD`` (``recovery_rate:-2%``, ``wasted_retries:10``); a bad spec is a :class:`UserError`.
-
-    ``option`` names the option in messages (``--fleetchaos-fail-on`` in the plugin).
-    """
-    m = _SPEC.match(spec)
-    if m is None:
-        raise UserError(
-            f"{option} {spec!r}: expected METRIC:THRESHOLD, for example recovery_rate:-2% (relative) "
-            "or recovery_rate:-0.02 (absolute)"
-        )
-    name, sign, number, pct = m.groups()
-    check_metric(name, f"{option} {spec!r}")
-    if name in DIRECTIONLESS:
-        raise UserError(
-            f"{option} {spec!r}: {name} has no better direction, so it cannot regress; gate on another metric"
-        )
-    higher = direction(name)
-    worse_sign = "-" if higher else "+"
-    if sign and sign != worse_sign:
-        word = "higher" if higher else "lower"
-        raise UserError(
-            f"{option} {spec!r}: {name} is better {word}, so a regression is a {'fall' if higher else 'rise'}; "
-            f"write {name}:{worse_sign}{number}{pct} (or leave the sign out)"
-        )
-    value = float(number)
-    if pct:
-        value /= 100.0
-    return FailOn(metric=name, threshold=value, relative=bool(pct), text=spec.strip())
-
-
-def parse_fail_ons(specs: Iterable[str], option: str = "--fail-on") -> list[FailOn]:
-    """Parse every spec; a spec may hold several separated by commas."""
-    out = []
-    for spec in specs:
-        for part in spec.split(","):
-            if part.strip():
-                out.append(parse_fail_on(part, option))
-    return out
-
-
-def default_rules(*, informative: bool) -> list[FailOn]:
-    """The rules of a baseline given without thresholds: each gated metric of the registry.
-
-    ``informative`` rules report the change and never fail (the CLI's ``--baseline`` alone);
-    otherwise each gated metric may worsen by its default threshold (the plugin's
-    ``--fleetchaos-baseline`` alone).
-    """
-    if informative:
-        return [FailOn(name, math.inf, False, name) for name in GATED_METRICS]
-    return [parse_fail_on(f"{name}:{gate}") for name, gate in GATED_METRICS.items()]
+#: What a check is: judged by the rule, a figure that went missing, two figures that cannot be compared,
+#: or (a default gate) a figure neither side has.
+JUDGED, MISSING, INCOMPARABLE, UNJUDGED = "judged", "missing", "not comparable", "not judged"
 
 
 @dataclass(frozen=True)
@@ -134,7 +75,8 @@ class Arm:
     ``per_seed`` maps a seed to that run's metrics.  ``means`` is set instead when only
     the means over ``seeds`` are known (a comparison results file of an older version).
     ``task_sets`` maps a seed to that run's task sets (:attr:`RunResult.task_sets`), when
-    known: what judging ``common_recovery_rate`` on the pair's union needs.
+    known: what recomputing ``common_recovery_rate`` needs.  ``arm_set`` is the set of arms
+    its stored ``common_recovery_rate`` was computed over (None when unknown).
     """
 
     label: str
@@ -142,6 +84,7 @@ class Arm:
     means: Mapping[str, float | None] | None = None
     seeds: tuple[int, ...] = ()
     task_sets: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
+    arm_set: frozenset[ArmKey] | None = None
 
     def values(self, metric: str) -> dict[int, float]:
         """Seed -> the metric's value, for the seeds where it has one."""
@@ -160,7 +103,7 @@ class Arm:
         return _mean(list(self.values(metric).values()))
 
 
-def arm_of(label: str, runs: Iterable) -> Arm:
+def arm_of(label: str, runs: Iterable, arm_set: frozenset[ArmKey] | None = None) -> Arm:
     """An :class:`Arm` from results with ``seed`` and ``metrics`` (RunResults, stored runs).
 
     Several runs on one seed (the points of a sweep) are averaged into that seed's value
@@ -173,7 +116,7 @@ def arm_of(label: str, runs: Iterable) -> Arm:
         sets.setdefault(int(run.seed), []).append(getattr(run, "task_sets", None) or {})
     per_seed = {seed: _average(found) for seed, found in sorted(by_seed.items())}
     task_sets = {seed: found[0] for seed, found in sorted(sets.items()) if len(found) == 1 and found[0]}
-    return Arm(label, per_seed, seeds=tuple(per_seed), task_sets=task_sets)
+    return Arm(label, per_seed, seeds=tuple(per_seed), task_sets=task_sets, arm_set=arm_set)
 
 
 def _average(metrics: list[Mapping[str, float | None]]) -> Mapping[str, float | None]:
@@ -185,9 +128,27 @@ def _average(metrics: list[Mapping[str, float | None]]) -> Mapping[str, float | 
     return out
 
 
+def _num(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def _signed(x: float) -> str:
+    return f"{x + 0.0:+.6g}"  # no "-0"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:+.2f}%"
+
+
+def _seeds(seeds: Iterable[int]) -> str:
+    from fleetchaos.gates.assertions import seeds_text
+
+    return seeds_text(sorted(seeds))
+
+
 @dataclass(frozen=True, slots=True)
 class Check:
-    """One metric of one arm checked against the baseline."""
+    """One metric of one arm checked against the baseline: the figures, the verdict and its evidence."""
 
     rule: FailOn
     arm: str
@@ -196,40 +157,61 @@ class Check:
     current: float | None
     baseline: float | None
     seeds: int
-    failed: bool
+    state: str = JUDGED
+    """``judged``, ``missing`` (the baseline has the figure, these runs lost it), ``not comparable`` or
+    ``not judged`` (a default gate on a figure neither side has)."""
+    verdict: Verdict | None = None
+    """The rule's verdict on the change (None unless judged)."""
     note: str = ""
     paired_seeds: tuple[int, ...] = ()
-    """The seeds compared pair by pair (empty when the means of each side's own seeds were)."""
+    """The seeds compared pair by pair (empty when the means over the baseline's seeds were)."""
     worst_seed: int | None = None
-    """The paired seed that got the most worse; without pairs, the new runs' worst seed (None without values)."""
+    """The paired seed that got the most worse (None without values)."""
+    interval: tuple[float, float] | None = None
+    """The confidence interval of the change (current - baseline, in the metric's units), when it has one."""
+
+    @property
+    def failed(self) -> bool:
+        """Whether this check fails the gate (an informative rule never does)."""
+        if self.rule.informative or self.state == UNJUDGED:
+            return False
+        if self.state in (MISSING, INCOMPARABLE):
+            return True
+        return self.verdict is not None and not self.verdict.passed
+
+    @property
+    def evidence(self) -> str:
+        """The verdict's evidence (``decisive``, ``weak``), or the state when the figure was not judged."""
+        return self.verdict.evidence if self.verdict is not None else self.state
 
     def line(self) -> str:
-        """One line saying what was compared and whether it regressed."""
+        """One line saying what was compared, whether it regressed, and on what evidence."""
         name = self.rule.metric
-        if self.current is None or self.baseline is None:
-            return f"skipped {name} for {self.arm}: no value ({self.note or 'empty denominator'})"
+        informative = self.rule.informative
+        where = f"{name} for {self.arm}"
+        if self.state == INCOMPARABLE:
+            return f"{'not compared' if informative else 'FAILED'} {where}: not comparable with baseline {self.baseline_ref}: {self.note}"
+        if self.state == UNJUDGED:
+            return f"not judged {where}: {self.note}"
+        if self.state == MISSING:
+            head = "compared" if informative else "REGRESSION"
+            tail = "" if informative else ": a missing figure fails the gate"
+            return f"{head} {where}: {self.note}{tail}"
+        assert self.current is not None and self.baseline is not None
         change = self.current - self.baseline
         rel = f" ({_pct(change / abs(self.baseline))})" if self.baseline else ""
-        informative = self.rule.informative
-        verdict = "REGRESSION" if self.failed else ("compared" if informative else "ok")
+        verdict = "compared" if informative else ("REGRESSION" if self.failed else "ok")
         allowed = "" if informative else f", allowed {self.rule.allowed()}"
-        return (
-            f"{verdict} {name} for {self.arm}: {_num(self.current)} against {_num(self.baseline)} "
-            f"in baseline {self.baseline_ref} ({self.baseline_arm}), change {_signed(change)}{rel}"
-            f"{allowed} over {self.seeds} seed{'' if self.seeds == 1 else 's'}{'; ' + self.note if self.note else ''}"
+        text = (
+            f"{verdict} {where}: {_num(self.current)} against {_num(self.baseline)} in baseline {self.baseline_ref} "
+            f"({self.baseline_arm}), change {_signed(change)}{rel}{allowed} over {self.seeds} "
+            f"seed{'' if self.seeds == 1 else 's'}"
         )
-
-
-def _num(x: float) -> str:
-    return f"{x:.6g}"
-
-
-def _signed(x: float) -> str:
-    return f"{x:+.6g}"
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:+.2f}%"
+        if not informative and self.verdict is not None:
+            text += f"; evidence {self.verdict.reason}"
+            if self.interval is not None:
+                text += f" (interval of the change {_signed(self.interval[0])}..{_signed(self.interval[1])})"
+        return text + (f"; {self.note}" if self.note else "")
 
 
 def worsening(rule: FailOn, current: float, baseline: float) -> float:
@@ -247,87 +229,170 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def judge(rule: FailOn, current: Arm, baseline: Arm, baseline_ref: str) -> Check:
-    """The one regression rule: ``current`` against ``baseline`` on ``rule``'s metric, paired by seed.
+def common_masks(pairs: Iterable[tuple[Arm, Arm]]) -> dict[int, int]:
+    """Seed -> the union of the faulted tasks of every arm both sides ran, on both sides.
 
-    The pairs are the seeds where both arms have a value; the change is the mean of the
-    per-seed changes, judged against the threshold (a relative one against the
-    baseline's mean over the pairs).  Without a seed in common, the means over each
-    arm's own seeds are compared, with a note saying so.  A missing value on either side
-    skips the check (it never fails).
+    ``pairs`` are the (current, baseline) arms both sides ran; a seed is given a common set
+    only when every one of those runs kept its task sets.  On it, both sides'
+    ``common_recovery_rate`` share one denominator: the tasks faulted in any arm both ran.
+    """
+    pairs = list(pairs)
+    if not pairs:
+        return {}
+    seeds = set.intersection(*(set(c.task_sets) & set(b.task_sets) for c, b in pairs))
+    return {s: faulted_union([*(c.task_sets[s] for c, _ in pairs), *(b.task_sets[s] for _, b in pairs)])
+            for s in sorted(seeds)}  # fmt: skip
+
+
+def _arms_text(arms: frozenset[ArmKey] | None) -> str:
+    if arms is None:
+        return "an unknown set of arms"
+    return f"{len(arms)} arm{'s' if len(arms) != 1 else ''} ({', '.join(f'{p} on {e}' for p, e in sorted(arms))})"
+
+
+def _common_values(
+    current: Arm, baseline: Arm, seeds: list[int], masks: Mapping[int, int] | None
+) -> tuple[dict[int, float], dict[int, float], str, str]:
+    """(current values, baseline values, note, why not comparable) of ``common_recovery_rate`` on ``seeds``."""
+    masks = masks or {}
+    same_set = current.arm_set is not None and current.arm_set == baseline.arm_set
+    cur, base = {}, {}
+    recomputed = stored = 0
+    lacking = []
+    for s in seeds:
+        mask = masks.get(s)
+        if mask is not None and s in current.task_sets and s in baseline.task_sets:
+            recomputed += 1
+            if mask:  # no task faulted in any arm on either side: no value on that seed
+                cur[s] = common_counts(mask, current.task_sets[s])[0] / mask.bit_count()
+                base[s] = common_counts(mask, baseline.task_sets[s])[0] / mask.bit_count()
+        elif same_set:
+            stored += 1
+            if (v := current.values(COMMON_RECOVERY).get(s)) is not None:
+                cur[s] = v
+            if (v := baseline.values(COMMON_RECOVERY).get(s)) is not None:
+                base[s] = v
+        else:
+            lacking.append(s)
+    if lacking:
+        side = "the baseline" if all(s not in baseline.task_sets for s in lacking) else "a side"
+        why = (
+            f"common_recovery_rate depends on the arms that ran: the baseline's was computed over "
+            f"{_arms_text(baseline.arm_set)}, this run's over {_arms_text(current.arm_set)}, and {side} kept no task "
+            f"sets on seed(s) {_seeds(lacking)} to recompute it on the arms both ran; run the baseline's arms, or gate "
+            "against a history group or an export of it (they keep task sets)"
+        )
+        return cur, base, "", why
+    parts = []
+    if recomputed:
+        parts.append(f"recomputed on the tasks faulted in the arms both ran, on {recomputed} seed(s)")
+    if stored:
+        n = len(current.arm_set or ())
+        parts.append(f"stored values on {stored} seed(s), both computed over the same {n} arm{'s' if n != 1 else ''}")
+    return cur, base, "; ".join(parts), ""
+
+
+def judge(
+    rule: FailOn,
+    current: Arm,
+    baseline: Arm,
+    baseline_ref: str,
+    *,
+    mode: str = DEFAULT_EVIDENCE,
+    masks: Mapping[int, int] | None = None,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> Check:
+    """The regression gate: ``current`` against ``baseline`` on ``rule``'s metric, paired by seed.
+
+    ``masks`` are the common sets of :func:`common_masks` (for ``common_recovery_rate``).
+    The seeds both ran are compared; a baseline that kept only means is compared by means
+    (the caller makes sure it ran the same seeds).
     """
     name = rule.metric
+    base_args = (rule, current.label, baseline.label, baseline_ref)
 
-    def made(cur, base, seeds, note="", pairs=(), worst=None) -> Check:
-        failed = cur is not None and base is not None and worsening(rule, cur, base) > rule.threshold + _TOLERANCE
-        return Check(rule, current.label, baseline.label, baseline_ref, cur, base, seeds, failed, note, pairs, worst)
+    def made(state: str, cur=None, base=None, n=0, note="", **kw) -> Check:
+        return Check(*base_args, cur, base, n, state, note=note, **kw)
 
-    cur_values = current.values(name)
-    # Unpaired, the seed to replay is the new runs' worst: the lowest value when higher is better.
-    worst_own = min(cur_values, key=lambda s: (cur_values[s] * (1 if direction(name) else -1), s), default=None)
     if baseline.means is not None:
-        return made(current.mean(name), baseline.mean(name), len(cur_values),
-                    "the baseline kept no per-seed values: means over each group's own seeds", worst=worst_own)  # fmt: skip
-    base_values = baseline.values(name)
-    common = set(current.per_seed) & set(baseline.per_seed)
+        cur_mean, base_mean = current.mean(name), baseline.mean(name)
+        own = current.values(name)  # the seed to replay: the new runs' worst
+        worst = min(own, key=lambda s: (own[s] * (1 if direction(name) else -1), s), default=None)
+        check = _judged(rule, made, {0: cur_mean} if cur_mean is not None else {},
+                        {0: base_mean} if base_mean is not None else {}, [0], mode, confidence,
+                        "the baseline kept only means over its seeds", paired=False)  # fmt: skip
+        return replace(check, worst_seed=worst, seeds=len(own) if check.state == JUDGED else check.seeds)
+    common = sorted(set(current.per_seed) & set(baseline.per_seed))
     if not common:
-        return made(current.mean(name), baseline.mean(name), len(cur_values),
-                    "no seed in common: means over each group's own seeds", worst=worst_own)  # fmt: skip
+        return made(INCOMPARABLE, note=f"no seed in common (this run: {_seeds(current.per_seed)}; baseline: "
+                    f"{_seeds(baseline.per_seed)}), so no pair met the same faults")  # fmt: skip
+    cur_values, base_values = current.values(name), baseline.values(name)
     note = ""
     if name == COMMON_RECOVERY:
-        cur_values, base_values, note = _on_pair_unions(current, baseline, common, cur_values, base_values)
-    pairs = tuple(sorted(s for s in common if s in cur_values and s in base_values))
+        cur_values, base_values, note, why = _common_values(current, baseline, common, masks)
+        if why:
+            return made(INCOMPARABLE, note=why)
+    unpaired = sorted(set(current.per_seed) - set(baseline.per_seed))
+    if unpaired:  # never silently: the seeds the baseline did not run are named
+        note = "; ".join(x for x in (note, f"seed(s) {_seeds(unpaired)} not in the baseline, not paired") if x)
+    return _judged(rule, made, cur_values, base_values, common, mode, confidence, note, paired=True)
+
+
+def _judged(rule, made, cur_values, base_values, seeds, mode, confidence, note, *, paired: bool) -> Check:
+    """The verdict on the seeds in ``seeds``: missing, not judged, or the rule's verdict on the mean worsening."""
+    name = rule.metric
+    lost = [s for s in seeds if s in base_values and s not in cur_values]
+    if lost:
+        where = f" on seed(s) {_seeds(lost)}" if paired else ""
+        had = ", ".join(_num(base_values[s]) for s in lost[:5])
+        return made(MISSING, note=f"no value in this run{where}, where the baseline has one ({had})",
+                    worst_seed=lost[0] if paired else None)  # fmt: skip
+    pairs = [s for s in seeds if s in cur_values and s in base_values]
     if not pairs:
-        return made(None, None, 0, f"no seed where both have a value among {len(common)} in common")
+        why = f"no value on either side on any of {len(seeds)} seed(s)" + (f" ({note})" if note else "")
+        if rule.asked:
+            return made(MISSING, note=f"{why}: the figure cannot be judged; gate on a figure this scenario defines")
+        return made(UNJUDGED, note=why)
+    worse = {s: worsening(rule, cur_values[s], base_values[s]) for s in pairs}
     cur = sum(cur_values[s] for s in pairs) / len(pairs)
     base = sum(base_values[s] for s in pairs) / len(pairs)
-    worst = max(pairs, key=lambda s: (worsening(rule, cur_values[s], base_values[s]), -s))
-    return made(cur, base, len(pairs), note, pairs=pairs, worst=worst)
+    higher = direction(name)
+    deltas = [(base_values[s] - cur_values[s]) if higher else (cur_values[s] - base_values[s]) for s in pairs]
+    scale = abs(base) if rule.relative and base != 0 else 1.0
+    threshold = 0.0 if rule.relative and base == 0 else rule.threshold  # relative to 0: any worsening fails
+    mean, low, high = mean_ci([d / scale for d in deltas], confidence)
+    interval = None
+    if low is not None and high is not None:
+        # back in the metric's units, as the change current - baseline
+        ends = sorted(((-low if higher else low) * scale, (-high if higher else high) * scale))
+        interval = (ends[0], ends[1])
+    verdict = rule_judge(Figure(mean, low, high), AT_MOST, threshold, mode)
+    worst = max(pairs, key=lambda s: (worse[s], -s)) if paired else None
+    return made(JUDGED, cur, base, len(pairs), note, verdict=verdict, paired_seeds=tuple(pairs) if paired else (),
+                worst_seed=worst, interval=interval)  # fmt: skip
 
 
-def _on_pair_unions(
-    current: Arm, baseline: Arm, seeds: set[int], cur_values: dict[int, float], base_values: dict[int, float]
-) -> tuple[dict[int, float], dict[int, float], str]:
-    """Each seed's common recovery of both arms on the union of their two runs' faulted tasks.
-
-    A seed where either side kept no task sets keeps its stored values (each computed on
-    its own comparison's common set), and the note says on how many seeds that happened.
-    """
-    cur, base = dict(cur_values), dict(base_values)
-    fallback = 0
-    for seed in seeds:
-        mine, theirs = current.task_sets.get(seed), baseline.task_sets.get(seed)
-        if not mine or not theirs:
-            fallback += 1
-            continue
-        pair = common_pair(mine, theirs)
-        cur.pop(seed, None)
-        base.pop(seed, None)
-        if pair is not None:  # no task faulted in either run: no value on that seed
-            cur[seed], base[seed] = pair
-    if not fallback:
-        return cur, base, "on the union of both runs' faulted tasks, seed by seed"
-    return (
-        cur,
-        base,
-        (
-            f"{fallback} of {len(seeds)} seed(s) without task sets on one side: their stored values, "
-            "each on its own comparison's common set"
-        ),
-    )
-
-
-def check_arms(rules: list[FailOn], pairs: Iterable[tuple[Arm, Arm]], baseline_ref: str) -> list[Check]:
+def check_arms(
+    rules: list[FailOn],
+    pairs: Iterable[tuple[Arm, Arm]],
+    baseline_ref: str,
+    *,
+    mode: str = DEFAULT_EVIDENCE,
+    masks: Mapping[int, int] | None = None,
+) -> list[Check]:
     """Every rule for every (current, baseline) pair of arms, in order."""
-    return [judge(rule, cur, base, baseline_ref) for cur, base in pairs for rule in rules]
+    pairs = list(pairs)
+    if masks is None:
+        masks = common_masks(pairs)
+    return [judge(rule, cur, base, baseline_ref, mode=mode, masks=masks) for cur, base in pairs for rule in rules]
 
 
-def _arm_key(r) -> tuple[str, str]:
+def _arm_key(r) -> ArmKey:
     return (r.policy, r.errors)
 
 
 def match_group(
-    current: Mapping[tuple[str, str], Arm], baseline: Mapping[tuple[str, str], Arm], baseline_ref: str
+    current: Mapping[ArmKey, Arm], baseline: Mapping[ArmKey, Arm], baseline_ref: str
 ) -> list[tuple[Arm, Arm]]:
     """Pair a command's arms with a stored group's arms by (policy, error format).
 
@@ -347,23 +412,26 @@ def match_group(
     return pairs
 
 
-def group_arms(runs: Iterable) -> dict[tuple[str, str], Arm]:
-    """Runs grouped into arms by (policy, error format), in first-seen order."""
-    found: dict[tuple[str, str], list] = {}
+def group_arms(runs: Iterable) -> dict[ArmKey, Arm]:
+    """Runs grouped into arms by (policy, error format), in first-seen order; each knows the set of them all."""
+    found: dict[ArmKey, list] = {}
     for r in runs:
         found.setdefault(_arm_key(r), []).append(r)
-    return {key: arm_of(f"{key[0]} on {key[1]}", rs) for key, rs in found.items()}
+    arm_set = frozenset(found)
+    return {key: arm_of(f"{key[0]} on {key[1]}", rs, arm_set) for key, rs in found.items()}
 
 
-def check(rules: list[FailOn], current: Iterable, baseline: Iterable, baseline_ref: str) -> list[Check]:
+def check(
+    rules: list[FailOn], current: Iterable, baseline: Iterable, baseline_ref: str, *, mode: str = DEFAULT_EVIDENCE
+) -> list[Check]:
     """Check every rule for every arm of the ``current`` runs against the matching arm of the ``baseline`` runs.
 
     Runs are anything with ``policy``, ``errors``, ``seed`` and ``metrics``; arms match
     as :func:`match_group` says, and each pair is judged by :func:`judge`.
     """
     pairs = match_group(group_arms(current), group_arms(baseline), baseline_ref)
-    return check_arms(rules, pairs, baseline_ref)
+    return check_arms(rules, pairs, baseline_ref, mode=mode)
 
 
-def _names(arms: Mapping[tuple[str, str], Arm]) -> str:
+def _names(arms: Mapping[ArmKey, Arm]) -> str:
     return ", ".join(f"{p} on {e}" for p, e in arms)

@@ -20,8 +20,11 @@ from fleetchaos.sim.observation import Observation
 
 __all__ = ["STATUS_CATEGORIES", "ParsedError", "parse_raw", "parse_status", "status_of"]
 
-_JVM = re.compile(r"ApiException: HTTP (\d{3}) ")
-_PYTHON = re.compile(r"HTTPError: (\d{3}) (?:Client|Server) Error")
+# The exception's message, with or without its class before it: a trace's line
+# (``ApiException: HTTP 429 ...``), an agent SDK's ``Error: HTTP 429 ...``, LangGraph's
+# ``HTTPError('429 Client Error: ...')`` and an MCP server's text all carry it.
+_JVM = re.compile(r"\bHTTP (\d{3}) ")
+_PYTHON = re.compile(r"\b(\d{3}) (?:Client|Server) Error")
 _STATUS = re.compile(r"^HTTP (\d{3}) ([A-Za-z]+Error)$", re.M)
 
 #: HTTP status -> category, in the structured contract's vocabulary.

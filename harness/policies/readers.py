@@ -10,6 +10,14 @@ every contract shares (:data:`CODE_CATEGORIES`, the codes ``fleetchaos faults li
 docs/formats.md publish), and a ``timeout`` status is transient whatever its code.
 :func:`tree_category` and :func:`tree_recoverable` translate each contract's words into the
 AgentToolError vocabulary the structured decision tree branches on.
+
+The wire shapes of real stacks (:mod:`fleetchaos.sim.wire_shapes`) are read for what each
+honestly shows: an MCP structured error's code, recovery class and retry-after; a JSON-RPC
+error's code (:data:`JSONRPC_CATEGORIES`; an MCP protocol error's by MCP's own codes,
+:data:`MCP_PROTOCOL_CATEGORIES`); a problem's HTTP status (the status table raw-text parsing
+uses); a google.rpc error's ErrorInfo reason (the shared code table) and RetryInfo delay.
+An MCP result with text content only names no category: its text is read as raw text
+(:func:`fleetchaos.policies.raw_errors.parse_raw`).
 """
 
 from __future__ import annotations
@@ -17,13 +25,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from fleetchaos.policies._recovery import resume_from_refs, resume_point
+from fleetchaos.policies.raw_errors import STATUS_CATEGORIES
 from fleetchaos.sim.envelope import AgentToolError
 from fleetchaos.sim.envelopes import FailureTypeError, SubagentResult, ToolEnvelope
 from fleetchaos.sim.kinds import KINDS
 from fleetchaos.sim.observation import Observation
+from fleetchaos.sim.wire_shapes import (
+    CallToolResult,
+    GoogleRpcError,
+    JsonRpcErrorResponse,
+    McpProtocolError,
+    ProblemDetails,
+    RetryInfo,
+)
 
 __all__ = [
     "CODE_CATEGORIES",
+    "JSONRPC_CATEGORIES",
+    "MCP_PROTOCOL_CATEGORIES",
     "TREE_CATEGORIES",
     "category_of",
     "code_of",
@@ -60,15 +79,49 @@ TREE_CATEGORIES: dict[str, str] = {
 }
 
 
+#: A JSON-RPC error code's category: JSON-RPC 2.0's ``Invalid params`` and the server codes of
+#: EIP-1474 (docs/formats.md).  ``Internal error`` (-32603), what a server answers for anything
+#: it has no code of its own for, is left unread: it names no category.
+JSONRPC_CATEGORIES: dict[int, str] = {
+    -32602: "validation",  # Invalid params: the input is wrong, a retry sends it again
+    -32001: "dependency",  # Resource not found
+    -32002: "transient",  # Resource unavailable: come back later
+    -32005: "transient",  # Limit exceeded
+}
+
+#: An MCP protocol error's category, by the MCP SDKs' codes: a closed connection is a server
+#: (a worker) gone, a request timeout is transient.
+MCP_PROTOCOL_CATEGORIES: dict[int, str] = {-32000: "resource", -32001: "transient"}
+
+
+def _shape_category(envelope: object) -> str | None:
+    """The category a real stack's wire shape shows, in the structured tree's words; None if it shows none."""
+    if isinstance(envelope, McpProtocolError):
+        return MCP_PROTOCOL_CATEGORIES.get(envelope.error.code)
+    if isinstance(envelope, JsonRpcErrorResponse):
+        return JSONRPC_CATEGORIES.get(envelope.error.code)
+    if isinstance(envelope, CallToolResult):
+        structured = envelope.structured_content
+        return CODE_CATEGORIES.get(structured.error.code) if structured is not None else None
+    if isinstance(envelope, ProblemDetails):
+        return STATUS_CATEGORIES.get(envelope.status)
+    if isinstance(envelope, GoogleRpcError):
+        return CODE_CATEGORIES.get(envelope.error_code)
+    return None
+
+
 def category_of(observation: Observation) -> str | None:
     """The failure's category word: ``category``, ``error_category`` or ``failure_type``, else None.
 
     AgentToolError gives ``transient``/``resource``/``auth``/...; SubagentResult gives
     ``transient``/``validation``/``permission``/...; FailureTypeError gives its failure type
     (``timeout``, ``rate_limited``, ...).  A ToolEnvelope gives its code's category from
-    :data:`CODE_CATEGORIES` (``transient`` for a ``timeout`` status); no envelope gives None.
+    :data:`CODE_CATEGORIES` (``transient`` for a ``timeout`` status); a real stack's wire shape
+    gives what it shows (:func:`_shape_category`); no envelope gives None.
     """
     envelope = observation.envelope
+    if envelope is None:
+        return None
     for attr in ("category", "error_category", "failure_type"):
         value = getattr(envelope, attr, None)
         if value is not None:
@@ -77,7 +130,7 @@ def category_of(observation: Observation) -> str | None:
         if envelope.status == "timeout":
             return "transient"
         return CODE_CATEGORIES.get(envelope.error_code or "")
-    return None
+    return _shape_category(envelope)
 
 
 def tree_category(observation: Observation) -> str | None:
@@ -103,6 +156,8 @@ def tree_recoverable(observation: Observation) -> bool | None:
         return envelope.recoverable
     if isinstance(envelope, ToolEnvelope):
         return envelope.retriable
+    if isinstance(envelope, CallToolResult) and envelope.structured_content is not None:
+        return envelope.structured_content.error.recovery != "terminal"
     category = tree_category(observation)
     if isinstance(envelope, FailureTypeError):
         if envelope.retry_recommended is False and category in ("transient", "auth"):
@@ -126,6 +181,8 @@ def retryable_of(observation: Observation) -> bool | None:
         value = getattr(envelope, attr, None)
         if value is not None:
             return bool(value)
+    if isinstance(envelope, CallToolResult) and envelope.structured_content is not None:
+        return envelope.structured_content.error.recovery != "terminal"
     return None
 
 
@@ -138,6 +195,12 @@ def retry_after_s_of(observation: Observation) -> float | None:
     seconds = getattr(envelope, "retry_after_s", None)
     if seconds is not None:
         return float(seconds)
+    if isinstance(envelope, CallToolResult):
+        structured = envelope.structured_content
+        return structured.error.retry_after if structured is not None else None
+    if isinstance(envelope, GoogleRpcError):
+        info = envelope.detail(RetryInfo)
+        return info.seconds if isinstance(info, RetryInfo) else None
     metadata = getattr(envelope, "metadata", None) or {}
     if "retry_after_ms" in metadata:
         try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import importlib
 import importlib.metadata
 import inspect
 from collections.abc import Callable, Sequence
@@ -23,8 +22,9 @@ from fleetchaos.policies.builtins import Backoff, BlindRetry, FailureTypeRouter,
 from fleetchaos.policies.presets import PRESETS
 from fleetchaos.policies.spec import PolicySpecError, apply_params, format_spec, parse_spec
 from fleetchaos.policies.spec import parameters as spec_parameters
-from fleetchaos.sim.interrupts import PASS_THROUGH, describe_exception
+from fleetchaos.sim.interrupts import PASS_THROUGH, ProcessExitRefused, describe_exception, process_exits_refused
 from fleetchaos.sim.observation import RecoveryPolicy
+from fleetchaos.sim.plugins import dist_name, entry_points, load_entry_point, load_import_path
 
 __all__ = [
     "BUILT_IN",
@@ -113,12 +113,7 @@ def policy_entry_points() -> dict[str, tuple[importlib.metadata.EntryPoint, ...]
     Only the metadata is read: nothing is imported until a policy is asked for.  A name
     maps to several entry points when several installed distributions register it.
     """
-    found: dict[str, list[importlib.metadata.EntryPoint]] = {}
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        same = found.setdefault(ep.name, [])
-        if all(_dist_name(ep) != _dist_name(other) for other in same):  # one distribution seen twice on sys.path
-            same.append(ep)
-    return {name: tuple(found[name]) for name in sorted(found)}
+    return entry_points(ENTRY_POINT_GROUP)
 
 
 def policy_names() -> list[str]:
@@ -151,10 +146,15 @@ def resolve_policy(text: str) -> tuple[RecoveryPolicy, str]:
     """
     try:
         spec = parse_spec(text)
-        policy = _by_name(spec.name)
-        policy, params = apply_params(policy, spec.name, spec.params)
+        with process_exits_refused():  # a policy module calling os._exit() on import, or in its constructor
+            policy = _by_name(spec.name)
+            policy, params = apply_params(policy, spec.name, spec.params)
     except PolicySpecError as exc:
         raise PolicyLookupError(str(exc)) from None
+    except ProcessExitRefused as exc:
+        raise PolicyLookupError(
+            f"policy {text!r}: loading it called {exc}, which would end fleetchaos itself; remove the call"
+        ) from None
     return policy, format_spec(spec.name, params)
 
 
@@ -192,40 +192,17 @@ def _by_name(name: str) -> RecoveryPolicy:
 
 
 def _from_import_path(name: str) -> RecoveryPolicy:
-    module_name, _, attr = name.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except PASS_THROUGH:
-        raise
-    except BaseException as exc:  # a module may raise anything, or call sys.exit(), on import
-        raise PolicyLookupError(f"policy {name!r}: cannot import {module_name!r} ({describe_exception(exc)})") from None
-    try:
-        target = getattr(module, attr)
-    except AttributeError:
-        raise PolicyLookupError(f"policy {name!r}: module {module_name!r} has no attribute {attr!r}") from None
-    return _instantiate(f"policy {name!r}", attr, target, fix="a policy class must build with no arguments", label=name)
+    subject = f"policy {name!r}"
+    target = load_import_path(subject, name, PolicyLookupError)
+    return _instantiate(
+        subject, name.partition(":")[2], target, fix="a policy class must build with no arguments", label=name
+    )
 
 
 def _from_entry_point(name: str, registered: tuple[importlib.metadata.EntryPoint, ...]) -> RecoveryPolicy:
-    table = f'[project.entry-points."{ENTRY_POINT_GROUP}"]'
-    if len(registered) > 1:
-        # Picking one silently would make results depend on installation order.
-        owners = ", ".join(f"{_dist_name(ep)} ({ep.value})" for ep in registered)
-        raise PolicyLookupError(
-            f"policy {name!r}: registered as an entry point by several installed packages: {owners}; "
-            "uninstall all but one, or name the policy by its import path"
-        )
-    ep = registered[0]
-    subject = f"policy {name!r} (entry point {name} = {ep.value!r} of package {_dist_name(ep)})"
-    fix = f"fix {table} in that package's pyproject.toml and reinstall it, or uninstall the package"
+    target, subject, fix = load_entry_point("policy", name, registered, ENTRY_POINT_GROUP, PolicyLookupError)
     try:
-        target = ep.load()
-    except PASS_THROUGH:
-        raise
-    except BaseException as exc:  # third-party code: an import may raise anything
-        raise PolicyLookupError(f"{subject}: cannot load it ({describe_exception(exc)}); {fix}") from None
-    try:
-        return _instantiate(subject, ep.value, target, fix="a policy class must build with no arguments")
+        return _instantiate(subject, registered[0].value, target, fix="a policy class must build with no arguments")
     except PolicyLookupError as exc:
         raise PolicyLookupError(f"{exc}; {fix}") from None
 
@@ -255,11 +232,6 @@ def _instantiate(subject: str, attr: str, target, *, fix: str, label: str | None
     if not has_decide:
         raise PolicyLookupError(f"{subject}: {attr} has no decide(observation, history) method")
     return policy
-
-
-def _dist_name(ep: importlib.metadata.EntryPoint) -> str:
-    dist = getattr(ep, "dist", None)
-    return dist.name if dist is not None else "(unknown package)"
 
 
 # -- descriptions for `fleetchaos policies list/show` ------------------------------------
@@ -310,7 +282,7 @@ def describe_policy(name: str) -> PolicyInfo:
         source, origin = IMPORT_PATH, base
     else:
         ep = policy_entry_points()[base][0]
-        source, origin = ENTRY_POINT, f"{ep.value} (package {_dist_name(ep)})"
+        source, origin = ENTRY_POINT, f"{ep.value} (package {dist_name(ep)})"
     return _info(canonical, source, origin, policy)
 
 
@@ -322,7 +294,7 @@ def list_policies() -> list[PolicyInfo]:
     """
     infos = [describe_policy(name) for name in POLICIES]
     for name, registered in policy_entry_points().items():
-        origin = "; ".join(f"{ep.value} (package {_dist_name(ep)})" for ep in registered)
+        origin = "; ".join(f"{ep.value} (package {dist_name(ep)})" for ep in registered)
         if name in POLICIES:
             infos.append(
                 PolicyInfo(name, ENTRY_POINT, origin, shadowed=f"the built-in {name!r} wins over this entry point")

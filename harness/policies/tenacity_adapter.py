@@ -12,9 +12,12 @@ naming the object, the component, why and what to do: a custom callable (it may 
 wall clock, or state the simulation does not have), ``retry_if_result`` (the simulation has
 no return values), ``wait_exception`` and ``retry_if_exception`` (user predicates),
 ``stop_when_event_set`` (an event set outside the call), an exception type that no entry of
-the exception map raises (the condition could never hold).  The hooks (``before``,
-``after``, ``before_sleep``, ``retry_error_callback``), ``sleep`` and ``reraise`` do not
-change when attempts happen and are not translated (docs/policies.md).
+the exception map raises (the condition could never hold), an attempt limit that is not a
+finite number, a subclass that overrides part of tenacity's loop, compositions nested deeper
+than tenacity itself can evaluate.  The hooks (``before``, ``after``, ``before_sleep``,
+``retry_error_callback``) and ``reraise`` do not change when attempts happen and are not
+translated; of ``sleep`` only which one it is (``time.sleep``, ``asyncio.sleep``, custom),
+which decides what a wait no clock can take does (docs/policies.md).
 
 tenacity is an optional extra (``pip install 'fleetchaos[tenacity]'``): it is imported only
 when a configuration is translated.  stamina is not supported (see :func:`from_tenacity`).
@@ -22,17 +25,23 @@ when a configuration is translated.  stamina is not supported (see :func:`from_t
 
 from __future__ import annotations
 
+import abc
+import contextlib
+import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from fleetchaos.policies import tenacity_blocks as b
 from fleetchaos.policies.exception_map import ExceptionMap, ExceptionMapError, build_exception_map
-from fleetchaos.policies.tenacity_policy import TenacityPolicy
+from fleetchaos.policies.tenacity_policy import ASYNC_SLEEP, CUSTOM_SLEEP, TIME_SLEEP, TenacityPolicy
+from fleetchaos.sim.interrupts import PASS_THROUGH, describe_exception
 
 __all__ = ["RetryTranslationError", "from_tenacity", "is_retry_config"]
 
 _DOCS = 'docs/policies.md, "Your tenacity config as a policy"'
+#: How deeply compositions may nest (:meth:`_Translator.nested`); tenacity itself fails a few hundred levels down.
+MAX_NESTING = 100
 _BUILT_IN = (
     "use tenacity's own strategies (stop_after_attempt, stop_after_delay, wait_exponential, "
     "retry_if_exception_type, ...) or write the rule as a fleetchaos policy"
@@ -56,15 +65,17 @@ def is_retry_config(obj: Any) -> bool:
 
     Imports nothing: an object of a library that is not loaded cannot be one of its objects.
     """
-    if _stamina_kind(obj) is not None:
-        return True
     tenacity = sys.modules.get("tenacity")
     base = getattr(tenacity, "BaseRetrying", None)
-    if base is None:
-        return False
     try:
+        if _stamina_kind(obj) is not None:
+            return True
+        if base is None:
+            return False
         return isinstance(obj, base) or (isinstance(getattr(obj, "retry", None), base) and callable(obj))
-    except Exception:  # an object whose attribute access raises is not a retry configuration
+    except PASS_THROUGH:
+        raise
+    except BaseException:  # an object whose attribute access raises (SystemExit(0) included) is not a retry config
         return False
 
 
@@ -101,16 +112,39 @@ def from_tenacity(
             f"jitter=wait_jitter), retry_if_exception_type(on)) and pass that ({_DOCS})",
         )
     tenacity = _import_tenacity(subject)
-    retrying = _retrying_of(tenacity, obj, subject)
     try:
         exceptions = build_exception_map(exception_map)
     except ExceptionMapError as exc:
         raise RetryTranslationError(subject, str(exc)) from None
-    translate = _Translator(tenacity, subject, exceptions)
-    stop = translate.stop(retrying.stop, "stop")
-    wait = translate.wait(retrying.wait, "wait")
-    retry = translate.retry(retrying.retry, "retry") if getattr(retrying, "enabled", True) else b.retry_never()
-    return TenacityPolicy(stop, wait, retry, exceptions, resume, subject, _ignored_hooks(tenacity, retrying))
+    try:
+        retrying = _retrying_of(tenacity, obj, subject)
+        translate = _Translator(tenacity, subject, exceptions)
+        stop = translate.stop(retrying.stop, "stop")
+        wait = translate.wait(retrying.wait, "wait")
+        retry = translate.retry(retrying.retry, "retry") if getattr(retrying, "enabled", True) else b.retry_never()
+        hooks, sleep = _ignored_hooks(tenacity, retrying), _sleep_of(tenacity, retrying)
+    except RetryTranslationError:
+        raise
+    except PASS_THROUGH:
+        raise
+    except BaseException as exc:  # the team's own code (a property, a subclass) may raise anything, SystemExit too
+        raise RetryTranslationError(
+            subject,
+            f"reading its configuration raised {describe_exception(exc)}; pass a tenacity.Retrying whose stop, wait "
+            "and retry can be read",
+        ) from None
+    return TenacityPolicy(stop, wait, retry, exceptions, resume, subject, hooks, sleep)
+
+
+def _sleep_of(tenacity: Any, retrying: Any) -> str:
+    """Which sleep ``retrying`` waits with: the default of ``Retrying`` or ``AsyncRetrying``, or a custom one."""
+    sleep = getattr(retrying, "sleep", None)
+    if sleep is tenacity.nap.sleep:
+        return TIME_SLEEP
+    # AsyncRetrying's default (asyncio.sleep itself in older tenacity); both are loaded when one is in use.
+    defaults = (getattr(sys.modules.get("tenacity.asyncio"), "_portable_async_sleep", None),
+                getattr(sys.modules.get("asyncio"), "sleep", None))  # fmt: skip
+    return ASYNC_SLEEP if sleep is not None and any(sleep is d for d in defaults) else CUSTOM_SLEEP
 
 
 def _ignored_hooks(tenacity: Any, retrying: Any) -> tuple[str, ...]:
@@ -143,15 +177,45 @@ def _import_tenacity(subject: str) -> Any:
 
 def _retrying_of(tenacity: Any, obj: Any, subject: str) -> Any:
     if isinstance(obj, tenacity.BaseRetrying):
-        return obj
+        return _own_loop(tenacity, obj, subject)
     inner = getattr(obj, "retry", None)
     if isinstance(inner, tenacity.BaseRetrying) and callable(obj):
-        return inner
+        return _own_loop(tenacity, inner, subject)
     raise RetryTranslationError(
         subject,
         f"{_describe(obj)} is not a tenacity.Retrying, tenacity.AsyncRetrying or a function decorated "
         "with @tenacity.retry(...); pass one of those",
     )
+
+
+#: Names a subclass of tenacity's retrying classes may define without changing how attempts are decided.
+_HARMLESS = frozenset({"__init__", "__repr__", "__str__", "__doc__", "__module__", "__qualname__", "__dict__",
+                       "__weakref__", "__annotations__", "__slots__", "__orig_bases__", "__parameters__", "_abc_impl",
+                       "__abstractmethods__"})  # fmt: skip
+
+
+def _own_loop(tenacity: Any, retrying: Any, subject: str) -> Any:
+    """``retrying``, unless its class overrides part of tenacity's loop (``__call__``, ``iter``...), which the
+    translation reads only as tenacity's own: such a subclass is refused naming what it overrides."""
+    classes = type(retrying).__mro__
+    theirs = [c for c in classes if (c.__module__ or "").partition(".")[0] == "tenacity"]
+    defined = {name for c in theirs for name in vars(c)}
+    overridden: dict[str, str] = {}
+    for cls in classes:
+        if cls in theirs or cls in (object, abc.ABC):
+            continue
+        for name in vars(cls):
+            if name in defined and name not in _HARMLESS:
+                overridden.setdefault(name, f"{cls.__module__}.{cls.__qualname__}")
+    if overridden:
+        listed = ", ".join(f"{owner}.{name}" for name, owner in sorted(overridden.items()))
+        raise RetryTranslationError(
+            subject,
+            f"its class overrides {listed} of tenacity's retrying loop; the translation decides as tenacity's own "
+            "loop does, so it would not be this class's behaviour; pass a plain tenacity.Retrying (or AsyncRetrying) "
+            f"with the same stop, wait and retry, or write the rule as a fleetchaos policy ({_DOCS})",
+        )
+    return retrying
 
 
 def _label(obj: Any) -> str:
@@ -191,6 +255,11 @@ def _stamina_kind(obj: Any) -> str | None:
     return None
 
 
+def _finite_number(value: Any) -> bool:
+    """An int or a finite float (not a bool)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
 def _types(value: Any) -> tuple[type[BaseException], ...]:
     return tuple(value) if isinstance(value, tuple) else (value,)
 
@@ -203,6 +272,32 @@ class _Translator:
         self.subject = subject
         self.classes = exceptions.classes()
         self.factories = exceptions.factories()
+        self.depth = 0
+
+    @contextlib.contextmanager
+    def nested(self, path: str, part: Any) -> Iterator[None]:
+        """One level deeper into compositions: deeper than :data:`MAX_NESTING` is refused.
+
+        tenacity evaluates a composition by recursion, a level per ``+``, ``|`` or ``&`` written one after
+        another (``a + b + c`` nests ``(a + b) + c``): measured from a shallow stack, 331 nested ``+`` or 248
+        nested ``|`` already fail with ``RecursionError`` at the first retry.  A composition built flat
+        (``wait_combine(a, b, c)``) has one level whatever its length.
+        """
+        self.depth += 1
+        try:
+            if self.depth > MAX_NESTING:
+                raise self.refuse(
+                    path if len(path) < 60 else f"{path[:30]}...{path[-20:]}",
+                    part,
+                    f"its compositions nest more than {MAX_NESTING} levels deep (each +, | or & written one after "
+                    "another nests the next), and tenacity evaluates them by recursion: a few hundred levels fail "
+                    "with RecursionError at the first retry",
+                    "build it flat, with one level: wait_combine(a, b, c, ...), stop_any(...), retry_any(...)",
+                    shown=type(part).__name__ + "(...)",
+                )
+            yield
+        finally:
+            self.depth -= 1
 
     def refuse(
         self, path: str, part: Any, why: str, fix: str = _BUILT_IN, shown: str | None = None
@@ -224,7 +319,22 @@ class _Translator:
     def stop(self, part: Any, path: str) -> Any:
         t, kind = self.t, type(part)
         if kind is t.stop_after_attempt:
-            return b.stop_after_attempt(int(part.max_attempt_number))
+            number: Any = part.max_attempt_number  # an int, or any number tenacity was given (2.9)
+            if not _finite_number(number):
+                happens = (
+                    "which never holds, so it would never stop"
+                    if isinstance(number, float)
+                    else "which raises TypeError at the first failure"
+                )
+                raise self.refuse(
+                    path,
+                    part,
+                    f"{number!r} is not a finite number of attempts: tenacity compares attempt_number >= {number!r}, "
+                    f"{happens}",
+                    "give a number of attempts, or stop_never() if it is never to stop",
+                    shown=f"stop_after_attempt({number!r})",
+                )
+            return b.stop_after_attempt(number)  # 2.9 stays 2.9: tenacity makes 3 attempts, and so does the block
         if kind is t.stop_after_delay:
             return b.stop_after_delay(float(part.max_delay))
         if kind is getattr(t, "stop_before_delay", None):
@@ -232,7 +342,8 @@ class _Translator:
         if kind is type(t.stop_never):
             return b.stop_never()
         if kind in (t.stop_any, t.stop_all):
-            members = tuple(self.stop(m, f"{path}.stops[{i}]") for i, m in enumerate(part.stops))
+            with self.nested(path, part):
+                members = tuple(self.stop(m, f"{path}.stops[{i}]") for i, m in enumerate(part.stops))
             return (b.stop_any if kind is t.stop_any else b.stop_all)(members)
         if kind is t.stop_when_event_set:
             raise self.refuse(
@@ -262,9 +373,13 @@ class _Translator:
                 multiplier, float(part.max), part.exp_base, float(part.jitter), float(part.min)
             )
         if kind is t.wait_chain:
-            return b.wait_chain(tuple(self.wait(m, f"{path}.strategies[{i}]") for i, m in enumerate(part.strategies)))
+            with self.nested(path, part):
+                members = tuple(self.wait(m, f"{path}.strategies[{i}]") for i, m in enumerate(part.strategies))
+            return b.wait_chain(members)
         if kind is t.wait_combine:
-            return b.wait_combine(tuple(self.wait(m, f"{path}.wait_funcs[{i}]") for i, m in enumerate(part.wait_funcs)))
+            with self.nested(path, part):
+                members = tuple(self.wait(m, f"{path}.wait_funcs[{i}]") for i, m in enumerate(part.wait_funcs))
+            return b.wait_combine(members)
         if kind is getattr(t, "wait_exception", None):
             raise self.refuse(
                 path,
@@ -302,7 +417,8 @@ class _Translator:
         if kind is type(t.retry_never):
             return b.retry_never()
         if kind in (t.retry_any, t.retry_all):
-            members = tuple(self.retry(m, f"{path}.retries[{i}]") for i, m in enumerate(part.retries))
+            with self.nested(path, part):
+                members = tuple(self.retry(m, f"{path}.retries[{i}]") for i, m in enumerate(part.retries))
             return (b.retry_any if kind is t.retry_any else b.retry_all)(members)
         if kind in (t.retry_if_result, t.retry_if_not_result):
             raise self.refuse(

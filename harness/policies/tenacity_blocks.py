@@ -133,7 +133,11 @@ class _AllOf(_Join):
 
 @dataclass(frozen=True, slots=True, repr=False)
 class stop_after_attempt(BlockBase):
-    """Stop once ``max_attempt_number`` attempts have been made."""
+    """Stop once ``max_attempt_number`` attempts have been made.
+
+    A translated configuration keeps the number tenacity was given, a fraction included (2.9 makes 3 attempts,
+    as in tenacity); a spec sets a whole number (``stop.max_attempt_number=5``).
+    """
 
     max_attempt_number: int
 

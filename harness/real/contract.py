@@ -27,8 +27,10 @@ from fleetchaos.real.observe import Surface, surface_of
 from fleetchaos.real.runtime import SIM_ONLY, load_real_scenario
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.formats._vendor import planted, vendor_text
+from fleetchaos.sim.interrupts import PASS_THROUGH
 from fleetchaos.sim.kinds import KINDS, MASKING, REPORTING, fault_kind
 from fleetchaos.sim.observation import Observation
+from fleetchaos.sim.sanitise import environment_secrets
 from fleetchaos.sim.truth import AttemptReport
 
 __all__ = ["FORCED_WAIT_S", "ContractReport", "ContractRow", "check_contract"]
@@ -155,7 +157,9 @@ def _call_sample(sample: Callable[[], Any]) -> tuple[Any, BaseException | None]:
             finally:
                 loop.close()
         return value, None
-    except Exception as exc:
+    except PASS_THROUGH:
+        raise
+    except BaseException as exc:  # what the team's tool raises, SystemExit and KeyboardInterrupt included
         return None, exc
 
 
@@ -176,11 +180,7 @@ def expected_observation(errors: str, tool: str, kind: str) -> Observation:
         retry_after_s=FORCED_WAIT_S if record.retry_after else None,
         item_failures=((0, kind),),
     )
-    fmt = get_format(errors)
-    bind = getattr(fmt, "for_run", None)
-    if bind is not None:
-        fmt = bind(0)
-    return fmt.render(report)
+    return get_format(errors, seed=0).render(report)
 
 
 def compare(expected: Observation, surface: Surface, secrets: Iterable[str]) -> tuple[dict, tuple[str, ...]]:
@@ -221,7 +221,7 @@ def compare(expected: Observation, surface: Surface, secrets: Iterable[str]) -> 
     if real.ok:
         problems.insert(0, "surfaced a success: the fault was swallowed (the orchestrator cannot see it)")
     elif envelope is not None and not surface.fields:
-        problems.insert(0, f"surfaced a bare failure ({surface.describe()}) with none of the contract's fields")
+        problems.insert(0, f"surfaced a bare failure ({surface.describe(secrets)}) with none of the contract's fields")
     leaked = [s for s in secrets if s in surface.text]
     if leaked:
         problems.append(f"leaked {len(leaked)} planted secret(s) from the vendor error into what it surfaced")
@@ -291,5 +291,6 @@ def check_contract(
             want, problems = compare(expected_observation(errors, tool, kind), surface, secrets)
             if forcing.fired_count == 0:
                 problems = (f"the fault never fired: the sample's call did not reach a binding of {tool!r}", *problems)
-            rows.append(ContractRow(tool, kind, want, surface.describe(), problems, forcing.fired_count))
+            shown = surface.describe((*secrets, *environment_secrets()))
+            rows.append(ContractRow(tool, kind, want, shown, problems, forcing.fired_count))
     return ContractReport(spec.name, errors, tuple(rows))

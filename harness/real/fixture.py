@@ -19,11 +19,12 @@ import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
 from fleetchaos.errors import UserError
+from fleetchaos.files import write_text
 from fleetchaos.real.bindings import Bindings
 from fleetchaos.real.contract import ContractReport, check_contract
 from fleetchaos.real.injections import InjectionReport, NotInjectedError
@@ -48,6 +49,12 @@ class RealResult(ScenarioResult):
                 f"fleetchaos real run ({self.label}) did not inject as bound:\n  " + "\n  ".join(problems)
                 + "\nreplay: " + "; ".join(self.replay)
             )  # fmt: skip
+
+
+def _refuse(exc: UserError) -> NoReturn:
+    """Fail the test with the error's one message (not chained to the exception being handled)."""
+    __tracebackhide__ = True
+    raise pytest.fail.Exception(f"fleetchaos_real: {exc}", pytrace=False) from None
 
 
 def load_bindings(value: Any) -> Bindings:
@@ -128,10 +135,10 @@ class FleetChaosReal:
                 kinds=kinds,
             )
         except UserError as exc:
-            pytest.fail(f"fleetchaos_real: {exc}", pytrace=False)
+            _refuse(exc)
         folder = self._folder()
         if folder is not None:
-            (folder / "contract.md").write_text(report.to_markdown(), encoding="utf-8")
+            write_text(folder / "contract.md", report.to_markdown(), root=folder)
         return report
 
     def parity(
@@ -158,12 +165,12 @@ class FleetChaosReal:
                 )
                 folder = self._folder()
                 if folder is not None:
-                    (folder / f"parity-seed-{seed}.md").write_text(report.to_markdown(), encoding="utf-8")
+                    write_text(folder / f"parity-seed-{seed}.md", report.to_markdown(), root=folder)
                 chosen = report
                 if not report.identical:
                     break
         except UserError as exc:
-            pytest.fail(f"fleetchaos_real: {exc}", pytrace=False)
+            _refuse(exc)
         assert chosen is not None
         return chosen
 
@@ -204,7 +211,7 @@ class FleetChaosReal:
                     )
                 )
         except UserError as exc:
-            pytest.fail(f"fleetchaos_real: {exc}", pytrace=False)
+            _refuse(exc)
         first = runs[0].result
         result = RealResult(
             scenario=first.scenario,
@@ -223,6 +230,6 @@ class FleetChaosReal:
             for run in runs:
                 out = folder / f"real-seed-{run.result.seed}"
                 write_run_report(run.result, out)
-                (out / "injections.csv").write_text(run.injections.to_csv(), encoding="utf-8")
+                write_text(out / "injections.csv", run.injections.to_csv(), root=folder)
         self._chaos.note(result, mode="real", report=folder)
         return result

@@ -17,6 +17,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from fleetchaos.sim.interrupts import policy_text
+
 __all__ = ["InjectionCounter", "InjectionReport", "NotInjectedError"]
 
 OK = "ok"
@@ -111,5 +113,6 @@ class InjectionCounter:
         with self.lock:
             keys = sorted(set(self.drawn) | set(self.fired) | set(self.met))
             rows = tuple((t, k, self.drawn[t, k], self.fired[t, k], self.met[t, k]) for t, k in keys)
-            unbound = tuple((w, why, n) for (w, why), n in sorted(self.unbound.items()))
+            # what was called is the team's URL or name: its credentials (user:pass@, ?token=) are scrubbed
+            unbound = tuple((policy_text(w, 300), why, n) for (w, why), n in sorted(self.unbound.items()))
             return InjectionReport(rows, unbound, tuple(sorted(set(tools))), tuple(sorted(self.order_keyed)), seed)

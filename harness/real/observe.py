@@ -12,12 +12,14 @@ progress (which steps and items completed) filled in from the driver, which know
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from fleetchaos.sim.interrupts import policy_text
 from fleetchaos.sim.observation import Observation
 
 __all__ = ["ENVELOPE_FIELDS", "Surface", "observation_of", "surface_of"]
@@ -59,15 +61,17 @@ class Surface:
     raised: str | None = None
     """The exception type's name, when the tool raised."""
 
-    def describe(self) -> str:
-        """One line for reports."""
+    def describe(self, secrets: Iterable[str] = ()) -> str:
+        """One line for reports, the tool's own words sanitised (``secrets`` by value, known key shapes by pattern)."""
         if self.ok:
             return "a success"
         if self.fields:
-            shown = ", ".join(f"{k}={v!r}" for k, v in sorted(self.fields.items()) if k != "context")
+            shown = ", ".join(
+                f"{k}={policy_text(repr(v), 200, secrets)}" for k, v in sorted(self.fields.items()) if k != "context"
+            )
             return f"{'raised ' + self.raised + ' with ' if self.raised else 'an error with '}{shown}"
         what = f"raised {self.raised}" if self.raised else "returned"
-        return f"{what} a bare failure {self.text[:60]!r}"
+        return f"{what} a bare failure {policy_text(self.text, 60, secrets)!r}"
 
 
 def _plain(value: Any) -> Any:

@@ -26,13 +26,13 @@ from fleetchaos.policies.readers import category_of, code_of, resume_of, retry_a
 from fleetchaos.real.clocks import VirtualClock, installed
 from fleetchaos.real.context import ACTIVE
 from fleetchaos.real.decision import Decision
-from fleetchaos.real.faults import Fault, UnboundCall, make_fault
+from fleetchaos.real.faults import Fault, UnboundCall
 from fleetchaos.real.observe import Surface, observation_of, surface_of
-from fleetchaos.real.runtime import load_real_scenario
+from fleetchaos.real.runtime import injected_fault, load_real_scenario
 from fleetchaos.sim import _rng
 from fleetchaos.sim.calls import CallModel, CallOutcome
 from fleetchaos.sim.formats import get_format
-from fleetchaos.sim.formats._vendor import planted, vendor_text
+from fleetchaos.sim.formats._vendor import planted
 from fleetchaos.sim.kinds import KINDS, FaultKind
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.truth import AttemptReport
@@ -216,21 +216,10 @@ class _Driver:
     def _real(self, tool: Callable, rec: Any, node: Any, step: Any, item: int, execution: int, attempt: int, outcome):
         kind, duration, commits, retry_at = outcome
         now = self.world.env.now
-        fault = None
-        if kind is not None:
-            retry_after = None if retry_at is None else max(0.0, retry_at - (now + duration))
-            message = ""
-            if kind.wire is not None:
-                report = AttemptReport(
-                    task_id=rec.id, worker=node.index, start_step=step.index, failed_step=step.index,
-                    step_names=tuple(self.world.templates[_template_index(self.world, rec.template)].names),
-                    failure=kind.name,
-                )  # fmt: skip
-                message = vendor_text(report, planted(self.seed))
-            fault = make_fault(
-                kind, step.name, (rec.id, step.index, item, execution), retry_after_s=retry_after,
-                committed=commits, message=message,
-            )  # fmt: skip
+        names = self.world.templates[_template_index(self.world, rec.template)].names
+        fault = injected_fault(
+            outcome, step.name, (rec.id, step.index, item, execution), node.index, names, now, self.seed
+        )
         d = Decision(self, step.name, rec.id, step.index, item, execution, attempt, kind, duration, commits, fault)
         d.sleeps = False
         self.pending = d
@@ -395,10 +384,7 @@ def _run(spec: Any, policy: Any, errors: str, seed: int, tools: Mapping | None, 
     from fleetchaos.sim.world import World
 
     driver = _Driver(tools, seed, bindings)
-    fmt = get_format(errors)
-    bind = getattr(fmt, "for_run", None)
-    fmt = bind(seed) if bind is not None else fmt
-    logging_format = _LoggingFormat(fmt, driver, tools is not None, seed)
+    logging_format = _LoggingFormat(get_format(errors, seed), driver, tools is not None, seed)
     policy_obj = get_policy(policy) if isinstance(policy, str) else policy
     world = World(spec, policy_obj, logging_format, seed, call_model=_calls_class(driver))
     driver.world = world

@@ -5,9 +5,15 @@ entrypoint inside a task scope.  A sync entrypoint runs the tasks in arrival ord
 the sync virtual clock (a task starts at its arrival, or when the one before it ended);
 an async entrypoint gets its own virtual-time asyncio loop (looptime), where each task
 starts at its virtual arrival, ``concurrency`` at a time.  What the entrypoint returns
-becomes the task's claim (``claim(value)``, default ``str``); an exception escaping it
-is the claim ``failed`` with the error noted on the task, as a broken policy is in the
-simulator.  The records go through the same oracle and metrics as simulated runs.
+becomes the task's claim (``claim(value)``, default ``str``); anything escaping it
+(``SystemExit``, ``KeyboardInterrupt`` and every other ``BaseException`` included, in a
+task the entrypoint started too) is the claim ``failed`` with the error noted on the task,
+as a broken policy is in the simulator (:mod:`fleetchaos.real.containment`).  Only the
+user's own Ctrl-C stops the run: while it runs, SIGINT raises
+:class:`~fleetchaos.sim.interrupts.UserInterrupt`, which nothing contains.  Every text
+noted from the team's code is sanitised: the run's planted secrets and the environment's
+secrets by value, the common key shapes by pattern (:mod:`fleetchaos.sim.sanitise`).
+The records go through the same oracle and metrics as simulated runs.
 """
 
 from __future__ import annotations
@@ -20,10 +26,12 @@ from typing import Any
 
 from fleetchaos.errors import UserError
 from fleetchaos.real.clocks import LoopClock, new_virtual_loop
+from fleetchaos.real.containment import Containment
 from fleetchaos.real.injections import InjectionReport
 from fleetchaos.real.runtime import CLAIMS, Runtime
-from fleetchaos.real.scope import TaskInput, TaskScope
+from fleetchaos.real.scope import TaskInput
 from fleetchaos.results.models import RunResult, rounded
+from fleetchaos.sim.interrupts import PASS_THROUGH, user_signals
 
 __all__ = ["RealRun", "run_real"]
 
@@ -50,23 +58,6 @@ class RealRun:
 def _label(entrypoint: Callable) -> str:
     """``real:NAME``: the entrypoint's name (the summary table's policy column)."""
     return "real:" + (getattr(entrypoint, "__name__", None) or type(entrypoint).__name__)
-
-
-def _claim_of(scope: TaskScope, value: Any, claim: Callable[[Any], str]) -> None:
-    try:
-        word = claim(value)
-    except Exception as exc:  # a broken claim function is the team's: contained to the task
-        scope.record.policy_error = f"claim() raised {type(exc).__name__}: {exc}"[:500]
-        word = "failed"
-    if scope.record.claim == "in_flight":
-        scope.claim(str(word))
-
-
-def _failed(scope: TaskScope, exc: BaseException) -> None:
-    rec = scope.record
-    rec.policy_error = f"agent raised {type(exc).__name__}: {exc}"[:500]
-    if rec.claim == "in_flight":
-        rec.claim = "failed"
 
 
 def run_real(
@@ -99,14 +90,19 @@ def run_real(
     is_async = inspect.iscoroutinefunction(entrypoint) or inspect.iscoroutinefunction(
         getattr(entrypoint, "__call__", None)  # noqa: B004 - an async callable object
     )
-    if is_async:
-        _run_async(rt, todo, entrypoint, claim, concurrency, clock)
-    else:
-        _run_sync(rt, todo, entrypoint, claim, clock)
+    team = Containment(rt)
+    with user_signals(sigterm=False):  # the user's Ctrl-C stops the run; the code's KeyboardInterrupt does not
+        if is_async:
+            _run_async(rt, todo, entrypoint, claim, concurrency, clock, team)
+        else:
+            _run_sync(rt, todo, entrypoint, claim, clock, team)
+    team.scrub()
     return _result(rt, _label(entrypoint), replay, keep_tasks)
 
 
-def _run_sync(rt: Runtime, todo: list[TaskInput], entrypoint: Callable, claim: Callable, clock: str) -> None:
+def _run_sync(
+    rt: Runtime, todo: list[TaskInput], entrypoint: Callable, claim: Callable, clock: str, team: Containment
+) -> None:
     from fleetchaos.real.clocks import VirtualClock
 
     virtual = VirtualClock() if clock == "virtual" else None
@@ -117,14 +113,22 @@ def _run_sync(rt: Runtime, todo: list[TaskInput], entrypoint: Callable, claim: C
             with rt.task(task) as scope:
                 try:
                     value = entrypoint(task, rt)
-                except Exception as exc:
-                    _failed(scope, exc)
+                except PASS_THROUGH:
+                    raise
+                except BaseException as exc:  # whatever the code under test raises ends its own task
+                    team.failed(scope, exc)
                 else:
-                    _claim_of(scope, value, claim)
+                    team.claimed(scope, value, claim)
 
 
 def _run_async(
-    rt: Runtime, todo: list[TaskInput], entrypoint: Callable, claim: Callable, concurrency: int, clock: str
+    rt: Runtime,
+    todo: list[TaskInput],
+    entrypoint: Callable,
+    claim: Callable,
+    concurrency: int,
+    clock: str,
+    team: Containment,
 ) -> None:
     try:
         asyncio.get_running_loop()
@@ -148,16 +152,18 @@ def _run_async(
                 with rt.task(task) as scope:
                     try:
                         value = await entrypoint(task, rt)
-                    except Exception as exc:
-                        _failed(scope, exc)
+                    except PASS_THROUGH:
+                        raise
+                    except BaseException as exc:  # whatever the code under test raises ends its own task
+                        team.failed(scope, exc)
                     else:
-                        _claim_of(scope, value, claim)
+                        team.claimed(scope, value, claim)
 
         await asyncio.gather(*(one(t) for t in todo))
 
     try:
         with rt.activated(LoopClock(loop) if clock == "virtual" else None):
-            loop.run_until_complete(main())
+            team.drive(loop, main())
             loop.run_until_complete(loop.shutdown_asyncgens())
     finally:
         loop.close()

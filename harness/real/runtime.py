@@ -18,7 +18,6 @@ a scenario with either is refused before anything runs.
 from __future__ import annotations
 
 import contextlib
-import math
 import random
 import threading
 import time
@@ -29,28 +28,30 @@ from fleetchaos.errors import UserError
 from fleetchaos.real.clocks import LoopClock, VirtualClock, installed
 from fleetchaos.real.context import ACTIVE, active_runs
 from fleetchaos.real.decision import Decision
-from fleetchaos.real.faults import UnboundCall, make_fault
+from fleetchaos.real.faults import Fault, UnboundCall, make_fault
 from fleetchaos.real.injections import OK, InjectionCounter, InjectionReport
 from fleetchaos.real.scope import SCOPE, TaskInput, TaskScope
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim import _rng
-from fleetchaos.sim.calls import NO_ITEMS, CallModel, compile_template
-from fleetchaos.sim.faults import build_plan
+from fleetchaos.sim.assembly import assemble
+from fleetchaos.sim.calls import CallOutcome
 from fleetchaos.sim.formats._vendor import planted, vendor_text
-from fleetchaos.sim.journal import Journal
-from fleetchaos.sim.kinds import MASKING, FaultKind
+from fleetchaos.sim.kinds import MASKING
 from fleetchaos.sim.ledger import TaskRecord
-from fleetchaos.sim.state import DailyQuota, NodeState, SharedCapacity, TokenBucket
+from fleetchaos.sim.plan import LastFailure, RetryAt
+from fleetchaos.sim.state import NodeState
+from fleetchaos.sim.state_kinds import sim_only
 from fleetchaos.sim.truth import AttemptReport
-from fleetchaos.sim.waste import LastFailure, RetryAt, RetryJudge
+from fleetchaos.sim.waste import RetryWatch
 from fleetchaos.sim.workload import arrivals
 
-__all__ = ["CLAIMS", "SIM_ONLY", "Runtime", "check_real_scenario", "load_real_scenario"]
+__all__ = ["CLAIMS", "SIM_ONLY", "Runtime", "check_real_scenario", "injected_fault", "load_real_scenario"]
 
-#: Fault kinds real-code mode leaves to the simulator: they need worker topology (crashes
-#: losing in-flight calls, partitions, shared disks, rerouting) or shared branches that
-#: single-process real code does not have, or change only how a simulated envelope reads.
-SIM_ONLY = ("node_crash", "network_partition", "disk_full", "git_push_conflict", "schema_drift")
+#: Fault kinds real-code mode leaves to the simulator (their handler's ``real_code`` is False):
+#: they need worker topology (crashes losing in-flight calls, partitions, shared disks,
+#: rerouting) or shared branches that single-process real code does not have, or change
+#: only how a simulated envelope reads.
+SIM_ONLY = sim_only()
 
 #: What a task's claim may be.
 CLAIMS = ("success", "partial", "failed", "escalated", "dead_lettered")
@@ -60,11 +61,12 @@ S_GLOBAL_RANDOM = _rng.stream_id("real:global-random")
 
 def check_real_scenario(spec: Scenario, ref: str) -> None:
     """Refuse a scenario real-code mode cannot run, with one message naming the field, value and fix."""
+    refused = sim_only()  # read now: a state kind registered later is checked too
     for i, fault in enumerate(spec.faults):
-        if fault.kind in SIM_ONLY:
+        if fault.kind in refused:
             raise UserError(
                 f"{ref}: faults[{i}].kind: {fault.kind} is simulation-only in real-code mode (got {fault.kind}); "
-                f"run it in the simulator, or drop it from the scenario for real runs (simulation-only: {', '.join(SIM_ONLY)})"
+                f"run it in the simulator, or drop it from the scenario for real runs (simulation-only: {', '.join(refused)})"
             )
     if spec.fleet.providers:  # calls queue for a provider in arrival order: real threads would decide that order
         provider_names = ", ".join(p.name for p in spec.fleet.providers)
@@ -104,6 +106,37 @@ def load_real_scenario(scenario: Scenario | str) -> tuple[Scenario, str]:
         )
     check_real_scenario(spec, ref)
     return spec, ref
+
+
+def injected_fault(
+    outcome: CallOutcome,
+    tool: str,
+    ids: tuple[int, int, int, int],
+    worker: int,
+    names: tuple[str, ...],
+    now: float,
+    seed: int,
+) -> Fault | None:
+    """The :class:`Fault` a real call decided as ``outcome`` at ``now`` meets (None: none).
+
+    ``ids`` are the call's (task id, step, item, execution) on ``worker``, ``names`` its
+    template's tools.  Its retry-after hint counts from the call's end; its message is a
+    vendor SDK's error text with the run's planted secrets in it (for a masking kind,
+    which never reports a failure, a note of what it did).
+    """
+    kind, duration, committed, retry_at = outcome
+    if kind is None:
+        return None
+    if kind.wire is None:
+        message = f"{kind.name}: the call returned a success that took no effect"
+    else:
+        _, si, _, _ = ids
+        report = AttemptReport(
+            task_id=ids[0], worker=worker, start_step=si, failed_step=si, step_names=names, failure=kind.name
+        )
+        message = vendor_text(report, planted(seed))
+    retry_after = None if retry_at is None else max(0.0, retry_at - (now + duration))
+    return make_fault(kind, tool, ids, retry_after_s=retry_after, committed=committed, message=message)
 
 
 class Runtime:
@@ -147,28 +180,10 @@ class Runtime:
         self.bindings = bindings if bindings is not None else Bindings()
         self.clock_kind = clock
         self.timing = timing
-        spec = self.spec
-        fleet = spec.fleet
-        self.plan = plan = build_plan(spec, seed)
-        disks = {o.worker: o.disk_mb for o in fleet.overrides if o.disk_mb is not None}
-        self.nodes = [
-            NodeState(
-                i,
-                list(plan.disk_full[i]),
-                plan.key_expiries[i],
-                fleet.credential_lifetime_s,
-                plan.crashes[i],
-                disks.get(i, fleet.disk_mb),
-            )
-            for i in range(fleet.workers)
-        ]
-        bucket = TokenBucket(fleet.api_rate_per_s, fleet.api_burst, plan.rate_windows)
-        self.shared = SharedCapacity(bucket, DailyQuota(plan.quota_per_day), fleet.api_reject_cost)
-        self.calls = CallModel(plan, self.shared, seed, fleet)
-        self.run_key = _rng.run_key(seed)
-        self.judge = RetryJudge(self.calls, self.run_key, lambda orchestrator, worker, now: None)
-        self.templates = {t.name: compile_template(i, t, plan) for i, t in enumerate(spec.workload.templates)}
-        self.journal = Journal(self.now, keep_log=True, trace=False)
+        self.assembly = assembly = assemble(self.spec, seed, NodeState, clock=self.now)
+        self.plan, self.nodes, self.calls = assembly.plan, assembly.nodes, assembly.calls
+        self.journal, self.run_key = assembly.journal, assembly.run_key
+        self.templates = {t.name: t for t in assembly.templates}
         self.injections = InjectionCounter()
         self.records: list[TaskRecord] = []
         self.tools_used: set[str] = set()
@@ -272,16 +287,7 @@ class Runtime:
         """Work on ``task``: calls in this context are its calls; its record is kept when the scope ends."""
         tpl = self.templates[task.template]
         n = len(tpl.steps)
-        rec = TaskRecord(
-            id=task.id,
-            template=tpl.name,
-            title=task.title,
-            orchestrator=task.orchestrator,
-            arrival_s=task.arrival_s,
-            commits=[[0] * s.fan_out for s in tpl.steps],
-            append_steps=tpl.append_steps,
-            executions=[0] * n,
-        )
+        rec = tpl.record(task.id, task.title, task.orchestrator, task.arrival_s)
         rec.worker = task.worker
         scope = TaskScope(
             runtime=self,
@@ -293,6 +299,7 @@ class Runtime:
             epochs=[0] * n,
             item_calls=[{} for _ in range(n)],
             unnamed=[0] * n,
+            retries=RetryWatch(self.assembly.judge),
         )
         with self._lock:
             self.records.append(rec)
@@ -310,21 +317,10 @@ class Runtime:
         if word not in CLAIMS:
             rec.policy_error = f"claim {word!r} is not one of {', '.join(CLAIMS)}; counted as failed"[:500]
             word = "failed"
-        rec.claim = word
         if word == "escalated":
-            rec.pages += 1
-            rec.human_s = self._human_s(rec.id)
-
-    def _human_s(self, task_id: int) -> float:
-        """A paged human's hands-on time: the fleet's page-handling distribution, keyed by the task."""
-        spec = self.spec.fleet.page_handling
-        if spec.cv <= 0.0:
-            return spec.mean_s
-        from fleetchaos.sim.config import lognormal_params
-
-        mu, sigma = lognormal_params(spec.mean_s, spec.cv)
-        stream = _rng.stream_id("escalation:human")
-        return math.exp(mu + sigma * _rng.normal(_rng.key(self.run_key, stream, task_id, 1), stream))
+            self.assembly.page(rec, 1)
+        else:
+            rec.claim = word
 
     def refresh_credentials(self) -> None:
         """The team's code refreshed the current task's worker credentials (or a bound refresh route was hit)."""
@@ -372,53 +368,37 @@ class Runtime:
             if attempt == 0:
                 execution, new_epoch = scope.next_execution(si, item_no)
                 if new_epoch:
-                    rec.executions[si] = execution
-                    rec.step_executions += 1
-                    if 0 not in rec.commits[si]:
-                        rec.redone_steps += 1
-                    if execution > 1 and scope.last is not None:
+                    rec.begin_execution(si, execution)
+                    if execution > 1 and scope.retries.last is not None:
                         rec.retries += 1
-                        scope.begin_retry(
-                            self.judge, RetryAt(node, rec.id, rec.orchestrator, tpl, scope.sources, rec.executions, now)
+                        scope.retries.retry(
+                            rec, RetryAt(node, rec.id, rec.orchestrator, tpl, scope.sources, rec.executions, now)
                         )
             else:
                 execution = max(scope.item_calls[si].get(item_no, 0), 1)
                 rec.transport_retries += 1
             step_key = _rng.step_key(scope.task_key, si, execution)
-            rules = self.calls.rules_for(scope.worker, tpl, si)
+            rules = self.calls.rules_for(node, tpl, si)
             batch = scope.batches.get((si, execution))
             if batch is None:
-                batch = NO_ITEMS
-                if rules[2] and step.fan_out > 1:
-                    batch = self.calls.batch_failures(
-                        rules[2], step.fan_out, scope.task_key, si, step_key, scope.worker, now
-                    )
+                batch = self.calls.batch_failures(
+                    rules[2], step.fan_out, scope.task_key, si, step_key, scope.worker, now
+                )
                 scope.batches[(si, execution)] = batch
             key = _rng.call_key(step_key, item_no)
             if attempt:
                 key = _rng.transport_key(key, attempt)
-            kind, duration, commits, retry_at = self.calls.decide(
-                node, step, rules, scope.task_key, item_no, key, now, batch, scope.sources
-            )
-            rec.calls += 1
-            if kind is None or kind.spends_tokens:
-                rec.tokens += step.tokens
+            outcome = self.calls.decide(node, step, rules, scope.task_key, item_no, key, now, batch, scope.sources)
+            kind, duration, commits, retry_at = outcome
+            rec.called(kind, step.tokens)
             if kind is not None:
                 self.journal.fault(rec, kind.name, now, tool, scope.worker)
-                if kind.stage != MASKING:
-                    scope.note_failure(LastFailure(kind.name, retry_at, si, (item_no,)))
+                if kind.stage != MASKING:  # a failure the caller sees: a retry in flight failed again
+                    scope.retries.ended(rec, kind.name)
+                    scope.retries.last = LastFailure(kind.name, retry_at, si, (item_no,))
             self.injections.drawn[tool, OK if kind is None else kind.name] += 1
-        fault = None
-        if kind is not None:
-            retry_after = None if retry_at is None else max(0.0, retry_at - (now + duration))
-            fault = make_fault(
-                kind,
-                tool,
-                (rec.id, si, item_no, execution),
-                retry_after_s=retry_after,
-                committed=commits,
-                message=self.message(kind, rec.id, scope.worker, si, tpl.names),
-            )
+        ids = (rec.id, si, item_no, execution)
+        fault = injected_fault(outcome, tool, ids, scope.worker, tpl.names, now, self.seed)
         return Decision(
             self,
             tool,
@@ -434,15 +414,6 @@ class Runtime:
             sleeps=self.timing == "simulated",
             idempotency_key=idempotency_key,
         )
-
-    def message(self, kind: FaultKind, task_id: int, worker: int, si: int, names: tuple[str, ...]) -> str:
-        """A vendor SDK's error text for ``kind`` at this call, with the run's planted secrets in it."""
-        if kind.wire is None:
-            return f"{kind.name}: the call returned a success that took no effect"
-        report = AttemptReport(
-            task_id=task_id, worker=worker, start_step=si, failed_step=si, step_names=names, failure=kind.name
-        )
-        return vendor_text(report, planted(self.seed))
 
     # -- what the injection points report -------------------------------------------------
 
@@ -464,7 +435,7 @@ class Runtime:
         rec = scope.record
         step = scope.template.steps[d.step]
         with self._lock:
-            if step.needs and any(0 in rec.commits[n] for n in step.needs):
+            if step.needs and rec.incomplete(step.needs):
                 if (d.step, d.execution) not in scope.wrong_input_epochs:
                     scope.wrong_input_epochs.add((d.step, d.execution))
                     rec.wrong_input_steps += 1

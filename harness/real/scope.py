@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from fleetchaos.real.faults import UnboundCall
-from fleetchaos.sim.calls import Template
 from fleetchaos.sim.kinds import FaultKind
 from fleetchaos.sim.ledger import TaskRecord
-from fleetchaos.sim.waste import LastFailure, RetryAt, RetryJudge, failed_retry_reason
+from fleetchaos.sim.template import Template
+from fleetchaos.sim.waste import RetryWatch
 
 __all__ = ["SCOPE", "TaskInput", "TaskScope"]
 
@@ -57,36 +57,18 @@ class TaskScope:
     epochs: list[int]
     """Per step, the most executions any of its items has had (the record's ``executions``)."""
     item_calls: list[dict[int, int]]
+    retries: RetryWatch
+    """The task's last failure and the retry in flight after it, for the judges."""
     names: list[dict[Hashable, int]] = field(default_factory=list)
     unnamed: list[int] = field(default_factory=list)
     sources: dict[tuple[int, int], int] = field(default_factory=dict)
     batches: dict[tuple[int, int], Mapping[int, FaultKind]] = field(default_factory=dict)
     idempotency: set[str] = field(default_factory=set)
-    last: LastFailure | None = None
-    retrying: tuple[LastFailure, float] | None = None
-    """The failure a retry in progress follows and the instant it began, until the retry meets a fault."""
     wrong_input_epochs: set[tuple[int, int]] = field(default_factory=set)
 
     def claim(self, word: str) -> None:
         """Set the task's claim: success, partial, failed, escalated or dead_lettered."""
         self.runtime.set_claim(self, word)
-
-    def begin_retry(self, judge: RetryJudge, retry: RetryAt) -> None:
-        """A retry of the task begins after its last failure: judge it (wasted or not) and watch its outcome."""
-        assert self.last is not None
-        reason = judge.wasted(self.last, retry)
-        if reason is not None:
-            self.record.note_wasted(reason)
-        self.retrying = (self.last, retry.now)
-        self.last = None
-
-    def note_failure(self, failure: LastFailure) -> None:
-        """A call of the task failed: a retry in progress failed again (``failed_retries``)."""
-        if self.retrying is not None:
-            last, began = self.retrying
-            self.record.note_failed_retry(failure.kind, failed_retry_reason(last, began, failure.kind))
-            self.retrying = None
-        self.last = failure
 
     def use_alternative(self, tool: str, item: int = 0) -> None:
         """The team's code switched ``tool``'s ``item`` to its next alternative source (a not-found fault)."""

@@ -36,6 +36,7 @@ __all__ = [
     "common_pair",
     "decode",
     "encode",
+    "faulted_union",
 ]
 
 #: The keys of :attr:`RunResult.task_sets`.
@@ -81,7 +82,8 @@ def common_counts(common: int, task_sets: Mapping[str, str]) -> tuple[int, int]:
     return (common & decode(task_sets[SUCCEEDED])).bit_count(), common.bit_count()
 
 
-def _common_of(sets: Iterable[Mapping[str, str]]) -> int:
+def faulted_union(sets: Iterable[Mapping[str, str]]) -> int:
+    """The union of the faulted tasks of several runs' task sets, as a bitmap int."""
     common = 0
     for task_sets in sets:
         common |= decode(task_sets[FAULTED])
@@ -107,7 +109,7 @@ def apply_common_sets(
         if run.task_sets:
             groups.setdefault(key(run), []).append(run)
     for members in groups.values():
-        common = _common_of(r.task_sets for r in members)
+        common = faulted_union(r.task_sets for r in members)
         for run in members:
             recovered, size = common_counts(common, run.task_sets)
             run.metrics["common_recovery_rate"] = rounded(recovered / size) if size else None
@@ -122,7 +124,7 @@ def common_pair(current: Mapping[str, str], baseline: Mapping[str, str]) -> tupl
 
     None when that union is empty.
     """
-    common = _common_of((current, baseline))
+    common = faulted_union((current, baseline))
     if not common:
         return None
     size = common.bit_count()

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, overload
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
+
+from fleetchaos.escaping import UNSAFE_FOR_TERMINALS, terminal_text
 
 DIGITS = 6
 
@@ -25,8 +27,36 @@ def rounded(value: float | None) -> float | None:
     return None if value is None else round(float(value), DIGITS)
 
 
+def _written_out(value: Any) -> Any:
+    """``value`` (plain data) with every string's terminal control characters written out; the same object when it
+    holds none (:func:`fleetchaos.escaping.terminal_text`)."""
+    if isinstance(value, str):
+        return terminal_text(value) if UNSAFE_FOR_TERMINALS.search(value) else value
+    if isinstance(value, dict):
+        if any(isinstance(v, (str, dict, list, tuple)) for v in value.values()) or any(
+            isinstance(k, str) and UNSAFE_FOR_TERMINALS.search(k) for k in value
+        ):
+            return {_written_out(k): _written_out(v) for k, v in value.items()}
+        return value
+    if isinstance(value, (list, tuple)):
+        if any(isinstance(v, (str, dict, list, tuple)) for v in value):
+            cleaned = [_written_out(v) for v in value]
+            if any(a is not b for a, b in zip(cleaned, value)):
+                return type(value)(cleaned)
+        return value
+    return value
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_control_characters(cls, value: Any, info: ValidationInfo) -> Any:
+        # Names, codes and messages reach terminals, charts and pages: a results file (or a policy's text) holding
+        # an escape sequence is read with it written out (\x1b[2J), never acted on.  Per-task rows are left to
+        # their writers (tasks.csv cells and report tables escape them), as they are many.
+        return value if info.field_name == "tasks" else _written_out(value)
 
 
 class Timeline(_Model):
@@ -42,7 +72,8 @@ class Timeline(_Model):
     errors: str
     seed: int
     replay: str
-    workers: int
+    workers: int = Field(ge=1, le=1000)
+    """The fleet's workers (at most 1000, as a scenario's ``fleet.workers``): charts draw a lane per worker."""
     duration_s: float
     """The horizon: tasks arrive until then."""
     end_s: float
@@ -82,9 +113,9 @@ class ExpectationResult(_Model):
     """``at_least`` or ``at_most``."""
     bound: float
     statistic: str
-    """``mean``, ``interval`` or ``every_seed`` (:mod:`fleetchaos.scenario.expect`)."""
+    """``mean`` or ``every_seed`` (:mod:`fleetchaos.scenario.expect`)."""
     arm: str | None
-    """The gate's ``arm`` as the scenario wrote it; None when it applies to every arm."""
+    """The gate's ``arm`` as the scenario wrote it; None when it judges the scenario's arms (or the headline's best)."""
     policy: str
     """The arm judged (empty when no arm of the command matched the gate, which fails it)."""
     errors: str
@@ -95,8 +126,13 @@ class ExpectationResult(_Model):
     worst_seed: int | None = None
     """The seed with the worst value on the bound's side (the one to replay); None without a value."""
     passed: bool
+    evidence: str = ""
+    """The verdict's evidence by the one gate rule (:mod:`fleetchaos.gates.rule`): ``decisive``, ``weak`` or
+    ``missing``."""
+    mode: str = "weak"
+    """The evidence the gate asked for: ``weak`` (the mean decides) or ``decisive``."""
     note: str = ""
-    """Why the verdict is not the plain comparison (no value, no interval, policy errors), or how the figure was made."""
+    """How the figure was made, the evidence in words, and why the verdict is not the plain comparison."""
 
 
 class RunResult(_Model):
@@ -176,6 +212,10 @@ class ArmResult(_Model):
     """Per-task values pooled over seeds, sorted; at most :data:`SAMPLE_LIMIT` order statistics each."""
     misread_probability: float | None = None
     """The chance this arm's orchestrator read a reported failure as a success (its runs' value)."""
+    task_sets: list[dict[str, str]] = Field(default=[], exclude_if=lambda sets: not sets)
+    """Each seed's task sets (:attr:`RunResult.task_sets`), in the order of the comparison's seeds: what a
+    regression gate against this file needs to recompute ``common_recovery_rate`` on the arms both sides ran.
+    Empty (and left out of the JSON) in a closed-loop scenario and outside comparisons."""
 
 
 class Comparison(_Model):

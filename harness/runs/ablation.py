@@ -18,7 +18,7 @@ from fleetchaos.results.models import CompareResult, rounded
 from fleetchaos.results.stats import DEFAULT_CONFIDENCE, paired_difference
 from fleetchaos.runs.runner import compare
 from fleetchaos.scenario.load import Scenario
-from fleetchaos.sim.formats import ABLATION_FORMATS
+from fleetchaos.sim.formats.failure_type import ABLATION_FORMATS
 
 #: The ablation's default scenario (scenarios/field_ablation.yaml).
 DEFAULT_SCENARIO = "field_ablation"
@@ -47,7 +47,7 @@ def run_ablation(
         scenario,
         seeds,
         policies=(policy,),
-        formats=steps,
+        errors=steps,
         jobs=jobs,
         confidence=confidence,
         scenario_ref=scenario_ref,

@@ -58,6 +58,13 @@ def aggregate(policy: str, errors: str, runs: list[RunResult], confidence: float
     )
 
 
+def with_task_sets(arm: ArmResult, runs: list[RunResult]) -> ArmResult:
+    """``arm`` with its runs' task sets, seed by seed (when every run kept them): what a later gate recomputes from."""
+    if runs and all(r.task_sets for r in runs):
+        arm.task_sets = [dict(r.task_sets) for r in runs]
+    return arm
+
+
 def pooled_rates(counts: dict[str, int], confidence: float) -> dict[str, Proportion]:
     """Task-level rates pooled over seeds with Wilson intervals (each task one trial)."""
     out = {}

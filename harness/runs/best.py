@@ -1,7 +1,7 @@
 """Best against best: each error format's own tuned policy, and what separates them.
 
 ``best`` in a comparison's policies stands for the policy tuned on each of its error
-formats: tuned now (:func:`tune_formats`, :mod:`fleetchaos.runs.tune` on training seeds
+formats: tuned now (:func:`tune_each`, :mod:`fleetchaos.runs.tune` on training seeds
 disjoint from the comparison's), or shipped with the scenario (its ``tuned:`` block,
 :func:`shipped_best`, chosen by the same search and recorded with the command that did it).
 
@@ -49,7 +49,7 @@ __all__ = [
     "has_envelope",
     "headline_arms",
     "shipped_best",
-    "tune_formats",
+    "tune_each",
     "tuning_record",
     "with_aliases",
 ]
@@ -112,21 +112,22 @@ def _disjoint(train: Sequence[int], seeds: Sequence[int], what: str) -> None:
         )
 
 
-def tune_formats(
+def tune_each(
     base: TuneSpec,
-    formats: tuple[str, ...],
+    errors: tuple[str, ...],
     seeds: list[int],
     *,
     executor: Executor,
     on_result: Callable[[str, RunResult], None] | None = None,
 ) -> dict[str, str]:
-    """The best spec per format, each searched on ``base``'s training seeds (none of them in ``seeds``)."""
+    """The best spec for each error format of ``errors``, searched on ``base``'s training seeds (none of them in
+    ``seeds``)."""
     _disjoint(base.train_seeds, seeds, "the search runs on")
     best = {}
-    for errors in formats:
-        spec = replace(base, errors=errors, holdout_seeds=tuple(seeds))
+    for each in errors:
+        spec = replace(base, errors=each, holdout_seeds=tuple(seeds))
         families = check_tune(spec)
-        best[errors] = best_trial(spec, search(spec, executor=executor, on_result=on_result, families=families)).policy
+        best[each] = best_trial(spec, search(spec, executor=executor, on_result=on_result, families=families)).policy
     return best
 
 
@@ -158,8 +159,8 @@ def with_aliases(result: CompareResult, best: dict[str, str]) -> CompareResult:
     """``result`` with each tuned arm's alias set (``best-for-FORMAT``, ``best-for-A+B`` when one spec won on several)."""
     arms = []
     for arm in result.arms:
-        formats = [f for f, p in best.items() if p == arm.policy]
-        arms.append(arm.model_copy(update={"alias": f"best-for-{'+'.join(formats)}"}) if formats else arm)
+        tuned_for = [e for e, p in best.items() if p == arm.policy]
+        arms.append(arm.model_copy(update={"alias": f"best-for-{'+'.join(tuned_for)}"}) if tuned_for else arm)
     return result.model_copy(update={"arms": arms})
 
 

@@ -145,9 +145,10 @@ def outside_module(kind: str, name: str) -> tuple[bool, str | None]:
         except PolicySpecError:
             return True, None
         return _origin(name, POLICIES, ENTRY_POINT_GROUP)
-    from fleetchaos.sim.formats import FORMATS
+    from fleetchaos.sim.formats.registry import ENTRY_POINT_GROUP as FORMATS_GROUP
+    from fleetchaos.sim.formats.registry import builtin_formats
 
-    return _origin(name, FORMATS, None)
+    return _origin(name, builtin_formats(), FORMATS_GROUP)
 
 
 def _origin(name: str, builtins: Iterable[str], group: str | None) -> tuple[bool, str | None]:
@@ -224,7 +225,7 @@ def run_key(
 
 
 def job_keys(variants: Sequence[Any], jobs: Sequence[Any]) -> list[str | None]:
-    """Each :class:`~fleetchaos.runs.runner.RunJob`'s key (None: not cacheable), as ``run_one`` computes it for its variant."""
+    """Each :class:`~fleetchaos.runs.variant.RunJob`'s key (None: not cacheable), as ``run_one`` computes it for its variant."""
     digests: dict[int, str] = {}
     origins: dict[tuple[str, str], str | None] = {}
     keys: list[str | None] = []

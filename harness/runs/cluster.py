@@ -289,12 +289,12 @@ def as_executor(obj: Any) -> Executor:
     return obj
 
 
-def user_modules(policies: Iterable[str], formats: Iterable[str]) -> list[str]:
-    """The modules outside fleetchaos that the policies and formats named come from (import paths, entry points)."""
+def user_modules(policies: Iterable[str], errors: Iterable[str]) -> list[str]:
+    """The modules outside fleetchaos that the policies and error formats named come from (import paths, entry points)."""
     from fleetchaos.runs.cache_key import outside_module
 
     found = []
-    for kind, names in (("policy", policies), ("format", formats)):
+    for kind, names in (("policy", policies), ("format", errors)):
         for name in names:
             _, module = outside_module(kind, name)
             if module:
@@ -302,8 +302,8 @@ def user_modules(policies: Iterable[str], formats: Iterable[str]) -> list[str]:
     return sorted(set(found))
 
 
-def ship_modules(executor: Executor, policies: Sequence[str], formats: Sequence[str]) -> None:
-    """Have a cluster's workers import the user modules ``policies`` and ``formats`` come from (see ``DaskExecutor.ship``)."""
+def ship_modules(executor: Executor, policies: Sequence[str], errors: Sequence[str]) -> None:
+    """Have a cluster's workers import the user modules ``policies`` and ``errors`` come from (see ``DaskExecutor.ship``)."""
     ship = getattr(as_executor(executor), "ship", None)
     if callable(ship):
-        ship(user_modules(dict.fromkeys(policies), dict.fromkeys(formats)))
+        ship(user_modules(dict.fromkeys(policies), dict.fromkeys(errors)))

@@ -80,10 +80,16 @@ def check_determinism(
     scenario: Scenario, scenario_ref: str, arms: list[tuple[str, str]], seeds: list[int]
 ) -> list[Mismatch]:
     """Run every arm (policy, error format) on every seed twice; the runs whose fingerprints differ."""
-    from fleetchaos.runs.runner import replay_command
+    from fleetchaos.runs.replay import replay_command
 
     return check_runs(
-        (scenario, policy, errors, seed, replay_command(scenario_ref, policy, errors, seed))
+        (
+            scenario,
+            policy,
+            errors,
+            seed,
+            replay_command(scenario_ref, policy, errors, seed, gated=bool(scenario.expect)),
+        )
         for policy, errors in arms
         for seed in seeds
     )

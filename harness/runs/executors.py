@@ -162,7 +162,13 @@ def _exit_when_orphaned() -> None:
     if parent is None:
         return
     multiprocessing.connection.wait([parent.sentinel])
-    os._exit(1)
+    _HARD_EXIT(1)
+
+
+#: ``os._exit`` as imported: while a run is in progress it is replaced by a stand-in that refuses
+#: a policy's exit (``fleetchaos.sim.interrupts.process_exits_refused``); an orphaned worker must
+#: still end whatever run it is in.
+_HARD_EXIT = os._exit
 
 
 def start_method() -> str:

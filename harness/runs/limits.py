@@ -38,7 +38,16 @@ from fleetchaos.sim.interrupts import WallClockExceeded, mark_expired
 if TYPE_CHECKING:
     from fleetchaos.sim.config import WorldSpec
 
-__all__ = ["BASE_LIMIT_S", "SECONDS_PER_CALL", "default_time_limit", "time_limit_text", "wall_clock_limit"]
+__all__ = [
+    "BASE_LIMIT_S",
+    "EVENT_BYTES",
+    "ROW_BYTES",
+    "SECONDS_PER_CALL",
+    "check_kept",
+    "default_time_limit",
+    "time_limit_text",
+    "wall_clock_limit",
+]
 
 #: Every run may take this long whatever its size (start-up, a slow machine).
 BASE_LIMIT_S = 600.0
@@ -48,6 +57,36 @@ BASE_LIMIT_S = 600.0
 SECONDS_PER_CALL = 0.005
 #: How often the limit is raised again after it first expires.
 _REPEAT_S = 1.0
+
+
+#: What a run that keeps its tasks (a report, a determinism check, a shrink) holds, measured with tracemalloc on
+#: the default world at 1,000 and 3,000 tasks a day with the structured, retry-fixed and an always-retrying policy
+#: (peaks of 9 to 197 MB): about 3.2 KB per kept task row with its record, 230 B per trace event or fault-log entry.
+ROW_BYTES = 3_500
+EVENT_BYTES = 250
+
+
+def check_kept(rows: int, events: int, where: str) -> None:
+    """Stop a run whose kept rows and events pass the memory a run may use (``MAX_REPORT_BYTES``).
+
+    The size guard before a run (:func:`fleetchaos.scenario.load.check_rows_fit`) estimates from the
+    tasks a world makes and a measured cost per task; what a task costs depends on how often its
+    policy retries (up to ``fleet.max_actions_per_task`` times: an always-retrying policy kept about
+    3.3 times the estimate).  This check counts what is really kept, as the run goes, so the bound
+    holds whatever the policy does.
+    """
+    from fleetchaos.errors import UserError
+    from fleetchaos.scenario.load import MAX_REPORT_BYTES
+
+    kept = rows * ROW_BYTES + events * EVENT_BYTES
+    if kept > MAX_REPORT_BYTES:
+        raise UserError(
+            f"{where}: stopped after {rows:,} tasks: they and their {events:,} trace events and faults keep about "
+            f"{kept / 1e9:.1f} GB, past the {MAX_REPORT_BYTES / 1e9:g} GB a run that keeps its tasks may use "
+            f"(measured: {ROW_BYTES / 1000:g} KB a task, {EVENT_BYTES} B an event; a policy that retries this "
+            "often makes many); lower workload.tasks_per_day, duration_s or fleet.max_actions_per_task, or run "
+            "without --report"
+        )
 
 
 def default_time_limit(scenario: WorldSpec) -> float:

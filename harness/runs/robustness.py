@@ -124,8 +124,9 @@ def robustness(
     on_result: Callable[[RunResult], None] | None = None,
 ) -> RobustnessResult:
     """Every arm at every value of every range (one assumption varied at a time), and the flips between them."""
-    from fleetchaos.runs.runner import RunJob, Variant, aggregate, run_jobs, versions
+    from fleetchaos.runs.runner import aggregate, run_jobs, versions
     from fleetchaos.runs.sweep import scenario_source
+    from fleetchaos.runs.variant import RunJob, Variant
     from fleetchaos.scenario.params import apply_params
 
     if len(arms) < 2:

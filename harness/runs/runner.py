@@ -3,50 +3,45 @@
 from __future__ import annotations
 
 import gc
-import shlex
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import contextmanager
-from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from itertools import product
 from typing import Any
 
-from fleetchaos.errors import RunTimeLimitError
-from fleetchaos.policies.registry import get_policy, with_params
-from fleetchaos.policies.spec import policy_param_name
+from fleetchaos.errors import RunTimeLimitError, UserError
+from fleetchaos.names import DEFAULT_ERRORS, DEFAULT_POLICIES
+from fleetchaos.policies.registry import get_policy
 from fleetchaos.results.common_set import apply_common_sets
 from fleetchaos.results.metrics import RunAccumulator
 from fleetchaos.results.models import CompareResult, RunResult, rounded
 from fleetchaos.results.stats import DEFAULT_CONFIDENCE
 from fleetchaos.results.task_rows import csv_lines, row_dict, row_values
-from fleetchaos.runs.arm_stats import aggregate, paired_comparisons
+from fleetchaos.runs.arm_stats import aggregate, paired_comparisons, with_task_sets
 from fleetchaos.runs.cache import Need, active_cache, using_cache
 from fleetchaos.runs.cache_key import job_keys, run_key, scenario_digest
 from fleetchaos.runs.cluster import as_executor, ship_modules
 from fleetchaos.runs.executors import MAX_CHUNK, map_chunks, open_executor, runs_this_code, tapered, workers_of
-from fleetchaos.runs.limits import default_time_limit, time_limit_text, wall_clock_limit
+from fleetchaos.runs.limits import check_kept, default_time_limit, time_limit_text, wall_clock_limit
+from fleetchaos.runs.replay import replay_command
 from fleetchaos.runs.traces import TracedJob, traced_timelines
+from fleetchaos.runs.variant import RunJob, Variant
 from fleetchaos.scenario.load import Scenario
+from fleetchaos.sim.capacity import provider_breakdowns
 from fleetchaos.sim.formats import get_format
-from fleetchaos.sim.interrupts import PASS_THROUGH, WallClockExceeded, exception_parts, policy_text, user_signals
+from fleetchaos.sim.interrupts import (
+    PASS_THROUGH,
+    ProcessExitRefused,
+    WallClockExceeded,
+    exception_parts,
+    policy_text,
+    process_exits_refused,
+    user_signals,
+)
 from fleetchaos.sim.workload import is_closed_loop
 from fleetchaos.sim.world import World
-
-BUILTIN_POLICIES = ("blind-retry", "backoff", "structured")
-BUILTIN_FORMATS = ("generic", "structured")
-
-
-def replay_command(
-    scenario_ref: str, policy: str, errors: str, seed: int, params: Sequence[tuple[str, Any]] = ()
-) -> str:
-    """The command line that reproduces one run exactly (swept parameters as ``--param``)."""
-    from fleetchaos.scenario.params import format_value
-
-    extra = "".join(f" --param {shlex.quote(f'{path}={format_value(value)}')}" for path, value in params)
-    # A policy with parameters, backoff(base_s=0.5), is quoted for the shell; a bare name reads as it is.
-    return f"fleetchaos run --scenario {scenario_ref}{extra} --policy {shlex.quote(policy)} --errors {errors} --seed {seed}"
 
 
 def run_one(
@@ -144,6 +139,7 @@ def simulate(
     # put back in the world's creation order, (arrival_s, id), once the run is over.
     # A row is a dict for RunResult.tasks, else a list (what tasks.csv lines are written from).
     rows: list[tuple[float, int, Any]] | None = [] if keep_tasks or task_csv else None
+    journal = None  # the world's journal, once it is built: what a traced run keeps
 
     def sink(record) -> None:
         if rows is None:
@@ -151,34 +147,39 @@ def simulate(
         else:
             row = row_values(record, acc.fold(record))
             rows.append((record.arrival_s, record.id, row_dict(row) if keep_tasks else row))
+        if journal is not None:  # a run that keeps what it did stays within its memory (runs.limits.check_kept)
+            events = len(journal.trace or ()) + len(journal.fault_log or ())
+            check_kept(len(rows or ()), events, f"policy {policy} on {errors}, seed {seed}")
 
-    replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params)
+    replay = replay_command(scenario_ref or scenario.name, policy, errors, seed, params, gated=bool(scenario.expect))
     limit = default_time_limit(scenario) if time_limit_s is None else time_limit_s
     try:
-        with wall_clock_limit(limit), user_signals(sigterm=False):
+        with wall_clock_limit(limit), user_signals(sigterm=False), process_exits_refused():
             policy_obj = get_policy(policy)
             world = World(scenario, policy_obj, get_format(errors), seed, trace=trace, sink=sink)
+            if rows is not None or trace:
+                journal = world.journal
+            if acc.goodput_bin_s is not None:  # each provider's load over time, in goodput's bins
+                for provider in world.calls.providers:
+                    provider.watch(acc.goodput_bin_s, scenario.duration_s + world.drain_s)
             with _gc_paused():
                 output = world.run()
                 acc.add_faults(output.fault_tally)
                 metrics, breakdowns = acc.metrics(), acc.breakdowns()
+    except ProcessExitRefused as exc:
+        raise UserError(
+            f"policy {policy} on {errors}, seed {seed}: the policy called {exc}, which would end fleetchaos itself "
+            "(with no result and no message); a policy fails its task by raising an exception: remove the call; "
+            f"replay it with: {replay}"
+        ) from None
     except WallClockExceeded:
         raise RunTimeLimitError(
             f"policy {policy} on {errors}, seed {seed}: still running after {time_limit_text(limit)} of wall-clock "
             f"time, so it was stopped (a policy that blocks in real time: time.sleep, network, input()?); "
             f"replay it with: {replay}; or allow longer with --time-limit SECONDS"
         ) from None
-    if world.calls.providers:  # what each provider did, abandoned work included (only where one is declared)
-        breakdowns["provider_calls"] = {
-            f"{p.name} {what}": n
-            for p in world.calls.providers
-            for what, n in (
-                ("abandoned", p.abandoned),
-                ("cancelled", p.cancelled),
-                ("refused", p.refused),
-                ("served", p.served),
-            )
-        }
+    if world.calls.providers:  # what each provider did, and its load over time (only where one is declared)
+        breakdowns.update(provider_breakdowns(world.calls.providers, late=scenario.fleet.late_reply_s is not None))
         breakdowns = dict(sorted(breakdowns.items()))
     ordered = [row for _, _, row in sorted(rows, key=lambda x: (x[0], x[1]))] if rows is not None else []
     timeline = None
@@ -258,45 +259,6 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-@dataclass(frozen=True, slots=True)
-class Variant:
-    """A scenario as runs see it: a base scenario with swept parameters already applied."""
-
-    scenario: Scenario
-    ref: str | None = None
-    """How the user named the base scenario (catalogue name or path), for replay commands."""
-    params: tuple[tuple[str, Any], ...] = ()
-    """(dotted path, value) of each swept parameter, in grid order: scenario values already
-    applied to ``scenario``, then ``policy.NAME`` values the runs set on their policy."""
-    keep_tasks: bool = False
-    """Runs carry their per-task rows (``RunResult.tasks``)."""
-    task_csv: bool = False
-    """Runs carry their per-task rows as tasks.csv lines (``RunResult.tasks_csv``, for a report)."""
-    time_limit_s: float | None = None
-    """Each run's wall-clock limit (None: :func:`fleetchaos.runs.limits.default_time_limit`)."""
-
-    @property
-    def scenario_params(self) -> tuple[tuple[str, Any], ...]:
-        """The swept scenario values (already applied to ``scenario``): what a run's replay gives as ``--param``."""
-        return tuple((p, v) for p, v in self.params if policy_param_name(p) is None)
-
-    def policy_spec(self, policy: str) -> str:
-        """``policy`` with this variant's ``policy.NAME`` values set: the spec its runs run and record."""
-        pairs = [(name, v) for p, v in self.params if (name := policy_param_name(p)) is not None]
-        return with_params(policy, pairs) if pairs else policy
-
-
-@dataclass(frozen=True, slots=True)
-class RunJob:
-    """One run to do: an arm (policy on error format) of a variant, on one seed."""
-
-    variant: int
-    """Index into the variants list the job belongs with."""
-    policy: str
-    errors: str
-    seed: int
 
 
 # Runs in one process never overlap: a threaded executor (a Dask worker with several
@@ -417,8 +379,8 @@ def compare(
     scenario: Scenario,
     seeds: list[int],
     *,
-    policies: tuple[str, ...] = BUILTIN_POLICIES,
-    formats: tuple[str, ...] = BUILTIN_FORMATS,
+    policies: tuple[str, ...] = DEFAULT_POLICIES,
+    errors: tuple[str, ...] = DEFAULT_ERRORS,
     arms: Sequence[tuple[str, str]] | None = None,
     jobs: int = 1,
     confidence: float = DEFAULT_CONFIDENCE,
@@ -429,12 +391,12 @@ def compare(
     keep_tasks: bool = False,
     task_csv: bool = False,
     trace: bool = False,
-    on_trace: Callable[[str, str, int, Any], None] | None = None,
+    on_trace: Callable[[str, str, int, Any], object] | None = None,
     params: Sequence[tuple[str, Any]] = (),
     time_limit_s: float | None = None,
     done: Mapping[tuple[str, str, int], RunResult] | None = None,
 ) -> CompareResult:
-    """Every policy on every error format (or the ``arms`` given, as (policy, errors)), each on the same seeds.
+    """Every policy on every error format, each on the same seeds (so the same faults).
 
     Runs go to ``executor`` if given (the caller owns it), else to a Dask cluster at
     ``scheduler``, else to ``jobs`` local processes (in-process when ``jobs`` is 1).
@@ -449,7 +411,7 @@ def compare(
     each run's wall-clock time (:mod:`fleetchaos.runs.limits`).  Runs in ``done`` (by policy,
     format and seed: a resumed comparison's stored runs) are not run again nor handed on.
     """
-    arms = list(arms) if arms is not None else list(product(policies, formats))
+    arms = list(arms) if arms is not None else list(product(policies, errors))
     done = done or {}
     job_list = [RunJob(0, p, e, s) for (p, e) in arms for s in seeds if (p, e, s) not in done]
     variants = [
@@ -473,7 +435,8 @@ def compare(
         by_arm: dict[tuple[str, str], list[RunResult]] = {}
         for r in results:
             by_arm.setdefault((r.policy, r.errors), []).append(r)
-        arm_results = [aggregate(p, e, by_arm[(p, e)], confidence) for (p, e) in arms]
+        arm_results = [with_task_sets(aggregate(p, e, by_arm[(p, e)], confidence), by_arm[(p, e)])
+                       for (p, e) in arms]  # fmt: skip
         timelines = (
             traced_timelines(_traced_run, scenario, arm_results, seeds[0], scenario_ref, params, on_trace, pool)
             if trace and seeds

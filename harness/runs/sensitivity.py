@@ -102,10 +102,10 @@ def plan_settings(
     keeps the settings whose path contains one of its words.  Each value is validated by
     :func:`fleetchaos.scenario.params.apply_params`, so a range obeys the scenario's rules.
     """
-    from fleetchaos.scenario.assumptions import GROUPS, concrete
+    from fleetchaos.scenario.assumptions import GROUPS, concrete, settings_document
     from fleetchaos.scenario.params import ParamError, get_path, parse_path
 
-    doc = scenario.model_dump(mode="json")
+    doc = settings_document(scenario)
     registry = {path: assumption for assumption, path, _ in concrete(scenario)}
     planned: dict[str, list[Any]] = {}
     if ranges:

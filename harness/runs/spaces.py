@@ -206,15 +206,11 @@ DEFAULT_SPACE = SearchSpace.model_validate(
 
 def load_space(path: str | Path) -> SearchSpace:
     """Read and validate a space file (YAML or JSON); a user error names the file, field and fix."""
-    from fleetchaos.scenario.load import format_validation_error, parse_document
+    from fleetchaos.files import read_user_text
+    from fleetchaos.scenario.load import MAX_FILE_BYTES, format_validation_error, parse_document
 
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"--space {source}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"--space {source}: cannot read: {exc}") from None
+    text = read_user_text(path, MAX_FILE_BYTES, option="--space", what="search space")
     data = parse_document(text, source, "search space", "give families: {POLICY: {PARAMETER: {log: [lo, hi]}}}")
     try:
         return SearchSpace.model_validate(data)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fleetchaos.errors import UserError
-from fleetchaos.names import check_formats, check_metric, check_policies
+from fleetchaos.names import DEFAULT_ERRORS, DEFAULT_POLICIES, check_formats, check_metric, check_policies
 from fleetchaos.policies.spec import policy_param_name
 from fleetchaos.results.common_set import apply_common_sets
 from fleetchaos.results.models import RunResult, SweepEntry, SweepResult
@@ -33,8 +33,6 @@ from fleetchaos.seeds import seeds_problem
 if TYPE_CHECKING:
     from fleetchaos.gates.history import HistoryStore
 
-DEFAULT_POLICIES = ("blind-retry", "backoff", "structured")
-DEFAULT_FORMATS = ("generic", "structured")
 DEFAULT_METRIC = "success_rate"
 
 
@@ -53,7 +51,7 @@ class SweepSpec(BaseModel):
 
     scenarios: list[str] = Field(default_factory=lambda: ["default"], min_length=1)
     policies: list[str] = Field(default_factory=lambda: list(DEFAULT_POLICIES), min_length=1)
-    errors: list[str] = Field(default_factory=lambda: list(DEFAULT_FORMATS), min_length=1)
+    errors: list[str] = Field(default_factory=lambda: list(DEFAULT_ERRORS), min_length=1)
     seeds: int | list[int] = 10
     first_seed: int = Field(default=1, ge=0, le=2**62)
     params: dict[str, list[Any]] = Field(default_factory=dict)
@@ -146,9 +144,9 @@ class SweepPlan:
     """Each swept path with its values as validated (``0`` for a float field becomes ``0.0``)."""
     x: str | None
     variants: list[Any]
-    """:class:`fleetchaos.runs.runner.Variant` per (scenario, grid point)."""
+    """:class:`fleetchaos.runs.variant.Variant` per (scenario, grid point)."""
     jobs: list[Any]
-    """:class:`fleetchaos.runs.runner.RunJob` per run, ordered by variant, policy, format, seed."""
+    """:class:`fleetchaos.runs.variant.RunJob` per run, ordered by variant, policy, format, seed."""
     keys: list[str]
     """The run-history key of each job (:func:`fleetchaos.gates.history.run_key`)."""
     sweep_id: str
@@ -195,7 +193,7 @@ def check_grid_size(spec: SweepSpec, seeds: int) -> None:
 def plan_sweep(spec: SweepSpec) -> SweepPlan:
     """Load every scenario and apply every grid point; all user mistakes surface here."""
     from fleetchaos.gates.history import run_key
-    from fleetchaos.runs.runner import RunJob, Variant
+    from fleetchaos.runs.variant import RunJob, Variant
     from fleetchaos.scenario.load import load_scenario, scenario_hash
 
     if not spec.metric_names():
@@ -241,7 +239,7 @@ def plan_sweep(spec: SweepSpec) -> SweepPlan:
                 )
             seen[marker] = point
             for policy_point in policy_points:
-                variants.append(Variant(scenario, ref, canonical + policy_point))
+                variants.append(Variant(scenario, ref, canonical + policy_point).with_policy_specs(policies))
         if not grid and spec.params:
             # The grid as validated, read from the first scenario's points.
             width = len(points) * len(policy_points)

@@ -117,7 +117,7 @@ def traced_timelines(
     seed: int,
     scenario_ref: str | None = None,
     params: Sequence[tuple[str, Any]] = (),
-    on_trace: Callable[[str, str, int, Any], None] | None = None,
+    on_trace: Callable[[str, str, int, Any], object] | None = None,
     executor: Executor | None = None,
 ) -> list:
     """Timelines of ``seed`` for the best and the worst arm on the lead metric, each run again with tracing on.

@@ -351,7 +351,8 @@ def best_trial(spec: TuneSpec, trials: list[TrialRecord]) -> TrialRecord:
 
 def _evaluator(spec: TuneSpec, executor: Executor, on_result: Callable[[str, RunResult], None] | None) -> Evaluate:
     """Runs policies on seeds for this spec's world and format, results grouped per policy in seed order."""
-    from fleetchaos.runs.runner import RunJob, Variant, run_jobs
+    from fleetchaos.runs.runner import run_jobs
+    from fleetchaos.runs.variant import RunJob, Variant
 
     variant = Variant(spec.scenario, spec.scenario_ref, spec.params)
 

@@ -29,7 +29,16 @@ from fleetchaos.scenario.fields import FieldAt, resolve
 if TYPE_CHECKING:
     from fleetchaos.scenario.load import Scenario
 
-__all__ = ["ASSUMPTIONS", "GROUPS", "Assumption", "concrete", "field_of", "headline_value", "model_default"]
+__all__ = [
+    "ASSUMPTIONS",
+    "GROUPS",
+    "Assumption",
+    "concrete",
+    "field_of",
+    "headline_value",
+    "model_default",
+    "settings_document",
+]
 
 #: The groups of :data:`ASSUMPTIONS`, in the order docs/assumptions.md gives them.
 GROUPS = (
@@ -114,6 +123,13 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
     _factor("failure_type", "the failure-type envelope", (0.0, 0.2, 1.0)),
     _factor("subagent_result", "the subagent-result envelope", (0.0, 0.2, 1.0)),
     _factor("tool_envelope", "the tool envelope", (0.0, 0.05, 1.0)),
+    _factor("agent_sdk", "an agent SDK's default tool-error text", (0.5, 1.0, 2.0)),
+    _factor("langgraph", "LangGraph ToolNode's error text", (0.5, 1.0, 2.0)),
+    _factor("mcp", "an MCP tool error (isError and its text)", (0.2, 0.5, 1.0)),
+    _factor("mcp_structured", "an MCP tool error with structuredContent", (0.0, 0.2, 1.0)),
+    _factor("jsonrpc", "a JSON-RPC error object", (0.0, 0.2, 1.0)),
+    _factor("problem_details", "an RFC 9457 problem", (0.0, 0.2, 1.0)),
+    _factor("google_rpc", "a google.rpc.Status", (0.0, 0.2, 1.0)),
     Assumption(
         "fleet.partial_batch",
         GROUPS[1],
@@ -208,6 +224,16 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
         (0.0, 0.1, 1.0),
     ),
     Assumption(
+        "fleet.providers[].service_mixture",
+        GROUPS[3],
+        "whether some of a provider's calls take far longer than the rest (bimodal service: a cache miss, a long "
+        "prompt)",
+        "None: service is the step's duration alone, as the traces it was calibrated from give it. The range "
+        "tries one call in twenty taking ten times as long, the bimodal service under which a queue that "
+        "discards late replies collapses (scenarios/omission_collapse.yaml).",
+        ([], [{"probability": 0.05, "factor": 10.0}]),
+    ),
+    Assumption(
         "fleet.providers[].slowdown",
         GROUPS[3],
         "whether a provider's service grows slower the more calls are in it",
@@ -222,6 +248,15 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
         "None in the model (no timeout unless a scenario sets one); default.yaml waits 180 s, three times its "
         "longest step (90 s), the usual margin of a client timeout over the work it guards.",
         (60.0, 180.0, 600.0),
+    ),
+    Assumption(
+        "fleet.late_reply_s",
+        GROUPS[3],
+        "whether a client counts a reply that comes late as failed (and resubmits) though the work took effect",
+        "None: a reply counts whenever it comes, since discarding a reply the client waited for is a choice of "
+        "the client's code, not something every fleet does; a client that does so feeds the omission collapse "
+        "(scenarios/omission_collapse.yaml). The range tries a client that discards replies after a minute or two.",
+        (None, 60.0, 120.0),
     ),
     Assumption(
         "fleet.page_handling.mean_s",
@@ -323,10 +358,24 @@ def concrete(
     kind; an assumption whose list the scenario leaves empty has no path there (a
     ``wrong_envelope`` rate needs a ``wrong_envelope`` rule to vary).
     """
-    document = scenario.model_dump(mode="json")
+    document = settings_document(scenario)
     for assumption in assumptions:
         for path, value in _walk(document, assumption.path.split("."), ""):
             yield assumption, path, value
+
+
+def settings_document(scenario: Scenario) -> dict[str, Any]:
+    """``scenario`` as JSON with every fleet and provider setting in it, those left at a default its dump omits
+    (``late_reply_s``, a provider's ``service_mixture``) included: where a study reads a setting's own value."""
+    from pydantic_core import to_jsonable_python
+
+    document = scenario.model_dump(mode="json")
+    fleet = document.get("fleet")
+    if isinstance(fleet, dict):
+        for model, dumped in [(scenario.fleet, fleet), *zip(scenario.fleet.providers, fleet.get("providers") or ())]:
+            for name in type(model).model_fields:
+                dumped.setdefault(name, to_jsonable_python(getattr(model, name)))
+    return document
 
 
 def _walk(node: Any, pieces: list[str], prefix: str) -> Iterator[tuple[str, Any]]:

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from fleetchaos.scenario import _yaml
 from fleetchaos.scenario.expect import Expectation
-from fleetchaos.scenario.fault_catalogue import fault_kinds
+from fleetchaos.scenario.fault_catalogue import describe_kinds
 from fleetchaos.scenario.fields import parameters
 from fleetchaos.scenario.load import (
     MAX_FILE_BYTES,
@@ -36,7 +36,7 @@ from fleetchaos.sim.config import (
     WorkloadSpec,
 )
 from fleetchaos.sim.fault_specs import Burst, NodeEvent, Ramp, Window
-from fleetchaos.sim.provider_spec import ProviderSpec, SlowdownPoint
+from fleetchaos.sim.provider_spec import ProviderSpec, ServiceShare, SlowdownPoint
 
 #: The models a scenario file is made of, with the key they appear under.
 SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
@@ -47,6 +47,7 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("fleet.misread_factor", MisreadFactors),
     ("fleet.providers[]", ProviderSpec),
     ("fleet.providers[].slowdown[]", SlowdownPoint),
+    ("fleet.providers[].service_mixture[]", ServiceShare),
     ("durations (network_latency, page_handling, duration, think)", Distribution),
     ("workload", WorkloadSpec),
     ("workload.templates[]", TemplateSpec),
@@ -61,32 +62,36 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
 #: How the ``expect:`` gates are used, after their table (an example and the rules of the commands).
 EXPECT_NOTES: list[str] = [
     "```yaml",
+    "arms: [team_policy:TeamPolicy/structured]   # what a gate naming no arm judges (optional)",
     "expect:",
-    "  - metric: success_rate          # every arm: the mean over seeds at least 95%",
+    "  - metric: success_rate          # the mean over seeds at least 95%, on decisive evidence",
     "    at_least: 0.95",
+    "    evidence: decisive",
     "  - metric: silent_failure_rate   # no seed may report unfinished work as done",
     "    at_most: 0",
     "    statistic: every_seed",
-    "  - metric: wasted_retries        # the whole 95% interval at most 10",
+    "  - metric: wasted_retries        # the mean over seeds at most 10",
     "    at_most: 10",
-    "    statistic: interval",
-    "  - metric: common_recovery_rate  # only the arms on structured errors",
+    "  - metric: common_recovery_rate  # every arm on structured errors",
     "    at_least: 0.9",
     '    arm: "*/structured"',
     "```",
     "",
-    "`fleetchaos run` and `fleetchaos compare` judge every gate on every arm it applies to after",
-    "the runs, print one line per verdict (`ok` or `FAILED`, the figure against the bound) and a",
-    "summary, record the verdicts in the results (`expectations` in results.json and `--json`)",
-    "and in the report's *Acceptance criteria* section, and exit 1 when one failed (also when a",
-    "`--baseline` gate passed; both are printed). A gate whose `arm` the command does not run is",
-    "refused before anything runs (exit 2, naming the arms it runs): run that arm too, or pass",
-    "`--no-expect` to run without the scenario's gates. A gate fails when its figure has no value",
-    "(no seed gave one; no interval from one seed of a count) and on an arm whose policy errored",
-    "(unless `--allow-policy-errors`). `sweep`, `ablation`, `tune` and `robustness` do not judge",
-    "them. In the pytest plugin, a scenario test fails with each missed gate that applies to its",
-    "arm (gates naming other arms are not that test's), naming the command that replays the",
-    "worst seed; the summary table has an `expect` column. An example:",
+    "Each gate is judged by the one gate rule of [metrics.md](metrics.md#the-gate-rule): the mean (or",
+    "the worst seed) against the bound, the evidence stated, a figure with no value failing.",
+    "`fleetchaos compare` judges each gate on the arms it names, else on the scenario's `arms`, else",
+    "on the arm that leads the headline (the reference arms of a comparison are not gated), and",
+    "refuses, before anything runs, a gate whose arms it does not run (exit 2, naming the arms it",
+    "runs): add them, or pass `--no-expect`. `fleetchaos run` judges the gates that apply to its one",
+    "arm and names the others. Both print one line per verdict (`ok` or `FAILED`, the figure against",
+    "the bound, its evidence) and a summary, record the verdicts in the results (`expectations` in",
+    "results.json and `--json`) and in the report's *Acceptance criteria* section, and exit 1 when",
+    "one failed (also when a `--baseline` gate passed; both are printed). A gate fails on an arm",
+    "whose policy errored (unless `--allow-policy-errors`). `sweep`, `ablation`, `tune` and",
+    "`robustness` do not judge them, and the replay command of one run says `--no-expect`. In the",
+    "pytest plugin, a scenario test fails with each missed gate that applies to its arm (gates for",
+    "other arms are not that test's), naming the command that replays the worst seed; the summary",
+    "table has an `expect` column. An example:",
     "[examples/suite/chaos/busy_hour.yaml](../examples/suite/chaos/busy_hour.yaml).",
     "",
 ]
@@ -243,7 +248,7 @@ def render() -> str:
         out += [f"#### {model.__name__}", "", _summary(model), ""]
         out += _table(model)
         out.append("")
-    kinds = fault_kinds()
+    kinds = describe_kinds()
     out += [
         "### Fault kinds",
         "",

@@ -1,9 +1,11 @@
 """A scenario's acceptance criteria: the ``expect:`` gates (the steady-state hypothesis of a chaos experiment).
 
 Each gate names a metric of the registry (:mod:`fleetchaos.results.registry`), one bound
-(``at_least`` or ``at_most``), the statistic judged (the mean over seeds by default) and,
-optionally, the arm it applies to (``POLICY/ERRORS``, either part ``*``; every arm when
-absent).  Everything that can be checked without running is checked here, when the file
+(``at_least`` or ``at_most``), the statistic judged (the mean over seeds by default, or
+every seed), the evidence it asks for (``weak`` by default: the mean decides; ``decisive``:
+a pass needs the whole interval) and, optionally, the arm it applies to (``POLICY/ERRORS``,
+either part ``*``; when absent, the scenario's ``arms``, else the arm that leads the
+headline).  The verdict is the one gate rule's (:mod:`fleetchaos.gates.rule`).  Everything that can be checked without running is checked here, when the file
 is loaded: the metric's name, the bound against the metric's range (a rate lies in
 [0, 1]), a bound that could never fail, and the arm's error format and built-in policy
 name.  Whether the arm is one a command runs is checked before the runs
@@ -24,10 +26,10 @@ from fleetchaos.results.registry import METRICS, REGISTRY, is_rate
 from fleetchaos.scenario.fields import plain_number
 from fleetchaos.sim.fault_specs import _Strict
 
-__all__ = ["ANY", "STATISTICS", "Expectation", "split_arm"]
+__all__ = ["ANY", "STATISTICS", "Expectation", "check_arm_pattern", "split_arm"]
 
 #: What a gate can judge of an arm's runs, as the ``statistic`` field names it.
-STATISTICS = ("mean", "interval", "every_seed")
+STATISTICS = ("mean", "every_seed")
 
 #: The wildcard of either part of a gate's ``arm``.
 ANY = "*"
@@ -58,17 +60,42 @@ def _check_policy(policy: str) -> None:
         )
 
 
+def check_arm_pattern(value: str) -> str:
+    """An arm as a gate names it, ``POLICY/ERRORS`` (either part ``*``), checked and normalised; a ValueError if not."""
+    if not value.isprintable():
+        raise ValueError(f"arm {value!r} must be printable text, POLICY/ERRORS")
+    policy, errors = split_arm(value)
+    if not policy or not errors:
+        raise ValueError(
+            f"arm {value!r} must name a policy and an error format as POLICY/ERRORS, e.g. structured/structured "
+            "(either part may be *)"
+        )
+    if errors != ANY:
+        from fleetchaos.sim.formats import format_names
+
+        known = format_names()
+        if errors not in known and ":" not in errors:  # an import path: read as text, never imported from a file
+            raise ValueError(
+                f"unknown error format {errors!r} in arm (known: {', '.join(known)}, or an import path pkg.module:Format)"
+            )
+    if policy != ANY:
+        _check_policy(policy)
+    return f"{policy}/{errors}"
+
+
 class Expectation(_Strict):
     """One acceptance criterion: a metric of the runs that must stay within a bound.
 
     Judged after `fleetchaos run` and `fleetchaos compare` (exit 1 when one fails) and by the
-    pytest plugin (the test fails), on every arm the gate applies to. Give exactly one bound,
-    `at_least` or `at_most` (a range is two gates). `statistic` says what is compared with it:
-    `mean`, the mean over seeds (what the tables show); `interval`, the end of the confidence
-    interval on the bound's side (its lower end for `at_least`, its upper end for `at_most`: the
-    whole interval must meet the bound; with one seed a rate of tasks uses the Wilson interval of
-    its tasks and a count has none, which fails); `every_seed`, the worst seed's value. An arm
-    whose policy errored fails every gate on it (unless `--allow-policy-errors`).
+    pytest plugin (the test fails), by the one gate rule of docs/metrics.md ("The gate rule"), on
+    the arms it applies to: `arm` when given, else the scenario's `arms`, else the arm that leads
+    the headline (`run` and a test judge their one arm). Give exactly one bound, `at_least` or
+    `at_most` (a range is two gates). `statistic` says what is compared with it: `mean`, the mean
+    over seeds (what the tables show), or `every_seed`, the worst seed's value. The mean decides;
+    every verdict states its evidence (decisive when the whole confidence interval lies on the
+    verdict's side, weak when it straddles the bound or there is none), and `evidence: decisive`
+    also fails a pass on weak evidence. A gate with no value fails, and so does an arm whose
+    policy errored (unless `--allow-policy-errors`).
     """
 
     metric: str = Field(
@@ -77,16 +104,31 @@ class Expectation(_Strict):
     )
     at_least: float | None = Field(default=None, description="the figure must be at least this (rates in [0, 1])")
     at_most: float | None = Field(default=None, description="the figure must be at most this (rates in [0, 1])")
-    statistic: Literal["mean", "interval", "every_seed"] = Field(
+    statistic: Literal["mean", "every_seed"] = Field(
         default="mean",
-        description="mean: the mean over seeds; interval: the confidence interval's end on the bound's side; "
-        "every_seed: the worst seed",
+        description="mean: the mean over seeds; every_seed: the worst seed",
+    )
+    evidence: Literal["weak", "decisive"] = Field(
+        default="weak",
+        description="weak: the mean decides (the verdict states its evidence); decisive: a pass also needs the "
+        "whole confidence interval on the bound's side",
     )
     arm: str | None = Field(
         default=None,
         description="the arm it applies to, POLICY/ERRORS as the command line names them (either part may be *); "
-        "every arm when absent",
+        "when absent, the scenario's arms, else the arm that leads the headline",
     )
+
+    @field_validator("statistic", mode="before")
+    @classmethod
+    def _interval_is_evidence(cls, value: object) -> object:
+        if value == "interval":
+            raise ValueError(
+                "statistic 'interval' is written 'evidence: decisive' (the mean is judged, and a pass needs the "
+                "whole confidence interval on the bound's side); write statistic: mean (or leave it out) and "
+                "evidence: decisive"
+            )
+        return value
 
     @field_validator("metric")
     @classmethod
@@ -98,24 +140,7 @@ class Expectation(_Strict):
     @field_validator("arm")
     @classmethod
     def _arm_shape(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        if not value.isprintable():
-            raise ValueError(f"arm {value!r} must be printable text, POLICY/ERRORS")
-        policy, errors = split_arm(value)
-        if not policy or not errors:
-            raise ValueError(
-                f"arm {value!r} must name a policy and an error format as POLICY/ERRORS, e.g. structured/structured "
-                "(either part may be *; leave arm out to gate every arm)"
-            )
-        if errors != ANY:
-            from fleetchaos.sim.formats import FORMATS
-
-            if errors not in FORMATS:
-                raise ValueError(f"unknown error format {errors!r} in arm (known: {', '.join(sorted(FORMATS))})")
-        if policy != ANY:
-            _check_policy(policy)
-        return f"{policy}/{errors}"
+        return None if value is None else check_arm_pattern(value)
 
     @model_validator(mode="after")
     def _one_bound_in_range(self) -> Expectation:
@@ -150,6 +175,7 @@ class Expectation(_Strict):
         return "at_most", self.at_most
 
     def describe(self) -> str:
-        """The gate in words: ``success_rate at_least 0.8 (mean)``."""
+        """The gate in words: ``success_rate at_least 0.8 (mean)``, ``... (mean, decisive evidence)``."""
         rule, value = self.bound
-        return f"{self.metric} {rule} {plain_number(value)} ({self.statistic})"
+        mode = ", decisive evidence" if self.evidence == "decisive" else ""
+        return f"{self.metric} {rule} {plain_number(value)} ({self.statistic}{mode})"

@@ -19,8 +19,8 @@ from fleetchaos.sim.fault_specs import FAULT_MODELS
 
 
 @dataclass(frozen=True, slots=True)
-class FaultKind:
-    """A fault kind with its contract and what it does."""
+class KindDescription:
+    """A fault kind described for people: its contract, what it does, its parameters."""
 
     kind: str
     model: type[BaseModel]
@@ -38,15 +38,15 @@ def _summary(model: type[BaseModel]) -> str:
     return " ".join(doc.split("\n\n")[0].split())
 
 
-def fault_kinds() -> list[FaultKind]:
+def describe_kinds() -> list[KindDescription]:
     """Every fault kind, in catalogue order."""
     return [_describe(kind, model) for kind, model in FAULT_MODELS.items()]
 
 
-def _describe(kind: str, model: type[BaseModel]) -> FaultKind:
+def _describe(kind: str, model: type[BaseModel]) -> KindDescription:
     record = kinds.fault_kind(kind)
     contract = record.contract  # a reporting kind's: category "reporting", recoverable None
-    return FaultKind(
+    return KindDescription(
         kind=kind,
         model=model,
         summary=_summary(model),
@@ -59,8 +59,8 @@ def _describe(kind: str, model: type[BaseModel]) -> FaultKind:
     )
 
 
-def fault_kind(kind: str) -> FaultKind:
-    """One fault kind; an unknown name raises a UserError with a did-you-mean."""
+def describe_kind(kind: str) -> KindDescription:
+    """One fault kind described; an unknown name raises a UserError with a did-you-mean."""
     model = FAULT_MODELS.get(kind)
     if model is None:
         import difflib
@@ -71,4 +71,4 @@ def fault_kind(kind: str) -> FaultKind:
     return _describe(kind, model)
 
 
-__all__ = ["FaultKind", "fault_kind", "fault_kinds"]
+__all__ = ["KindDescription", "describe_kind", "describe_kinds"]

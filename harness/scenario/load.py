@@ -16,7 +16,7 @@ import fleetchaos.catalogue as catalogue
 from fleetchaos.errors import ScenarioError
 from fleetchaos.files import FileTooLargeError, StrictJsonError, loads_json, read_text_bounded
 from fleetchaos.scenario._yaml import MAX_DEPTH, YamlLimitError, load_yaml
-from fleetchaos.scenario.expect import Expectation
+from fleetchaos.scenario.expect import Expectation, check_arm_pattern
 from fleetchaos.scenario.tuned import TunedPolicies
 from fleetchaos.seeds import seeds_problem
 from fleetchaos.sim.config import DAY_S, WorldSpec
@@ -44,7 +44,10 @@ MAX_SCHEDULE_SPANS = 1_000_000
 # until it ends, and a traced run keeps every dispatch and fault of the run: measured on
 # the default day scaled to 20,000 and 60,000 tasks with `run --report`, 13.7 KB per task
 # with the structured policy and 47.8 KB with retry-fixed (19 retries per call at worst).
-# The worst is assumed, against 4 GB per run (two runs side by side on a 2-core machine).
+# That is assumed, against 4 GB per run (two runs side by side on a 2-core machine), to refuse before it starts a
+# world too big to keep.  It is an estimate, not a bound: a task's cost grows with its retries (a policy retrying
+# every failure up to fleet.max_actions_per_task kept about 3.3 times as much), so a run that keeps its tasks also
+# counts what it keeps as it goes and stops past 4 GB (fleetchaos.runs.limits.check_kept).
 REPORT_BYTES_PER_TASK = 48_000
 MAX_REPORT_BYTES = 4_000_000_000
 MAX_REPORT_TASKS = MAX_REPORT_BYTES // REPORT_BYTES_PER_TASK
@@ -152,6 +155,13 @@ class Scenario(WorldSpec):
         description="acceptance criteria judged after run and compare (exit 1 when one fails) and by the pytest "
         "plugin: see the expect[] section",
     )
+    arms: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="the arms (POLICY/ERRORS, either part *) the expect: gates that name no arm judge; without it "
+        "they judge the arm that leads the headline (run and a test judge their one arm)",
+    )
     tuned: TunedPolicies | None = Field(
         default=None,
         description="each error format's policy tuned for this world and how (see the tuned section): what "
@@ -169,7 +179,14 @@ class Scenario(WorldSpec):
                 data.pop("expect", None)
             if self.tuned is None:
                 data.pop("tuned", None)
+            if self.arms is None:
+                data.pop("arms", None)
         return data
+
+    @field_validator("arms")
+    @classmethod
+    def _arm_patterns(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else [check_arm_pattern(a) for a in value]
 
     @field_validator("seeds")
     @classmethod

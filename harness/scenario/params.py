@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from itertools import product
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from pydantic_core import to_jsonable_python
 
 from fleetchaos.errors import UserError
 
@@ -60,19 +61,55 @@ def path_text(path: Path) -> str:
 
 
 def parse_value(text: str) -> Any:
-    """One value as written on the command line: JSON, else YAML, else the plain string."""
+    """One value as written on the command line: JSON, else YAML, else the plain string.
+
+    A value nested deeper than a scenario file may be (:data:`~fleetchaos.scenario._yaml.MAX_DEPTH`
+    levels) is a :class:`ParamError`, before anything walks it.
+    """
+    from fleetchaos.scenario._yaml import MAX_DEPTH, load_yaml
+
     text = text.strip()
+    if _nesting(text) > MAX_DEPTH:
+        raise ParamError(
+            f"the value {_shown(text)} is nested deeper than {MAX_DEPTH} levels of brackets, more than a scenario "
+            "file may be; write a number, a word or a short list"
+        )
     try:
         return json.loads(text)
     except ValueError:
         pass
-    from fleetchaos.scenario._yaml import load_yaml
-
     try:
         value = load_yaml(text)
     except Exception:
         return text
     return text if value is None and text not in ("null", "~") else value
+
+
+def _nesting(text: str) -> int:
+    """How deeply brackets and braces outside quotes nest in ``text``."""
+    deepest = depth = 0
+    quote = ""
+    escaped = False
+    for ch in text:
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\" and quote == '"':
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth = max(depth - 1, 0)
+    return deepest
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 40 else repr(text[:37] + "...")
 
 
 def split_values(text: str) -> list[str]:
@@ -111,7 +148,10 @@ def parse_param_option(option: str) -> tuple[str, list[Any]]:
             f"--param {option!r}: expected PATH=VALUE[,VALUE...], for example --param faults[0].probability=0,0.1,0.2"
         )
     parse_path(path)
-    parsed = [parse_value(v) for v in split_values(values)]
+    try:
+        parsed = [parse_value(v) for v in split_values(values)]
+    except ParamError as exc:
+        raise ParamError(f"--param {path}: {exc}") from None
     if any(isinstance(v, str) and not v for v in parsed):
         raise ParamError(f"--param {option!r}: an empty value between commas; remove the extra comma")
     return path, parsed
@@ -120,7 +160,11 @@ def parse_param_option(option: str) -> tuple[str, list[Any]]:
 def format_value(value: Any) -> str:
     """A value as it would be written after ``PATH=`` (parses back to the same value)."""
     if isinstance(value, str):
-        return value if parse_value(value) == value and "," not in value else json.dumps(value)
+        try:
+            plain = parse_value(value) == value and "," not in value
+        except ParamError:  # a string that looks nested too deeply: quoted, it reads back as the string
+            plain = False
+        return value if plain else json.dumps(value)
     return json.dumps(value, separators=(",", ":"))
 
 
@@ -138,8 +182,26 @@ def _describe(value: Any) -> str:
     return "a string"
 
 
-def set_path(document: dict, path: Path, value: Any, *, where: str = "scenario") -> None:
-    """Set ``path`` in ``document`` in place; a ParamError names the first part that does not exist."""
+def _field_value(model: Any, part: str | int) -> tuple[bool, Any]:
+    """(True, the value) of field ``part`` of a validated model (or an item of a list or mapping), else (False, None)."""
+    if isinstance(model, BaseModel):
+        if isinstance(part, str) and part in type(model).model_fields:
+            return True, getattr(model, part)
+        return False, None
+    if isinstance(part, int) and isinstance(model, (list, tuple)) and part < len(model):
+        return True, model[part]
+    if isinstance(part, str) and isinstance(model, dict) and part in model:
+        return True, model[part]
+    return False, None
+
+
+def set_path(document: dict, path: Path, value: Any, *, where: str = "scenario", model: Any = None) -> None:
+    """Set ``path`` in ``document`` in place; a ParamError names the first part that does not exist.
+
+    ``model`` is the validated model ``document`` was dumped from: a field the dump leaves
+    out while it holds its default (so that older results keep their bytes) is still a
+    field, and is filled in from the model before the path goes on into it.
+    """
     text = path_text(path)
     node: Any = document
     for depth, part in enumerate(path):
@@ -155,12 +217,16 @@ def set_path(document: dict, path: Path, value: Any, *, where: str = "scenario")
             if not isinstance(node, dict):
                 raise ParamError(f"--param {text}: {here} is {_describe(node)} in {where}, not a mapping of fields")
             if part not in node:
-                guess = difflib.get_close_matches(part, list(node), n=1)
-                hint = f"; did you mean {guess[0]!r}?" if guess else ""
-                fields = ", ".join(sorted(node))
-                raise ParamError(
-                    f"--param {text}: unknown field {part!r} in {here} of {where} (fields: {fields}){hint}"
-                )
+                hidden, default = _field_value(model, part)
+                if not hidden:
+                    names = sorted(set(node) | set(type(model).model_fields if isinstance(model, BaseModel) else ()))
+                    guess = difflib.get_close_matches(part, names, n=1)
+                    hint = f"; did you mean {guess[0]!r}?" if guess else ""
+                    raise ParamError(
+                        f"--param {text}: unknown field {part!r} in {here} of {where} (fields: {', '.join(names)}){hint}"
+                    )
+                node[part] = to_jsonable_python(default)
+        model = _field_value(model, part)[1]
         if last:
             node[part] = copy.deepcopy(value)
         else:
@@ -168,10 +234,14 @@ def set_path(document: dict, path: Path, value: Any, *, where: str = "scenario")
 
 
 def get_path(document: Any, path: Path) -> Any:
-    """The value at ``path`` (the path must exist)."""
+    """The value at ``path`` (the path must exist).
+
+    ``document`` is a plain document (mappings and lists) or a validated model: a model's
+    fields are read as attributes, and the value is returned as plain data, as a dump gives it.
+    """
     for part in path:
-        document = document[part]
-    return document
+        document = getattr(document, str(part)) if isinstance(document, BaseModel) else document[part]
+    return to_jsonable_python(document)
 
 
 def apply_params(
@@ -190,19 +260,18 @@ def apply_params(
         return scenario, ()
     document = scenario.model_dump(mode="json")
     for path, value in params:
-        set_path(document, parse_path(path), value, where=source)
+        set_path(document, parse_path(path), value, where=source, model=scenario)
     given = ", ".join(f"{p}={format_value(v)}" for p, v in params)
     try:
         new = Scenario.model_validate(document)
     except ValidationError as exc:
-        detail = format_validation_error(f"{source} with --param {given}", exc)
-        raise ParamError(
-            f"{detail}\nfix: sweep values the scenario rules allow (see `fleetchaos schema scenario`)"
-        ) from None
+        lines = format_validation_error(f"{source} with --param {given}", exc).splitlines()
+        # One line per problem, each with its fix: the allowed values where the line names none.
+        fix = "; see `fleetchaos schema scenario` for the values each field allows"
+        raise ParamError("\n".join(line if ";" in line else line + fix for line in lines)) from None
     except ValueError as exc:
         raise ParamError(f"{source} with --param {given}: {exc}") from None
-    validated = new.model_dump(mode="json")
-    canonical = tuple((path, get_path(validated, parse_path(path))) for path, _ in params)
+    canonical = tuple((path, get_path(new, parse_path(path))) for path, _ in params)
     return new, canonical
 
 

@@ -84,10 +84,13 @@ class TunedPolicies(BaseModel):
 
 
 def _check_format(name: str) -> None:
-    from fleetchaos.sim.formats import FORMATS
+    from fleetchaos.sim.formats import format_names
 
-    if name not in FORMATS:
-        raise ValueError(f"unknown error format {name!r}; use a built-in one: {', '.join(sorted(FORMATS))}")
+    known = format_names()
+    if name not in known and ":" not in name:  # an import path: read as text, never imported from a file
+        raise ValueError(
+            f"unknown error format {name!r} (known: {', '.join(known)}, or an import path pkg.module:Format)"
+        )
 
 
 def _check_policy(text: str) -> None:

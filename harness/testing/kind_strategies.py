@@ -143,7 +143,8 @@ def _number(name: str, field, base: type, place: Place) -> st.SearchStrategy:
         end = max(place.horizon_s, start + 1.0)
         return st.floats(start, end if high is None else min(end, float(high)))
     end = start + 100.0 if high is None else min(float(high), start + 100.0)
-    return st.floats(start, end, exclude_min=low_open, exclude_max=high_open and end == high)
+    # A field that must be > 0 refuses a subnormal number (too close to zero to compute with).
+    return st.floats(start, end, exclude_min=low_open, exclude_max=high_open and end == high, allow_subnormal=False)
 
 
 def _subset(names: Sequence[str], optional: bool) -> st.SearchStrategy:

@@ -1,4 +1,4 @@
-"""The pytest plugin's plain-data helpers: checks of the marker's arguments and ini options.
+"""The pytest plugin's plain-data helpers: its options, and checks of the marker's arguments and ini options.
 
 Kept apart from :mod:`fleetchaos.testing.pytest_plugin` (the hooks and fixtures); the summary
 rows are :mod:`fleetchaos.testing.summary`.  Light to import: pytest and the standard library only.
@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MARKER_KEYS",
+    "add_options",
     "ini_confidence",
+    "ini_evidence",
     "ini_seeds",
     "marker_config",
     "marker_problem",
@@ -56,6 +58,87 @@ MARKER_KEYS = (
     "clock",
     "allow_policy_errors",
 )
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register the plugin's ``--fleetchaos-*`` options and its suite-wide ini defaults."""
+    group = parser.getgroup("fleetchaos", "fleetchaos chaos scenarios")
+    group.addoption(
+        "--fleetchaos-seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run every scenario test on consecutive seeds starting at N (as many as it asks for)",
+    )
+    group.addoption(
+        "--fleetchaos-report",
+        default=None,
+        metavar="DIR",
+        help="write a report folder (results.json, summary.md, charts, per-seed tasks.csv) per arm into DIR: tests "
+        "sharing an arm (scenario, policy, errors, seeds) share its report",
+    )
+    group.addoption(
+        "--fleetchaos-baseline",
+        default=None,
+        metavar="REF",
+        help="fail scenario runs that regress against this baseline, seed by seed (see --fleetchaos-fail-on): "
+        "a results.json or report folder, or a run-history group (7, #7, latest, a label)",
+    )
+    group.addoption(
+        "--fleetchaos-fail-on",
+        action="append",
+        default=None,
+        metavar="METRIC:THRESHOLD",
+        help="with --fleetchaos-baseline: fail when METRIC is worse than the baseline by more than THRESHOLD, "
+        "with an explicit unit: success_rate:-2%% (relative), success_rate:-2pp (percentage points), "
+        "wasted_retries:+5 (in the metric's unit); repeatable, replaces the ini fleetchaos_fail_on "
+        "[default: success_rate:-2%%, common_recovery_rate:-2%%, silent_failure_rate:+2%%, wasted_retries:+2%%]",
+    )
+    group.addoption(
+        "--fleetchaos-evidence",
+        default=None,
+        choices=("weak", "decisive"),
+        help="the gate rule's evidence mode for assert_rate and the baseline gate: weak lets the mean decide, "
+        "decisive also fails a pass whose interval straddles the bound; replaces the ini fleetchaos_evidence "
+        "[default: weak]",
+    )
+    group.addoption(
+        "--fleetchaos-fail-on-new",
+        action="store_true",
+        default=False,
+        help="with --fleetchaos-baseline: fail scenario runs the baseline has no arm for (default: reported as new)",
+    )
+    group.addoption(
+        "--fleetchaos-allow-partial-baseline",
+        action="store_true",
+        default=False,
+        help="with --fleetchaos-baseline: accept a history group that is not complete (killed, interrupted)",
+    )
+    group.addoption("--fleetchaos-no-cache", action="store_true", help="make scenario runs afresh: no run cache")
+    group.addoption(
+        "--fleetchaos-history",
+        default=None,
+        metavar="PATH",
+        help="run-history file the baseline group is read from [default: $FLEETCHAOS_HISTORY or fleetchaos-out/history.db]",
+    )
+    parser.addini(
+        "fleetchaos_seeds", "default seeds of a scenario test: a count (1..N) or a comma-separated list", default="5"
+    )
+    parser.addini("fleetchaos_policy", "default recovery policy of scenario tests", default="structured")
+    parser.addini("fleetchaos_errors", "default error format of scenario tests", default="structured")
+    parser.addini("fleetchaos_confidence", "confidence level of the intervals", default="0.95")
+    parser.addini(
+        "fleetchaos_evidence",
+        "the gate rule's evidence mode: weak (the mean decides) or decisive (a pass on weak evidence fails), "
+        "for assert_rate and the baseline gate",
+        default="weak",
+    )
+    parser.addini(
+        "fleetchaos_fail_on",
+        "regression thresholds against --fleetchaos-baseline: METRIC:THRESHOLD, comma-separated "
+        "[default: each gated metric at 2% of its baseline value]",
+        default="",
+    )
 
 
 def _is_scenario(value: object) -> bool:
@@ -119,6 +202,18 @@ def ini_confidence(config: pytest.Config) -> float:
     return value
 
 
+def ini_evidence(config: pytest.Config) -> str:
+    """The evidence mode: ``--fleetchaos-evidence``, else the ini ``fleetchaos_evidence``; a mistake is a usage error."""
+    given = config.getoption("fleetchaos_evidence", None)
+    raw = str(given if given is not None else config.getini("fleetchaos_evidence")).strip().lower()
+    if raw not in ("weak", "decisive"):
+        raise pytest.UsageError(
+            f"ini fleetchaos_evidence: expected weak (the mean decides) or decisive (a pass on weak evidence fails), "
+            f"got {raw!r}"
+        )
+    return raw
+
+
 def marker_config(node: pytest.Item) -> dict[str, Any]:
     """The test's marker arguments, the closest marker winning key by key."""
     merged: dict[str, Any] = {}
@@ -168,7 +263,7 @@ def replay_prefix(config: pytest.Config, policy: str) -> str:
 
     pytest's ``pythonpath`` ini option (and its own insertion of test folders) lets a suite name
     ``team_policy:TeamPolicy`` from a folder a shell's ``fleetchaos run`` does not search; the working
-    directory it does search (:func:`fleetchaos.names.allow_local_policies`).  The prefix carries the
+    directory it does search (:func:`fleetchaos.names.allow_local_imports`).  The prefix carries the
     ini folders (and the module's own folder if pytest added it otherwise), relative to the working
     directory, so the printed command works pasted where pytest ran.
     """

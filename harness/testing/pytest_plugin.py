@@ -16,10 +16,12 @@ Registered through the ``pytest11`` entry point, so installing fleetchaos is eno
   folder per arm), ``--fleetchaos-baseline REF`` (fail a run whose figures regress against a stored
   baseline: results JSON, a report folder, or a run-history group), ``--fleetchaos-fail-on
   METRIC:THRESHOLD`` (how much worse each metric may get, as the CLI's ``--fail-on``; default: the
-  registry's gated metrics at their default thresholds), ``--fleetchaos-history PATH`` (where history
-  groups are read) and ``--fleetchaos-no-cache`` (scenario runs made afresh, not served from the run cache);
+  registry's gated metrics at their default thresholds), ``--fleetchaos-evidence weak|decisive`` (the
+  gate rule's mode for the baseline gate and ``assert_rate``), ``--fleetchaos-fail-on-new``,
+  ``--fleetchaos-history PATH`` (where history groups are read) and ``--fleetchaos-no-cache``
+  (scenario runs made afresh, not served from the run cache);
 * ini options ``fleetchaos_seeds``, ``fleetchaos_policy``, ``fleetchaos_errors``,
-  ``fleetchaos_confidence``, ``fleetchaos_fail_on``: suite-wide defaults;
+  ``fleetchaos_confidence``, ``fleetchaos_evidence``, ``fleetchaos_fail_on``: suite-wide defaults;
 * a terminal summary table of every scenario run.
 
 Light to import (pytest and the standard library); SimPy, matplotlib, Faker, hypothesis load when a scenario first runs.
@@ -37,7 +39,9 @@ import pytest
 
 from fleetchaos.testing.plugin_support import (
     MARKER_KEYS,
+    add_options,
     ini_confidence,
+    ini_evidence,
     ini_seeds,
     marker_config,
     marker_problem,
@@ -100,8 +104,8 @@ class _SessionState:
             for test, line in self.weak:
                 terminalreporter.write_line(f"{test}: {line}")
             terminalreporter.write_line(
-                "each interval straddles its bound: the gate could not be missed, nor shown to hold; add seeds, "
-                "or require decisive passes with assert_rate(..., strict=True) or the ini option fleetchaos_strict"
+                "each mean meets its bound while its interval straddles it: add seeds to decide it, or require "
+                "decisive passes with assert_rate(..., evidence='decisive') or the ini option fleetchaos_evidence"
             )
         if not self.rows:
             return
@@ -123,76 +127,7 @@ class _SessionState:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """The ``--fleetchaos-*`` options and the suite-wide ini defaults."""
-    group = parser.getgroup("fleetchaos", "fleetchaos chaos scenarios")
-    group.addoption(
-        "--fleetchaos-seed",
-        type=int,
-        default=None,
-        metavar="N",
-        help="run every scenario test on consecutive seeds starting at N (as many as it asks for)",
-    )
-    group.addoption(
-        "--fleetchaos-report",
-        default=None,
-        metavar="DIR",
-        help="write a report folder (results.json, summary.md, charts, per-seed tasks.csv) per arm into DIR: tests "
-        "sharing an arm (scenario, policy, errors, seeds) share its report",
-    )
-    group.addoption(
-        "--fleetchaos-baseline",
-        default=None,
-        metavar="REF",
-        help="fail scenario runs that regress against this baseline, seed by seed (see --fleetchaos-fail-on): "
-        "a results.json or report folder, or a run-history group (7, #7, latest, a label)",
-    )
-    group.addoption(
-        "--fleetchaos-fail-on",
-        action="append",
-        default=None,
-        metavar="METRIC:THRESHOLD",
-        help="with --fleetchaos-baseline: fail when METRIC is worse than the baseline by more than THRESHOLD, "
-        "relative (recovery_rate:-2%%) or absolute (recovery_rate:-0.02); repeatable, replaces the ini "
-        "fleetchaos_fail_on [default: success_rate:-2%%, common_recovery_rate:-2%%, silent_failure_rate:+2%%, "
-        "wasted_retries:+2%%]",
-    )
-    group.addoption(
-        "--fleetchaos-allow-new-arms",
-        action="store_true",
-        default=False,
-        help="with --fleetchaos-baseline: let scenario runs the baseline has no arm for pass unjudged "
-        "(default: they fail)",
-    )
-    group.addoption(
-        "--fleetchaos-allow-partial-baseline",
-        action="store_true",
-        default=False,
-        help="with --fleetchaos-baseline: accept a history group that is not complete (killed, interrupted)",
-    )
-    group.addoption("--fleetchaos-no-cache", action="store_true", help="make scenario runs afresh: no run cache")
-    group.addoption(
-        "--fleetchaos-history",
-        default=None,
-        metavar="PATH",
-        help="run-history file the baseline group is read from [default: $FLEETCHAOS_HISTORY or fleetchaos-out/history.db]",
-    )
-    parser.addini(
-        "fleetchaos_seeds", "default seeds of a scenario test: a count (1..N) or a comma-separated list", default="5"
-    )
-    parser.addini("fleetchaos_policy", "default recovery policy of scenario tests", default="structured")
-    parser.addini("fleetchaos_errors", "default error format of scenario tests", default="structured")
-    parser.addini("fleetchaos_confidence", "confidence level of the intervals", default="0.95")
-    parser.addini(
-        "fleetchaos_strict",
-        "assert_rate fails a pass on weak evidence (an interval straddling the bound) unless strict=False",
-        type="bool",
-        default=False,
-    )
-    parser.addini(
-        "fleetchaos_fail_on",
-        "regression thresholds against --fleetchaos-baseline: METRIC:THRESHOLD, comma-separated "
-        "[default: each gated metric at 2% of its baseline value]",
-        default="",
-    )
+    add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -203,10 +138,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "allow_policy_errors=False): configure the fleetchaos fixture for this test (a chaos scenario, its "
         "seeds, the recovery policy and the error format; whether it expects policy errors)",
     )
-    from fleetchaos.gates.assertions import set_strict_default
+    from fleetchaos.gates.assertions import set_evidence_default
     from fleetchaos.runs.cache import open_default_cache
 
-    set_strict_default(bool(config.getini("fleetchaos_strict")))
+    evidence = ini_evidence(config)
+    set_evidence_default(evidence)
     ini_seeds(config)  # a mistake in the ini file stops pytest at once, not in every test
     ini_confidence(config)
     seed = config.getoption("fleetchaos_seed", None)
@@ -229,9 +165,10 @@ def pytest_configure(config: pytest.Config) -> None:
                 fail_on=fail_on,
                 history_path=config.getoption("fleetchaos_history", None),
                 fail_on_source=source,
-                allow_new_arms=bool(config.getoption("fleetchaos_allow_new_arms", False)),
+                fail_on_new=bool(config.getoption("fleetchaos_fail_on_new", False)),
                 allow_partial_baseline=bool(config.getoption("fleetchaos_allow_partial_baseline", False)),
                 allow_policy_errors=True,  # judged per test, where the marker can allow them
+                evidence=evidence,
             )
         except UserError as exc:
             raise pytest.UsageError(str(exc)) from None
@@ -254,6 +191,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         state = config.stash.get(_STATE_KEY, None)
         if state is not None and state.gate is not None:
             parts.append("gate " + ", ".join(f"{r.metric}:{r.allowed()}" for r in state.gate.rules))
+            parts.append(f"evidence {state.gate.evidence}")
     return [f"fleetchaos: {', '.join(parts)}"] if parts else None
 
 
@@ -386,7 +324,11 @@ class FleetChaos:
         A regression, or a policy error the test does not allow, fails the test after its body
         has run (see ``pytest_runtest_call``).
         """
-        verdicts = self._baseline_verdicts(result) if mode == "sim" else []
+        verdicts = []
+        if mode == "sim" and self._state.gate is not None:  # judged against the baseline, seed by seed
+            from fleetchaos.gates.suite_gate import suite_verdicts
+
+            verdicts = suite_verdicts(self._state.gate, result)
         row = summary_row(result, verdicts)
         row["mode"] = mode
         if report is not None:
@@ -403,6 +345,16 @@ class FleetChaos:
                 "policy, or mark the test @pytest.mark.fleetchaos(allow_policy_errors=True) if it expects them"
             )
         self._request.node.stash.setdefault(_RUNS_KEY, []).append(row)
+        self._weak_passes(result, verdicts)
+
+    def _weak_passes(self, result: ScenarioResult, verdicts: list[dict[str, Any]]) -> None:
+        """List the baseline checks and ``expect:`` gates that passed on weak evidence, as assert_rate's are."""
+        from fleetchaos.gates.assertions import WeakPass
+
+        weak = [WeakPass(v["metric"], v["weak"][0], v["weak"][1], result.label) for v in verdicts if v.get("weak")]
+        weak += [WeakPass(r.metric, f"{r.rule} {r.bound:g} (expect[{r.gate}])", f"{r.value:.6g} ({r.note})", result.label)
+                 for r in result.expectations if r.passed and r.evidence == "weak"]  # fmt: skip
+        self._request.node.stash.setdefault(_WEAK_KEY, []).extend(weak)
 
     def default_seeds(self) -> int | list[int]:
         """The suite's default seeds (the ``fleetchaos_seeds`` ini option)."""
@@ -412,27 +364,6 @@ class FleetChaos:
         """The folder this test's reports go to (None without ``--fleetchaos-report``)."""
         root = self._config.getoption("fleetchaos_report")
         return None if root is None else Path(root) / slug(self._request.node.nodeid)
-
-    def _baseline_verdicts(self, result: ScenarioResult) -> list[dict[str, Any]]:
-        """One verdict per gated metric, by the one regression rule: ``{"metric", "regressed", "message"}``.
-
-        Empty without a baseline, or when the baseline has no arm of this scenario, policy and format.
-        """
-        gate = self._state.gate
-        if gate is None or gate.baseline is None:
-            return []
-        from fleetchaos.gates.session import failure_message
-
-        entry = gate.baseline.lookup(result.scenario, result.policy, result.errors)
-        replays = dict(zip(result.seeds, result.replay))
-        out = []
-        for check in gate.check(result.runs):
-            message = failure_message(check, entry.origin, replays) if check.failed and entry is not None else ""
-            out.append({"metric": check.rule.metric, "regressed": check.failed, "message": message})
-        for problem in gate.problems(result.runs):
-            if problem.kind != "policy errors":  # judged by the test itself (allow_policy_errors)
-                out.append({"metric": problem.kind, "regressed": problem.failed, "message": problem.line()})
-        return out
 
 
 @pytest.fixture
@@ -467,7 +398,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     """
     from fleetchaos.gates.assertions import WEAK_EVIDENCE
 
-    weak = item.stash.setdefault(_WEAK_KEY, [])
+    weak = item.stash.setdefault(_WEAK_KEY, [])  # fixtures that ran a scenario may have added to it already
     listener = weak.append
     WEAK_EVIDENCE.append(listener)
     try:

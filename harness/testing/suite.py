@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import shlex
 from collections.abc import Iterable, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
@@ -30,6 +30,7 @@ from fleetchaos.results.stats import DEFAULT_CONFIDENCE, mean_ci, rate_ci, wilso
 from fleetchaos.seeds import MAX_SEED, seeds_problem
 
 if TYPE_CHECKING:
+    from fleetchaos.gates.like import RunsIdentity
     from fleetchaos.scenario.expect import Expectation
     from fleetchaos.scenario.load import Scenario
 
@@ -136,13 +137,23 @@ class ScenarioResult:
 
     expect: tuple[Expectation, ...] = ()
     """The scenario's ``expect:`` gates (its acceptance criteria), as its file declares them."""
+    scenario_config: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The validated scenario as JSON: what its report states as run and what a baseline's fingerprint is checked against."""
+
+    @property
+    def identity(self) -> RunsIdentity:
+        """What these runs ran (the scenario's name, fingerprints and validated JSON), for the baseline gate."""
+        from fleetchaos.gates.like import RunsIdentity
+
+        return RunsIdentity.of(self.scenario_config or {"name": self.scenario})
 
     @cached_property
     def expectations(self) -> list[ExpectationResult]:
         """The scenario's ``expect:`` gates that apply to this arm, judged on its runs by the rule the CLI uses.
 
-        Gates naming another arm are not this run's to judge (a test runs one arm). Policy errors are
-        judged by the test itself (``allow_policy_errors``), not here.
+        Gates for other arms (named by the gate, or the scenario's ``arms``) are not this run's to
+        judge (a test runs one arm). Policy errors are judged by the test itself
+        (``allow_policy_errors``), not here.
         """
         if not self.expect or not self.runs:
             return []
@@ -151,7 +162,8 @@ class ScenarioResult:
         arm = self.to_compare_result().arms[0]
         names = {arm.policy: frozenset({self.policy, arm.policy})}
         return judge(self.expect, [arm], self.seeds, confidence=self.confidence, names=names,
-                     allow_policy_errors=True, unmatched_fail=False)  # fmt: skip
+                     scenario_arms=self.scenario_config.get("arms"), allow_policy_errors=True,
+                     unmatched_fail=False)  # fmt: skip
 
     def expect_failures(self) -> list[str]:
         """A test failure message for each ``expect:`` gate this arm failed, naming the command replaying its worst seed."""
@@ -299,14 +311,18 @@ class ScenarioResult:
 
     def to_compare_result(self) -> CompareResult:
         """The runs as a one-arm comparison (what the report writers and baselines read)."""
+        from fleetchaos.runs.arm_stats import with_task_sets
         from fleetchaos.runs.runner import aggregate, versions
 
         return CompareResult(
             scenario=self.scenario,
             seeds=list(self.seeds),
             confidence=self.confidence,
-            arms=[aggregate(self.policy, self.errors, list(self.runs), self.confidence)],
+            arms=[
+                with_task_sets(aggregate(self.policy, self.errors, list(self.runs), self.confidence), list(self.runs))
+            ],
             versions=versions(),
+            scenario_config=dict(self.scenario_config),
         )
 
 
@@ -427,4 +443,5 @@ def run_scenario(
         expect=tuple(getattr(spec, "expect", ())),
         scenario_digest=content,
         replay_prefix=replay_prefix,
+        scenario_config=spec.model_dump(mode="json"),
     )

@@ -32,7 +32,8 @@ def summary_row(result: ScenarioResult, verdicts: list[dict[str, Any]]) -> dict[
         baseline = "-"
     else:
         bad = [v["metric"] for v in verdicts if v["regressed"]]
-        baseline = "regressed: " + ", ".join(bad) if bad else "ok"
+        new = any(v["metric"] == "new arm" for v in verdicts)
+        baseline = "regressed: " + ", ".join(bad) if bad else ("new arm, not judged" if new else "ok")
     errors, _ = result.policy_errors
     judged = result.expectations
     failed = ", ".join(dict.fromkeys(r.metric for r in judged if not r.passed))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from fleetchaos.errors import UserError
+from fleetchaos.files import open_input
 
 #: The longest line a trace file may have (a collector's export batch is one line).
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -43,10 +44,11 @@ def problem(
 
 def open_binary(path: Path, source: str) -> BinaryIO:
     """``path`` opened for reading bytes, or a :class:`TraceFileError` saying why not."""
+
     try:
-        if path.is_dir():
-            raise problem(source, None, None, "is a folder, not a trace file", fix="give the file itself")
-        return open(path, "rb")
+        return open_input(path, what="trace file")  # a named pipe is not waited on
+    except IsADirectoryError:
+        raise problem(source, None, None, "is a folder, not a trace file", fix="give the file itself") from None
     except FileNotFoundError:
         raise problem(source, None, None, "no such file", fix="check the path") from None
     except PermissionError:

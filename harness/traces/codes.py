@@ -194,15 +194,11 @@ def load_code_map(path: Path | None) -> CodeMap:
     if path is None:
         return CodeMap()
     from fleetchaos.errors import ScenarioError
-    from fleetchaos.scenario.load import parse_document
+    from fleetchaos.files import read_user_text
+    from fleetchaos.scenario.load import MAX_FILE_BYTES, parse_document
 
     source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TraceFileError(f"{source}: no such file; check the --codes path") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TraceFileError(f"{source}: cannot read: {exc}") from None
+    text = read_user_text(path, MAX_FILE_BYTES, option="--codes", what="code mapping", error=TraceFileError)
     try:
         data = parse_document(
             text, source, what="code mapping", needs="give codes: {CODE: kind} or http: {STATUS: kind}"

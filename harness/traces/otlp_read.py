@@ -9,19 +9,23 @@ printer writes with field names kept), ids as hex (the OTLP encoding) or base64
 A span is a **tool call** when ``gen_ai.operation.name`` is ``execute_tool``, or it has a
 ``gen_ai.tool.name``, or its name starts with ``execute_tool `` (the GenAI semantic
 conventions); a span without a parent is its trace's **task**.  Other spans are counted
-and skipped.
+and skipped, and so is a span read before (the same trace and span id, in this file or
+an earlier one of the same read).  A tool call's fields are validated as the plain form's
+are (:mod:`fleetchaos.traces.fields`).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from fleetchaos.traces.bounded import problem
+from fleetchaos.traces.fields import tool_call
 from fleetchaos.traces.records import TaskSpan, ToolCall
 
 #: Where the worker of a call is looked for, in order: span attributes, then the resource's.
@@ -43,10 +47,24 @@ class ReadStats:
     """Spans that are neither a tool call nor a task's root (LLM calls, HTTP client spans...)."""
     notes: dict[str, int] = field(default_factory=dict)
     """Things read with a caveat (an HTTP-date Retry-After, an ignored field), with counts."""
+    duplicates: int = 0
+    """Spans read again (the same trace and span id): dropped, as at-least-once exporters and
+    overlapping rotated files repeat them."""
+    seen: set[int] = field(default_factory=set, repr=False)
+    """The spans read so far, as 64-bit hashes of trace and span id (about 60 bytes each)."""
 
     def note(self, text: str) -> None:
         """Count one occurrence of a caveat."""
         self.notes[text] = self.notes.get(text, 0) + 1
+
+    def first_time(self, trace: str, span: str) -> bool:
+        """Whether the span ``(trace, span)`` is read for the first time (else it is counted as a duplicate)."""
+        key = int.from_bytes(hashlib.blake2b(f"{trace}/{span}".encode(), digest_size=8).digest(), "big")
+        if key in self.seen:
+            self.duplicates += 1
+            return False
+        self.seen.add(key)
+        return True
 
 
 def _get(obj: dict, camel: str, snake: str, default: Any = None) -> Any:
@@ -172,6 +190,9 @@ class _Spans:
     def span(self, span: dict, path: str, resource_attrs: dict[str, Any]) -> ToolCall | TaskSpan | None:
         self.stats.spans += 1
         trace = self.ident(_get(span, "traceId", "trace_id"), 16, f"{path}.traceId")
+        span_id = self.ident(_get(span, "spanId", "span_id"), 8, f"{path}.spanId", required=False)
+        if span_id and not self.stats.first_time(trace, span_id):
+            return None
         parent = self.ident(_get(span, "parentSpanId", "parent_span_id"), 8, f"{path}.parentSpanId", required=False)
         start = self.nanos(_get(span, "startTimeUnixNano", "start_time_unix_nano"), f"{path}.startTimeUnixNano")
         end = self.nanos(_get(span, "endTimeUnixNano", "end_time_unix_nano"), f"{path}.endTimeUnixNano")
@@ -206,51 +227,64 @@ class _Spans:
         status = span.get("status") or {}
         if not isinstance(status, dict):
             raise self.fail(f"{path}.status", "must be an object", status)
+        status_code = status.get("code")
+        if status_code is not None and (isinstance(status_code, bool) or not isinstance(status_code, (int, str))):
+            raise self.fail(
+                f"{path}.status.code", "must be 0, 1 or 2 (or STATUS_CODE_OK, STATUS_CODE_ERROR)", status_code
+            )
         code = attrs.get("error.type")
-        failed = status.get("code") in _STATUS_ERROR or code is not None
-        http = attrs.get("http.response.status_code", attrs.get("http.status_code"))
-        if http is not None:
-            try:
-                http = int(http)
-            except (TypeError, ValueError):
-                raise self.fail(f"{path}.attributes.http.response.status_code", "must be an integer", http) from None
-        worker: Any = ""
+        failed = status_code in _STATUS_ERROR or code is not None
+        http_key = "http.response.status_code" if "http.response.status_code" in attrs else "http.status_code"
+        worker_key = self.worker_keys[0] if self.worker_keys else "worker"
+        worker: Any = None
         for key in self.worker_keys:
             worker = attrs.get(key, resource_attrs.get(key))
             if worker is not None:
+                worker_key = key
                 break
-        return ToolCall(
-            task=trace,
-            start_s=start / 1e9,
-            duration_s=(end - start) / 1e9,
-            tool=tool,
-            worker="" if worker is None else str(worker),
-            ok=not failed,
-            code=None if code is None else str(code),
-            http_status=http,
-            retry_after_s=self.retry_after(attrs),
-            attempt=_whole(attrs.get("fleetchaos.attempt")),
-            item=_whole(attrs.get("fleetchaos.item")),
-        )
+        retry_key, retry_after = self.retry_after(attrs)
+        fields = {
+            "time": start / 1e9,
+            "task": trace,
+            "tool": tool,
+            "duration_s": (end - start) / 1e9,
+            "outcome": "error" if failed else "ok",
+            "worker": "" if worker is None else worker,
+            "error": code,
+            "http_status": attrs.get(http_key),
+            "retry_after_s": retry_after,
+            "attempt": attrs.get("fleetchaos.attempt"),
+            "item": attrs.get("fleetchaos.item"),
+        }
+        names = {
+            "time": f"{path}.startTimeUnixNano",
+            "task": f"{path}.traceId",
+            "tool": f"{path}.attributes.gen_ai.tool.name",
+            "duration_s": f"{path}.endTimeUnixNano",
+            "worker": f"{path}.attributes.{worker_key}",
+            "error": f"{path}.attributes.error.type",
+            "http_status": f"{path}.attributes.{http_key}",
+            "retry_after_s": f"{path}.attributes.{retry_key}",
+            "attempt": f"{path}.attributes.fleetchaos.attempt",
+            "item": f"{path}.attributes.fleetchaos.item",
+        }
+        return tool_call(fields, self.source, self.line, names)
 
-    def retry_after(self, attrs: dict[str, Any]) -> float | None:
-        value = attrs.get("http.response.header.retry-after", attrs.get("fleetchaos.retry_after_s"))
-        if isinstance(value, list):
+    def retry_after(self, attrs: dict[str, Any]) -> tuple[str, Any]:
+        """(the attribute it came from, its value in seconds or as given); an HTTP date is noted and left out."""
+        key = "http.response.header.retry-after"
+        if key not in attrs:
+            key = "fleetchaos.retry_after_s"
+        value = attrs.get(key)
+        if isinstance(value, list):  # a header's values
             value = value[0] if value else None
-        if value is None:
-            return None
-        try:
-            seconds = float(value)
-        except (TypeError, ValueError):
-            self.stats.note("Retry-After given as an HTTP date: not read (seconds only)")
-            return None
-        return seconds if seconds >= 0 else None
-
-
-def _whole(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        return None
-    return int(value)
+        if isinstance(value, str):
+            try:
+                float(value)
+            except ValueError:
+                self.stats.note("Retry-After given as an HTTP date: not read (seconds only)")
+                return key, None
+        return key, value
 
 
 def parse_request(

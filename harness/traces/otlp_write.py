@@ -290,9 +290,15 @@ def trace_file_name(scenario: str, policy: str, errors: str, seed: int) -> str:
 
 
 def write_run_traces(
-    output: RunOutput, path: Path, *, scenario: str, policy: str, errors: str, seed: int
+    output: RunOutput, path: Path, *, scenario: str, policy: str, errors: str, seed: int, root: Path | None = None
 ) -> ExportSummary:
-    """Write a traced run's :class:`~fleetchaos.sim.world.RunOutput` to ``path`` as OTLP JSON lines."""
+    """Write a traced run's :class:`~fleetchaos.sim.world.RunOutput` to ``path`` as OTLP JSON lines.
+
+    Atomically (a temporary file renamed over ``path``), so a link planted at ``path`` is
+    replaced, never written through; with ``root`` the file must lie inside that folder.
+    """
+    from fleetchaos.files import atomic_write
+
     if output.trace is None:
         raise ValueError("write_run_traces needs a traced run: build the World with trace=True")
     key = f"{scenario}/{policy}/{errors}/{seed}"
@@ -303,7 +309,7 @@ def write_run_traces(
         "fleetchaos.errors": errors,
         "fleetchaos.seed": int(seed),
     }
-    with open(path, "w", encoding="utf-8", newline="\n") as stream:
+    with atomic_write(path, "w", root=root, newline="\n") as stream:
         writer = OtlpWriter(stream, key=key, resource=resource)
         writer.feed(output.trace)
         writer.close(float(output.end_s))
@@ -321,6 +327,8 @@ class TraceFolder:
     def write(self, policy: str, errors: str, seed: int, output: RunOutput) -> ExportSummary:
         """Write one traced run's output; remembers what was written."""
         path = self.folder / trace_file_name(self.scenario, policy, errors, seed)
-        summary = write_run_traces(output, path, scenario=self.scenario, policy=policy, errors=errors, seed=seed)
+        summary = write_run_traces(
+            output, path, scenario=self.scenario, policy=policy, errors=errors, seed=seed, root=self.folder
+        )
         self.written.append(summary)
         return summary

@@ -20,120 +20,26 @@ field                     needed    meaning
 ``item``                  no        which parallel item of a fan-out step it served (0 = first)
 ``template``              no        the kind of task (its name)
 ========================  ========  ==================================================
+
+Both forms are validated alike (:mod:`fleetchaos.traces.fields`).
 """
 
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import json
 from collections.abc import Iterable, Iterator
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic_core import ErrorDetails
 
 from fleetchaos.traces.bounded import problem
+from fleetchaos.traces.fields import KNOWN, tool_call
 from fleetchaos.traces.otlp_read import ReadStats
 from fleetchaos.traces.records import ToolCall
-
-FIXES = {
-    "time": "give Unix seconds (1735722000.5) or ISO 8601 with a zone (2025-01-01T09:00:00Z)",
-    "task": "give the task's or trace's id",
-    "tool": "give the tool's name",
-    "duration_s": "give the call's duration in seconds, >= 0",
-    "outcome": "write ok or error",
-    "http_status": "give a whole number 100..599, or leave it out",
-    "retry_after_s": "give seconds >= 0, or leave it out",
-    "attempt": "give a whole number >= 1 (1 = the task's first dispatch), or leave it out",
-    "item": "give a whole number >= 0, or leave it out",
-}
-
-
-class PlainCall(BaseModel):
-    """One record of the plain form (validated; unknown fields ignored)."""
-
-    model_config = ConfigDict(extra="ignore", allow_inf_nan=False, str_strip_whitespace=True)
-
-    time: float | str
-    task: str = Field(min_length=1, max_length=500)
-    tool: str = Field(min_length=1, max_length=500)
-    duration_s: float = Field(ge=0)
-    outcome: Literal["ok", "error"]
-    worker: str = Field(default="", max_length=500)
-    error: str | None = Field(default=None, max_length=500)
-    http_status: int | None = Field(default=None, ge=100, le=599)
-    retry_after_s: float | None = Field(default=None, ge=0)
-    attempt: int | None = Field(default=None, ge=1)
-    item: int | None = Field(default=None, ge=0)
-    template: str | None = Field(default=None, max_length=500)
-
-    @field_validator("task", "worker", "tool", "template", "error", mode="before")
-    @classmethod
-    def _text(cls, value):
-        if isinstance(value, bool):
-            raise ValueError("must be text")
-        return str(value) if isinstance(value, int) else value
-
-    @field_validator("outcome", mode="before")
-    @classmethod
-    def _lower(cls, value):
-        return value.strip().lower() if isinstance(value, str) else value
-
-    @field_validator("time")
-    @classmethod
-    def _instant(cls, value):
-        if isinstance(value, str):
-            try:
-                number = float(value)
-            except ValueError:
-                try:
-                    stamp = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-                except ValueError:
-                    raise ValueError("not a Unix time or an ISO 8601 time") from None
-                if stamp.tzinfo is None:
-                    raise ValueError("an ISO 8601 time needs a time zone (Z or +HH:MM)") from None
-                return stamp.timestamp()
-            value = number
-        if not 0 < value < 1e11:
-            raise ValueError("not a plausible Unix time in seconds")
-        return float(value)
-
-
-def _field_of(error: ErrorDetails) -> str:
-    return ".".join(str(p) for p in error["loc"]) or "(record)"
 
 
 def _record(data, source: str, line: int) -> ToolCall:
     if not isinstance(data, dict):
         raise problem(source, line, None, "a record must be a JSON object", data, "one call per line as {...}")
-    try:
-        call = PlainCall.model_validate(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        name = _field_of(error)
-        rule = error["msg"].removeprefix("Value error, ")
-        value = error.get("input") if error["type"] != "missing" else None
-        fix = FIXES.get(name, "see docs/calibration.md for the plain form")
-        if error["type"] == "missing":
-            rule = "is missing"
-        raise problem(source, line, name, rule, value, fix) from None
-    return ToolCall(
-        task=call.task,
-        start_s=float(call.time),
-        duration_s=call.duration_s,
-        tool=call.tool,
-        worker=call.worker,
-        ok=call.outcome == "ok",
-        code=call.error or None,
-        http_status=call.http_status,
-        retry_after_s=call.retry_after_s,
-        attempt=call.attempt,
-        item=call.item,
-    )
-
-
-KNOWN = frozenset(PlainCall.model_fields)
+    return tool_call(data, source, line)
 
 
 def read_jsonl(

@@ -29,7 +29,7 @@ def _first_line(numbered: Iterator[tuple[int, str]]) -> tuple[int, str] | None:
 
 
 def _sniff(text: str) -> str:
-    """``otlp``, ``jsonl`` or ``document`` (the first line of a multi-line JSON document)."""
+    """``otlp``, ``jsonl``, ``document`` (the first line of a multi-line JSON document), ``deep`` or ``unknown``."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -37,7 +37,7 @@ def _sniff(text: str) -> str:
             return "document"
         return "unknown"
     except RecursionError:
-        return "unknown"
+        return "deep"
     if isinstance(doc, dict) and ("resourceSpans" in doc or "resource_spans" in doc):
         return "otlp"
     return "jsonl" if isinstance(doc, dict) else "unknown"
@@ -71,6 +71,10 @@ def read_file(
             raise problem(source, None, None, "empty file: no trace records", fix="give a file with tool-call traces")
         number, text = first
         kind = _sniff(text)
+        if kind == "deep":
+            raise problem(
+                source, number, None, "JSON nested too deeply to be a trace record", fix="is this a trace file?"
+            )
         if fmt == "auto":
             if kind == "unknown":
                 raise problem(

@@ -1,9 +1,7 @@
-"""The original two formats (generic and structured) and the ErrorFormat protocol.
+"""The error-format protocol, and the helpers the built-in formats share.
 
-Error formats: how the truth of a dispatch is rendered into what the orchestrator sees.
-
-Two questions decide a format's behaviour, and both are about reporting, not about
-what happened:
+A format turns the truth of a dispatch into what the orchestrator sees.  Two questions
+decide its behaviour, and both are about reporting, not about what happened:
 
 * ``partial_batch``: when some items of a fan-out step fail, is the step reported as
   failed, hidden as "ok" (the tool returns what it gathered), or reported with a count
@@ -11,27 +9,37 @@ what happened:
   hiding everything; for a format without an envelope it is the scenario's
   ``fleet.partial_batch`` (None here), an assumption every report states.
 * ``render``: what the orchestrator is told when a dispatch stops on a failure.
+
+Standard library and the simulator's light modules only: no SimPy.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
-from fleetchaos.sim.envelope import AgentToolError, PartialSuccess, item_ref, step_ref
-from fleetchaos.sim.kinds import reported_kind
-from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
+from pydantic import BaseModel
+
+from fleetchaos.sim.envelope import item_ref, step_ref
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.truth import AttemptReport
 
 if TYPE_CHECKING:
     from fleetchaos.sim.config import FleetSpec
 
+#: The values of ``partial_batch`` (and of ``fleet.partial_batch``).
+PARTIAL_BATCH = ("failed", "ok", "count")
+
 
 @runtime_checkable
 class ErrorFormat(Protocol):
-    """Renders the truth of a dispatch into an observation."""
+    """Renders the truth of a dispatch into an observation.
+
+    A format is a class that builds with no arguments (each run gets its own instance).
+    Formats whose text carries the run's planted secrets may also have ``for_run(seed)``,
+    which returns the instance bound to that run (:class:`~fleetchaos.sim.formats._vendor.VendorText`).
+    """
 
     name: str
     partial_batch: str | None
@@ -65,30 +73,6 @@ def plain_success(render: _Render) -> _Render:
     return render
 
 
-class GenericFormat:
-    """A bare status word: the orchestrator learns only that the call failed.
-
-    How a partly failed fan-out step is reported (failed, hidden as "ok", or with a count
-    of its failed items) is the scenario's ``fleet.partial_batch``: a bare word says
-    nothing of it either way.
-    """
-
-    name = "generic"
-    partial_batch = None  # no envelope: the scenario's fleet.partial_batch decides
-    misread_setting = "generic"
-    misread_factor = DEFAULT_MISREAD_FACTORS["generic"]  # the default: a scenario may set its own
-    failure_flag = False
-
-    @plain_success
-    def render(self, report: AttemptReport) -> Observation:
-        if report.completed:
-            return Observation(ok=True, status="ok", worker=report.worker)
-        return Observation(ok=False, status="failed", worker=report.worker)
-
-    def __repr__(self) -> str:
-        return "GenericFormat()"
-
-
 def partial_batch_of(error_format: object, fleet: FleetSpec) -> str:
     """How ``error_format`` reports a partly failed fan-out step in a run of ``fleet``:
     its own ``partial_batch`` (its contract), else the scenario's ``fleet.partial_batch``."""
@@ -119,6 +103,10 @@ def counted(observation: Observation, report: AttemptReport) -> Observation:
     )
 
 
+#: A contract's envelope model.
+_Envelope = TypeVar("_Envelope", bound=BaseModel)
+
+
 def progress_refs(report: AttemptReport) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(completed step references, completed item references of the failed step)."""
     names = report.step_names
@@ -135,65 +123,15 @@ def retry_after_ms(report: AttemptReport) -> int | None:
     return math.ceil(round(report.retry_after_s * 1000.0, 6))
 
 
-class StructuredFormat:
-    """The AgentToolError envelope: code, category, recoverability, partial success, hints.
+def drifted(envelope: _Envelope, report: AttemptReport, drift: Mapping[str, tuple[str, ...]]) -> _Envelope:
+    """The envelope without the fields the worker leaves out, stamped with its older contract version if any.
 
-    The four contract fields are the failure kind's :class:`~fleetchaos.sim.kinds.FailureContract`
-    (``UNCLASSIFIED``, fatal, escalate for a report that names no kind).
+    ``drift`` is the format's own table: the AgentToolError field a drift fault names ->
+    the fields this contract lacks in that older version (read as None).
     """
-
-    name = "structured"
-    partial_batch = "failed"  # the envelope reports the failure, and its partial_success what completed
-    misread_setting = "structured"
-    misread_factor = DEFAULT_MISREAD_FACTORS["structured"]
-    failure_flag = True  # recoverable/category are machine-readable: a guardrail can check them
-
-    @plain_success
-    def render(self, report: AttemptReport) -> Observation:
-        if report.completed:
-            return Observation(ok=True, status="ok", worker=report.worker)
-        kind = report.shown_as or reported_kind(report.failure)  # a worker's wrong envelope names another
-        contract = kind.contract
-        steps, items = progress_refs(report)
-        partial = PartialSuccess(completed_steps=steps, artifacts=items)
-        context = {"worker": f"worker-{report.worker}", "tool": report.step_names[report.failed_step]}
-        if kind.outcome_unknown:
-            context["outcome"] = "unknown"  # the side effect may or may not have committed
-        if report.alternatives_left:
-            context["alternatives_left"] = str(report.alternatives_left)
-        envelope = AgentToolError(
-            error_code=contract.error_code,
-            category=contract.category,  # type: ignore[arg-type]  # "reporting" (a reporting kind) is refused
-            recoverable=contract.recoverable,  # type: ignore[arg-type]  # None (a reporting kind) is refused
-            suggested_action=contract.suggested_action,
-            partial_success=partial,
-            retry_after_ms=retry_after_ms(report),
-            context=context,
-        )
-        if report.schema_version is not None or report.dropped_fields:
-            envelope = _older(envelope, report.schema_version, report.dropped_fields)
-        return Observation(ok=False, status="failed", worker=report.worker, envelope=envelope)
-
-    def __repr__(self) -> str:
-        return "StructuredFormat()"
-
-
-#: What a field reads as in an envelope version that does not have it.
-_ABSENT: dict[str, object] = {"partial_success": None, "retry_after_ms": None, "suggested_action": "", "context": {}}
-
-
-def _older(envelope: AgentToolError, version: str | None, dropped: tuple[str, ...]) -> AgentToolError:
-    """The envelope without the ``dropped`` fields, stamped with an older contract ``version`` when one is given."""
-    updates = {name: _ABSENT[name] for name in dropped if name in _ABSENT}
-    if version is not None:
-        updates["schema_version"] = version
+    if report.schema_version is None and not report.dropped_fields:
+        return envelope
+    updates: dict = {f: None for name in report.dropped_fields for f in drift.get(name, ())}
+    if report.schema_version is not None:
+        updates["schema_version"] = report.schema_version
     return envelope.model_copy(update=updates)
-
-
-class AgentToolErrorFormat(StructuredFormat):
-    """The AgentToolError envelope under its contract's name: the same as ``structured``."""
-
-    name = "agent-tool-error"
-
-    def __repr__(self) -> str:
-        return "AgentToolErrorFormat()"

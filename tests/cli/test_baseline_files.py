@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import fleetchaos.runs.runner as runner
-from fleetchaos.gates import baseline as baseline_module
+from fleetchaos.gates import baseline_docs as baseline_module
 from fleetchaos.gates.history import open_store
 
 
@@ -42,7 +42,8 @@ def no_runs(monkeypatch):
 
 
 def test_a_results_file_or_its_folder_gates_a_comparison(cli, small, results_file):
-    """The same arm passes; a worse arm (blind retries on generic errors) fails with exit 1 against the file and the folder."""
+    """The same arm passes against the file and the folder; an arm the baseline lacks is new: noted, or with
+    --fail-on-new a failure."""
     same = cli("compare", "--scenario", small, "--seeds", "3", "--jobs", "1", "--policies", "structured", "--errors",
                "structured", "--baseline", results_file, "--fail-on", "recovery_rate:-2%")  # fmt: skip
     assert same.exit_code == 0, same.stderr
@@ -50,14 +51,18 @@ def test_a_results_file_or_its_folder_gates_a_comparison(cli, small, results_fil
     assert f"in baseline {results_file} (structured on structured)" in same.stderr
     folder = str(Path(results_file).parent)
     worse = cli("run", "--scenario", small, "--policy", "blind-retry", "--errors", "structured", "--seed", "2",
-                "--baseline", folder, "--fail-on", "recovery_rate:-2%", "--allow-new-arms")  # fmt: skip
+                "--baseline", folder, "--fail-on", "recovery_rate:-2%")  # fmt: skip
     assert worse.exit_code == 2  # one arm against a baseline of two: no arm in common, found before the run
     assert "no arm in common" in worse.stderr
-    worse = cli("compare", "--scenario", small, "--seeds", "3", "--jobs", "1", "--policies", "structured,blind-retry",
-                "--errors", "structured", "--baseline", folder, "--fail-on", "recovery_rate:-2%")  # fmt: skip
-    assert worse.exit_code == 1, worse.stderr
-    assert "FAILED new arm: blind-retry on structured: no such arm in baseline" in worse.stderr  # listed, not skipped
-    assert "ok recovery_rate for structured on structured" in worse.stderr
+    args = ("compare", "--scenario", small, "--seeds", "3", "--jobs", "1", "--policies", "structured,blind-retry",
+            "--errors", "structured", "--baseline", folder, "--fail-on", "recovery_rate:-2%")  # fmt: skip
+    new = cli(*args)
+    assert new.exit_code == 0, new.stderr
+    assert "note new arm: blind-retry on structured: no such arm in baseline" in new.stderr  # listed, not skipped
+    assert "ok recovery_rate for structured on structured" in new.stderr
+    asked = cli(*args, "--fail-on-new")
+    assert asked.exit_code == 1, asked.stderr
+    assert "FAILED new arm: blind-retry on structured: no such arm in baseline" in asked.stderr
 
 
 def test_a_regression_against_a_results_file_exits_1(cli, small, results_file, tmp_path):

@@ -47,6 +47,27 @@ MAPPED = from_tenacity(CLIENT, exception_map={"TOOL_TIMEOUT": ReadTimeout, "time
 WALL_CLOCK = tenacity.Retrying(wait=lambda state: 1.0)
 ON_RESULT = tenacity.Retrying(retry=tenacity.retry_if_result(lambda r: r is None))
 ON_EVENT = tenacity.Retrying(stop=tenacity.stop_when_event_set(threading.Event()))
+INF_ATTEMPTS = tenacity.Retrying(stop=tenacity.stop_after_attempt(float("inf")))
+NAN_ATTEMPTS = tenacity.Retrying(stop=tenacity.stop_after_attempt(float("nan")))
+
+
+class OwnLoop(tenacity.Retrying):
+    def __call__(self, fn, *args, **kwargs):
+        return fn(*args, **kwargs)
+
+
+OWN_LOOP = OwnLoop(stop=tenacity.stop_after_attempt(3))
+NESTED = tenacity.wait_fixed(1)
+for _ in range(150):
+    NESTED = tenacity.wait_fixed(1) + (tenacity.wait_random(0, 1) + NESTED)
+TOO_NESTED = tenacity.Retrying(wait=NESTED)
+LONG_SUM = tenacity.wait_fixed(0.001)
+LONG_ANY = tenacity.stop_after_attempt(4)
+for _ in range(2000):
+    LONG_SUM = LONG_SUM + tenacity.wait_fixed(0.001)
+    LONG_ANY = LONG_ANY | tenacity.stop_after_delay(600)
+LONG_CHAINS = tenacity.Retrying(wait=LONG_SUM, stop=LONG_ANY)
+NEGATIVE_WAIT = tenacity.Retrying(wait=tenacity.wait_fixed(-10), stop=tenacity.stop_after_attempt(3))
 """
 
 
@@ -99,6 +120,11 @@ def test_a_spec_parameter_reaches_into_the_translation(cli):
         ("WALL_CLOCK", ["cannot translate wait=a lambda", "custom callable may read the wall clock"]),
         ("ON_RESULT", ["cannot translate retry=a tenacity.retry.retry_if_result object", "return value"]),
         ("ON_EVENT", ["cannot translate stop=", "threading.Event", "stop_after_delay"]),
+        ("INF_ATTEMPTS", ["cannot translate stop=stop_after_attempt(inf)", "never holds", "stop_never()"]),
+        ("NAN_ATTEMPTS", ["cannot translate stop=stop_after_attempt(nan)", "never holds", "stop_never()"]),
+        ("OWN_LOOP", ["overrides fc_team_retrying.OwnLoop.__call__ of tenacity's retrying loop"]),
+        ("TOO_NESTED", ["its compositions nest more than 100 levels deep", "RecursionError", "wait_combine(a, b, c"]),
+        ("LONG_CHAINS", ["].stops[0]=stop_any(...)", "nest more than 100 levels deep"]),
     ],
 )
 def test_an_untranslatable_config_is_one_line_and_exit_2(cli, name, fragments):
@@ -126,3 +152,14 @@ def test_an_exception_type_no_failure_raises_is_refused(tmp_path, cli):
     assert "no entry of the exception map raises fc_team_retrying.ReadTimeout" in text
     assert "exception_map={'TOOL_TIMEOUT': fc_team_retrying.ReadTimeout}" in text
     assert "Traceback" not in result.output
+
+
+def test_a_wait_time_sleep_refuses_fails_the_task_as_tenacity_does(cli):
+    """wait_fixed(-10) under Retrying's time.sleep: each faulted task fails at its first retry with the ValueError
+    time.sleep raises, recorded on the task; nothing is retried at once."""
+    result = cli("run", "--scenario", "SMALL", "--policy", "fc_team_retrying:NEGATIVE_WAIT", "--no-history", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["metrics"]["retries"] == 0 and 0 < doc["metrics"]["policy_errors"] <= doc["metrics"]["faulted_tasks"]
+    (message,) = doc["breakdowns"]["policy_errors_by_message"]
+    assert message.startswith("policy raised ValueError: sleep length must be non-negative: time.sleep(-10.0)")

@@ -116,7 +116,7 @@ def test_quiet_prints_only_the_verdict(cli, small, tmp_path):
     quiet = cli("run", "--scenario", small, "--quiet", "--report", str(tmp_path / "r"), "--label", "base")
     assert quiet.exit_code == 0 and quiet.stdout == "" and quiet.stderr == ""
     assert (tmp_path / "r" / "report.html").is_file()
-    worse = cli("run", "--scenario", small, "--param", "faults[0].probability=0.6", "--quiet",
+    worse = cli("run", "--scenario", small, "--policy", "blind-retry", "--errors", "generic", "--quiet",
                 "--baseline", "base", "--fail-on", "success_rate:-1%")  # fmt: skip
     assert worse.exit_code == 1 and worse.stdout == ""
     assert "success_rate" in worse.stderr and "exit 1" in worse.stderr

@@ -71,7 +71,7 @@ def test_thresholds_come_from_the_command_line_then_the_ini(chaos_dir, nine_perc
     loose = chaos_dir.runpytest(*base)
     loose.assert_outcomes(passed=1)
     loose.stdout.fnmatch_lines(
-        ["fleetchaos: baseline main, gate common_recovery_rate:-20%", "*test_blind*passed*  ok *sim"]
+        ["fleetchaos: baseline main, gate common_recovery_rate:-20%, evidence weak", "*test_blind*passed*  ok *sim"]
     )
     chaos_dir.runpytest(*base, "--fleetchaos-fail-on", "common_recovery_rate:-5%").assert_outcomes(failed=1)
 

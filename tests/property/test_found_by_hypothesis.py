@@ -36,7 +36,7 @@ def test_a_subnormal_event_rate_does_not_crash_the_run(kind):
 
 
 def test_overlapping_slow_windows_whose_factors_underflow_do_not_crash_the_run():
-    """Two overloads of one provider at once multiply their capacity factors: 0.5 x 5e-324 is 0.0 in floats.
+    """Two overloads of one provider at once multiply their capacity factors: 1e-300 x 1e-300 is 0.0 in floats.
 
     Hypothesis found it once the strategies drew every kind: the run divided by that zero.  No
     speed is left, so the provider never finishes the call, and the task is still in flight at the
@@ -49,12 +49,17 @@ def test_overlapping_slow_windows_whose_factors_underflow_do_not_crash_the_run()
             "fleet": {"orchestrators": 1, "workers": 1, "providers": [{"name": "api", "max_in_flight": 1}]},
             "workload": {"arrivals": [{"at_s": 0, "template": "coding"}]},
             "faults": [
-                {"kind": "overloaded", "provider": "api", "windows": [{"start_s": 0, "duration_s": 1}]},
                 {
                     "kind": "overloaded",
                     "provider": "api",
                     "windows": [{"start_s": 0, "duration_s": 1}],
-                    "capacity_factor": 5e-324,
+                    "capacity_factor": 1e-300,
+                },
+                {
+                    "kind": "overloaded",
+                    "provider": "api",
+                    "windows": [{"start_s": 0, "duration_s": 1}],
+                    "capacity_factor": 1e-300,
                 },
             ],
         }

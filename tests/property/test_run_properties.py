@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from fleetchaos.policies import POLICIES, StructuredDecisionTree
 from fleetchaos.runs.runner import run_one
-from fleetchaos.sim.formats import FORMATS, get_format
+from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.formats.registry import builtin_formats
 from fleetchaos.sim.world import World
 from fleetchaos.testing.strategies import REPORTED_KINDS, scenarios
 from fleetchaos.testing.suite import PROPORTIONS, ScenarioResult
@@ -23,7 +24,7 @@ SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 seeds = st.integers(0, 2**32)
 # Every built-in policy and error format: these properties must hold for all of them.
 policies = st.sampled_from(sorted(POLICIES))
-formats = st.sampled_from(sorted(FORMATS))
+formats = st.sampled_from(sorted(builtin_formats()))
 
 
 @SETTINGS

@@ -19,7 +19,7 @@ JUNK = shutil.ignore_patterns(".pytest_cache", "__pycache__", "out")
 def test_the_real_agent_suite_passes_offline_with_its_reports(tmp_path):
     """A copy of examples/real_agent passes its three levels offline and writes every report.
 
-    Its wall time is measured, not asserted (no timed tests): about 4 s on an idle machine
+    Its wall time is measured, not asserted (no timed tests): a few seconds on an idle machine (five seeds)
     (docs/real-code.md).
     """
     pytest.importorskip("openai")

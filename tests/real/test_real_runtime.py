@@ -173,6 +173,17 @@ def test_timeouts_after_commit_duplicate_an_append_unless_an_idempotency_key_ded
     assert keyed.metrics["deduplicated_side_effects"] == blind.metrics["duplicate_side_effects"]
 
 
+def test_retries_into_an_empty_token_bucket_are_judged_wasted_as_in_the_simulator(small_scenario):
+    """One token, refilled every 1000 s: the writes are refused (429) and retried at once, while the bucket is
+    still empty, so every retry is wasted under the token bucket's reason, as the simulator's judge counts it."""
+    spec = small_scenario([], api_burst=1, api_rate_per_s=0.001)
+    run = run_real(spec, agent, seed=3, tasks=1)
+    (rec,) = run.records
+    assert rec.fault_hits.get("rate_limit", 0) > 0 and rec.retries > 0
+    assert rec.wasted_reasons == {"API token bucket still empty": rec.retries}
+    assert run.result.breakdowns["wasted_retries_by_family"] == {"while still rate limited": rec.retries}
+
+
 def test_a_simulation_only_kind_is_refused_with_one_message(small_scenario):
     """A scenario with node_crash names the field, the value and the fix, before anything runs."""
     spec = small_scenario([{"kind": "node_crash", "events": [{"worker": 0, "at_s": 5}]}])

@@ -140,3 +140,58 @@ class SlowButFine:
         """Sleep 20 ms of real time, then give up."""
         time.sleep(0.02)
         return GiveUp()
+
+
+class CallsOsExit:
+    """Ends the process with os._exit(0) on its first decision: no finally, no atexit, no output."""
+
+    def decide(self, observation, history):
+        """Leave without a word."""
+        os._exit(0)
+
+
+class SwallowsOsExit:
+    """Calls os._exit(0) and swallows whatever that raises, then gives up as if nothing happened."""
+
+    def decide(self, observation, history):
+        """Try to end the process, and hide the attempt."""
+        with contextlib.suppress(BaseException):
+            os._exit(0)
+        return GiveUp()
+
+
+class RetryPropertyExits:
+    """No decide(); reading its ``retry`` (as a tenacity configuration's is read) raises SystemExit(0)."""
+
+    @property
+    def retry(self):
+        """Exit the process when read."""
+        raise SystemExit(0)
+
+
+try:
+    import tenacity
+except ImportError:  # pragma: no cover - tenacity is in the dev extra
+    tenacity = None
+
+if tenacity is not None:
+
+    class _ExitingRetrying(tenacity.Retrying):
+        @property
+        def retry(self):
+            """A Retrying whose retry strategy raises SystemExit(0) when it is read."""
+            raise SystemExit(0)
+
+        @retry.setter
+        def retry(self, value):
+            pass
+
+    EXITING_RETRYING = _ExitingRetrying()
+
+
+class AlwaysRetries:
+    """Retries every failure at once, for ever: only the orchestrator's action cap stops a task."""
+
+    def decide(self, observation, history):
+        """Retry."""
+        return Retry(delay_s=0.0)

@@ -3,10 +3,13 @@ is exit 2 (a full disk a clean exit 3 naming the cause), checked before work sta
 
 from __future__ import annotations
 
+import copy
 import json
 import resource
 import signal
+from pathlib import Path
 
+import patience
 import pytest
 from reliability_cli import fleetchaos
 
@@ -136,3 +139,95 @@ def test_a_sweep_grid_is_bounded_before_any_scenario_is_built():
     spec = SweepSpec(params={"fleet.workers": list(range(1, 257)), "workload.tasks_per_day": list(range(1, 257))})
     with pytest.raises(UserError, match="65,536 points"):
         check_grid_size(spec, 10)
+
+
+@pytest.fixture(scope="module")
+def compare_results(tmp_path_factory, tiny) -> dict:
+    """The results.json of a one-arm, one-seed compare report."""
+    root = tmp_path_factory.mktemp("compare")
+    out = fleetchaos("compare", "--scenario", str(tiny), "--policies", "structured", "--errors", "structured",
+                     "--seeds", "1", "--report", "rep", "--no-history", cwd=root)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return json.loads((root / "rep" / "results.json").read_text())
+
+
+@pytest.mark.parametrize("workers", [10**10, 10**20, 0], ids=["memory", "overflow", "none"])
+def test_a_results_file_claiming_an_absurd_worker_count_is_refused(tmp_path, compare_results, workers):
+    """`report` on a results file whose timeline claims 10**20 workers (OverflowError) or 10**10 (MemoryError): exit 2
+    naming the field, before any chart is drawn."""
+    doc = copy.deepcopy(compare_results)
+    doc["timelines"][0]["workers"] = workers
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    out = fleetchaos("report", "bad.json", "-o", "again", cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("error: bad.json: ") and "timelines.0.workers" in out.stderr, out.stderr
+    assert not (tmp_path / "again").exists() or not any((tmp_path / "again").iterdir())
+
+
+_FIFO_READERS = {
+    "scenario": (["scenarios", "validate", "FIFO"], "scenario file"),
+    "run": (["run", "--scenario", "FIFO", "--no-history"], "scenario file"),
+    "results": (["report", "FIFO", "-o", "out"], "results file"),
+    "baseline": (
+        ["compare", "--scenario", "TINY", "--seeds", "1", "--baseline", "FIFO", "--no-history"],
+        "results file",
+    ),
+    "diff": (["history", "diff", "FIFO", "FIFO"], "results file"),
+    "sweep": (["sweep", "--file", "FIFO", "--no-history"], "sweep file"),
+    "space": (["tune", "--space", "FIFO"], "search space"),
+    "codes": (["calibrate", "TRACE", "--codes", "FIFO", "-o", "out.yaml"], "code mapping"),
+    "trace": (["calibrate", "FIFO", "-o", "out.yaml"], "no trace records"),
+}
+
+
+@pytest.mark.parametrize("reader", sorted(_FIFO_READERS))
+def test_a_named_pipe_nothing_writes_to_never_hangs_a_reader(tmp_path, tiny, reader):
+    """A FIFO given as any input (open() waited for a writer for ever): exit 2 at once, one line naming it. A reader
+    that hangs uses no processor time: patience ends it as stalled after a minute, and the test fails."""
+    import os
+
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    trace = Path(__file__).parents[2] / "examples" / "traces" / "crm_day.csv"
+    args, what = _FIFO_READERS[reader]
+    args = [str({"FIFO": fifo, "TINY": tiny, "TRACE": trace}.get(a, a)) for a in args]
+    out = fleetchaos(*args, cwd=tmp_path, stall_s=60)
+    assert out.returncode == 2, out.stderr
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith(f"error: {fifo}: ") and what in line, line
+
+
+def test_a_pipe_with_a_writer_is_read(tmp_path):
+    """A pipe something writes to (the shell's <(command), whose writer holds the pipe from the start) is read
+    whole, as before."""
+    import shlex
+
+    from reliability_cli import FLEETCHAOS
+
+    import fleetchaos.catalogue as catalogue
+
+    command = f"{shlex.quote(FLEETCHAOS)} scenarios validate <(cat {shlex.quote(str(catalogue.path('default')))})"
+    out = patience.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, stall_s=60)
+    assert out.returncode == 0 and "ok: /dev/fd/" in out.stdout and "scenario 'default'" in out.stdout, out.stderr
+
+
+def test_a_policy_that_always_retries_cannot_keep_more_than_a_run_may(tiny, monkeypatch, tmp_path):
+    """The memory bound of a run that keeps its tasks holds whatever the policy does: with the budget lowered to
+    300 KB, a policy retrying every failure (it kept about 3.3 times the size guard's estimate per task) is stopped
+    with exit 2 naming the run, while the built-in structured policy on the same world stays within it."""
+    from click.testing import CliRunner
+
+    from fleetchaos.cli.main import main
+    from fleetchaos.scenario import load
+
+    monkeypatch.setattr(load, "MAX_REPORT_BYTES", 300_000)
+    monkeypatch.chdir(tmp_path)
+    base = ["run", "--scenario", str(tiny), "--no-history", "--report"]
+    result = CliRunner().invoke(main, [*base, "greedy", "--policy", "hostile_policies:AlwaysRetries"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(
+        "error: policy hostile_policies:AlwaysRetries on structured, seed 1: stopped after "
+    )
+    assert "past the 0.0003 GB a run that keeps its tasks may use" in result.stderr
+    result = CliRunner().invoke(main, [*base, "fine", "--policy", "structured"])
+    assert result.exit_code == 0, result.output

@@ -95,7 +95,7 @@ _OPTIONS = {
     "history": ["--history", "--limit"],
     "shrink": ["--property", "--task-silent", "-o", "--max-trials", "--seed"],
 }  # fmt: skip
-_flags = ["--allow-new-arms", "--allow-policy-errors", "--allow-partial-baseline", "--json", "--no-history", "--force"]
+_flags = ["--fail-on-new", "--allow-policy-errors", "--allow-partial-baseline", "--json", "--no-history", "--force"]
 
 
 @FUZZ

@@ -161,3 +161,56 @@ def test_history_rows_hold_the_sanitised_error_text(tmp_path, tiny):
     assert out.returncode == 0, out.stderr
     (result,) = sqlite3.connect(tmp_path / "history.db").execute("SELECT result FROM runs").fetchone()
     assert "could not handle" in result and PlantedSecrets.for_run(1).count_in(result) == 0
+
+
+_SEQUENCES = "\x1b[2J\x1b]0;pwned\x07\x9b31m\u202e"  # clear screen, window title, a one-byte CSI, a bidi override
+
+
+def test_escape_sequences_in_scenario_text_are_refused_naming_each_field(tmp_path):
+    """A scenario whose name, description, reveals, template and tool names hold escape sequences: exit 2, a line per
+    field with the sequence written out (\\x1b), and no raw control character on either stream."""
+    doc = yaml.safe_load(catalogue.path("default").read_text())
+    doc.update(name="evil" + _SEQUENCES, description="d" + _SEQUENCES, reveals="r" + _SEQUENCES)
+    doc["workload"]["templates"] = [
+        {"name": "t\x1b[8m", "steps": [{"tool": "tool\x1b[8mhidden", "duration": {"mean_s": 5}}]}
+    ]
+    doc["faults"] = []
+    (tmp_path / "evil.yaml").write_text(yaml.safe_dump(doc, allow_unicode=True))
+    for args in (["run", "--scenario", "evil.yaml", "--no-history"], ["scenarios", "validate", "evil.yaml"]):
+        out = fleetchaos(*args, cwd=tmp_path)
+        assert out.returncode == 2, out.stdout[-300:]
+        for field in ("name", "description", "reveals", "workload.templates[0].name", "steps[0].tool"):
+            assert f"{field}: '" in out.stderr and "holds the control character \\x1b" in out.stderr, field
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", out.stdout + out.stderr)
+
+
+def test_no_terminal_path_prints_a_control_character_from_a_label_or_a_results_file(tmp_path, tiny):
+    """Text that is not a scenario's (a --label, a results file's scenario and policy names) reaches the terminal
+    written out, through every table and message: history, history diff, report."""
+    out = fleetchaos("run", "--scenario", str(tiny), "--label", "lab" + _SEQUENCES, "--report", "rep", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    results = (tmp_path / "rep" / "results.json").read_text()
+    doc = yaml.safe_load(results)
+    doc["scenario"] = doc["policy"] = "name" + _SEQUENCES
+    import json
+
+    (tmp_path / "evil.json").write_text(json.dumps(doc))
+    outputs = {}
+    for args in (["history"], ["history", "latest"], ["history", "diff", "evil.json", "evil.json"],
+                 ["history", "diff", "latest", "evil.json"], ["report", "evil.json", "-o", "again"]):  # fmt: skip
+        out = fleetchaos(*args, cwd=tmp_path, env={"COLUMNS": "200"})
+        assert out.returncode in (0, 2), (args, out.stderr)
+        outputs[" ".join(args)] = out.stdout + out.stderr
+    assert "lab\\x1b[2J" in outputs["history"]
+    raw = {k: sorted(set(re.findall("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", v))) for k, v in outputs.items()}
+    assert not any(raw.values()), raw
+
+
+def test_terminal_text_writes_out_what_a_terminal_would_act_on():
+    """terminal_text, one_line and rich_text write out C0/C1 controls, DEL and bidi overrides; tabs, line feeds and
+    other non-ASCII text stay."""
+    from fleetchaos.escaping import one_line, rich_text, terminal_text
+
+    assert terminal_text("a\x1b[31mb\x07\x7f\x9b\u202eé\tz\n") == "a\\x1b[31mb\\x07\\x7f\\x9b\\u202eé\tz\n"
+    assert one_line("x\x1b]0;t\x07\ny") == "x\\x1b]0;t\\x07 y"
+    assert rich_text("[b]\x1b[2J").plain == "[b]\\x1b[2J"

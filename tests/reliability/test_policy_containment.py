@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sqlite3
@@ -148,3 +149,45 @@ def test_sigterm_marks_the_group_interrupted_keeps_runs_and_exits_143(tmp_path, 
     db = sqlite3.connect(tmp_path / "h.db")
     status, runs = db.execute("SELECT status, (SELECT COUNT(*) FROM runs) FROM groups").fetchone()
     assert status == "interrupted" and runs >= 2
+
+
+@pytest.mark.parametrize("name", ["CallsOsExit", "SwallowsOsExit"])
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_policy_calling_os_exit_fails_the_command_with_one_line(tmp_path, tiny, name, jobs):
+    """os._exit(0) in a policy (it ended a --jobs 1 command with exit 0 and no output): exit 2 naming the call, the
+    arm and its replay, in-process and in worker processes, even when the policy swallows what the call raised;
+    the history group is marked failed, never complete."""
+    out = fleetchaos("compare", "--scenario", str(tiny), "--policies", f"hostile_policies:{name},backoff",
+                     "--errors", "generic", "--seeds", "2", "--jobs", jobs, cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 2, (out.returncode, out.stdout[-500:], out.stderr)
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith(f"error: policy hostile_policies:{name} on generic, seed ") and "os._exit(0)" in line
+    assert "replay it with: fleetchaos run" in line and "Traceback" not in out.stderr
+    db = sqlite3.connect(tmp_path / "history.db")
+    assert [s for (s,) in db.execute("SELECT status FROM groups")] == ["failed"]
+
+
+@pytest.mark.parametrize("name", ["RetryPropertyExits", "EXITING_RETRYING"])
+def test_a_policy_whose_attribute_raises_system_exit_is_exit_2(tmp_path, tiny, name):
+    """A policy object whose `retry` raises SystemExit(0) when read (it exited 0 with no output): exit 2, one line."""
+    out = fleetchaos("run", "--scenario", str(tiny), "--policy", f"hostile_policies:{name}", cwd=tmp_path)
+    assert out.returncode == 2, (out.returncode, out.stdout[-500:], out.stderr)
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith(f"error: --policy: policy 'hostile_policies:{name}': "), line
+
+
+def test_process_exits_are_refused_only_inside_the_block_and_even_when_swallowed():
+    """The stand-ins for os._exit are in place only while a run's block runs, nested blocks included; a call the
+    caller swallowed is raised again when the block ends."""
+    import os
+
+    from fleetchaos.sim.interrupts import ProcessExitRefused, process_exits_refused
+
+    original = os._exit
+    with pytest.raises(ProcessExitRefused, match=r"os._exit\(3\)"), process_exits_refused():
+        with process_exits_refused():
+            assert os._exit is not original
+        assert os._exit is not original
+        with contextlib.suppress(BaseException):
+            os._exit(3)
+    assert os._exit is original

@@ -434,8 +434,9 @@ def test_every_chart_reads_right(charts):
                     problems.append(f"{name}: colormap {image.get_cmap().name}")
             problems += [f"{name}: {line}" for line in _apart_in_legends(fig)]
     everything = {"headline", "silent_and_wasted", "failed_retries", "cost_split", "cost_vs_success", "heatmap", "ecdf",
-                  "goodput", "timeline0", "timeline1", "error_codes", "timeline", "success_rate", "wasted_retries",
-                  "ablation", "robustness", "tornado", "real-ecdf", "real-headline", "real-cost_split"}  # fmt: skip
+                  "goodput", "provider_load0", "timeline0", "timeline1", "error_codes", "timeline", "success_rate",
+                  "wasted_retries", "ablation", "robustness", "tornado", "real-ecdf", "real-headline",
+                  "real-cost_split"}  # fmt: skip
     assert everything <= drawn, everything - drawn
     assert not problems, "\n".join(problems)
 

@@ -215,7 +215,7 @@ def test_with_its_sensitivity_study_the_finding_names_what_it_rests_on_and_where
     import statistics
 
     from fleetchaos.results.models import ArmResult
-    from fleetchaos.results.studies import ArmRole, Setting, SensitivityResult, TunedCompareResult, TuningRecord
+    from fleetchaos.results.studies import ArmRole, SensitivityResult, Setting, TunedCompareResult, TuningRecord
     from fleetchaos.runs.sensitivity import flips_of, point, tornado_bars
 
     def arms(lead: float) -> list[ArmResult]:
@@ -228,7 +228,7 @@ def test_with_its_sensitivity_study_the_finding_names_what_it_rests_on_and_where
 
     leads = {"fleet.providers[0].admission": {"refuse": 0.07, "queue": -0.03},
              "fleet.checkpoints": {False: 0.07, True: 0.05}, "workload.tasks_per_day": {600.0: 0.02, 1200.0: 0.07}}  # fmt: skip
-    settings = [Setting(parameter=p, values=list(v), own=list(v)[0] if p != "workload.tasks_per_day" else 1200.0,
+    settings = [Setting(parameter=p, values=list(v), own=next(iter(v)) if p != "workload.tasks_per_day" else 1200.0,
                         metric="success_rate", retuned=True, reaches=["status", "structured"])
                 for p, v in leads.items()]  # fmt: skip
     points = [point(p, value, "success_rate", arms(d), 0.95) for p, v in leads.items() for value, d in v.items()]

@@ -19,7 +19,7 @@ def _scenario(small: str, **fleet):
 def test_compare_report_states_the_runs_misread_factors_and_chances(small, tmp_path):
     """A comparison's assumptions name the scenario's misread_probability, every factor and each arm's chance."""
     scenario = _scenario(small, misread_probability=0.1, misread_factor={"structured": 0.5, "raw": 4})
-    result = compare(scenario, [1], policies=("blind-retry",), formats=("generic", "structured"))
+    result = compare(scenario, [1], policies=("blind-retry",), errors=("generic", "structured"))
     line = stated_assumptions(result)[0]
     assert "misread_probability (0.1)" in line
     assert "structured 0.5" in line and "raw 4" in line and "tool_envelope 0.05" in line
@@ -44,7 +44,7 @@ def test_reports_state_whether_envelopes_are_wrong_and_how_often(tmp_path):
 
     assert WRONG_ENVELOPES == PREFIX  # the run report finds the rule's line by it
     scenario = load_scenario("imperfect_contracts")
-    compared = compare(scenario, [1], policies=("structured",), formats=("structured",))
+    compared = compare(scenario, [1], policies=("structured",), errors=("structured",))
     line = stated_assumptions(compared)[1]
     expected = (
         "wrong envelopes (faults[6]) on every worker, every failure: misclassify 0.1, mark_recoverable 0.5, "
@@ -55,7 +55,7 @@ def test_reports_state_whether_envelopes_are_wrong_and_how_often(tmp_path):
     assert expected in stated_assumptions(run)[1]  # the run's line comes from its scheduled faults
     write_run_report(run, tmp_path / "run")
     assert expected in (tmp_path / "run" / "summary.md").read_text()
-    truthful = compare(load_scenario("flaky_network"), [1], policies=("structured",), formats=("structured",))
+    truthful = compare(load_scenario("flaky_network"), [1], policies=("structured",), errors=("structured",))
     assert "report every failure as the truth has it" in stated_assumptions(truthful)[1]
 
 
@@ -67,7 +67,7 @@ def test_a_comparison_states_partial_batches_checkpoints_providers_and_prices(tm
     doc["workload"]["tasks_per_day"] = 20
     doc["fleet"].update(partial_batch="count", checkpoints=True, usd_per_silent_failure=900)
     doc["fleet"]["providers"][0].update(name="api_*x*", admission="queue")
-    compared = compare(type(scenario).model_validate(doc), [1], policies=("blind-retry",), formats=("generic",))
+    compared = compare(type(scenario).model_validate(doc), [1], policies=("blind-retry",), errors=("generic",))
     line = stated_assumptions(compared)[-1]
     assert "says how many items failed (fleet.partial_batch: count)" in line
     assert "every retry resumes where the last dispatch stopped" in line

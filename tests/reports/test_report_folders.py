@@ -214,11 +214,11 @@ def test_goodput_over_time_is_recorded_and_drawn_only_when_the_scenario_asks(tmp
     from fleetchaos.scenario.load import load_scenario
 
     base = load_scenario("crm_sync_403")
-    plain = compare(base, [1], policies=("blind-retry",), formats=("structured",))
+    plain = compare(base, [1], policies=("blind-retry",), errors=("structured",))
     assert "goodput_by_time" not in plain.arms[0].breakdowns
     assert "goodput_bin_s" not in plain.scenario_config
     binned = base.model_validate({**base.model_dump(), "goodput_bin_s": 3600})
-    result = compare(binned, [1, 2], policies=("blind-retry", "structured"), formats=("structured",))
+    result = compare(binned, [1, 2], policies=("blind-retry", "structured"), errors=("structured",))
     counts = result.arms[0].breakdowns["goodput_by_time"]
     assert all(len(k) == 9 for k in counts) and sum(counts.values()) > 0
     xs, ys = goodput_series(counts, 3600.0, 2, binned.duration_s)

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from fleetchaos.cli.main import main
 from fleetchaos.runs.ablation import STEPS, ablation_document, run_ablation
 from fleetchaos.scenario.load import load_scenario
-from fleetchaos.sim.formats import ABLATION_FORMATS
+from fleetchaos.sim.formats.failure_type import ABLATION_FORMATS
 
 SEEDS = [1, 2, 3, 4]
 

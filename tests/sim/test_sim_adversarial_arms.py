@@ -42,7 +42,7 @@ def _arms(result, policies) -> dict[tuple[str, str], str]:
 @pytest.fixture(scope="module")
 def reference(scenario):
     """The built-in arms compared on their own."""
-    return _arms(compare(scenario, SEEDS, policies=BUILTIN, formats=FORMATS, scenario_ref="field_ablation"), BUILTIN)
+    return _arms(compare(scenario, SEEDS, policies=BUILTIN, errors=FORMATS, scenario_ref="field_ablation"), BUILTIN)
 
 
 def test_every_adversary_next_to_builtin_arms_leaves_them_byte_identical(scenario, reference):
@@ -50,7 +50,7 @@ def test_every_adversary_next_to_builtin_arms_leaves_them_byte_identical(scenari
     adversaries = tuple(ADVERSARIES)
     policies = (adversaries[0], BUILTIN[0], *adversaries[1:4], BUILTIN[1], *adversaries[4:])
     runs = []
-    mixed = compare(scenario, SEEDS, policies=policies, formats=FORMATS, scenario_ref="field_ablation",
+    mixed = compare(scenario, SEEDS, policies=policies, errors=FORMATS, scenario_ref="field_ablation",
                     keep_tasks=True, on_result=lambda r: runs.append((r.policy, [t["policy_error"] for t in r.tasks],
                                                                        r.metrics)))  # fmt: skip
     assert _arms(mixed, BUILTIN) == reference
@@ -70,7 +70,7 @@ def test_every_adversary_next_to_builtin_arms_leaves_them_byte_identical(scenari
 def test_a_policy_sleeping_forever_stops_at_the_drain_limit(scenario):
     """Retry(delay_s=1e15) or the largest float: the run still ends (at horizon + drain), its waiting tasks counted unfinished."""
     for policy in ("adversarial_policies:SleepsForever", "adversarial_policies:SleepsAtTheFloatLimit"):
-        result = compare(scenario, [1], policies=(policy,), formats=("generic",), scenario_ref="field_ablation")
+        result = compare(scenario, [1], policies=(policy,), errors=("generic",), scenario_ref="field_ablation")
         metrics = json.loads(result.arms[0].model_dump_json())["metrics"]
         assert metrics["unfinished_tasks"] > 0 and metrics["policy_errors"] == 0, metrics
         assert metrics["tasks"] > metrics["unfinished_tasks"]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from fleetchaos.names import DEFAULT_ERRORS, DEFAULT_POLICIES
 from fleetchaos.policies import get_policy
-from fleetchaos.runs.runner import BUILTIN_FORMATS, BUILTIN_POLICIES, run_one
+from fleetchaos.runs.runner import run_one
 from fleetchaos.scenario.load import load_scenario
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.world import World
@@ -62,7 +63,7 @@ def test_fault_schedule_identical_across_arms(default_scenario):
     check that can fail is the second half: the faults each task's first dispatch meets
     (time, kind, tool, worker, task) are the same in two arms that retry very differently.
     """
-    results = [run_one(default_scenario, p, e, 5) for p in BUILTIN_POLICIES for e in BUILTIN_FORMATS]
+    results = [run_one(default_scenario, p, e, 5) for p in DEFAULT_POLICIES for e in DEFAULT_ERRORS]
     assert len(results) == 6
     schedules = {tuple(r.fault_schedule) for r in results}
     assert len(schedules) == 1

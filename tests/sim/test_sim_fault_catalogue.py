@@ -25,7 +25,8 @@ import pytest
 
 from fleetchaos.policies import BlindRetry, resume_point
 from fleetchaos.sim.fault_specs import FAULT_MODELS
-from fleetchaos.sim.formats import GenericFormat, StructuredFormat
+from fleetchaos.sim.formats.generic import GenericFormat
+from fleetchaos.sim.formats.structured import StructuredFormat
 from fleetchaos.sim.kinds import KINDS, MASKING, REPORTING, kinds_in
 from fleetchaos.sim.observation import Escalate, GiveUp, Reroute, Retry, UseAlternative
 from fleetchaos.sim.truth import FAILURES, AttemptReport

@@ -19,7 +19,7 @@ import pytest
 
 from fleetchaos.policies import BlindRetry, resume_point
 from fleetchaos.sim.faults import build_plan
-from fleetchaos.sim.formats import GenericFormat
+from fleetchaos.sim.formats.generic import GenericFormat
 from fleetchaos.sim.observation import Escalate, GiveUp, Retry
 
 APPROX = dict(abs=1e-6)

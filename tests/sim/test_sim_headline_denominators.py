@@ -12,7 +12,7 @@ def test_a_closed_loop_has_no_common_set_and_leads_with_goodput():
     """Clients submit as their tasks end, so arms run different tasks: no task sets, no common recovery, and the
     comparison (and its finding) leads with successful tasks per day, which is successes / days exactly."""
     scenario = load_scenario("closed_loop_quota")
-    result = compare(scenario, [1, 2], policies=("blind-retry", "structured"), formats=("structured",))
+    result = compare(scenario, [1, 2], policies=("blind-retry", "structured"), errors=("structured",))
     assert result.closed_loop
     tasks = [a.per_seed["tasks"] for a in result.arms]
     assert tasks[0] != tasks[1]  # each arm its own tasks
@@ -29,7 +29,7 @@ def test_a_closed_loop_has_no_common_set_and_leads_with_goodput():
 def test_an_open_loop_comparison_shares_one_common_set_per_seed():
     """Every arm's common set on a seed is the union of the arms' faulted tasks: one size for all arms."""
     scenario = load_scenario("rate_limit_storm")  # the arms' own faulted tasks differ there
-    result = compare(scenario, [1, 2], policies=("blind-retry", "structured"), formats=("generic", "structured"))
+    result = compare(scenario, [1, 2], policies=("blind-retry", "structured"), errors=("generic", "structured"))
     assert not result.closed_loop
     runs = {(a.policy, a.errors): a for a in result.arms}
     sizes = {a.pooled["common_recovery_rate"].trials for a in runs.values()}

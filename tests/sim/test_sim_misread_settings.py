@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from fleetchaos.sim.config import FleetSpec, MisreadFactors
-from fleetchaos.sim.formats import FORMATS, get_format
+from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.formats.registry import builtin_formats
 from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS, misread_factor
 
 
@@ -22,7 +23,8 @@ def test_every_format_names_a_setting_whose_default_is_its_documented_factor():
         "failure-type": 0.2,
     }
     expected |= {"subagent-result": 0.2, "tool-envelope": 0.05, "empty-success": 0.0, "fabricated-defaults": 0.0}
-    for name in FORMATS:
+    expected |= {"agent-sdk-default": 1.0, "langgraph-toolnode": 1.0, "mcp": 0.5}  # real stacks' texts
+    for name in builtin_formats():
         fmt = get_format(name)
         setting = fmt.misread_setting
         assert setting is None or setting in settings, name

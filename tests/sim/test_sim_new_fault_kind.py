@@ -26,7 +26,8 @@ from fleetchaos.scenario.docs import render as render_docs
 from fleetchaos.sim.envelope import AgentToolError
 from fleetchaos.sim.envelopes import FailureTypeError, SubagentResult, ToolEnvelope
 from fleetchaos.sim.fault_specs import FAULT_MODELS, _CallFault
-from fleetchaos.sim.formats import FORMATS, get_format
+from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.formats.registry import builtin_formats
 from fleetchaos.sim.kinds import (
     KINDS,
     PERMANENT_ERROR,
@@ -40,6 +41,7 @@ from fleetchaos.sim.kinds import (
 )
 from fleetchaos.sim.observation import GiveUp, Retry
 from fleetchaos.sim.truth import AttemptReport
+from fleetchaos.sim.wire_shapes import CallToolResult, GoogleRpcError, JsonRpcErrorResponse, ProblemDetails
 
 
 class FlakyGateway(_CallFault):
@@ -161,7 +163,7 @@ def _report(kind: str) -> AttemptReport:
     )
 
 
-@pytest.mark.parametrize("format_name", sorted(FORMATS))
+@pytest.mark.parametrize("format_name", sorted(builtin_formats()))
 def test_the_new_kind_is_rendered_by_every_error_format(new_kind, format_name):
     """Every built-in format renders the new kind from its record's fields (or hides it, for a suppressing format)."""
     record, _ = new_kind
@@ -174,9 +176,19 @@ def test_the_new_kind_is_rendered_by_every_error_format(new_kind, format_name):
         assert (obs.ok, obs.status, env, obs.text) == (False, "failed", None, None)
     elif format_name == "status":
         assert (obs.ok, env) == (False, None) and obs.text.startswith(f"HTTP {record.wire.status} ")
-    elif format_name == "raw":
+    elif format_name in ("raw", "agent-sdk-default", "langgraph-toolnode"):
         assert not obs.ok and env is None
         assert f"{record.wire.status} " in obs.text or record.wire.errno in obs.text
+    elif isinstance(env, CallToolResult):  # an MCP tool error: neither a timeout nor a lost server
+        assert env.is_error and (f"{record.wire.status} " in env.text or record.wire.errno in env.text)
+        if env.structured_content is not None:
+            assert env.structured_content.error.code == record.contract.error_code
+    elif isinstance(env, JsonRpcErrorResponse):
+        assert env.error.code == -32002  # 502: EIP-1474's Resource unavailable
+    elif isinstance(env, ProblemDetails):
+        assert (env.status, env.title) == (502, "Bad Gateway")
+    elif isinstance(env, GoogleRpcError):
+        assert (env.error.status, env.error_code) == ("UNAVAILABLE", record.contract.error_code)
     elif isinstance(env, AgentToolError):
         assert (env.error_code, env.category, env.recoverable, env.suggested_action) == tuple(record.contract)
     elif isinstance(env, FailureTypeError):

@@ -13,7 +13,7 @@ def _arms(fabricated: float) -> dict[str, dict]:
     scenario, _ = apply_params(
         load_scenario("partial_results_tradeoff"), [("faults[0].probability", fabricated)], source="test"
     )
-    result = compare(scenario, [1, 2, 3], policies=("failure-type-router",), formats=FORMATS)
+    result = compare(scenario, [1, 2, 3], policies=("failure-type-router",), errors=FORMATS)
     return {arm.errors: arm.metrics for arm in result.arms}
 
 

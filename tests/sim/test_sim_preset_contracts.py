@@ -10,7 +10,7 @@ from fleetchaos.policies.readers import tree_category
 from fleetchaos.policies.registry import CONTRACTS, POLICIES, get_policy
 from fleetchaos.scenario.load import load_scenario
 from fleetchaos.sim.envelopes import ENVELOPES
-from fleetchaos.sim.formats import FORMATS
+from fleetchaos.sim.formats.registry import builtin_formats
 from fleetchaos.sim.observation import Escalate, Retry
 
 #: Transient faults that clear on their own: the first call of the task fails, a retry after
@@ -25,7 +25,7 @@ TRANSIENT = [
 def test_every_contract_names_a_known_format_and_policy():
     """Each registry record names a built-in policy and a shipped error format."""
     assert set(CONTRACTS) <= set(POLICIES)
-    assert set(CONTRACTS.values()) <= set(FORMATS)
+    assert set(CONTRACTS.values()) <= set(builtin_formats())
 
 
 @pytest.mark.parametrize("fault", TRANSIENT, ids=[f["kind"] for f in TRANSIENT])

@@ -17,13 +17,15 @@ import pytest
 
 from fleetchaos.policies import BlindRetry
 from fleetchaos.sim import _rng
-from fleetchaos.sim.calls import CallModel, compile_template
+from fleetchaos.sim.calls import CallModel
 from fleetchaos.sim.config import DAY_S, WorldSpec
 from fleetchaos.sim.faults import build_plan
 from fleetchaos.sim.observation import Action, GiveUp, Observation, Retry, TaskHistory
+from fleetchaos.sim.plan import LastFailure
 from fleetchaos.sim.state import DailyQuota, NodeState, SharedCapacity, TokenBucket
+from fleetchaos.sim.template import compile_template
 from fleetchaos.sim.truth import AttemptReport
-from fleetchaos.sim.waste import LastFailure, failed_retry_reason
+from fleetchaos.sim.waste import failed_retry_reason
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,7 +195,7 @@ def test_transient_and_slow_call_reads_match_what_decide_does():
         {"kind": "latency_spike", "factor": 4.0, "windows": [{"start_s": 200, "duration_s": 200}]},
     ]
     calls, node, tpl = _calls(faults, call_timeout_s=9.0)
-    rules = calls.rules_for(0, tpl, 0)
+    rules = calls.rules_for(node, tpl, 0)
     step = tpl.steps[0]
     rng = random.Random(7)
     met = set()

@@ -103,7 +103,7 @@ def test_imperfect_contracts_costs_the_structured_tree_recovery():
     """On the catalogue scenario the structured tree recovers less than with truthful envelopes, on the same seeds."""
     imperfect = load_scenario("imperfect_contracts")
     seeds = [1, 2, 3, 4]
-    arms = {"policies": ("structured",), "formats": ("structured",)}
+    arms = {"policies": ("structured",), "errors": ("structured",)}
     truthful = compare(_without_wrong_envelopes(imperfect), seeds, **arms).arms[0]
     wrong = compare(imperfect, seeds, **arms).arms[0]
     assert wrong.metrics["recovery_rate"] < truthful.metrics["recovery_rate"]

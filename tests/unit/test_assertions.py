@@ -30,12 +30,49 @@ def est(value, low, high, **kw) -> Estimate:
     )
 
 
-def test_an_interval_that_straddles_the_bound_passes_both_ways():
-    """at_least and at_most both pass while the bound lies inside the interval."""
+def weak_passes(check) -> list[str]:
+    """The lines of the passes on weak evidence ``check()`` reports."""
+    from fleetchaos.gates.assertions import WEAK_EVIDENCE
+
+    seen: list = []
+    WEAK_EVIDENCE.append(seen.append)
+    try:
+        check()
+    finally:
+        WEAK_EVIDENCE.remove(seen.append)
+    return [w.line() for w in seen]
+
+
+def test_the_mean_decides_and_a_straddling_interval_is_weak_evidence():
+    """Mean 0.5 in [0.4, 0.6]: at_least 0.45 passes on weak evidence, at_least 0.55 fails (the mean is below)."""
     e = est(0.5, 0.4, 0.6)
-    assert_rate(e, at_least=0.55)
-    assert_rate(e, at_most=0.45)
-    assert_rate(e, at_least=0.6, at_most=0.4)  # both ends touching the bounds still pass
+    assert weak_passes(lambda: assert_rate(e, at_least=0.45)) == [
+        "recovery_rate at_least 0.45 passed on weak evidence: 0.5 (95% CI 0.4..0.6, Student-t across 3 seeds) "
+        "(scenario s, policy p, errors e); the mean meets the bound but the interval does not rule out missing it: "
+        "add seeds to decide it"
+    ]
+    assert weak_passes(lambda: assert_rate(e, at_least=0.4, at_most=0.6)) == []  # both ends touching: decisive
+    with pytest.raises(RateAssertionError) as info:
+        assert_rate(e, at_least=0.55)
+    assert str(info.value).splitlines()[0] == (
+        "recovery_rate at_least 0.55 failed: its mean 0.5 is below the bound "
+        "(evidence weak: the interval straddles the bound; more seeds would decide it)"
+    )
+    with pytest.raises(RateAssertionError, match="at_most 0.45 failed: its mean 0.5 is above the bound"):
+        assert_rate(e, at_most=0.45)
+
+
+def test_decisive_evidence_fails_a_pass_whose_interval_straddles_the_bound():
+    """evidence='decisive': the mean meets at_least 0.45, the interval does not: a failure saying why."""
+    with pytest.raises(RateAssertionError) as info:
+        assert_rate(est(0.5, 0.4, 0.6), at_least=0.45, evidence="decisive")
+    assert str(info.value).splitlines()[0] == (
+        "recovery_rate at_least 0.45 failed: its mean 0.5 meets the bound (evidence weak: the interval straddles "
+        "the bound; more seeds would decide it; evidence: decisive asks for a pass on decisive evidence)"
+    )
+    assert_rate(est(0.5, 0.4, 0.6), at_least=0.4, evidence="decisive")  # the whole interval meets it
+    with pytest.raises(TypeError, match="evidence must be one of 'weak', 'decisive', got 'strong'"):
+        assert_rate(est(0.5, 0.4, 0.6), at_least=0.4, evidence="strong")
 
 
 def test_at_least_fails_when_the_whole_interval_is_below():
@@ -43,7 +80,10 @@ def test_at_least_fails_when_the_whole_interval_is_below():
     with pytest.raises(RateAssertionError) as info:
         assert_rate(est(0.5, 0.4, 0.6), at_least=0.7)
     text = str(info.value)
-    assert text.splitlines()[0] == "recovery_rate is below 0.7: the whole interval 0.4..0.6 lies below the bound"
+    assert text.splitlines()[0] == (
+        "recovery_rate at_least 0.7 failed: its mean 0.5 is below the bound "
+        "(evidence decisive: the whole interval misses the bound)"
+    )
     assert "figure: recovery_rate = 0.5 (95% CI 0.4..0.6, Student-t across 3 seeds)" in text
     assert "run: scenario s, policy p, errors e" in text
     assert "seeds: 1, 2, 3" in text and "per seed: 0.5, 0.4, 0.6" in text
@@ -54,17 +94,17 @@ def test_at_most_fails_when_the_whole_interval_is_above_and_replays_the_highest_
     """For an upper bound the worst seed is the one with the highest value."""
     with pytest.raises(RateAssertionError) as info:
         assert_rate(est(0.5, 0.4, 0.6), at_most=0.3)
-    assert "is above 0.3: the whole interval 0.4..0.6 lies above the bound" in str(info.value)
+    assert "at_most 0.3 failed: its mean 0.5 is above the bound (evidence decisive" in str(info.value)
     assert "replay the worst seed (3):" in str(info.value)
 
 
-def test_without_an_interval_the_value_itself_is_compared():
-    """A figure with no interval (one seed of a count) passes or fails on its value, and says so."""
+def test_without_an_interval_the_value_decides_on_weak_evidence():
+    """A figure with no interval (one seed of a count) passes or fails on its value, and says the evidence is weak."""
     one = est(12.0, None, None, seeds=(4,), per_seed=(12.0,), method="one seed (4)")
-    assert_rate(one, at_most=12)
+    assert len(weak_passes(lambda: assert_rate(one, at_most=12))) == 1
     with pytest.raises(RateAssertionError) as info:
         assert_rate(one, at_most=11)
-    assert "the whole value (no interval) 12..12 lies above the bound" in str(info.value)
+    assert "its mean 12 is above the bound (evidence weak: no confidence interval" in str(info.value)
     assert "replay the only seed: fleetchaos run --scenario s --policy p --errors e --seed 4" in str(info.value)
 
 
@@ -74,10 +114,12 @@ def test_an_undefined_figure_fails_rather_than_passing_silently():
         assert_rate(est(None, None, None, per_seed=(None, None, None), method="undefined in all 3 seeds"), at_least=0.1)
 
 
-def test_a_bare_number_is_accepted():
-    """Plain numbers are compared as values without an interval."""
-    assert_rate(0.8, at_least=0.7)
-    with pytest.raises(RateAssertionError, match="value is below 0.9"):
+def test_a_bare_number_is_an_exact_figure():
+    """Plain numbers are compared as exact values: decisive either way."""
+    assert weak_passes(lambda: assert_rate(0.8, at_least=0.7)) == []
+    with pytest.raises(
+        RateAssertionError, match="value at_least 0.9 failed: its mean 0.8 is below the bound .evidence decisive"
+    ):
         assert_rate(0.8, at_least=0.9)
 
 

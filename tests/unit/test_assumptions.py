@@ -20,7 +20,7 @@ from fleetchaos.scenario.fields import FIELD_NOTES
 from fleetchaos.scenario.load import load_scenario
 from fleetchaos.scenario.params import apply_params
 from fleetchaos.sim.config import FleetSpec
-from fleetchaos.sim.formats import FORMATS
+from fleetchaos.sim.formats.registry import builtin_formats
 from fleetchaos.sim.provider_spec import ProviderSpec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +37,7 @@ FORMAT_READS = {
     "render": None,  # what it shows
     "plain_success": None,  # a mark that its success is the bare "ok" (skips building a report)
     "for_run": None,  # binds the run's planted secrets
+    "name": None,  # what it is called (the registry finds it by it)
 }
 
 #: Every fleet setting the world, the dispatcher, a call, real-code mode and the metrics read,
@@ -60,6 +61,7 @@ FLEET_READS = {
     "cut_call_committed_probability": True,
     # provider and client
     "call_timeout_s": True,
+    "late_reply_s": True,
     "providers": True,
     # the fleet as the scenario describes it
     "orchestrators": False,
@@ -84,11 +86,13 @@ PROVIDER_IDENTITY = {"name", "tools"}
 
 WORLD_MODULES = (
     "simulated_fleet/world.py",
+    "simulated_fleet/assembly.py",
     "simulated_fleet/dispatch.py",
     "simulated_fleet/calls.py",
     "simulated_fleet/misread.py",
     "simulated_fleet/envelope_errors.py",
     "simulated_fleet/formats/_base.py",
+    "simulated_fleet/formats/registry.py",
     "harness/results/metrics.py",
     "harness/real/runtime.py",
 )
@@ -99,10 +103,10 @@ def _tree(relative: str) -> ast.Module:
 
 
 def _is_format(node: ast.expr) -> bool:
-    """``error_format``, ``fmt`` or ``self.fmt``: the run's error format."""
+    """``errors``, ``fmt`` or ``self.errors``: the run's error format."""
     if isinstance(node, ast.Name):
-        return node.id in ("error_format", "fmt")
-    return isinstance(node, ast.Attribute) and node.attr == "fmt"
+        return node.id in ("errors", "fmt")
+    return isinstance(node, ast.Attribute) and node.attr in ("errors", "fmt")
 
 
 def _is_fleet(node: ast.expr) -> bool:
@@ -142,11 +146,11 @@ def test_the_world_reads_nothing_off_a_format_that_is_not_classified():
     assert {"partial_batch", "misread_setting", "failure_flag", "render", "for_run"} <= read
 
 
-@pytest.mark.parametrize("name", sorted(FORMATS))
+@pytest.mark.parametrize("name", sorted(builtin_formats()))
 def test_every_format_reads_its_outcome_deciding_settings_from_the_scenario(name):
     """A format without an envelope leaves partial batches to fleet.partial_batch; every format that reports a
     failure is misread with a fleet.misread_factor setting; each is an assumption with its reason and range."""
-    fmt = FORMATS[name]
+    fmt = builtin_formats()[name]
     choices = FleetSpec.model_fields["partial_batch"].annotation.__args__
     assert fmt.partial_batch is None or fmt.partial_batch in choices, name
     if fmt.partial_batch is None:
@@ -239,8 +243,11 @@ NOT_ASSUMPTIONS = {
         "simulated_fleet/capacity.py",
         "simulated_fleet/waste.py",
         "simulated_fleet/formats/_base.py",
-        "simulated_fleet/formats/_text.py",
-        "simulated_fleet/formats/_status.py",
+        "simulated_fleet/formats/registry.py",
+        "simulated_fleet/formats/generic.py",
+        "simulated_fleet/formats/status.py",
+        "simulated_fleet/formats/raw.py",
+        "simulated_fleet/formats/suppressed.py",
         "harness/results/metrics.py",
     ],
 )

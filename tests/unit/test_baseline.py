@@ -83,7 +83,8 @@ def test_a_json_list_of_results_is_read(tmp_path):
 
 def verdicts(ref, result: ScenarioResult, *, history=None, fail_on=()) -> dict[str, str]:
     """The plugin's gate on one scenario result: metric -> failure message ('' when it held)."""
-    from fleetchaos.gates.session import SUITE, GateSession, failure_message
+    from fleetchaos.gates.session import SUITE, GateSession
+    from fleetchaos.gates.suite_gate import failure_message
 
     gate = GateSession(SUITE, baseline_ref=str(ref), history_path=history, fail_on=fail_on)
     entry = gate.baseline.lookup(result.scenario, result.policy, result.errors)

@@ -9,11 +9,11 @@ import patience
 import pytest
 
 from fleetchaos.sim import _rng
-from fleetchaos.sim.calls import NO_ITEMS, CallModel, compile_template
+from fleetchaos.sim.assembly import assemble
+from fleetchaos.sim.calls import NO_ITEMS
 from fleetchaos.sim.config import DAY_S, WorldSpec
-from fleetchaos.sim.faults import build_plan
 from fleetchaos.sim.kinds import KINDS
-from fleetchaos.sim.state import DailyQuota, NodeState, SharedCapacity, TokenBucket
+from fleetchaos.sim.state import NodeState
 
 MASK = 0xFFFFFFFFFFFFFFFF
 
@@ -68,20 +68,16 @@ def _spec(faults=(), **fleet) -> WorldSpec:
     )
 
 
-def _twin(spec: WorldSpec, *, crashes=(), expiries=(), disk_full=(), quota=0, burst=30.0):
-    """What a real-code runtime builds: the plan, a node and the shared capacity, from the world's own classes."""
-    plan = build_plan(spec, seed=1)
-    node = NodeState(0, list(disk_full), list(expiries), spec.fleet.credential_lifetime_s, list(crashes))
-    shared = SharedCapacity(TokenBucket(0.5, burst, []), DailyQuota(quota))
-    calls = CallModel(plan, shared, 1, spec.fleet)
-    tpl = compile_template(0, spec.workload.templates[0], plan)
-    return calls, node, tpl
+def _twin(spec: WorldSpec):
+    """What a real-code runtime builds: the plan, a node and the shared capacity, through the world's own assembly."""
+    run = assemble(spec, 1, NodeState, clock=lambda: 0.0)
+    return run.calls, run.nodes[0], run.templates[0]
 
 
 def _decide(calls, node, tpl, now: float, item: int = 0):
     task_key = _rng.task_key(_rng.run_key(1), 0)
     key = _rng.call_key(_rng.step_key(task_key, 0, 1), item)
-    rules = calls.rules_for(node.index, tpl, 0)
+    rules = calls.rules_for(node, tpl, 0)
     return calls.decide(node, tpl.steps[0], rules, task_key, item, key, now, NO_ITEMS, {})
 
 
@@ -93,24 +89,24 @@ def test_a_call_on_a_healthy_fleet_succeeds_after_a_round_trip_and_the_step():
 
 def test_each_state_of_the_fleet_gives_its_kind_and_fail_fast_time():
     """A crashed node, expired credentials, an empty bucket and a spent quota each fail the call fast, with their record."""
-    spec = _spec()
-    calls, node, tpl = _twin(spec, crashes=[(0.0, 100.0)])
+    crash = {"kind": "node_crash", "down_s": 100, "events": [{"worker": 0, "at_s": 0}]}
+    calls, node, tpl = _twin(_spec([crash]))
     assert _decide(calls, node, tpl, 50.0) == (KINDS["node_crash"], pytest.approx(0.1 + 0.2), False, None)
-    calls, node, tpl = _twin(spec, expiries=[20.0])
+    calls, node, tpl = _twin(_spec([{"kind": "expired_key", "events": [{"worker": 0, "at_s": 20}]}]))
     assert _decide(calls, node, tpl, 50.0)[0] is KINDS["expired_key"]
-    calls, node, tpl = _twin(spec, burst=1.0)
+    calls, node, tpl = _twin(_spec(api_burst=1.0))
     assert _decide(calls, node, tpl, 0.0)[0] is None
     kind, duration, committed, retry_at = _decide(calls, node, tpl, 0.0)
     assert (kind, committed) == (KINDS["rate_limit"], False)
     assert duration == pytest.approx(0.1 + 0.1) and retry_at == pytest.approx(2.0)  # one token per 2 s
-    calls, node, tpl = _twin(spec, quota=1)
+    calls, node, tpl = _twin(_spec([{"kind": "quota_exhausted", "calls_per_day": 1}]))
     assert _decide(calls, node, tpl, 10.0)[0] is None
     assert _decide(calls, node, tpl, 11.0) == (KINDS["quota_exhausted"], pytest.approx(0.2), False, DAY_S)
 
 
 def test_per_call_faults_are_keyed_by_the_call_not_by_what_came_before():
     """The same call identity meets the same transient fault however many calls were decided before it."""
-    calls, node, tpl = _twin(_spec([{"kind": "network_blip", "probability": 0.5}]), burst=1e6)
+    calls, node, tpl = _twin(_spec([{"kind": "network_blip", "probability": 0.5}], api_burst=1e6))
     first = [_decide(calls, node, tpl, 100.0, item)[0] for item in range(40)]
     again = [_decide(calls, node, tpl, 100.0, item)[0] for item in reversed(range(40))][::-1]
     assert first == again
@@ -121,7 +117,7 @@ def test_a_persistent_fault_hits_every_execution_alike():
     """validation_error is keyed per task and step: the same call fails on every execution number."""
     calls, node, tpl = _twin(_spec([{"kind": "validation_error", "probability": 1.0}]))
     task_key = _rng.task_key(_rng.run_key(1), 0)
-    rules = calls.rules_for(0, tpl, 0)
+    rules = calls.rules_for(node, tpl, 0)
     for exec_no in (1, 2, 3):
         key = _rng.call_key(_rng.step_key(task_key, 0, exec_no), 0)
         kind, duration, _, _ = calls.decide(node, tpl.steps[0], rules, task_key, 0, key, 1.0, NO_ITEMS, {})
@@ -147,10 +143,14 @@ print(json.dumps("simpy" in sys.modules))
         "fleetchaos.sim.state",
         "fleetchaos.sim.waste",
         "fleetchaos.sim.formats",
+        "fleetchaos.sim.state_kinds",
+        "fleetchaos.sim.assembly",
+        "fleetchaos.real.runtime",
     ],
 )
 def test_the_policy_interface_and_the_call_decision_load_no_simpy(module):
-    """A fresh interpreter importing the package, the policy interface or the per-call decision has not loaded SimPy."""
+    """A fresh interpreter importing the package, the policy interface, the per-call decision, the state kinds
+    or the run's assembly (what a real-code runtime builds on) has not loaded SimPy."""
     out = patience.run(
         [sys.executable, "-c", PROBE.format(module=module)], capture_output=True, text=True, check=True, cpu_s=60
     )

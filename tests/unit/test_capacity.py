@@ -107,8 +107,9 @@ def test_saturated_reads_the_provider_without_changing_it():
     assert p.saturated(0.0, 1.0, 10.9)  # queued to 10, answered at 11: past a 10.9 s patience
     p.admit(0.0, 1.0, INF, cancel=False)
     assert p.saturated(0.0, 1.0, INF)  # two calls in it: a third is refused
-    assert not p.saturated(11.0, 1.0, INF)  # both have left by 11
     assert (p.served, p.refused, p.in_flight(0.0)) == (2, 0, 2)  # asking admitted and refused nothing
+    assert not p.saturated(11.0, 1.0, INF)  # both have left by 11 (a later instant: they leave the heap, as at admit)
+    assert (p.served, p.refused) == (2, 0)
 
 
 def test_queue_admission_never_refuses():

@@ -10,8 +10,10 @@ from fleetchaos.policies import FailureTypeRouter, resume_from_refs
 from fleetchaos.policies.raw_errors import parse_raw, parse_status, status_of
 from fleetchaos.sim.envelope import SCHEMA_VERSION, AgentToolError
 from fleetchaos.sim.envelopes import ENVELOPES, FailureTypeError, SubagentResult, ToolEnvelope
-from fleetchaos.sim.formats import ABLATION_FORMATS, FORMATS, get_format
+from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.formats._vendor import VENDORS, vendor_of, vendor_text
+from fleetchaos.sim.formats.failure_type import ABLATION_FORMATS
+from fleetchaos.sim.formats.registry import builtin_formats
 from fleetchaos.sim.observation import Escalate, RefreshCredentials, Reroute, Retry, TaskHistory, UseAlternative
 from fleetchaos.sim.sanitise import REDACTED, PlantedSecrets, sanitise
 from fleetchaos.sim.truth import AttemptReport
@@ -45,18 +47,13 @@ def render(name: str, report: AttemptReport, seed: int = 7):
 
 def test_same_truth_rendered_by_every_format():
     """For one truth: which formats say ok, which carry an envelope, text or leaked secrets."""
-    seen = {name: render(name, truth()) for name in FORMATS}
+    seen = {name: render(name, truth()) for name in builtin_formats()}
     assert {n for n, o in seen.items() if o.ok} == {"empty-success", "fabricated-defaults"}
-    assert {n for n, o in seen.items() if o.envelope is None} == {
-        "generic",
-        "status",
-        "raw",
-        "empty-success",
-        "fabricated-defaults",
-    }
-    assert {n for n, o in seen.items() if o.text} == {"status", "raw", "empty-success", "fabricated-defaults"}
+    texts = {"status", "raw", "empty-success", "fabricated-defaults", "agent-sdk-default", "langgraph-toolnode"}
+    assert {n for n, o in seen.items() if o.envelope is None} == {"generic", *texts}
+    assert {n for n, o in seen.items() if o.text} == texts  # an MCP timeout is a protocol error: no text
     assert seen["status"].text == "HTTP 504 InternalServerError"  # a timeout's wire status, no vendor text
-    assert {n for n, o in seen.items() if o.secrets} == {"raw"}
+    assert {n for n, o in seen.items() if o.secrets} == {"raw"}  # 'search' is a Node client: its message has none
     assert seen["raw"].secrets == 5  # one key, token, e-mail, home path and internal URL
     assert seen["generic"].fields() == {} and seen["empty-success"].text == "{}"
     assert "revenue" in seen["fabricated-defaults"].text
@@ -65,7 +62,7 @@ def test_same_truth_rendered_by_every_format():
 def test_every_format_says_ok_on_a_completed_dispatch():
     """A dispatch that ran every step is 'ok' in every format, with nothing else attached."""
     done = AttemptReport(task_id=1, worker=0, start_step=0, failed_step=-1, step_names=STEPS)
-    for name in FORMATS:
+    for name in builtin_formats():
         obs = render(name, done)
         assert obs.ok and obs.envelope is None and obs.secrets == 0, name
 

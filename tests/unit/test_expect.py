@@ -46,19 +46,24 @@ def _problem(expect_yaml: str) -> str:
         ("  - {metric: success_rate}", ["expect[0]: a gate needs a bound: give at_least or at_most"]),
         ("  - {metric: success_rate, at_least: 0.5, at_most: 0.9}",
          ["expect[0]: give one bound per gate", "write a range as two gates"]),
-        ("  - {metric: success_rate, at_least: 0.8, statistic: intervall}",
-         ["expect[0].statistic: must be one of 'mean', 'interval', 'every_seed' (got 'intervall')",
-          "did you mean 'interval'?"]),
+        ("  - {metric: success_rate, at_least: 0.8, statistic: every-seed}",
+         ["expect[0].statistic: must be one of 'mean', 'every_seed' (got 'every-seed')",
+          "did you mean 'every_seed'?"]),
+        ("  - {metric: success_rate, at_least: 0.8, statistic: interval}",
+         ["expect[0].statistic: statistic 'interval' is written 'evidence: decisive'", "evidence: decisive"]),
+        ("  - {metric: success_rate, at_least: 0.8, evidence: strong}",
+         ["expect[0].evidence: must be one of 'weak', 'decisive' (got 'strong')"]),
         ("  - {metric: success_rate, at_least: 0.8, arm: structured}",
          ["expect[0].arm: arm 'structured' must name a policy and an error format as POLICY/ERRORS"]),
         ("  - {metric: success_rate, at_least: 0.8, arm: structred/generic}",
          ["expect[0].arm: unknown policy 'structred' in arm (known: blind-retry, ", "did you mean 'structured'?"]),
         ("  - {metric: success_rate, at_least: 0.8, arm: structured/genric}",
          ["expect[0].arm: unknown error format 'genric' in arm (known: ", "did you mean 'generic'?"]),
-        ('  - {metric: success_rate, at_least: 0.8, arm: "structured/\\x1b[31m"}', ["must be printable text"]),
+        ('  - {metric: success_rate, at_least: 0.8, arm: "structured/\\x1b[31m"}',
+         ["expect[0].arm: 'structured/\\x1b[31m' holds the control character \\x1b"]),
         ("  - {metric: success_rate, at_least: .nan}", ["expect[0].at_least: must be a finite number"]),
         ("  - {metric: success_rate, at_least: 0.8, colour: red}",
-         ["expect[0].colour: unknown field 'colour'", "arm, at_least, at_most, metric, statistic"]),
+         ["expect[0].colour: unknown field 'colour'", "arm, at_least, at_most, evidence, metric, statistic"]),
         ("  {metric: success_rate, at_least: 0.8}", ["expect: must be a list"]),
     ],
 )  # fmt: skip
@@ -75,12 +80,12 @@ def test_valid_gates_load_dump_and_keep_old_scenarios_unchanged():
     scenario = _load(
         "  - {metric: success_rate, at_least: 0.8}\n"
         "  - {metric: wasted_retries, at_most: 5, statistic: every_seed, arm: 'backoff(cap_s=5)/*'}\n"
-        "  - {metric: recovery_rate, at_least: 0.5, statistic: interval, arm: 'mypkg.mod:Policy/structured'}\n"
+        "  - {metric: recovery_rate, at_least: 0.5, evidence: decisive, arm: 'mypkg.mod:Policy/structured'}\n"
     )
     assert [g.describe() for g in scenario.expect] == [
         "success_rate at_least 0.8 (mean)",
         "wasted_retries at_most 5 (every_seed)",
-        "recovery_rate at_least 0.5 (interval)",
+        "recovery_rate at_least 0.5 (mean, decisive evidence)",
     ]
     assert parse_scenario(to_yaml(scenario), "again.yaml") == scenario
     plain = parse_scenario(WORLD, "w.yaml")
@@ -102,49 +107,63 @@ def _gate(**fields) -> Expectation:
     return Expectation(**fields)
 
 
-def test_each_statistic_compares_its_own_figure_with_the_bound():
-    """mean: the mean over seeds; interval: the interval's end on the bound's side; every_seed: the worst seed."""
+def test_each_statistic_and_evidence_mode_judges_by_the_one_rule():
+    """mean: the mean decides, its interval gives the evidence; decisive: a weak pass fails; every_seed: the worst."""
     arm = _arm(ci={"success_rate": [0.55, 0.95], "wasted_retries": [0.0, 11.5]})
     gates = [
-        _gate(metric="success_rate", at_least=0.8),  # mean 0.8: holds (the bound is inclusive)
-        _gate(metric="success_rate", at_least=0.6, statistic="interval"),  # lower end 0.55 < 0.6
+        _gate(metric="success_rate", at_least=0.8),  # mean 0.8: holds (the bound is inclusive), interval straddles
+        _gate(metric="success_rate", at_least=0.6, evidence="decisive"),  # mean holds, lower end 0.55 < 0.6
         _gate(metric="success_rate", at_least=0.7, statistic="every_seed"),  # worst 0.7 on seed 3
-        _gate(metric="wasted_retries", at_most=10, statistic="interval"),  # upper end 11.5 > 10
+        _gate(metric="wasted_retries", at_most=5),  # mean 5: holds, on weak evidence
+        _gate(metric="wasted_retries", at_most=4),  # mean 5 > 4: fails, on weak evidence
         _gate(metric="wasted_retries", at_most=9, statistic="every_seed"),  # worst 9
+        _gate(metric="wasted_retries", at_most=12, evidence="decisive"),  # upper end 11.5 <= 12: decisive pass
     ]
     got = judge(gates, [arm], [1, 2, 3], confidence=0.95)
-    assert [(r.gate, r.value, r.passed, r.worst_seed) for r in got] == [
-        (0, pytest.approx(0.8), True, 3),
-        (1, 0.55, False, 3),
-        (2, 0.7, True, 3),
-        (3, 11.5, False, 3),
-        (4, 9, True, 3),
+    assert [(r.gate, r.value, r.passed, r.evidence, r.worst_seed) for r in got] == [
+        (0, pytest.approx(0.8), True, "weak", 3),
+        (1, pytest.approx(0.8), False, "weak", 3),
+        (2, 0.7, True, "decisive", 3),
+        (3, pytest.approx(5), True, "weak", 3),
+        (4, pytest.approx(5), False, "weak", 3),
+        (5, 9, True, "decisive", 3),
+        (6, pytest.approx(5), True, "decisive", 3),
     ]
-    assert got[1].note == "lower end of the 95% interval over 3 seeds"
-    assert line(got[3]) == (
-        "FAILED expect[3] wasted_retries at_most 10 for structured on structured: 11.5 "
-        "(upper end of the 95% interval over 3 seeds)"
+    assert got[1].note == (
+        "mean over 3 seeds, 95% interval 0.55..0.95; evidence weak: the interval straddles the bound; more seeds "
+        "would decide it; evidence: decisive asks for a pass on decisive evidence"
     )
+    assert line(got[4]) == (
+        "FAILED expect[4] wasted_retries at_most 4 for structured on structured: 5 (mean over 3 seeds, 95% interval "
+        "0..11.5; evidence weak: the interval straddles the bound; more seeds would decide it)"
+    )
+    assert line(got[1]).startswith("FAILED expect[1] success_rate at_least 0.6 (decisive evidence) for ")
 
 
-def test_a_gate_without_evidence_fails_never_passes():
-    """No value on any seed, or no interval (one seed of a count), fails the gate with the reason."""
+def test_a_gate_without_a_value_fails_and_one_seed_is_weak_or_wilson():
+    """No value on any seed fails; one seed of a count has no interval (weak); one seed of a rate, Wilson's."""
     arm = _arm(per_seed={"recovery_rate": [None, None], "wasted_retries": [3], "success_rate": [0.9]},
                pooled={"success_rate": Proportion(successes=9, trials=10, rate=0.9, low=0.6, high=0.98)})  # fmt: skip
     got = judge(
         [
             _gate(metric="recovery_rate", at_most=0.5),
-            _gate(metric="wasted_retries", at_most=100, statistic="interval"),
-            _gate(metric="success_rate", at_least=0.5, statistic="interval"),
+            _gate(metric="wasted_retries", at_most=100),
+            _gate(metric="wasted_retries", at_most=100, evidence="decisive"),
+            _gate(metric="success_rate", at_least=0.5, evidence="decisive"),
         ],
         [arm],
         [4],
         confidence=0.9,
     )
-    assert [(r.value, r.passed) for r in got] == [(None, False), (None, False), (0.6, True)]
-    assert "no value on any of 2 seed(s)" in got[0].note
-    assert got[1].note == "no 90% interval from 1 seed: run two or more seeds, or gate on the mean"
-    assert got[2].note == "lower end of the 90% Wilson interval of one seed's tasks"
+    assert [(r.value, r.passed, r.evidence) for r in got] == [
+        (None, False, "missing"),
+        (3, True, "weak"),
+        (3, False, "weak"),
+        (0.9, True, "decisive"),
+    ]
+    assert "no value on any of 2 seed(s)" in got[0].note and "the gate cannot be judged" in got[0].note
+    assert got[1].note == "mean over 1 seed; evidence weak: no confidence interval (one seed, or means alone)"
+    assert got[3].note.startswith("mean over 1 seed, 90% interval 0.6..0.98; evidence decisive")
 
 
 def test_a_policy_that_errored_fails_every_gate_on_its_arm_unless_allowed():
@@ -184,15 +203,31 @@ def test_a_gate_for_an_arm_not_run_is_refused_before_the_runs():
     arms = [ArmName.of("backoff", "backoff", "generic"), ArmName.of("structured", "structured", "generic")]
     gate = _gate(metric="success_rate", at_least=0.5, arm="structured/structured")
     with pytest.raises(UserError) as info:
-        check_arms([_gate(metric="success_rate", at_least=0.5), gate], arms, "my.yaml", "HINT")
+        check_arms([_gate(metric="success_rate", at_least=0.5), gate], arms, "my.yaml", "HINT", None)
     assert str(info.value) == (
-        "my.yaml: expect[1].arm 'structured/structured' is not an arm this command runs "
+        "my.yaml: expect[1].arm 'structured/structured' names structured/structured, which this command does not run "
         "(arms: backoff/generic, structured/generic); run it too (HINT), or pass --no-expect to run without "
         "the scenario's gates"
     )
-    check_arms([_gate(metric="success_rate", at_least=0.5, arm="*/generic")], arms, "my.yaml", "HINT")
+    check_arms([_gate(metric="success_rate", at_least=0.5, arm="*/generic")], arms, "my.yaml", "HINT", None)
     with pytest.raises(UserError, match="known only after tuning"):
-        check_arms([_gate(metric="success_rate", at_least=0.5, arm="best/generic")], arms, "my.yaml", "HINT")
+        check_arms([_gate(metric="success_rate", at_least=0.5, arm="best/generic")], arms, "my.yaml", "HINT", None)
+    with pytest.raises(UserError, match=r"expect\[0\] \(the scenario's arms\) names raw-parse/raw, which"):
+        check_arms([_gate(metric="success_rate", at_least=0.5)], arms, "my.yaml", "HINT", ["raw-parse/raw"])
+
+
+def test_a_gate_naming_no_arm_judges_the_scenarios_arms_else_the_headlines_best():
+    """Without arm: the scenario's arms when it declares them, else the arm with the best success rate only."""
+    weak = _arm("blind-retry", "generic", per_seed={"success_rate": [0.5, 0.4, 0.6]})
+    strong = _arm("structured", "structured", per_seed={"success_rate": [0.9, 0.8, 0.7]})
+    gate = _gate(metric="success_rate", at_least=0.75)
+    (best,) = judge([gate], [weak, strong], [1, 2, 3], confidence=0.95)
+    assert (best.policy, best.passed) == ("structured", True) and best.note.startswith("the headline's best arm; ")
+    (declared,) = judge([gate], [weak, strong], [1, 2, 3], confidence=0.95, scenario_arms=["blind-retry/*"])
+    assert (declared.policy, declared.passed) == ("blind-retry", False)
+    (alone,) = judge([gate], [weak], [1, 2, 3], confidence=0.95)  # run and a test judge their one arm
+    assert (alone.policy, alone.passed) == ("blind-retry", False)
+    assert judge([gate], [weak], [1, 2, 3], confidence=0.95, scenario_arms=["structured/*"], unmatched_fail=False) == []
 
 
 def test_the_report_section_escapes_what_users_wrote():
@@ -216,6 +251,7 @@ def test_a_failed_gate_as_a_test_failure_names_the_replay_of_the_worst_seed():
     message = failure_message(record, "my.yaml", {1: "fleetchaos run ... --seed 1", 3: "fleetchaos run ... --seed 3"})
     assert message.splitlines() == [
         "expect[0] of scenario my.yaml failed:",
-        "  FAILED expect[0] success_rate at_least 0.85 for structured on structured: 0.8 = 80.0% (mean over 3 seeds)",
+        "  FAILED expect[0] success_rate at_least 0.85 for structured on structured: 0.8 = 80.0% (mean over 3 seeds; "
+        "evidence weak: no confidence interval (one seed, or means alone))",
         "  replay the worst seed (3): fleetchaos run ... --seed 3",
     ]

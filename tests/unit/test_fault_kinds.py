@@ -19,7 +19,8 @@ from fleetchaos.results.metrics import WASTE_FAMILIES, error_code
 from fleetchaos.sim.envelope import ErrorCategory
 from fleetchaos.sim.envelopes import FailureType, SubagentResult
 from fleetchaos.sim.fault_specs import FAULT_MODELS, _by_catalogue_order, _CallFault
-from fleetchaos.sim.formats import FORMATS, get_format
+from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.formats.registry import builtin_formats
 from fleetchaos.sim.kind_record import EXHAUSTED_RESOURCE, PERMANENT_ERROR, STILL_RATE_LIMITED, TRANSIENT_AGAIN
 from fleetchaos.sim.kinds import (
     BATCH,
@@ -46,7 +47,7 @@ from fleetchaos.sim.truth import FAILURES, AttemptReport
 from fleetchaos.sim.waste import RetryJudge
 
 ROOT = Path(__file__).resolve().parents[2]
-FIELDS = [f.name for f in dataclasses.fields(FaultKind)]
+FIELDS = [f.name for f in dataclasses.fields(FaultKind) if f.init]
 
 
 def test_every_kind_has_a_record_and_a_model_in_one_order():
@@ -78,7 +79,8 @@ def test_a_record_without_any_one_of_its_fields_is_refused(kind):
         ("network_blip", {"outcome_unknown": True}, "either fails fast"),
         ("timeout", {"outcome_unknown": False}, "either fails fast"),
         ("partial_batch", {"fail_fast_s": None}, "fail_fast_s is required"),
-        ("rate_limit", {"retry_after": False}, "retry-after hint"),
+        ("rate_limit", {"waste": Waste("transient", "x", "y")}, "retry-after hint"),
+        ("validation_error", {"waste": Waste("state", "x", "y")}, "only a state kind"),
         ("disk_full", {"waste": Waste("still_full", "x", "y")}, "waste.cause"),
         ("disk_full", {"remedy": "reboot"}, "remedy"),
         ("schema_drift", {"contract": FailureContract("SKEW", "reporting", False, "none")}, "recoverable is None"),
@@ -147,7 +149,7 @@ def test_each_kind_has_the_model_fields_its_stage_reads(kind):
 
 def test_every_word_of_the_vocabulary_is_used_and_realised():
     """Each cause has a judge check, each remedy a repair, each scope a record: no dead or missing vocabulary."""
-    judge = RetryJudge(calls=None, run_key=0, partitioned=lambda *a: None)  # type: ignore[arg-type]
+    judge = RetryJudge(calls=None, run_key=0, shared=None)  # type: ignore[arg-type]
     assert set(judge._checks) == set(CAUSES) == {k.waste.cause for k in KINDS.values() if k.waste}
     assert set(REPAIRS) == set(REMEDIES) == {k.remedy for k in KINDS.values() if k.remedy}
     assert {k.persistent_scope for k in KINDS.values() if k.persistent_scope} == set(PERSISTENT_SCOPES)
@@ -179,7 +181,7 @@ def _failed(kind: str) -> AttemptReport:
 KIND_BLIND = {"generic", "empty-success", "fabricated-defaults"}
 
 
-@pytest.mark.parametrize("format_name", sorted(set(FORMATS) - KIND_BLIND))
+@pytest.mark.parametrize("format_name", sorted(set(builtin_formats()) - KIND_BLIND))
 def test_an_unknown_kind_is_an_error_in_every_format_that_reads_kinds(format_name):
     """A format asked to render a kind with no record raises UnknownFaultKind instead of inventing a default."""
     with pytest.raises(UnknownFaultKind, match="no_such_kind"):

@@ -7,7 +7,10 @@ from pydantic import ValidationError
 
 from fleetchaos.policies import resume_point
 from fleetchaos.sim.envelope import SCHEMA_VERSION, AgentToolError, PartialSuccess
-from fleetchaos.sim.formats import FORMATS, GenericFormat, StructuredFormat, get_format
+from fleetchaos.sim.formats import FormatLookupError, get_format
+from fleetchaos.sim.formats.generic import GenericFormat
+from fleetchaos.sim.formats.registry import builtin_formats
+from fleetchaos.sim.formats.structured import StructuredFormat
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.truth import FAILURES, AttemptReport
 
@@ -216,22 +219,29 @@ def test_structured_distinguishes_kinds_generic_does_not():
 
 
 # ---------------------------------------------------------------------------------------
-# partial_step_ok and the registry
+# partial_batch and the registry
 
 
 def test_partial_batch_is_the_scenarios_without_an_envelope():
     """Formats without an envelope leave partial fan-out batches to fleet.partial_batch; the others fix it by contract."""
-    assert {name for name, cls in FORMATS.items() if cls.partial_batch is None} == {"generic", "status", "raw"}
+    formats = builtin_formats()
+    assert {name for name, cls in formats.items() if cls.partial_batch is None} == {
+        "generic",
+        "status",
+        "raw",
+        "agent-sdk-default",
+        "langgraph-toolnode",
+    }
     assert StructuredFormat.partial_batch == "failed"
-    assert FORMATS["empty-success"].partial_batch == FORMATS["fabricated-defaults"].partial_batch == "ok"
+    assert formats["empty-success"].partial_batch == formats["fabricated-defaults"].partial_batch == "ok"
 
 
-def test_format_names():
+def test_builtin_formats():
     """Each format's name matches its registry key."""
     assert GenericFormat.name == "generic"
     assert StructuredFormat.name == "structured"
-    assert {"generic", "structured"} <= set(FORMATS)
-    assert all(cls.name == name for name, cls in FORMATS.items())
+    assert {"generic", "structured"} <= set(builtin_formats())
+    assert all(cls.name == name for name, cls in builtin_formats().items())
 
 
 @pytest.mark.parametrize("name, cls", [("generic", GenericFormat), ("structured", StructuredFormat)])
@@ -243,12 +253,12 @@ def test_get_format_returns_fresh_instances(name, cls):
 
 
 def test_get_format_unknown_name_lists_known():
-    """get_format with an unknown name raises KeyError naming it and the known formats."""
-    with pytest.raises(KeyError) as info:
+    """get_format with an unknown name raises FormatLookupError naming it and the known formats."""
+    with pytest.raises(FormatLookupError) as info:
         get_format("xml")
     msg = str(info.value)
     assert "'xml'" in msg
-    assert "generic, raw, status, structured" in msg
+    assert all(name in msg for name in ("generic", "status", "raw", "structured", "tool-envelope"))
 
 
 # ---------------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ def test_a_command_stores_each_run_and_gates_the_group_at_the_end(stored):
     lines: list[str] = []
     assert session.gate(lines.append) == 1
     assert lines[0].startswith("REGRESSION recovery_rate for backoff on generic: 0.466667 against 0.5 in baseline #1")
-    assert lines[-1] == "1 regression(s) against baseline #1: exit 1"
+    assert lines[-1] == "1 regression(s) against baseline #1 (evidence mode weak): exit 1"
     with open_store(stored, create=False) as store:
         (newest, _) = store.groups()
         assert (newest.status, newest.runs, newest.meta["seeds"]) == ("complete", 3, [1, 2, 3])

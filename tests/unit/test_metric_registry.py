@@ -9,7 +9,7 @@ from pathlib import Path
 import patience
 import pytest
 
-from fleetchaos.gates.regression import parse_fail_on
+from fleetchaos.gates.fail_on import parse_fail_on
 from fleetchaos.results.registry import (
     CLOSED_LOOP_LEAD,
     DIRECTIONLESS,

@@ -96,7 +96,7 @@ def test_apply_without_params_is_the_same_scenario(default):
             "scenarios/default.yaml with --param faults[0].probability=1.5: faults[0].probability",
         ),
         ([("faults[0].probability", 1.5)], "(got 1.5)"),
-        ([("faults[0].probability", 1.5)], "fix: "),
+        ([("faults[0].probability", 1.5)], "; allowed: 0 <= value <= 1"),
     ],
     ids=["unknown-field", "did-you-mean", "index-out-of-range", "into-a-number", "invalid-value", "shows-value", "fix"],
 )

@@ -10,10 +10,10 @@ import dataclasses
 import importlib
 import re
 import sys
-import textwrap
 import types
 from pathlib import Path
 
+import fake_site
 import pytest
 
 from fleetchaos.policies import (
@@ -74,28 +74,14 @@ NOT_A_POLICY = 42
 
 
 def install(site: Path, dist: str, entries: dict[str, str], modules: dict[str, str] | None = None) -> None:
-    """Write what installing package ``dist`` would: its modules and a dist-info folder with its entry points."""
-    for name, source in (modules or {}).items():
-        (site / f"{name}.py").write_text(textwrap.dedent(source))
-    info = site / f"{dist}-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
-    lines = [f"[{ENTRY_POINT_GROUP}]"] + [f"{k} = {v}" for k, v in entries.items()]
-    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    """Write what installing package ``dist`` would, registering ``entries`` in this registry's group."""
+    fake_site.install(site, dist, ENTRY_POINT_GROUP, entries, modules)
 
 
 @pytest.fixture
 def site(tmp_path, monkeypatch):
     """A fresh site folder on sys.path; modules it adds are forgotten afterwards."""
-    folder = tmp_path / "site"
-    folder.mkdir()
-    monkeypatch.syspath_prepend(str(folder))
-    before = set(sys.modules)
-    yield folder
-    for name in set(sys.modules) - before:
-        if name.startswith("fc_ep_"):
-            del sys.modules[name]
-    importlib.invalidate_caches()
+    yield from fake_site.site_folder(tmp_path, monkeypatch, "fc_ep_")
 
 
 @pytest.fixture

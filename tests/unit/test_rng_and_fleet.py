@@ -24,8 +24,9 @@ from fleetchaos.sim.config import (
     Window,
     WorldSpec,
 )
-from fleetchaos.sim.faults import _disjoint, build_plan
+from fleetchaos.sim.faults import build_plan
 from fleetchaos.sim.fleet import SlotPool, TokenBucket, Worker
+from fleetchaos.sim.schedules import disjoint_windows
 
 # ---------------------------------------------------------------------------------------
 # keyed streams
@@ -160,47 +161,53 @@ def test_normal_moments():
 # TokenBucket
 
 
+def _wait(bucket: TokenBucket, now: float) -> float:
+    """A take at ``now`` as the seconds until a token is due (0.0: granted)."""
+    due = bucket.take(now)
+    return 0.0 if due is None else due - now
+
+
 def test_bucket_burst_then_refused_with_retry_after():
     """Rate 1/s, burst 2: two takes at t=0 succeed, the third waits 1.0 s."""
     bucket = TokenBucket(1.0, 2.0, [])
-    assert bucket.take(0.0) == 0.0
-    assert bucket.take(0.0) == 0.0
-    assert bucket.take(0.0) == 1.0  # need 1 token at 1 token/s
+    assert _wait(bucket, 0.0) == 0.0
+    assert _wait(bucket, 0.0) == 0.0
+    assert _wait(bucket, 0.0) == 1.0  # need 1 token at 1 token/s
 
 
 def test_bucket_refused_take_consumes_nothing():
     """A refused take leaves the bucket unchanged: repeated refusals report the same wait."""
     bucket = TokenBucket(1.0, 1.0, [])
-    bucket.take(0.0)
-    assert bucket.take(0.0) == 1.0
-    assert bucket.take(0.0) == 1.0
+    _wait(bucket, 0.0)
+    assert _wait(bucket, 0.0) == 1.0
+    assert _wait(bucket, 0.0) == 1.0
 
 
 def test_bucket_partial_refill():
     """Half a second after emptying at 1/s, half a token is missing: wait 0.5 s, then take at 1.0."""
     bucket = TokenBucket(1.0, 2.0, [])
-    bucket.take(0.0)
-    bucket.take(0.0)
-    assert bucket.take(0.5) == 0.5  # tokens 0.5, need 0.5 more at 1/s
-    assert bucket.take(1.0) == 0.0  # tokens 1.0 -> take
+    _wait(bucket, 0.0)
+    _wait(bucket, 0.0)
+    assert _wait(bucket, 0.5) == 0.5  # tokens 0.5, need 0.5 more at 1/s
+    assert _wait(bucket, 1.0) == 0.0  # tokens 1.0 -> take
 
 
 def test_bucket_slow_rate_retry_after():
     """Rate 0.25/s, burst 1: after emptying at t=0, a take at t=1 waits 3 s."""
     bucket = TokenBucket(0.25, 1.0, [])
-    assert bucket.take(0.0) == 0.0
-    assert bucket.take(1.0) == 3.0  # tokens 0.25; need 0.75 at 0.25/s
+    assert _wait(bucket, 0.0) == 0.0
+    assert _wait(bucket, 1.0) == 3.0  # tokens 0.25; need 0.75 at 0.25/s
 
 
 def test_bucket_refill_capped_at_burst():
     """A long idle period refills only up to burst: 2 takes succeed, the third waits 1 s."""
     bucket = TokenBucket(1.0, 2.0, [])
-    bucket.take(0.0)
-    bucket.take(0.0)
+    _wait(bucket, 0.0)
+    _wait(bucket, 0.0)
     # 100 s at 1/s would be 100 tokens, capped at 2
-    assert bucket.take(100.0) == 0.0
-    assert bucket.take(100.0) == 0.0
-    assert bucket.take(100.0) == 1.0
+    assert _wait(bucket, 100.0) == 0.0
+    assert _wait(bucket, 100.0) == 0.0
+    assert _wait(bucket, 100.0) == 1.0
     assert bucket.tokens == 0.0
 
 
@@ -211,12 +218,12 @@ def test_bucket_window_slows_refill_exactly():
     #   need 0.5: 2..4 at 0.125/s gives 0.25 (need 0.25 left), then 4..5 at 0.25/s -> t = 5
     #   retry-after = 5 - 2 = 3.0 (without the window it would be 2.0)
     bucket = TokenBucket(0.25, 1.0, [(2.0, 4.0, 0.5)])
-    assert bucket.take(0.0) == 0.0
-    assert bucket.take(2.0) == 3.0
+    assert _wait(bucket, 0.0) == 0.0
+    assert _wait(bucket, 2.0) == 3.0
     # refill 2..4.5: 0.25 + 0.125 = 0.375 -> 0.875 tokens, still refused, 0.5 s to go
-    assert bucket.take(4.5) == 0.5
+    assert _wait(bucket, 4.5) == 0.5
     # at 5: 0.875 + 0.125 = 1.0 -> take
-    assert bucket.take(5.0) == 0.0
+    assert _wait(bucket, 5.0) == 0.0
 
 
 def test_bucket_window_across_whole_interval():
@@ -226,10 +233,10 @@ def test_bucket_window_across_whole_interval():
     # with need 0.5 at 1/s (window over) -> 0.5 s
     bucket = TokenBucket(1.0, 10.0, [(1.0, 3.0, 0.25)])
     for _ in range(10):
-        assert bucket.take(0.0) == 0.0
-    assert bucket.take(4.0) == 0.0
-    assert bucket.take(4.0) == 0.0
-    assert bucket.take(4.0) == 0.5
+        assert _wait(bucket, 0.0) == 0.0
+    assert _wait(bucket, 4.0) == 0.0
+    assert _wait(bucket, 4.0) == 0.0
+    assert _wait(bucket, 4.0) == 0.5
 
 
 def test_bucket_wait_crosses_into_future_window():
@@ -237,8 +244,8 @@ def test_bucket_wait_crosses_into_future_window():
     # rate 1/s, burst 1, window (0.5, 10, 0.0). Empty at t=0, then: 0..0.5 gives 0.5 tokens,
     # 0.5..10 gives nothing, 10..10.5 gives the last 0.5 -> retry-after 10.5
     bucket = TokenBucket(1.0, 1.0, [(0.5, 10.0, 0.0)])
-    assert bucket.take(0.0) == 0.0
-    assert bucket.take(0.0) == 10.5
+    assert _wait(bucket, 0.0) == 0.0
+    assert _wait(bucket, 0.0) == 10.5
 
 
 def test_bucket_zero_factor_window_waits_past_its_end():
@@ -246,12 +253,12 @@ def test_bucket_zero_factor_window_waits_past_its_end():
     # rate 1/s, burst 1, window (0, 10, 0). Empty at 0; at 5 no refill happened (tokens 0);
     # the token arrives 1 s after the window closes at 10 -> retry-after 11 - 5 = 6.0
     bucket = TokenBucket(1.0, 1.0, [(0.0, 10.0, 0.0)])
-    assert bucket.take(0.0) == 0.0
-    wait = bucket.take(5.0)
+    assert _wait(bucket, 0.0) == 0.0
+    wait = _wait(bucket, 5.0)
     assert wait == 6.0
     assert 5.0 + wait > 10.0
-    assert bucket.take(10.5) == 0.5
-    assert bucket.take(11.0) == 0.0
+    assert _wait(bucket, 10.5) == 0.5
+    assert _wait(bucket, 11.0) == 0.0
 
 
 def test_bucket_rate_at():
@@ -266,9 +273,9 @@ def test_bucket_rate_at():
 def test_bucket_time_does_not_run_backwards():
     """A take at an earlier time than the last one adds no tokens."""
     bucket = TokenBucket(1.0, 1.0, [])
-    bucket.take(0.0)
-    assert bucket.take(0.5) == 0.5
-    assert bucket.take(0.2) > 0.0  # still refused: going back in time refills nothing
+    _wait(bucket, 0.0)
+    assert _wait(bucket, 0.5) == 0.5
+    assert _wait(bucket, 0.2) > 0.0  # still refused: going back in time refills nothing
     assert bucket.tokens == 0.5
     assert bucket.last == 0.5
 
@@ -527,14 +534,14 @@ def test_build_plan_rate_windows_of_two_faults_multiply():
 
 
 def test_disjoint_merges_adjacent_equal_factors_and_drops_factor_one():
-    """_disjoint joins touching windows with the same factor and drops factor-1 windows."""
-    assert _disjoint([(0.0, 10.0, 0.5), (10.0, 20.0, 0.5), (30.0, 40.0, 1.0)]) == [(0.0, 20.0, 0.5)]
+    """disjoint_windows joins touching windows with the same factor and drops factor-1 windows."""
+    assert disjoint_windows([(0.0, 10.0, 0.5), (10.0, 20.0, 0.5), (30.0, 40.0, 1.0)]) == [(0.0, 20.0, 0.5)]
 
 
 def test_disjoint_nested_window():
     """A window nested in another splits it into three pieces."""
     # outer 0..30 x0.5, inner 10..20 x0.5 -> 0..10 0.5, 10..20 0.25, 20..30 0.5
-    assert _disjoint([(0.0, 30.0, 0.5), (10.0, 20.0, 0.5)]) == [
+    assert disjoint_windows([(0.0, 30.0, 0.5), (10.0, 20.0, 0.5)]) == [
         (0.0, 10.0, 0.5),
         (10.0, 20.0, 0.25),
         (20.0, 30.0, 0.5),
@@ -543,7 +550,7 @@ def test_disjoint_nested_window():
 
 def test_disjoint_gap_between_windows():
     """Disjoint windows with a gap stay separate and the gap is not a window."""
-    assert _disjoint([(30.0, 40.0, 0.1), (0.0, 10.0, 0.1)]) == [(0.0, 10.0, 0.1), (30.0, 40.0, 0.1)]
+    assert disjoint_windows([(30.0, 40.0, 0.1), (0.0, 10.0, 0.1)]) == [(0.0, 10.0, 0.1), (30.0, 40.0, 0.1)]
 
 
 def test_fault_plan_describe():
@@ -578,7 +585,7 @@ def _grants(pool_kind: str, capacity: int, jobs: list[tuple[float, float]]) -> l
         pool = SlotPool(env, capacity)
 
         def job(i, hold):
-            wait = pool.acquire()
+            wait = pool.acquire(env.now)
             if wait is not None:
                 yield wait
             grants.append((env.now, i))
@@ -624,9 +631,9 @@ def test_slot_pool_grants_like_a_simpy_resource(capacity, ties):
 def test_slot_pool_takes_a_free_slot_without_an_event_and_hands_over_in_order():
     env = simpy.Environment()
     pool = SlotPool(env, 2)
-    assert pool.acquire() is None and pool.acquire() is None  # nothing else due now: no event
+    assert pool.acquire(env.now) is None and pool.acquire(env.now) is None  # nothing else due now: no event
     assert pool.count == 2 and pool.queued == 0
-    first, second = pool.acquire(), pool.acquire()
+    first, second = pool.acquire(env.now), pool.acquire(env.now)
     assert first is not None and second is not None and pool.queued == 2
     pool.release()  # handed to the longest waiter when the release event is processed
     assert not first.triggered and pool.count == 1
@@ -644,7 +651,7 @@ def test_a_free_slot_taken_while_events_are_due_waits_behind_them():
     env = simpy.Environment()
     pool = SlotPool(env, 1)
     env.timeout(0)  # another event due at this instant
-    granted = pool.acquire()
+    granted = pool.acquire(env.now)
     assert granted is not None and granted.triggered and pool.count == 1
 
 
@@ -657,7 +664,7 @@ def _resource_backed_pool():
             self.resource = simpy.Resource(env, capacity=capacity)
             self.held: dict = {}
 
-        def acquire(self):
+        def acquire(self, now):
             request = self.resource.request()
             self.held.setdefault(self.env.active_process, []).append(request)
             return request
@@ -885,7 +892,7 @@ def test_disjoint_rate_windows_match_the_pairwise_definition():
     """The sweep gives, float for float, what multiplying every covering window per elementary span gives."""
     import random
 
-    from fleetchaos.sim.faults import _disjoint
+    from fleetchaos.sim.schedules import disjoint_windows
 
     def pairwise(windows):
         edges = sorted({t for s, e, _ in windows for t in (s, e)})
@@ -908,7 +915,7 @@ def test_disjoint_rate_windows_match_the_pairwise_definition():
         for _ in range(rng.randint(0, 15)):
             start = float(rng.randint(0, 60))  # integers: many shared and touching edges
             windows.append((start, start + rng.randint(1, 30), rng.choice([0.0, 0.3, 0.5, 0.9, 1.0])))
-        assert _disjoint(windows) == pairwise(windows)
+        assert disjoint_windows(windows) == pairwise(windows)
 
 
 def test_span_table_gives_the_first_span_in_force_as_a_scan_would():
@@ -916,7 +923,7 @@ def test_span_table_gives_the_first_span_in_force_as_a_scan_would():
     scan of the sorted spans for the first one in force returns (edges, gaps, nesting)."""
     import random
 
-    from fleetchaos.sim.faults import SpanTable
+    from fleetchaos.sim.schedules import SpanTable
 
     rng = random.Random(8)
     for _ in range(200):

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from fleetchaos.cli.main import main
 from fleetchaos.errors import UserError
 from fleetchaos.scenario.docs import SCHEDULE, SECTIONS, render
-from fleetchaos.scenario.fault_catalogue import fault_kind, fault_kinds
+from fleetchaos.scenario.fault_catalogue import describe_kind, describe_kinds
 from fleetchaos.scenario.fields import parameters, type_name
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim.config import FleetSpec
@@ -39,7 +39,7 @@ def test_docs_cover_every_field_and_fault_kind():
     for model in SCHEDULE:
         assert f"#### {model.__name__}" in text
     for kind in FAULT_MODELS:
-        info = fault_kind(kind)
+        info = describe_kind(kind)
         assert f"#### {kind}\n" in text
         assert f"`{info.error_code}`" in text and info.effect in text
 
@@ -55,8 +55,8 @@ def test_docs_list_the_catalogue():
 
 def test_every_fault_kind_has_an_effect_and_a_contract():
     """Each kind has one effect sentence and either a failure contract or a reporting code."""
-    assert [info.kind for info in fault_kinds()] == list(FAULT_MODELS)
-    for info in fault_kinds():
+    assert [info.kind for info in describe_kinds()] == list(FAULT_MODELS)
+    for info in describe_kinds():
         assert info.effect.endswith(".") and len(info.effect.split()) >= 8
         assert info.error_code.isupper()
         assert info.category in {"transient", "resource", "auth", "validation", "dependency", "fatal", "reporting"}
@@ -86,7 +86,7 @@ def test_every_parameter_is_described():
 
 def test_parameters_read_types_defaults_and_ranges():
     """Parameters are read from the pydantic fields: type, default, range."""
-    timeout = {p.name: p for p in fault_kind("timeout").parameters}
+    timeout = {p.name: p for p in describe_kind("timeout").parameters}
     assert timeout["probability"].type == "number"
     assert timeout["probability"].default == "0.01"
     assert timeout["probability"].allowed == "0 <= value <= 1"
@@ -99,16 +99,16 @@ def test_parameters_read_types_defaults_and_ranges():
 
 
 def test_unknown_fault_kind_suggests_the_closest():
-    """fault_kind() on a typo raises a UserError with a did-you-mean."""
+    """describe_kind() on a typo raises a UserError with a did-you-mean."""
     with pytest.raises(UserError, match="did you mean 'latency_spike'"):
-        fault_kind("latency_spik")
+        describe_kind("latency_spik")
 
 
 def test_cli_faults_list_shows_every_kind():
     """`fleetchaos faults list` prints every kind with its category and error code."""
     result = CliRunner().invoke(main, ["faults", "list"])
     assert result.exit_code == 0
-    for info in fault_kinds():
+    for info in describe_kinds():
         assert info.kind in result.stdout and info.error_code in result.stdout
 
 

@@ -172,7 +172,10 @@ def drive_policy(policy, script, seed: int):
         history.attempts = number
         history.now_s = now
         history.elapsed_s = now - ARRIVAL
-        action = policy.decide(observation, history)
+        try:
+            action = policy.decide(observation, history)
+        except (ValueError, OverflowError) as exc:  # the sleep's own error, which containment records on the task
+            return starts, delays, f"raised {type(exc).__name__}"
         if isinstance(action, GiveUp):
             stopped = policy.retry(_state(policy, observation, history))
             return starts, delays, "gave up (stopped)" if stopped else "gave up (not retried)"
@@ -220,7 +223,8 @@ def test_decorated_function_and_async_retrying_match_too(monkeypatch):
     ours = drive_policy(policy, FLAKY, 3)
     assert ours == drive_tenacity(call_tool.retry, FLAKY, 3, monkeypatch)
     assert ours == drive_tenacity(tenacity.AsyncRetrying(**kwargs), FLAKY, 3, monkeypatch, run_async=True)
-    assert repr(from_tenacity(tenacity.AsyncRetrying(**kwargs))).partition(",")[2] == repr(policy).partition(",")[2]
+    async_repr = repr(from_tenacity(tenacity.AsyncRetrying(**kwargs)))
+    assert async_repr.partition(",")[2] == repr(policy)[:-1].partition(",")[2] + ", sleep='asyncio.sleep')"
 
 
 def test_jitter_follows_the_seed():
@@ -249,3 +253,128 @@ def test_hooks_that_are_set_are_named_as_not_modelled():
     )
     assert "ignored=('after', 'retry_error_callback')" in repr(hooked)
     assert "gives up as failed, whatever the callback would have returned" in hooked.description
+
+
+# -- what tenacity does with odd numbers (issue 28) -------------------------------------------------------------------
+
+
+def drive_with_its_own_sleep(retrying, script, monkeypatch, run_async: bool = False):
+    """tenacity's loop with the sleep its class really uses (time.sleep, asyncio.sleep) on the fake clock for the
+    attempts: (attempt start times, outcome), the outcome naming the exception the sleep raised, if any.
+
+    Used only with waits those sleeps refuse or return from at once, so nothing really sleeps."""
+    clock = FakeClock(ARRIVAL)
+    monkeypatch.setattr(sys.modules["tenacity"], "time", clock)
+    exceptions = build_exception_map()
+    starts: list[float] = []
+
+    def attempt():
+        starts.append(clock.now)
+        duration, observation = script[len(starts) - 1]
+        clock.now = clock.now + duration
+        if observation is not None:
+            raise exceptions.exception_for(observation)
+        return "done"
+
+    async def main():
+        async for trial in retrying:
+            with trial:
+                return attempt()
+
+    try:
+        outcome = asyncio.run(main()) if run_async else retrying(attempt)
+    except tenacity.RetryError:
+        outcome = "gave up (stopped)"
+    except (ValueError, OverflowError) as exc:  # what the sleep raised (the script's failures are other types)
+        outcome = f"raised {type(exc).__name__}"
+    return starts, outcome
+
+
+@pytest.mark.parametrize(
+    "wait, stop, outcome",
+    [
+        (t.wait_fixed(-10), t.stop_after_attempt(3), "raised ValueError"),
+        (t.wait_fixed(float("nan")), t.stop_after_attempt(3), "raised ValueError"),
+        (t.wait_fixed(float("inf")), t.stop_after_attempt(3), "raised OverflowError"),
+        (t.wait_fixed(1e300), t.stop_after_attempt(3), "raised OverflowError"),
+        (t.wait_random(-5, -1), t.stop_after_attempt(3), "raised ValueError"),
+        (t.wait_fixed(-10), t.stop_after_attempt(1), "gave up (stopped)"),  # stopped before it sleeps: no error
+    ],
+    ids=["negative", "nan", "inf", "huge", "negative-random", "stopped-first"],
+)
+def test_a_wait_time_sleep_refuses_fails_as_tenacity_fails(wait, stop, outcome, monkeypatch):
+    """Retrying sleeps with time.sleep, which raises on a negative, NaN or out-of-range length: tenacity's call
+    raises at the first retry, and the translated policy raises the same exception there (the task then fails)."""
+    retrying = tenacity.Retrying(wait=wait, stop=stop)
+    policy = from_tenacity(retrying)
+    starts, theirs = drive_with_its_own_sleep(retrying, FLAKY, monkeypatch)
+    ours = drive_policy(policy, FLAKY, 1)
+    assert theirs == outcome and (ours[0], ours[2]) == (starts, theirs)
+
+
+@pytest.mark.parametrize("wait", [t.wait_fixed(-10), t.wait_fixed(float("nan"))], ids=["negative", "nan"])
+def test_async_retrying_retries_at_once_where_asyncio_sleep_returns(wait, monkeypatch):
+    """AsyncRetrying sleeps with asyncio.sleep, which returns at once for a negative or NaN length: tenacity retries
+    at once, and so does the translated policy (it records the sleep it models)."""
+    retrying = tenacity.AsyncRetrying(wait=wait, stop=t.stop_after_attempt(4))
+    policy = from_tenacity(retrying)
+    assert "sleep='asyncio.sleep'" in repr(policy)
+    starts, outcome = drive_with_its_own_sleep(retrying, FLAKY, monkeypatch, run_async=True)
+    ours = drive_policy(policy, FLAKY, 1)
+    assert (ours[0], ours[2]) == (starts, outcome) and ours[1] == [0.0, 0.0, 0.0]
+
+
+def test_a_fractional_attempt_limit_makes_as_many_attempts_as_tenacity(monkeypatch):
+    """stop_after_attempt(2.9): tenacity stops once attempt_number >= 2.9, after 3 attempts; so does the policy."""
+    retrying = tenacity.Retrying(stop=t.stop_after_attempt(2.9), wait=t.wait_fixed(1))
+    ours = drive_policy(from_tenacity(retrying), FLAKY, 1)
+    assert ours == drive_tenacity(retrying, FLAKY, 1, monkeypatch)
+    assert len(ours[0]) == 3 and ours[2] == "gave up (stopped)"
+
+
+def test_chains_of_thousands_of_terms_fail_in_tenacity_and_are_refused(monkeypatch):
+    """2,001 waits joined by + nest 2,000 deep: tenacity's own call fails (RecursionError at the first retry), so
+    the translation refuses it (it was exit 3); the same 2,001 waits built flat wait what tenacity waits."""
+    from fleetchaos.policies.tenacity_adapter import MAX_NESTING, RetryTranslationError
+
+    terms = [t.wait_random(0, 0.01)] + [
+        t.wait_fixed(0.001 * (i % 7)) if i % 3 else t.wait_random(0, 0.002) for i in range(2000)
+    ]
+    nested = terms[0]
+    for term in terms[1:]:
+        nested = nested + term
+    with pytest.raises(RecursionError):
+        tenacity.Retrying(wait=nested, stop=t.stop_after_attempt(3), sleep=lambda s: None)(lambda: 1 / 0)
+    with pytest.raises(RetryTranslationError, match=f"nest more than {MAX_NESTING} levels deep"):
+        from_tenacity(tenacity.Retrying(wait=nested))
+    flat = tenacity.Retrying(wait=t.wait_combine(*terms), stop=t.stop_any(*[t.stop_after_attempt(6)] * 2000))
+    ours = drive_policy(from_tenacity(flat), FLAKY, 5)
+    assert ours == drive_tenacity(flat, FLAKY, 5, monkeypatch)
+    assert len(ours[1]) == 5
+
+
+@pytest.mark.parametrize("override", ["__call__", "iter", "_run_wait", "__iter__"])
+def test_a_subclass_with_its_own_loop_is_refused(override):
+    """A Retrying subclass overriding part of tenacity's loop cannot be translated as its base: refused naming it;
+    a subclass that only adds attributes is translated."""
+    from fleetchaos.policies.tenacity_adapter import RetryTranslationError
+
+    own = type("OwnLoop", (tenacity.Retrying,), {override: lambda self, *a, **k: None})
+    with pytest.raises(RetryTranslationError, match=f"overrides .*OwnLoop.{override} of tenacity's retrying loop"):
+        from_tenacity(own(stop=t.stop_after_attempt(3)))
+
+    def init(self, **kwargs):
+        tenacity.Retrying.__init__(self, **kwargs)
+        self.team = "payments"
+
+    plain = type("Labelled", (tenacity.Retrying,), {"__init__": init})
+    assert "stop_after_attempt(3)" in repr(from_tenacity(plain(stop=t.stop_after_attempt(3))))
+
+
+@pytest.mark.parametrize("number", [float("inf"), float("nan"), "3"], ids=["inf", "nan", "text"])
+def test_an_attempt_limit_that_is_not_a_finite_number_is_refused(number):
+    """stop_after_attempt(inf), (nan) (never stops) and ('3') (TypeError at the first failure): refused by name."""
+    from fleetchaos.policies.tenacity_adapter import RetryTranslationError
+
+    with pytest.raises(RetryTranslationError, match=r"cannot translate stop=stop_after_attempt\("):
+        from_tenacity(tenacity.Retrying(stop=t.stop_after_attempt(number)))

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 import fleetchaos.catalogue as catalogue
-from fleetchaos.cli.tuning import recorded_options
+from fleetchaos.cli.tune_job import recorded_options
 from fleetchaos.errors import ScenarioError
 from fleetchaos.scenario.load import load_scenario, parse_scenario
 from fleetchaos.scenario.params import apply_params
@@ -77,8 +77,8 @@ def test_the_default_scenarios_block_was_tuned_on_the_default_world():
     )
     options = recorded_options(spec.tuned.command)
     assert options is not None, spec.tuned.command
-    first = options["first_train_seed"]
-    assert spec.tuned.train_seeds == list(range(first, first + options["train_seeds"]))
+    first = options.first_train_seed
+    assert spec.tuned.train_seeds == list(range(first, first + options.train_seeds))
     assert set(spec.tuned.policies) == {"generic", "status", "raw", "structured"}
     text = catalogue.path("default").read_text()
     assert spec.tuned.command in text  # the provenance is in the file, beside the policies
