@@ -55,6 +55,7 @@ def default_arms(
     errors: tuple[str, ...] | None,
     tune: bool,
     tweaked: bool = False,
+    quiet: bool = False,
 ) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
     """``compare``'s policies and error formats from its options: (policies, formats, whether best against best's
     layout).
@@ -64,7 +65,8 @@ def default_arms(
     policies tuned for this very world for every format compared; its formats default to the
     scenario's tuned ones, else (``tune``) :data:`~fleetchaos.runs.best.DEFAULT_TUNE_FORMATS`.
     Otherwise the default arms (also when ``tweaked``: ``--param policy.*`` sets their
-    parameters), with ``best`` added to the policies given when ``tune`` is.
+    parameters), with ``best`` added to the policies given when ``tune`` is.  A block tuned for
+    another world is said so on stderr, unless ``quiet``.
     """
     from fleetchaos.runs.best import BEST, DEFAULT_TUNE_FORMATS
     from fleetchaos.scenario.tuned import world_fingerprint
@@ -76,7 +78,7 @@ def default_arms(
         current = spec.tuned is not None and spec.tuned.world == world_fingerprint(spec)
         if tune or (covered and current):
             return (BEST,), wanted, True
-        if covered:
+        if covered and not quiet:
             stderr_console().print(
                 "note: the scenario's tuned: block was tuned for another world (its file was edited, or --param "
                 "changed it), so this compares the default arms; --tune tunes best against best for this world, "
@@ -180,7 +182,9 @@ class CompareJob:
         spec = load_scenario(self.scenario)
         scenario_params, policy_params = policy_param_options(self.params, "compare")
         spec, applied = apply_single_params(spec, self.scenario, scenario_params, "compare")
-        policies, errors, headline = default_arms(spec, self.policies, self.errors, self.tune, bool(policy_params))
+        policies, errors, headline = default_arms(
+            spec, self.policies, self.errors, self.tune, bool(policy_params), self.quiet
+        )
         tuning = BEST in policies
         typed = policies  # as typed: an expect: gate may name an arm so
         if not policies:
