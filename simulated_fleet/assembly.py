@@ -20,6 +20,7 @@ from typing import Generic, TypeVar
 from fleetchaos.sim import _rng
 from fleetchaos.sim.calls import CallModel
 from fleetchaos.sim.config import Distribution, WorldSpec, lognormal_params
+from fleetchaos.sim.conversation import Tokeniser
 from fleetchaos.sim.faults import build_plan
 from fleetchaos.sim.journal import Journal
 from fleetchaos.sim.ledger import TaskRecord
@@ -66,6 +67,8 @@ class Assembly(Generic[NodeT]):
     calls: CallModel
     judge: RetryJudge
     journal: Journal
+    tokeniser: Tokeniser
+    """The conversation's tokeniser rule (``fleet.model.chars_per_token``): what an error text costs in context."""
 
     def duration(self, spec: Distribution, stream: int, task_id: int, n: int) -> float:
         """A keyed log-normal draw from ``spec`` for the ``n``-th such event of a task."""
@@ -133,10 +136,11 @@ def assemble(
         plan=plan,
         nodes=nodes,
         shared=shared,
-        templates=tuple(compile_template(i, t, plan) for i, t in enumerate(spec.workload.templates)),
+        templates=tuple(compile_template(i, t, plan, fleet.model) for i, t in enumerate(spec.workload.templates)),
         calls=calls,
         judge=RetryJudge(calls, run_key, shared),
         journal=Journal(clock, keep_log=keep_log, trace=trace),
+        tokeniser=Tokeniser(fleet.model.chars_per_token),
     )
 
 

@@ -24,7 +24,10 @@ from fleetchaos.sim.fault_specs import (  # noqa: F401  (re-exported: config is 
     Window,
     _Strict,
 )
-from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
+from fleetchaos.sim.model_spec import (  # MisreadFactors re-exported: config is where users look
+    MisreadFactors,
+    ModelSpec,
+)
 from fleetchaos.sim.provider_spec import ProviderSpec, ServiceShare, SlowdownPoint  # noqa: F401  (re-exported, as above)
 
 DAY_S = 86_400.0
@@ -142,6 +145,11 @@ class FleetSpec(_Strict):
         description="providers with a declared capacity (servers, a latency curve, a refusal threshold); "
         "none: calls never wait for one another outside the workers' tool slots",
     )
+    model: ModelSpec = Field(
+        default_factory=lambda: ModelSpec(),
+        description="the orchestrator's model: its conversation's context (the tokeniser rule, the system prompt, "
+        "tool results) and the price of the context each turn reads",
+    )
     max_actions_per_task: int = Field(
         default=100,
         ge=1,
@@ -152,7 +160,9 @@ class FleetSpec(_Strict):
 
     @model_serializer(mode="wrap")
     def _omit_new_defaults(self, handler):
-        return _without_defaults(self, handler(self), ("apis", "providers", "max_actions_per_task", "late_reply_s"))
+        return _without_defaults(
+            self, handler(self), ("apis", "providers", "max_actions_per_task", "late_reply_s", "model")
+        )
 
     @model_validator(mode="after")
     def _late_before_timeout(self) -> FleetSpec:
@@ -199,35 +209,6 @@ class FleetSpec(_Strict):
         return self
 
 
-def _factor(setting: str, why: str) -> float:
-    return Field(default=DEFAULT_MISREAD_FACTORS[setting], ge=0, le=1000, description=why)
-
-
-class MisreadFactors(_Strict):
-    """How easily each error format's failures are misread as successes: the chance is
-    ``misread_probability`` times the format's factor (at most 1).
-
-    The defaults are judgements about how visible each format makes a failure, not
-    measurements (docs/formats.md); a scenario may set its own and a sweep may vary them
-    (``--param fleet.misread_factor.structured=0,0.2,1``).  ``empty-success`` and
-    ``fabricated-defaults`` report nothing as failed, so they have no factor.
-    """
-
-    generic: float = _factor("generic", "the generic status word: a bare 'failed' in tool text")
-    raw: float = _factor("raw", "raw vendor text: the failure is one line in a stack trace")
-    structured: float = _factor("structured", "the AgentToolError envelope (structured, agent-tool-error)")
-    failure_type: float = _factor("failure_type", "the failure-type envelope and its field-ablation steps")
-    subagent_result: float = _factor("subagent_result", "the subagent-result envelope: an explicit status")
-    tool_envelope: float = _factor("tool_envelope", "the tool envelope: a failure count and a blocking flag")
-    agent_sdk: float = _factor("agent_sdk", "an agent SDK's default tool-error text: one explicit sentence")
-    langgraph: float = _factor("langgraph", "LangGraph ToolNode's error text: 'Error: ...' in free text")
-    mcp: float = _factor("mcp", "an MCP tool result flagged isError, its text free text")
-    mcp_structured: float = _factor("mcp_structured", "an MCP tool result with a structured error (code, recovery)")
-    jsonrpc: float = _factor("jsonrpc", "a JSON-RPC 2.0 error object: an explicit error member with a code")
-    problem_details: float = _factor("problem_details", "an RFC 9457 problem: an explicit status and title")
-    google_rpc: float = _factor("google_rpc", "a google.rpc.Status (AIP-193): a canonical status and a reason")
-
-
 class RemediationSpec(_Strict):
     """A remediation agent: repairs what a machine can repair on a worker, in minutes, not always."""
 
@@ -269,7 +250,20 @@ class StepSpec(_Strict):
     uses_api: bool = True
     disk_mb: float = Field(default=0, ge=0, description="disk written; fails on a full disk")
     side_effect: Literal["none", "idempotent", "append"] = "none"
-    tokens: int = Field(default=2000, ge=0, le=10_000_000, description="model tokens a call that runs consumes")
+    tokens: int = Field(
+        default=2000,
+        ge=0,
+        le=10_000_000,
+        description="model tokens a call that runs consumes (its turn's output; the context the turn reads is "
+        "counted apart, fleet.model)",
+    )
+    result_tokens: int | None = Field(
+        default=None,
+        ge=0,
+        le=10_000_000,
+        description="tokens one successful call's result adds to the conversation's context "
+        "(default: fleet.model.result_tokens)",
+    )
     needs: list[str] = Field(
         default_factory=list,
         description="earlier steps whose output this step consumes: with incomplete inputs its output is wrong",
@@ -283,7 +277,7 @@ class StepSpec(_Strict):
 
     @model_serializer(mode="wrap")
     def _omit_new_defaults(self, handler):
-        return _without_defaults(self, handler(self), ("after_timeout",))
+        return _without_defaults(self, handler(self), ("after_timeout", "result_tokens"))
 
 
 class TemplateSpec(_Strict):

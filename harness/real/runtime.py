@@ -183,6 +183,7 @@ class Runtime:
         self.assembly = assembly = assemble(self.spec, seed, NodeState, clock=self.now)
         self.plan, self.nodes, self.calls = assembly.plan, assembly.nodes, assembly.calls
         self.journal, self.run_key = assembly.journal, assembly.run_key
+        self.tokeniser = assembly.tokeniser
         self.templates = {t.name: t for t in assembly.templates}
         # The checks a call's dispatch meets (a partition cutting the orchestrator off from the worker).
         self.dispatch_gates = tuple(
@@ -377,6 +378,7 @@ class Runtime:
                 execution, new_epoch = scope.next_execution(si, item_no)
                 if new_epoch:
                     rec.begin_execution(si, execution)
+                    rec.turn(step.tokens)
                     if execution > 1 and scope.retries.last is not None:
                         rec.retries += 1
                         scope.retries.retry(
@@ -400,7 +402,7 @@ class Runtime:
                 node, step, rules, scope.task_key, item_no, key, now, batch, scope.sources
             )
             kind, duration, commits, retry_at = outcome
-            rec.called(kind, step.tokens)
+            rec.called(kind, step.tokens, step.result_tokens)
             if kind is not None:
                 self.journal.fault(rec, kind.name, now, tool, scope.worker)
                 if kind.stage != MASKING:  # a failure the caller sees: a retry in flight failed again
@@ -412,6 +414,9 @@ class Runtime:
             )
         ids = (rec.id, si, item_no, execution)
         fault = injected_fault(outcome, tool, ids, scope.worker, tpl.names, now, self.seed)
+        if fault is not None and kind is not None and kind.stage != MASKING:
+            with self._lock:  # the error text the team's code hands its model joins the context
+                rec.read(self.tokeniser.count(str(fault)))
         return Decision(
             self,
             tool,
