@@ -20,6 +20,7 @@ from typing import Generic, TypeVar
 from fleetchaos.sim import _rng
 from fleetchaos.sim.calls import CallModel
 from fleetchaos.sim.config import Distribution, WorldSpec, lognormal_params
+from fleetchaos.sim.conversation import Tokeniser
 from fleetchaos.sim.faults import build_plan
 from fleetchaos.sim.journal import Journal
 from fleetchaos.sim.ledger import TaskRecord
@@ -33,8 +34,19 @@ S_HUMAN = _rng.stream_id("escalation:human")
 NodeT = TypeVar("NodeT", bound=NodeState)
 
 #: Builds worker ``index``'s node from its state: ``make(index, disk_full_spans, key_expiries,
-#: credential_lifetime_s, crash_spans, disk_capacity_mb)`` (the arguments of :class:`NodeState`).
-MakeNode = Callable[[int, list[tuple[float, float]], list[float], float, list[tuple[float, float]], float], NodeT]
+#: credential_lifetime_s, crash_spans, disk_capacity_mb, api_keys)`` (the arguments of :class:`NodeState`).
+MakeNode = Callable[
+    [
+        int,
+        list[tuple[float, float]],
+        list[float],
+        float,
+        list[tuple[float, float]],
+        float,
+        list[tuple[list[float], float]],
+    ],
+    NodeT,
+]
 
 
 @dataclass(slots=True)
@@ -55,6 +67,8 @@ class Assembly(Generic[NodeT]):
     calls: CallModel
     judge: RetryJudge
     journal: Journal
+    tokeniser: Tokeniser
+    """The conversation's tokeniser rule (``fleet.model.chars_per_token``): what an error text costs in context."""
 
     def duration(self, spec: Distribution, stream: int, task_id: int, n: int) -> float:
         """A keyed log-normal draw from ``spec`` for the ``n``-th such event of a task."""
@@ -100,11 +114,19 @@ def assemble(
             fleet.credential_lifetime_s,
             plan.crashes[i],
             disks.get(i, fleet.disk_mb),
+            [
+                (expiries[i], api.credential_lifetime_s or fleet.credential_lifetime_s)
+                for api, expiries in zip(fleet.apis, plan.api_key_expiries, strict=True)
+            ],
         )
         for i in range(fleet.workers)
     ]
     bucket = TokenBucket(fleet.api_rate_per_s, fleet.api_burst, plan.rate_windows)
-    shared = SharedCapacity(bucket, DailyQuota(plan.quota_per_day), fleet.api_reject_cost)
+    apis = [
+        TokenBucket(api.rate_per_s, api.burst, windows)
+        for api, windows in zip(fleet.apis, plan.api_rate_windows, strict=True)
+    ]
+    shared = SharedCapacity(bucket, DailyQuota(plan.quota_per_day), fleet.api_reject_cost, apis)
     calls = call_model(plan, shared, seed, fleet)
     run_key = _rng.run_key(seed)
     return Assembly(
@@ -114,10 +136,11 @@ def assemble(
         plan=plan,
         nodes=nodes,
         shared=shared,
-        templates=tuple(compile_template(i, t, plan) for i, t in enumerate(spec.workload.templates)),
+        templates=tuple(compile_template(i, t, plan, fleet.model) for i, t in enumerate(spec.workload.templates)),
         calls=calls,
         judge=RetryJudge(calls, run_key, shared),
         journal=Journal(clock, keep_log=keep_log, trace=trace),
+        tokeniser=Tokeniser(fleet.model.chars_per_token),
     )
 
 

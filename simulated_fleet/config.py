@@ -24,7 +24,10 @@ from fleetchaos.sim.fault_specs import (  # noqa: F401  (re-exported: config is 
     Window,
     _Strict,
 )
-from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
+from fleetchaos.sim.model_spec import (  # MisreadFactors re-exported: config is where users look
+    MisreadFactors,
+    ModelSpec,
+)
 from fleetchaos.sim.provider_spec import ProviderSpec, ServiceShare, SlowdownPoint  # noqa: F401  (re-exported, as above)
 
 DAY_S = 86_400.0
@@ -161,10 +164,21 @@ class FleetSpec(_Strict):
     remediation: RemediationSpec = Field(
         default_factory=lambda: RemediationSpec(), description="the remediation agent a policy may send to a worker"
     )
+    apis: list[ApiSpec] = Field(
+        default_factory=list,
+        description="tool APIs with credentials and a token bucket of their own (an expired key or a rate limit "
+        "there leaves the model provider's alone); API-using steps of other tools call the model provider, whose "
+        "bucket is api_rate_per_s/api_burst and whose credentials last credential_lifetime_s",
+    )
     providers: list[ProviderSpec] = Field(
         default_factory=list,
         description="providers with a declared capacity (servers, a latency curve, a refusal threshold); "
         "none: calls never wait for one another outside the workers' tool slots",
+    )
+    model: ModelSpec = Field(
+        default_factory=lambda: ModelSpec(),
+        description="the orchestrator's model: its conversation's context (the tokeniser rule, the system prompt, "
+        "tool results) and the price of the context each turn reads",
     )
     max_actions_per_task: int = Field(
         default=100,
@@ -176,7 +190,9 @@ class FleetSpec(_Strict):
 
     @model_serializer(mode="wrap")
     def _omit_new_defaults(self, handler):
-        return _without_defaults(self, handler(self), ("providers", "max_actions_per_task", "late_reply_s"))
+        return _without_defaults(
+            self, handler(self), ("apis", "providers", "max_actions_per_task", "late_reply_s", "model")
+        )
 
     @model_validator(mode="after")
     def _late_before_timeout(self) -> FleetSpec:
@@ -199,6 +215,23 @@ class FleetSpec(_Strict):
         return data
 
     @model_validator(mode="after")
+    def _apis_apart(self) -> FleetSpec:
+        names: dict[str, int] = {}
+        called: dict[str, str] = {}
+        for i, api in enumerate(self.apis):
+            where = f"fleet.apis[{i}]"
+            if api.name in names:
+                raise ValueError(f"{where}.name: API {api.name!r} is declared twice; give each its own name")
+            names[api.name] = i
+            for tool in api.tools:
+                if tool in called:
+                    raise ValueError(
+                        f"{where}.tools: {tool} is already a tool of API {called[tool]!r}; a step calls one API"
+                    )
+                called[tool] = api.name
+        return self
+
+    @model_validator(mode="after")
     def _providers_apart(self) -> FleetSpec:
         names: set[str] = set()
         served: dict[str, str] = {}
@@ -216,36 +249,6 @@ class FleetSpec(_Strict):
         return self
 
 
-def _factor(setting: str, why: str) -> float:
-    return Field(default=DEFAULT_MISREAD_FACTORS[setting], ge=0, le=1000, description=why)
-
-
-class MisreadFactors(_Strict):
-    """How easily each error format's failures are misread as successes: the chance is
-    ``misread_probability`` times the format's factor (at most 1).
-
-    The defaults are judgements about how visible each format makes a failure, not
-    measurements (docs/formats.md); a scenario may set its own and a sweep may vary them
-    (``--param fleet.misread_factor.structured=0,0.2,1``).  ``empty-success`` and
-    ``fabricated-defaults`` report nothing as failed, so they have no factor.
-    """
-
-    generic: float = _factor("generic", "the generic status word: a bare 'failed' in tool text")
-    status: float = _factor("status", "an HTTP status and exception class: one short explicit line, as the bare word")
-    raw: float = _factor("raw", "raw vendor text: the failure is one line in a stack trace")
-    structured: float = _factor("structured", "the AgentToolError envelope (structured, agent-tool-error)")
-    failure_type: float = _factor("failure_type", "the failure-type envelope and its field-ablation steps")
-    subagent_result: float = _factor("subagent_result", "the subagent-result envelope: an explicit status")
-    tool_envelope: float = _factor("tool_envelope", "the tool envelope: a failure count and a blocking flag")
-    agent_sdk: float = _factor("agent_sdk", "an agent SDK's default tool-error text: one explicit sentence")
-    langgraph: float = _factor("langgraph", "LangGraph ToolNode's error text: 'Error: ...' in free text")
-    mcp: float = _factor("mcp", "an MCP tool result flagged isError, its text free text")
-    mcp_structured: float = _factor("mcp_structured", "an MCP tool result with a structured error (code, recovery)")
-    jsonrpc: float = _factor("jsonrpc", "a JSON-RPC 2.0 error object: an explicit error member with a code")
-    problem_details: float = _factor("problem_details", "an RFC 9457 problem: an explicit status and title")
-    google_rpc: float = _factor("google_rpc", "a google.rpc.Status (AIP-193): a canonical status and a reason")
-
-
 class RemediationSpec(_Strict):
     """A remediation agent: repairs what a machine can repair on a worker, in minutes, not always."""
 
@@ -256,6 +259,18 @@ class RemediationSpec(_Strict):
         default=0.7, ge=0, le=1, description="chance that one remediation repairs a repairable cause"
     )
     tokens: int = Field(default=20_000, ge=0, le=10_000_000, description="model tokens one remediation consumes")
+
+
+class ApiSpec(_Strict):
+    """A tool API with its own credentials and token bucket (the model provider's are the fleet's defaults)."""
+
+    name: str = Field(min_length=1, max_length=100, description="how faults name it (their api field)")
+    tools: list[str] = Field(min_length=1, description="the tools whose calls go to it")
+    rate_per_s: float = Field(default=0.5, gt=0, description="refill rate of its token bucket")
+    burst: float = Field(default=30, ge=1, description="size of its token bucket")
+    credential_lifetime_s: float | None = Field(
+        default=None, gt=0, description="validity of its freshly issued credentials (default: the fleet's)"
+    )
 
 
 class WorkerOverride(_Strict):
@@ -275,7 +290,20 @@ class StepSpec(_Strict):
     uses_api: bool = True
     disk_mb: float = Field(default=0, ge=0, description="disk written; fails on a full disk")
     side_effect: Literal["none", "idempotent", "append"] = "none"
-    tokens: int = Field(default=2000, ge=0, le=10_000_000, description="model tokens a call that runs consumes")
+    tokens: int = Field(
+        default=2000,
+        ge=0,
+        le=10_000_000,
+        description="model tokens a call that runs consumes (its turn's output; the context the turn reads is "
+        "counted apart, fleet.model)",
+    )
+    result_tokens: int | None = Field(
+        default=None,
+        ge=0,
+        le=10_000_000,
+        description="tokens one successful call's result adds to the conversation's context "
+        "(default: fleet.model.result_tokens)",
+    )
     needs: list[str] = Field(
         default_factory=list,
         description="earlier steps whose output this step consumes: with incomplete inputs its output is wrong",
@@ -290,7 +318,7 @@ class StepSpec(_Strict):
 
     @model_serializer(mode="wrap")
     def _omit_new_defaults(self, handler):
-        return _without_defaults(self, handler(self), ("after_timeout",))
+        return _without_defaults(self, handler(self), ("after_timeout", "result_tokens"))
 
 
 class TemplateSpec(_Strict):
@@ -442,6 +470,15 @@ class WorldSpec(_Strict):
         tools = sorted({s.tool for t in self.workload.templates for s in t.steps})
         templates = [t.name for t in self.workload.templates]
         providers = [p.name for p in self.fleet.providers]
+        apis = [a.name for a in self.fleet.apis]
+        api_tools = {s.tool for t in self.workload.templates for s in t.steps if s.uses_api}
+        for i, api in enumerate(self.fleet.apis):
+            for tool in api.tools:
+                if tool not in api_tools:
+                    raise ValueError(
+                        f"fleet.apis[{i}].tools: no step that uses the API calls tool {tool!r} "
+                        f"(API-using tools: {', '.join(sorted(api_tools)) or 'none'})"
+                    )
         for i, p in enumerate(self.fleet.providers):
             for tool in p.tools or ():
                 if tool not in tools:
@@ -480,6 +517,12 @@ class WorldSpec(_Strict):
                 raise ValueError(
                     f"{where}.provider: no provider is named {provider!r} "
                     f"(fleet.providers: {', '.join(providers) or 'none declared'})"
+                )
+            api_name = getattr(fault, "api", None)
+            if api_name is not None and api_name not in apis:
+                raise ValueError(
+                    f"{where}.api: no API is named {api_name!r} (fleet.apis: {', '.join(apis) or 'none declared'}); "
+                    "leave api out for the model provider's"
                 )
             for name in getattr(fault, "templates", None) or ():
                 if name not in templates:

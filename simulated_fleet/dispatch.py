@@ -51,6 +51,7 @@ class Dispatcher:
         *,
         partial_step_ok: bool,
         plain_success: bool,
+        report_masked: bool = False,
         transport: tuple[TransportRetry, ...],
         idempotent: bool,
         heartbeat_timeout_s: float | None,
@@ -67,6 +68,7 @@ class Dispatcher:
         self.run_key = run_key
         self.partial_step_ok = partial_step_ok
         self.plain_success = plain_success
+        self.report_masked = report_masked
         self.transport = transport
         # A first failure enters the layers when some layer retries its kind.
         self.transport_on: frozenset[str] = frozenset().union(*(layer.on for layer in transport))
@@ -135,6 +137,11 @@ class Dispatcher:
             commits = all_commits[si]
             if 0 not in commits:
                 rec.redone_steps += 1
+            if step.tokens:  # TaskRecord.turn(step.tokens), inlined: the turn reads the context so far
+                context = rec.context_tokens
+                rec.turns += 1
+                rec.tokens += context
+                rec.input_tokens += context
             now = env.now
             wait = slots.acquire(now)
             waited = 0.0
@@ -171,6 +178,7 @@ class Dispatcher:
                 if first[0] is None:
                     rec.calls += 1
                     rec.tokens += step.tokens
+                    rec.context_tokens += step.result_tokens
                     yield env.timeout(first[1] if first[1] > 0.0 else 0.0)  # as longest below
                     slots.release()
                     if step.writes_disk:
@@ -297,6 +305,8 @@ class Dispatcher:
                 took_effect = succeeded + committed_anyway if committed_anyway is not None else succeeded
             if traced is not None:
                 journal.calls(task.id, w.index, si, step.name, now, traced)
+            if succeeded or hollow:  # the results that came back (or looked as if they did) join the conversation
+                rec.context_tokens += step.result_tokens * (len(succeeded) + (len(hollow) if hollow else 0))
             if step.writes_disk and took_effect:
                 written = step.disk_mb * len(took_effect)
                 w.disk_used_mb += written
@@ -333,7 +343,7 @@ class Dispatcher:
                 masked=masked,
                 alternatives=self._alternatives_left(rules, failed, sources, w.index, si),
             )
-        if self.plain_success:
+        if self.plain_success and not (masked and self.report_masked):  # a hollow success the model may notice
             return PLAIN_OK
         return self._report(task, tpl, w, start, -1, None, (), masked=masked)
 

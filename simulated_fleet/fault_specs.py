@@ -26,6 +26,7 @@ import sys
 from typing import TYPE_CHECKING, Annotated, Literal, Protocol, TypeAlias, Union
 
 import annotated_types
+import pydantic
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationInfo, field_validator, model_validator
 from pydantic import ValidationError as _PydanticValidationError
 
@@ -230,10 +231,23 @@ class Timeout(_CallFault):
     timeout_s: float = Field(default=90, gt=0)
 
 
-class RateLimit(_Fault):
+class _OnApi(_Fault):
+    api: str | None = Field(
+        default=None, min_length=1, description="the API it hits: a fleet.apis name (default: the model provider)"
+    )
+
+    @pydantic.model_serializer(mode="wrap")
+    def _omit_default_api(self, handler):  # on the model provider: dumped as before the field existed
+        data = handler(self)
+        if self.api is None and isinstance(data, dict):
+            data.pop("api", None)
+        return data
+
+
+class RateLimit(_OnApi):
     """The provider cuts the fleet's shared API rate; HTTP-429s emerge from load.
 
-    Fleet-wide by nature (one shared token bucket), so it takes no ``workers``.
+    Fleet-wide by nature (one shared token bucket per API), so it takes no ``workers``.
     """
 
     kind: Literal["rate_limit"] = "rate_limit"
@@ -252,7 +266,7 @@ class DiskFull(_Targeted):
     cleanup_after_s: float = Field(default=4 * 3600, gt=0)
 
 
-class ExpiredKey(_Targeted):
+class ExpiredKey(_Targeted, _OnApi):
     """A worker's API credentials are revoked; every API call fails until they are refreshed."""
 
     kind: Literal["expired_key"] = "expired_key"

@@ -76,7 +76,8 @@ def build_plan(spec: WorldSpec, seed: int, ends_s: float = math.inf) -> FaultPla
     """
     n = spec.fleet.workers
     horizon = spec.duration_s
-    plan = FaultPlan.empty(n)
+    plan = FaultPlan.empty(n, apis=[a.name for a in spec.fleet.apis])
+    plan.api_of = {tool: i + 1 for i, api in enumerate(spec.fleet.apis) for tool in api.tools}
     plan.ends_s = ends_s
     plan.kinds = tuple(STATE_KINDS.values())
     for index, raw in enumerate(spec.faults):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 
 import simpy
 
@@ -103,8 +104,11 @@ class Worker(NodeState):
         credential_lifetime_s: float,
         crash_spans: list[tuple[float, float]] | None = None,
         disk_capacity_mb: float = math.inf,
+        api_keys: Sequence[tuple[list[float], float]] = (),
     ):
-        super().__init__(index, disk_full_spans, key_expiries, credential_lifetime_s, crash_spans, disk_capacity_mb)
+        super().__init__(
+            index, disk_full_spans, key_expiries, credential_lifetime_s, crash_spans, disk_capacity_mb, api_keys
+        )
         self.slots = SlotPool(env, tool_slots)
         self.in_flight = 0
 

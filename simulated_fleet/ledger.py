@@ -38,7 +38,14 @@ class TaskRecord:
     calls: int = 0
     """Tool calls, one per item of a fan-out step."""
     tokens: int = 0
-    """Model tokens consumed: by calls that ran (succeeded or hung until a timeout), not by fast failures."""
+    """Model tokens consumed: each turn's input (the context it read) and the tokens of the calls that ran
+    (succeeded or hung until a timeout; not fast failures)."""
+    input_tokens: int = 0
+    """The part of ``tokens`` the turns read as context (:mod:`fleetchaos.sim.conversation`)."""
+    context_tokens: int = 0
+    """The conversation's context now: the system prompt, every tool result and every error text read so far."""
+    turns: int = 0
+    """Model turns taken: one per execution of a step that uses the API."""
     step_executions: int = 0
     retries: int = 0
     reroutes: int = 0
@@ -64,6 +71,12 @@ class TaskRecord:
     alternatives_used: int = 0
     misreads: int = 0
     """Failed dispatches the orchestrator read as a success (then claimed success)."""
+    model_gave_up: int = 0
+    """Failures the model stopped on before its policy decided (:mod:`fleetchaos.sim.reading`)."""
+    model_retried_permanent: int = 0
+    """Retries the model made past its policy's stop on a failure no retry can pass."""
+    silent_noticed: int = 0
+    """Hollow successes (masked failures) the model noticed and retried."""
     misreads_caught: int = 0
     """Misreads a final-answer guardrail blocked."""
     misreported: int = 0
@@ -135,11 +148,26 @@ class TaskRecord:
         commits = self.commits
         return any(0 in commits[n] for n in needs)
 
-    def called(self, fault: FaultKind | None, tokens: int) -> None:
-        """A tool call ended with ``fault`` (None: none): counted, and its ``tokens`` spent when it ran."""
+    def turn(self, tokens: int) -> None:
+        """A model turn for a step whose calls cost ``tokens`` each: it reads the whole context (none: no turn)."""
+        if tokens:
+            context = self.context_tokens
+            self.turns += 1
+            self.tokens += context
+            self.input_tokens += context
+
+    def called(self, fault: FaultKind | None, tokens: int, result_tokens: int = 0) -> None:
+        """A tool call ended with ``fault`` (None: none): counted, its ``tokens`` spent when it ran, and its
+        result (``result_tokens``) added to the context when it looked successful (a masked failure too)."""
         self.calls += 1
         if fault is None or fault.spends_tokens:
             self.tokens += tokens
+        if fault is None or fault.stage == "masking":  # kind_record.MASKING
+            self.context_tokens += result_tokens
+
+    def read(self, tokens: int) -> None:
+        """The model read an error text of ``tokens`` tokens: it joins the context."""
+        self.context_tokens += tokens
 
     def deduplicate(self, si: int) -> None:
         """Idempotency keys on step ``si``: a side effect already taken is not taken again."""

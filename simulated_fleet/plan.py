@@ -101,6 +101,14 @@ class FaultPlan:
     key_expiries: list[list[float]] = field(default_factory=list)
     crashes: list[list[tuple[float, float]]] = field(default_factory=list)
     rate_windows: list[tuple[float, float, float]] = field(default_factory=list)
+    apis: tuple[str, ...] = ()
+    """The tool APIs of ``fleet.apis``, in order: API ``i + 1`` (API 0 is the model provider)."""
+    api_of: dict[str, int] = field(default_factory=dict)
+    """Each tool API's tools -> its API number (a tool not named calls API 0, the model provider)."""
+    api_key_expiries: list[list[list[float]]] = field(default_factory=list)
+    """Per tool API, per worker: its revocations (``key_expiries`` are the model provider's)."""
+    api_rate_windows: list[list[tuple[float, float, float]]] = field(default_factory=list)
+    """Per tool API: its rate cuts (``rate_windows`` are the model provider's)."""
     partitions: list[Partition] = field(default_factory=list)
     latency: list = field(default_factory=list)
     """Per worker: (start, end, factor, add) spikes while building, then a :class:`SpanTable`."""
@@ -116,15 +124,30 @@ class FaultPlan:
     ends_s: float = math.inf
     """No call of the run starts at or after this instant (the simulator's horizon and drain; inf: no end known)."""
 
+    def key_expiries_of(self, api: str | None) -> list[list[float]]:
+        """Per worker, the revocations of API ``api``'s credentials (None: the model provider's)."""
+        return self.key_expiries if api is None else self.api_key_expiries[self.apis.index(api)]
+
+    def rate_windows_of(self, api: str | None) -> list[tuple[float, float, float]]:
+        """The rate cuts of API ``api``'s token bucket (None: the model provider's)."""
+        return self.rate_windows if api is None else self.api_rate_windows[self.apis.index(api)]
+
+    def api_name(self, api: int) -> str:
+        """How reports name API number ``api``."""
+        return "model provider" if api == 0 else f"API {self.apis[api - 1]}"
+
     state: dict[str, Any] = field(default_factory=dict)
     """What a state kind without a field of its own realised, by kind name (its handler's to read)."""
     kinds: tuple[StateKind, ...] = ()
     """The handlers of the state kinds that built this plan, in the registry's order (``build_plan`` sets it)."""
 
     @classmethod
-    def empty(cls, workers: int) -> FaultPlan:
-        """A plan with nothing scheduled yet on a fleet of ``workers``."""
+    def empty(cls, workers: int, apis: list[str] | tuple[str, ...] = ()) -> FaultPlan:
+        """A plan with nothing scheduled yet on a fleet of ``workers`` calling the tool APIs ``apis``."""
         return cls(
+            apis=tuple(apis),
+            api_key_expiries=[[[] for _ in range(workers)] for _ in apis],
+            api_rate_windows=[[] for _ in apis],
             disk_full=[[] for _ in range(workers)],
             key_expiries=[[] for _ in range(workers)],
             crashes=[[] for _ in range(workers)],

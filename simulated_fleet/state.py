@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 from bisect import bisect_right
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from fleetchaos.sim.config import DAY_S
@@ -25,8 +26,8 @@ class NodeView(Protocol):
     """A worker's state as a call meets it (:class:`fleetchaos.sim.state.NodeState`)."""
 
     index: int
-    credentials_expire_s: float
-    """The instant its current credentials stop working (expired at ``now`` iff ``now >=`` it)."""
+    keys: tuple[Credentials, ...]
+    """Its credentials per API: the model provider's first, then each of ``fleet.apis`` in order."""
     crash_spans: list[tuple[float, float]]
     """Its crash spans: empty for a worker that never crashes (then :meth:`down` is not asked)."""
 
@@ -38,16 +39,16 @@ class NodeView(Protocol):
         """Whether a write of ``mb`` fails at ``now``."""
         ...
 
-    def credentials_expired(self, now: float) -> bool:
-        """Whether its API credentials are invalid at ``now``."""
-        ...
-
 
 class SharedView(Protocol):
     """What every API call shares (:class:`fleetchaos.sim.state.SharedCapacity`)."""
 
     def take_token(self, now: float) -> float | None:
-        """Take an API token: None when granted, else the instant one is due."""
+        """Take a token of the model provider's bucket: None when granted, else the instant one is due."""
+        ...
+
+    def token_gate(self, api: int) -> Callable[[float], float | None]:
+        """``take_token`` for API ``api`` (0: the model provider; then each of ``fleet.apis`` in order)."""
         ...
 
     def take_quota(self, now: float) -> float | None:
@@ -187,27 +188,40 @@ class DailyQuota:
 
 
 class SharedCapacity:
-    """What every API call of the fleet shares: the token bucket and the daily quota.
+    """What every API call of the fleet shares: the token buckets and the daily quota.
 
-    ``reject_cost`` tokens are taken even from a refused request (down to -burst), which
-    lets retry storms persist.
+    ``bucket`` is the model provider's; ``buckets`` holds it first, then one per tool API
+    of ``fleet.apis`` (a step's ``api`` indexes it).  ``reject_cost`` tokens are taken even
+    from a refused request (down to -burst), which lets retry storms persist.
     """
 
-    __slots__ = ("bucket", "quota", "reject_cost", "take_quota", "take_token")
+    __slots__ = ("bucket", "buckets", "quota", "reject_cost", "take_quota", "take_token")
 
-    def __init__(self, bucket: TokenBucket, quota: DailyQuota, reject_cost: float = 0.0):
+    def __init__(
+        self, bucket: TokenBucket, quota: DailyQuota, reject_cost: float = 0.0, apis: Sequence[TokenBucket] = ()
+    ):
         self.bucket = bucket
+        self.buckets = (bucket, *apis)
         self.quota = quota
         self.reject_cost = reject_cost
         # Bound once: both run on every API call.
-        self.take_token = bucket.take if not reject_cost else self._take_token_charged
+        self.take_token = self.token_gate(0)
         self.take_quota = quota.take if quota.per_day else unlimited
 
-    def _take_token_charged(self, now: float) -> float | None:
-        due = self.bucket.take(now)
-        if due is not None:
-            due = now + self.bucket.charge_refusal(now, self.reject_cost)
-        return due
+    def token_gate(self, api: int) -> Callable[[float], float | None]:
+        """Take a token of API ``api``'s bucket: None when granted, else the instant one is due."""
+        bucket = self.buckets[api]
+        if not self.reject_cost:
+            return bucket.take
+        cost = self.reject_cost
+
+        def take_charged(now: float) -> float | None:
+            due = bucket.take(now)
+            if due is not None:
+                due = now + bucket.charge_refusal(now, cost)
+            return due
+
+        return take_charged
 
 
 def unlimited(now: float) -> None:
@@ -224,18 +238,14 @@ class NodeState:
     """One worker's state that its calls meet: disk, credentials and crash schedule."""
 
     __slots__ = (
-        "_key_ptr",
         "crash_spans",
         "crashes",
-        "credential_lifetime_s",
-        "credentials_expire_s",
-        "credentials_issued_s",
         "disk_capacity_mb",
         "disk_faults",
         "disk_used_mb",
         "down",
         "index",
-        "key_expiries",
+        "keys",
     )
 
     def __init__(
@@ -246,13 +256,15 @@ class NodeState:
         credential_lifetime_s: float,
         crash_spans: list[tuple[float, float]] | None = None,
         disk_capacity_mb: float = math.inf,
+        api_keys: Sequence[tuple[list[float], float]] = (),
     ):
         self.index = index
         self.disk_faults = Spans(disk_full_spans)  # when a fault fills the disk
-        self.key_expiries = key_expiries
-        self._key_ptr = 0
-        self.credentials_issued_s = 0.0
-        self.credential_lifetime_s = credential_lifetime_s
+        # The model provider's credentials first, then each tool API's (``fleet.apis``), by a step's ``api``.
+        self.keys = (
+            Credentials(key_expiries, credential_lifetime_s),
+            *(Credentials(expiries, lifetime) for expiries, lifetime in api_keys),
+        )
         self.crashes = Spans(crash_spans or [])  # crashed from start until restarted
         self.crash_spans = self.crashes.spans  # the list itself: a cheap "can it crash at all"
         # down(now): whether the worker is crashed (not yet restarted) at ``now``.  Asked on
@@ -260,8 +272,6 @@ class NodeState:
         self.down = self.crashes.active if self.crash_spans else _never
         self.disk_capacity_mb = disk_capacity_mb
         self.disk_used_mb = 0.0
-        self.credentials_expire_s = 0.0  # when the current credentials stop working (see _update_expiry)
-        self._update_expiry()
 
     def disk_refuses(self, now: float, mb: float) -> bool:
         """Whether a write of ``mb`` fails: the disk was filled by a fault, or task workspaces fill it."""
@@ -283,23 +293,48 @@ class NodeState:
         return self.disk_faults.end_at(now)
 
     def credentials_expired(self, now: float) -> bool:
-        """Whether the worker's API credentials are invalid at ``now``."""
-        return now >= self.credentials_expire_s
+        """Whether the worker's credentials for the model provider are invalid at ``now``."""
+        return self.keys[0].expired(now)
 
     def refresh_credentials(self, now: float) -> None:
-        """Issue fresh credentials: revocations before ``now`` no longer apply."""
-        self.credentials_issued_s = now
-        expiries = self.key_expiries
-        ptr = self._key_ptr
-        while ptr < len(expiries) and expiries[ptr] <= now:
-            ptr += 1
-        self._key_ptr = ptr
-        self._update_expiry()
+        """Issue fresh credentials for every API: revocations before ``now`` no longer apply."""
+        for key in self.keys:
+            key.refresh(now)
 
-    def _update_expiry(self) -> None:
+
+class Credentials:
+    """A worker's credentials for one API: issued, valid for a lifetime, revoked at scheduled instants."""
+
+    __slots__ = ("_ptr", "expire_s", "issued_s", "lifetime_s", "revocations")
+
+    def __init__(self, revocations: list[float], lifetime_s: float):
+        self.revocations = revocations
+        """The scheduled revocations, in time order."""
+        self.lifetime_s = lifetime_s
+        self.issued_s = 0.0
+        self._ptr = 0
+        self.expire_s = 0.0
+        """The instant the current credentials stop working (expired at ``now`` iff ``now >=`` it)."""
+        self._update()
+
+    def expired(self, now: float) -> bool:
+        """Whether these credentials are invalid at ``now``."""
+        return now >= self.expire_s
+
+    def refresh(self, now: float) -> None:
+        """Issue fresh credentials: revocations before ``now`` no longer apply."""
+        self.issued_s = now
+        revocations = self.revocations
+        ptr = self._ptr
+        while ptr < len(revocations) and revocations[ptr] <= now:
+            ptr += 1
+        self._ptr = ptr
+        self._update()
+
+    def _update(self) -> None:
         # Checked on every API call, so kept as one instant rather than recomputed:
         # expired at ``now`` iff now >= issued + lifetime or now >= the next revocation.
-        expire = self.credentials_issued_s + self.credential_lifetime_s
-        if self._key_ptr < len(self.key_expiries):
-            expire = min(expire, self.key_expiries[self._key_ptr])
-        self.credentials_expire_s = expire
+        expire = self.issued_s + self.lifetime_s
+        if self._ptr < len(self.revocations):
+            expire = min(expire, self.revocations[self._ptr])
+        self.expire_s = expire

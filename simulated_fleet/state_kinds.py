@@ -89,7 +89,6 @@ class DiskFullKind(StateKind):
     """A disk filled by a fault (or by task workspaces): every write on that worker fails while it is full."""
 
     name = "disk_full"
-    real_code = False  # the real run has no shared disks of its own
 
     def schedule(self, fault: _Fault, plan: FaultPlan, at: Placement) -> None:
         """Poisson fills per targeted worker, and explicit events, each lasting ``cleanup_after_s``."""
@@ -127,35 +126,40 @@ class ExpiredKeyKind(StateKind):
     def schedule(self, fault: _Fault, plan: FaultPlan, at: Placement) -> None:
         """Poisson revocations per targeted worker, and explicit events."""
         fault = cast(ExpiredKey, fault)
+        expiries = plan.key_expiries_of(fault.api)
         for w in at.targets:
-            plan.key_expiries[w].extend(
-                poisson_times(at.seed, S_KEY, at.position, w, fault.per_worker_per_day, at.horizon_s)
-            )
+            expiries[w].extend(poisson_times(at.seed, S_KEY, at.position, w, fault.per_worker_per_day, at.horizon_s))
         for event in fault.events:
-            plan.key_expiries[event.worker].append(event.at_s)
+            expiries[event.worker].append(event.at_s)
 
     def finish(self, plan: FaultPlan) -> None:
-        """Each worker's revocations in time order."""
-        for times in plan.key_expiries:
-            times.sort()
+        """Each worker's revocations of each API in time order."""
+        for per_worker in (plan.key_expiries, *plan.api_key_expiries):
+            for times in per_worker:
+                times.sort()
 
     def describe(self, plan: FaultPlan) -> list[str]:
         """One line per revocation."""
-        return [f"worker {w}: API key expires at {t:.0f}s" for w, times in enumerate(plan.key_expiries) for t in times]
+        lines = [f"worker {w}: API key expires at {t:.0f}s" for w, times in enumerate(plan.key_expiries) for t in times]
+        for api, per_worker in zip(plan.apis, plan.api_key_expiries, strict=True):
+            lines += [f"worker {w}: {api} key expires at {t:.0f}s" for w, times in enumerate(per_worker) for t in times]
+        return lines
 
     def gate(self, plan: FaultPlan, shared: SharedView, node: NodeView, step: Step) -> Gate | None:
-        """An API call meets its worker's credentials (they expire with their lifetime even without a fault).
+        """An API call meets its worker's credentials for the step's API (they expire with their lifetime even
+        without a fault).
 
         A refresh never brings the expiry forward, so a worker whose credentials outlast
         the run has no gate.
         """
-        if not step.uses_api or node.credentials_expire_s >= plan.ends_s:
+        if not step.uses_api:
             return None
-        return node.credentials_expired
+        key = node.keys[step.api]
+        return None if key.expire_s >= plan.ends_s else key.expired
 
     def holds(self, plan: FaultPlan, shared: SharedCapacity, last: LastFailure, retry: RetryAt) -> bool:
-        """The retry's worker still holds expired credentials."""
-        return retry.node.credentials_expired(retry.now)
+        """The retry's worker still holds expired credentials for the failed step's API."""
+        return retry.node.keys[retry.tpl.steps[last.step].api].expired(retry.now)
 
 
 class NodeCrashKind(StateKind):
@@ -163,7 +167,6 @@ class NodeCrashKind(StateKind):
 
     name = "node_crash"
     met = WORKER
-    real_code = False  # losing in-flight calls needs the simulator's workers
 
     def schedule(self, fault: _Fault, plan: FaultPlan, at: Placement) -> None:
         """Poisson crashes per targeted worker, and explicit events, each down for ``down_s``."""
@@ -205,23 +208,31 @@ class RateLimitKind(StateKind):
         for i in range(round(fault.per_day * horizon / DAY_S)):
             start = _rng.uniform(_rng.key(at.seed, S_RATE, at.position, i)) * max(horizon - fault.window_s, 0.0)
             spans.append((start, start + fault.window_s))
-        plan.rate_windows.extend((s, e, fault.capacity_factor) for s, e in spans)
+        plan.rate_windows_of(fault.api).extend((s, e, fault.capacity_factor) for s, e in spans)
 
     def finish(self, plan: FaultPlan) -> None:
-        """Overlapping windows split into disjoint ones whose factors multiply."""
-        plan.rate_windows[:] = disjoint_windows(plan.rate_windows)
+        """Overlapping windows of each API split into disjoint ones whose factors multiply."""
+        for windows in (plan.rate_windows, *plan.api_rate_windows):
+            windows[:] = disjoint_windows(windows)
 
     def describe(self, plan: FaultPlan) -> list[str]:
         """One line per window."""
-        return [f"fleet: API rate x{f:g} from {start:.0f}s to {end:.0f}s" for start, end, f in plan.rate_windows]
+        lines = [f"fleet: API rate x{f:g} from {start:.0f}s to {end:.0f}s" for start, end, f in plan.rate_windows]
+        for api, windows in zip(plan.apis, plan.api_rate_windows, strict=True):
+            lines += [f"fleet: {api} rate x{f:g} from {start:.0f}s to {end:.0f}s" for start, end, f in windows]
+        return lines
 
     def gate(self, plan: FaultPlan, shared: SharedView, node: NodeView, step: Step) -> Gate | None:
-        """An API call takes a token; without one it is refused until one is due (the retry-after hint)."""
-        return shared.take_token if step.uses_api else None
+        """An API call takes a token of its API's bucket; without one it is refused until one is due (the
+        retry-after hint)."""
+        if not step.uses_api:
+            return None
+        return shared.take_token if step.api == 0 else shared.token_gate(step.api)
 
     def holds(self, plan: FaultPlan, shared: SharedCapacity, last: LastFailure, retry: RetryAt) -> bool:
-        """The bucket still holds less than one token (a call now would be refused), whatever the hint said."""
-        return shared.bucket.available(retry.now) < 1.0
+        """The failed step's API bucket still holds less than one token (a call now would be refused), whatever
+        the hint said."""
+        return shared.buckets[retry.tpl.steps[last.step].api].available(retry.now) < 1.0
 
 
 def partition_at(plan: FaultPlan, orchestrator: int, worker: int, now: float) -> Partition | None:
@@ -236,7 +247,6 @@ class NetworkPartitionKind(StateKind):
     """Orchestrators cut off from workers in windows: a dispatch across the cut fails after its connect timeout."""
 
     name = "network_partition"
-    real_code = False  # the real run has no orchestrator-to-worker network of its own
 
     def schedule(self, fault: _Fault, plan: FaultPlan, at: Placement) -> None:
         """One partition over the fault's windows."""

@@ -11,6 +11,7 @@ from typing import Protocol
 
 from fleetchaos.sim.config import TemplateSpec, lognormal_params
 from fleetchaos.sim.ledger import TaskRecord
+from fleetchaos.sim.model_spec import ModelSpec
 
 
 class SharedBranches(Protocol):
@@ -18,6 +19,7 @@ class SharedBranches(Protocol):
 
     git_branches: int
     git_tools: frozenset[str]
+    api_of: dict[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +40,10 @@ class Step:
     pushes: bool
     cancels: bool = False
     """The tool stops its work when the client gives up (``after_timeout: cancel``)."""
+    result_tokens: int = 0
+    """Tokens one successful call's result adds to the conversation's context."""
+    api: int = 0
+    """The API its calls go to: 0 the model provider, ``i + 1`` the ``i``-th of ``fleet.apis``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +59,8 @@ class Template:
     budget_calls: int | None
     fan_outs: tuple[int, ...] = ()
     """Each step's fan-out (the shape of a task's ledger record)."""
+    system_tokens: int = 0
+    """The context a task's conversation starts with (``fleet.model.system_prompt_tokens``)."""
 
     def record(self, task_id: int, title: object, orchestrator: int, arrival_s: float) -> TaskRecord:
         """A fresh ledger record for a task of this template: nothing has taken effect yet."""
@@ -65,11 +73,16 @@ class Template:
             [[0] * fan_out for fan_out in self.fan_outs],
             self.append_steps,
             [0] * len(self.fan_outs),
+            context_tokens=self.system_tokens,
         )
 
 
-def compile_template(index: int, template: TemplateSpec, plan: SharedBranches) -> Template:
-    """A :class:`~fleetchaos.sim.config.TemplateSpec` compiled once per run."""
+def compile_template(
+    index: int, template: TemplateSpec, plan: SharedBranches, model: ModelSpec | None = None
+) -> Template:
+    """A :class:`~fleetchaos.sim.config.TemplateSpec` compiled once per run (``model``: the fleet's, None: its defaults)."""
+    if model is None:
+        model = ModelSpec()
     steps = []
     names = [s.tool for s in template.steps]
     for si, s in enumerate(template.steps):
@@ -89,6 +102,8 @@ def compile_template(index: int, template: TemplateSpec, plan: SharedBranches) -
                 needs=tuple(names.index(n) for n in s.needs),
                 pushes=bool(plan.git_branches) and s.tool in plan.git_tools,
                 cancels=s.after_timeout == "cancel",
+                result_tokens=model.result_tokens if s.result_tokens is None else s.result_tokens,
+                api=plan.api_of.get(s.tool, 0),
             )
         )
     return Template(
@@ -100,4 +115,5 @@ def compile_template(index: int, template: TemplateSpec, plan: SharedBranches) -
         deadline_s=template.deadline_s,
         budget_calls=template.budget_calls,
         fan_outs=tuple(s.fan_out for s in template.steps),
+        system_tokens=model.system_prompt_tokens,
     )

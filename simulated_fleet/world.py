@@ -31,7 +31,6 @@ from fleetchaos.sim.envelopes import StampedEnvelope
 from fleetchaos.sim.fleet import Worker
 from fleetchaos.sim.formats import ErrorFormat, bound, counted, partial_batch_of
 from fleetchaos.sim.ledger import TaskRecord
-from fleetchaos.sim.misread import misread_factor
 from fleetchaos.sim.observation import (
     DeadLetter,
     Escalate,
@@ -40,11 +39,13 @@ from fleetchaos.sim.observation import (
     RefreshCredentials,
     Remediate,
     Reroute,
+    Retry,
     Rollback,
     TaskHistory,
     UseAlternative,
 )
 from fleetchaos.sim.plan import FaultPlan, LastFailure, RetryAt
+from fleetchaos.sim.reading import ModelReading
 from fleetchaos.sim.remediation import repair
 from fleetchaos.sim.resume import resume_point
 from fleetchaos.sim.template import Template
@@ -53,7 +54,6 @@ from fleetchaos.sim.waste import RetryWatch
 from fleetchaos.sim.workload import Task, TitleSource, arrivals, closed_loop_task, is_closed_loop
 
 S_POLICY = _rng.stream_id("policy")
-S_MISREAD = _rng.stream_id("orchestrator:misread")
 S_REMEDIATION = _rng.stream_id("remediation:duration")
 S_REMEDIATION_OK = _rng.stream_id("remediation:success")
 S_ADMIT = _rng.stream_id("policy:before_dispatch")
@@ -141,7 +141,8 @@ class World:
         self.run_key = assembly.run_key
         self.templates = assembly.templates
         self.refresh_s = fleet.credential_refresh_s
-        self.misread_p = fleet.misread_probability * misread_factor(errors, fleet.misread_factor)
+        self.tokeniser = assembly.tokeniser
+        self.reading = ModelReading.build(fleet, errors, assembly.run_key)
         self.policy = ContainedPolicy(policy, fleet.orchestrators)
         self.max_actions = fleet.max_actions_per_task if max_actions is None else max_actions
         self.guarded = self.policy.guardrail and bool(getattr(errors, "failure_flag", False))
@@ -156,7 +157,6 @@ class World:
         self._open: dict[int, TaskRecord] = {}  # with a sink: records of started, unended tasks by id
         # The run's part of the per-task keys, folded once (_rng.extend adds the task's parts).
         self._admit_key = _rng.key(self.run_key, S_ADMIT)
-        self._misread_key = _rng.key(self.run_key, S_MISREAD)
         self._policy_key = _rng.key(seed, S_POLICY)
         self.envelope_errors = EnvelopeErrors.build(spec, seed)  # None unless a scenario makes envelopes wrong
         self.dispatcher = Dispatcher(
@@ -170,6 +170,7 @@ class World:
             # observes every outcome (shared controls count successes too).
             plain_success=bool(getattr(getattr(errors, "render", None), "plain_success", False))
             and not self.policy.observes,
+            report_masked=self.reading.notice_silent_p > 0.0,  # the model may notice a hollow success
             transport=self.policy.transport,
             idempotent=self.policy.idempotent,
             heartbeat_timeout_s=fleet.heartbeat_timeout_s,
@@ -266,6 +267,8 @@ class World:
         workspace: dict[int, float] = {}  # worker -> MB this task's files occupy there
         watch: RetryWatch | None = None  # the task's retries for the judges, from its first failure on
         actions = 0
+        failed_seen = 0  # failed observations already in the task's context
+        reading = self.reading
         load = self.load[task.orchestrator]
         shared = policy.shared[task.orchestrator]
         while True:
@@ -317,6 +320,8 @@ class World:
                 if wrong:
                     rec.note_misreport(wrong)
             rec.secrets_leaked += obs.secrets
+            if not obs.ok:  # TaskRecord.read, inlined: the error text joins the conversation's context
+                rec.context_tokens += self.tokeniser.observation(obs)
             if tracing:
                 self.journal.observation(task.id, worker, obs, report)
             envelope = cast("StampedEnvelope | None", obs.envelope)  # every contract is stamped
@@ -325,8 +330,20 @@ class World:
             if policy.observes:
                 policy.observe(obs, shared, env.now, rec)
             if obs.ok:
+                if report.masked and actions < self.max_actions and reading.notices_silent(task.id, attempts):
+                    # The model noticed a hollow result: it retries from the first step that returned one.
+                    rec.silent_noticed += 1
+                    actions += 1
+                    start, done = report.masked[0][0], ()
+                    if watch is not None:
+                        watch.last = None  # no reported cause for the judges to check
+                    rec.retries += 1
+                    if history is not None:
+                        history.retries += 1
+                    continue
                 rec.claim = "success"
                 break
+            failed_seen += 1
             if history is None:
                 history = TaskHistory(
                     task_id=task.id,
@@ -336,10 +353,7 @@ class World:
                     orchestrator=task.orchestrator,
                     shared=shared,
                 )
-            if (
-                self.misread_p > 0.0
-                and _rng.uniform(_rng.extend(self._misread_key, task.id, attempts)) < self.misread_p
-            ):
+            if reading.reads_as_success(task.id, attempts, failed_seen):
                 if self.guarded:
                     rec.misreads_caught += 1  # the guardrail saw the failure flag and blocked the success claim
                 else:
@@ -354,7 +368,14 @@ class World:
             history.last_code = code
             actions += 1
             stop = self._limit_reached(tpl, rec, history, actions)
+            if not stop and reading.gives_up(task.id, attempts, failed_seen):
+                rec.model_gave_up += 1  # the model stopped before its policy decided
+                rec.claim = "failed"
+                break
             action = GiveUp() if stop else policy.decide(obs, history, rec)
+            if not stop and reading.retries_past(action, failure, task.id, attempts, failed_seen):
+                rec.model_retried_permanent += 1  # the model retried what its policy rightly stopped on
+                action = Retry()
             retry_at = env.now + report.retry_after_s if report.retry_after_s is not None else None
             failed_items = tuple(i for i, k in report.item_failures if k == report.failure) or (0,)
             if watch is None:

@@ -71,10 +71,13 @@ def _arrival_schedule(calls: Calls, origin_s: float, notes: list[str]) -> tuple[
     import numpy as np
 
     starts = calls.task_start[np.isfinite(calls.task_start)] - origin_s
-    first_hour, last_hour = int(starts.min() // HOUR_S), int(starts.max() // HOUR_S)
+    # The capture's own span, from its first arrival to its last record's end (at least a second),
+    # shared out over the hours of the day it covers: a ten-minute capture is a sixth of an hour.
+    lo = float(starts.min())
+    hi = max(float(starts.max()), float((calls.start + calls.duration).max()) - origin_s, lo + 1.0)
     exposure = np.zeros(24)
-    for h in range(first_hour, last_hour + 1):
-        exposure[h % 24] += 1
+    for h in range(int(lo // HOUR_S), math.ceil(hi / HOUR_S)):
+        exposure[h % 24] += (min(hi, (h + 1) * HOUR_S) - max(lo, h * HOUR_S)) / HOUR_S
     counts = np.bincount((starts // HOUR_S).astype(np.int64) % 24, minlength=24)
     observed = exposure > 0
     mean_rate = counts[observed].sum() / exposure[observed].sum()
@@ -87,7 +90,8 @@ def _arrival_schedule(calls: Calls, origin_s: float, notes: list[str]) -> tuple[
         points[0]["tasks_per_hour"] = 1.0
     comment = (
         f"arrival profile by hour of day (UTC), step-wise, repeating daily: {len(starts):,} tasks over "
-        f"{int(exposure.sum())} observed hours; each point is that hour's arrivals / its observed hours"
+        f"{F.sig(float(exposure.sum()))} observed hours (the capture's own span); each point is that hour's "
+        "arrivals / its observed hours"
     )
     hourly = [(h, float(exposure[h]), int(counts[h])) for h in range(24)]
     return {"every_s": DAY_S, "interpolation": "step", "points": points}, comment, hourly

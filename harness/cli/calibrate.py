@@ -84,7 +84,9 @@ def calibrate(
         raise UserError(
             "--check-seeds 1: the check needs the spread of two simulated days or more; give 2 or more, or 0"
         )
-    inputs = {path: "trace file" for path in traces}
+    from fleetchaos.traces.read import trace_files
+
+    inputs = {file: "trace file" for path in traces for file in trace_files(path)}  # a folder: its trace files
     if codes is not None:
         inputs[codes] = "--codes"
     targets = {output: "-o"}

@@ -151,6 +151,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "from_tenacity",
     ),
     "fleetchaos.policies.tenacity_policy": ("TenacityPolicy",),
+    "fleetchaos.policies.tenacity_transport": ("transport_from_tenacity",),
     "fleetchaos.policies.spec": (
         "PolicySpec",
         "PolicySpecError",
@@ -252,6 +253,7 @@ __all__ = [
     "stop_never",
     "suggest",
     "tool_of",
+    "transport_from_tenacity",
     "unknown_branch",
     "wait_decorrelated_jitter",
     "wait_equal_jitter",

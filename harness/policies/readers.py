@@ -15,7 +15,8 @@ The wire shapes of real stacks (:mod:`fleetchaos.sim.wire_shapes`) are read for 
 honestly shows: an MCP structured error's code, recovery class and retry-after; a JSON-RPC
 error's code (:data:`JSONRPC_CATEGORIES`; an MCP protocol error's by MCP's own codes,
 :data:`MCP_PROTOCOL_CATEGORIES`); a problem's HTTP status (the status table raw-text parsing
-uses); a google.rpc error's ErrorInfo reason (the shared code table) and RetryInfo delay.
+uses); a google.rpc error's ErrorInfo reason (the shared code table), RetryInfo delay and
+the canonical codes AIP-194 says not to retry (:data:`GOOGLE_NOT_RECOVERABLE`).
 An MCP result with text content only names no category: its text is read as raw text
 (:func:`fleetchaos.policies.raw_errors.parse_raw`).
 """
@@ -41,6 +42,7 @@ from fleetchaos.sim.wire_shapes import (
 
 __all__ = [
     "CODE_CATEGORIES",
+    "GOOGLE_NOT_RECOVERABLE",
     "JSONRPC_CATEGORIES",
     "MCP_PROTOCOL_CATEGORIES",
     "TREE_CATEGORIES",
@@ -88,6 +90,10 @@ JSONRPC_CATEGORIES: dict[int, str] = {
     -32002: "transient",  # Resource unavailable: come back later
     -32005: "transient",  # Limit exceeded
 }
+
+#: The google.rpc canonical codes AIP-194 says not to retry: the request itself, or the caller's
+#: permission, must change first (UNAUTHENTICATED, a credential to refresh, is not among them).
+GOOGLE_NOT_RECOVERABLE = frozenset({"PERMISSION_DENIED", "INVALID_ARGUMENT"})
 
 #: An MCP protocol error's category, by the MCP SDKs' codes: a closed connection is a server
 #: (a worker) gone, a request timeout is transient.
@@ -158,6 +164,8 @@ def tree_recoverable(observation: Observation) -> bool | None:
         return envelope.retriable
     if isinstance(envelope, CallToolResult) and envelope.structured_content is not None:
         return envelope.structured_content.error.recovery != "terminal"
+    if isinstance(envelope, GoogleRpcError) and envelope.error.status in GOOGLE_NOT_RECOVERABLE:
+        return False
     category = tree_category(observation)
     if isinstance(envelope, FailureTypeError):
         if envelope.retry_recommended is False and category in ("transient", "auth"):

@@ -14,11 +14,17 @@ Standard library only.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Bindings", "Route"]
+__all__ = ["Bindings", "ContractMapping", "Route"]
+
+#: A team's own error contract read into fleetchaos' fields: given what a tool surfaced (the
+#: exception it raised, else the value it returned), the contract's fields (``error_code``,
+#: ``category``, ``recoverable``, ``suggested_action``, ``retry_after_ms`` or
+#: ``retry_after_s``, ``context``), or None to read it as fleetchaos reads any surface.
+ContractMapping = Callable[[Any], "Mapping[str, Any] | None"]
 
 
 def _parse(match: str, what: str) -> tuple[str, str]:
@@ -66,6 +72,9 @@ class Bindings:
     unbound: Literal["refuse", "pass"] = "refuse"
     """``refuse``: a call no binding matches raises :class:`~fleetchaos.real.faults.UnboundCall`;
     ``pass``: it goes through untouched (and is still counted)."""
+    contract: ContractMapping | Mapping[str, ContractMapping] | None = None
+    """The team's own error contract (:data:`ContractMapping`), for every tool or per tool name
+    (``"*"`` for the others): the contract check and parity read each surface through it."""
 
     def __post_init__(self) -> None:
         if self.unbound not in ("refuse", "pass"):
@@ -89,6 +98,13 @@ class Bindings:
             if route.matches(method, url):
                 return route
         return None
+
+    def contract_for(self, tool: str) -> ContractMapping | None:
+        """The contract mapping that reads ``tool``'s surfaces (None: fleetchaos' own field names)."""
+        found = self.contract
+        if found is None or callable(found):
+            return found
+        return found.get(tool, found.get("*"))
 
     def is_refresh(self, method: str, url: str) -> bool:
         """Whether a request is the credential refresh."""

@@ -15,8 +15,11 @@ from the clock of the calling thread, and from the real clock in every other thr
   returns at once (it cannot move the loop's clock) and is counted.
 
 The originals come back when the last clock is uninstalled, also after an exception.
-Code that bound ``from time import monotonic`` before the run keeps the real function;
-the wall clock (``time.time``, ``datetime.now``) is never touched.  A thread running a
+``time.time`` and ``time.time_ns`` read the run's start plus its virtual seconds in the
+clock's thread, and so do the OpenTelemetry SDK's span times (bound from ``time`` at
+its import, patched in its module), so the spans of a virtual-time run carry virtual
+timestamps.  Other code that bound ``from time import monotonic`` before the run keeps
+the real function; ``datetime.now`` is never touched.  A thread running a
 plain asyncio loop inside a virtual-clock thread reads real time (the loop's own clock
 would otherwise freeze).
 """
@@ -26,6 +29,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import selectors
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -42,6 +47,8 @@ _REAL: dict[str, Callable[..., Any]] = {
     "perf_counter": time.perf_counter,
     "monotonic_ns": time.monotonic_ns,
     "perf_counter_ns": time.perf_counter_ns,
+    "time": time.time,
+    "time_ns": time.time_ns,
 }
 _clocks: dict[int, Any] = {}  # thread id -> the clock installed in it
 _lock = threading.Lock()
@@ -65,6 +72,8 @@ class VirtualClock:
         """A clock reading ``start`` virtual seconds."""
         self._now = float(start)
         self._base = _REAL["monotonic"]()  # monotonic values continue from the real reading at creation
+        self.epoch = _REAL["time"]() - self._now
+        """The wall-clock time of virtual second 0 (``time.time()`` reads ``epoch + now()``)."""
         self.slept = 0.0
 
     def now(self) -> float:
@@ -87,6 +96,10 @@ class VirtualClock:
         """What ``time.monotonic()`` reads in the clock's thread."""
         return self._base + self._now
 
+    def wall(self) -> float:
+        """What ``time.time()`` reads in the clock's thread: the run's start, plus virtual seconds."""
+        return self.epoch + self._now
+
 
 class LoopClock:
     """The clock of a virtual asyncio loop, as ``time.monotonic`` in the loop's thread."""
@@ -98,6 +111,8 @@ class LoopClock:
         self.loop = loop
         self.blocking_sleeps = 0
         self.blocking_sleep_s = 0.0
+        self.epoch = _REAL["time"]() - loop.time()
+        """The wall-clock time of the loop's virtual second 0."""
 
     def now(self) -> float:
         """The loop's virtual time."""
@@ -113,6 +128,10 @@ class LoopClock:
     def monotonic(self) -> float:
         """What ``time.monotonic()`` reads in the loop's thread."""
         return self.loop.time()
+
+    def wall(self) -> float:
+        """What ``time.time()`` reads in the loop's thread: the run's start, plus virtual seconds."""
+        return self.epoch + self.loop.time()
 
 
 def _sleep(seconds: float) -> None:
@@ -150,13 +169,47 @@ def _perf_counter_ns() -> int:
     return round(clock.monotonic() * 1e9)
 
 
+def _time() -> float:
+    clock = _clocks.get(_get_ident())
+    if clock is None or (type(clock) is VirtualClock and _running_loop() is not None):
+        return _REAL["time"]()
+    return clock.wall()
+
+
+def _time_ns() -> int:
+    clock = _clocks.get(_get_ident())
+    if clock is None or (type(clock) is VirtualClock and _running_loop() is not None):
+        return _REAL["time_ns"]()
+    return round(clock.wall() * 1e9)
+
+
 _PATCHED = {
     "sleep": _sleep,
     "monotonic": _monotonic,
     "perf_counter": _perf_counter,
     "monotonic_ns": _monotonic_ns,
     "perf_counter_ns": _perf_counter_ns,
+    "time": _time,
+    "time_ns": _time_ns,
 }
+
+#: Names bound from ``time`` at import by libraries whose timestamps a run should see in
+#: virtual time (module, attribute, stand-in): the OpenTelemetry SDK's span times.
+_BOUND = (("opentelemetry.sdk.trace", "time_ns", _time_ns),)
+
+
+class _RealTime:
+    """The ``time`` module as :mod:`subprocess` sees it while a clock is installed: its waits are real.
+
+    ``Popen.wait(timeout=...)`` sleeps in short steps against a deadline it reads from the
+    real monotonic clock (bound when :mod:`subprocess` was imported); with a virtual sleep
+    each step would move the run's clock by as much as the loop happened to spin, so a
+    child's wait would take a different virtual time in each run.  With the real sleep a
+    child takes no virtual time and its timeout counts real seconds, in every run alike.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        return _REAL.get(name) or getattr(time, name)
 
 
 @contextlib.contextmanager
@@ -169,6 +222,10 @@ def installed(clock: VirtualClock | LoopClock) -> Iterator[VirtualClock | LoopCl
         if not _clocks:
             for name, fn in _PATCHED.items():
                 setattr(time, name, fn)
+            setattr(subprocess, "time", _RealTime())  # noqa: B010 - its waits stay real (see _RealTime)
+            for module, name, fn in _BOUND:
+                if module in sys.modules:
+                    setattr(sys.modules[module], name, fn)
         _clocks[me] = clock
     try:
         yield clock
@@ -178,6 +235,10 @@ def installed(clock: VirtualClock | LoopClock) -> Iterator[VirtualClock | LoopCl
             if not _clocks:
                 for name, fn in _REAL.items():
                     setattr(time, name, fn)
+                setattr(subprocess, "time", time)  # noqa: B010 - the module itself again
+                for module, name, _fn in _BOUND:
+                    if module in sys.modules:
+                        setattr(sys.modules[module], name, _REAL[name])
 
 
 class VirtualTimeLoop(asyncio.SelectorEventLoop):
@@ -186,8 +247,10 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     asyncio calls its selector with a timeout only when no callback is ready: then the
     loop polls for I/O, and with none it moves its clock to the next timer at once
     instead of waiting.  While a worker thread it started (``to_thread``,
-    ``run_in_executor``) is running, the clock stands still and the loop waits for the
-    thread in real time, so virtual timestamps do not depend on how long threads take.
+    ``run_in_executor``) or a child process it started (``create_subprocess_exec``) is
+    running, the clock stands still and the loop waits for it in real time, so virtual
+    timestamps do not depend on how long threads and children take (a timer around a
+    child cannot fire before the child ends: its timeout is the child's own business).
     With nothing scheduled at all, it waits for I/O or a thread's wake-up as usual.
     """
 
@@ -197,13 +260,15 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         super().__init__()
         self._virtual_now = 0.0
         self._threads: set[asyncio.Future] = set()
+        self._children: set[Any] = set()  # subprocess transports whose child has not exited
         poll = self._selector.select
 
         def select(timeout: float | None = None) -> list:
             ready = poll(0)
             if ready or timeout == 0:
                 return ready
-            if self._threads:
+            if self._threads or self._children:
+                self._children = {c for c in self._children if c.get_returncode() is None and not c.is_closing()}
                 return poll(_THREAD_POLL_S if timeout is None else min(timeout, _THREAD_POLL_S))
             if timeout is None:
                 return poll(None)
@@ -222,6 +287,13 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._threads.add(future)
         future.add_done_callback(self._threads.discard)
         return future
+
+    async def _make_subprocess_transport(self, *args: Any, **kwargs: Any) -> Any:
+        """As asyncio's, and the clock waits while the child runs."""
+        # The unix selector loop defines it; the stubs leave the base class's abstract.
+        transport = await super()._make_subprocess_transport(*args, **kwargs)  # type: ignore[misc]  # defined on unix
+        self._children.add(transport)
+        return transport
 
 
 #: How long the virtual loop waits, in real seconds, between looks at a running worker thread.

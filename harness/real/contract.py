@@ -242,6 +242,12 @@ def applicable_kinds(spec: Any, tool: str) -> list[str]:
             kinds.add("quota_exhausted")
     if spec.fleet.call_timeout_s is not None:
         kinds.add("timeout")
+    if any(s.disk_mb for s in steps) and any(plan.disk_full):
+        kinds.add("disk_full")
+    if any(plan.crashes):
+        kinds.add("node_crash")
+    if plan.partitions:
+        kinds.add("network_partition")
     return [k for k in KINDS if k in kinds and k not in SIM_ONLY and KINDS[k].stage not in (MASKING, REPORTING)]
 
 
@@ -287,7 +293,7 @@ def check_contract(
                 value, error = _call_sample(samples[tool])
             finally:
                 ACTIVE.reset(token)
-            surface = surface_of(value, error)
+            surface = surface_of(value, error, None if bindings is None else bindings.contract_for(tool))
             want, problems = compare(expected_observation(errors, tool, kind), surface, secrets)
             if forcing.fired_count == 0:
                 problems = (f"the fault never fired: the sample's call did not reach a binding of {tool!r}", *problems)

@@ -4,8 +4,9 @@ A :class:`Fault` describes one injected fault as the team's code can read it: th
 its structured contract, the retry-after hint, whether the call's side effect committed,
 and a vendor-style message (the kind's wire status in the words of a vendor SDK, planted
 secrets and all, as real SDK errors carry them).  :func:`default_error` turns it into an
-exception: :class:`InjectedFault`, a :class:`ConnectionError` for a dropped connection, a
-:class:`TimeoutError` for a timeout.  A binding's ``errors=`` maps kinds to the team's own
+exception: :class:`InjectedFault`, a :class:`ConnectionError` for a dropped connection or a
+partition, a :class:`TimeoutError` for a timeout, an :class:`OSError` with ``errno`` ENOSPC
+for a full disk, a :class:`ConnectionRefusedError` for a crashed worker.  A binding's ``errors=`` maps kinds to the team's own
 exception types instead, so the team's ``except`` clauses really run.
 
 Standard library and :mod:`fleetchaos.sim.kinds` only: decorated production modules
@@ -14,7 +15,9 @@ import nothing heavy.
 
 from __future__ import annotations
 
+import errno
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -23,7 +26,9 @@ from fleetchaos.sim.kinds import FailureContract, FaultKind
 __all__ = [
     "Fault",
     "InjectedConnectionError",
+    "InjectedDiskFull",
     "InjectedFault",
+    "InjectedRefused",
     "InjectedTimeout",
     "UnboundCall",
     "default_error",
@@ -97,14 +102,36 @@ class InjectedTimeout(InjectedFault, TimeoutError):
     """A call that hung until a timeout (``timeout``, ``latency_spike``): also a :class:`TimeoutError`."""
 
 
+class InjectedDiskFull(InjectedFault, OSError):
+    """A write on a full disk (``disk_full``): also an :class:`OSError` with ``errno`` ENOSPC, as a real write raises."""
+
+    def __init__(self, fault: Fault):
+        super().__init__(fault)
+        self.errno = errno.ENOSPC
+        self.strerror = os.strerror(errno.ENOSPC)
+
+
+class InjectedRefused(InjectedFault, ConnectionRefusedError):
+    """A call to a crashed worker (``node_crash``): also a :class:`ConnectionRefusedError` (``errno`` ECONNREFUSED)."""
+
+    def __init__(self, fault: Fault):
+        super().__init__(fault)
+        self.errno = errno.ECONNREFUSED
+        self.strerror = os.strerror(errno.ECONNREFUSED)
+
+
 class UnboundCall(RuntimeError):
     """A call the run could not map to a scenario tool: refused, so nothing bypasses the fault plan silently."""
 
 
 def default_error(fault: Fault) -> BaseException:
     """The exception an injection point raises for ``fault`` when the binding maps no type of its own."""
-    if fault.kind == "network_blip":
+    if fault.kind in ("network_blip", "network_partition"):
         return InjectedConnectionError(fault)
+    if fault.kind == "disk_full":
+        return InjectedDiskFull(fault)
+    if fault.kind == "node_crash":
+        return InjectedRefused(fault)
     if fault.outcome_unknown:
         return InjectedTimeout(fault)
     return InjectedFault(fault)

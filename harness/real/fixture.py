@@ -41,9 +41,14 @@ class RealResult(ScenarioResult):
 
     injections: tuple[InjectionReport, ...] = ()
 
-    def assert_injected(self) -> None:
-        """Fail unless, in every seed, every tool met a fault, every drawn fault fired and no call bypassed the bindings."""
-        problems = [f"seed {r.seed}: {p}" for r in self.injections for p in r.problems()]
+    def assert_injected(self, unfaulted: Iterable[str] = ()) -> None:
+        """Fail unless, in every seed, every tool (but those ``unfaulted`` names) met a fault, every drawn fault
+        fired and no call bypassed the bindings."""
+        unfaulted = tuple(unfaulted)
+        try:
+            problems = [f"seed {r.seed}: {p}" for r in self.injections for p in r.problems(unfaulted)]
+        except UserError as exc:
+            _refuse(exc)
         if problems:
             raise NotInjectedError(
                 f"fleetchaos real run ({self.label}) did not inject as bound:\n  " + "\n  ".join(problems)
@@ -185,9 +190,18 @@ class FleetChaosReal:
         concurrency: int = 1,
         clock: str | None = None,
         scenario: Any = None,
+        check_determinism: bool | None = None,
     ) -> RealResult:
-        """Level 3: the team's orchestrator ``entrypoint(task, runtime)`` on each seed; figures with intervals."""
+        """Level 3: the team's orchestrator ``entrypoint(task, runtime)`` on each seed; figures with intervals.
+
+        ``check_determinism`` (default: the ``--fleetchaos-check-determinism`` option) runs each
+        seed twice and fails the test at the first call whose decision or virtual time differs.
+        """
+        from fleetchaos.real.determinism import NondeterministicRun
         from fleetchaos.results.stats import DEFAULT_CONFIDENCE
+
+        if check_determinism is None:
+            check_determinism = bool(self._config.getoption("fleetchaos_check_determinism", False))
 
         errors = self._get("errors", errors, "fleetchaos_errors")
         runs: list[RealRun] = []
@@ -208,10 +222,14 @@ class FleetChaosReal:
                         clock=self._get("clock", clock) or "virtual",
                         replay=self._replay(seed),
                         keep_tasks=self._folder() is not None,
+                        check_determinism=check_determinism,
                     )
                 )
         except UserError as exc:
             _refuse(exc)
+        except NondeterministicRun as exc:
+            __tracebackhide__ = True
+            raise pytest.fail.Exception(f"fleetchaos_real: {exc}", pytrace=False) from None
         first = runs[0].result
         result = RealResult(
             scenario=first.scenario,

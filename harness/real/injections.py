@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from fleetchaos.errors import UserError
 from fleetchaos.sim.interrupts import policy_text
 
 __all__ = ["InjectionCounter", "InjectionReport", "NotInjectedError"]
@@ -51,8 +52,20 @@ class InjectionReport:
         """Faults ``tool``'s callers met."""
         return sum(r[4] for r in self.rows if r[0] == tool and r[1] != OK)
 
-    def problems(self) -> list[str]:
-        """Why the run does not count as injected (empty when it does)."""
+    def problems(self, unfaulted: Iterable[str] = ()) -> list[str]:
+        """Why the run does not count as injected (empty when it does).
+
+        ``unfaulted`` names tools allowed to meet no fault (a tool no fault of the scenario
+        can reach, say); they must still be called through a binding.  A name that is not a
+        tool of the run's tasks is a mistake, refused.
+        """
+        allowed = set(unfaulted)
+        unknown = sorted(allowed - set(self.tools))
+        if unknown:
+            raise UserError(
+                f"assert_injected(unfaulted=...): {', '.join(unknown)} is not a tool of the run's tasks "
+                f"(tools: {', '.join(self.tools)})"
+            )
         out = []
         for tool in self.tools:
             if self.calls(tool) == 0:
@@ -60,7 +73,7 @@ class InjectionReport:
                     f"{tool}: no call reached a binding (decorate it with @fleetchaos.tool({tool!r}) "
                     "or route its requests through the run's transport)"
                 )
-            elif self.faults(tool) == 0:
+            elif self.faults(tool) == 0 and tool not in allowed:
                 out.append(
                     f"{tool}: {self.calls(tool)} call(s), none met a fault (more tasks or seeds, or a harsher scenario)"
                 )
@@ -71,9 +84,10 @@ class InjectionReport:
             out.append(f"{what}: {n} call(s) bypassed the bindings ({why})")
         return out
 
-    def assert_injected(self) -> None:
-        """Fail unless every tool met a fault, every drawn fault fired and no call bypassed the bindings."""
-        problems = self.problems()
+    def assert_injected(self, unfaulted: Iterable[str] = ()) -> None:
+        """Fail unless every tool (but those ``unfaulted`` names) met a fault, every drawn fault fired and no call
+        bypassed the bindings."""
+        problems = self.problems(unfaulted)
         if problems:
             where = f" (seed {self.seed})" if self.seed is not None else ""
             raise NotInjectedError(f"fleetchaos real run{where} did not inject as bound:\n  " + "\n  ".join(problems))

@@ -12,7 +12,7 @@ progress (which steps and items completed) filled in from the driver, which know
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -100,8 +100,29 @@ def _text(obj: Any) -> str:
         return str(obj)
 
 
-def surface_of(value: Any = None, error: BaseException | None = None) -> Surface:
-    """Read what a call returned (``value``) or raised (``error``)."""
+def surface_of(
+    value: Any = None, error: BaseException | None = None, contract: Callable[[Any], Any] | None = None
+) -> Surface:
+    """Read what a call returned (``value``) or raised (``error``).
+
+    ``contract`` is the team's own error contract (:data:`fleetchaos.real.bindings.ContractMapping`):
+    the fields it gives for the surfaced exception or value are the contract's (a failure);
+    None from it reads the surface as fleetchaos does.
+    """
+    if contract is not None:
+        surfaced = error if error is not None else value
+        raised = None if error is None else type(error).__name__
+        try:
+            mapped = contract(surfaced)
+        except Exception as exc:  # the team's mapping: its failure is reported, never raised
+            return Surface(False, {}, f"the contract mapping raised {type(exc).__name__}: {exc}", raised)
+        if mapped is not None:
+            if not isinstance(mapped, Mapping):
+                return Surface(
+                    False, {}, f"the contract mapping returned {type(mapped).__name__}, not a mapping", raised
+                )
+            default = surface_of(value, error)
+            return Surface(False, _fields_of(dict(mapped)), default.text, raised)
     if error is not None:
         envelope = getattr(error, "envelope", None)
         fields = _fields_of(envelope) if envelope is not None else _fields_of(error)

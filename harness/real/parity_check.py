@@ -175,6 +175,8 @@ class _Driver:
         self.surfaces: dict[tuple[int, int, int], tuple[Surface, float, float | None, Fault | None]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self._reached = False
+        self._again = 0
+        """Calls the tool made of its binding after the first, in the current real call (its own retries)."""
 
     # -- identity ------------------------------------------------------------------------
 
@@ -227,7 +229,7 @@ class _Driver:
         call = Call(rec.id, str(rec.title), rec.template, step.name, step.index, item, execution, node.index)
         value, error = self._invoke(tool, call)
         self.pending = None
-        surface = surface_of(value, error)
+        surface = surface_of(value, error, None if self.bindings is None else self.bindings.contract_for(step.name))
         notes = list(self.notes)
         if not d.fired and kind is not None:
             notes.append("the fault never reached the tool's binding")
@@ -240,6 +242,12 @@ class _Driver:
                 notes.append(f"the tool failed on its own: {surface.describe()}")
         elif kind.stage == "masking":
             real = (kind, duration, False, None) if surface.ok else (TOOL_ERROR, duration, False, None)
+        elif surface.ok and self._again:  # its own retry got through: the call took effect, nothing was swallowed
+            real = (None, duration, True, None)
+            notes.append(
+                f"the tool retried the {kind.name} fault inside ({self._again} more call(s) of its binding) and "
+                "succeeded: a retry layer of its own, which the simulated run does not have"
+            )
         elif surface.ok:
             real = (SWALLOWED, duration, committed, None)
             notes.append(f"the tool swallowed the {kind.name} fault and surfaced a success")
@@ -254,6 +262,7 @@ class _Driver:
 
     def _invoke(self, tool: Callable, call: Call) -> tuple[Any, BaseException | None]:
         self._reached = False
+        self._again = 0
         token = ACTIVE.set(self)
         try:
             value = tool(call)
@@ -276,6 +285,7 @@ class _Driver:
         if d is None or tool != d.tool:
             return None  # another bound tool the real tool calls inside: not part of the step
         if self._reached:
+            self._again += 1
             self.notes.append(f"the tool called its binding again (call {attempt or 'repeat'}): passed untouched")
             return None
         self._reached = True

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from fleetchaos.errors import UserError
 from fleetchaos.real.clocks import LoopClock, new_virtual_loop
 from fleetchaos.real.containment import Containment
+from fleetchaos.real.determinism import NondeterministicRun, first_difference
 from fleetchaos.real.injections import InjectionReport
 from fleetchaos.real.runtime import CLAIMS, Runtime
 from fleetchaos.real.scope import TaskInput
@@ -44,10 +45,13 @@ class RealRun:
     injections: InjectionReport
     records: list = field(repr=False, default_factory=list)
     clock: str = ""
+    calls: list = field(repr=False, default_factory=list)
+    """Every decided call (:class:`~fleetchaos.real.determinism.CallEntry`), in the order they were decided."""
 
-    def assert_injected(self) -> None:
-        """Fail unless every tool met a fault, every drawn fault fired and no call bypassed the bindings."""
-        self.injections.assert_injected()
+    def assert_injected(self, unfaulted: Iterable[str] = ()) -> None:
+        """Fail unless every tool (but those ``unfaulted`` names) met a fault, every drawn fault fired and no call
+        bypassed the bindings."""
+        self.injections.assert_injected(unfaulted)
 
     @property
     def metrics(self) -> dict[str, float | None]:
@@ -74,18 +78,52 @@ def run_real(
     timing: str | None = None,
     replay: str | None = None,
     keep_tasks: bool = False,
+    check_determinism: bool = False,
 ) -> RealRun:
     """Run ``entrypoint(task, runtime)`` for the scenario's tasks on ``seed`` and judge every task.
 
     ``tasks`` limits the run to the first tasks of the workload; ``concurrency`` is how
     many async tasks run at once.  ``claim(value)`` turns what the entrypoint returned
-    into one of success, partial, failed, escalated, dead_lettered.
+    into one of success, partial, failed, escalated, dead_lettered.  With
+    ``check_determinism`` the run is done twice and :class:`NondeterministicRun` names
+    the first call whose decision or virtual time differs (the second run's result is
+    returned when none does).
     """
     if tasks is not None and (isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1):
         raise UserError(f"tasks: must be a whole number >= 1, got {tasks!r}")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise UserError(f"concurrency: must be a whole number >= 1, got {concurrency!r}")
-    rt = Runtime(scenario, seed=seed, errors=errors, bindings=bindings, clock=clock, timing=timing)
+    options = dict(errors=errors, bindings=bindings, clock=clock, timing=timing)
+    first = _run_once(scenario, entrypoint, seed, options, claim, tasks, concurrency, replay, keep_tasks)
+    if not check_determinism:
+        return first
+    second = _run_once(scenario, entrypoint, seed, options, claim, tasks, concurrency, replay, keep_tasks)
+    differs = first_difference(
+        first.calls, second.calls, ([(r.id, r.claim) for r in first.records], [(r.id, r.claim) for r in second.records])
+    )
+    if differs is not None:
+        raise NondeterministicRun(
+            f"seed {seed} ran twice with different results: {differs}. Something besides the seed decides "
+            "what the code does: threads racing for the run's clock, a subprocess or a wall-clock read, global "
+            "state carried from one run to the next (docs/real-code.md, Determinism). "
+            f"replay: {first.result.replay}"
+        )
+    return second
+
+
+def _run_once(
+    scenario: Any,
+    entrypoint: Callable[[TaskInput, Runtime], Any],
+    seed: int,
+    options: dict[str, Any],
+    claim: Callable[[Any], str],
+    tasks: int | None,
+    concurrency: int,
+    replay: str | None,
+    keep_tasks: bool,
+) -> RealRun:
+    rt = Runtime(scenario, seed=seed, **options)
+    clock = rt.clock_kind
     todo = rt.tasks(tasks)
     is_async = inspect.iscoroutinefunction(entrypoint) or inspect.iscoroutinefunction(
         getattr(entrypoint, "__call__", None)  # noqa: B004 - an async callable object
@@ -197,4 +235,4 @@ def _result(rt: Runtime, label: str, replay: str | None, keep_tasks: bool) -> Re
         mode="real",
     )
     result.tasks = rows
-    return RealRun(result, rt.injection_report(), list(rt.records), rt.clock_description())
+    return RealRun(result, rt.injection_report(), list(rt.records), rt.clock_description(), list(rt.call_log))

@@ -28,6 +28,7 @@ from fleetchaos.errors import UserError
 from fleetchaos.real.clocks import LoopClock, VirtualClock, installed
 from fleetchaos.real.context import ACTIVE, active_runs
 from fleetchaos.real.decision import Decision
+from fleetchaos.real.determinism import CallEntry
 from fleetchaos.real.faults import Fault, UnboundCall, make_fault
 from fleetchaos.real.injections import OK, InjectionCounter, InjectionReport
 from fleetchaos.real.scope import SCOPE, TaskInput, TaskScope
@@ -36,7 +37,7 @@ from fleetchaos.sim import _rng
 from fleetchaos.sim.assembly import assemble
 from fleetchaos.sim.calls import CallOutcome
 from fleetchaos.sim.formats._vendor import planted, vendor_text
-from fleetchaos.sim.kinds import MASKING
+from fleetchaos.sim.kinds import MASKING, fault_kind
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.plan import LastFailure, RetryAt
 from fleetchaos.sim.state import NodeState
@@ -48,9 +49,8 @@ from fleetchaos.sim.workload import arrivals
 __all__ = ["CLAIMS", "SIM_ONLY", "Runtime", "check_real_scenario", "injected_fault", "load_real_scenario"]
 
 #: Fault kinds real-code mode leaves to the simulator (their handler's ``real_code`` is False):
-#: they need worker topology (crashes losing in-flight calls, partitions, shared disks,
-#: rerouting) or shared branches that single-process real code does not have, or change
-#: only how a simulated envelope reads.
+#: shared branches that single-process real code does not have, or a change only in how a
+#: simulated envelope reads.
 SIM_ONLY = sim_only()
 
 #: What a task's claim may be.
@@ -183,10 +183,17 @@ class Runtime:
         self.assembly = assembly = assemble(self.spec, seed, NodeState, clock=self.now)
         self.plan, self.nodes, self.calls = assembly.plan, assembly.nodes, assembly.calls
         self.journal, self.run_key = assembly.journal, assembly.run_key
+        self.tokeniser = assembly.tokeniser
         self.templates = {t.name: t for t in assembly.templates}
+        # The checks a call's dispatch meets (a partition cutting the orchestrator off from the worker).
+        self.dispatch_gates = tuple(
+            (fault_kind(kind.name), gate) for kind in self.plan.kinds if (gate := kind.dispatch_gate(self.plan))
+        )
         self.injections = InjectionCounter()
         self.records: list[TaskRecord] = []
         self.tools_used: set[str] = set()
+        self.call_log: list[CallEntry] = []
+        """Every decided call: who it is, what it met and when (what a run-twice check compares)."""
         self._lock = threading.RLock()
         self._clock: VirtualClock | LoopClock | None = None
         self._clock_thread: int | None = None
@@ -310,6 +317,8 @@ class Runtime:
         finally:
             SCOPE.reset(token)
             rec.end_s = self.now()
+            with self._lock:  # the task's workspace is cleaned up when it ends
+                self.nodes[scope.worker].disk_used_mb -= scope.workspace_mb
 
     def set_claim(self, scope: TaskScope, word: str) -> None:
         """Record what the team's orchestrator claims for a task (an unknown word is a policy error)."""
@@ -369,6 +378,7 @@ class Runtime:
                 execution, new_epoch = scope.next_execution(si, item_no)
                 if new_epoch:
                     rec.begin_execution(si, execution)
+                    rec.turn(step.tokens)
                     if execution > 1 and scope.retries.last is not None:
                         rec.retries += 1
                         scope.retries.retry(
@@ -388,17 +398,25 @@ class Runtime:
             key = _rng.call_key(step_key, item_no)
             if attempt:
                 key = _rng.transport_key(key, attempt)
-            outcome = self.calls.decide(node, step, rules, scope.task_key, item_no, key, now, batch, scope.sources)
+            outcome = self._cut_off(rec.orchestrator, scope.worker, now) or self.calls.decide(
+                node, step, rules, scope.task_key, item_no, key, now, batch, scope.sources
+            )
             kind, duration, commits, retry_at = outcome
-            rec.called(kind, step.tokens)
+            rec.called(kind, step.tokens, step.result_tokens)
             if kind is not None:
                 self.journal.fault(rec, kind.name, now, tool, scope.worker)
                 if kind.stage != MASKING:  # a failure the caller sees: a retry in flight failed again
                     scope.retries.ended(rec, kind.name)
                     scope.retries.last = LastFailure(kind.name, retry_at, si, (item_no,))
             self.injections.drawn[tool, OK if kind is None else kind.name] += 1
+            self.call_log.append(
+                CallEntry(rec.id, tool, item_no, execution, attempt, OK if kind is None else kind.name, now, duration)
+            )
         ids = (rec.id, si, item_no, execution)
         fault = injected_fault(outcome, tool, ids, scope.worker, tpl.names, now, self.seed)
+        if fault is not None and kind is not None and kind.stage != MASKING:
+            with self._lock:  # the error text the team's code hands its model joins the context
+                rec.read(self.tokeniser.count(str(fault)))
         return Decision(
             self,
             tool,
@@ -414,6 +432,14 @@ class Runtime:
             sleeps=self.timing == "simulated",
             idempotency_key=idempotency_key,
         )
+
+    def _cut_off(self, orchestrator: int, worker: int, now: float) -> CallOutcome | None:
+        """A call across a partition: it fails after the connect timeout, having reached nothing."""
+        for kind, gate in self.dispatch_gates:
+            fails_in = gate(orchestrator, worker, now)
+            if fails_in is not None:
+                return (kind, fails_in, False, None)
+        return None
 
     # -- what the injection points report -------------------------------------------------
 
@@ -447,6 +473,9 @@ class Runtime:
                     return
                 scope.idempotency.add(key)
             rec.commits[d.step][d.item] += 1
+            if step.disk_mb:  # the write occupies the worker's disk until the task ends
+                self.nodes[scope.worker].disk_used_mb += step.disk_mb
+                scope.workspace_mb += step.disk_mb
 
     def tool_error(self, d: Decision, error: BaseException) -> None:
         """The wrapped call raised on its own: nothing took effect (the team's code sees its own error)."""

@@ -65,6 +65,8 @@ class TaskScope:
     batches: dict[tuple[int, int], Mapping[int, FaultKind]] = field(default_factory=dict)
     idempotency: set[str] = field(default_factory=set)
     wrong_input_epochs: set[tuple[int, int]] = field(default_factory=set)
+    workspace_mb: float = 0.0
+    """Disk the task's committed writes occupy on its worker until the task ends."""
 
     def claim(self, word: str) -> None:
         """Set the task's claim: success, partial, failed, escalated or dead_lettered."""

@@ -81,6 +81,7 @@ TASK_COUNTS: tuple[str, ...] = (
     # straight off the record (RECORD_COUNTS)
     "calls",
     "tokens",
+    "input_tokens",
     "retries",
     "wasted_retries",
     "failed_retries",
@@ -89,6 +90,9 @@ TASK_COUNTS: tuple[str, ...] = (
     "schema_skews",
     "misreads",
     "misreported",
+    "model_gave_up",
+    "model_retried_permanent",
+    "silent_noticed",
     "remediations",
     "remediations_failed",
     "transport_retries",
@@ -101,6 +105,7 @@ TASK_COUNTS: tuple[str, ...] = (
 RECORD_COUNTS: tuple[str, ...] = (
     "calls",
     "tokens",
+    "input_tokens",
     "retries",
     "wasted_retries",
     "failed_retries",
@@ -109,6 +114,9 @@ RECORD_COUNTS: tuple[str, ...] = (
     "schema_skews",
     "misreads",
     "misreported",
+    "model_gave_up",
+    "model_retried_permanent",
+    "silent_noticed",
     "remediations",
     "remediations_failed",
     "transport_retries",
@@ -338,7 +346,9 @@ class RunAccumulator:
         fleet = self.fleet
         token_cost = tool_cost = human_cost = silent_cost = undone_cost = refused_cost = cost = None
         if fleet is not None:
-            token_cost = t["tokens"] / 1000.0 * fleet.usd_per_1k_tokens
+            read = t["input_tokens"]  # the context turns read is priced apart from the tokens the calls emit
+            token_cost = (t["tokens"] - read) / 1000.0 * fleet.usd_per_1k_tokens
+            token_cost += read / 1000.0 * fleet.model.usd_per_1k_input_tokens
             tool_cost = calls * fleet.usd_per_tool_call
             human_cost = t["human_ms"] / 3_600_000.0 * fleet.usd_per_human_hour
             silent_cost = t["silent_failures"] * fleet.usd_per_silent_failure
@@ -360,6 +370,7 @@ class RunAccumulator:
             "recovered_tasks": float(recovered),
             "tool_calls": float(calls),
             "tokens": float(t["tokens"]),
+            "input_tokens": float(t["input_tokens"]),
             "cost_usd": cost,
             "token_cost_usd": token_cost,
             "tool_call_cost_usd": tool_cost,
@@ -392,6 +403,9 @@ class RunAccumulator:
             "secrets_leaked": float(t["secrets_leaked"]),
             "schema_skews": float(t["schema_skews"]),
             "misreads": float(t["misreads"]),
+            "model_give_ups": float(t["model_gave_up"]),
+            "model_permanent_retries": float(t["model_retried_permanent"]),
+            "silent_noticed": float(t["silent_noticed"]),
             "misreported_failures": float(t["misreported"]),
             "human_hours": t["human_ms"] / 3_600_000.0,
             "remediations": float(t["remediations"]),

@@ -161,7 +161,18 @@ _ALL: tuple[Metric, ...] = (
         "higher",
     ),
     _count("tool_calls", "tool calls made (each item of a fan-out step is one call)", "calls", "lower"),
-    _count("tokens", "model tokens consumed by the API calls that ran (see Cost)", "tokens", "lower"),
+    _count(
+        "tokens",
+        "model tokens consumed: the context each turn read and the tokens of the API calls that ran (see Cost)",
+        "tokens",
+        "lower",
+    ),
+    _count(
+        "input_tokens",
+        "the part of `tokens` the turns read as context: the system prompt, tool results and error texts so far",
+        "tokens",
+        "lower",
+    ),
     _count(
         "cost_usd",
         "modelled cost at the fleet's prices: tokens, tool calls, paged humans' handling hours, silent failures, "
@@ -297,6 +308,24 @@ _ALL: tuple[Metric, ...] = (
         "failed dispatches the orchestrator read as a success and claimed as done (see Misreads)",
         "dispatches",
         "lower",
+    ),
+    _count(
+        "model_give_ups",
+        "failed dispatches the model stopped on before its policy decided, claiming the task failed (see Misreads)",
+        "dispatches",
+        "lower",
+    ),
+    _count(
+        "model_permanent_retries",
+        "retries the model made past its policy's stop on a failure no retry can pass (see Misreads)",
+        "retries",
+        "lower",
+    ),
+    _count(
+        "silent_noticed",
+        "hollow successes (masked failures) the model noticed and retried (see Misreads)",
+        "dispatches",
+        "higher",
     ),
     _count(
         "misreported_failures",

@@ -210,7 +210,7 @@ def simulate(
         samples=acc.samples(),
         timeline=timeline,
         recipe=policy_recipe(policy_obj),
-        misread_probability=rounded(min(1.0, world.misread_p)),
+        misread_probability=rounded(min(1.0, world.reading.misread_p)),
         policy_name=str(getattr(policy_obj, "name", "") or policy),
         task_sets={} if closed_loop else acc.task_ids.encoded(),
     )

@@ -23,6 +23,7 @@ from fleetchaos.scenario.load import (
 )
 from fleetchaos.scenario.tuned import TunedPolicies
 from fleetchaos.sim.config import (
+    ApiSpec,
     Arrival,
     ArrivalSchedule,
     Distribution,
@@ -36,6 +37,7 @@ from fleetchaos.sim.config import (
     WorkloadSpec,
 )
 from fleetchaos.sim.fault_specs import Burst, NodeEvent, Ramp, Window
+from fleetchaos.sim.model_spec import ModelSpec
 from fleetchaos.sim.provider_spec import ProviderSpec, ServiceShare, SlowdownPoint
 
 #: The models a scenario file is made of, with the key they appear under.
@@ -44,7 +46,9 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("fleet", FleetSpec),
     ("fleet.overrides[]", WorkerOverride),
     ("fleet.remediation", RemediationSpec),
+    ("fleet.model", ModelSpec),
     ("fleet.misread_factor", MisreadFactors),
+    ("fleet.apis[]", ApiSpec),
     ("fleet.providers[]", ProviderSpec),
     ("fleet.providers[].slowdown[]", SlowdownPoint),
     ("fleet.providers[].service_mixture[]", ServiceShare),

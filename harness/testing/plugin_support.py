@@ -71,6 +71,12 @@ def add_options(parser: pytest.Parser) -> None:
         help="run every scenario test on consecutive seeds starting at N (as many as it asks for)",
     )
     group.addoption(
+        "--fleetchaos-check-determinism",
+        action="store_true",
+        help="run every fleetchaos_real.run twice per seed and fail the test at the first call whose decision "
+        "or virtual time differs",
+    )
+    group.addoption(
         "--fleetchaos-report",
         default=None,
         metavar="DIR",

@@ -8,7 +8,14 @@ printer writes with field names kept), ids as hex (the OTLP encoding) or base64
 
 A span is a **tool call** when ``gen_ai.operation.name`` is ``execute_tool``, or it has a
 ``gen_ai.tool.name``, or its name starts with ``execute_tool `` (the GenAI semantic
-conventions); a span without a parent is its trace's **task**.  Other spans are counted
+conventions), or ``mcp.method.name`` is ``tools/call`` (its tool named by
+``gen_ai.tool.name`` or the span name ``tools/call NAME``: the MCP conventions, whose
+``error.type`` ``tool_error`` marks a tool result with ``isError``, read as a failure of
+that code, and whose ``mcp.session.id`` names the worker when the span names none of
+its own).  A **model call** (``gen_ai.operation.name`` ``chat``, ``text_completion``,
+``generate_content`` or ``embeddings``) is read as a call of the tool :data:`MODEL_TOOL`,
+so a model's own 429s and latencies are fitted as a step's.  A span without a parent is
+its trace's **task**.  Other spans are counted
 and skipped, and so is a span read before (the same trace and span id, in this file or
 an earlier one of the same read).  A tool call's fields are validated as the plain form's
 are (:mod:`fleetchaos.traces.fields`).
@@ -29,7 +36,13 @@ from fleetchaos.traces.fields import tool_call
 from fleetchaos.traces.records import TaskSpan, ToolCall
 
 #: Where the worker of a call is looked for, in order: span attributes, then the resource's.
-DEFAULT_WORKER_KEYS = ("fleetchaos.worker", "service.instance.id", "host.name")
+DEFAULT_WORKER_KEYS = ("fleetchaos.worker", "mcp.session.id", "service.instance.id", "host.name")
+
+#: The tool name a model call is read as (the step real-code mode's LLM route names).
+MODEL_TOOL = "llm"
+
+#: GenAI operations that are a call of the model.
+MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "embeddings"})
 
 _STATUS_ERROR = (2, "2", "STATUS_CODE_ERROR")
 _NO_PARENT = ("", "0" * 16)
@@ -44,7 +57,7 @@ class ReadStats:
     tool_calls: int = 0
     tasks: int = 0
     skipped: int = 0
-    """Spans that are neither a tool call nor a task's root (LLM calls, HTTP client spans...)."""
+    """Spans that are neither a tool or model call nor a task's root (HTTP client spans, agent steps...)."""
     notes: dict[str, int] = field(default_factory=dict)
     """Things read with a caveat (an HTTP-date Retry-After, an ignored field), with counts."""
     duplicates: int = 0
@@ -204,16 +217,22 @@ class _Spans:
         attrs = self.attributes(span, "attributes", path)
         operation = attrs.get("gen_ai.operation.name")
         tool = attrs.get("gen_ai.tool.name")
-        if operation == "execute_tool" or tool is not None or name.startswith("execute_tool "):
+        mcp = attrs.get("mcp.method.name") == "tools/call"
+        if operation == "execute_tool" or tool is not None or name.startswith("execute_tool ") or mcp:
             if tool is None:
-                tool = name[len("execute_tool ") :].strip() if name.startswith("execute_tool ") else ""
+                prefix = next((p for p in ("execute_tool ", "tools/call ") if name.startswith(p)), None)
+                tool = "" if prefix is None else name[len(prefix) :].strip()
             if not isinstance(tool, str) or not tool:
                 raise self.fail(
                     f"{path}.attributes.gen_ai.tool.name", "a tool call needs the tool's name", tool,
-                    'set gen_ai.tool.name or name the span "execute_tool NAME"',
+                    'set gen_ai.tool.name or name the span "execute_tool NAME" (or "tools/call NAME")',
                 )  # fmt: skip
             self.stats.tool_calls += 1
             return self.tool_call(span, path, trace, tool, start, end, attrs, resource_attrs)
+        if operation in MODEL_OPERATIONS:
+            self.stats.tool_calls += 1
+            self.stats.note(f"model calls (gen_ai.operation.name {operation}) read as calls of the tool {MODEL_TOOL!r}")
+            return self.tool_call(span, path, trace, MODEL_TOOL, start, end, attrs, resource_attrs)
         if parent in _NO_PARENT:
             self.stats.tasks += 1
             template = attrs.get("gen_ai.agent.name")

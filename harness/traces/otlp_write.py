@@ -4,7 +4,10 @@ The shape is the OpenTelemetry Collector file exporter's: one JSON
 ``ExportTraceServiceRequest`` per line (``resourceSpans`` / ``scopeSpans`` / ``spans``),
 ids as lowercase hex, times as decimal strings of Unix nanoseconds, attributes as
 ``{"key", "value": AnyValue}``.  Tool calls follow the OpenTelemetry GenAI conventions
-(``execute_tool`` spans with ``gen_ai.tool.name``, ``error.type`` and an error status;
+(``execute_tool`` spans with ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``error.type``
+and an error status) and the MCP ones (``mcp.method.name`` ``tools/call``, and an
+``mcp.session.id`` per task and worker: the session a task's agent holds with that
+worker's tool server;
 the wire codes and HTTP statuses are the simulated vendors' own, each kind's
 :attr:`fleetchaos.sim.kinds.FaultKind.wire`);
 what only a simulator knows is under ``fleetchaos.*``: the fault the call met (masked
@@ -180,6 +183,10 @@ class OtlpWriter:
             attributes: dict[str, Any] = {
                 "gen_ai.operation.name": "execute_tool",
                 "gen_ai.tool.name": tool,
+                "gen_ai.tool.call.id": _hex_id(f"{self._key}/{task.task_id}/{len(task.calls) + 1}", 8),
+                "gen_ai.tool.type": "function",
+                "mcp.method.name": "tools/call",
+                "mcp.session.id": _hex_id(f"{self._key}/{task.task_id}/worker {int(worker)}", 16),
                 "fleetchaos.worker": int(worker),
                 "fleetchaos.attempt": task.attempt,
                 "fleetchaos.step": int(step),

@@ -111,6 +111,25 @@ def read_traces(
     worker_keys: tuple[str, ...] = DEFAULT_WORKER_KEYS,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Iterator[ToolCall | TaskSpan]:
-    """Every record of every file, file after file."""
+    """Every record of every file, file after file; a folder is its trace files (what ``run --traces`` writes)."""
     for path in paths:
-        yield from read_file(path, fmt, stats=stats, worker_keys=worker_keys, max_line_bytes=max_line_bytes)
+        for file in trace_files(path):
+            yield from read_file(file, fmt, stats=stats, worker_keys=worker_keys, max_line_bytes=max_line_bytes)
+
+
+#: The names of the files a folder given to the readers is read for.
+TRACE_SUFFIXES = (".jsonl", ".json", ".csv")
+
+
+def trace_files(path: Path) -> list[Path]:
+    """``path`` itself, or for a folder the trace files directly in it (by name); a folder without one is refused."""
+    if not path.is_dir():
+        return [path]
+    found = sorted(p for p in path.iterdir() if p.name.lower().endswith(TRACE_SUFFIXES) and p.is_file())
+    if not found:
+        raise problem(
+            str(path), None, None, "a folder with no trace files in it",
+            fix=f"give a folder of {', '.join('*' + s for s in TRACE_SUFFIXES)} files (run --traces DIR writes one), "
+            "or the files themselves",
+        )  # fmt: skip
+    return found

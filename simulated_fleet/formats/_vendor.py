@@ -15,11 +15,15 @@ import copy
 from functools import lru_cache
 from typing import NamedTuple, Self, cast
 
+from pydantic import BaseModel
+
 from fleetchaos.sim import _rng
 from fleetchaos.sim.kind_record import Wire
 from fleetchaos.sim.kinds import FaultKind, rendered_kind
+from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.sanitise import PlantedSecrets
 from fleetchaos.sim.truth import AttemptReport
+from fleetchaos.sim.wire_shapes import wire_json
 
 VENDORS = ("jvm", "python", "node")
 
@@ -146,3 +150,17 @@ class VendorText:
         if self._secrets is None:
             self._secrets = planted(self.seed)
         return self._secrets
+
+    def failed(
+        self, report: AttemptReport, *, text: str | None = None, envelope: BaseModel | None = None
+    ) -> Observation:
+        """The failed dispatch showing ``text`` and ``envelope`` (as it travels), counting the planted secrets they let through."""
+        shown = [part for part in (text, None if envelope is None else wire_json(envelope)) if part is not None]
+        return Observation(
+            ok=False,
+            status="failed",
+            worker=report.worker,
+            envelope=envelope,
+            text=text,
+            secrets=self.secrets.count_in(*shown),
+        )

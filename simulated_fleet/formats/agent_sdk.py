@@ -42,9 +42,7 @@ class AgentSdkDefaultFormat(VendorText):
         if report.completed:
             return Observation(ok=True, status="ok", worker=report.worker)
         text = TEMPLATE.format(error=vendor_error(report, self.secrets).message)
-        return Observation(
-            ok=False, status="failed", worker=report.worker, text=text, secrets=self.secrets.count_in(text)
-        )
+        return self.failed(report, text=text)
 
     def __repr__(self) -> str:
         return "AgentSdkDefaultFormat()"

@@ -19,7 +19,7 @@ from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.sanitise import sanitise
 from fleetchaos.sim.truth import AttemptReport
-from fleetchaos.sim.wire_shapes import ErrorInfo, GoogleRpcError, RetryInfo, RpcStatus, wire_json
+from fleetchaos.sim.wire_shapes import ErrorInfo, GoogleRpcError, RetryInfo, RpcStatus
 
 #: HTTP status of the failure -> (canonical code, the HTTP status that code maps to).
 CANONICAL: dict[int, tuple[str, int]] = {
@@ -79,13 +79,7 @@ class GoogleRpcFormat(VendorText):
                 details=tuple(details),
             )
         )
-        return Observation(
-            ok=False,
-            status="failed",
-            worker=report.worker,
-            envelope=envelope,
-            secrets=self.secrets.count_in(wire_json(envelope)),
-        )
+        return self.failed(report, envelope=envelope)
 
     def __repr__(self) -> str:
         return "GoogleRpcFormat()"

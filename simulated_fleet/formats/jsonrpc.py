@@ -22,7 +22,7 @@ from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.sanitise import sanitise
 from fleetchaos.sim.truth import AttemptReport
-from fleetchaos.sim.wire_shapes import JsonRpcError, JsonRpcErrorResponse, wire_json
+from fleetchaos.sim.wire_shapes import JsonRpcError, JsonRpcErrorResponse
 
 #: JSON-RPC 2.0's code for what a server has no code of its own for.
 INTERNAL_ERROR = (-32603, "Internal error")
@@ -57,13 +57,7 @@ class JsonRpcFormat(VendorText):
         envelope = JsonRpcErrorResponse(
             id=request_id(report), error=JsonRpcError(code=code, message=message, data={"detail": detail})
         )
-        return Observation(
-            ok=False,
-            status="failed",
-            worker=report.worker,
-            envelope=envelope,
-            secrets=self.secrets.count_in(wire_json(envelope)),
-        )
+        return self.failed(report, envelope=envelope)
 
     def __repr__(self) -> str:
         return "JsonRpcFormat()"

@@ -42,9 +42,7 @@ class LangGraphToolNodeFormat(VendorText):
             return Observation(ok=True, status="ok", worker=report.worker)
         error = vendor_error(report, self.secrets)
         text = TEMPLATE.format(error=f"{error.short_cls}({error.message!r})")
-        return Observation(
-            ok=False, status="failed", worker=report.worker, text=text, secrets=self.secrets.count_in(text)
-        )
+        return self.failed(report, text=text)
 
     def __repr__(self) -> str:
         return "LangGraphToolNodeFormat()"

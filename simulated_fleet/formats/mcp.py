@@ -103,14 +103,7 @@ class McpFormat(VendorText):
             envelope = McpProtocolError(id=request_id(report), error=JsonRpcError(code=code, message=message))
             return Observation(ok=False, status="failed", worker=report.worker, envelope=envelope)
         result = self.tool_error(report)
-        return Observation(
-            ok=False,
-            status="failed",
-            worker=report.worker,
-            envelope=result,
-            text=result.text,
-            secrets=self.secrets.count_in(wire_json(result)),
-        )
+        return self.failed(report, text=result.text, envelope=result)
 
     def tool_error(self, report: AttemptReport) -> CallToolResult:
         """The server's ``CallToolResult`` for a tool that ran and failed."""

@@ -18,7 +18,7 @@ from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.sanitise import sanitise
 from fleetchaos.sim.truth import AttemptReport
-from fleetchaos.sim.wire_shapes import ProblemDetails, wire_json
+from fleetchaos.sim.wire_shapes import ProblemDetails
 
 
 class ProblemDetailsFormat(VendorText):
@@ -42,13 +42,7 @@ class ProblemDetailsFormat(VendorText):
             detail=sanitise(vendor_error(report, self.secrets).message),
             instance=f"/tools/{report.step_names[report.failed_step]}",
         )
-        return Observation(
-            ok=False,
-            status="failed",
-            worker=report.worker,
-            envelope=envelope,
-            secrets=self.secrets.count_in(wire_json(envelope)),
-        )
+        return self.failed(report, envelope=envelope)
 
     def __repr__(self) -> str:
         return "ProblemDetailsFormat()"

@@ -194,3 +194,116 @@ def test_a_tool_that_swallows_a_fault_diverges_as_a_silent_success():
     report = parity("research_fanout", policy="structured", tools=tools, seed=3)
     assert report.first_divergence.what == "a tool call"
     assert "swallowed" in report.first_divergence.real[8]
+
+
+# -- a team's own error contract ----------------------------------------------------------------
+
+
+class SearchError(Exception):
+    """The team's own error: its own code names, a retryable flag and seconds to wait."""
+
+    def __init__(self, code: str, retryable: bool, retry_in: float | None = None, maybe_done: bool = False):
+        super().__init__(code)
+        self.code, self.retryable, self.retry_in, self.maybe_done = code, retryable, retry_in, maybe_done
+
+
+#: How the team's tool reports each fault, in its own words.
+TEAM_WORDS = {"rate_limit": "SLOW_DOWN", "expired_key": "LOGIN_AGAIN", "timeout": "NO_ANSWER", "not_found": "GONE"}
+
+
+def team_tool(fn):
+    """A tool that raises the team's own SearchError for every injected fault (no fleetchaos field names)."""
+
+    def call(*args):
+        try:
+            return fn(*args)
+        except InjectedFault as exc:
+            f = exc.fault
+            raise SearchError(TEAM_WORDS[f.kind], f.contract.recoverable, f.retry_after_s, f.outcome_unknown) from None
+
+    return call
+
+
+#: The team's contract, written once: their code -> (error code, category, suggested action) of the benchmark's.
+TEAM_CONTRACT = {
+    "SLOW_DOWN": ("RATE_LIMITED", "transient", "wait_retry_after"),
+    "LOGIN_AGAIN": ("AUTH_EXPIRED", "auth", "refresh_credentials"),
+    "NO_ANSWER": ("TOOL_TIMEOUT", "transient", "retry_with_backoff"),
+    "GONE": ("NOT_FOUND", "dependency", "use_alternative_source"),
+}
+
+
+def read_team_error(surfaced):
+    """The documented hook: the team's SearchError in fleetchaos' contract fields (None: anything else)."""
+    if not isinstance(surfaced, SearchError):
+        return None
+    code, category, action = TEAM_CONTRACT[surfaced.code]
+    out = {"error_code": code, "category": category, "recoverable": surfaced.retryable, "suggested_action": action}
+    if surfaced.retry_in is not None:
+        out["retry_after_s"] = surfaced.retry_in
+    if surfaced.maybe_done:
+        out["context"] = {"outcome": "unknown"}
+    return out
+
+
+def test_a_teams_own_error_contract_conforms_through_its_mapping_and_mismatches_without_it():
+    """The team's SearchError carries its own code and flags: read with fleetchaos' field names every pair misses
+    the contract; with Bindings(contract=...) mapping them, every pair conforms; per tool, "*" covers the rest."""
+    sample = {"search": lambda: team_tool(search_api)("q", 0)}
+    plain = check_contract("research_fanout", samples=sample)
+    assert len(plain.rows) == 4 and len(plain.mismatches) == 4
+    mapped = check_contract("research_fanout", samples=sample, bindings=fleetchaos.Bindings(contract=read_team_error))
+    mapped.assert_conforms()
+    per_tool = fleetchaos.Bindings(contract={"synthesise": lambda s: None, "*": read_team_error})
+    check_contract("research_fanout", samples=sample, bindings=per_tool).assert_conforms()
+
+
+def test_a_contract_mapping_that_raises_is_a_mismatch_not_a_crash():
+    """A mapping that raises turns the pair into a bare failure naming the mapping's error."""
+
+    def broken(surfaced):
+        raise KeyError("no such code")
+
+    report = check_contract(
+        "research_fanout",
+        samples={"search": lambda: team_tool(search_api)("q", 0)},
+        kinds=["rate_limit"],
+        bindings=fleetchaos.Bindings(contract=broken),
+    )
+    (row,) = report.rows
+    assert not row.conforms and "the contract mapping raised KeyError" in row.observed
+
+
+def test_parity_reads_a_teams_own_errors_through_its_contract_mapping():
+    """Under the structured policy, tools raising the team's own errors diverge from the simulation when read with
+    fleetchaos' names (the policy sees bare failures) and reproduce it through the mapping."""
+    tools = {
+        "search": team_tool(lambda c: search_api(c.title, c.item)),
+        "synthesise": team_tool(lambda c: synthesise_api(c.title)),
+    }
+    assert not parity("research_fanout", policy="structured", tools=tools, seed=3).identical
+    bindings = fleetchaos.Bindings(contract=read_team_error)
+    report = parity("research_fanout", policy="structured", tools=tools, seed=3, bindings=bindings)
+    assert report.identical, report.describe()
+
+
+def test_a_tool_that_retries_inside_diverges_as_its_own_retry_not_as_a_silent_failure():
+    """A search tool that calls its binding again after a failure (its own retry loop) and gets through is named as
+    such at the first divergent call: it took effect, nothing was swallowed (it used to be logged as a swallowed
+    fault that took no effect, the silent_suppression kind)."""
+
+    def retrying(c):
+        for _ in range(3):
+            try:
+                return search_api(c.title, c.item)
+            except InjectedFault:
+                continue
+        raise RuntimeError("gave up")
+
+    tools = {**TOOLS["research_fanout"], "search": retrying}
+    report = parity("research_fanout", policy="structured", tools=tools, seed=3)
+    first = report.first_divergence
+    assert first is not None and first.what == "a tool call"
+    assert first.real[6] == "ok" and first.real[7] is True
+    assert "retried the" in first.real[8] and "inside (1 more call(s) of its binding) and succeeded" in first.real[8]
+    assert "swallowed" not in first.real[8]

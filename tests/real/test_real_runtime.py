@@ -184,10 +184,52 @@ def test_retries_into_an_empty_token_bucket_are_judged_wasted_as_in_the_simulato
     assert run.result.breakdowns["wasted_retries_by_family"] == {"while still rate limited": rec.retries}
 
 
+def test_retries_into_a_spent_daily_quota_are_judged_wasted_and_a_wait_past_the_window_is_not(small_scenario):
+    """A quota of 5 calls a day: the sixth call is refused, and an agent retrying every 5 s retries into the same
+    spent quota, each retry wasted under the quota's reason; a rate-limit window that ends before the retry is
+    not a wasted retry (the cause no longer holds), which only a judge reading the shared state twin can tell."""
+    spec = small_scenario([{"kind": "quota_exhausted", "calls_per_day": 5}], writes_only=True)
+    run = run_real(spec, agent_patient(5.0, tries=4), seed=3, tasks=2)
+    quota = [r for r in run.records if r.fault_hits.get("quota_exhausted")]
+    assert quota, "the quota was never met"
+    retried = sum(r.retries for r in quota)
+    assert retried > 0
+    assert sum(sum(r.wasted_reasons.values()) for r in run.records) == retried
+    assert {reason for r in run.records for reason in r.wasted_reasons} == {"same exhausted quota"}
+    assert run.result.metrics["wasted_retries"] == retried
+
+    # The bucket's rate is cut to almost nothing for the first 100 s only: a retry 5 s later is into the same
+    # empty bucket (wasted), a retry 200 s later finds it refilled (not wasted).
+    windows = [{"kind": "rate_limit", "windows": [{"start_s": 0, "duration_s": 100}], "capacity_factor": 0.0001}]
+    spec = small_scenario(windows, writes_only=True, api_burst=2, api_rate_per_s=0.5)
+    soon = run_real(spec, agent_patient(5.0, tries=3), seed=3, tasks=1)
+    late = run_real(spec, agent_patient(200.0, tries=3), seed=3, tasks=1)
+    (soon_rec,), (late_rec,) = soon.records, late.records
+    assert soon_rec.fault_hits.get("rate_limit") and late_rec.fault_hits.get("rate_limit")
+    assert soon_rec.wasted_reasons.get("API token bucket still empty", 0) > 0
+    assert late_rec.retries > 0 and late_rec.wasted_reasons == {}
+
+
+def agent_patient(wait_s: float, *, tries: int):
+    """An agent writing its four items, retrying each failed write after ``wait_s`` up to ``tries`` times."""
+
+    def entry(task, rt):
+        for slot in range(4):
+            for _ in range(tries):
+                try:
+                    write(task.id, slot)
+                    break
+                except InjectedFault:
+                    time.sleep(wait_s)
+        return "success"
+
+    return entry
+
+
 def test_a_simulation_only_kind_is_refused_with_one_message(small_scenario):
-    """A scenario with node_crash names the field, the value and the fix, before anything runs."""
-    spec = small_scenario([{"kind": "node_crash", "events": [{"worker": 0, "at_s": 5}]}])
-    with pytest.raises(UserError, match=r"faults\[0\]\.kind: node_crash is simulation-only in real-code mode"):
+    """A scenario with git_push_conflict names the field, the value and the fix, before anything runs."""
+    spec = small_scenario([{"kind": "git_push_conflict", "tools": ["write"]}])
+    with pytest.raises(UserError, match=r"faults\[0\]\.kind: git_push_conflict is simulation-only in real-code mode"):
         Runtime(spec, seed=1)
 
 
@@ -232,3 +274,34 @@ def test_injections_csv_reads_back_whole_and_escapes_formulas():
         ['\'=HYPERLINK("http://x")', "timeout", "2", "2", "1"],
         ["x,y", 'unbound: why\n"not"', "1", "0", "0"],
     ]
+
+
+def test_an_expired_tool_api_key_leaves_the_model_providers_key_alone(small_scenario):
+    """fleet.apis gives the write API credentials of its own: its key is revoked at t=0 on both workers, so every
+    write meets expired_key until the agent refreshes, while fetch (the model provider's) never fails; revoking the
+    model provider's key instead fails fetch and leaves the writes alone.  One assembly builds both twins."""
+    events = [{"worker": 0, "at_s": 0}, {"worker": 1, "at_s": 0}]
+
+    def refreshing(task, rt):
+        fetch(task.id)
+        for slot in range(4):
+            try:
+                write(task.id, slot)
+            except InjectedFault as exc:
+                assert exc.kind == "expired_key"
+                rt.refresh_credentials()
+                write(task.id, slot)
+        return "success"
+
+    apis = [{"name": "crm", "tools": ["write"]}]
+    spec = small_scenario([{"kind": "expired_key", "api": "crm", "events": events}], apis=apis)
+    run = run_real(spec, refreshing, seed=1, tasks=4)
+    met = {(tool, kind): m for tool, kind, _, _, m in run.injections.rows if kind != "ok"}
+    assert met == {("write", "expired_key"): 2}  # once per worker, then refreshed; fetch never fails
+    assert run.metrics["success_rate"] == 1.0
+
+    spec = small_scenario([{"kind": "expired_key", "events": events}], apis=apis)
+    model = run_real(spec, agent, seed=1, tasks=4)
+    assert {(tool, kind) for tool, kind, _, _, m in model.injections.rows if kind != "ok" and m} == {
+        ("fetch", "expired_key")
+    }

@@ -62,7 +62,7 @@ ARMS = ("structured", f"{BROKEN}:Raises", f"{BROKEN}:ReturnsNone", f"{BROKEN}:Ne
 def workdir(tmp_path, monkeypatch):
     """A working directory holding the broken policies and a small scenario that makes every one misbehave.
 
-    Misreads are off and a validation error fails some steps on every execution, so a
+    Misreads (and the model's other readings) are off and a validation error fails some steps on every execution, so a
     policy that always retries meets failures that never clear and reaches the action cap.
     """
     (tmp_path / f"{BROKEN}.py").write_text(BROKEN_SOURCE)
@@ -70,6 +70,8 @@ def workdir(tmp_path, monkeypatch):
     doc["name"] = "broken-policies"
     doc["workload"]["tasks_per_day"] = 100
     doc["fleet"]["misread_probability"] = 0
+    # ... and the model does what its policy says (fleet.model: no giving up early, no retry past a stop)
+    doc["fleet"]["model"] = {"give_up_probability": 0, "retry_permanent_probability": 0, "notice_silent_probability": 0}
     doc["faults"].append({"kind": "validation_error", "probability": 0.05})
     (tmp_path / "small.yaml").write_text(yaml.safe_dump(doc))
     monkeypatch.chdir(tmp_path)

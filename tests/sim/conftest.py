@@ -41,6 +41,10 @@ RTT = 0.1
 FF_BLIP, FF_RATE, FF_DISK, FF_KEY = 1.0, 0.1, 0.5, 0.3
 
 
+#: The model's reading of errors switched off (fleet.model): a hand-checked world's orchestrator does what its policy says.
+READS_RIGHT = {"give_up_probability": 0.0, "retry_permanent_probability": 0.0, "notice_silent_probability": 0.0}
+
+
 def step(tool: str, mean_s: float, **kw: Any) -> dict:
     """A constant-duration step spec as a plain dict."""
     return {"tool": tool, "duration": {"mean_s": mean_s, "cv": 0}, **kw}
@@ -74,7 +78,10 @@ def make_scenario(
         "api_burst": 1_000_000,
         "misread_probability": 0.0,  # hand-checked worlds: the orchestrator reads every failure right
     }
+    # ... and never gives up early, retries past its policy or notices a silent failure on its own
+    model = {**READS_RIGHT, **fleet.pop("model", {})}
     fleet_spec.update(fleet)
+    fleet_spec["model"] = model
     return Scenario.model_validate(
         {
             "name": "sim-test",

@@ -677,12 +677,15 @@ def test_masking_looks_successful_commits_nothing(sim, kind, policy, errors, cha
     )
     r = sim.run(scn, policy, errors)
     # fetch "ok" after 5.1 s but took no effect ; write 5.1 -> 10.2 (wrong when it needs fetch)
+    # tokens: 2 x 2000 for the calls, and the context the two turns read: the 2000-token system prompt,
+    # then that and the fetch's result, which looked like one (200)
     rec = r.rec
     assert r.log == []  # nothing failed as far as the orchestrator can tell
     [report] = r.reports
     assert report.completed and report.masked == ((0, 0, kind),)
     assert r.rendered[0][1].ok and r.rendered[0][1].envelope is None
-    assert rec.fault_hits == {kind: 1} and rec.calls == 2 and rec.tokens == 4000
+    assert rec.fault_hits == {kind: 1} and rec.calls == 2 and rec.input_tokens == 2000 + 2200
+    assert rec.tokens == 4000 + 2000 + 2200 and rec.turns == 2
     assert rec.claim == "success" and r.out.silent_failure and r.out.faulted
     assert rec.end_s == pytest.approx(10.2, **APPROX)
     if chained:

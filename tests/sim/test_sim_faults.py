@@ -552,9 +552,14 @@ def test_tokens_are_billed_for_calls_that_ran_not_for_fast_failures(sim):
     # t=0     plan blips (fast failure, 0 tokens), ends 1.1
     # t=1.1   plan runs: 1000 tokens, ends 11.2; push starts 11.2, inside [11, 12) -> timeout: 300 tokens, ends 41.2
     # t=41.2  retry from the start: plan 1000 (ends 51.3), push 300 (ends 56.4)
-    # tokens = 1000 + 300 + 1000 + 300 = 2600 ; calls = 5
-    assert r.rec.tokens == 2600
-    assert r.rec.calls == 5
-    # default prices: 0.01 USD per 1k tokens, 0.0005 USD per call
-    assert r.metrics["tokens"] == 2600.0
-    assert r.metrics["cost_usd"] == pytest.approx(2.6 * 0.01 + 5 * 0.0005, abs=1e-9)
+    # tokens the calls emit = 1000 + 300 + 1000 + 300 = 2600 ; calls = 5
+    # the context each of the 5 turns reads (system prompt 2000, a result 200, generic's "failed" 6 characters =
+    # 2 tokens): plan 2000, then "failed" -> plan 2002, its result -> push 2202, "failed" -> plan 2204, its
+    # result -> push 2404: 10812 input tokens
+    assert r.rec.calls == 5 and r.rec.turns == 5
+    assert r.rec.input_tokens == 2000 + 2002 + 2202 + 2204 + 2404
+    assert r.rec.tokens == 2600 + 10812
+    # default prices: 0.01 USD per 1k tokens the calls emit, 0.0025 per 1k read, 0.0005 USD per call
+    assert r.metrics["tokens"] == 13412.0
+    assert r.metrics["input_tokens"] == 10812.0
+    assert r.metrics["cost_usd"] == pytest.approx(2.6 * 0.01 + 10.812 * 0.0025 + 5 * 0.0005, abs=1e-9)

@@ -10,6 +10,8 @@ figure and fails the test.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from fleetchaos.results.common_set import apply_common_sets, common_counts, common_pair, encode
@@ -81,6 +83,12 @@ def test_six_hand_computed_tasks_give_the_metrics_worked_out_on_paper(sim):
     r, scenario = _six_tasks(sim)
     m, breakdowns, _ = compute_run(r.output, scenario.fleet)  # the whole run: its horizon gives the per-day figures
     assert [rec.claim for rec in r.records] == ["success", "success", "failed", "in_flight", "success", "escalated"]
+    # The context each turn reads: the 2000-token system prompt, each result (200) and each error text (its
+    # characters / 4, rounded up) that came before it in the task.  T0: 2000, then after the blip's text 2000 + blip;
+    # T1: 2000; T2: 2000, 2000 + val, 2000 + 2 val; T3: 2000; T4: 2000, then 2200 after read's result; T5: 2000.
+    shown = {report.failure: obs for report, obs in r.rendered if not obs.ok}
+    blip, val = (math.ceil(len(shown[kind].rendered_text()) / 4) for kind in ("network_blip", "validation_error"))
+    read = 10 * 2000 + blip + 3 * val + 200
     expected = {
         "tasks": 6.0,
         "faulted_tasks": 5.0,  # all but T1
@@ -101,11 +109,15 @@ def test_six_hand_computed_tasks_give_the_metrics_worked_out_on_paper(sim):
         "tool_calls": 12.0,  # 2 + 3 + 3 + 1 + 2 + 1
         "logical_calls": 9.0,  # items of the steps: 1 + 3 + 1 + 1 + 2 + 1
         "retry_amplification": 12 / 9,
-        "tokens": 180.0,  # T0 100 (the failed call ran no model), T1 30, T3 40 (it hung), T4 10 (a masked call ran)
+        # the calls: T0 100 (the failed call ran no model), T1 30, T3 40 (it hung), T4 10 (a masked call ran);
+        # and the context the turns read (below)
+        "tokens": 180.0 + read,
+        "input_tokens": read,
         "human_pages": 1.0,
         "human_hours": 1.0,
         "undone_tasks": 2.0,  # T2 gave up, T3 never reported
-        "cost_usd": 0.18 + 12 * 0.5 + 100.0 + 1000.0 + 2 * 50.0,  # tokens, calls, the page, T4's silence, T2 and T3
+        # tokens, the context read, calls, the page, T4's silence, T2 and T3 undone
+        "cost_usd": 0.18 + read / 1000 * 0.0025 + 12 * 0.5 + 100.0 + 1000.0 + 2 * 50.0,
         "mean_steps_to_recovery": 1.0,  # T0: one step execution after its first fault
         "mean_time_to_recovery_s": 11.2,  # T0: from its fault at 0 s to its end
         "goodput_per_day": 2 / (1000 / 86400),

@@ -207,3 +207,21 @@ def test_transient_and_slow_call_reads_match_what_decide_does():
         assert (fault.name if fault else None) == (read.name if read else None), (i, now)
         met.add(fault.name if fault else None)
     assert met == {None, "network_blip", "timeout", "latency_spike"}  # every branch was exercised
+
+
+def test_with_blips_only_a_retry_is_wasted_exactly_when_it_meets_the_blip_again(sim):
+    """With network blips the only fault (and no timeout, no rate limit), a retry's own draws decide it:
+    it fails exactly when it meets a blip again, and that is also exactly when its cause still held.
+    So every failed retry is wasted and no successful one is, retry by retry: the counts are equal,
+    and below the number of retries (some retries succeed).  Judging a retry with the failed
+    execution's draws instead would count every retry of a blip as wasted."""
+    scenario = sim.scenario(
+        {"job": [sim.step("call", 1.0)]},
+        arrivals=[(10.0 * i, "job") for i in range(300)],
+        faults=[{"kind": "network_blip", "probability": 0.5}],
+        workers=4,
+    )
+    out = sim.run(scenario, FixedDelay(default_s=1.0, max_retries=6), "structured")
+    retries, failed, wasted = (out.metrics[m] for m in ("retries", "failed_retries", "wasted_retries"))
+    assert 0 < failed < retries
+    assert wasted == failed

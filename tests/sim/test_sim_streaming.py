@@ -70,7 +70,9 @@ def reference(records: list[TaskRecord], fault_log: list[tuple], fleet, duration
     compensations = sum(r.compensations for r in records)
     ended = [r.end_s for r in records if r.end_s is not None]
     successes = sum(o.truth == "full" and o.claim == "success" for o in outcomes)
-    token_cost = sum(o.tokens for o in outcomes) / 1000.0 * fleet.usd_per_1k_tokens
+    read = sum(r.input_tokens for r in records)
+    token_cost = (sum(o.tokens for o in outcomes) - read) / 1000.0 * fleet.usd_per_1k_tokens
+    token_cost += read / 1000.0 * fleet.model.usd_per_1k_input_tokens
     tool_cost = sum(o.calls for o in outcomes) * fleet.usd_per_tool_call
     human_cost = human_ms / 3_600_000.0 * fleet.usd_per_human_hour
     silent = sum(o.silent_failure for o in outcomes)
@@ -93,6 +95,7 @@ def reference(records: list[TaskRecord], fault_log: list[tuple], fleet, duration
         "recovered_tasks": float(len(recovered)),
         "tool_calls": tool_calls,
         "tokens": float(sum(o.tokens for o in outcomes)),
+        "input_tokens": float(read),
         "cost_usd": token_cost + tool_cost + human_cost + silent_cost + undone_cost + refused_cost,
         "token_cost_usd": token_cost,
         "tool_call_cost_usd": tool_cost,
@@ -125,6 +128,9 @@ def reference(records: list[TaskRecord], fault_log: list[tuple], fleet, duration
         "secrets_leaked": float(sum(r.secrets_leaked for r in records)),
         "schema_skews": float(sum(r.schema_skews for r in records)),
         "misreads": float(sum(r.misreads for r in records)),
+        "model_give_ups": float(sum(r.model_gave_up for r in records)),
+        "model_permanent_retries": float(sum(r.model_retried_permanent for r in records)),
+        "silent_noticed": float(sum(r.silent_noticed for r in records)),
         "misreported_failures": float(sum(r.misreported for r in records)),
         "human_hours": human_ms / 3_600_000.0,
         "remediations": float(sum(r.remediations for r in records)),

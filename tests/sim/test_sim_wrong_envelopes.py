@@ -83,14 +83,22 @@ def _without_wrong_envelopes(scenario: Scenario) -> Scenario:
 
 
 def test_wrong_envelopes_change_nothing_for_a_policy_that_never_reads_them():
-    """backoff on structured envelopes: every figure but misreported_failures is the same with or without wrong envelopes."""
+    """backoff on structured envelopes: every figure but misreported_failures and the context the model read is the
+    same with or without wrong envelopes (a wrong envelope is a text of another length in the model's context, whether
+    or not the policy reads it: the tokens and their cost may differ, nothing else)."""
     imperfect = load_scenario("imperfect_contracts")
     truthful = _without_wrong_envelopes(imperfect)
     a, b = run_one(truthful, "backoff", "structured", 1), run_one(imperfect, "backoff", "structured", 1)
     assert a.metrics["misreported_failures"] == 0.0 < b.metrics["misreported_failures"]
+    read = {"tokens", "input_tokens", "token_cost_usd", "cost_usd"}
     for name in a.metrics:
-        if name != "misreported_failures":
+        if name != "misreported_failures" and name not in read:
             assert a.metrics[name] == b.metrics[name], name
+    # the tokens the calls emitted are the same: only the context read differs
+    assert a.metrics["tokens"] - a.metrics["input_tokens"] == b.metrics["tokens"] - b.metrics["input_tokens"]
+    assert a.metrics["cost_usd"] - a.metrics["token_cost_usd"] == pytest.approx(
+        b.metrics["cost_usd"] - b.metrics["token_cost_usd"], abs=1e-6
+    )
     assert set(b.breakdowns["misreported_failures_by_way"]) <= {
         "misclassified",
         "marked_recoverable",

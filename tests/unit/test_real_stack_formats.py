@@ -263,6 +263,8 @@ def test_a_completed_dispatch_is_the_bare_ok(name):
         ("problem-details", "rate_limit", "transient", None, None, "429"),  # no standard retry member
         ("google-rpc", "rate_limit", "transient", None, 2.5, "RATE_LIMITED"),
         ("google-rpc", "disk_full", "resource", None, None, "DISK_FULL"),
+        ("google-rpc", "permission_denied", "auth", False, None, "PERMISSION_DENIED"),  # AIP-194: do not retry
+        ("google-rpc", "expired_key", "auth", None, None, "AUTH_EXPIRED"),  # UNAUTHENTICATED: refresh
     ],
 )
 def test_readers_read_what_each_shape_shows(name, kind, category, recoverable, retry_after, code):

@@ -147,7 +147,8 @@ def materialise(scenario: Scenario, output: RunOutput) -> tuple[list, list[tuple
     kept = [
         KeptFault(i, k, frozen_spec(plan.resolved[i]))
         for i, k in kinds.items()
-        if k not in CALL_KINDS and k not in STATE_KINDS and k != "rate_limit"
+        # A fault on a tool API (``api``) is kept whole: the events above are the model provider's.
+        if (k not in CALL_KINDS and k not in STATE_KINDS and k != "rate_limit") or plan.resolved[i].get("api")
     ]
     arrivals = sorted((r.arrival_s, r.template) for r in output.records)
     return sorted(events + state + rates + kept, key=event_key), arrivals, kinds

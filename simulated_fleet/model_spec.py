@@ -1,0 +1,144 @@
+"""The scenario models of the orchestrator's language model: its conversation and tokens (``fleet.model``), and how
+easily it misreads each error format (``fleet.misread_factor``).
+
+A task is a conversation: a system prompt, then one model turn per step execution, each
+reading the whole context so far (its input tokens), emitting the step's tool calls (the
+step's ``tokens``, as before), and growing the context by what comes back: each tool
+result, and each error text the arm's format rendered.  :mod:`fleetchaos.sim.conversation`
+holds the arithmetic; this module holds the settings, re-exported by
+:mod:`fleetchaos.sim.config`, where users look.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from fleetchaos.sim.fault_specs import _Strict
+from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
+
+#: The defaults, and where each comes from (docs/assumptions.md, "The model's conversation").
+CHARS_PER_TOKEN = 4.0
+"""The tokeniser rule: one token per this many characters (the common rule of thumb for English text with
+byte-pair tokenisers: about 4 characters, or three quarters of a word, per token)."""
+SYSTEM_PROMPT_TOKENS = 2000
+"""A system prompt with the task and the tools' schemas: a few hundred tokens of instructions and about a hundred
+per tool schema."""
+RESULT_TOKENS = 200
+"""A tool result in the context: a short JSON object or a few lines of output (a file listing, a test summary)."""
+#: The model's reading of errors beyond the misread chance (fleetchaos.sim.reading) is off by default: a scenario
+#: written before it keeps its results byte for byte, and a study turns it on over the plausible ranges below
+#: (docs/formats.md, "How the model reads an error").
+GIVE_UP_PROBABILITY = 0.0
+"""Plausible: 0 to 0.2 per failed observation of a bare "failed" (scaled per format like the misread chance)."""
+RETRY_PERMANENT_PROBABILITY = 0.0
+"""Plausible: 0 to 0.5; issue trackers report retry loops on deterministic denials (docs/formats.md)."""
+NOTICE_SILENT_PROBABILITY = 0.0
+"""Plausible: 0 to 0.5: silent failures are by definition what a reader rarely catches."""
+ATTEMPT_FACTOR = 1.0
+"""Plausible: 1 to 3: agent studies report that the chance of recovering falls with each failed attempt."""
+USD_PER_1K_INPUT_TOKENS = 0.0025
+"""Input tokens are listed at about a quarter of the output price by the large hosted providers
+(``fleet.usd_per_1k_tokens`` is the output price)."""
+
+
+class ModelSpec(_Strict):
+    """The orchestrator's model: how its conversation grows and what its tokens cost.
+
+    Each step execution of a step that uses the API is one model turn through the fleet's
+    model provider (the provider its API calls go to, as before): it reads the context
+    (input tokens, counted in ``tokens`` and priced at ``usd_per_1k_input_tokens``) and
+    emits the step's calls (the step's ``tokens`` per call, priced at
+    ``fleet.usd_per_1k_tokens``).  The context starts at ``system_prompt_tokens`` and grows
+    by ``result_tokens`` per tool result and by each error text as the arm's format renders
+    it, counted with the tokeniser rule ``chars_per_token``.
+
+    How the model reads each error (:mod:`fleetchaos.sim.reading`): besides misreading a
+    failure as a success (``fleet.misread_probability``), it may give up early, retry a
+    failure no retry can pass, or notice a silent failure; the first three grow by
+    ``attempt_factor`` with each failed attempt already in its context.
+    """
+
+    chars_per_token: float = Field(
+        default=CHARS_PER_TOKEN,
+        gt=0,
+        le=100,
+        description="the tokeniser rule: a text of n characters costs ceil(n / chars_per_token) tokens of context",
+    )
+    system_prompt_tokens: int = Field(
+        default=SYSTEM_PROMPT_TOKENS,
+        ge=0,
+        le=10_000_000,
+        description="the context a task's conversation starts with (instructions, the task, the tools' schemas)",
+    )
+    result_tokens: int = Field(
+        default=RESULT_TOKENS,
+        ge=0,
+        le=10_000_000,
+        description="tokens one tool result adds to the context (a step's own result_tokens overrides it)",
+    )
+    give_up_probability: float = Field(
+        default=GIVE_UP_PROBABILITY,
+        ge=0,
+        le=1,
+        description="chance the model stops on a reported failure before its policy decides (claims it failed); "
+        "scaled by the format's misread_factor and by attempt_factor per failed attempt already in context",
+    )
+    retry_permanent_probability: float = Field(
+        default=RETRY_PERMANENT_PROBABILITY,
+        ge=0,
+        le=1,
+        description="chance the model retries a failure its policy stopped on that no retry can pass (its kind is "
+        "not recoverable); scaled like give_up_probability",
+    )
+    notice_silent_probability: float = Field(
+        default=NOTICE_SILENT_PROBABILITY,
+        ge=0,
+        le=1,
+        description="chance the model notices that a call's reported success was hollow (a masked failure) and "
+        "retries the step; the same for every format",
+    )
+    attempt_factor: float = Field(
+        default=ATTEMPT_FACTOR,
+        ge=1,
+        le=10,
+        description="each failed attempt already in the task's context multiplies the chances above and the misread "
+        "chance by this (1: the model reads its tenth failure as it read its first)",
+    )
+    usd_per_1k_input_tokens: float = Field(
+        default=USD_PER_1K_INPUT_TOKENS,
+        ge=0,
+        description="price of the context a turn reads (input tokens); fleet.usd_per_1k_tokens prices the rest",
+    )
+
+
+def _factor(setting: str, why: str) -> float:
+    return Field(default=DEFAULT_MISREAD_FACTORS[setting], ge=0, le=1000, description=why)
+
+
+class MisreadFactors(_Strict):
+    """How easily each error format's failures are misread as successes: the chance is
+    ``misread_probability`` times the format's factor (at most 1).
+
+    The defaults are judgements about how visible each format makes a failure, not
+    measurements (docs/formats.md); a scenario may set its own and a sweep may vary them
+    (``--param fleet.misread_factor.structured=0,0.2,1``).  ``empty-success`` and
+    ``fabricated-defaults`` report nothing as failed, so they have no factor.
+    """
+
+    generic: float = _factor("generic", "the generic status word: a bare 'failed' in tool text")
+    status: float = _factor("status", "an HTTP status and exception class: one short explicit line, as the bare word")
+    raw: float = _factor("raw", "raw vendor text: the failure is one line in a stack trace")
+    structured: float = _factor("structured", "the AgentToolError envelope (structured, agent-tool-error)")
+    failure_type: float = _factor("failure_type", "the failure-type envelope and its field-ablation steps")
+    subagent_result: float = _factor("subagent_result", "the subagent-result envelope: an explicit status")
+    tool_envelope: float = _factor("tool_envelope", "the tool envelope: a failure count and a blocking flag")
+    agent_sdk: float = _factor("agent_sdk", "an agent SDK's default tool-error text: one explicit sentence")
+    langgraph: float = _factor("langgraph", "LangGraph ToolNode's error text: 'Error: ...' in free text")
+    mcp: float = _factor("mcp", "an MCP tool result flagged isError, its text free text")
+    mcp_structured: float = _factor("mcp_structured", "an MCP tool result with a structured error (code, recovery)")
+    jsonrpc: float = _factor("jsonrpc", "a JSON-RPC 2.0 error object: an explicit error member with a code")
+    problem_details: float = _factor("problem_details", "an RFC 9457 problem: an explicit status and title")
+    google_rpc: float = _factor("google_rpc", "a google.rpc.Status (AIP-193): a canonical status and a reason")
+
+
+__all__ = ["MisreadFactors", "ModelSpec"]

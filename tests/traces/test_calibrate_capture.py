@@ -1,0 +1,55 @@
+"""Calibration reads a capture's arrival rate over the capture's own span, and a folder of trace files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fleetchaos.calibrate.fit import calibrate
+
+EPOCH = 1_735_722_000.0  # 2025-01-01T09:00:00Z
+
+
+def _capture(path, tasks: int, gap_s: float, start_s: float = EPOCH) -> None:
+    """``tasks`` tasks ``gap_s`` apart, each one successful 0.5 s search call: plain JSON lines."""
+    lines = [
+        {"time": start_s + i * gap_s, "task": f"t{i}", "tool": "search", "duration_s": 0.5, "outcome": "ok"}
+        for i in range(tasks)
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_a_ten_minute_capture_gives_its_own_rate_not_its_count_per_hour(tmp_path):
+    """240 tasks arriving every 2.649 s (1,359 an hour) over 10.6 minutes: the hour they arrive in is fitted at
+    240 / 0.176 h = 1,362 tasks an hour (the capture's span, first arrival to last call's end: 633.6 s), where
+    counting the hour as wholly observed gave 240."""
+    path = tmp_path / "capture.jsonl"
+    _capture(path, 240, 3600 / 1359)
+    fitted = calibrate([path])
+    points = fitted.document["workload"]["arrival_schedule"]["points"]
+    span_s = 239 * 3600 / 1359 + 0.5
+    assert points[9]["tasks_per_hour"] == pytest.approx(240 / span_s * 3600, rel=1e-5)
+    assert points[9]["tasks_per_hour"] == pytest.approx(1359, rel=0.01)
+
+
+def test_the_folder_run_traces_writes_is_read_for_its_trace_files(tmp_path):
+    """`fleetchaos run --traces DIR` writes DIR/<scenario>-<policy>-<errors>-seed<N>.otlp.jsonl: calibrate DIR reads
+    it (before: "is a folder"); a folder with no trace file in it is refused with one message, exit 2."""
+    from click.testing import CliRunner
+
+    from fleetchaos.cli.main import main as cli
+
+    runner = CliRunner()
+    traces = tmp_path / "traces"
+    ran = runner.invoke(cli, ["run", "--scenario", "research_fanout", "--seed", "1", "--traces", str(traces), "-q"])
+    assert ran.exit_code == 0, ran.output
+    assert [p.suffixes for p in traces.iterdir()] == [[".otlp", ".jsonl"]]
+    out = tmp_path / "fitted.yaml"
+    fitted = runner.invoke(cli, ["calibrate", str(traces), "-o", str(out), "--check-seeds", "0"])
+    assert fitted.exit_code == 0, fitted.output
+    assert "tasks_per_hour" in out.read_text()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = runner.invoke(cli, ["calibrate", str(empty), "-o", str(tmp_path / "x.yaml"), "--check-seeds", "0"])
+    assert refused.exit_code == 2 and "a folder with no trace files in it" in refused.output
