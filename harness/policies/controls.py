@@ -56,7 +56,7 @@ TIMEOUT_CODES = frozenset({FAILURES["timeout"].error_code, "TIMEOUT"})
 NOT_ACCEPTED_STATUSES = frozenset({429, 503, 504})
 
 
-def accepted(observation: Observation) -> bool:
+def accepted(observation: Observation, timeouts_accepted: bool = False) -> bool:
     """Whether a dispatch counts as accepted by the backend for adaptive throttling, as its client can tell.
 
     A success is accepted.  A failure is accepted only when it says what it was and that
@@ -66,14 +66,19 @@ def accepted(observation: Observation) -> bool:
     request, one that refused it or never answered did not.  A failure that says nothing
     (a bare "failed", a vendor text with no status) is not known to be accepted, so it
     is counted as not accepted: the SRE throttle counts every request that was not
-    accepted, whatever the format.
+    accepted, whatever the format.  With ``timeouts_accepted`` a failure that says it timed
+    out (its code, or a 504) counts as accepted.
     """
     if observation.ok:
         return True
     code = code_of(observation)
     if code is not None:
-        return code not in OVERLOAD_CODES and code not in TIMEOUT_CODES
+        if code in TIMEOUT_CODES:
+            return timeouts_accepted
+        return code not in OVERLOAD_CODES
     parsed = status_of(observation)
+    if parsed is not None and parsed.status == 504:
+        return timeouts_accepted
     return parsed is not None and parsed.status not in NOT_ACCEPTED_STATUSES
 
 
@@ -169,7 +174,7 @@ class Controlled:
             shared.budget = budget.on_success(shared.budget) if ok else budget.on_failure(shared.budget)
         elif isinstance(budget, AdaptiveThrottle):
             shared.budget = budget.on_request(shared.budget, now_s)  # every dispatch sent is a request
-            if accepted(observation):
+            if accepted(observation, budget.timeouts_accepted):
                 shared.budget = budget.on_accept(shared.budget, now_s)
         if shared.board is not None:
             key = breaker_key(worker=observation.worker)

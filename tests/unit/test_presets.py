@@ -375,6 +375,24 @@ def test_adaptive_throttle_counts_every_request_that_was_not_accepted(observatio
     assert policy.before_dispatch(ControlState(budget=shared.budget), 0.0, True, 0.76) is None
 
 
+@pytest.mark.parametrize(
+    "observation, counts_as_accepted",
+    [
+        (ate(code="TOOL_TIMEOUT"), True),
+        (Observation(False, "failed", 0, text="HTTP 504 InternalServerError"), True),
+        (Observation(False, "failed", 0, text="HTTP 503 InternalServerError"), False),  # still a refusal
+        (ate(code="RATE_LIMITED"), False),
+        (Observation(False, "failed", 0), False),  # says nothing: still not known to be accepted
+    ],
+)
+def test_a_throttle_told_timeouts_are_accepted_counts_only_them_as_accepts(observation, counts_as_accepted):
+    """timeouts_accepted changes the timeouts' count alone: refusals and silent failures are still not accepts."""
+    policy, shared = _controlled(budget=AdaptiveThrottle(timeouts_accepted=True))
+    for task in range(3):
+        policy.observe(observation, shared, 0.0, task)
+    assert shared.budget.totals() == (3, 3 if counts_as_accepted else 0)
+
+
 def test_breaker_opens_after_failures_and_diverts_dispatches():
     policy, shared = _controlled(breaker=CircuitBreaker(failure_threshold=2, cooldown_s=30.0))
     failed_on_0 = Observation(False, "failed", 0)
