@@ -61,7 +61,8 @@ class BestStudy:
         (those set away from their defaults) agree with its recorded command, whose options
         then re-tune.  ``best``: bests already known (a tuned comparison's), with ``source``.
         """
-        from fleetchaos.cli.tune_job import recorded_options, tune_spec
+        from fleetchaos.cli.tune_job import tune_spec
+        from fleetchaos.cli.tuning import recorded_options
         from fleetchaos.names import check_formats
         from fleetchaos.runs.best import DEFAULT_TUNE_FORMATS, shipped_best
         from fleetchaos.runs.sensitivity import plan_settings

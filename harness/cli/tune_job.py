@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from fleetchaos.runs.tune import TuneSpec
     from fleetchaos.scenario.load import Scenario
 
-__all__ = ["TuneJob", "best_arms", "only_scenario_params", "recorded_options", "tune_spec", "tuned_block"]
+__all__ = ["TuneJob", "best_arms", "only_scenario_params", "tune_spec", "tuned_block"]
 
 
 def tune_spec(
@@ -196,58 +196,13 @@ class TuneJob:
         spec = load_scenario(self.scenario)
         return apply_single_params(spec, self.scenario, only_scenario_params(self.params, "tune"), "tune")
 
-    def command(self) -> str:
-        """The ``fleetchaos tune`` command with every option that decides the winners (defaults left out)."""
-        import dataclasses
-        import shlex
-
-        from fleetchaos.cli.tuning import tune as tune_command
-
-        flags = {p.name: p for p in tune_command.params if isinstance(p, click.Option)}
-        words = ["fleetchaos", "tune", "--scenario", self.scenario]
-        for param in self.params:
-            words += ["--param", param]
-        if self.errors != "generic":
-            words += ["--errors", self.errors]
-        for one in dataclasses.fields(TuneOptions):
-            value = getattr(self.tuning, one.name)
-            if value == getattr(_DEFAULT_TUNING, one.name):
-                continue
-            option = flags[one.name]
-            flag = max(option.opts, key=len)
-            if option.is_flag:
-                words.append(flag if value else max(option.secondary_opts, key=len))
-            else:
-                words += [flag, ",".join(value) if isinstance(value, tuple) else str(value)]
-        return shlex.join(words)
-
-    def tuned_block(self, results: Sequence[TuneResult]) -> str:
-        """The scenario's ``tuned:`` block (YAML) for ``results``' winners, with this command and the world."""
+    def tuned_block(self, results: Sequence[TuneResult], command: str) -> str:
+        """The scenario's ``tuned:`` block (YAML) for ``results``' winners, with ``command`` (this job as a
+        ``fleetchaos tune`` command line: :func:`fleetchaos.cli.tuning.command_line`) and the world."""
         spec, _applied = self._world()
         first = self.tuning.first_train_seed
         seeds = range(first, first + self.tuning.train_seeds)
-        return tuned_block(spec, self.command(), seeds, {r.errors: r.best for r in results})
-
-
-_DEFAULT_TUNING = TuneOptions()
-
-
-def recorded_options(command: str) -> TuneOptions | None:
-    """The tuning options of a recorded ``fleetchaos tune`` command (a ``tuned:`` block's), or None if it does
-    not parse as one."""
-    import shlex
-
-    from fleetchaos.cli.job_options import split_options
-    from fleetchaos.cli.tuning import tune as tune_command
-
-    words = shlex.split(command)
-    if words[:2] != ["fleetchaos", "tune"]:
-        return None
-    try:
-        ctx = tune_command.make_context("tune", words[2:], resilient_parsing=False)
-    except (click.ClickException, click.exceptions.Exit):
-        return None
-    return split_options(TuneOptions, dict(ctx.params))
+        return tuned_block(spec, command, seeds, {r.errors: r.best for r in results})
 
 
 def tuned_block(spec: Scenario, command: str, train_seeds: Sequence[int], best: dict[str, str]) -> str:
@@ -275,6 +230,5 @@ def tuned_block(spec: Scenario, command: str, train_seeds: Sequence[int], best: 
 
 
 def _echo_err(line: str) -> None:
-    import click
 
     click.echo(line, err=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,7 +22,13 @@ from fleetchaos.cli.common import (
 from fleetchaos.cli.executing import executor_option
 from fleetchaos.cli.job_options import TuneOptions, split_options
 
-__all__ = ["tune", "tune_options"]
+if TYPE_CHECKING:
+    from fleetchaos.cli.tune_job import TuneJob
+
+__all__ = ["command_line", "recorded_options", "tune", "tune_options"]
+
+#: The tuning options a command leaves at their defaults (left out of its command line).
+_DEFAULT_TUNING = TuneOptions()
 
 
 def tune_options(func: Callable) -> Callable:
@@ -136,4 +142,45 @@ def tune(as_json: bool, **options: Any) -> None:
         click.echo("\n".join(best_lines(result)))
         click.echo("")
     click.echo("the scenario's tuned: block (compare runs best against best from it):")
-    click.echo(job.tuned_block(results))
+    click.echo(job.tuned_block(results, command_line(job)))
+
+
+def command_line(job: TuneJob) -> str:
+    """``job`` as the ``fleetchaos tune`` command with every option that decides the winners (defaults left out)."""
+    import dataclasses
+    import shlex
+
+    flags = {p.name: p for p in tune.params if isinstance(p, click.Option)}
+    words = ["fleetchaos", "tune", "--scenario", job.scenario]
+    for param in job.params:
+        words += ["--param", param]
+    if job.errors != "generic":
+        words += ["--errors", job.errors]
+    for one in dataclasses.fields(TuneOptions):
+        value = getattr(job.tuning, one.name)
+        if value == getattr(_DEFAULT_TUNING, one.name):
+            continue
+        option = flags[one.name]
+        flag = max(option.opts, key=len)
+        if option.is_flag:
+            words.append(flag if value else max(option.secondary_opts, key=len))
+        else:
+            words += [flag, ",".join(value) if isinstance(value, tuple) else str(value)]
+    return shlex.join(words)
+
+
+def recorded_options(command: str) -> TuneOptions | None:
+    """The tuning options of a recorded ``fleetchaos tune`` command (a ``tuned:`` block's), or None if it does
+    not parse as one."""
+    import shlex
+
+    from fleetchaos.cli.job_options import split_options
+
+    words = shlex.split(command)
+    if words[:2] != ["fleetchaos", "tune"]:
+        return None
+    try:
+        ctx = tune.make_context("tune", words[2:], resilient_parsing=False)
+    except (click.ClickException, click.exceptions.Exit):
+        return None
+    return split_options(TuneOptions, dict(ctx.params))

@@ -1,12 +1,9 @@
 """Metrics of one run, computed from the oracle's verdicts and the ledger.
 
-One implementation, :class:`RunAccumulator`, folds task records one at a time (as a
-streamed run hands them over); :func:`compute` and :func:`compute_run` are thin
-wrappers for runs that kept their records.
-
-Names, definitions, denominators and directions are in :mod:`fleetchaos.results.registry`
-(docs/metrics.md's table is generated from it); :meth:`RunAccumulator.metrics` returns
-the metrics in its order.
+:class:`RunAccumulator` folds task records one at a time (as a streamed run hands them over);
+:func:`compute` and :func:`compute_run` wrap it for runs that kept their records.  Names,
+definitions and directions: :mod:`fleetchaos.results.registry` (docs/metrics.md), in whose order
+:meth:`RunAccumulator.metrics` returns them.
 """
 
 from __future__ import annotations

@@ -311,6 +311,31 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
         (0.001, 0.01, 0.06),
     ),
     Assumption(
+        "fleet.model.usd_per_1k_input_tokens",
+        GROUPS[4],
+        "the price of the context each model turn reads (the system prompt, tool results and error texts so far)",
+        "$0.0025 per thousand: a mid-range model's input price; the range spans a small model to a frontier one.",
+        (0.00015, 0.0025, 0.015),
+    ),
+    Assumption(
+        "fleet.model.give_up_probability",
+        GROUPS[0],
+        "the chance the model stops on a failure before its recovery policy decides (scaled by the format's "
+        "misread factor and by attempt_factor per failed attempt already in context)",
+        "Off: the policy alone decides what follows a failure, as the reference documents' fleets assume; "
+        "published agent studies see models abandon tasks after errors, so the range reaches one in ten.",
+        (0.0, 0.02, 0.1),
+    ),
+    Assumption(
+        "fleet.model.attempt_factor",
+        GROUPS[0],
+        "how much each failed attempt already in the model's context multiplies its chances of misreading, "
+        "giving up and retrying past a stop",
+        "1 (no change): the neutral value; agent studies find recovery falls with each failed attempt, which "
+        "factors above 1 express.",
+        (1.0, 1.5, 2.0),
+    ),
+    Assumption(
         "fleet.usd_per_tool_call",
         GROUPS[4],
         "the price of one tool call, failed or not",

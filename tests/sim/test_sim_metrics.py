@@ -79,10 +79,12 @@ def test_metrics_blind_retry_generic_by_hand(sim):
     # local steps use no API) at $0.01/1k; the silent failure at $480; nothing undone, paged or billed as refused
     assert m["refused_calls"] == 2.0 and m["undone_tasks"] == 0.0
     assert m["tool_call_cost_usd"] == pytest.approx(11 * 0.0005)
-    assert m["token_cost_usd"] == pytest.approx(3 * 2000 / 1000 * 0.01)
+    # and the one model turn (task 2's search step) reads the 2000-token system prompt at $0.0025/1k
+    assert m["input_tokens"] == 2000.0
+    assert m["token_cost_usd"] == pytest.approx(3 * 2000 / 1000 * 0.01 + 2000 / 1000 * 0.0025)
     assert m["silent_failure_cost_usd"] == 480.0 and m["undone_task_cost_usd"] == m["refused_call_cost_usd"] == 0.0
     assert m["human_cost_usd"] == 0.0
-    assert m["cost_usd"] == pytest.approx(11 * 0.0005 + 0.06 + 480.0)
+    assert m["cost_usd"] == pytest.approx(11 * 0.0005 + 0.06 + 0.005 + 480.0)
     assert r.breakdowns == {
         "wasted_retries_by_reason": {},
         "failed_retries_by_kind": {},

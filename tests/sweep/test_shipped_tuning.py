@@ -15,7 +15,8 @@ from dataclasses import replace
 import pytest
 
 import fleetchaos.catalogue as catalogue
-from fleetchaos.cli.tune_job import recorded_options, tune_spec
+from fleetchaos.cli.tune_job import tune_spec
+from fleetchaos.cli.tuning import recorded_options
 from fleetchaos.results.stats import mean_ci
 from fleetchaos.runs.executors import open_executor
 from fleetchaos.runs.runner import run_one

@@ -63,6 +63,7 @@ FLEET_READS = {
     "call_timeout_s": True,
     "late_reply_s": True,
     "providers": True,
+    "model": True,
     # the fleet as the scenario describes it
     "orchestrators": False,
     "workers": False,
@@ -79,6 +80,7 @@ FLEET_READS = {
     "heartbeat_timeout_s": False,
     "remediation": False,
     "max_actions_per_task": False,
+    "apis": False,
 }
 
 #: What a provider's spec sets that its capacity model does not decide: its identity and its route.

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 import fleetchaos.catalogue as catalogue
-from fleetchaos.cli.tune_job import recorded_options
+from fleetchaos.cli.tuning import recorded_options
 from fleetchaos.errors import ScenarioError
 from fleetchaos.scenario.load import load_scenario, parse_scenario
 from fleetchaos.scenario.params import apply_params
