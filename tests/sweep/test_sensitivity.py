@@ -42,7 +42,7 @@ def test_the_default_study_varies_every_assumption_the_issue_names_over_its_rang
     assert settings["workload.tasks_per_day"].values == [600.0, 1200.0, 2400.0]
     for path, setting in settings.items():
         assert setting.own in setting.values, path
-        cost = path.startswith(("fleet.usd_", "fleet.page_handling"))
+        cost = path.startswith(("fleet.usd_", "fleet.model.usd_", "fleet.page_handling"))
         assert (setting.metric, setting.retuned) == (("cost_usd", False) if cost else ("success_rate", True)), path
     only = plan_settings(scenario, FORMATS, only=["admission", "servers"])
     assert [s.parameter for s in only] == ["fleet.providers[0].admission", "fleet.providers[0].servers"]
