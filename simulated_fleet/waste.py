@@ -122,6 +122,10 @@ class RetryJudge:
         )
         return any(item in chosen for item in last.items)
 
+    def _retry_step_key(self, last: LastFailure, retry: RetryAt) -> int:
+        """The key of the failed step's next execution: the one the retry will dispatch (its calls' draws)."""
+        return _rng.step_key(_rng.task_key(self.run_key, retry.task_id), last.step, retry.executions[last.step] + 1)
+
     def _provider_saturated(self, last: LastFailure, retry: RetryAt) -> bool:
         """The provider serving the failed step would refuse one of the retried calls now, or answer it only
         after the call timeout (its queue and its curve, with the call's own keyed round trip and work)."""
@@ -131,7 +135,7 @@ class RetryJudge:
         if provider is None:
             return False
         limit = calls.call_timeout_s
-        step_key = _rng.step_key(_rng.task_key(self.run_key, retry.task_id), last.step, retry.executions[last.step] + 1)
+        step_key = self._retry_step_key(last, retry)
         for item in last.items:
             latency, work, _ = calls.call_times(node, step, _rng.call_key(step_key, item), retry.now)
             if provider.saturated(retry.now, work, math.inf if limit is None else limit - latency):
@@ -149,7 +153,7 @@ class RetryJudge:
         node, tpl = retry.node, retry.tpl
         step = tpl.steps[last.step]
         rules = calls.rules_for(node, tpl, last.step)
-        step_key = _rng.step_key(_rng.task_key(self.run_key, retry.task_id), last.step, retry.executions[last.step] + 1)
+        step_key = self._retry_step_key(last, retry)
         for item in last.items:
             key = _rng.call_key(step_key, item)
             met = calls.transient_fault(node, rules, key, retry.now) or calls.slow_call(node, step, key, retry.now)
