@@ -184,18 +184,25 @@ def failed_retries_chart(result: CompareResult, path: Path) -> Path | None:
 COST_PARTS = (
     ("token_cost_usd", "model tokens"),
     ("tool_call_cost_usd", "tool calls"),
-    ("human_cost_usd", "paged humans' hours"),
+    ("human_cost_usd", "paged humans' handling hours"),
+    ("silent_failure_cost_usd", "silent failures"),
+    ("undone_task_cost_usd", "tasks left undone"),
+    ("refused_call_cost_usd", "refused requests"),
 )
 
 
 def cost_split_chart(result: CompareResult, path: Path) -> Path | None:
-    """The cost per run split into tokens, tool calls and paged humans, one panel (and scale) each."""
+    """The cost per run split into its parts (tokens, tool calls, paged humans, and the outcomes priced: silent
+    failures, undone tasks, refused requests), one panel (and scale) each."""
     if not any(a.metrics.get(COST_PARTS[0][0]) is not None for a in result.arms):
         return None  # results written before the split was recorded
-    # One row per arm, its name once on the left: side by side, three panels of arm names would collide.
-    fig = Figure(figsize=(13, 1.9 + 0.42 * len(result.arms)), layout="constrained")
-    axes = fig.subplots(1, len(COST_PARTS), sharey=True)
-    for ax, (metric, title) in zip(axes, COST_PARTS):
+    parts = [p for p in COST_PARTS if any(a.metrics.get(p[0]) is not None for a in result.arms)]
+    # One row per arm, its name once on the left of each row of panels: side by side, panels of arm names
+    # would collide.  Three panels a row (results that predate the outcome prices have one row).
+    rows = (len(parts) + 2) // 3
+    fig = Figure(figsize=(13, rows * (1.9 + 0.42 * len(result.arms))), layout="constrained")
+    axes = fig.subplots(rows, 3, sharey=True, squeeze=False).flat
+    for ax, (metric, title) in zip(axes, parts):
         bar_with_ci(ax, result, metric, 1.0, digits=2, horizontal=True)
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("USD per run", fontsize=8)

@@ -2,8 +2,10 @@
 
 The fixed assumptions every report states are :data:`fleetchaos.reports.writer.ASSUMPTIONS`;
 these are the ones a scenario sets (how often the orchestrator misreads a reported
-failure, per format, and how often workers' envelopes are wrong), so each report says
-what its own runs assumed.  Reads only the result models.
+failure, per format, how often workers' envelopes are wrong, how partial batches are
+reported and resumed, how providers admit calls, and what each outcome costs), so each
+report says what its own runs assumed (docs/assumptions.md gives each one's reason and
+range).  Reads only the result models.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from fleetchaos.reports.blocks import literal
 from fleetchaos.results.models import CompareResult, RunResult
 
 #: What the misread factors default to (fleet.misread_factor), for results that do not carry the scenario.
@@ -94,6 +97,53 @@ def _config_envelopes(config: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+#: How a format without an envelope reports a partly failed fan-out step, per fleet.partial_batch.
+_PARTIAL = {
+    "failed": "reported as the step's failure (the batch raises its first failure)",
+    "ok": "hidden: the tool says ok with what it gathered, so partial work passes as a success",
+    "count": "reported as a partial failure that says how many items failed",
+}
+
+
+def _conditions(config: Mapping[str, Any]) -> str:
+    """Partial batches, checkpoints, providers and prices, as the scenario set them."""
+    fleet = config.get("fleet") or {}
+    partial = fleet.get("partial_batch")
+    parts = [
+        "A fan-out step with failed items on a format without an envelope (generic, status, raw) is "
+        + (f"{_PARTIAL.get(partial, partial)} (fleet.partial_batch: {partial})" if partial else "not recorded")
+    ]
+    checkpoints = fleet.get("checkpoints")
+    if checkpoints is not None:
+        parts.append(
+            "workers checkpoint, so every retry resumes where the last dispatch stopped"
+            if checkpoints
+            else "workers do not checkpoint: a retry resumes only from progress an envelope reveals, else restarts"
+        )
+    timeout = fleet.get("call_timeout_s")
+    for provider in fleet.get("providers") or ():
+        limit = provider.get("max_in_flight")
+        queue = provider.get("admission") == "queue" or limit is None
+        parts.append(
+            f"provider {literal(str(provider.get('name')))} serves {_num(provider.get('servers') or 'any number of')} calls at once "
+            + (
+                "and queues every other call"
+                if queue
+                else f"and refuses calls past {_num(limit)} in it with a {_num(provider.get('overload_status', 503))}"
+            )
+        )
+    parts.append(f"a client waits {_num(timeout)} s for a call" if timeout is not None else "calls have no timeout")
+    page = fleet.get("page_handling") or {}
+    if "usd_per_silent_failure" in fleet:
+        parts.append(
+            f"costs: a page is its handling time (mean {_num(page.get('mean_s', 0) / 60)} min at "
+            f"${_num(fleet.get('usd_per_human_hour'))}/h, not the wait for the human), a silent failure "
+            f"${_num(fleet['usd_per_silent_failure'])}, a task left undone ${_num(fleet.get('usd_per_undone_task'))}, "
+            f"a refused request ${_num(fleet.get('usd_per_refused_call'))}"
+        )
+    return "; ".join(parts) + " (docs/assumptions.md: each one's reason and range)."
+
+
 def stated_assumptions(result: CompareResult | RunResult) -> tuple[str, ...]:
     """The scenario-set assumptions of ``result``, with its runs' values."""
     if isinstance(result, CompareResult):
@@ -107,6 +157,8 @@ def stated_assumptions(result: CompareResult | RunResult) -> tuple[str, ...]:
     stated = [_misread(config, arms)]
     if envelopes is not None:  # a comparison stored without its scenario cannot say
         stated.append(_wrong_envelopes(envelopes))
+    if config:
+        stated.append(_conditions(config))
     return tuple(stated)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from fleetchaos.files import check_inside, write_text
 from fleetchaos.reports.assumptions import stated_assumptions
+from fleetchaos.reports.best import tuning_blocks
 from fleetchaos.reports.blocks import (
     DETAILS,
     END_DETAILS,
@@ -44,7 +45,7 @@ from fleetchaos.reports.ordering import ordering_lines
 from fleetchaos.reports.policy_errors import policy_error_blocks
 from fleetchaos.reports.provider_load import load_captions, load_charts
 from fleetchaos.reports.results_io import dumps
-from fleetchaos.reports.studies import tuning_blocks
+from fleetchaos.reports.sensitivity import sensitivity_blocks
 from fleetchaos.reports.tables import COLUMNS, fmt
 from fleetchaos.results.models import CompareResult, Timeline
 from fleetchaos.results.registry import HEADLINE_METRICS, is_rate, lead_metrics
@@ -105,6 +106,9 @@ def compare_charts(result: CompareResult) -> list[Chart]:
             Chart(f"timeline{i}", _timeline_file(i, t), "fleetchaos.reports.timeline_chart:timeline_chart", (t,))
         )
     out.append(Chart("error_codes", CHART_FILES["error_codes"], f"{CHARTS}:error_codes_chart", (result.timelines,)))
+    study = getattr(result, "sensitivity", None)
+    if study is not None:
+        out.append(Chart("tornado", "tornado.png", "fleetchaos.reports.tornado:tornado_chart", (study,)))
     return out
 
 
@@ -123,7 +127,8 @@ def _headline_blocks(result: CompareResult, pct: int) -> list[Block]:
             f"The figures every arm shares a denominator for: {what}. Mean per seed with its {pct}% interval; "
             f"'vs reference' is the paired difference{reference}, seed by seed, with its interval and verdict. "
             "Recovery on each arm's own faulted tasks is secondary: its denominator differs between arms. "
-            "Cost per run is split into model tokens, tool calls and paged humans' hours."
+            "Cost per run is split into the model (tokens and tool calls) and how the tasks ended: paged humans' "
+            "handling hours, silent failures, tasks left undone and refused requests, at the scenario's prices."
         ),
         headline_table(result),
     ]
@@ -198,7 +203,8 @@ def _chart_blocks(result: CompareResult, made: dict[str, Path]) -> list[Block]:
         "headline": f"The headline per arm ({lead}), mean of {n} seeds with {pct}% CI bars",
         "silent_and_wasted": "Silent failures (% of tasks) and wasted retries (count per run) per arm, with CI bars",
         "failed_retries": "Retries that failed again per run, by the fault they met; diamonds: wasted retries per run",
-        "cost_split": "Cost per run split into model tokens, tool calls and paged humans' hours, each on its own scale",
+        "cost_split": "Cost per run split into model tokens, tool calls, paged humans' handling hours, silent failures, "
+        "tasks left undone and refused requests, each on its own scale",
         "cost_vs_success": f"Cost per run (USD) against {lead_metrics(result.closed_loop)[0].replace('_', ' ')}; "
         "the dashed line joins the Pareto front",
         "heatmap": "Recovery by arm and kind of the task's first fault (each arm's own faulted tasks, pooled over seeds)",
@@ -314,9 +320,9 @@ def compare_blocks(
     pct = round(result.confidence * 100)
     blocks = [H1(f"fleetchaos comparison: {literal(result.scenario)}"), Block("p", finding(result), items=("finding",))]
     blocks += _headline_blocks(result, pct)
+    blocks += tuning_blocks(result)  # best against best: the verdict of a tuned comparison, and which arm is which
     blocks += expectation_blocks(result.expectations)
     blocks += _setup_blocks(result)
-    blocks += tuning_blocks(result)  # a tuned comparison (compare --tune) says which arm is which
     blocks += policy_error_blocks(
         [(a.policy, a.errors, a.metrics, a.breakdowns) for a in result.arms], runs=len(result.seeds)
     )
@@ -325,6 +331,10 @@ def compare_blocks(
         blocks += [H2("Policies as run"), UL([f"`{name}`: `{recipe}`" for name, recipe in recipes.items()])]
     blocks += _figure_blocks(result)
     blocks += _robustness_blocks(result)
+    study = getattr(result, "sensitivity", None)
+    if study is not None:
+        chart = (made or {}).get("tornado") if made is not None else Path("tornado.png")
+        blocks += sensitivity_blocks(study, chart.name if chart is not None else None)
     blocks += _chart_blocks(result, made if made is not None else {k: Path(v) for k, v in CHART_FILES.items()})
     blocks += breakdown_blocks(result)
     blocks += [H2("How to read these figures"), UL(READING_NOTES)]

@@ -190,7 +190,75 @@ def _format_effect(result: CompareResult, names: dict[int, str], metric: str) ->
     return f"Holding the policy fixed ({_short(metric)}): " + "; ".join(clauses) + "."
 
 
+def _setting_words(config: dict) -> str:
+    """The outcome-deciding settings a result's scenario ran with, briefly (docs/assumptions.md has them all)."""
+    fleet = config.get("fleet") or {}
+    parts = []
+    if "partial_batch" in fleet:
+        parts.append(f"fleet.partial_batch {fleet['partial_batch']}")
+    if "checkpoints" in fleet:
+        parts.append(f"fleet.checkpoints {'on' if fleet['checkpoints'] else 'off'}")
+    admissions = sorted({str(p.get("admission")) for p in fleet.get("providers") or [] if p.get("admission")})
+    if admissions:
+        parts.append(f"providers that {' or '.join(admissions)} past max_in_flight")
+    wrong = [f for f in config.get("faults") or [] if f.get("kind") == "wrong_envelope"]
+    parts.append("envelopes wrong at the wrong_envelope rates" if wrong else "envelopes that never lie")
+    return ", ".join(parts)
+
+
+def _rests_on(result: CompareResult) -> str:
+    """Best against best: the assumptions the answer rests on and where it would reverse (its sensitivity study)."""
+    from fleetchaos.reports.sensitivity import difference, rests_on
+
+    study = getattr(result, "sensitivity", None)
+    if study is None:
+        settings = _setting_words(result.scenario_config) if result.scenario_config else ""
+        return (
+            "This answer rests on the scenario's assumptions"
+            + (f" ({literal(settings)}; every one under Modelling assumptions)" if settings else "")
+            + ": where it would reverse was not tested here; `fleetchaos robustness` or `compare --robustness N` "
+            "varies each over its plausible range."
+        )
+    widest = rests_on(study)
+    sentences = []
+    if widest:
+        parts = [
+            f"{literal(b.parameter)} ({difference(b.metric, b.least)} to {difference(b.metric, b.most)})"
+            for b in widest
+        ]
+        sentences.append(
+            f"Over each assumption's plausible range ({len(study.settings)} varied one at a time, each format's best "
+            f"{'tuned again' if study.retune else 'kept'} at each value), the envelope's lead rests most on "
+            + ", ".join(parts)
+            + "."
+        )
+    reversals = [f for f in study.flips if f.reverses]
+    if reversals:
+        parts = [
+            f"{literal(f.parameter)} goes from {literal(str(f.holds_at))} to {literal(str(f.flips_at))} "
+            f"({literal(f.behind)} then leads)"
+            for f in reversals[:_FLIPS]
+        ]
+        more = len(reversals) - _FLIPS
+        sentences.append(
+            "It reverses (the best without an envelope leads) when "
+            + "; ".join(parts)
+            + (f"; and {more} more (see What the answer depends on)." if more > 0 else ".")
+        )
+    else:
+        sentences.append("The envelope's lead kept its sign at every value tried.")
+    others = [f for f in study.flips if not f.reverses]
+    if others:
+        sentences.append(
+            f"The winning format changes without reversing it at {len(others)} place{'s' if len(others) != 1 else ''} "
+            f"({', '.join(literal(f.parameter) for f in others[:_FLIPS])})."
+        )
+    return " ".join(sentences)
+
+
 def _flips(result: CompareResult) -> str:
+    if getattr(result, "tuning", None) is not None:
+        return _rests_on(result)
     robustness = result.robustness
     if robustness is None:
         return (
@@ -214,26 +282,43 @@ def _flips(result: CompareResult) -> str:
 
 
 def _tuned_split(result: CompareResult) -> str:
-    """Best against best (``compare --tune``): how much of the gap is the format and how much the policy."""
+    """Best against best: each format's lead over the next, the envelope's lead, then the format alone."""
     tuning = getattr(result, "tuning", None)
     if tuning is None or not tuning.gaps:
         return ""
-    parts = []
-    for gap in tuning.gaps:
+
+    def text(gap) -> str:
         low, high = [*gap.ci, None, None][:2]
-        diff = PairedDifference(gap.n, gap.mean_difference, low, high, ())
-        if gap.label == "best per format":
-            what = f"the best tuned policy on {literal(gap.errors)} against the best on {literal(gap.reference_errors)}"
-        elif gap.label.startswith("same policy: "):
-            what = f"the format alone ({literal(gap.errors)} instead of {literal(gap.reference_errors)}, same policy)"
-        else:
-            what = f"the policy alone (on {literal(gap.errors)} errors)"
-        parts.append(f"{what} {_difference(gap.metric, diff)}")
-    return (
-        f"With each format's policy tuned on seeds the comparison does not use ({_short(tuning.objective)}): "
-        + "; ".join(parts)
-        + "."
-    )
+        return _difference(gap.metric, PairedDifference(gap.n, gap.mean_difference, low, high, ()))
+
+    where = "shipped with the scenario" if tuning.source == "shipped" else "tuned for this comparison"
+    sentences = []
+    leads = [g for g in tuning.gaps if g.kind == "lead"]
+    if leads:
+        chain = "; ".join(
+            f"best on {literal(g.errors)} over best on {literal(g.reference_errors)} {text(g)}" for g in leads
+        )
+        sentences.append(
+            f"Best against best ({_short(tuning.objective)}, each format's own policy {where}, trained on seeds the "
+            f"comparison does not use), each format's lead over the next: {chain}."
+        )
+    for g in (g for g in tuning.gaps if g.kind == "envelope"):
+        sentences.append(
+            f"The envelope's lead, the best with an envelope ({literal(g.errors)}) minus the best without one "
+            f"({literal(g.reference_errors)}): {text(g)}."
+        )
+    alone = [g for g in tuning.gaps if g.kind == "format"]
+    if alone:
+        parts = [f"{literal(g.errors)} instead of {literal(g.reference_errors)} {text(g)}" for g in alone]
+        sentences.append(
+            "A separate figure, the format alone (one tuned policy on several formats): " + "; ".join(parts) + "."
+        )
+    if not tuning.matches_world:
+        sentences.append(
+            "The shipped policies were tuned for another world (the scenario was edited or a --param changed it); "
+            "`--tune` tunes them for this one."
+        )
+    return " ".join(sentences)
 
 
 def _cost(arm: ArmResult, name: str) -> str:
@@ -245,9 +330,17 @@ def _cost(arm: ArmResult, name: str) -> str:
     if token is None or tool is None or human is None:
         return f"{name} ${total:,.2f} per run"
     hours = m.get("human_hours") or 0.0
+    outcomes = ""
+    silent, undone, refused = (
+        m.get(k) for k in ("silent_failure_cost_usd", "undone_task_cost_usd", "refused_call_cost_usd")
+    )
+    if silent is not None and undone is not None and refused is not None:
+        outcomes = (
+            f", silent failures ${silent:,.2f}, tasks left undone ${undone:,.2f}, refused requests ${refused:,.2f}"
+        )
     return (
         f"{name} ${total:,.2f} per run (tokens ${token:,.2f}, tool calls ${tool:,.2f}, "
-        f"paged humans ${human:,.2f} for {hours:,.1f} h)"
+        f"paged humans ${human:,.2f} for {hours:,.1f} h{outcomes})"
     )
 
 
@@ -270,8 +363,8 @@ def finding(result: CompareResult) -> str:
     if len(order) >= 2:
         best, second = order[0], order[1]
         sentences.append(_drivers(result, names, best, second))
-        sentences.append(_format_effect(result, names, leads[0]))
-        sentences.append(_tuned_split(result))
+        tuned = _tuned_split(result)
+        sentences.append(tuned or _format_effect(result, names, leads[0]))
         sentences.append(_flips(result))
         sentences.append(f"Cost: {_cost(best, names[id(best)])}; {_cost(second, names[id(second)])}.")
     elif order:

@@ -50,12 +50,13 @@ def usd(value: float | None) -> str:
 
 
 def _cost(arm: ArmResult) -> str:
-    """``$3,984 = $71 + $3,913``: cost per run, its model part (tokens and tool calls) and its paged humans."""
+    """``$3,984 = $71 + $3,913``: cost per run, its model part (tokens and tool calls) and what how its tasks
+    ended cost (pages, silent failures, undone tasks, refused requests: every part but the model's)."""
     m = arm.metrics
-    token, tool, human = m.get("token_cost_usd"), m.get("tool_call_cost_usd"), m.get("human_cost_usd")
-    if token is None or tool is None or human is None:
-        return usd(m.get("cost_usd"))
-    return f"{usd(m.get('cost_usd'))} = {usd(token + tool)} + {usd(human)}"
+    total, token, tool = m.get("cost_usd"), m.get("token_cost_usd"), m.get("tool_call_cost_usd")
+    if total is None or token is None or tool is None:
+        return usd(total)
+    return f"{usd(total)} = {usd(token + tool)} + {usd(total - token - tool)}"
 
 
 def _retries(arm: ArmResult) -> str:
@@ -76,7 +77,7 @@ def headline_table(result: CompareResult) -> Block:
         ("success rate, own tasks (secondary)" if result.closed_loop else HEADERS["recovery_rate"]),
         "silent failures",
         "failed / wasted retries per run",
-        "cost per run = model + paged humans",
+        "cost per run = model + how tasks ended",
     ]
     rows = []
     for arm, name in zip(result.arms, arm_names(result.arms)):

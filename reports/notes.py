@@ -16,17 +16,20 @@ ASSUMPTIONS: tuple[str, ...] = (
     "A full disk stays full until cleanup (cleanup_after_s); an expired key fails every API call until the orchestrator refreshes it.",
     "A timeout is ambiguous: the call's side effect commits with committed_probability; retrying a committed "
     "non-idempotent step duplicates its side effect.",
-    "Generic errors carry only a status word; a generic fan-out tool returns what it gathered as 'ok' "
-    "(no per-item status), so a partly failed batch is passed on as success.",
+    "Generic errors carry only a status word, status errors an HTTP status and exception class, raw errors the "
+    "vendor's text; how a tool without an envelope reports a partly failed fan-out step is the scenario's "
+    "fleet.partial_batch (stated below).",
     "Structured errors carry error_code, category, recoverable, suggested_action, partial_success, retry_after_ms, "
-    "context and schema_version; a policy can only resume from what partial_success reveals.",
+    "context and schema_version; a policy resumes from what partial_success reveals, and from where the last "
+    "dispatch stopped when the workers checkpoint (fleet.checkpoints).",
     "Escalation hands the task to a human and ends automatic recovery; it is reported honestly, not counted as recovered. "
-    "Each escalation pages a human once, and the human's response time is drawn from the fleet's human_response "
-    "(charged as human hours; the human's own work is outside the simulation).",
+    "Each escalation pages a human once, billed at the human's handling time drawn from the fleet's page_handling "
+    "(the wait before the human looks is not billed; the human's own work is outside the simulation).",
     "A task that never reports back (lost with a crashed worker, or still running at the drain limit) counts as data loss.",
     "Tasks are dispatched round-robin (or to the least-loaded worker when the scenario says so); a reroute goes to the next worker.",
-    "Costs are modelled, not measured: model tokens per API call that ran, a price per tool call and a price per hour "
-    "of paged human time, all from the scenario's fleet settings.",
+    "Costs are modelled, not measured: model tokens per API call that ran, a price per tool call, a price per hour "
+    "of paged human time, and a price per silent failure, per task left undone and per refused request, all from "
+    "the scenario's fleet settings (docs/assumptions.md).",
     "Raw vendor errors carry secrets planted per run; secrets_leaked counts those that reached the orchestrator. "
     "Reports hold the count, never the text.",
 )

@@ -13,12 +13,21 @@ from typing import Any
 from fleetchaos.results.models import Robustness
 from fleetchaos.results.studies import RobustnessResult
 
-__all__ = ["ordering_lines", "significant", "summary", "value_text"]
+__all__ = ["ordering_lines", "short_value", "significant", "summary", "value_text"]
 
 
 def value_text(value: Any) -> str:
     """A varied value for display (``0.05``, ``1200``, ``cancel``)."""
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def short_value(value: object) -> str:
+    """A value of a range, short enough for a label: a list reads as its length (``none`` when empty)."""
+    if isinstance(value, list):
+        return "none" if not value else f"{len(value)} points"
+    if isinstance(value, dict):
+        return "a mapping"
+    return value_text(value)
 
 
 def significant(ci: list[float | None]) -> bool:

@@ -21,7 +21,7 @@ from fleetchaos.escaping import csv_cell, csv_row
 from fleetchaos.files import FileTooLargeError, StrictJsonError, atomic_write, loads_json, read_text_bounded
 from fleetchaos.reports.ablation_io import check_ablation, is_ablation
 from fleetchaos.results.models import CompareResult, RunResult, SweepResult
-from fleetchaos.results.studies import TunedCompareResult
+from fleetchaos.results.studies import SensitivityResult, TunedCompareResult
 from fleetchaos.results.task_rows import CSV_LEAD, TASK_COLUMNS
 
 #: Largest results file ``fleetchaos report`` reads (a run report with every task's row is ~12.6 KB per task).
@@ -220,10 +220,11 @@ def write_task_csv(tasks: list[dict[str, Any]], path: Path) -> Path | None:
     return path
 
 
-def load_results(path: Path) -> CompareResult | RunResult | SweepResult | dict:
+def load_results(path: Path) -> CompareResult | RunResult | SweepResult | SensitivityResult | dict:
     """Read a results file back; ValueError with a readable reason when it is not one.
 
-    The results.json of run, compare or sweep (as their models), or an ablation.json (as
+    The results.json of run, compare, sweep or a best-against-best robustness study (as their models), or an
+    ablation.json (as
     the checked plain document the ablation report draws).  A report folder stands for the
     results.json (else the ablation.json) inside it.
     """
@@ -256,8 +257,9 @@ def load_results(path: Path) -> CompareResult | RunResult | SweepResult | dict:
         )
     if is_ablation(doc):
         return check_ablation(doc, str(path))
-    model: type[RunResult | CompareResult | SweepResult] = (
-        TunedCompareResult if "tuning" in doc
+    model: type[RunResult | CompareResult | SweepResult | SensitivityResult] = (
+        SensitivityResult if "bars" in doc and "settings" in doc
+        else TunedCompareResult if "tuning" in doc
         else CompareResult if "arms" in doc
         else SweepResult if "entries" in doc and "grid" in doc
         else RunResult
@@ -267,7 +269,7 @@ def load_results(path: Path) -> CompareResult | RunResult | SweepResult | dict:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        kind = "run" if model is RunResult else "sweep" if model is SweepResult else "comparison"
+        kind = {RunResult: "run", SweepResult: "sweep", SensitivityResult: "robustness"}.get(model, "comparison")
         raise ValueError(
             f"{path}: not a fleetchaos {kind} result: {where}: {first['msg']} ({exc.error_count()} problem(s)); "
             "give a results.json written by `fleetchaos run`, `compare` or `sweep`, or an ablation.json"

@@ -1,4 +1,4 @@
-"""Tables and summaries of the studies: tuning results and the best-against-best split of a tuned comparison."""
+"""Tables and summaries of tuning results (best against best is :mod:`fleetchaos.reports.best`)."""
 
 from __future__ import annotations
 
@@ -8,21 +8,18 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
-from fleetchaos.reports.cells import diff, diff_ci, metric_cell
+from fleetchaos.reports.cells import metric_cell
 from fleetchaos.reports.fitting import fit_columns
 from fleetchaos.reports.results_io import dumps
 from fleetchaos.results.registry import HEADLINE_METRICS, is_rate
-from fleetchaos.results.studies import TuneResult, TuningRecord
+from fleetchaos.results.studies import TuneResult
 
 __all__ = [
     "best_lines",
-    "gap_headline",
-    "gap_table",
     "seed_range",
     "tune_headline",
     "tune_markdown",
     "tune_table",
-    "tuning_blocks",
     "write_tune_report",
 ]
 
@@ -143,78 +140,3 @@ def write_tune_report(result: TuneResult, out_dir: Path) -> list[Path]:
     summary = out_dir / "summary.md"
     summary.write_text(tune_markdown(result), encoding="utf-8")
     return [results, summary]
-
-
-def _alias(tuning: TuningRecord, policy: str) -> str:
-    """``best-for-FORMAT`` for a tuned spec (``best-for-A+B`` when it won on several), else the policy itself."""
-    formats = [e for e, p in tuning.best.items() if p == policy]
-    return f"best-for-{'+'.join(formats)}" if formats else policy
-
-
-def gap_headline(tuning: TuningRecord) -> str:
-    """What the gap table compares, where the tuned policies come from, and what each alias stands for."""
-    aliases: dict[str, str] = {}
-    for policy in tuning.best.values():
-        aliases.setdefault(_alias(tuning, policy), policy)
-    legend = "\n".join(f"  {alias} = {policy}" for alias, policy in aliases.items())
-    return (
-        f"best against best on {tuning.objective} (paired differences over the comparison's seeds); each format's "
-        f"policy tuned on training seeds {seed_range(tuning.train_seeds)} ({tuning.search} search, {tuning.trials} "
-        f"trials per family):\n{legend}"
-    )
-
-
-def gap_table(tuning: TuningRecord, width: int | None = None) -> Table:
-    """What part of the gap between the best arms is the format and what part the policy (paired differences).
-
-    ``width``: the columns it must fit in; the interval, then the row's label, are left out first, named in
-    the caption (the arms stay whole).
-    """
-    table = Table(header_style="bold")
-    for column in ("difference", "arm", "minus", "mean", "interval"):
-        table.add_column(column, justify="right" if column in ("mean", "interval") else "left", overflow="fold")
-    for gap in tuning.gaps:
-        table.add_row(*(Text(cell) for cell in _gap_cells(tuning, gap)))
-    return fit_columns(table, width, ["interval", "difference"])
-
-
-def _gap_cells(tuning: TuningRecord, gap) -> tuple[str, str, str, str, str]:
-    """A gap row with tuned specs shown by their aliases."""
-    label = gap.label
-    if label.startswith("same policy: "):
-        label = f"same policy: {_alias(tuning, label.removeprefix('same policy: '))}"
-    return (
-        label,
-        f"{_alias(tuning, gap.policy)} on {gap.errors}",
-        f"{_alias(tuning, gap.reference_policy)} on {gap.reference_errors}",
-        diff(gap.metric, gap.mean_difference),
-        diff_ci(gap.metric, gap.ci),
-    )
-
-
-def tuning_blocks(result: object) -> list:
-    """The report section of a tuned comparison: which arm is which, and the gap split; [] without tuning."""
-    from fleetchaos.reports.blocks import H2, TABLE, P
-
-    tuning = getattr(result, "tuning", None)
-    if not isinstance(tuning, TuningRecord):
-        return []
-    return [
-        H2("Best against best"),
-        P(gap_headline(tuning).partition(":")[0] + "."),
-        TABLE(
-            ["alias", "policy", "errors", "role"],
-            [[_alias(tuning, r.policy), f"`{r.policy}`", r.errors, r.role] for r in tuning.roles],
-            align_right=4,
-        ),
-        P(
-            "The gap between the best arms, and its parts: the same policy on both formats (what the format alone "
-            "changes) and the two policies on one format (what the policy alone changes). Each is the mean of the "
-            "per-seed differences, arm minus reference, with its interval."
-        ),
-        TABLE(
-            ["difference", "arm", "minus", "mean", "interval"],
-            [list(_gap_cells(tuning, g)) for g in tuning.gaps],
-            align_right=3,
-        ),
-    ]

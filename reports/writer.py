@@ -20,10 +20,11 @@ from fleetchaos.reports.compare_report import write_compare_report
 from fleetchaos.reports.results_io import load_results
 from fleetchaos.reports.run_report import write_run_report
 from fleetchaos.results.models import RunResult, SweepResult
+from fleetchaos.results.studies import SensitivityResult
 
 
 def write_report(results: Path, out_dir: Path, *, prepare: Callable[[Any], Any] | None = None) -> list[Path]:
-    """Rebuild a report folder from a results.json (of run, compare or sweep) or an ablation.json.
+    """Rebuild a report folder from a results.json (of run, compare, sweep or robustness) or an ablation.json.
 
     A tasks.csv beside a comparison's results is copied along.  ``prepare`` may complete
     the loaded result before it is written (the CLI uses it to compute verdicts missing
@@ -44,6 +45,10 @@ def write_report(results: Path, out_dir: Path, *, prepare: Callable[[Any], Any] 
         return write_sweep_report(result, out_dir)
     if isinstance(result, RunResult):
         return write_run_report(result, out_dir)
+    if isinstance(result, SensitivityResult):
+        from fleetchaos.reports.sensitivity import write_sensitivity_report
+
+        return write_sensitivity_report(result, out_dir)
     source = Path(results)
     source_csv = (source if source.is_dir() else source.parent) / "tasks.csv"
     tasks_csv = None

@@ -78,10 +78,10 @@ class Assembly(Generic[NodeT]):
         return math.exp(mu + sigma * _rng.normal(_rng.key(self.run_key, stream, task_id, n), stream))
 
     def page(self, rec: TaskRecord, n: int) -> None:
-        """The orchestrator escalates the task (its ``n``-th action): a human is paged, their response time drawn."""
+        """The orchestrator escalates the task (its ``n``-th action): a human is paged, their hands-on time drawn (fleet.page_handling)."""
         rec.claim = "escalated"
         rec.pages += 1
-        rec.human_s = self.duration(self.spec.fleet.human_response, S_HUMAN, rec.id, n)
+        rec.human_s = self.duration(self.spec.fleet.page_handling, S_HUMAN, rec.id, n)
 
 
 def assemble(

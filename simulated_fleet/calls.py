@@ -51,9 +51,6 @@ _TWO_POW_MINUS_32, _TWO_POW_MINUS_53, _TWO_PI = _rng._TWO_POW_MINUS_32, _rng._TW
 #: no call timeout applies to it.
 NO_CLIENT = -math.inf
 
-#: A slow call that hits the fleet's call timeout committed its side effect with this probability.
-SLOW_CALL_COMMITTED_P = 0.5
-
 #: The kinds a call's provider and its duration produce.
 RATE_LIMIT, OVERLOADED = KINDS["rate_limit"], KINDS["overloaded"]
 TIMEOUT, LATENCY_SPIKE = KINDS["timeout"], KINDS["latency_spike"]
@@ -112,6 +109,7 @@ class CallModel:
         "_template_rules",
         "api_provider",
         "call_timeout_s",
+        "cut_committed_p",
         "installed",
         "late_reply_s",
         "latency_mean",
@@ -132,6 +130,7 @@ class CallModel:
         self.shared = shared
         self.seed = seed
         self.call_timeout_s = fleet.call_timeout_s
+        self.cut_committed_p = fleet.cut_call_committed_probability
         self.late_reply_s = fleet.late_reply_s
         # The client's patience for a reply that counts: the call timeout, or the late-reply limit below it.
         self.slow_s = fleet.call_timeout_s if fleet.late_reply_s is None else fleet.late_reply_s
@@ -307,7 +306,7 @@ class CallModel:
         if slow is not None and duration + waited > slow:
             limit = self.call_timeout_s
             if limit is not None and duration + waited > limit:
-                committed = False if step.cancels else _draw(key, S_SLOW_COMMIT) < SLOW_CALL_COMMITTED_P
+                committed = False if step.cancels else _draw(key, S_SLOW_COMMIT) < self.cut_committed_p
                 return (LATENCY_SPIKE if spiked else TIMEOUT), limit - waited, committed, None
             return self._late_reply(node, step, masking, key, now, duration, spiked)
         for rule in masking:

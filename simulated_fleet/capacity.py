@@ -65,7 +65,7 @@ class Provider:
         """``slowdowns`` are an ``overloaded`` fault's disjoint, sorted ``(start, end, capacity factor)`` windows."""
         self.name = spec.name
         self.status = spec.overload_status
-        self.max_in_flight = spec.max_in_flight
+        self.max_in_flight = spec.max_in_flight if spec.admission == "refuse" else None  # queue: never refuses
         self.reject_cost_s = spec.reject_cost_s
         self.mixture: tuple[tuple[float, float], ...] | None = None
         """The service mixture as (cumulative probability, factor) pairs; None without one."""
@@ -117,9 +117,9 @@ class Provider:
         """Whether a call arriving at ``now`` with ``service_s`` of work (on an idle provider) would fail
         for want of capacity, read without changing anything (:meth:`admit` decides the same way).
 
-        It would be refused (``max_in_flight`` calls in it), or answered only after its
-        client's ``patience_s`` ran out: queued behind the calls in it, slowed by its curve
-        and its slow windows.  The wasted-retry judge asks this at a retry's dispatch.
+        It would be refused (``max_in_flight`` calls in it, under ``refuse`` admission), or
+        answered only after its client's ``patience_s`` ran out: queued behind the calls in
+        it, slowed by its curve and its slow windows.  The wasted-retry judge asks this at a retry's dispatch.
         """
         limit = self.max_in_flight
         # Calls gone by ``now`` leave the heap here as at the next admit() (no call arrives before now).

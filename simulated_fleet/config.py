@@ -6,12 +6,12 @@ They are read once when a run is built; the hot path never touches them.
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_serializer, model_validator
+from pydantic import Field, model_serializer, model_validator
 
 from fleetchaos.sim.arrival_spec import ArrivalSchedule, RatePoint  # noqa: F401  (re-exported: config is where users look)
+from fleetchaos.sim.distribution import Distribution, lognormal_params  # noqa: F401  (re-exported, as above)
 from fleetchaos.sim.fault_specs import (  # noqa: F401  (re-exported: config is where users look)
     FAULT_MODELS,
     DiskFull,
@@ -24,6 +24,13 @@ from fleetchaos.sim.fault_specs import (  # noqa: F401  (re-exported: config is 
     Window,
     _Strict,
 )
+from fleetchaos.sim.fleet_parts import (
+    ApiSpec,
+    RemediationSpec,
+    StepSpec,
+    WorkerOverride,
+    _without_defaults,
+)
 from fleetchaos.sim.model_spec import (  # MisreadFactors re-exported: config is where users look
     MisreadFactors,
     ModelSpec,
@@ -31,39 +38,6 @@ from fleetchaos.sim.model_spec import (  # MisreadFactors re-exported: config is
 from fleetchaos.sim.provider_spec import ProviderSpec, ServiceShare, SlowdownPoint  # noqa: F401  (re-exported, as above)
 
 DAY_S = 86_400.0
-
-
-def _without_defaults(model: BaseModel, data: object, names: tuple[str, ...]) -> object:
-    """``data`` (a model's dump) without the fields ``names`` that hold their defaults.
-
-    Fields added after results were first recorded are left out of a dump while they
-    hold their defaults, so the results, hashes and history of every scenario that does
-    not use them stay byte-identical.
-    """
-    if isinstance(data, dict):
-        fields = type(model).model_fields
-        for name in names:
-            if getattr(model, name) == fields[name].get_default(call_default_factory=True):
-                data.pop(name, None)
-    return data
-
-
-def lognormal_params(mean: float, cv: float) -> tuple[float, float]:
-    """(mu, sigma) of the log-normal with this mean and coefficient of variation."""
-    sigma2 = math.log1p(cv * cv)
-    return math.log(mean) - sigma2 / 2.0, math.sqrt(sigma2)
-
-
-class Distribution(_Strict):
-    """A positive duration: log-normal with the given mean and coefficient of variation.
-
-    ``cv: 0`` makes it a constant, which small hand-checkable tests rely on.
-    """
-
-    # At most 1e9 s (about 32 years, 30 times the longest horizon): a draw from a longer mean can reach
-    # infinity, which no time can hold.
-    mean_s: float = Field(gt=0, le=1e9)
-    cv: float = Field(default=0.3, ge=0, le=5)
 
 
 class FleetSpec(_Strict):
@@ -95,6 +69,14 @@ class FleetSpec(_Strict):
     call_timeout_s: float | None = Field(
         default=None, gt=0, description="a tool call slower than this times out (its outcome is then ambiguous)"
     )
+    cut_call_committed_probability: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="chance that a call the call timeout cut while it ran on a worker (no provider) had already "
+        "taken effect: the client cannot tell which side of the commit the cut fell, and 0.5 says so "
+        "(docs/assumptions.md)",
+    )
     late_reply_s: float | None = Field(
         default=None,
         gt=0,
@@ -124,13 +106,53 @@ class FleetSpec(_Strict):
         description="per error format: how easily it is misread, multiplying misread_probability (an assumption "
         "that decides outcomes, stated in every report)",
     )
-    usd_per_1k_tokens: float = Field(default=0.01, ge=0, description="price of model tokens")
-    usd_per_tool_call: float = Field(default=0.0005, ge=0, description="price of one tool call")
-    human_response: Distribution = Field(
-        default=Distribution(mean_s=7200, cv=0.5),
-        description="an escalation pages a human, who takes over the task this long after the page",
+    partial_batch: Literal["failed", "ok", "count"] = Field(
+        default="failed",
+        description="how a tool without an envelope (the generic, status and raw formats) reports a fan-out step some "
+        "of whose items failed: failed (the step fails with its first failure, as asyncio.gather and Promise.all "
+        "raise), ok (it returns what it gathered and says ok: partial work passed on as a success) or count (a "
+        "partial failure saying how many items failed); envelopes report it by their own contract "
+        "(docs/assumptions.md)",
     )
-    usd_per_human_hour: float = Field(default=120.0, ge=0, description="price of an hour of a paged human's time")
+    checkpoints: bool = Field(
+        default=False,
+        description="workers checkpoint (resume tokens, steps that skip work already done): a dispatch after a failure "
+        "resumes where the last one stopped, whatever the format; off (the default: a team without an envelope has "
+        "not built this either): only a policy that reads progress from an envelope resumes (docs/assumptions.md)",
+    )
+    usd_per_1k_tokens: float = Field(
+        default=0.01, ge=0, description="price of model tokens (a mid-range model's blended price, docs/assumptions.md)"
+    )
+    usd_per_tool_call: float = Field(
+        default=0.0005, ge=0, description="price of one tool call (a metered API call, docs/assumptions.md)"
+    )
+    page_handling: Distribution = Field(
+        default=Distribution(mean_s=1800, cv=0.5),
+        description="a paged human's hands-on time per escalation (triage, fix or rerun, hand-back, getting back to "
+        "the interrupted work), billed at usd_per_human_hour; the wait before the human looks is not billed "
+        "(docs/assumptions.md)",
+    )
+    usd_per_human_hour: float = Field(
+        default=120.0, ge=0, description="price of an hour of a paged human's time (an engineer's loaded cost)"
+    )
+    usd_per_silent_failure: float = Field(
+        default=480.0,
+        ge=0,
+        description="cost of a task claimed a success whose work did not fully take effect: finding it with no error "
+        "to start from, repairing what it touched and doing the work (4 human hours; docs/assumptions.md)",
+    )
+    usd_per_undone_task: float = Field(
+        default=60.0,
+        ge=0,
+        description="cost of a task the fleet reported as not done (failed, partial, dead-lettered) or never reported: "
+        "someone must take it up and finish it, the same half hour as a page (docs/assumptions.md)",
+    )
+    usd_per_refused_call: float = Field(
+        default=0.0,
+        ge=0,
+        description="price of a request a provider refused (429, 503) on top of its tool call: model APIs bill no "
+        "tokens for a refused request (docs/assumptions.md)",
+    )
     remediation: RemediationSpec = Field(
         default_factory=lambda: RemediationSpec(), description="the remediation agent a policy may send to a worker"
     )
@@ -174,6 +196,16 @@ class FleetSpec(_Strict):
             )
         return self
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_response_wait(cls, data: object) -> object:
+        if isinstance(data, dict) and "human_response" in data:
+            raise ValueError(
+                "human_response: a page is no longer billed at the wait for the human; remove it and set "
+                "page_handling (the human's hands-on time per page, e.g. {mean_s: 1800, cv: 0.5})"
+            )
+        return data
+
     @model_validator(mode="after")
     def _apis_apart(self) -> FleetSpec:
         names: dict[str, int] = {}
@@ -207,77 +239,6 @@ class FleetSpec(_Strict):
                     )
                 served[tool] = provider.name
         return self
-
-
-class RemediationSpec(_Strict):
-    """A remediation agent: repairs what a machine can repair on a worker, in minutes, not always."""
-
-    duration: Distribution = Field(
-        default=Distribution(mean_s=300, cv=0.5), description="time one remediation takes, success or not"
-    )
-    success_probability: float = Field(
-        default=0.7, ge=0, le=1, description="chance that one remediation repairs a repairable cause"
-    )
-    tokens: int = Field(default=20_000, ge=0, le=10_000_000, description="model tokens one remediation consumes")
-
-
-class ApiSpec(_Strict):
-    """A tool API with its own credentials and token bucket (the model provider's are the fleet's defaults)."""
-
-    name: str = Field(min_length=1, max_length=100, description="how faults name it (their api field)")
-    tools: list[str] = Field(min_length=1, description="the tools whose calls go to it")
-    rate_per_s: float = Field(default=0.5, gt=0, description="refill rate of its token bucket")
-    burst: float = Field(default=30, ge=1, description="size of its token bucket")
-    credential_lifetime_s: float | None = Field(
-        default=None, gt=0, description="validity of its freshly issued credentials (default: the fleet's)"
-    )
-
-
-class WorkerOverride(_Strict):
-    """Per-worker differences from the fleet defaults."""
-
-    worker: int = Field(ge=0)
-    tool_slots: int | None = Field(default=None, ge=1, le=64)
-    disk_mb: float | None = Field(default=None, gt=0, description="this worker's disk capacity")
-
-
-class StepSpec(_Strict):
-    """One tool step of a task template."""
-
-    tool: str = Field(min_length=1)
-    duration: Distribution
-    fan_out: int = Field(default=1, ge=1, le=64, description="parallel items (sources, writes)")
-    uses_api: bool = True
-    disk_mb: float = Field(default=0, ge=0, description="disk written; fails on a full disk")
-    side_effect: Literal["none", "idempotent", "append"] = "none"
-    tokens: int = Field(
-        default=2000,
-        ge=0,
-        le=10_000_000,
-        description="model tokens a call that runs consumes (its turn's output; the context the turn reads is "
-        "counted apart, fleet.model)",
-    )
-    result_tokens: int | None = Field(
-        default=None,
-        ge=0,
-        le=10_000_000,
-        description="tokens one successful call's result adds to the conversation's context "
-        "(default: fleet.model.result_tokens)",
-    )
-    needs: list[str] = Field(
-        default_factory=list,
-        description="earlier steps whose output this step consumes: with incomplete inputs its output is wrong",
-    )
-    after_timeout: Literal["continue", "cancel"] = Field(
-        default="continue",
-        description="what the tool's work does when its client gives up (a call timeout): continue (work still "
-        "queued for a slot or a provider runs to its end and takes effect; a call cut while running on a worker "
-        "without a provider took effect half the time) or cancel (it stops and takes no effect)",
-    )
-
-    @model_serializer(mode="wrap")
-    def _omit_new_defaults(self, handler):
-        return _without_defaults(self, handler(self), ("after_timeout", "result_tokens"))
 
 
 class TemplateSpec(_Strict):

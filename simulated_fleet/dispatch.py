@@ -56,7 +56,8 @@ class Dispatcher:
         idempotent: bool,
         heartbeat_timeout_s: float | None,
     ):
-        """``partial_step_ok`` is the error format's (a tool that says "ok" with what it gathered);
+        """``partial_step_ok``: a fan-out step with some failed items is hidden as "ok" (a tool that returns
+        what it gathered: the format's ``partial_batch``, or the scenario's ``fleet.partial_batch``);
         ``plain_success`` skips the report of a dispatch that completed; ``transport`` and
         ``idempotent`` come from the policy; ``heartbeat_timeout_s`` is how long an
         orchestrator takes to notice a dispatch lost with a crashed worker (None: never)."""

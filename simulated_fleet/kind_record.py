@@ -46,7 +46,7 @@ PERSISTENT_SCOPES = (WORKER_TOOL, TASK_STEP, TASK_STEP_ITEM, SOURCE)
 #: kind's own state, read by its handler (:meth:`fleetchaos.sim.plan.StateKind.holds`), or the
 #: same per-call cause again (a persistent rule, a persistent batch, the call's own draws).
 STATE_CAUSE = "state"
-CAUSES = (STATE_CAUSE, "persistent", "batch", "transient")
+CAUSES = (STATE_CAUSE, "persistent", "batch", "transient", "provider_saturated")
 
 #: What a remediation agent can repair on a worker (:func:`fleetchaos.sim.remediation.repair`).
 REMEDIES = ("refresh_credentials", "clear_disk", "install_tool")

@@ -39,6 +39,10 @@ from fleetchaos.sim.kind_record import (
 from fleetchaos.sim.kinds_model import MODEL_KINDS
 from fleetchaos.sim.kinds_reporting import REPORTING_KINDS
 
+#: Why a retry into a provider still saturated at its dispatch is wasted: the ``overloaded``
+#: kind's cause, and the judge's second cause for every kind of :data:`SATURATION_KINDS`.
+PROVIDER_SATURATED = Waste("provider_saturated", "provider still saturated", EXHAUSTED_RESOURCE)
+
 KINDS: dict[str, FaultKind] = {
     k.name: k
     for k in (
@@ -380,7 +384,7 @@ KINDS: dict[str, FaultKind] = {
             subagent_category="transient",
             alternative=None,
             wire=Wire(503, "Service Unavailable", "ERR_OVERLOADED"),
-            waste=None,
+            waste=PROVIDER_SATURATED,
             remedy=None,
             persistent_scope=None,
             effect="A full provider (fleet.providers) refuses a new call at once (HTTP 503) and the call takes no "
@@ -431,6 +435,18 @@ def rendered_kind(failure: str | None) -> FaultKind:
 #: world without one never meets them, and a wrong envelope there does not name them.
 PROVIDER_KINDS: frozenset[str] = frozenset({"overloaded"})
 
+#: Kinds a saturated provider (``fleet.providers``) produces: its refusals (a full provider's 503,
+#: or its 429 with ``overload_status: 429``) and a call that waited for a server past its
+#: client's patience (a timeout, or a latency spike's).  A retry after one of them into a
+#: provider still saturated at its dispatch is wasted whatever else its kind's own cause says
+#: (:meth:`fleetchaos.sim.waste.RetryJudge.wasted`).
+SATURATION_KINDS: frozenset[str] = frozenset({"overloaded", "rate_limit", "timeout", "latency_spike"})
+
+#: Kinds that are a request refused by the API or a provider for capacity (a 429 of the token
+#: bucket or a provider, a spent quota, a full provider's 503): each is a refused request
+#: (``refused_calls``, priced at ``fleet.usd_per_refused_call``).
+REFUSAL_KINDS: tuple[str, ...] = ("rate_limit", "quota_exhausted", "overloaded")
+
 
 def kinds_in(*stages: str) -> tuple[str, ...]:
     """The names of the kinds met at these stages, in catalogue order (read now, not at import)."""
@@ -452,8 +468,11 @@ __all__ = [  # the records, their lookups, and the words the records use (from k
     "PERSISTENT",
     "PERSISTENT_SCOPES",
     "PROVIDER_KINDS",
+    "PROVIDER_SATURATED",
+    "REFUSAL_KINDS",
     "REMEDIES",
     "REPORTING",
+    "SATURATION_KINDS",
     "SOURCE",
     "STAGES",
     "STATE",

@@ -69,7 +69,7 @@ def layered_retry(
     fault, duration, committed, retry_at = first
     elapsed = 0.0
     for n in range(1, layer.attempts):
-        if fault is None or fault.name not in layer.on:
+        if fault is None or not layer.retries(fault.name, step.name):
             break
         journal.fault(rec, fault.name, now, step.name, w.index)
         if committed and not garbage:

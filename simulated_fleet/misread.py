@@ -14,6 +14,8 @@ from __future__ import annotations
 DEFAULT_MISREAD_FACTORS: dict[str, float] = {
     # a bare "failed" in a stream of tool text is easy to gloss over
     "generic": 1.0,
+    # a one-line status and exception class is as short and as explicit as the bare word
+    "status": 1.0,
     # the failure is one line buried in trace text: the easiest format to gloss over
     "raw": 3.0,
     # an explicit error_code and category (agent-tool-error is the same envelope)

@@ -126,6 +126,7 @@ class MisreadFactors(_Strict):
     """
 
     generic: float = _factor("generic", "the generic status word: a bare 'failed' in tool text")
+    status: float = _factor("status", "an HTTP status and exception class: one short explicit line, as the bare word")
     raw: float = _factor("raw", "raw vendor text: the failure is one line in a stack trace")
     structured: float = _factor("structured", "the AgentToolError envelope (structured, agent-tool-error)")
     failure_type: float = _factor("failure_type", "the failure-type envelope and its field-ablation steps")

@@ -36,9 +36,10 @@ class ProviderSpec(_Strict):
     Every call of its tools (every API-using call, when ``tools`` is omitted) is served
     by it.  With ``servers``, calls are served first come, first served by that many
     servers, and a call waits for a free one; with a ``slowdown`` curve, a call's service
-    takes longer the more calls are in the provider when it arrives.  Past
-    ``max_in_flight`` calls it refuses new ones at once (503 or 429: the ``overloaded``
-    fault kind), and each refusal still costs it ``reject_cost_s`` of work.  A
+    takes longer the more calls are in the provider when it arrives.  Its ``admission``
+    says what it does with a call past ``max_in_flight``: ``refuse`` it at once (503 or
+    429: the ``overloaded`` fault kind; each refusal still costs it ``reject_cost_s`` of
+    work), or ``queue`` it like any other (no limit: ``max_in_flight`` is then unused).  A
     ``service_mixture`` makes some calls longer than the rest (most calls short, a few
     long: a cache miss, a long prompt), each call drawn from its own key.  A client's
     call timeout (``fleet.call_timeout_s``) counts from the call's dispatch, waiting
@@ -59,6 +60,12 @@ class ProviderSpec(_Strict):
     )
     max_in_flight: int | None = Field(
         default=None, ge=1, le=1_000_000, description="calls in it (served or waiting) past which it refuses new ones"
+    )
+    admission: Literal["refuse", "queue"] = Field(
+        default="refuse",
+        description="what it does with a call past max_in_flight: refuse it at once (load shedding: an API's 429 or "
+        "503 when it is full) or queue it without limit (a backend that takes every call and serves it late); "
+        "refuse is what the public model APIs do (docs/assumptions.md)",
     )
     overload_status: Literal[429, 503] = Field(default=503, description="the HTTP status of a refusal")
     reject_cost_s: float = Field(

@@ -38,7 +38,9 @@ class TransportRetry:
     Between tries it waits ``min(cap_s, base_s * 2**n)`` for try ``n`` (0-based count of
     retries so far) with the chosen jitter: ``"none"`` (the full value), ``"full"``
     (uniform in [0, value)) or ``"equal"`` (half plus uniform in [0, half)).  A 429's
-    retry-after is honoured when it is longer.  Only kinds in ``on`` are retried.
+    retry-after is honoured when it is longer.  Only kinds in ``on`` are retried, and with
+    ``tools`` only calls of those tools (a tool's own client retry, declared per tool;
+    :func:`fleetchaos.policies.transport_from_tenacity` reads it from a tenacity config).
     """
 
     attempts: int = 3
@@ -46,8 +48,14 @@ class TransportRetry:
     cap_s: float = 8.0
     jitter: Literal["none", "full", "equal"] = "full"
     on: frozenset[str] = field(default_factory=transport_kinds)
+    tools: frozenset[str] | None = None
+    """Only calls of these tools are retried (None: every tool's)."""
 
     def __post_init__(self) -> None:
+        if self.tools is not None:
+            if isinstance(self.tools, str) or not all(isinstance(t, str) and t for t in self.tools):
+                raise ValueError(f"TransportRetry.tools must be tool names, got {self.tools!r}")
+            object.__setattr__(self, "tools", frozenset(self.tools))
         if self.attempts < 1:
             raise ValueError(f"TransportRetry.attempts must be >= 1, got {self.attempts}")
         if self.base_s < 0 or self.cap_s < 0:
@@ -64,10 +72,15 @@ class TransportRetry:
     def __repr__(self) -> str:
         # ``on`` sorted: a frozenset's own repr follows string hashing, which is salted per
         # process, and results record this repr (the policy's recipe) byte for byte.
+        tools = "" if self.tools is None else f", tools=frozenset({sorted(self.tools)!r})"
         return (
             f"TransportRetry(attempts={self.attempts!r}, base_s={self.base_s!r}, cap_s={self.cap_s!r}, "
-            f"jitter={self.jitter!r}, on=frozenset({sorted(self.on)!r}))"
+            f"jitter={self.jitter!r}, on=frozenset({sorted(self.on)!r}){tools})"
         )
+
+    def retries(self, kind: str, tool: str) -> bool:
+        """Whether this layer retries a call of ``tool`` that failed with ``kind``."""
+        return kind in self.on and (self.tools is None or tool in self.tools)
 
     def wait_s(self, retries_so_far: int, uniform: float) -> float:
         """The wait before the next try, given a uniform draw in [0, 1)."""

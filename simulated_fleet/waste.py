@@ -10,7 +10,11 @@ named), the day's quota still spent, the worker still down or cut off, the same
 persistent fault or batch items, and for a transient fault (a blip, a timeout) the
 retried call's own keyed draws meeting it again at that instant (after a late reply, the
 call's provider still answering it after ``fleet.late_reply_s``: :meth:`CallModel.slow_call`).  It changes nothing in
-the run: no draw is consumed, no state is touched.
+the run: no draw is consumed, no state is touched.  A retry after a refusal or a timeout
+(:data:`fleetchaos.sim.kinds.SATURATION_KINDS`) on a step a provider with a declared
+capacity serves is also wasted while that provider is still saturated at the retry's
+dispatch: it would refuse a call then, or leave it waiting for a server past the call
+timeout.
 
 Each cause a record may name (:data:`fleetchaos.sim.kinds.CAUSES`) has one check here: a
 state kind's own (``"state"``) asks the kind's handler
@@ -24,13 +28,14 @@ retry whose dispatch failed again): what happened, not whether it could have bee
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import cast
 
 from fleetchaos.sim import _rng
 from fleetchaos.sim.calls import CallModel
 from fleetchaos.sim.fault_specs import BatchFault
-from fleetchaos.sim.kinds import fault_kind
+from fleetchaos.sim.kinds import PROVIDER_SATURATED, SATURATION_KINDS, fault_kind
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.plan import LastFailure, RetryAt
 from fleetchaos.sim.state import SharedCapacity
@@ -74,14 +79,21 @@ class RetryJudge:
             "persistent": self._persistent,
             "batch": self._batch,
             "transient": self._transient,
+            "provider_saturated": self._provider_saturated,
         }
 
     def wasted(self, last: LastFailure, retry: RetryAt) -> str | None:
-        """The waste reason when the cause of ``last`` still holds for ``retry``, else None."""
+        """The waste reason when the cause of ``last`` still holds for ``retry``, else None.
+
+        The kind's own cause first; then, for a kind a saturated provider produces, the
+        provider serving the failed step still saturated.
+        """
         waste = fault_kind(last.kind).waste
-        if waste is None:
-            return None
-        return waste.reason if self._checks[waste.cause](last, retry) else None
+        if waste is not None and self._checks[waste.cause](last, retry):
+            return waste.reason
+        if last.kind in SATURATION_KINDS and self._provider_saturated(last, retry):
+            return PROVIDER_SATURATED.reason
+        return None
 
     def _state(self, last: LastFailure, retry: RetryAt) -> bool:
         """The state kind's own handler reads whether its cause still holds (:meth:`fleetchaos.sim.plan.StateKind.holds`)."""
@@ -110,6 +122,26 @@ class RetryJudge:
         )
         return any(item in chosen for item in last.items)
 
+    def _retry_step_key(self, last: LastFailure, retry: RetryAt) -> int:
+        """The key of the failed step's next execution: the one the retry will dispatch (its calls' draws)."""
+        return _rng.step_key(_rng.task_key(self.run_key, retry.task_id), last.step, retry.executions[last.step] + 1)
+
+    def _provider_saturated(self, last: LastFailure, retry: RetryAt) -> bool:
+        """The provider serving the failed step would refuse one of the retried calls now, or answer it only
+        after the call timeout (its queue and its curve, with the call's own keyed round trip and work)."""
+        calls = self.calls
+        node, step = retry.node, retry.tpl.steps[last.step]
+        provider = calls.provider_of(step)
+        if provider is None:
+            return False
+        limit = calls.call_timeout_s
+        step_key = self._retry_step_key(last, retry)
+        for item in last.items:
+            latency, work, _ = calls.call_times(node, step, _rng.call_key(step_key, item), retry.now)
+            if provider.saturated(retry.now, work, math.inf if limit is None else limit - latency):
+                return True
+        return False
+
     def _transient(self, last: LastFailure, retry: RetryAt) -> bool:
         """The retried call's own keyed draws meet the same transient fault again at the retry's instant.
 
@@ -121,7 +153,7 @@ class RetryJudge:
         node, tpl = retry.node, retry.tpl
         step = tpl.steps[last.step]
         rules = calls.rules_for(node, tpl, last.step)
-        step_key = _rng.step_key(_rng.task_key(self.run_key, retry.task_id), last.step, retry.executions[last.step] + 1)
+        step_key = self._retry_step_key(last, retry)
         for item in last.items:
             key = _rng.call_key(step_key, item)
             met = calls.transient_fault(node, rules, key, retry.now) or calls.slow_call(node, step, key, retry.now)

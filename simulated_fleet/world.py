@@ -29,7 +29,7 @@ from fleetchaos.sim.envelope import SCHEMA_VERSION
 from fleetchaos.sim.envelope_errors import EnvelopeErrors
 from fleetchaos.sim.envelopes import StampedEnvelope
 from fleetchaos.sim.fleet import Worker
-from fleetchaos.sim.formats import ErrorFormat, bound
+from fleetchaos.sim.formats import ErrorFormat, bound, counted, partial_batch_of
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.observation import (
     DeadLetter,
@@ -47,6 +47,7 @@ from fleetchaos.sim.observation import (
 from fleetchaos.sim.plan import FaultPlan, LastFailure, RetryAt
 from fleetchaos.sim.reading import ModelReading
 from fleetchaos.sim.remediation import repair
+from fleetchaos.sim.resume import resume_point
 from fleetchaos.sim.template import Template
 from fleetchaos.sim.truth import AttemptReport
 from fleetchaos.sim.waste import RetryWatch
@@ -145,7 +146,9 @@ class World:
         self.policy = ContainedPolicy(policy, fleet.orchestrators)
         self.max_actions = fleet.max_actions_per_task if max_actions is None else max_actions
         self.guarded = self.policy.guardrail and bool(getattr(errors, "failure_flag", False))
-        self.human = fleet.human_response
+        self.checkpoints = fleet.checkpoints
+        partial_batch = partial_batch_of(errors, fleet)  # the format's contract, else the scenario's
+        self.count_partial = partial_batch == "count"
         self.remediation = fleet.remediation
         self.load = [[0, 0] for _ in range(fleet.orchestrators)]  # per orchestrator: dispatches, retries in flight
         self.least_loaded = fleet.dispatch == "least_loaded"
@@ -162,7 +165,7 @@ class World:
             self.calls,
             self.journal,
             self.run_key,
-            partial_step_ok=errors.partial_step_ok,
+            partial_step_ok=partial_batch == "ok",
             # A plain successful dispatch needs no report or rendering, unless the policy
             # observes every outcome (shared controls count successes too).
             plain_success=bool(getattr(getattr(errors, "render", None), "plain_success", False))
@@ -308,6 +311,8 @@ class World:
                 rec.claim = "success"
                 break
             obs = self.errors.render(report)
+            if self.count_partial:  # a partly failed fan-out step says how many of its items failed
+                obs = counted(obs, report)
             if self.envelope_errors is not None and obs.envelope is not None:
                 obs, wrong = self.envelope_errors.apply(
                     self.errors, report, obs, env.now, rec.executions[report.failed_step]
@@ -395,9 +400,7 @@ class World:
                 yield from self._rollback(rec)
                 rec.claim = "failed"
                 break
-            start = min(action.resume_from, len(tpl.steps) - 1)
-            fan_out = tpl.steps[start].fan_out
-            done = tuple(i for i in action.done_items if i < fan_out)
+            start, done = resume_point(action.resume_from, action.done_items, report, tpl.fan_outs, self.checkpoints)
             if isinstance(action, RefreshCredentials):
                 if self.refresh_s > 0:
                     yield env.timeout(self.refresh_s)
@@ -413,7 +416,7 @@ class World:
                     rec.reroutes += 1
                     history.reroutes += 1
                 elif isinstance(action, UseAlternative):
-                    for item in range(fan_out):
+                    for item in range(tpl.fan_outs[start]):
                         if item not in done:
                             sources[(start, item)] = sources.get((start, item), 0) + 1
                     rec.alternatives_used += 1
@@ -480,8 +483,6 @@ class World:
 
     def _first_worker(self, task: Task) -> int:
         n = len(self.workers)
-        if not self.least_loaded:
-            return task.id % n
         return min(range(n), key=lambda i: (self.workers[i].in_flight, (i - task.id) % n))
 
     def _reroute(self, current: int) -> int:

@@ -17,7 +17,7 @@ from fleetchaos.calibrate import faults as F
 from fleetchaos.calibrate import state_faults as S
 from fleetchaos.calibrate.latency import LatencyFit, fit_latency
 from fleetchaos.calibrate.observed import Calls, Observations, TooManyTools
-from fleetchaos.calibrate.templates import TemplateFit, fit_templates, step_groups, tool_slots
+from fleetchaos.calibrate.templates import TemplateFit, fit_templates, partial_batch_seen, step_groups, tool_slots
 from fleetchaos.traces.bounded import TraceFileError
 from fleetchaos.traces.codes import FAULT_KINDS, CodeMap
 from fleetchaos.traces.otlp_read import DEFAULT_WORKER_KEYS, ReadStats
@@ -138,7 +138,7 @@ def calibrate(
         )
     end_s = max(duration, float((calls.start + calls.duration).max()) - origin)
     group_start, item = step_groups(calls)
-    templates, _task_template = fit_templates(calls, group_start)
+    templates, task_template = fit_templates(calls, group_start)
     if len(templates) > MAX_TEMPLATES:
         raise TraceFileError(
             f"{sources}: the tasks follow {len(templates):,} different tool sequences; a calibrated scenario has one "
@@ -181,6 +181,13 @@ def calibrate(
     )
     comments[("fleet", "tool_slots")] = "the most steps one worker ran at once"
     comments[("fleet", "network_latency")] = "traced call durations already include the network round trip"
+    continued, told = partial_batch_seen(calls, group_start, templates, task_template)
+    if told:
+        fleet["partial_batch"] = "ok" if 2 * continued > told else "failed"
+        comments[("fleet", "partial_batch")] = (
+            f"{continued} of {told} partly failed fan-out step executions went on to the template's next step: "
+            + ("the tools said ok" if fleet["partial_batch"] == "ok" else "the tools reported the failure")
+        )
 
     # -- faults ---------------------------------------------------------------------------------
     fitted: list[F.Fitted] = []
@@ -241,7 +248,7 @@ def calibrate(
         )
     notes.append(
         "not in traces, model defaults kept: side effects (append/idempotent), tokens per call, step inputs (needs), "
-        "orchestrators, misread probability, heartbeat and human response times"
+        "orchestrators, misread probability, heartbeat times, checkpoints, prices"
     )
 
     document = {

@@ -16,6 +16,9 @@ from fleetchaos.calibrate.faults import STAGE, Context, Fitted, _clip_windows, _
 from fleetchaos.traces.codes import FAULT_KINDS
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from fleetchaos.calibrate.observed import Calls
 
 #: Rate-limit refusals this close to a window's edge belong to it (a cut's first and last
@@ -108,6 +111,27 @@ def fit_worker_events(ctx: Context, name: str) -> list[Fitted]:
     return out
 
 
+def _busiest_rate(
+    rel: NDArray[np.float64], ends: NDArray[np.float64], index: NDArray[np.int64], bins: int, bin_s: float
+) -> float:
+    """The busiest bin's calls per second of the capture's time in that bin: the capture's span is from its
+    first call to its last call's end, at least a second (as the arrival fit reads it).
+
+    A capture shorter than a bin is not a bin's worth of calls: sixty calls in one minute are a call a
+    second, not a tenth of one, and an API rate set from the latter binds the fitted world's own arrivals.
+    """
+    import numpy as np
+
+    if not len(rel):
+        return 0.0
+    lo = float(rel.min())
+    finite = ends[np.isfinite(ends)]
+    hi = max(float(rel.max()), float(finite.max()) if len(finite) else lo, lo + 1.0)
+    starts = np.arange(bins) * bin_s
+    exposure = np.clip(np.minimum(starts + bin_s, hi) - np.maximum(starts, lo), 1.0, bin_s)
+    return float((np.bincount(index, minlength=bins) / exposure).max())
+
+
 def fit_rate_limit(ctx: Context) -> tuple[list[Fitted], dict, list[str]]:
     """Rate-limit cuts as windows of the shared API bucket, and the bucket's rate (fleet fields and their comments)."""
     import numpy as np
@@ -124,7 +148,8 @@ def fit_rate_limit(ctx: Context) -> tuple[list[Fitted], dict, list[str]]:
     bin_s = 600.0
     bins = max(1, math.ceil(ctx.end_s / bin_s))
     index = np.clip((rel // bin_s).astype(np.int64), 0, bins - 1)
-    peak = float(np.bincount(index[ok], minlength=bins).max()) / bin_s if ok.any() else 0.0
+    ends = rel + calls.duration[mask]
+    peak = _busiest_rate(rel[ok], ends[ok], index[ok], bins, bin_s)
     if not failed.any():
         rate = max(0.5, 2.0 * peak)
         fleet["api_rate_per_s"] = sig(rate)

@@ -117,6 +117,41 @@ def _names(calls, assigned, counts) -> dict[tuple, str]:
     return names
 
 
+def partial_batch_seen(
+    calls: Calls, group_start: NDArray[np.intp], templates: list[TemplateFit], task_template: list[int]
+) -> tuple[int, int]:
+    """How the tools reported a partly failed fan-out step, as the traces show it (``fleet.partial_batch``).
+
+    Returns ``(continued, told)``: of the fan-out step executions in which some items
+    failed and others did not, and after which the task's template has a next step
+    (``told``), those whose task's next step execution was that next step (``continued``):
+    the dispatch went on, so the tool said "ok".  A retry of the step (a resume) or of the
+    first step (a restart) means it reported the failure.
+    """
+    import numpy as np
+
+    if len(group_start) == 0:
+        return 0, 0
+    sizes = np.diff(np.append(group_start, len(calls)))
+    failed = np.add.reduceat((calls.kind != -1).astype(np.int64), group_start)
+    continued = told = 0
+    for g in np.flatnonzero((sizes > 1) & (failed > 0) & (failed < sizes)).tolist():
+        first = int(group_start[g])
+        task = int(calls.task[first])
+        if task_template[task] < 0:
+            continue
+        steps = [tool for tool, _ in templates[task_template[task]].steps]
+        tool = calls.tools[int(calls.tool[first])]
+        if tool not in steps or steps.index(tool) + 1 >= len(steps):
+            continue  # the last step: nothing after it tells whether the tool said ok
+        told += 1
+        if g + 1 < len(group_start):
+            after = int(group_start[g + 1])
+            if int(calls.task[after]) == task and calls.tools[int(calls.tool[after])] == steps[steps.index(tool) + 1]:
+                continued += 1
+    return continued, told
+
+
 def tool_slots(calls: Calls, group_start: NDArray[np.intp]) -> int:
     """The most step executions one worker ran at once (each holds one tool slot)."""
     import numpy as np

@@ -95,9 +95,14 @@ class FitCheck:
         return tuple(k for k in self.kinds if k.misses)
 
     @property
+    def idle_days(self) -> int:
+        """Simulated days that made no call while the traces have calls: nothing to hold the traces against."""
+        return sum(not n for n in self.simulated_calls) if self.observed_calls else 0
+
+    @property
     def fits(self) -> bool:
-        """No kind misses."""
-        return not self.misses
+        """No kind misses and every simulated day made calls."""
+        return not self.misses and not self.idle_days
 
 
 def _interval(observed: int, n_obs: int, counts: Sequence[int], totals: Sequence[int]) -> tuple[float, float]:
@@ -158,7 +163,8 @@ def simulated_day(job: tuple[Scenario, str, str, int]) -> SimulatedDay:
             on_trace=lambda out: write_run_traces(out, path, scenario=scenario.name, policy=policy, errors=errors, seed=seed),
         )  # fmt: skip
         observations = Observations(CodeMap())
-        observations.add(read_file(path))
+        if path.exists() and path.stat().st_size:  # a day whose fleet made no call exports no span
+            observations.add(read_file(path))
         return SimulatedDay(seed, observations.finish(), result.metrics)
 
 

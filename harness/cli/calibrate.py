@@ -178,6 +178,16 @@ def _verdict(check, output: Path, policy: str, errors: str, allow_misfit: bool, 
     from fleetchaos.calibrate.verdict import ALPHA
 
     days = len(check.seeds)
+    if check.idle_days:
+        say(
+            f"fit check: MISSES: {check.idle_days} of {days} simulated days of the fitted scenario made no tool call, "
+            f"where the traces have {check.observed_calls:,}: its arrival rate (fitted over the traces' time span) is "
+            "too low to check anything; look at the traces' timestamps, or set workload.tasks_per_day by hand"
+        )
+        if allow_misfit:
+            say("--allow-misfit: exit 0")
+            return
+        raise SystemExit(EXIT_MISFIT)
     if not check.kinds:
         say(
             f"fit check: fits: no call failed, in the traces or on {days} simulated days (--policy {policy} --errors {errors})"

@@ -42,10 +42,64 @@ from fleetchaos.names import DEFAULT_ERRORS, DEFAULT_POLICIES, check_formats
 
 if TYPE_CHECKING:
     from fleetchaos.results.models import CompareResult
+    from fleetchaos.runs.best import Shipped
     from fleetchaos.scenario.load import Scenario
     from fleetchaos.traces.otlp_write import TraceFolder
 
-__all__ = ["CompareJob", "CompareOutcome", "print_traces", "trace_folder"]
+__all__ = ["CompareJob", "CompareOutcome", "default_arms", "print_traces", "reference_arms", "trace_folder"]
+
+
+def default_arms(
+    spec: Scenario,
+    policies: tuple[str, ...] | None,
+    errors: tuple[str, ...] | None,
+    tune: bool,
+    tweaked: bool = False,
+    quiet: bool = False,
+) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    """``compare``'s policies and error formats from its options: (policies, formats, whether best against best's
+    layout).
+
+    Without ``policies``, best against best (:func:`fleetchaos.runs.best.headline_arms`) when
+    ``tune`` is set, or when the scenario (``spec``, its ``--param`` values applied) ships
+    policies tuned for this very world for every format compared; its formats default to the
+    scenario's tuned ones, else (``tune``) :data:`~fleetchaos.runs.best.DEFAULT_TUNE_FORMATS`.
+    Otherwise the default arms (also when ``tweaked``: ``--param policy.*`` sets their
+    parameters), with ``best`` added to the policies given when ``tune`` is.  A block tuned for
+    another world is said so on stderr, unless ``quiet``.
+    """
+    from fleetchaos.runs.best import BEST, DEFAULT_TUNE_FORMATS
+    from fleetchaos.scenario.tuned import world_fingerprint
+
+    shipped = spec.tuned.policies if spec.tuned is not None else {}
+    if policies is None:
+        wanted = errors if errors is not None else tuple(shipped) or (DEFAULT_TUNE_FORMATS if tune else ())
+        covered = bool(shipped) and bool(wanted) and all(e in shipped for e in wanted) and not tweaked
+        current = spec.tuned is not None and spec.tuned.world == world_fingerprint(spec)
+        if tune or (covered and current):
+            return (BEST,), wanted, True
+        if covered and not quiet:
+            stderr_console().print(
+                "note: the scenario's tuned: block was tuned for another world (its file was edited, or --param "
+                "changed it), so this compares the default arms; --tune tunes best against best for this world, "
+                "--policies best runs the block's policies anyway",
+                highlight=False,
+                markup=False,
+            )
+        return DEFAULT_POLICIES, errors if errors is not None else DEFAULT_ERRORS, False
+    if tune and BEST not in policies:
+        policies = (*policies, BEST)
+    return policies, errors if errors is not None else DEFAULT_ERRORS, False
+
+
+def reference_arms(spec: Scenario, errors: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The weak reference arms best against best shows: the scenario's ``tuned.references``, else the default
+    ones on the formats compared (:data:`~fleetchaos.runs.best.DEFAULT_REFERENCES`)."""
+    from fleetchaos.runs.best import DEFAULT_REFERENCES
+
+    if spec.tuned is not None and spec.tuned.references:
+        return spec.tuned.reference_arms()
+    return [(p, e) for p, e in DEFAULT_REFERENCES if e in errors]
 
 
 def trace_folder(folder: Path | None, spec: Scenario) -> TraceFolder | None:
@@ -83,10 +137,11 @@ class CompareOutcome:
 class CompareJob:
     """``fleetchaos compare``: every policy on every error format, on the same seeds (the same faults).
 
-    Each field is the command's option of the same name.  ``policies`` and ``errors`` None
-    are the default arms (:data:`~fleetchaos.names.DEFAULT_POLICIES`, with ``tune``
-    ``best`` alone; :data:`~fleetchaos.names.DEFAULT_ERRORS`); ``best`` in ``policies``
-    (or ``tune``) tunes a policy per format first, by ``tuning``.  ``report`` and ``traces`` are folders;
+    Each field is the command's option of the same name.  ``policies`` None is best against
+    best when the scenario ships tuned policies for this world (its ``tuned:`` block) or with
+    ``tune``, else :data:`~fleetchaos.names.DEFAULT_POLICIES` (:func:`default_arms`);
+    ``errors`` None the tuned formats, else :data:`~fleetchaos.names.DEFAULT_ERRORS`.  ``best``
+    in ``policies`` is each format's shipped policy, or (``tune``) one tuned now by ``tuning``.  ``report`` and ``traces`` are folders;
     ``history`` the run history and regression gate.
     """
 
@@ -122,18 +177,20 @@ class CompareJob:
         # when they fill every core (chart_pool.py says why).
         busy = charts is not None and runs_fill_cores(self.jobs, self.scheduler)
         warm: bool | threading.Thread = warm_chart_workers(None if busy else charts, self.jobs)
+        from fleetchaos.runs.best import shipped_best
+
         spec = load_scenario(self.scenario)
-        policies = DEFAULT_POLICIES if self.policies is None else self.policies
-        if self.tune and BEST not in policies:
-            policies = (*policies, BEST) if self.policies is not None else (BEST,)
+        scenario_params, policy_params = policy_param_options(self.params, "compare")
+        spec, applied = apply_single_params(spec, self.scenario, scenario_params, "compare")
+        policies, errors, headline = default_arms(
+            spec, self.policies, self.errors, self.tune, bool(policy_params), self.quiet
+        )
         tuning = BEST in policies
         typed = policies  # as typed: an expect: gate may name an arm so
         if not policies:
             raise UserError("--policies: give at least one policy")
-        errors = DEFAULT_ERRORS if self.errors is None else self.errors
         if not errors:
             raise UserError("--errors: give at least one error format")
-        scenario_params, policy_params = policy_param_options(self.params, "compare")
         if tuning and policy_params:
             raise UserError("--param policy.*: with 'best' arms, give parameters in each named policy's spec instead")
         named = tuple(p for p in policies if p != BEST)
@@ -141,8 +198,10 @@ class CompareJob:
         policies = tuple(BEST if p == BEST else named[sum(q != BEST for q in policies[:i])]
                          for i, p in enumerate(policies))  # fmt: skip
         check_formats(errors, "--errors")
-        spec, applied = apply_single_params(spec, self.scenario, scenario_params, "compare")
-        expect = ExpectGates(spec, self.scenario, [(t, p, e) for t, p in zip(typed, policies) for e in errors],
+        shipped = shipped_best(spec, errors) if tuning and not self.tune else None
+        references = reference_arms(spec, errors) if headline else []
+        typed_arms = [(t, p, e) for t, p in zip(typed, policies) for e in errors] + [(p, p, e) for p, e in references]
+        expect = ExpectGates(spec, self.scenario, typed_arms,
                              hint="add its policy to --policies and its format to --errors",
                              skip=not self.expect or self.check_determinism,
                              allow_policy_errors=self.history.allow_policy_errors)  # fmt: skip
@@ -153,10 +212,14 @@ class CompareJob:
         seeds = seeds_to_run(spec, self.seeds, self.first_seed)
         if self.robustness_seeds is not None and self.check_determinism:
             raise UserError("--robustness with --check-determinism: check determinism on its own, then compare")
-        if self.check_determinism and tuning:
+        searching = tuning and shipped is None
+        if self.check_determinism and searching:
             raise UserError("--check-determinism with --tune: tune first, then check the tuned specs by name")
-        self._check_resume(tuning)
-        return _Comparison(self, spec, applied, (policies, errors), seeds, expect, busy, warm).run()
+        self._check_resume(searching)
+        if shipped is not None:
+            shipped.check_seeds(seeds)
+        best = _Best(shipped, references, headline)
+        return _Comparison(self, spec, applied, (policies, errors), seeds, expect, busy, warm, best).run()
 
     def _check_resume(self, tuning: bool) -> None:
         """Refuse ``resume`` where there is nothing to resume from (before anything runs)."""
@@ -173,34 +236,51 @@ class CompareJob:
             )
 
 
+@dataclass
+class _Best:
+    """Best against best's plan: the scenario's shipped bests (None: tuned now), the reference arms, the layout."""
+
+    shipped: Shipped | None
+    references: list[tuple[str, str]]
+    headline: bool
+
+
 class _Comparison:
     """One comparison once its options are checked: tuning, the history group, the runs, the report."""
 
     def __init__(self, job: CompareJob, spec: Scenario, applied: tuple, arms: tuple[tuple[str, ...], tuple[str, ...]],
-                 seeds: list[int], expect: ExpectGates, busy: bool, warm: bool | threading.Thread):  # fmt: skip
+                 seeds: list[int], expect: ExpectGates, busy: bool, warm: bool | threading.Thread,
+                 best: _Best):  # fmt: skip
         self.job, self.spec, self.applied, self.seeds = job, spec, applied, seeds
         self.policies, self.errors = arms
-        self.expect, self.busy, self.warm = expect, busy, warm
+        self.expect, self.busy, self.warm, self.plan = expect, busy, warm, best
         self.traces: TraceFolder | None = None
+        self.arms: list[tuple[str, str]] | None = None  # best against best's layout, else every policy on every format
 
     def run(self) -> CompareOutcome | None:
         from fleetchaos.runs.best import BEST
         from fleetchaos.runs.executors import open_executor
 
         job, spec = self.job, self.spec
-        base = best = tune_executor = None
+        record = best = tune_executor = None
         if BEST in self.policies:
             from fleetchaos.cli.tune_job import best_arms
+            from fleetchaos.runs.best import headline_arms
 
             tune_executor = open_executor(job.jobs, job.scheduler)  # kept for the comparison's own runs
             try:
-                self.policies, base, best = best_arms(spec, job.scenario, self.applied, self.policies, self.errors,
-                                                      self.seeds, job.tuning, tune_executor)  # fmt: skip
+                self.policies, best, record = best_arms(spec, job.scenario, self.applied, self.policies, self.errors,
+                                                        self.seeds, job.tuning, tune_executor,
+                                                        self.plan.shipped)  # fmt: skip
             except BaseException:
                 tune_executor.shutdown()
                 raise
-        arms = [(p, e) for p in self.policies for e in self.errors]
+            if self.plan.headline:
+                self.arms = headline_arms(best, self.plan.references)
+        arms = self.arms if self.arms is not None else [(p, e) for p in self.policies for e in self.errors]
         if job.check_determinism:
+            if tune_executor is not None:
+                tune_executor.shutdown()
             run_determinism_check(spec, job.scenario, arms, self.seeds)
             return None
         session = HistorySession(**dataclasses.asdict(job.history))
@@ -221,7 +301,7 @@ class _Comparison:
             executor.shutdown()
             session.finish("failed")
             raise
-        result = self._compare(session, executor, tasks_csv, done, base, best)
+        result = self._compare(session, executor, tasks_csv, done, record, best)
         self.expect.judge_compare(result)
         if job.report is not None:
             self._write_report(result, tasks_csv)
@@ -245,6 +325,8 @@ class _Comparison:
             meta["params"] = dict(self.applied)
         if best is not None:
             meta["tuned"] = dict(best)
+        if self.arms is not None:
+            meta["arms"] = [list(arm) for arm in self.arms]
         done = self._start(session, meta)
         if done and tasks_csv is not None:  # stored runs keep no per-task rows: a partial tasks.csv would mislead
             tasks_csv.abort()
@@ -267,7 +349,7 @@ class _Comparison:
         from fleetchaos.runs.compare_resume import COMPARE_ID, compare_id, compare_jobs
 
         job = self.job
-        arms = (self.spec, self.policies, self.errors, self.seeds, self.applied)
+        arms = (self.spec, self.policies, self.errors, self.seeds, self.applied, self.arms)
         meta = {**meta, COMPARE_ID: compare_id(*arms)}
         jobs = compare_jobs(*arms)
         stored = session.start("compare", self.spec, meta, resume_by=COMPARE_ID if job.resume else None, wanted=jobs)
@@ -281,7 +363,7 @@ class _Comparison:
             stderr_console().print(said, markup=False, highlight=False)
         return {jobs[key]: result for key, result in stored.items()}
 
-    def _compare(self, session: HistorySession, executor, tasks_csv, done, base, best) -> CompareResult:
+    def _compare(self, session: HistorySession, executor, tasks_csv, done, record, best) -> CompareResult:
         """The runs (with a progress bar), then the tuning record and the robustness study; the group's status."""
         from fleetchaos.cli.progress import progress_bar
         from fleetchaos.runs.runner import compare
@@ -297,26 +379,26 @@ class _Comparison:
         status = "failed"
         self.traces = traces = trace_folder(job.traces, self.spec)
         try:
-            total = len(self.seeds) * len(self.policies) * len(self.errors) - len(done)
+            pairs = self.arms if self.arms is not None else [(p, e) for p in self.policies for e in self.errors]
+            total = len(self.seeds) * len(pairs) - len(done)
             with progress_bar(total, "compare", console=stderr_console(), show=not job.quiet) as advance:
                 result = compare(
-                    self.spec, self.seeds, policies=self.policies, errors=self.errors, confidence=job.confidence,
+                    self.spec, self.seeds, policies=self.policies, errors=self.errors, arms=self.arms,
+                    confidence=job.confidence,
                     scenario_ref=job.scenario, executor=executor, on_result=on_run, task_csv=job.report is not None,
                     trace=job.report is not None or traces is not None,
                     on_trace=None if traces is None else traces.write, params=self.applied,
                     time_limit_s=job.time_limit, done=done,
                 )  # fmt: skip
-            if base is not None and best is not None:
+            if record is not None and best is not None:
                 from fleetchaos.results.studies import TunedCompareResult
                 from fleetchaos.runs.best import tuning_record, with_aliases
 
-                record = tuning_record(result, base, best)
-                result = TunedCompareResult(**dict(with_aliases(result, best)), tuning=record)
+                result = TunedCompareResult(
+                    **dict(with_aliases(result, best)), tuning=tuning_record(result, best, **record)
+                )
             if job.robustness_seeds is not None:
-                from fleetchaos.cli.robustness_job import with_flips
-
-                result = with_flips(result, self.spec, job.scenario, self.seeds[0], job.robustness_seeds, executor,
-                                    job.confidence)  # fmt: skip
+                result = self._robustness(result, executor)
             status = "complete"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -332,6 +414,22 @@ class _Comparison:
             if tasks_csv is not None and status != "complete":
                 tasks_csv.abort()
         return result
+
+    def _robustness(self, result: CompareResult, executor) -> CompareResult:
+        """``robustness_seeds``: best against best under every assumption, else the two leading arms' flips."""
+        from fleetchaos.results.studies import TunedCompareResult
+
+        job = self.job
+        assert job.robustness_seeds is not None  # only called with it
+        if isinstance(result, TunedCompareResult):
+            from fleetchaos.cli.best_study import with_study
+
+            return with_study(result, self.spec, job.scenario, job.tuning, self.seeds[0], job.robustness_seeds,
+                              executor)  # fmt: skip
+        from fleetchaos.cli.robustness_job import with_flips
+
+        return with_flips(result, self.spec, job.scenario, self.seeds[0], job.robustness_seeds, executor,
+                          job.confidence)  # fmt: skip
 
     def _write_report(self, result: CompareResult, tasks_csv) -> None:
         """The report folder: the chart workers draw while a thread here puts tasks.csv together."""

@@ -88,7 +88,7 @@ def scenarios_validate(files: tuple[str, ...]) -> None:
 
 
 @click.command()
-@click.argument("what", type=click.Choice(["scenario", "envelope"]))
+@click.argument("what", type=click.Choice(["scenario", "envelope", "assumptions"]))
 @click.argument("name", required=False)
 @click.option("--markdown", is_flag=True, help="print the scenario file reference (docs/scenarios.md) instead")
 def schema(what: str, name: str | None, markdown: bool) -> None:
@@ -96,9 +96,18 @@ def schema(what: str, name: str | None, markdown: bool) -> None:
 
     ``schema envelope`` prints the AgentToolError envelope; ``schema envelope NAME``
     any of agent-tool-error, failure-type, subagent-result, tool-envelope.
+    ``schema assumptions`` prints the assumptions every figure rests on, each with its
+    default, its source and its plausible range (docs/assumptions.md, Markdown).
     """
     import json
 
+    if what == "assumptions":
+        if name is not None:
+            raise UserError(f"schema assumptions: takes no NAME (got {name!r})")
+        from fleetchaos.scenario.assumptions_doc import render as render_assumptions
+
+        click.echo(render_assumptions(), nl=False)
+        return
     if markdown:
         if what != "scenario":
             raise UserError("--markdown: only the scenario reference is available as Markdown")
@@ -281,12 +290,23 @@ def faults_list(as_json: bool) -> None:
 @faults.command("show")
 @click.argument("kind")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document")
-def faults_show(kind: str, as_json: bool) -> None:
-    """Show one fault kind: its contract, its effect and every parameter."""
+@click.option(
+    "--errors",
+    "errors",
+    default=None,
+    metavar="FORMAT,...",
+    help="instead, show how each of these error formats renders the kind: the text a model reads, in each "
+    "vendor style, with its length (planted secrets shown as placeholders)",
+)
+def faults_show(kind: str, as_json: bool, errors: str | None) -> None:
+    """Show one fault kind: its contract, its effect and every parameter (or, with --errors, its renderings)."""
     from rich.table import Table
 
     from fleetchaos.scenario.fault_catalogue import describe_kind
 
+    if errors is not None:
+        _renderings(kind, [n.strip() for n in errors.split(",") if n.strip()], as_json)
+        return
     k = describe_kind(kind)
     if as_json:
         import dataclasses
@@ -311,3 +331,23 @@ def faults_show(kind: str, as_json: bool) -> None:
     for p in k.parameters:
         table.add_row(*(escape(v) for v in (p.name, p.type, p.default, p.allowed, p.description)))
     out.print(table)
+
+
+def _renderings(kind: str, names: list[str], as_json: bool) -> None:
+    """``faults show KIND --errors A,B``: each format's rendering of the kind (fleetchaos.scenario.kind_renderings)."""
+    import dataclasses
+
+    from fleetchaos.scenario.kind_renderings import kind_renderings
+
+    rendered = kind_renderings(kind, names)
+    if as_json:
+        import json
+
+        click.echo(json.dumps([dataclasses.asdict(r) for r in rendered], indent=2))
+        return
+    out = stdout_console(pipe_width=140, highlight=False, fit=False)
+    for r in rendered:
+        leak = f", {r.secrets} planted secret{'s' if r.secrets != 1 else ''} let through" if r.secrets else ""
+        out.print(f"[bold]{escape(r.errors)}[/bold] ({r.vendor} client): {r.chars} characters{leak}")
+        out.print(escape(r.text), soft_wrap=True)
+        out.print()

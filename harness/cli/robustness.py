@@ -1,4 +1,4 @@
-"""The ``robustness`` command: vary a scenario's main assumptions and show where the ordering of arms flips.
+"""The ``robustness`` command: what the answer depends on, each assumption varied over its range, flips named.
 
 The command parses, builds a :class:`~fleetchaos.cli.robustness_job.RobustnessJob` and renders its result.
 """
@@ -19,12 +19,15 @@ from fleetchaos.cli.common import (
     param_option,
     scenario_option,
     scheduler_option,
+    split_names,
     stdout_console,
 )
+from fleetchaos.cli.executing import executor_option
+from fleetchaos.cli.job_options import TuneOptions, split_options
+from fleetchaos.cli.tuning import tune_options
 
 if TYPE_CHECKING:
     from fleetchaos.results.models import CompareResult
-from fleetchaos.cli.executing import executor_option
 
 __all__ = ["robustness", "study_lines", "wrapped"]
 
@@ -33,16 +36,35 @@ __all__ = ["robustness", "study_lines", "wrapped"]
 @cache_option
 @scenario_option
 @click.option(
+    "--errors",
+    callback=lambda _ctx, _param, value: split_names(value) if value is not None else None,
+    help="best against best on these formats (comma-separated) [default: the scenario's tuned formats, else "
+    "generic,status,raw,structured]",
+)
+@click.option(
     "--arm",
     "arms",
     nargs=2,
     multiple=True,
     metavar="POLICY ERRORS",
-    help="an arm to order (repeat; at least two) [default: blind-retry generic, structured structured]",
+    help="order these fixed arms instead of best against best (repeat; at least two; nothing is tuned)",
 )
 @param_option
-@click.option("--metric", default="success_rate", show_default=True, help="the metric the arms are ordered by")
-@click.option("--seeds", type=click.IntRange(1, 10_000), default=5, show_default=True, help="seeds per value and arm")
+@click.option(
+    "--only",
+    callback=lambda _ctx, _param, value: split_names(value) if value else (),
+    help="comma-separated words: vary only the assumptions whose path contains one (e.g. partial_batch)",
+)
+@click.option(
+    "--retune/--no-retune",
+    default=True,
+    show_default=True,
+    help="tune each format's best again at every value that can change it (the racing tuner on training seeds); "
+    "--no-retune keeps the scenario's own bests at every value",
+)
+@tune_options
+@click.option("--metric", help="--arm only: the metric the arms are ordered by [default: success_rate]")
+@click.option("--seeds", type=click.IntRange(1, 10_000), help="seeds per value and arm [default: 10; 5 with --arm]")
 @click.option("--first-seed", type=click.IntRange(0, 2**62), help="first seed [default: 1]")
 @jobs_option
 @scheduler_option
@@ -53,19 +75,33 @@ __all__ = ["robustness", "study_lines", "wrapped"]
     "--report", type=click.Path(file_okay=False, path_type=Path), help="write results.json, a chart and pages here"
 )
 def robustness(as_json: bool, **options: Any) -> None:
-    """Vary the main assumptions one at a time and show where the ordering of the arms holds and flips.
+    """What the answer depends on: vary each assumption over its plausible range, one at a time.
 
-    Without --param, the declared ranges: every fault's rate, the misread probability, the
-    load and the cost of a refused request (docs/policies.md); with --param PATH=V1,V2,...
-    (repeat), those ranges instead.  Each value runs every arm on the same seeds; the table
-    and chart show the paired difference (second arm minus first) and the leader, and the
-    flips name the values on each side.  Runs are not stored in the run history.
+    By default, best against best (each format's own tuned policy, docs/policies.md): every
+    assumption of the registry (docs/assumptions.md) and the load, each over its documented
+    range, each format's best tuned again at every value that can change it (--no-retune
+    keeps the scenario's own).  At each value: the envelope's lead (the best with an
+    envelope minus the best without one, paired by seed) and the leading format; prices are
+    judged on cost_usd, since they cannot change a success rate.  Prints the tornado's bars
+    as a table and names every flip; --report draws the tornado chart.  --param
+    PATH=V1,V2,... (repeat) gives ranges instead; --only keeps some assumptions.  With --arm
+    (repeat), fixed arms are ordered instead and nothing is tuned.  Runs are not stored in
+    the run history.
     """
     from fleetchaos.cli.robustness_job import RobustnessJob
+    from fleetchaos.results.studies import SensitivityResult
 
-    result = RobustnessJob(**options).run()
+    result = RobustnessJob(tuning=split_options(TuneOptions, options), **options).run()
     if as_json:
         click.echo(result.model_dump_json(indent=2))
+        return
+    if isinstance(result, SensitivityResult):
+        from fleetchaos.reports.sensitivity import study_headline, tornado_table
+        from fleetchaos.reports.sensitivity import study_lines as sensitivity_lines
+
+        click.echo(wrapped([study_headline(result)], output_width()))
+        stdout_console().print(tornado_table(result, width=fixed_width()))
+        click.echo(wrapped(sensitivity_lines(result), output_width()))
         return
     from fleetchaos.reports.robustness import flip_lines, robustness_table
 

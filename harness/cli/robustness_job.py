@@ -1,63 +1,104 @@
-"""What ``fleetchaos robustness`` does, callable from Python, and the study ``compare --robustness`` adds.
+"""What ``fleetchaos robustness`` does, callable from Python, and the flip analysis ``compare --robustness`` adds.
 
 :class:`RobustnessJob` holds the command's options as fields and its orchestration once:
-the checks before any run (arms, metric, ranges), the runs at every value of every varied
-assumption, the report.  The click command parses, builds a job, runs it and renders its
-result.
+the checks before any run (formats or arms, metric, ranges), the runs at every value of
+every varied assumption, the report.  By default it is best against best under every
+assumption (:class:`~fleetchaos.cli.best_study.BestStudy`); with ``arms`` it orders fixed
+arms.  The click command parses, builds a job, runs it and renders its result.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fleetchaos.cli.common import make_report_dir, seeds_to_run, stderr_console
+from fleetchaos.cli.job_options import TuneOptions
 from fleetchaos.errors import UserError
 
 if TYPE_CHECKING:
     from fleetchaos.results.models import CompareResult
-    from fleetchaos.results.studies import RobustnessResult
+    from fleetchaos.results.studies import RobustnessResult, SensitivityResult
     from fleetchaos.scenario.load import Scenario
 
-__all__ = ["DEFAULT_ARMS", "RobustnessJob", "with_flips"]
-
-#: The arms ordered unless told otherwise: (policy, error format).
-DEFAULT_ARMS: tuple[tuple[str, str], ...] = (("blind-retry", "generic"), ("structured", "structured"))
+__all__ = ["RobustnessJob", "with_flips"]
 
 
 @dataclass
 class RobustnessJob:
-    """``fleetchaos robustness``: vary the main assumptions one at a time and find where the arms' order flips.
+    """``fleetchaos robustness``: what the answer depends on, one assumption varied at a time.
 
-    Each field is the command's option of the same name: ``arms`` are (policy, error format)
-    pairs (empty: :data:`DEFAULT_ARMS`), ``params`` the ``PATH=V1,V2,...`` ranges to vary
-    (empty: the declared ranges of :func:`~fleetchaos.runs.robustness.default_ranges`).
+    Each field is the command's option of the same name.  By default best against best on
+    ``errors`` (None: the scenario's tuned formats, else generic, status, raw and structured),
+    over every assumption of the registry and the load (``only``: those whose path contains
+    one of its words), each format's best tuned again by ``tuning`` at every value that can
+    change it unless ``retune`` is False; 10 seeds.  With ``arms`` ((policy, error format)
+    pairs, at least two) fixed arms are ordered on ``metric`` instead, nothing tuned; 5
+    seeds.  ``params`` are ``PATH=V1,V2,...`` ranges to vary instead of the declared ones.
     """
 
     scenario: str = "default"
+    errors: tuple[str, ...] | None = None
     arms: tuple[tuple[str, str], ...] = ()
     params: tuple[str, ...] = ()
-    metric: str = "success_rate"
-    seeds: int = 5
+    only: tuple[str, ...] = ()
+    retune: bool = True
+    tuning: TuneOptions = field(default_factory=TuneOptions)
+    metric: str | None = None
+    seeds: int | None = None
     first_seed: int | None = None
     jobs: int | None = None
     scheduler: str | None = None
     confidence: float = 0.95
     report: Path | None = None
 
-    def run(self) -> RobustnessResult:
-        """Check every option, then run every arm at each value of each varied assumption."""
+    def run(self) -> SensitivityResult | RobustnessResult:
+        """Check every option, then tune and run at each value of each varied assumption."""
+        from fleetchaos.cli.best_study import BestStudy
+        from fleetchaos.cli.expecting import note_unjudged
+        from fleetchaos.cli.progress import progress_bar
+        from fleetchaos.runs.executors import open_executor
+        from fleetchaos.scenario.load import load_scenario
+
+        spec = load_scenario(self.scenario)
+        ranges = self._ranges()
+        if self.arms:
+            if self.errors is not None or self.only:
+                raise UserError("--arm with --errors or --only: fixed arms are ordered over --param ranges; drop one")
+            return self._order_arms(spec, ranges)
+        if self.metric is not None and self.metric != "success_rate":
+            raise UserError(
+                f"--metric {self.metric}: best against best is judged on success_rate (prices on cost_usd); "
+                "order fixed arms by another metric with --arm"
+            )
+        study = BestStudy.plan(spec, self.scenario, self.errors, ranges, self.only, self.retune, self.tuning)
+        seeds = seeds_to_run(spec, self.seeds if self.seeds is not None else 10, self.first_seed)
+        note_unjudged([(self.scenario, spec)], "robustness", _echo_err)  # once the options are valid
+        make_report_dir(self.report)
+        executor = open_executor(self.jobs, self.scheduler)
+        try:
+            with progress_bar(study.planned_runs(len(seeds)), "robustness", console=stderr_console()) as advance:
+                result = study.run(seeds, executor, self.confidence, lambda _run: advance(1))
+        finally:
+            executor.shutdown()
+        if self.report is not None:
+            from fleetchaos.reports.sensitivity import write_sensitivity_report
+
+            for written in write_sensitivity_report(result, self.report):
+                stderr_console().print(f"wrote {written}", highlight=False)
+        return result
+
+    def _order_arms(self, spec: Scenario, ranges: dict[str, list[Any]]) -> RobustnessResult:
+        """``--arm``: every fixed arm at each value of the ranges (the declared ranges without ``params``)."""
         from fleetchaos.cli.expecting import note_unjudged
         from fleetchaos.cli.progress import progress_bar
         from fleetchaos.names import check_formats, check_metric, check_policies
         from fleetchaos.runs.executors import open_executor
-        from fleetchaos.runs.robustness import robustness
-        from fleetchaos.scenario.load import load_scenario
+        from fleetchaos.runs.robustness import default_ranges, robustness
 
-        spec = load_scenario(self.scenario)
-        arms = list(self.arms) or list(DEFAULT_ARMS)
+        arms = list(self.arms)
         if len(arms) < 2:
             raise UserError("--arm: give at least two arms to order (--arm POLICY ERRORS, repeated)")
         if len(set(arms)) != len(arms):
@@ -65,9 +106,10 @@ class RobustnessJob:
         policies = [check_policies((p,), "--arm")[0] for p, _ in arms]
         check_formats(tuple(dict.fromkeys(e for _, e in arms)), "--arm")
         arms = [(p, e) for p, (_, e) in zip(policies, arms)]
-        check_metric(self.metric, "--metric")
-        ranges = self._ranges(spec)
-        seeds = seeds_to_run(spec, self.seeds, self.first_seed)
+        metric = self.metric or "success_rate"
+        check_metric(metric, "--metric")
+        ranges = ranges or default_ranges(spec)
+        seeds = seeds_to_run(spec, self.seeds if self.seeds is not None else 5, self.first_seed)
         note_unjudged([(self.scenario, spec)], "robustness", _echo_err)  # once the options are valid
         make_report_dir(self.report)
         total = (1 + sum(len(v) for v in ranges.values())) * len(arms) * len(seeds)
@@ -75,7 +117,7 @@ class RobustnessJob:
         try:
             with progress_bar(total, "robustness", console=stderr_console()) as advance:
                 result = robustness(
-                    spec, arms, seeds, ranges, executor=executor, metric=self.metric, confidence=self.confidence,
+                    spec, arms, seeds, ranges, executor=executor, metric=metric, confidence=self.confidence,
                     scenario_ref=self.scenario, on_result=lambda _run: advance(1),
                 )  # fmt: skip
         finally:
@@ -87,13 +129,12 @@ class RobustnessJob:
                 stderr_console().print(f"wrote {written}", highlight=False)
         return result
 
-    def _ranges(self, spec: Scenario) -> dict[str, list]:
-        """The assumptions to vary and their values: ``params``, else the scenario's declared ranges."""
+    def _ranges(self) -> dict[str, list[Any]]:
+        """The ``params`` ranges, checked (empty without ``params``)."""
         from fleetchaos.policies.spec import policy_param_name
-        from fleetchaos.runs.robustness import default_ranges
         from fleetchaos.scenario.params import parse_param_option
 
-        ranges = {}
+        ranges: dict[str, list[Any]] = {}
         for option in self.params:
             path, values = parse_param_option(option)
             if policy_param_name(path) is not None:
@@ -103,7 +144,7 @@ class RobustnessJob:
             if path in ranges:
                 raise UserError(f"--param {path}: given twice; put every value in one --param {path}=V1,V2,...")
             ranges[path] = values
-        return ranges or default_ranges(spec)
+        return ranges
 
 
 def with_flips(

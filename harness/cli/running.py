@@ -177,16 +177,20 @@ def run(
 @click.option("--first-seed", type=click.IntRange(0, 2**62), help="first seed of the range [default: 1]")
 @click.option(
     "--policies",
-    default="blind-retry,backoff,structured",
-    show_default=True,
-    help="comma-separated; 'best' is the policy tuned on each format (see --tune)",
+    help="comma-separated; 'best' is the policy tuned on each format (the scenario's tuned: block, or --tune) "
+    "[default: best against best when the scenario ships tuned policies, else blind-retry,backoff,structured]",
 )
-@click.option("--errors", default="generic,structured", show_default=True, help="comma-separated")
+@click.option(
+    "--errors",
+    help="comma-separated [default: the scenario's tuned formats; with --tune generic,status,raw,structured; "
+    "else generic,structured]",
+)
 @click.option(
     "--tune",
     is_flag=True,
-    help="best against best: tune a policy per format on training seeds (the tune options below), then run each "
-    "tuned policy on every format; replaces the default --policies with 'best', or adds it to yours",
+    help="best against best: tune a policy per format on training seeds (the tune options below) instead of "
+    "using the scenario's tuned: block; without --policies, each tuned policy on its format and the first "
+    "format's on every format; with --policies, 'best' is added to them and every policy runs on every format",
 )
 @tune_options
 @jobs_option
@@ -204,8 +208,9 @@ def run(
     "robustness_seeds",
     type=click.IntRange(1, 10_000),
     metavar="SEEDS",
-    help="then vary the scenario's main assumptions one at a time (the ranges of `fleetchaos robustness`) on "
-    "this many seeds, and state in the report and the finding where the two leading arms swap places",
+    help="then vary the scenario's assumptions one at a time (the ranges of `fleetchaos robustness`) on this many "
+    "seeds: best against best re-tuned at each value when the arms are best against best, else the two leading "
+    "arms; the report and the finding state where the answer flips",
 )
 @traces_option
 @determinism_option
@@ -215,11 +220,14 @@ def run(
 @no_expect_option
 @history_options
 def compare(
-    policies: str, errors: str, as_json: bool, wide: bool, columns: tuple[str, ...] | None, no_expect: bool,
+    policies: str | None, errors: str | None, as_json: bool, wide: bool, columns: tuple[str, ...] | None, no_expect: bool,
     traces_dir: Path | None, **options: Any,
 ) -> None:  # fmt: skip
     """Every policy on every error format, on the same seeds (the same faults).
 
+    Without --policies, on a scenario that ships tuned policies (its tuned: block, as the
+    default scenario does), best against best: each format's tuned policy on its format,
+    the first format's on every format, and weak reference arms (--tune tunes them again).
     Each finished run is appended to the run history as it completes; --baseline and
     --fail-on gate the comparison against a stored run group (exit 1 on a regression),
     and the scenario's expect: gates are judged on every arm they name (exit 1 when one fails).
@@ -229,11 +237,9 @@ def compare(
     """
     if wide and columns is not None:
         raise UserError("--wide with --columns: --wide shows every figure, --columns the ones named; give one")
-    source = click.get_current_context().get_parameter_source("policies")
-    given = source is not None and source.name != "DEFAULT"  # --tune adds 'best' to given policies, else runs it alone
     job = CompareJob(
-        policies=split_names(policies) if given else None,
-        errors=split_names(errors),
+        policies=split_names(policies) if policies is not None else None,
+        errors=split_names(errors) if errors is not None else None,
         expect=not no_expect,
         traces=traces_dir,
         tuning=split_options(TuneOptions, options),
@@ -253,7 +259,7 @@ def compare(
 
 
 def _print_comparison(outcome: CompareOutcome, wide: bool, columns: tuple[str, ...] | None) -> None:
-    """The terminal table, the robustness verdict, the tuning's gaps, and a warning for a single seed."""
+    """The terminal table, the robustness verdict, best against best and its study, and a warning for one seed."""
     from fleetchaos.reports import compare_table
     from fleetchaos.results.studies import TunedCompareResult
 
@@ -264,9 +270,18 @@ def _print_comparison(outcome: CompareOutcome, wide: bool, columns: tuple[str, .
 
         click.echo(wrapped(study_lines(result), output_width()))
     if isinstance(result, TunedCompareResult):
-        from fleetchaos.reports.studies import gap_headline, gap_table
+        from fleetchaos.cli.robustness import wrapped
+        from fleetchaos.reports.best import best_lines
 
-        click.echo(gap_headline(result.tuning))
-        stdout_console().print(gap_table(result.tuning, fixed_width()))
+        head, table, lines = best_lines(result, result.tuning, fixed_width())
+        click.echo(wrapped([head], output_width()))
+        stdout_console().print(table)
+        click.echo(wrapped(lines, output_width()))
+        if result.sensitivity is not None:
+            from fleetchaos.reports import sensitivity as study
+
+            click.echo(wrapped([study.study_headline(result.sensitivity)], output_width()))
+            stdout_console().print(study.tornado_table(result.sensitivity, width=fixed_width()))
+            click.echo(wrapped(study.study_lines(result.sensitivity), output_width()))
     if len(outcome.seeds) < 2:
         click.echo("only one seed: no confidence intervals; use --seeds 10 or more to compare arms", err=True)

@@ -190,11 +190,18 @@ class AdaptiveThrottle:
     The window is kept in ``bucket_s`` buckets; a bucket leaves the window when its
     start is ``window_s`` or more before now.  The uniform draw is an input
     (``history.rng.random()`` from the caller), so the transition stays pure.
+
+    A request that timed out was not seen accepted, so by default it counts against the
+    backend, as every other request the client cannot tell was accepted
+    (:func:`fleetchaos.policies.controls.accepted`).  ``timeouts_accepted`` counts a timeout
+    as accepted instead: for a backend known to keep working on calls its clients gave up
+    on, where a timeout says the client was impatient, not that the backend shed the load.
     """
 
     k: float = 2.0
     window_s: float = 120.0
     bucket_s: float = 1.0
+    timeouts_accepted: bool = False
 
     def initial_state(self) -> ThrottleWindow:
         """An empty window."""

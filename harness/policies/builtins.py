@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fleetchaos.policies._recovery import full_jitter, hinted_delay, resume_from_refs, unknown_branch
-from fleetchaos.policies.raw_errors import parse_raw
+from fleetchaos.policies.raw_errors import status_of
 from fleetchaos.policies.readers import code_of, resume_of, retry_after_s_of, tree_category, tree_recoverable
 from fleetchaos.sim.envelopes import FailureTypeError
 from fleetchaos.sim.observation import (
@@ -169,12 +169,13 @@ class FailureTypeRouter:
 
 @dataclass(frozen=True, slots=True)
 class RawParsing:
-    """Parses raw vendor error text for an HTTP status (see :mod:`fleetchaos.policies.raw_errors`), then acts on its category.
+    """Reads the HTTP status a failure without an envelope shows (the status format's line, or raw vendor
+    text: :func:`fleetchaos.policies.raw_errors.status_of`), then acts on its category.
 
-    Recognised texts get the structured tree's branches (transient -> back off and
+    Recognised statuses get the structured tree's branches (transient -> back off and
     retry, resource -> reroute, auth -> refresh, anything else -> escalate), always from
-    the first step (a raw text says nothing of progress).  Unrecognised texts (a vendor
-    the parser does not know) get ``unknown_retries`` blind retries, then escalate.
+    the first step (a status says nothing of progress).  Unrecognised texts (a vendor
+    the parser does not know, or no text at all) get ``unknown_retries`` retries, then escalate.
     """
 
     max_retries: int = 4
@@ -184,7 +185,7 @@ class RawParsing:
     name: str = "raw-parse"
 
     def decide(self, observation: Observation, history: TaskHistory) -> Action:
-        parsed = parse_raw(observation.text)
+        parsed = status_of(observation)
         if parsed is None:
             return unknown_branch(history, self.unknown_retries, self.base_s, self.cap_s, "unparsed raw error")
         if history.retries >= self.max_retries:

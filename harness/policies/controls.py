@@ -16,6 +16,7 @@ from typing import Any, Literal, cast
 
 from fleetchaos.policies.breakers import BreakerBoard, CircuitBreaker, breaker_key
 from fleetchaos.policies.budgets import AdaptiveThrottle, AwsRetryQuota, EnvoyLoad, EnvoyRetryBudget, GrpcRetryThrottle
+from fleetchaos.policies.raw_errors import status_of
 from fleetchaos.policies.readers import code_of
 from fleetchaos.sim.observation import (
     Action,
@@ -49,6 +50,37 @@ OVERLOAD_CODES = frozenset(
 #: Error codes of a timed-out call (the AWS quota charges a retry after one more): the
 #: contract's code and the failure-type contract's ``timeout``.
 TIMEOUT_CODES = frozenset({FAILURES["timeout"].error_code, "TIMEOUT"})
+
+#: HTTP statuses a backend answers when it did not accept a request: it refused it for
+#: overload (429, 503) or did not answer in time (504).
+NOT_ACCEPTED_STATUSES = frozenset({429, 503, 504})
+
+
+def accepted(observation: Observation, timeouts_accepted: bool = False) -> bool:
+    """Whether a dispatch counts as accepted by the backend for adaptive throttling, as its client can tell.
+
+    A success is accepted.  A failure is accepted only when it says what it was and that
+    was not a refusal for overload nor a timeout (an error code not in
+    :data:`OVERLOAD_CODES` or :data:`TIMEOUT_CODES`, or an HTTP status not in
+    :data:`NOT_ACCEPTED_STATUSES`): a backend that answered "invalid input" accepted the
+    request, one that refused it or never answered did not.  A failure that says nothing
+    (a bare "failed", a vendor text with no status) is not known to be accepted, so it
+    is counted as not accepted: the SRE throttle counts every request that was not
+    accepted, whatever the format.  With ``timeouts_accepted`` a failure that says it timed
+    out (its code, or a 504) counts as accepted.
+    """
+    if observation.ok:
+        return True
+    code = code_of(observation)
+    if code is not None:
+        if code in TIMEOUT_CODES:
+            return timeouts_accepted
+        return code not in OVERLOAD_CODES
+    parsed = status_of(observation)
+    if parsed is not None and parsed.status == 504:
+        return timeouts_accepted
+    return parsed is not None and parsed.status not in NOT_ACCEPTED_STATUSES
+
 
 Budget = AwsRetryQuota | GrpcRetryThrottle | EnvoyRetryBudget | AdaptiveThrottle
 
@@ -142,7 +174,7 @@ class Controlled:
             shared.budget = budget.on_success(shared.budget) if ok else budget.on_failure(shared.budget)
         elif isinstance(budget, AdaptiveThrottle):
             shared.budget = budget.on_request(shared.budget, now_s)  # every dispatch sent is a request
-            if ok or code_of(observation) not in OVERLOAD_CODES:
+            if accepted(observation, budget.timeouts_accepted):
                 shared.budget = budget.on_accept(shared.budget, now_s)
         if shared.board is not None:
             key = breaker_key(worker=observation.worker)
@@ -226,4 +258,12 @@ class Controlled:
         return f"Controlled({', '.join(parts)})"
 
 
-__all__ = ["OVERLOAD_CODES", "RETRY_ACTIONS", "TIMEOUT_CODES", "ControlState", "Controlled"]
+__all__ = [
+    "NOT_ACCEPTED_STATUSES",
+    "OVERLOAD_CODES",
+    "RETRY_ACTIONS",
+    "TIMEOUT_CODES",
+    "ControlState",
+    "Controlled",
+    "accepted",
+]

@@ -334,7 +334,7 @@ class _LoggingFormat:
         self.driver = driver
         self.real = real
         self.name = base.name
-        self.partial_step_ok = base.partial_step_ok
+        self.partial_batch = getattr(base, "partial_batch", None)  # None: the scenario's, as in the sim
         self.misread_setting = getattr(base, "misread_setting", None)  # the scenario's factor for it, as in the sim
         self.misread_factor = getattr(base, "misread_factor", 1.0)
         self.failure_flag = getattr(base, "failure_flag", False)

@@ -1,12 +1,9 @@
 """Metrics of one run, computed from the oracle's verdicts and the ledger.
 
-One implementation, :class:`RunAccumulator`, folds task records one at a time (as a
-streamed run hands them over); :func:`compute` and :func:`compute_run` are thin
-wrappers for runs that kept their records.
-
-Names, definitions, denominators and directions are in :mod:`fleetchaos.results.registry`
-(docs/metrics.md's table is generated from it); :meth:`RunAccumulator.metrics` returns
-the metrics in its order.
+:class:`RunAccumulator` folds task records one at a time (as a streamed run hands them over);
+:func:`compute` and :func:`compute_run` wrap it for runs that kept their records.  Names,
+definitions and directions: :mod:`fleetchaos.results.registry` (docs/metrics.md), in whose order
+:meth:`RunAccumulator.metrics` returns them.
 """
 
 from __future__ import annotations
@@ -23,7 +20,7 @@ from fleetchaos.results.models import rounded
 from fleetchaos.results.oracle import TaskOutcome, Verdict, judge, verdict
 from fleetchaos.results.stats import percentile
 from fleetchaos.sim.config import DAY_S, FleetSpec
-from fleetchaos.sim.kinds import fault_kind, waste_families
+from fleetchaos.sim.kinds import REFUSAL_KINDS, fault_kind, waste_families
 from fleetchaos.sim.ledger import TRUTH_FULL, TaskRecord
 
 if TYPE_CHECKING:
@@ -31,6 +28,11 @@ if TYPE_CHECKING:
 
 #: Claims that mean the orchestrator never reported on the task at all.
 UNREPORTED_CLAIMS = frozenset({"in_flight"})
+
+#: Claims of a task the fleet did not finish: reported as not done, or never reported.  Each
+#: costs ``fleet.usd_per_undone_task`` (someone must take it up); an escalated task costs its
+#: page instead (``fleet.page_handling``).
+UNDONE_CLAIMS = ("failed", "partial", "dead_lettered", *sorted(UNREPORTED_CLAIMS))
 
 
 def pages_of(record: TaskRecord) -> int:
@@ -72,6 +74,7 @@ TASK_COUNTS: tuple[str, ...] = (
     "logical_calls",
     "human_ms",
     "duplicate_side_effects",
+    "refused_calls",
     # straight off the record (RECORD_COUNTS)
     "calls",
     "tokens",
@@ -121,6 +124,11 @@ RECORD_COUNTS: tuple[str, ...] = (
 _record_counts = attrgetter(*RECORD_COUNTS)  # one C call for all of them: this runs once per task
 
 
+def _refusals(hits: Mapping[str, int]) -> int:
+    """Requests of a task the API or a provider refused (:data:`fleetchaos.sim.kinds.REFUSAL_KINDS`)."""
+    return sum(hits.get(kind, 0) for kind in REFUSAL_KINDS)
+
+
 def task_counts(record: TaskRecord, judged: Verdict) -> tuple[int, ...]:
     """One task's value of each of :data:`TASK_COUNTS`, in that order (booleans count as 0 or 1)."""
     claim = record.claim
@@ -135,6 +143,7 @@ def task_counts(record: TaskRecord, judged: Verdict) -> tuple[int, ...]:
         sum(map(len, record.commits)),
         round(record.human_s * 1000.0),  # whole milliseconds: an integer sum, exact in any order
         record.duplicate_side_effects,
+        _refusals(record.fault_hits) if record.fault_hits else 0,
         *_record_counts(record),
     )
 
@@ -234,6 +243,7 @@ class RunAccumulator:
         totals["unfinished"] = claims["in_flight"]
         totals["data_loss"] = sum(claims[claim] for claim in UNREPORTED_CLAIMS)
         totals["dead_letters"] = claims["dead_lettered"]
+        totals["undone"] = sum(claims[claim] for claim in UNDONE_CLAIMS)
         totals["policy_errors"] = sum(self.policy_errors.values())  # one entry per task with an error
         if not self.closed_loop:  # a lone run's common set is its own faulted tasks (a comparison widens it)
             totals["common_set"] = totals["faulted"]
@@ -331,14 +341,17 @@ class RunAccumulator:
         step_values = [float(s) for s in steps if s is not None]
         time_values = [x for x in times if x is not None]
         fleet = self.fleet
-        token_cost = tool_cost = human_cost = cost = None
+        token_cost = tool_cost = human_cost = silent_cost = undone_cost = refused_cost = cost = None
         if fleet is not None:
             read = t["input_tokens"]  # the context turns read is priced apart from the tokens the calls emit
             token_cost = (t["tokens"] - read) / 1000.0 * fleet.usd_per_1k_tokens
             token_cost += read / 1000.0 * fleet.model.usd_per_1k_input_tokens
             tool_cost = calls * fleet.usd_per_tool_call
             human_cost = t["human_ms"] / 3_600_000.0 * fleet.usd_per_human_hour
-            cost = token_cost + tool_cost + human_cost
+            silent_cost = t["silent_failures"] * fleet.usd_per_silent_failure
+            undone_cost = t["undone"] * fleet.usd_per_undone_task
+            refused_cost = t["refused_calls"] * fleet.usd_per_refused_call
+            cost = token_cost + tool_cost + human_cost + silent_cost + undone_cost + refused_cost
         days = self.duration_s / DAY_S if self.duration_s else None
         common = t.get("common_set", 0)
         out: dict[str, float | None] = {
@@ -359,12 +372,17 @@ class RunAccumulator:
             "token_cost_usd": token_cost,
             "tool_call_cost_usd": tool_cost,
             "human_cost_usd": human_cost,
+            "silent_failure_cost_usd": silent_cost,
+            "undone_task_cost_usd": undone_cost,
+            "refused_call_cost_usd": refused_cost,
             "retries": float(t["retries"]),
             "redone_steps": float(t["redone_steps"]),
             "duplicate_side_effects": float(t["duplicate_side_effects"]),
             "escalations": float(t["escalated"]),
             "false_alarms": float(t["false_alarms"]),
             "unfinished_tasks": float(t["unfinished"]),
+            "undone_tasks": float(t["undone"]),
+            "refused_calls": float(t["refused_calls"]),
             "policy_errors": float(t["policy_errors"]),
             "mean_steps_to_recovery": _mean(steps),
             "mean_time_to_recovery_s": _mean(times),

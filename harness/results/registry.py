@@ -175,13 +175,32 @@ _ALL: tuple[Metric, ...] = (
     ),
     _count(
         "cost_usd",
-        "modelled cost: tokens, tool calls and paged human hours at the fleet's prices (see Cost)",
+        "modelled cost at the fleet's prices: tokens, tool calls, paged humans' handling hours, silent failures, "
+        "tasks left undone and refused requests (see Cost)",
         "USD",
         "lower",
     ),
     _count("token_cost_usd", "the part of `cost_usd` paid for model tokens", "USD", "lower"),
     _count("tool_call_cost_usd", "the part of `cost_usd` paid for tool calls", "USD", "lower"),
-    _count("human_cost_usd", "the part of `cost_usd` paid for paged humans' hours", "USD", "lower"),
+    _count("human_cost_usd", "the part of `cost_usd` paid for paged humans' handling hours", "USD", "lower"),
+    _count(
+        "silent_failure_cost_usd",
+        "the part of `cost_usd` for silent failures: each at `fleet.usd_per_silent_failure`",
+        "USD",
+        "lower",
+    ),
+    _count(
+        "undone_task_cost_usd",
+        "the part of `cost_usd` for tasks left undone (`undone_tasks`): each at `fleet.usd_per_undone_task`",
+        "USD",
+        "lower",
+    ),
+    _count(
+        "refused_call_cost_usd",
+        "the part of `cost_usd` for requests refused (`refused_calls`): each at `fleet.usd_per_refused_call`",
+        "USD",
+        "lower",
+    ),
     _count("retries", "dispatches of a task after its first", "dispatches", "lower"),
     _count("redone_steps", "executions of a step whose items had all already taken effect", "executions", "lower"),
     _count(
@@ -193,6 +212,19 @@ _ALL: tuple[Metric, ...] = (
     _count("escalations", "tasks handed to a human (claim `escalated`)", "tasks", "lower"),
     _count("false_alarms", "tasks reported as not done whose work did complete", "tasks", "lower"),
     _count("unfinished_tasks", "tasks still in flight at the drain limit", "tasks", "lower"),
+    _count(
+        "undone_tasks",
+        "tasks the fleet did not finish and did not hand to a human: claimed failed, partial or dead-lettered, "
+        "or never reported (in flight at the drain limit)",
+        "tasks",
+        "lower",
+    ),
+    _count(
+        "refused_calls",
+        "tool calls the API or a provider refused: rate limits, a spent quota, a full provider's 503",
+        "calls",
+        "lower",
+    ),
     _count("policy_errors", "tasks given up because their policy misbehaved (see Policy errors)", "tasks", "lower"),
     Metric(
         "mean_steps_to_recovery",
@@ -301,7 +333,12 @@ _ALL: tuple[Metric, ...] = (
         "dispatches",
         "lower",
     ),
-    _count("human_hours", "hours of paged humans' time, one response time drawn per escalation", "hours", "lower"),
+    _count(
+        "human_hours",
+        "hours of paged humans' hands-on time, one handling time (`fleet.page_handling`) drawn per escalation",
+        "hours",
+        "lower",
+    ),
     _count("remediations", "remediation agents a policy sent to a worker (`Remediate`)", "remediations", "lower"),
     _count("failed_remediations", "remediations that repaired nothing (see Remediation)", "remediations", "lower"),
     _count(

@@ -18,6 +18,11 @@ __all__ = [
     "Gap",
     "RobustnessPoint",
     "RobustnessResult",
+    "SensitivityFlip",
+    "SensitivityPoint",
+    "SensitivityResult",
+    "Setting",
+    "TornadoBar",
     "TrialRecord",
     "TuneResult",
     "TunedCompareResult",
@@ -92,10 +97,13 @@ class ArmRole(_Model):
 
 
 class Gap(_Model):
-    """One paired difference between two arms of a tuned comparison: what part of a gap is format, what part policy."""
+    """One paired difference between two arms of best against best (:mod:`fleetchaos.runs.best`)."""
 
+    kind: str = ""
+    """``lead`` (a format's best minus the next best format's best), ``envelope`` (the best with an envelope
+    minus the best without one) or ``format`` (the same policy on another format minus on its own)."""
     label: str
-    """``best per format``, ``same policy: SPEC`` (format only changes) or ``policy on ERRORS`` (policy only changes)."""
+    """The difference in words."""
     policy: str
     errors: str
     reference_policy: str
@@ -108,18 +116,25 @@ class Gap(_Model):
 
 
 class TuningRecord(_Model):
-    """How the arms of a ``compare --tune`` were chosen: one tuning search per format, on seeds the comparison never uses."""
+    """How the best arms were chosen: one tuning search per format, on seeds the comparison never uses."""
 
     objective: str
-    search: str
-    trials: int
-    """Trials per family of each search."""
+    search: str = ""
+    """The search (``random``, ``grid``, ``tpe``) when tuned for this comparison; shipped: in ``command``."""
+    trials: int = 0
+    """Trials per family of each search (0: shipped, see ``command``)."""
     train_seeds: list[int]
     best: dict[str, str]
     """Error format -> the spec tuned on it."""
     roles: list[ArmRole]
     gaps: list[Gap] = []
-    """The gap between the best arms of the first format and each other one, split into format and policy parts."""
+    """Each format's lead over the next, the envelope's lead and the same policy on other formats, paired."""
+    source: str = "tuned"
+    """``tuned`` (searched for this comparison) or ``shipped`` (the scenario's ``tuned:`` block)."""
+    command: str = ""
+    """The command that chose shipped policies (provenance)."""
+    matches_world: bool = True
+    """Whether shipped policies were tuned for this very world (its fingerprint; a ``--param`` changes it)."""
 
 
 class RobustnessPoint(_Model):
@@ -157,7 +172,103 @@ class RobustnessResult(_Model):
     versions: dict[str, str] = {}
 
 
+class Setting(_Model):
+    """One assumption a sensitivity study varied: its path, range, the scenario's value, and how it was judged."""
+
+    parameter: str
+    """The ``--param`` path (one provider's, one fault rule's)."""
+    described: str = ""
+    """What it is, in words."""
+    values: list[Any]
+    """The values tried, in the range's order (the scenario's own among them)."""
+    own: Any
+    """The scenario's own value."""
+    metric: str
+    """``success_rate``, or ``cost_usd`` for a price (which cannot change a success rate)."""
+    retuned: bool
+    """Whether each format's best was tuned again at each value (never for a price)."""
+    reaches: list[str]
+    """The formats the setting can change; the others' runs are the scenario's own at every value."""
+
+
+class SensitivityPoint(_Model):
+    """Best against best at one value of one assumption (the others at the scenario's values)."""
+
+    parameter: str
+    value: Any
+    metric: str
+    arms: list[ArmResult]
+    """Each format's best at this value, on its own format (the figures the study reads, per seed)."""
+    retuned: list[str] = []
+    """The formats whose best was tuned again at this value."""
+    versus: list[str]
+    """[the format with an envelope, the format without one] whose bests the difference compares."""
+    difference: float | None
+    """The best with an envelope minus the best without one, on ``metric``, paired by seed."""
+    ci: list[float | None]
+    leader: str
+    """The format whose best leads on ``metric`` (``tie`` when two lead)."""
+    lead_ci: list[float | None] = [None, None]
+    """The leader minus the runner-up, paired: whether the lead is clear."""
+
+
+class SensitivityFlip(Flip):
+    """Where the winning format changes between neighbouring values of one assumption."""
+
+    reverses: bool = False
+    """The envelope's lead changes sign there (the best with an envelope and the best without one swap)."""
+
+
+class TornadoBar(_Model):
+    """One assumption's swing of the envelope's lead over its range: a bar of the tornado chart."""
+
+    parameter: str
+    metric: str
+    low_value: Any
+    high_value: Any
+    """The ends of the range."""
+    at_low: float | None
+    at_high: float | None
+    """The difference at each end."""
+    least: float | None
+    most: float | None
+    """The smallest and largest difference over every value tried (the bar's extent)."""
+    own_value: Any
+    at_own: float | None
+    """The scenario's own value and the difference there."""
+    width: float
+    """``most - least``: how much the assumption moves the answer (bars are sorted by it)."""
+
+
+class SensitivityResult(_Model):
+    """What best against best depends on: each assumption varied over its plausible range, one at a time."""
+
+    scenario: str
+    formats: list[str]
+    seeds: list[int]
+    confidence: float
+    metric: str = "success_rate"
+    """The study's metric (a price's setting is judged on ``cost_usd`` instead: see each :class:`Setting`)."""
+    retune: bool
+    """Each format's best tuned again at every value that can change it (False: the scenario's own bests)."""
+    tuning: dict[str, Any] = {}
+    """How the bests were tuned: training seeds, search, trials, racing, and where the scenario's own came from."""
+    baseline: SensitivityPoint
+    """Best against best at the scenario's own values."""
+    settings: list[Setting]
+    points: list[SensitivityPoint]
+    flips: list[SensitivityFlip]
+    bars: list[TornadoBar]
+    """One per setting, widest first within each metric."""
+    runs: dict[str, int] = {}
+    """Runs made: ``training`` (the searches), ``evaluation`` (the bests on the study's seeds), ``reused``
+    (arms a setting cannot change, taken from the scenario's own)."""
+    versions: dict[str, str] = {}
+
+
 class TunedCompareResult(CompareResult):
     """A comparison whose ``best`` arms were tuned per format: a :class:`CompareResult` with its tuning record."""
 
     tuning: TuningRecord
+    sensitivity: SensitivityResult | None = Field(default=None, exclude_if=lambda study: study is None)
+    """What the answer depends on (``compare --robustness``): best against best over each assumption's range."""

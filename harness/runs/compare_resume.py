@@ -29,21 +29,26 @@ COMPARE_ID = "compare_id"
 
 
 def compare_id(spec: Scenario, policies: Sequence[str], errors: Sequence[str], seeds: Sequence[int],
-               params: Sequence[tuple[str, Any]] = ()) -> str:  # fmt: skip
-    """A stable id of one comparison: scenario digest, arms, seeds and ``--param`` values (16 hex digits)."""
+               params: Sequence[tuple[str, Any]] = (), arms: Sequence[tuple[str, str]] | None = None) -> str:  # fmt: skip
+    """A stable id of one comparison: scenario digest, arms, seeds and ``--param`` values (16 hex digits).
+
+    ``arms`` (policy, errors) when they are not every policy on every format (best against best).
+    """
     from fleetchaos.scenario.load import scenario_hash
 
-    ident = json.dumps(
-        [scenario_hash(spec), list(policies), list(errors), [int(s) for s in seeds], [[p, v] for p, v in params]],
-        separators=(",", ":"),
-        sort_keys=True,
-    )
+    parts: list[Any] = [scenario_hash(spec), list(policies), list(errors), [int(s) for s in seeds],
+                        [[p, v] for p, v in params]]  # fmt: skip
+    if arms is not None and list(arms) != [(p, e) for p in policies for e in errors]:
+        parts.append([list(arm) for arm in arms])
+    ident = json.dumps(parts, separators=(",", ":"), sort_keys=True)
     return hashlib.sha256(ident.encode("utf-8")).hexdigest()[:16]
 
 
 def compare_jobs(spec: Scenario, policies: Sequence[str], errors: Sequence[str], seeds: Sequence[int],
-                 params: Sequence[tuple[str, Any]] = ()) -> dict[str, tuple[str, str, int]]:  # fmt: skip
+                 params: Sequence[tuple[str, Any]] = (),
+                 arms: Sequence[tuple[str, str]] | None = None) -> dict[str, tuple[str, str, int]]:  # fmt: skip
     """The run key of each job of a comparison -> its (policy, error format, seed)."""
     from fleetchaos.gates.history import run_key
 
-    return {run_key(spec.name, p, e, s, dict(params)): (p, e, s) for p in policies for e in errors for s in seeds}
+    pairs = list(arms) if arms is not None else [(p, e) for p in policies for e in errors]
+    return {run_key(spec.name, p, e, s, dict(params)): (p, e, s) for p, e in pairs for s in seeds}

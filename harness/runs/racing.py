@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from fleetchaos.results.stats import paired_difference
 
-__all__ = ["ALPHA", "ETA", "RaceOutcome", "halving_runs", "race"]
+__all__ = ["ALPHA", "ETA", "Race", "RaceOutcome", "halving_runs", "race"]
 
 #: Each seed keeps about 1 / ETA of the survivors.
 ETA = 3
@@ -51,6 +51,69 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
+class Race:
+    """One race, a seed at a time: :meth:`todo` names the candidates to run on :attr:`seed`, :meth:`record` takes
+    their values and makes the cut.  Several races can step together (one batch of runs for all of them)."""
+
+    def __init__(
+        self,
+        candidates: Sequence[str],
+        seeds: Sequence[int],
+        *,
+        higher_is_better: bool,
+        known: dict[str, list[float | None]] | None = None,
+    ):
+        self.seeds = list(seeds)
+        self.sign = 1.0 if higher_is_better else -1.0
+        self.known = dict(known or {})
+        self.values: dict[str, list[float | None]] = {c: [] for c in candidates if c not in self.known}
+        self.alive = list(dict.fromkeys([*self.known, *self.values]))
+        self.k = 0
+        self.runs = 0
+
+    @property
+    def done(self) -> bool:
+        """Whether every seed has been run."""
+        return self.k >= len(self.seeds)
+
+    @property
+    def seed(self) -> int:
+        """The seed the candidates of :meth:`todo` run on next."""
+        return self.seeds[self.k]
+
+    def todo(self) -> list[str]:
+        """The candidates still in the race that have not run :attr:`seed` (known ones never run)."""
+        return [] if self.done else [c for c in self.alive if c in self.values]
+
+    def record(self, values: Sequence[float | None]) -> None:
+        """The values of :meth:`todo`'s candidates on :attr:`seed`, in its order; then the cut for the next seed."""
+        todo = self.todo()
+        for candidate, value in zip(todo, values):
+            self.values[candidate].append(value)
+        self.runs += len(todo)
+        k = self.k
+        self.k += 1
+        if self.done:
+            return
+        seen = {c: (self.known[c][: k + 1] if c in self.known else self.values[c]) for c in self.alive}
+
+        def score(c: str) -> float:
+            mean = _mean(seen[c])
+            return -math.inf if mean is None else self.sign * mean
+
+        # Stable: the earlier of equals first, and kept first, as the exhaustive search breaks ties.
+        ranked = sorted(self.alive, key=score, reverse=True)
+        survivors = ranked[: _kept(len(ranked))]
+        if k >= 1:
+            incumbent = survivors[0]
+            survivors = [incumbent] + [c for c in survivors[1:] if not _worse(seen[c], seen[incumbent], self.sign)]
+        self.alive = [c for c in self.alive if c in survivors]  # the pool's own order, for the next seed's batch
+
+    def outcome(self) -> RaceOutcome:
+        """Each candidate's values on the seeds it ran, and the runs made."""
+        return RaceOutcome(dict(self.values), self.runs)
+
+
 def race(
     candidates: Sequence[str],
     seeds: Sequence[int],
@@ -60,33 +123,11 @@ def race(
     known: dict[str, list[float | None]] | None = None,
 ) -> RaceOutcome:
     """Race ``candidates`` over ``seeds`` (in order); see the module's text for the rules."""
-    sign = 1.0 if higher_is_better else -1.0
-    known = dict(known or {})
-    values: dict[str, list[float | None]] = {c: [] for c in candidates if c not in known}
-    alive = list(dict.fromkeys([*known, *values]))
-    runs = 0
-    for k, seed in enumerate(seeds):
-        todo = [c for c in alive if c in values]
-        if todo:
-            for candidate, value in zip(todo, run_seed(todo, seed)):
-                values[candidate].append(value)
-            runs += len(todo)
-        if k == len(seeds) - 1:
-            break
-        seen = {c: (known[c][: k + 1] if c in known else values[c]) for c in alive}
-
-        def score(c: str, seen: dict[str, list[float | None]] = seen) -> float:
-            mean = _mean(seen[c])
-            return -math.inf if mean is None else sign * mean
-
-        # Stable: the earlier of equals first, and kept first, as the exhaustive search breaks ties.
-        ranked = sorted(alive, key=score, reverse=True)
-        survivors = ranked[: _kept(len(ranked))]
-        if k >= 1:
-            incumbent = survivors[0]
-            survivors = [incumbent] + [c for c in survivors[1:] if not _worse(seen[c], seen[incumbent], sign)]
-        alive = [c for c in alive if c in survivors]  # the pool's own order, for the next seed's batch
-    return RaceOutcome({c: v for c, v in values.items()}, runs)
+    one = Race(candidates, seeds, higher_is_better=higher_is_better, known=known)
+    while not one.done:
+        todo = one.todo()
+        one.record(run_seed(todo, one.seed) if todo else [])
+    return one.outcome()
 
 
 def _worse(values: list[float | None], incumbent: list[float | None], sign: float) -> bool:

@@ -381,6 +381,7 @@ def compare(
     *,
     policies: tuple[str, ...] = DEFAULT_POLICIES,
     errors: tuple[str, ...] = DEFAULT_ERRORS,
+    arms: Sequence[tuple[str, str]] | None = None,
     jobs: int = 1,
     confidence: float = DEFAULT_CONFIDENCE,
     scenario_ref: str | None = None,
@@ -410,7 +411,7 @@ def compare(
     each run's wall-clock time (:mod:`fleetchaos.runs.limits`).  Runs in ``done`` (by policy,
     format and seed: a resumed comparison's stored runs) are not run again nor handed on.
     """
-    arms = list(product(policies, errors))
+    arms = list(arms) if arms is not None else list(product(policies, errors))
     done = done or {}
     job_list = [RunJob(0, p, e, s) for (p, e) in arms for s in seeds if (p, e, s) not in done]
     variants = [

@@ -39,6 +39,7 @@ __all__ = [
     "check_tune",
     "family_candidates",
     "search",
+    "search_many",
     "training_runs_planned",
     "tune",
 ]
@@ -235,6 +236,71 @@ def search(
         else:
             trials.extend(_judge(spec, family, family_candidates(spec, family), evaluate))
     return trials
+
+
+def search_many(
+    specs: Sequence[TuneSpec],
+    *,
+    executor: Executor,
+    on_result: Callable[[str, RunResult], None] | None = None,
+) -> list[list[TrialRecord]]:
+    """:func:`search` for several specs (worlds and formats) at once: their races step together, seed by seed.
+
+    Each step is one batch of runs over every race still going, so many small searches (a
+    sensitivity study re-tunes at every value of every assumption) keep the executor's
+    workers busy to the end.  Each spec's trials are what :func:`search` gives it alone (a
+    race is a pure function of its values).  A spec that does not race (``--no-race``, TPE)
+    is searched on its own.
+    """
+    from fleetchaos.runs.racing import Race
+    from fleetchaos.runs.runner import RunJob, Variant, run_jobs
+
+    out: list[list[TrialRecord] | None] = [None] * len(specs)
+    races: dict[int, tuple[Race, list[tuple[str, dict[str, Any]]], list[str]]] = {}
+    for i, spec in enumerate(specs):
+        families = check_tune(spec)
+        if not spec.race or spec.search == "tpe":
+            out[i] = search(spec, executor=executor, on_result=on_result, families=families)
+            continue
+        candidates = [(f, c) for f in families for c in family_candidates(spec, f)]
+        policies = [_spec_of(family, params) for family, params in candidates]
+        todo = list(dict.fromkeys(policies))
+        races[i] = (
+            Race(todo, spec.train_seeds, higher_is_better=bool(direction(spec.objective))),
+            candidates,
+            policies,
+        )
+    variants: list[Variant] = []
+    index: dict[int, int] = {}
+    for i in races:
+        spec = specs[i]
+        key = next((j for j, v in enumerate(variants) if v.scenario is spec.scenario and v.params == spec.params), None)
+        if key is None:
+            variants.append(Variant(spec.scenario, spec.scenario_ref, spec.params))
+            key = len(variants) - 1
+        index[i] = key
+
+    def hand_on(_index: int, result: RunResult) -> None:
+        if on_result is not None:
+            on_result("train", result)
+
+    while any(not one.done for one, _, _ in races.values()):
+        batch = [(i, one.todo()) for i, (one, _, _) in races.items() if not one.done]
+        jobs = [RunJob(index[i], p, specs[i].errors, races[i][0].seed) for i, todo in batch for p in todo]
+        results = iter(run_jobs(variants, jobs, executor=executor, on_result=hand_on) if jobs else [])
+        for i, todo in batch:
+            races[i][0].record([next(results).metrics.get(specs[i].objective) for _ in todo])
+    for i, (one, candidates, policies) in races.items():
+        values = one.outcome().values
+        records = []
+        for policy in dict.fromkeys(policies):
+            family, params = candidates[policies.index(policy)]
+            per_seed = values[policy]
+            seeds = len(per_seed) if len(per_seed) < len(specs[i].train_seeds) else None
+            records.append(TrialRecord(family=family, policy=policy, params=params,
+                                       objective=_objective_of(per_seed), per_seed=per_seed, seeds=seeds))  # fmt: skip
+        out[i] = records
+    return [records or [] for records in out]
 
 
 def _race(

@@ -21,6 +21,7 @@ from fleetchaos.scenario.load import (
     MAX_TOOL_CALLS,
     Scenario,
 )
+from fleetchaos.scenario.tuned import TunedPolicies
 from fleetchaos.sim.config import (
     ApiSpec,
     Arrival,
@@ -51,7 +52,7 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("fleet.providers[]", ProviderSpec),
     ("fleet.providers[].slowdown[]", SlowdownPoint),
     ("fleet.providers[].service_mixture[]", ServiceShare),
-    ("durations (network_latency, human_response, duration, think)", Distribution),
+    ("durations (network_latency, page_handling, duration, think)", Distribution),
     ("workload", WorkloadSpec),
     ("workload.templates[]", TemplateSpec),
     ("workload.templates[].steps[]", StepSpec),
@@ -59,6 +60,7 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("workload.arrival_schedule", ArrivalSchedule),
     ("workload.arrival_schedule.points[]", RatePoint),
     ("expect[]", Expectation),
+    ("tuned", TunedPolicies),
 )
 
 #: How the ``expect:`` gates are used, after their table (an example and the rules of the commands).
@@ -95,6 +97,19 @@ EXPECT_NOTES: list[str] = [
     "other arms are not that test's), naming the command that replays the worst seed; the summary",
     "table has an `expect` column. An example:",
     "[examples/suite/chaos/busy_hour.yaml](../examples/suite/chaos/busy_hour.yaml).",
+    "",
+]
+
+#: How a ``tuned:`` block is made and used, after its table.
+TUNED_NOTES: list[str] = [
+    "`fleetchaos tune --scenario FILE --errors generic,status,raw,structured` searches each format's",
+    "policy on training seeds and prints the block to paste, with the command and the world's",
+    "fingerprint. `fleetchaos compare` without `--policies` and `--errors` then runs best against",
+    "best from it (each format's policy on its format, the first format's policy on every other",
+    "format, and the `references`), `--policies best` uses it for every format it names, and",
+    "`--tune` searches again instead. When the world's fingerprint differs from `world` (the file",
+    "was edited, or `--param` changed it), the comparison says the policies were tuned for another",
+    "world. The default scenario ships one; `make demo` runs it.",
     "",
 ]
 
@@ -208,6 +223,8 @@ def render() -> str:
         out.append("")
         if model is Expectation:
             out += EXPECT_NOTES
+        if model is TunedPolicies:
+            out += TUNED_NOTES
     out += [
         "## Faults",
         "",

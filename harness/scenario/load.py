@@ -17,6 +17,7 @@ from fleetchaos.errors import ScenarioError
 from fleetchaos.files import FileTooLargeError, StrictJsonError, loads_json, read_text_bounded
 from fleetchaos.scenario._yaml import MAX_DEPTH, YamlLimitError, load_yaml
 from fleetchaos.scenario.expect import Expectation, check_arm_pattern
+from fleetchaos.scenario.tuned import TunedPolicies
 from fleetchaos.seeds import seeds_problem
 from fleetchaos.sim.config import DAY_S, WorldSpec
 from fleetchaos.sim.fault_specs import FAULT_MODELS
@@ -161,6 +162,11 @@ class Scenario(WorldSpec):
         description="the arms (POLICY/ERRORS, either part *) the expect: gates that name no arm judge; without it "
         "they judge the arm that leads the headline (run and a test judge their one arm)",
     )
+    tuned: TunedPolicies | None = Field(
+        default=None,
+        description="each error format's policy tuned for this world and how (see the tuned section): what "
+        "compare runs best against best without --tune",
+    )
 
     @model_serializer(mode="wrap")
     def _omit_absent_settings(self, handler):
@@ -171,6 +177,8 @@ class Scenario(WorldSpec):
                 data.pop("goodput_bin_s", None)
             if not self.expect:
                 data.pop("expect", None)
+            if self.tuned is None:
+                data.pop("tuned", None)
             if self.arms is None:
                 data.pop("arms", None)
         return data

@@ -1,8 +1,9 @@
 """Error formats: how the truth of a dispatch is rendered into what the orchestrator sees.
 
 A format is a class with five attributes and one method (the :class:`ErrorFormat`
-protocol): ``name``; ``partial_step_ok`` (a fan-out step with some failed items is
-reported as "ok", passing partial work on silently); ``misread_setting`` (which
+protocol): ``name``; ``partial_batch`` (how a fan-out step with some failed items is
+reported: ``failed``, hidden as ``ok``, or with a ``count``; None for a format without an
+envelope, where the scenario's ``fleet.partial_batch`` decides); ``misread_setting`` (which
 ``fleet.misread_factor`` setting of the scenario says how easily a failure in this format
 is read as a success, or None to use its own ``misread_factor``; the defaults are
 :data:`fleetchaos.sim.misread.DEFAULT_MISREAD_FACTORS`); ``failure_flag`` (a
@@ -19,7 +20,16 @@ why each sets these as it does.
 
 from __future__ import annotations
 
-from fleetchaos.sim.formats._base import ErrorFormat, plain_success
+from fleetchaos.sim.formats._base import ErrorFormat, counted, partial_batch_of, plain_success
 from fleetchaos.sim.formats.registry import FormatLookupError, bound, format_names, get_format
 
-__all__ = ["ErrorFormat", "FormatLookupError", "bound", "format_names", "get_format", "plain_success"]
+__all__ = [
+    "ErrorFormat",
+    "FormatLookupError",
+    "bound",
+    "counted",
+    "format_names",
+    "get_format",
+    "partial_batch_of",
+    "plain_success",
+]

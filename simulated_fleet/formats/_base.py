@@ -3,9 +3,11 @@
 A format turns the truth of a dispatch into what the orchestrator sees.  Two questions
 decide its behaviour, and both are about reporting, not about what happened:
 
-* ``partial_step_ok``: when some items of a fan-out step fail, does the tool say "ok"
-  (it returns what it gathered and has no per-item status) or does it report a partial
-  failure?  A generic tool says "ok", which is how partial work is silently passed on.
+* ``partial_batch``: when some items of a fan-out step fail, is the step reported as
+  failed, hidden as "ok" (the tool returns what it gathered), or reported with a count
+  of the failed items?  An envelope answers it by its contract, a suppressing format by
+  hiding everything; for a format without an envelope it is the scenario's
+  ``fleet.partial_batch`` (None here), an assumption every report states.
 * ``render``: what the orchestrator is told when a dispatch stops on a failure.
 
 Standard library and the simulator's light modules only: no SimPy.
@@ -15,13 +17,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
 from fleetchaos.sim.envelope import item_ref, step_ref
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.truth import AttemptReport
+
+if TYPE_CHECKING:
+    from fleetchaos.sim.config import FleetSpec
+
+#: The values of ``partial_batch`` (and of ``fleet.partial_batch``).
+PARTIAL_BATCH = ("failed", "ok", "count")
 
 
 @runtime_checkable
@@ -34,8 +42,9 @@ class ErrorFormat(Protocol):
     """
 
     name: str
-    partial_step_ok: bool
-    """A fan-out step with some failed items is reported as "ok" (partial work passed on silently)."""
+    partial_batch: str | None
+    """How a fan-out step with some failed items is reported: ``"failed"``, ``"ok"`` (hidden) or
+    ``"count"``; None: the scenario's ``fleet.partial_batch`` decides (a format without an envelope)."""
     misread_setting: str | None
     """The ``fleet.misread_factor`` setting this format is misread with (None: its own ``misread_factor``)."""
     misread_factor: float
@@ -62,6 +71,36 @@ def plain_success(render: _Render) -> _Render:
     """
     render.plain_success = True  # type: ignore[attr-defined]  # a function takes attributes; mypy does not model it
     return render
+
+
+def partial_batch_of(error_format: object, fleet: FleetSpec) -> str:
+    """How ``error_format`` reports a partly failed fan-out step in a run of ``fleet``:
+    its own ``partial_batch`` (its contract), else the scenario's ``fleet.partial_batch``."""
+    own = getattr(error_format, "partial_batch", None)
+    return str(own if own is not None else fleet.partial_batch)
+
+
+def counted(observation: Observation, report: AttemptReport) -> Observation:
+    """``observation`` of a partly failed fan-out step as a partial failure that says how many of its items failed
+    (any other observation as it is).
+
+    What a tool without an envelope shows under ``fleet.partial_batch: count``: the status
+    word ``partial`` and a first line ``2 of 5 items failed`` before any text the format
+    gave; which items failed, and what the others returned, it does not say.
+    """
+    failed = len(report.item_failures)
+    if not 0 < failed < report.fan_out:  # not a partly failed fan-out step: nothing to count
+        return observation
+    line = f"{failed} of {report.fan_out} items failed"
+    text = line if not observation.text else f"{line}\n{observation.text}"
+    return Observation(
+        ok=False,
+        status="partial",
+        worker=observation.worker,
+        envelope=observation.envelope,
+        text=text,
+        secrets=observation.secrets,
+    )
 
 
 #: A contract's envelope model.

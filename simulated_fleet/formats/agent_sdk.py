@@ -31,7 +31,7 @@ class AgentSdkDefaultFormat(VendorText):
     """
 
     name = "agent-sdk-default"
-    partial_step_ok = False
+    partial_batch = None  # no envelope: the scenario's fleet.partial_batch decides
     misread_setting = "agent_sdk"
     misread_factor = DEFAULT_MISREAD_FACTORS["agent_sdk"]
     failure_flag = False  # the tool output is a string: nothing machine-readable says it failed

@@ -35,7 +35,7 @@ class FailureTypeFormat:
 
     name = "failure-type"
     fields: frozenset[str] = frozenset({"partial_results", "alternatives_suggested", "retry_recommended"})
-    partial_step_ok = False
+    partial_batch = "failed"  # the envelope reports the failure and what completed
     misread_setting = "failure_type"
     misread_factor = DEFAULT_MISREAD_FACTORS["failure_type"]
     failure_flag = True  # failure_type is machine-readable: a guardrail can check it

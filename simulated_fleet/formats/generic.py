@@ -11,12 +11,13 @@ from fleetchaos.sim.truth import AttemptReport
 class GenericFormat:
     """A bare status word: the orchestrator learns only that the call failed.
 
-    A fan-out tool returns whatever items it gathered and says "ok" (no per-item status),
-    so a partly failed batch is passed on as a success.
+    How a partly failed fan-out step is reported (failed, hidden as "ok", or with a count
+    of its failed items) is the scenario's ``fleet.partial_batch``: a bare word says
+    nothing of it either way.
     """
 
     name = "generic"
-    partial_step_ok = True
+    partial_batch = None  # no envelope: the scenario's fleet.partial_batch decides
     misread_setting = "generic"
     misread_factor = DEFAULT_MISREAD_FACTORS["generic"]  # the default: a scenario may set its own
     failure_flag = False

@@ -52,7 +52,7 @@ class GoogleRpcFormat(VendorText):
     """An AIP-193 error: canonical status, ErrorInfo (the stable code as reason), RetryInfo when there is a hint."""
 
     name = "google-rpc"
-    partial_step_ok = False
+    partial_batch = "failed"  # the error object reports the failure
     misread_setting = "google_rpc"
     misread_factor = DEFAULT_MISREAD_FACTORS["google_rpc"]
     failure_flag = True  # an error member with a canonical status: machine-readable

@@ -42,7 +42,7 @@ class JsonRpcFormat(VendorText):
     """A JSON-RPC 2.0 error response: a code (:data:`STATUS_CODES`), its message, the sanitised detail in ``data``."""
 
     name = "jsonrpc"
-    partial_step_ok = False
+    partial_batch = "failed"  # the error object reports the failure
     misread_setting = "jsonrpc"
     misread_factor = DEFAULT_MISREAD_FACTORS["jsonrpc"]
     failure_flag = True  # an error member: machine-readable

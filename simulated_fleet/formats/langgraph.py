@@ -30,7 +30,7 @@ class LangGraphToolNodeFormat(VendorText):
     """
 
     name = "langgraph-toolnode"
-    partial_step_ok = False
+    partial_batch = None  # no envelope: the scenario's fleet.partial_batch decides
     misread_setting = "langgraph"
     misread_factor = DEFAULT_MISREAD_FACTORS["langgraph"]
     failure_flag = True  # the ToolMessage says status="error"

@@ -86,7 +86,7 @@ class McpFormat(VendorText):
     """
 
     name = "mcp"
-    partial_step_ok = False
+    partial_batch = "failed"  # the error object reports the failure
     misread_setting = "mcp"
     misread_factor = DEFAULT_MISREAD_FACTORS["mcp"]
     failure_flag = True  # isError, or a JSON-RPC error: machine-readable either way

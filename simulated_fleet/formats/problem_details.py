@@ -25,7 +25,7 @@ class ProblemDetailsFormat(VendorText):
     """An RFC 9457 problem with ``type: about:blank``: the HTTP status and its title, the sanitised detail, the path."""
 
     name = "problem-details"
-    partial_step_ok = False
+    partial_batch = "failed"  # the error object reports the failure
     misread_setting = "problem_details"
     misread_factor = DEFAULT_MISREAD_FACTORS["problem_details"]
     failure_flag = True  # a status of 400 or more: machine-readable

@@ -16,15 +16,15 @@ from fleetchaos.sim.truth import AttemptReport
 class RawFormat(VendorText):
     """The vendor's error text, verbatim: message, stack trace and every secret in it.
 
-    It does report the failure (a fan-out step with failed items is not "ok"), but the
-    failure is one line in a blob of trace text: easy for an LLM orchestrator to read
+    The failure is one line in a blob of trace text: easy for an LLM orchestrator to read
     as noise (``misread_factor`` 3), and there is no machine-readable flag for a
-    guardrail to check.  Nothing is sanitised: the planted secrets all reach the
+    guardrail to check.  How a partly failed fan-out step is reported is the scenario's
+    ``fleet.partial_batch``, as for every format without an envelope.  Nothing is sanitised: the planted secrets all reach the
     orchestrator, and ``Observation.secrets`` counts them.
     """
 
     name = "raw"
-    partial_step_ok = False
+    partial_batch = None  # no envelope: the scenario's fleet.partial_batch decides
     misread_setting = "raw"
     misread_factor = DEFAULT_MISREAD_FACTORS["raw"]
     failure_flag = False  # free text: nothing a guardrail can check without parsing

@@ -27,7 +27,7 @@ import math
 import pkgutil
 from typing import TypeGuard, cast
 
-from fleetchaos.sim.formats._base import ErrorFormat
+from fleetchaos.sim.formats._base import PARTIAL_BATCH, ErrorFormat
 from fleetchaos.sim.interrupts import PASS_THROUGH, describe_exception
 from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
 from fleetchaos.sim.plugins import entry_points, load_entry_point, load_import_path
@@ -171,9 +171,13 @@ def _checked(subject: str, fmt: object) -> ErrorFormat:
     name = getattr(fmt, "name", None)
     if not isinstance(name, str) or not name:
         problems.append("a non-empty str name")
-    for flag in ("partial_step_ok", "failure_flag"):
-        if not isinstance(getattr(fmt, flag, None), bool):
-            problems.append(f"a bool {flag}")
+    if not isinstance(getattr(fmt, "failure_flag", None), bool):
+        problems.append("a bool failure_flag")
+    partial = getattr(fmt, "partial_batch", None)  # left out: the scenario's fleet.partial_batch decides
+    if partial is not None and partial not in PARTIAL_BATCH:
+        problems.append(f"a partial_batch of None or one of {', '.join(PARTIAL_BATCH)} (got {partial!r})")
+    if hasattr(fmt, "partial_step_ok"):
+        problems.append("partial_batch instead of partial_step_ok (True is partial_batch 'ok', False 'failed')")
     factor = getattr(fmt, "misread_factor", None)
     if isinstance(factor, bool) or not isinstance(factor, int | float) or not math.isfinite(factor) or factor < 0:
         problems.append("a misread_factor >= 0")

@@ -19,7 +19,7 @@ class StructuredFormat:
     """
 
     name = "structured"
-    partial_step_ok = False
+    partial_batch = "failed"  # the envelope reports the failure and what completed
     misread_setting = "structured"
     misread_factor = DEFAULT_MISREAD_FACTORS["structured"]
     failure_flag = True  # recoverable/category are machine-readable: a guardrail can check them

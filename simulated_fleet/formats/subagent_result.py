@@ -31,7 +31,7 @@ class SubagentResultFormat(VendorText):
     """
 
     name = "subagent-result"
-    partial_step_ok = False
+    partial_batch = "failed"  # the envelope reports the failure and what completed
     misread_setting = "subagent_result"
     misread_factor = DEFAULT_MISREAD_FACTORS["subagent_result"]
     failure_flag = True  # status is machine-readable: a guardrail can check it

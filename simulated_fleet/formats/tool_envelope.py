@@ -49,7 +49,7 @@ class ToolEnvelopeFormat(VendorText):
     """
 
     name = "tool-envelope"
-    partial_step_ok = False
+    partial_batch = "failed"  # the envelope reports the failure and what completed
     misread_setting = "tool_envelope"
     misread_factor = DEFAULT_MISREAD_FACTORS["tool_envelope"]
     failure_flag = True  # blocking_failure is exactly what a final-answer guardrail checks

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from fleetchaos.cli.main import main
+from fleetchaos.scenario.load import load_scenario
 
 
 @pytest.fixture
@@ -29,8 +30,11 @@ def test_compare_json_has_the_stable_shape(cli):
     doc = json.loads(result.stdout)
     assert doc["scenario"] == "default"
     assert doc["seeds"] == [1, 2]
+    best = load_scenario("default").tuned.policies  # the default comparison: best against best from its tuned: block
     assert [(a["policy"], a["errors"]) for a in doc["arms"]] == [
-        (p, e) for p in ("blind-retry", "backoff", "structured") for e in ("generic", "structured")
+        ("blind-retry", "generic"),
+        *((best["generic"], e) for e in ("generic", "status", "raw", "structured")),
+        *((best[e], e) for e in ("status", "raw", "structured")),
     ]
     for arm in doc["arms"]:
         for key in (

@@ -70,8 +70,8 @@ def test_diff_of_two_stored_groups_pairs_by_seed_and_lists_what_is_unpaired(cli,
             high = min(1.0, high)
         assert m["ci"] == pytest.approx([low, high], abs=1e-6)
         assert m["a_mean"] == pytest.approx(
-            statistics.mean(a[("structured", "generic", s)][m["metric"]] for s in (1, 2, 3))
-        )
+            statistics.mean(a[("structured", "generic", s)][m["metric"]] for s in (1, 2, 3)), abs=1e-6
+        )  # results are rounded to 6 decimals
         assert m["verdict"] == "too few seeds"  # three pairs never name a winner
     assert any(m["difference"] != 0 for m in arm["metrics"])  # x15 blips change what the runs meet
     warnings = " ".join(doc["warnings"])

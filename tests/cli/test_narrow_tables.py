@@ -15,10 +15,11 @@ import pytest
 from click.testing import CliRunner
 
 from fleetchaos.cli.main import main
+from fleetchaos.reports.best import best_table
 from fleetchaos.reports.robustness import robustness_table
-from fleetchaos.reports.studies import gap_table
-from fleetchaos.results.models import ArmResult
-from fleetchaos.results.studies import Gap, RobustnessPoint, RobustnessResult, TuningRecord
+from fleetchaos.reports.sensitivity import tornado_table
+from fleetchaos.results.models import ArmResult, CompareResult
+from fleetchaos.results.studies import RobustnessPoint, RobustnessResult
 
 WIDTHS = (60, 72, 80, 100)
 
@@ -142,17 +143,35 @@ def test_the_robustness_table_keeps_parameter_value_and_leader_whole(columns):
 
 
 @pytest.mark.parametrize("columns", WIDTHS)
-def test_the_gap_table_keeps_its_arms_whole(columns):
-    tuning = TuningRecord(
-        objective="success_rate", search="random", trials=8, train_seeds=[101, 102],
-        best={"structured": "structured(max_retries=4,retry_budget=12)", "generic": "backoff(base_s=0.5,cap_s=20.0)"},
-        gaps=[Gap(label="best per format", policy="structured(max_retries=4,retry_budget=12)", errors="structured",
-                       reference_policy="backoff(base_s=0.5,cap_s=20.0)", reference_errors="generic",
-                       metric="success_rate", n=10, mean_difference=0.12, ci=[0.08, 0.16])],
-        roles=[],
-    )  # fmt: skip
-    out = _printed(gap_table(tuning, width=columns), columns)
-    _check(out, columns, ["best-for-structured on structured", "best-for-generic on generic"])
+def test_best_against_best_and_the_tornado_keep_their_names_whole(columns):
+    from fleetchaos.results.studies import SensitivityResult, Setting
+    from fleetchaos.runs.best import tuning_record
+    from fleetchaos.runs.sensitivity import flips_of, point, tornado_bars
+
+    best = {"generic": "backoff(base_s=0.5,cap_s=20.0)", "structured": "structured(max_retries=4,retry_budget=12)"}
+
+    def arm(policy: str, errors: str, values: list[float]) -> ArmResult:
+        mean = sum(values) / len(values)
+        return ArmResult(policy=policy, errors=errors, metrics={"success_rate": mean},
+                         ci={"success_rate": [mean - 0.01, mean + 0.01]}, per_seed={"success_rate": values},
+                         breakdowns={})  # fmt: skip
+
+    arms = [arm(best["generic"], "generic", [0.80, 0.82]), arm(best["structured"], "structured", [0.90, 0.93])]
+    result = CompareResult(scenario="default", seeds=[1, 2], confidence=0.95, arms=arms)
+    tuning = tuning_record(result, best, objective="success_rate", train_seeds=[101, 102])
+    out = _printed(best_table(result, tuning, width=columns), columns)
+    _check(out, columns, ["structured", "generic", "over"])
+    paths = {"fleet.providers[0].admission": ["refuse", "queue"], "fleet.usd_per_silent_failure": [60.0, 480.0]}
+    settings = [Setting(parameter=p, values=v, own=v[0], metric="cost_usd" if "usd" in p else "success_rate",
+                        retuned="usd" not in p, reaches=["generic", "structured"]) for p, v in paths.items()]  # fmt: skip
+    points = [
+        point(p, value, s.metric, arms, 0.95) for s in settings for p, value in ((s.parameter, v) for v in s.values)
+    ]
+    study = SensitivityResult(scenario="default", formats=["generic", "structured"], seeds=[1, 2], confidence=0.95,
+                              retune=True, baseline=point("", None, "success_rate", arms, 0.95), settings=settings,
+                              points=points, flips=flips_of(points), bars=tornado_bars(settings, points))  # fmt: skip
+    out = _printed(tornado_table(study, width=columns), columns)
+    _check(out, columns, list(paths))
 
 
 @pytest.mark.parametrize("columns", WIDTHS)

@@ -33,3 +33,41 @@ def test_compare_runs_every_real_stack_format(small, tmp_path):
             arms[(policy, "agent-sdk-default")]["secrets_leaked"]
             == arms[(policy, "langgraph-toolnode")]["secrets_leaked"]
         )
+
+
+def test_faults_show_prints_each_formats_text_with_planted_secrets_masked():
+    from click.testing import CliRunner
+
+    from fleetchaos.cli.main import main
+    from fleetchaos.sim.formats._vendor import planted
+
+    out = CliRunner().invoke(main, ["faults", "show", "expired_key", "--errors", "agent-sdk-default,problem-details"])
+    assert out.exit_code == 0, out.output
+    sdk = "An error occurred while running the tool. Please try again. Error: "
+    assert sdk + "401 Client Error: Unauthorized for url: <internal URL>/edit?api_key=<api key>" in out.output
+    assert "agent-sdk-default (python client): " in out.output and "2 planted secrets let through" in out.output
+    assert '"status":401' in out.output and '"instance":"/tools/search"' in out.output
+    assert not [value for value in planted(0).all() if value in out.output]
+    listed = CliRunner().invoke(main, ["faults", "show", "expired_key", "--errors", "mcp", "--json"])
+    rows = json.loads(listed.output)
+    assert [(r["errors"], r["vendor"]) for r in rows] == [("mcp", "jvm"), ("mcp", "python"), ("mcp", "node")]
+    assert rows[2] == {
+        "errors": "mcp",
+        "vendor": "node",
+        "chars": len("Error executing tool search: ERR_TOKEN_EXPIRED search request failed"),
+        "text": "Error executing tool search: ERR_TOKEN_EXPIRED search request failed",
+        "secrets": 0,
+    }
+
+
+def test_faults_show_refuses_a_format_or_kind_it_cannot_render():
+    from click.testing import CliRunner
+
+    from fleetchaos.cli.main import main
+
+    for args, words in (
+        (["rate_limit", "--errors", "mpc"], "did you mean 'mcp'"),
+        (["silent_suppression", "--errors", "mcp"], "never reported as a failure"),
+    ):
+        out = CliRunner().invoke(main, ["faults", "show", *args])
+        assert out.exit_code == 2 and words in out.output, out.output

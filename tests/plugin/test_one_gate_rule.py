@@ -136,7 +136,9 @@ def _plugin(case: Case, pytester: pytest.Pytester, baseline: str) -> tuple[bool,
     outcomes = result.parseoutcomes()
     passed = outcomes.get("passed", 0) == 1 and not outcomes.get("failed")
     if not passed:
-        (line,) = [x.strip() for x in out.splitlines() if x.strip().startswith("REGRESSION ")]
+        # the failure's own message, not its repeat in the short summary (which pytest leaves whole under CI=1)
+        report = out.split("short test summary info")[0]
+        (line,) = [x.strip() for x in report.splitlines() if x.strip().startswith("REGRESSION ")]
         return False, line.split("; evidence ")[1].split(":")[0] if "; evidence " in line else "missing"
     weak = [x for x in out.splitlines() if f": {case.metric} within " in x and " passed on weak evidence" in x]
     return True, "weak" if weak else "decisive"

@@ -169,7 +169,7 @@ _FIFO_READERS = {
     "run": (["run", "--scenario", "FIFO", "--no-history"], "scenario file"),
     "results": (["report", "FIFO", "-o", "out"], "results file"),
     "baseline": (
-        ["compare", "--scenario", "TINY", "--seeds", "1", "--baseline", "FIFO", "--no-history"],
+        ["compare", "--scenario", "TINY", "--seeds", "1", "--quiet", "--baseline", "FIFO", "--no-history"],
         "results file",
     ),
     "diff": (["history", "diff", "FIFO", "FIFO"], "results file"),

@@ -40,7 +40,7 @@ from fleetchaos.reports.compare_report import compare_charts
 from fleetchaos.reports.drawing import Chart, render_png
 from fleetchaos.reports.run_report import run_charts
 from fleetchaos.results.models import ArmResult, CompareResult, SweepEntry, SweepResult
-from fleetchaos.results.studies import RobustnessPoint, RobustnessResult
+from fleetchaos.results.studies import RobustnessPoint, RobustnessResult, SensitivityResult, Setting
 from fleetchaos.runs.runner import compare, run_one
 from fleetchaos.scenario.load import Scenario, load_scenario
 
@@ -138,6 +138,44 @@ def _robustness() -> RobustnessResult:
     )  # fmt: skip
 
 
+def _sensitivity() -> SensitivityResult:
+    """A study with both panels, every kind of marker, a list-valued range and long paths."""
+    from fleetchaos.runs.sensitivity import flips_of, point, tornado_bars
+
+    def arm(errors: str, value: float, metric: str) -> ArmResult:
+        return ArmResult(policy=f"{errors}-best", errors=errors, metrics={"success_rate": 0.8, metric: value},
+                         ci={metric: [value - 0.01, value + 0.01]}, per_seed={metric: [value, value + 0.01]},
+                         breakdowns={})  # fmt: skip
+
+    ranges = {
+        "fleet.partial_batch": ["failed", "ok", "count"],
+        "fleet.checkpoints": [False, True],
+        "fleet.providers[0].admission": ["refuse", "queue"],
+        "fleet.providers[0].servers": [1, 2, 4],
+        "fleet.providers[0].slowdown": [[], [{"in_flight": 1, "factor": 1.0}, {"in_flight": 12, "factor": 2.0}]],
+        "faults[5].omit_partial_success": [0.0, 0.05, 0.2, 0.5],
+        "fleet.call_timeout_s": [60.0, 180.0, 600.0],
+        "workload.tasks_per_day": [600.0, 1200.0, 2400.0],
+        "fleet.page_handling.mean_s": [300.0, 1800.0, 7200.0, 21600.0],
+        "fleet.usd_per_silent_failure": [60.0, 480.0, 1920.0],
+    }
+    settings, points = [], []
+    for n, (path, values) in enumerate(ranges.items()):
+        metric = "cost_usd" if "usd" in path or "page" in path else "success_rate"
+        settings.append(Setting(parameter=path, values=values, own=values[0], metric=metric, retuned=metric != "cost_usd",
+                                reaches=["status", "structured"]))  # fmt: skip
+        for i, value in enumerate(values):
+            lead = (0.08 - 0.05 * i * (n % 3)) if metric == "success_rate" else -300.0 * (i + 1)
+            base = 0.8 if metric == "success_rate" else 5000.0
+            points.append(point(path, value, metric, [arm("status", base, metric), arm("structured", base + lead, metric)],
+                                0.95))  # fmt: skip
+    baseline = point("", None, "success_rate", [arm("status", 0.8, "success_rate"), arm("structured", 0.88, "success_rate")],
+                     0.95)  # fmt: skip
+    return SensitivityResult(scenario="default", formats=["status", "structured"], seeds=[1, 2], confidence=0.95,
+                             retune=True, baseline=baseline, settings=settings, points=points,
+                             flips=flips_of(points), bars=tornado_bars(settings, points))  # fmt: skip
+
+
 def _real_runs(seeds: list[int]) -> list:
     import fleetchaos
     from fleetchaos.real import InjectedFault, run_real
@@ -183,6 +221,7 @@ def charts(tmp_path_factory) -> list[Chart]:
         *(Chart(m, chart_name(m), "fleetchaos.reports.sweep_chart:metric_curve", (sweep, m)) for m in ("success_rate", "wasted_retries")),
         Chart("ablation", "ablation.png", "fleetchaos.reports.ablation:ablation_chart", (_ablation(),)),
         Chart("robustness", "robustness.png", "fleetchaos.reports.robustness:robustness_chart", (_robustness(),)),
+        Chart("tornado", "tornado.png", "fleetchaos.reports.tornado:tornado_chart", (_sensitivity(),)),
         *(Chart(f"real-{c.key}", c.filename, c.draw, c.data) for c in run_charts(real[0])),
         *(Chart(f"real-{c.key}", c.filename, c.draw, c.data) for c in compare_charts(real_compare)),
     ]  # fmt: skip
@@ -395,8 +434,9 @@ def test_every_chart_reads_right(charts):
                     problems.append(f"{name}: colormap {image.get_cmap().name}")
             problems += [f"{name}: {line}" for line in _apart_in_legends(fig)]
     everything = {"headline", "silent_and_wasted", "failed_retries", "cost_split", "cost_vs_success", "heatmap", "ecdf",
-                  "goodput", "provider_load0", "timeline0", "timeline1", "error_codes", "timeline", "success_rate", "wasted_retries",
-                  "ablation", "robustness", "real-ecdf", "real-headline", "real-cost_split"}  # fmt: skip
+                  "goodput", "provider_load0", "timeline0", "timeline1", "error_codes", "timeline", "success_rate",
+                  "wasted_retries", "ablation", "robustness", "tornado", "real-ecdf", "real-headline",
+                  "real-cost_split"}  # fmt: skip
     assert everything <= drawn, everything - drawn
     assert not problems, "\n".join(problems)
 

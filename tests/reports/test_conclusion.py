@@ -158,30 +158,34 @@ def test_names_are_escaped_for_markdown_and_html():
     assert "<strong>waiter on structured</strong>" in first_p
 
 
-def test_a_tuned_comparison_says_how_much_of_the_gap_is_the_format_and_how_much_the_policy():
-    """compare --tune: the finding states each gap's paired difference (best vs best, format alone, policy alone)."""
+def test_best_against_best_states_each_lead_the_envelopes_and_the_format_alone_apart():
+    """Best against best: each format's lead over the next, the envelope's lead, then the format alone, labelled;
+    without a sensitivity study it names the settings it rests on and that where it reverses was not tested."""
     from fleetchaos.results.studies import ArmRole, Gap, TunedCompareResult, TuningRecord
 
     base = _comparison()
 
-    def gap(label, errors, mean, low, high):
-        return Gap(label=label, policy="p", errors=errors, reference_policy="q", reference_errors="generic",
+    def gap(kind, errors, ref, mean, low, high):
+        return Gap(kind=kind, label=kind, policy="p", errors=errors, reference_policy="q", reference_errors=ref,
                    metric="success_rate", n=5, mean_difference=mean, ci=[low, high])  # fmt: skip
 
     tuning = TuningRecord(
         objective="success_rate", search="random", trials=8, train_seeds=[101, 102],
         best={"generic": "ladder", "structured": "structured"},
         roles=[ArmRole(policy="ladder", errors="generic", role="best for generic", tuned_for="generic")],
-        gaps=[gap("best per format", "structured", 0.05, 0.03, 0.07),
-              gap("same policy: ladder", "structured", 0.01, -0.01, 0.03),
-              gap("policy on structured", "structured", 0.04, 0.02, 0.06)],
+        gaps=[gap("lead", "structured", "generic", 0.05, 0.03, 0.07),
+              gap("envelope", "structured", "generic", 0.05, 0.03, 0.07),
+              gap("format", "structured", "generic", 0.01, -0.01, 0.03)],
     )  # fmt: skip
-    text = finding(TunedCompareResult(**base.model_dump(), tuning=tuning))
-    assert "tuned on seeds the comparison does not use (success rate)" in text
-    assert "the best tuned policy on structured against the best on generic +5.0 pp [+3.0, +7.0]" in text
-    assert "the format alone (structured instead of generic, same policy) +1.0 pp [-1.0, +3.0]" in text
-    assert "the policy alone (on structured errors) +4.0 pp [+2.0, +6.0]" in text
-    assert "tuned on seeds" not in finding(base)
+    config = {"fleet": {"partial_batch": "failed", "checkpoints": False, "providers": [{"admission": "refuse"}]},
+              "faults": [{"kind": "wrong_envelope", "misclassify": 0.05}]}  # fmt: skip
+    text = finding(TunedCompareResult(**{**base.model_dump(), "scenario_config": config}, tuning=tuning))
+    assert "each format's lead over the next: best on structured over best on generic +5.0 pp [+3.0, +7.0]" in text
+    assert "the best with an envelope (structured) minus the best without one (generic): +5.0 pp [+3.0, +7.0]" in text
+    assert "A separate figure, the format alone" in text and "+1.0 pp [-1.0, +3.0]" in text
+    assert "fleet.partial\\_batch failed, fleet.checkpoints off, providers that refuse past max\\_in\\_flight" in text
+    assert "where it would reverse was not tested here" in text
+    assert "lead over the next" not in finding(base)
 
 
 def test_a_pooled_rate_without_its_interval_still_renders():
@@ -204,3 +208,44 @@ def test_a_tuned_arm_reads_as_its_alias_and_an_untuned_result_keeps_its_bytes():
     text = finding(tuned)
     assert "**best-for-structured on structured**" in text
     assert '"alias"' not in base.model_dump_json() and '"alias":"best-for-structured"' in tuned.model_dump_json()
+
+
+def test_with_its_sensitivity_study_the_finding_names_what_it_rests_on_and_where_it_reverses():
+    """The widest bars are what the answer rests on; each flip that changes the envelope's lead's sign is named."""
+    import statistics
+
+    from fleetchaos.results.models import ArmResult
+    from fleetchaos.results.studies import ArmRole, SensitivityResult, Setting, TunedCompareResult, TuningRecord
+    from fleetchaos.runs.sensitivity import flips_of, point, tornado_bars
+
+    def arms(lead: float) -> list[ArmResult]:
+        def arm(errors: str, values: list[float]) -> ArmResult:
+            mean = statistics.fmean(values)
+            return ArmResult(policy=f"{errors}-best", errors=errors, metrics={"success_rate": mean},
+                             ci={"success_rate": [mean, mean]}, per_seed={"success_rate": values}, breakdowns={})  # fmt: skip
+
+        return [arm("status", [0.80, 0.81]), arm("structured", [0.80 + lead - 0.001, 0.81 + lead + 0.001])]
+
+    leads = {"fleet.providers[0].admission": {"refuse": 0.07, "queue": -0.03},
+             "fleet.checkpoints": {False: 0.07, True: 0.05}, "workload.tasks_per_day": {600.0: 0.02, 1200.0: 0.07}}  # fmt: skip
+    settings = [Setting(parameter=p, values=list(v), own=next(iter(v)) if p != "workload.tasks_per_day" else 1200.0,
+                        metric="success_rate", retuned=True, reaches=["status", "structured"])
+                for p, v in leads.items()]  # fmt: skip
+    points = [point(p, value, "success_rate", arms(d), 0.95) for p, v in leads.items() for value, d in v.items()]
+    study = SensitivityResult(scenario="storm", formats=["status", "structured"], seeds=[1, 2], confidence=0.95,
+                              retune=True, baseline=point("", None, "success_rate", arms(0.07), 0.95),
+                              settings=settings, points=points, flips=flips_of(points),
+                              bars=tornado_bars(settings, points))  # fmt: skip
+    tuning = TuningRecord(objective="success_rate", train_seeds=[101], best={"status": "p", "structured": "q"},
+                          roles=[ArmRole(policy="q", errors="structured", role="best for structured", tuned_for="structured")])  # fmt: skip
+    result = TunedCompareResult(**_comparison().model_dump(), tuning=tuning, sensitivity=study)
+    text = finding(result)
+    assert "the envelope's lead rests most on fleet.providers\\[0\\].admission (-3.0 pp to +7.0 pp)" in text
+    assert (
+        "workload.tasks\\_per\\_day (+2.0 pp to +7.0 pp)" in text and "fleet.checkpoints (+5.0 pp to +7.0 pp)" in text
+    )
+    assert (
+        "It reverses (the best without an envelope leads) when fleet.providers\\[0\\].admission goes from refuse to queue"
+        in text
+    )
+    assert "was not tested" not in text

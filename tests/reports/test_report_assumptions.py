@@ -57,3 +57,21 @@ def test_reports_state_whether_envelopes_are_wrong_and_how_often(tmp_path):
     assert expected in (tmp_path / "run" / "summary.md").read_text()
     truthful = compare(load_scenario("flaky_network"), [1], policies=("structured",), errors=("structured",))
     assert "report every failure as the truth has it" in stated_assumptions(truthful)[1]
+
+
+def test_a_comparison_states_partial_batches_checkpoints_providers_and_prices(tmp_path):
+    """The headline's conditions: how partial batches are reported, checkpoints, the provider's admission, the
+    call timeout and each outcome's price, with the values the scenario set."""
+    scenario = load_scenario("default")
+    doc = scenario.model_dump(mode="json")
+    doc["workload"]["tasks_per_day"] = 20
+    doc["fleet"].update(partial_batch="count", checkpoints=True, usd_per_silent_failure=900)
+    doc["fleet"]["providers"][0].update(name="api_*x*", admission="queue")
+    compared = compare(type(scenario).model_validate(doc), [1], policies=("blind-retry",), errors=("generic",))
+    line = stated_assumptions(compared)[-1]
+    assert "says how many items failed (fleet.partial_batch: count)" in line
+    assert "every retry resumes where the last dispatch stopped" in line
+    assert "provider api\\_\\*x\\* serves 2 calls at once and queues every other call" in line  # escaped for Markdown
+    assert "a client waits 180 s" in line and "a silent failure $900" in line and "mean 30 min at $120/h" in line
+    write_compare_report(compared, tmp_path / "r")
+    assert "fleet.partial_batch: count" in (tmp_path / "r" / "summary.md").read_text()

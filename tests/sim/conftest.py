@@ -153,7 +153,7 @@ class FormatRecorder:
     def __init__(self, inner: ErrorFormat):
         self.inner = inner
         self.name = inner.name
-        self.partial_step_ok = inner.partial_step_ok
+        self.partial_batch = getattr(inner, "partial_batch", None)
         self.rendered: list[tuple[AttemptReport, Observation]] = []
 
     def render(self, report: AttemptReport) -> Observation:

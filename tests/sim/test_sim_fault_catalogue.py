@@ -516,7 +516,7 @@ def test_envelope_distinguishes_alternatives_left_from_exhausted(sim):
 # --------------------------------------------------------------------------------------
 
 
-def crm_world(sim):
+def crm_world(sim, **fleet):
     return sim.scenario(
         {
             "crm_sync": [
@@ -526,12 +526,14 @@ def crm_world(sim):
             ]
         },
         faults=[{"kind": "permission_denied", "probability": 1.0, "tools": ["update_contact"], "items": [2, 3, 4]}],
+        **fleet,
     )
 
 
 def test_permission_denied_crm_generic_passes_partial_writes_as_success(sim):
-    """Generic: the batch tool says 'ok' with 2 of 5 writes: claim success, truth partial, a silent failure."""
-    r = sim.run(crm_world(sim), "blind-retry", "generic")
+    """A generic batch tool that hides partial batches (partial_batch: ok) says 'ok' with 2 of 5 writes: claim
+    success, truth partial, a silent failure."""
+    r = sim.run(crm_world(sim, partial_batch="ok"), "blind-retry", "generic")
     # fetch 8.1 ; update: items 0,1 4.1 s, items 2,3,4 403 in 0.4 s -> step ends 12.2 ;
     # "ok" -> post_note 3.1 -> 15.3.  The policy is never asked.
     rec = r.rec
@@ -585,19 +587,19 @@ def test_permission_denied_blind_retries_are_wasted(sim):
 # --------------------------------------------------------------------------------------
 
 
-def batch_world(sim, persistent: bool):
+def batch_world(sim, persistent: bool, **fleet):
     fault = {"kind": "partial_batch", "probability": 1.0, "failures": 2, "persistent": persistent}
     if not persistent:
         fault["windows"] = [{"start_s": 0, "duration_s": 1}]  # only the first execution
     return sim.scenario(
-        {"batch": [sim.step("search", 10, fan_out=5), sim.step("synth", 20, needs=["search"])]}, faults=[fault]
+        {"batch": [sim.step("search", 10, fan_out=5), sim.step("synth", 20, needs=["search"])]}, faults=[fault], **fleet
     )
 
 
 @pytest.mark.parametrize("persistent", [False, True])
 def test_partial_batch_generic_is_silent_and_feeds_a_wrong_synth(sim, persistent):
-    """Generic: 2 of 5 items fail but the tool says 'ok'; synth runs on incomplete input (wrong, no commit)."""
-    r = sim.run(batch_world(sim, persistent), "blind-retry", "generic")
+    """Generic, partial_batch: ok: 2 of 5 items fail but the tool says 'ok'; synth runs on incomplete input (wrong)."""
+    r = sim.run(batch_world(sim, persistent, partial_batch="ok"), "blind-retry", "generic")
     # search: 3 items 10.1 s, 2 fail 0.6 s -> 10.1 ; synth 20.1 on 3/5 inputs -> 30.2, output wrong
     rec = r.rec
     assert r.log == []
@@ -915,7 +917,7 @@ def test_items_finished_before_the_crash_took_effect(sim):
     assert base.rec.fault_hits.get("node_crash", 0) == 0 and base.rec.end_s == pytest.approx(30.0, **APPROX)
     assert r.rec.fault_hits == {"node_crash": 1}
     assert [(round(t, 6), kind, worker) for t, kind, _, worker, _ in r.output.fault_log] == [(10.0, "node_crash", 0)]
-    assert r.rec.end_s == pytest.approx(70.0, **APPROX) and r.rec.claim == "failed" != base.rec.claim
+    assert r.rec.end_s == pytest.approx(70.0, **APPROX) and r.rec.claim == "failed"
 
 
 def test_late_crash_is_noticed_a_heartbeat_timeout_after_the_crash(sim):
@@ -1054,7 +1056,7 @@ def test_latency_spike_timeout_says_outcome_unknown(sim):
     r = sim.run(spike_world(sim), BlindRetry(0), "structured")
     [(report, obs)] = r.rendered
     assert report.failure == "latency_spike"
-    # CallModel.decide: committed with SLOW_CALL_COMMITTED_P = 0.5, like a plain timeout
+    # CallModel.decide: committed with fleet.cut_call_committed_probability = 0.5, like a plain timeout
     assert obs.envelope.context.get("outcome") == "unknown"
 
 

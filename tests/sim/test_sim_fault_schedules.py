@@ -219,7 +219,7 @@ def test_swarm_integer_parameter_is_rounded_and_drives_the_truth(sim):
 # --------------------------------------------------------------------------------------
 
 
-def chain_world(sim):
+def chain_world(sim, **fleet):
     return sim.scenario(
         {
             "research": [
@@ -231,12 +231,14 @@ def chain_world(sim):
         faults=[
             {"kind": "partial_batch", "probability": 1.0, "failures": 2, "windows": [{"start_s": 0, "duration_s": 1}]}
         ],
+        **fleet,
     )
 
 
 def test_dependency_chain_generic_propagates_wrong_output(sim):
-    """Generic passes 3/5 sources on: synth is wrong, so publish (which needs synth) is wrong too: 2 wrong steps."""
-    r = sim.run(chain_world(sim), "blind-retry", "generic")
+    """A generic tool that hides partial batches (partial_batch: ok) passes 3/5 sources on: synth is wrong, so
+    publish (which needs synth) is wrong too: 2 wrong steps."""
+    r = sim.run(chain_world(sim, partial_batch="ok"), "blind-retry", "generic")
     # search 10.1 (2 items failed, tool says ok) ; synth 20.1 on 3/5 -> 30.2 wrong ; publish on nothing -> 35.3 wrong
     rec = r.rec
     assert r.log == []
@@ -254,7 +256,7 @@ class _GiveUpAtOnce:
 
 
 def test_a_call_on_incomplete_inputs_that_times_out_yet_commits_takes_no_effect(sim):
-    """One dispatch: search is partial (generic says ok), synth runs on it, publish runs on
+    """One dispatch: search is partial (a generic tool that says ok), synth runs on it, publish runs on
     the wrong synth and times out though its post went through.  Like a successful call on
     incomplete inputs, what it did is wrong, so nothing took effect."""
     world = sim.scenario(
@@ -267,6 +269,7 @@ def test_a_call_on_incomplete_inputs_that_times_out_yet_commits_takes_no_effect(
             {"kind": "partial_batch", "probability": 1.0, "failures": 2, "windows": [{"start_s": 0, "duration_s": 1}]},
             {"kind": "timeout", "probability": 1.0, "tools": ["publish"], "committed_probability": 1.0},
         ],
+        partial_batch="ok",
     )  # fmt: skip
     r = sim.run(world, _GiveUpAtOnce(), "generic")
     rec = r.rec

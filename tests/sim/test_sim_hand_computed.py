@@ -45,7 +45,7 @@ def _six_tasks(sim):
     * T2 at 200: ``check`` fails its validation (0.1 + 0.5 s) three times, two retries, gives up at 211.8 s;
     * T3 at 300: ``slow`` hangs to its 30 s timeout but committed; the orchestrator waits past the run's end;
     * T4 at 400: ``read`` takes effect, ``update`` returns an empty success that did not: claimed a success;
-    * T5 at 500: ``crm`` is refused (0.1 + 0.3 s), escalated at 500.4 s; the human takes an hour.
+    * T5 at 500: ``crm`` is refused (0.1 + 0.3 s), escalated at 500.4 s; the human works on it for an hour.
     """
     templates = {
         "one": [sim.step("fetch", 5, tokens=100)],
@@ -71,7 +71,9 @@ def _six_tasks(sim):
         usd_per_1k_tokens=1.0,
         usd_per_tool_call=0.5,
         usd_per_human_hour=100.0,
-        human_response={"mean_s": 3600, "cv": 0},
+        usd_per_silent_failure=1000.0,
+        usd_per_undone_task=50.0,
+        page_handling={"mean_s": 3600, "cv": 0},
     )
     return sim.run(scenario, ByCode(), "structured"), scenario
 
@@ -113,7 +115,9 @@ def test_six_hand_computed_tasks_give_the_metrics_worked_out_on_paper(sim):
         "input_tokens": read,
         "human_pages": 1.0,
         "human_hours": 1.0,
-        "cost_usd": 0.18 + read / 1000 * 0.0025 + 12 * 0.5 + 100.0,
+        "undone_tasks": 2.0,  # T2 gave up, T3 never reported
+        # tokens, the context read, calls, the page, T4's silence, T2 and T3 undone
+        "cost_usd": 0.18 + read / 1000 * 0.0025 + 12 * 0.5 + 100.0 + 1000.0 + 2 * 50.0,
         "mean_steps_to_recovery": 1.0,  # T0: one step execution after its first fault
         "mean_time_to_recovery_s": 11.2,  # T0: from its fault at 0 s to its end
         "goodput_per_day": 2 / (1000 / 86400),

@@ -17,7 +17,7 @@ def three_task_world(sim):
     * task 1 (local, worker 1): a blip on its first call only (window [0, 0.5), worker 1).
     * task 2 (batch, worker 2): fan-out of 5 API items with 3 API tokens and a refill of
       0.01 token/s: items 3 and 4 are rate-limited.  The 'local' steps do not use the API,
-      so task 2 is the only bucket user.
+      so task 2 is the only bucket user.  Its tool hides the partial batch (partial_batch: ok).
     """
     return sim.scenario(
         {
@@ -36,6 +36,7 @@ def three_task_world(sim):
         workers=3,
         api_rate_per_s=0.01,
         api_burst=3,
+        partial_batch="ok",
     )
 
 
@@ -74,6 +75,16 @@ def test_metrics_blind_retry_generic_by_hand(sim):
     # the one retry (task 1 at 1.1 s) came after the blip window and went through
     assert m["failed_retries"] == 0.0
     assert m["common_recovery_rate"] == pytest.approx(1 / 2)  # a lone run: its own faulted tasks
+    # cost: 2 + 3 + 6 calls at $0.0005; 6 x 2000 tokens of the API calls that ran (task 2's 3 searches: the
+    # local steps use no API) at $0.01/1k; the silent failure at $480; nothing undone, paged or billed as refused
+    assert m["refused_calls"] == 2.0 and m["undone_tasks"] == 0.0
+    assert m["tool_call_cost_usd"] == pytest.approx(11 * 0.0005)
+    # and the one model turn (task 2's search step) reads the 2000-token system prompt at $0.0025/1k
+    assert m["input_tokens"] == 2000.0
+    assert m["token_cost_usd"] == pytest.approx(3 * 2000 / 1000 * 0.01 + 2000 / 1000 * 0.0025)
+    assert m["silent_failure_cost_usd"] == 480.0 and m["undone_task_cost_usd"] == m["refused_call_cost_usd"] == 0.0
+    assert m["human_cost_usd"] == 0.0
+    assert m["cost_usd"] == pytest.approx(11 * 0.0005 + 0.06 + 0.005 + 480.0)
     assert r.breakdowns == {
         "wasted_retries_by_reason": {},
         "failed_retries_by_kind": {},

@@ -14,7 +14,8 @@ APPROX = dict(abs=1e-6)
 
 
 def three_task_world(sim):
-    """Task 0 clean on worker 0, task 1 blips once on worker 1, task 2 (fan-out 5) rate-limited on items 3 and 4 on worker 2."""
+    """Task 0 clean on worker 0, task 1 blips once on worker 1, task 2 (fan-out 5) rate-limited on items 3 and 4 on
+    worker 2, and passed on as ok by a tool that hides partial batches (partial_batch: ok)."""
     return sim.scenario(
         {
             "local": [sim.step("plan", 10, uses_api=False), sim.step("edit", 10, uses_api=False, disk_mb=10)],
@@ -27,6 +28,7 @@ def three_task_world(sim):
         workers=3,
         api_rate_per_s=0.01,
         api_burst=3,
+        partial_batch="ok",
     )
 
 

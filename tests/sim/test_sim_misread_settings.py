@@ -14,7 +14,14 @@ def test_every_format_names_a_setting_whose_default_is_its_documented_factor():
     """Each built-in format reads one fleet.misread_factor setting (or none when it reports no failure), defaulting to today's value."""
     settings = set(MisreadFactors.model_fields)
     assert settings == set(DEFAULT_MISREAD_FACTORS)
-    expected = {"generic": 1.0, "raw": 3.0, "structured": 0.2, "agent-tool-error": 0.2, "failure-type": 0.2}
+    expected = {
+        "generic": 1.0,
+        "status": 1.0,
+        "raw": 3.0,
+        "structured": 0.2,
+        "agent-tool-error": 0.2,
+        "failure-type": 0.2,
+    }
     expected |= {"subagent-result": 0.2, "tool-envelope": 0.05, "empty-success": 0.0, "fabricated-defaults": 0.0}
     expected |= {"agent-sdk-default": 1.0, "langgraph-toolnode": 1.0, "mcp": 0.5}  # real stacks' texts
     for name in builtin_formats():

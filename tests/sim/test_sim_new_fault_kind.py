@@ -170,10 +170,12 @@ def test_the_new_kind_is_rendered_by_every_error_format(new_kind, format_name):
     fmt = get_format(format_name)
     obs = fmt.render(_report(record.name))
     env = obs.envelope
-    if getattr(fmt, "partial_step_ok", False) and obs.ok:  # empty-success, fabricated-defaults
+    if getattr(fmt, "partial_batch", None) == "ok" and obs.ok:  # empty-success, fabricated-defaults
         assert obs.text and env is None
     elif format_name == "generic":
         assert (obs.ok, obs.status, env, obs.text) == (False, "failed", None, None)
+    elif format_name == "status":
+        assert (obs.ok, env) == (False, None) and obs.text.startswith(f"HTTP {record.wire.status} ")
     elif format_name in ("raw", "agent-sdk-default", "langgraph-toolnode"):
         assert not obs.ok and env is None
         assert f"{record.wire.status} " in obs.text or record.wire.errno in obs.text

@@ -164,17 +164,19 @@ def test_remediation_cannot_repair_invalid_input(sim):
 # -- escalation, dead letters, rollback, idempotency ----------------------------------------
 
 
-def test_escalation_pages_a_human_whose_hours_are_charged(sim):
+def test_escalation_pages_a_human_whose_handling_hours_are_charged(sim):
     faults = [{"kind": "expired_key", "events": [{"worker": 0, "at_s": 0}]}]
     scenario = sim.scenario(
         {"job": [sim.step("plan", 10)]},
         faults=faults,
-        human_response={"mean_s": 5400, "cv": 0},
+        page_handling={"mean_s": 5400, "cv": 0},
         usd_per_human_hour=100.0,
     )
     r = sim.run(scenario, Script((Escalate("help"),)), "structured")
     assert r.rec.claim == "escalated"
     assert r.rec.pages == 1 and r.rec.human_s == pytest.approx(5400.0)
+    assert r.metrics["human_cost_usd"] == pytest.approx(150.0)  # 1.5 h of handling at $100
+    assert r.metrics["undone_task_cost_usd"] == 0.0  # an escalated task is the human's: its page is its cost
     assert r.rec.end_s == pytest.approx(0.4, **APPROX)  # the claim is reported at the page
 
 
@@ -326,3 +328,16 @@ def test_push_contention_scales_with_the_fleet():
     small, large = _contention("backoff-full-jitter", 10, 1), _contention("backoff-full-jitter", 200, 1)
     assert (small["tasks"], large["tasks"]) == (10, 200)
     assert large["tool_calls"] / large["tasks"] > small["tool_calls"] / small["tasks"]
+
+
+def test_paging_and_giving_up_cost_the_work_they_leave_not_the_wait(sim):
+    """With the default prices a page (its handling time, mean 30 min at $120/h) and a task given up ($60) cost
+    the same: neither is ten times the other, and no setting of how long the human takes to look changes either."""
+    faults = [{"kind": "expired_key", "events": [{"worker": 0, "at_s": 0}]}]
+    scenario = sim.scenario({"job": [sim.step("plan", 10)]}, faults=faults, page_handling={"mean_s": 1800, "cv": 0})
+    paged = sim.run(scenario, Script((Escalate("help"),)), "structured").metrics
+    given_up = sim.run(scenario, Script((GiveUp(),)), "structured").metrics
+    assert paged["human_cost_usd"] == pytest.approx(60.0) and paged["undone_task_cost_usd"] == 0.0
+    assert given_up["undone_task_cost_usd"] == 60.0 and given_up["human_cost_usd"] == 0.0
+    assert 0.1 < paged["cost_usd"] / given_up["cost_usd"] < 10
+    assert "human_response" not in type(scenario.fleet).model_fields  # the wait for the human is no setting

@@ -35,14 +35,15 @@ def batch(sim, synth_api: bool = False):
     return {"batch": [sim.step("search", 10, fan_out=5), sim.step("synth", 20, uses_api=synth_api)]}
 
 
-def token_starved(sim):
+def token_starved(sim, **fleet):
     # 3 tokens at t=0, refill 0.01 token/s (one token every 100 s)
-    return sim.scenario(batch(sim), api_rate_per_s=0.01, api_burst=3)
+    return sim.scenario(batch(sim), api_rate_per_s=0.01, api_burst=3, **fleet)
 
 
 def test_partial_batch_generic_is_silent_failure(sim):
-    """A generic fan-out tool says 'ok' with 3 of 5 items: claim success, truth partial, silent failure."""
-    r = sim.run(token_starved(sim), "blind-retry", "generic")
+    """A generic fan-out tool that hides partial batches (partial_batch: ok) says 'ok' with 3 of 5 items: claim
+    success, truth partial, silent failure."""
+    r = sim.run(token_starved(sim, partial_batch="ok"), "blind-retry", "generic")
     # t=0: items 0,1,2 take the 3 tokens (10.1 s each); items 3,4 get 429 (0.2 s each)
     # the step lasts its longest item, 10.1 ; the generic tool reports "ok" -> synth 20.1 -> 30.2
     rec, out = r.rec, r.out
@@ -99,10 +100,11 @@ def test_partial_batch_structured_resumes_only_failed_items(sim):
     assert out.steps_to_recovery == 3
 
 
-def _blip_batch(sim):
+def _blip_batch(sim, **fleet):
     return sim.scenario(
         batch(sim, synth_api=True),
         faults=[{"kind": "network_blip", "probability": 0.5, "windows": [{"start_s": 0, "duration_s": 1}]}],
+        **fleet,
     )
 
 
@@ -119,13 +121,14 @@ def _find_partial_seed(sim):
 
 
 def test_partial_batch_blip_generic_vs_structured(sim):
-    """Blips on some fan-out items (keyed draws, same in both arms): generic is silent, structured resumes only those items."""
+    """Blips on some fan-out items (keyed draws, same in both arms): generic that hides partial batches is silent,
+    structured resumes only those items."""
     seed, ok, structured = _find_partial_seed(sim)
     failed = sorted(set(range(5)) - ok)
     k = len(failed)
     # --- generic + blind-retry, same seed: the same items blip on execution 1 of step 0.
     #     succeeded items 10.1 s, blipped items 1.1 s -> step ends 10.1 ; "ok" -> synth 20.1 -> 30.2
-    generic = sim.run(_blip_batch(sim), "blind-retry", "generic", seed)
+    generic = sim.run(_blip_batch(sim, partial_batch="ok"), "blind-retry", "generic", seed)
     g = generic.rec
     assert [i for i, c in enumerate(g.commits[0]) if c == 0] == failed
     assert g.calls == 6 and g.retries == 0

@@ -138,7 +138,7 @@ class _ShowsEveryDispatchFailed:
     """A format that shows every dispatch as failed, a completed one too (a strict or broken format may)."""
 
     name = "shows-every-dispatch-failed"
-    partial_step_ok = False
+    partial_batch = "failed"
     misread_setting = "generic"
     misread_factor = 1.0
     failure_flag = True

@@ -75,6 +75,12 @@ def reference(records: list[TaskRecord], fault_log: list[tuple], fleet, duration
     token_cost += read / 1000.0 * fleet.model.usd_per_1k_input_tokens
     tool_cost = sum(o.calls for o in outcomes) * fleet.usd_per_tool_call
     human_cost = human_ms / 3_600_000.0 * fleet.usd_per_human_hour
+    silent = sum(o.silent_failure for o in outcomes)
+    undone = sum(o.claim in ("failed", "partial", "dead_lettered", "in_flight") for o in outcomes)
+    refused = sum(r.fault_hits.get(k, 0) for r in records for k in ("rate_limit", "quota_exhausted", "overloaded"))
+    silent_cost = silent * fleet.usd_per_silent_failure
+    undone_cost = undone * fleet.usd_per_undone_task
+    refused_cost = refused * fleet.usd_per_refused_call
     metrics = {
         "success_rate": successes / tasks if tasks else None,
         # a lone run's common set is its own faulted tasks
@@ -90,16 +96,21 @@ def reference(records: list[TaskRecord], fault_log: list[tuple], fleet, duration
         "tool_calls": tool_calls,
         "tokens": float(sum(o.tokens for o in outcomes)),
         "input_tokens": float(read),
-        "cost_usd": token_cost + tool_cost + human_cost,
+        "cost_usd": token_cost + tool_cost + human_cost + silent_cost + undone_cost + refused_cost,
         "token_cost_usd": token_cost,
         "tool_call_cost_usd": tool_cost,
         "human_cost_usd": human_cost,
+        "silent_failure_cost_usd": silent_cost,
+        "undone_task_cost_usd": undone_cost,
+        "refused_call_cost_usd": refused_cost,
         "retries": float(sum(o.retries for o in outcomes)),
         "redone_steps": float(sum(o.redone_steps for o in outcomes)),
         "duplicate_side_effects": float(sum(o.duplicate_side_effects for o in outcomes)),
         "escalations": float(claims["escalated"]),
         "false_alarms": float(sum(o.false_alarm for o in outcomes)),
         "unfinished_tasks": float(claims["in_flight"]),
+        "undone_tasks": float(undone),
+        "refused_calls": float(refused),
         "policy_errors": float(sum(o.policy_error is not None for o in outcomes)),
         "mean_steps_to_recovery": sum(steps_list) / len(steps_list) if steps_list else None,
         "mean_time_to_recovery_s": sum(times_list) / len(times_list) if times_list else None,

@@ -166,30 +166,51 @@ def test_tune_command_prints_the_winner_with_held_out_figures(small, tmp_path):
 
 
 def test_compare_tune_records_best_per_format_and_same_policy_rows(small, tmp_path):
-    """compare --tune: each format's tuned policy on every format, roles recorded, the gap split into parts."""
+    """compare --tune: each format's tuned policy on its format, the first's on every format, roles and gaps recorded."""
     space = tmp_path / "space.yaml"
     space.write_text(yaml.safe_dump(SPACE.model_dump(by_alias=True, exclude_none=True)))
     result = invoke(
         "compare", "--scenario", small, "--tune", "--space", str(space), "--trials", "2", "--train-seeds", "2",
-        "--seeds", "3", "--jobs", "1", "--no-history", "--json",
+        "--errors", "generic,structured", "--seeds", "3", "--jobs", "1", "--no-history", "--json",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output[result.output.index("{") :])
     tuning = doc["tuning"]
     best = tuning["best"]
-    assert set(best) == {"generic", "structured"}
+    assert set(best) == {"generic", "structured"} and tuning["source"] == "tuned"
     arms = [(a["policy"], a["errors"]) for a in doc["arms"]]
-    assert {(best["generic"], "generic"), (best["structured"], "structured")} <= set(arms)
+    assert arms[0] == ("blind-retry", "generic")  # the weak reference
+    assert {(best["generic"], "generic"), (best["generic"], "structured"), (best["structured"], "structured")} == set(
+        arms[1:]
+    )
     roles = {(r["policy"], r["errors"]): r["role"] for r in tuning["roles"]}
     assert roles[(best["generic"], "generic")] == "best for generic"
     assert roles[(best["structured"], "structured")] == "best for structured"
     if best["generic"] != best["structured"]:
-        assert len(arms) == 4
         assert roles[(best["generic"], "structured")] == "same policy as best for generic"
-    labels = [g["label"] for g in tuning["gaps"]]
-    assert labels[0] == "best per format" and any(label.startswith("same policy: ") for label in labels)
+        assert [g["kind"] for g in tuning["gaps"]] == ["lead", "envelope", "format"]
     assert all(g["n"] == 3 for g in tuning["gaps"])
     overlap = invoke(
         "compare", "--scenario", small, "--tune", "--first-seed", "1000001", "--seeds", "2", "--no-history"
     )
-    assert overlap.exit_code == 2 and "training and held-out seeds overlap" in overlap.output
+    assert overlap.exit_code == 2 and "seeds overlap" in overlap.output
+
+
+def test_tune_several_formats_prints_the_tuned_block_that_compare_reads(small, tmp_path):
+    """tune --errors A,B: each format's search, then the scenario's tuned: block with this command and the world."""
+    import shlex
+
+    space = tmp_path / "space.yaml"
+    space.write_text(yaml.safe_dump(SPACE.model_dump(by_alias=True, exclude_none=True)))
+    result = invoke("tune", "--scenario", small, "--errors", "generic,structured", "--space", str(space), "--trials",
+                    "2", "--train-seeds", "2", "--seeds", "2", "--jobs", "1")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    block = yaml.safe_load(result.output[result.output.index("\ntuned:") :])["tuned"]
+    assert shlex.split(block["command"]) == ["fleetchaos", "tune", "--scenario", small, "--errors",
+                                             "generic,structured", "--space", str(space), "--trials", "2",
+                                             "--train-seeds", "2"]  # fmt: skip
+    assert block["train_seeds"] == [1000001, 1000002] and set(block["policies"]) == {"generic", "structured"}
+    from fleetchaos.scenario.tuned import world_fingerprint
+
+    assert block["world"] == world_fingerprint(load_scenario(small))
+    assert block["references"] == ["blind-retry/generic"]

@@ -53,3 +53,17 @@ def test_the_folder_run_traces_writes_is_read_for_its_trace_files(tmp_path):
     empty.mkdir()
     refused = runner.invoke(cli, ["calibrate", str(empty), "-o", str(tmp_path / "x.yaml"), "--check-seeds", "0"])
     assert refused.exit_code == 2 and "a folder with no trace files in it" in refused.output
+
+
+def test_an_api_rate_that_never_binds_is_set_from_the_captures_own_span(tmp_path):
+    """60 tasks a second apart (one call a second over 59.5 s) and no rate-limit failure: the shared API rate is
+    twice the busiest ten minutes' rate over the capture's time in them, 2 x 60 / 59.5 s = 2.02 calls a second,
+    so the fitted world's own arrivals (60 / 59.5 s a second) never meet it.  Dividing by the whole ten minutes
+    gave 0.5 calls a second (its floor), which bound the arrivals the same fit writes at half their rate."""
+    path = tmp_path / "capture.jsonl"
+    _capture(path, 60, 1.0)
+    fitted = calibrate([path])
+    rate = fitted.document["fleet"]["api_rate_per_s"]
+    assert rate == pytest.approx(2 * 60 / 59.5, rel=1e-3)
+    arrivals = fitted.document["workload"]["arrival_schedule"]["points"][9]["tasks_per_hour"] / 3600
+    assert rate >= 2 * arrivals * 0.999

@@ -148,4 +148,4 @@ def test_calibrate_report(tmp_path, traces):
     summary = (tmp_path / "r" / "summary.md").read_text()
     assert "## Windows found" in summary and "rate_limit" in summary
     assert "## Fit check" in summary and "simulated on 2 seeds (1, 2" in summary
-    assert "| overloaded (not fitted) | 9.26% | 0.00% |" in summary
+    assert "| overloaded (not fitted) | 15.28% | 0.00% |" in summary

@@ -135,3 +135,25 @@ def test_the_readme_example_fits(tmp_path):
         "fit check: fits: each of 3 fault kinds' share of the traces' calls lies within its 99.9% interval over "
         in (done.stderr)
     )
+
+
+def test_a_fitted_world_whose_days_make_no_call_is_a_misfit_not_an_error(tmp_path):
+    """Three calls stamped 55 years apart fit an arrival rate so low that the simulated days make no call (found
+    by the trace fuzzer: the empty export was read back as a user's empty trace file, exit 2). Such a check holds
+    nothing against the traces: exit 1 naming the idle days, 0 with --allow-misfit; the scenario is written."""
+    rows = [("fetch", 1, 0.5), ("write", 1735722037, 0.6), ("note", 1735722074, 0.7)]
+    lines = [
+        json.dumps({"time": t, "task": "t0", "tool": tool, "worker": f"w{i}", "duration_s": d, "outcome": "ok",
+                    "attempt": 1, "item": 0})
+        for i, (tool, t, d) in enumerate(rows)
+    ]  # fmt: skip
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("\n".join(lines) + "\n")
+    args = [*FLEETCHAOS, "calibrate", str(traces), "-o", str(tmp_path / "fitted.yaml"), "--check-seeds", "2"]
+    done = subprocess.run([*args, "--jobs", "1"], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "2 of 2 simulated days of the fitted scenario made no tool call, where the traces have 3" in done.stderr
+    assert "error:" not in done.stderr and (tmp_path / "fitted.yaml").exists()
+    allowed = subprocess.run([*args, "--force", "--allow-misfit", "--jobs", "1"], capture_output=True, text=True,
+                             cwd=tmp_path)  # fmt: skip
+    assert allowed.returncode == 0, allowed.stderr

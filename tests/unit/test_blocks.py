@@ -763,5 +763,5 @@ def test_controls_record_their_parameters():
     assert repr(AwsRetryQuota()) == "AwsRetryQuota(initial=500, retry_cost=5, timeout_cost=10, success_refund=1)"
     assert repr(GrpcRetryThrottle()) == "GrpcRetryThrottle(max_tokens=10, token_ratio=0.1)"
     assert repr(EnvoyRetryBudget()) == "EnvoyRetryBudget(budget_percent=20.0, min_retry_concurrency=3)"
-    assert repr(AdaptiveThrottle()) == "AdaptiveThrottle(k=2.0, window_s=120.0, bucket_s=1.0)"
+    assert repr(AdaptiveThrottle()) == "AdaptiveThrottle(k=2.0, window_s=120.0, bucket_s=1.0, timeouts_accepted=False)"
     assert repr(CircuitBreaker()) == "CircuitBreaker(failure_threshold=5, cooldown_s=30.0, half_open_trials=1)"

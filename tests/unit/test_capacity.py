@@ -97,3 +97,23 @@ def test_fields_at_their_defaults_stay_out_of_dumps():
     dumped = FleetSpec().model_dump()
     assert "providers" not in dumped and "max_actions_per_task" not in dumped
     assert FleetSpec(max_actions_per_task=7).model_dump()["max_actions_per_task"] == 7
+
+
+def test_saturated_reads_the_provider_without_changing_it():
+    """A call at t=0 behind 10 s of work is answered at 11 (1 s of its own); with 2 calls in it the limit refuses."""
+    p = provider(servers=1, max_in_flight=2)
+    p.admit(0.0, 10.0, INF, cancel=False)
+    assert not p.saturated(0.0, 1.0, INF) and not p.saturated(0.0, 1.0, 11.0)
+    assert p.saturated(0.0, 1.0, 10.9)  # queued to 10, answered at 11: past a 10.9 s patience
+    p.admit(0.0, 1.0, INF, cancel=False)
+    assert p.saturated(0.0, 1.0, INF)  # two calls in it: a third is refused
+    assert (p.served, p.refused, p.in_flight(0.0)) == (2, 0, 2)  # asking admitted and refused nothing
+    assert not p.saturated(11.0, 1.0, INF)  # both have left by 11 (a later instant: they leave the heap, as at admit)
+    assert (p.served, p.refused) == (2, 0)
+
+
+def test_queue_admission_never_refuses():
+    """admission: queue takes every call past max_in_flight and serves it in turn."""
+    p = provider(servers=1, max_in_flight=1, admission="queue")
+    assert [p.admit(0.0, 1.0, INF, cancel=False) for _ in range(3)] == [(1.0, True), (2.0, True), (3.0, True)]
+    assert p.refused == 0 and not p.saturated(0.0, 1.0, INF)

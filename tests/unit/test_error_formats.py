@@ -7,7 +7,7 @@ import json
 import pytest
 
 from fleetchaos.policies import FailureTypeRouter, resume_from_refs
-from fleetchaos.policies.raw_errors import parse_raw
+from fleetchaos.policies.raw_errors import parse_raw, parse_status, status_of
 from fleetchaos.sim.envelope import SCHEMA_VERSION, AgentToolError
 from fleetchaos.sim.envelopes import ENVELOPES, FailureTypeError, SubagentResult, ToolEnvelope
 from fleetchaos.sim.formats import get_format
@@ -49,9 +49,10 @@ def test_same_truth_rendered_by_every_format():
     """For one truth: which formats say ok, which carry an envelope, text or leaked secrets."""
     seen = {name: render(name, truth()) for name in builtin_formats()}
     assert {n for n, o in seen.items() if o.ok} == {"empty-success", "fabricated-defaults"}
-    texts = {"raw", "empty-success", "fabricated-defaults", "agent-sdk-default", "langgraph-toolnode"}
+    texts = {"status", "raw", "empty-success", "fabricated-defaults", "agent-sdk-default", "langgraph-toolnode"}
     assert {n for n, o in seen.items() if o.envelope is None} == {"generic", *texts}
     assert {n for n, o in seen.items() if o.text} == texts  # an MCP timeout is a protocol error: no text
+    assert seen["status"].text == "HTTP 504 InternalServerError"  # a timeout's wire status, no vendor text
     assert {n for n, o in seen.items() if o.secrets} == {"raw"}  # 'search' is a Node client: its message has none
     assert seen["raw"].secrets == 5  # one key, token, e-mail, home path and internal URL
     assert seen["generic"].fields() == {} and seen["empty-success"].text == "{}"
@@ -189,6 +190,37 @@ def test_vendor_texts_differ_and_the_parser_reads_only_some():
         )
         parsed[vendor] = parse_raw(vendor_text(report, secrets))
     assert parsed["jvm"].status == parsed["python"].status == 429 and parsed["node"] is None
+
+
+@pytest.mark.parametrize(
+    "kind, line",
+    [
+        ("rate_limit", "HTTP 429 RateLimitError"),
+        ("expired_key", "HTTP 401 AuthenticationError"),
+        ("permission_denied", "HTTP 403 PermissionDeniedError"),
+        ("missing_dependency", "HTTP 424 APIStatusError"),
+        ("disk_full", "HTTP 507 InternalServerError"),
+        ("overloaded", "HTTP 503 InternalServerError"),
+    ],
+)
+def test_the_status_format_shows_the_wire_status_and_exception_class_and_nothing_else(kind, line):
+    """status: one line, no envelope, no secret, no progress; the status reader gets the status and category back."""
+    obs = render("status", truth(kind))
+    assert (obs.ok, obs.text, obs.envelope, obs.secrets) == (False, line, None, 0)
+    parsed = status_of(obs)
+    assert parsed is not None and parsed.status == int(line.split()[1]) and parsed.vendor == "status"
+
+
+def test_raw_parse_reads_the_status_line():
+    """raw-parse on the status format: a 503 is retried, a 401 refreshes, a 403 escalates, from the first step."""
+    from fleetchaos.policies import RawParsing
+
+    policy, history = RawParsing(), TaskHistory(task_id=1)
+    assert isinstance(policy.decide(render("status", truth("overloaded")), history), Retry)
+    assert policy.decide(render("status", truth("expired_key")), history) == RefreshCredentials()
+    assert isinstance(policy.decide(render("status", truth("permission_denied")), history), Escalate)
+    assert parse_status("2 of 5 items failed\nHTTP 429 RateLimitError").status == 429  # under a partial count
+    assert parse_status("failed") is None and status_of(render("generic", truth())) is None
 
 
 def test_sanitiser_removes_every_planted_secret_shape():

@@ -27,7 +27,7 @@ class Problem:
     """RFC 9457-style problem details: a status and a title, nothing to resume from."""
 
     name = "problem"
-    partial_step_ok = False
+    partial_batch = "failed"
     misread_setting = None
     misread_factor = 0.5
     failure_flag = True
@@ -45,7 +45,8 @@ class NeedsArgs(Problem):
 
 class NoRender:
     name = "no-render"
-    partial_step_ok = "yes"
+    partial_batch = "yes"
+    partial_step_ok = True
     misread_setting = "xml"
     misread_factor = -1.0
     failure_flag = False
@@ -57,7 +58,7 @@ INSTANCE = Problem()
 #: The built-in formats: one family per public module of fleetchaos.sim.formats.
 BUILT_IN = {
     "ablation:failure_type", "ablation:+partial_results", "ablation:+alternatives", "ablation:+retry_recommended",
-    "failure-type", "generic", "raw", "structured", "agent-tool-error", "subagent-result", "empty-success",
+    "failure-type", "generic", "status", "raw", "structured", "agent-tool-error", "subagent-result", "empty-success",
     "fabricated-defaults", "tool-envelope", "agent-sdk-default", "langgraph-toolnode", "mcp", "mcp-structured",
     "jsonrpc", "problem-details", "google-rpc",
 }  # fmt: skip
@@ -159,7 +160,8 @@ def test_built_in_names_win_over_entry_points(installed):
         ("missing-module", ["cannot load it", "fc_fmt_no_such_module", "fc_formats", "pyproject.toml"]),
         ("missing-attr", ["cannot load it", "Nope", "fc_formats"]),
         ("needs-args", ["NeedsArgs() failed", "must build with no arguments"]),
-        ("no-render", ["not an error format", "a bool partial_step_ok", "misread_factor >= 0",
+        ("no-render", ["not an error format", "a partial_batch of None or one of failed, ok, count (got 'yes')",
+                       "partial_batch instead of partial_step_ok", "misread_factor >= 0",
                        "misread_setting of None or one of generic", "'xml'", "render(report)"]),
     ],
 )  # fmt: skip

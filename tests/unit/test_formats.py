@@ -220,13 +220,21 @@ def test_structured_distinguishes_kinds_generic_does_not():
 
 
 # ---------------------------------------------------------------------------------------
-# partial_step_ok and the registry
+# partial_batch and the registry
 
 
-def test_partial_step_ok_flags():
-    """Generic passes partial fan-out batches as ok; structured reports them as failures."""
-    assert GenericFormat.partial_step_ok is True
-    assert StructuredFormat.partial_step_ok is False
+def test_partial_batch_is_the_scenarios_without_an_envelope():
+    """Formats without an envelope leave partial fan-out batches to fleet.partial_batch; the others fix it by contract."""
+    formats = builtin_formats()
+    assert {name for name, cls in formats.items() if cls.partial_batch is None} == {
+        "generic",
+        "status",
+        "raw",
+        "agent-sdk-default",
+        "langgraph-toolnode",
+    }
+    assert StructuredFormat.partial_batch == "failed"
+    assert formats["empty-success"].partial_batch == formats["fabricated-defaults"].partial_batch == "ok"
 
 
 def test_builtin_formats():
@@ -251,7 +259,7 @@ def test_get_format_unknown_name_lists_known():
         get_format("xml")
     msg = str(info.value)
     assert "'xml'" in msg
-    assert all(name in msg for name in ("generic", "raw", "structured", "tool-envelope"))
+    assert all(name in msg for name in ("generic", "status", "raw", "structured", "tool-envelope"))
 
 
 # ---------------------------------------------------------------------------------------

@@ -143,6 +143,10 @@ CASES: dict[str, Case] = {
     "unknown_fleet_field": Case(
         "name: x\nfleet: {wrkers: 3}\n", ("world.yaml: fleet.wrkers: unknown field 'wrkers'; did you mean 'workers'?",)
     ),
+    "human_response_is_gone": Case(
+        "name: x\nfleet: {human_response: {mean_s: 7200}}\n",
+        ("world.yaml: fleet: human_response: a page is no longer billed at the wait", "set page_handling"),
+    ),
     "unknown_step_field": Case(
         "name: x\nworkload:\n  templates:\n    - name: a\n      steps: [{tool: a, duraton: {mean_s: 1}}]\n",
         ("world.yaml: workload.templates[0].steps[0].duraton: unknown field 'duraton'; did you mean 'duration'?",),

@@ -89,7 +89,7 @@ def test_apply_without_params_is_the_same_scenario(default):
     [
         ([("fleet.wrokers", 3)], "unknown field 'wrokers' in fleet of scenarios/default.yaml"),
         ([("fleet.wrokers", 3)], "did you mean 'workers'?"),
-        ([("faults[9].probability", 0.1)], "faults has 5 entries in scenarios/default.yaml (faults[0]..faults[4])"),
+        ([("faults[9].probability", 0.1)], "faults has 6 entries in scenarios/default.yaml (faults[0]..faults[5])"),
         ([("fleet.workers.count", 3)], "fleet.workers is a number"),
         (
             [("faults[0].probability", 1.5)],

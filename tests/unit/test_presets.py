@@ -346,6 +346,53 @@ def test_adaptive_throttle_counts_the_contracts_overload_codes_as_refused(kind):
     assert shared.budget.totals() == (2, 1)
 
 
+@pytest.mark.parametrize(
+    "observation, counts_as_accepted",
+    [
+        (Observation(False, "failed", 0), False),  # a bare "failed" says nothing: not known to be accepted
+        (Observation(False, "failed", 0, text="HTTP 429 RateLimitError"), False),
+        (Observation(False, "failed", 0, text="HTTP 503 InternalServerError"), False),
+        (Observation(False, "failed", 0, text="HTTP 504 InternalServerError"), False),  # no answer in time
+        (Observation(False, "failed", 0, text="HTTP 422 UnprocessableEntityError"), True),  # it answered: bad input
+        (Observation(False, "failed", 0, text="Error: ETIMEDOUT search request failed"), False),  # no status to read
+        (ate(code="TOOL_TIMEOUT"), False),
+        (ate(code="DISK_FULL"), True),
+        (Observation(True, "ok", 0), True),
+    ],
+)
+def test_adaptive_throttle_counts_every_request_that_was_not_accepted(observation, counts_as_accepted):
+    """Three dispatches observed at t=0, each the same outcome: requests 3, accepts 3 or 0, so the SRE probability
+    max(0, (3 - 2 * accepts) / (3 + 1)) is 0 when the backend accepted them and 3/4 when it did not."""
+    policy, shared = _controlled(budget=AdaptiveThrottle(k=2.0))
+    for task in range(3):
+        policy.observe(observation, shared, 0.0, task)
+    assert shared.budget.totals() == (3, 3 if counts_as_accepted else 0)
+    p = AdaptiveThrottle().reject_probability(shared.budget, 0.0)
+    assert p == (0.0 if counts_as_accepted else 0.75)
+    assert policy.before_dispatch(ControlState(budget=shared.budget), 0.0, True, 0.74) == (
+        None if counts_as_accepted else GiveUp()
+    )
+    assert policy.before_dispatch(ControlState(budget=shared.budget), 0.0, True, 0.76) is None
+
+
+@pytest.mark.parametrize(
+    "observation, counts_as_accepted",
+    [
+        (ate(code="TOOL_TIMEOUT"), True),
+        (Observation(False, "failed", 0, text="HTTP 504 InternalServerError"), True),
+        (Observation(False, "failed", 0, text="HTTP 503 InternalServerError"), False),  # still a refusal
+        (ate(code="RATE_LIMITED"), False),
+        (Observation(False, "failed", 0), False),  # says nothing: still not known to be accepted
+    ],
+)
+def test_a_throttle_told_timeouts_are_accepted_counts_only_them_as_accepts(observation, counts_as_accepted):
+    """timeouts_accepted changes the timeouts' count alone: refusals and silent failures are still not accepts."""
+    policy, shared = _controlled(budget=AdaptiveThrottle(timeouts_accepted=True))
+    for task in range(3):
+        policy.observe(observation, shared, 0.0, task)
+    assert shared.budget.totals() == (3, 3 if counts_as_accepted else 0)
+
+
 def test_breaker_opens_after_failures_and_diverts_dispatches():
     policy, shared = _controlled(breaker=CircuitBreaker(failure_threshold=2, cooldown_s=30.0))
     failed_on_0 = Observation(False, "failed", 0)

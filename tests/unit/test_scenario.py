@@ -9,6 +9,7 @@ import pytest
 from fleetchaos.errors import ScenarioError, UserError
 from fleetchaos.scenario.load import MAX_FILE_BYTES, Scenario, load_scenario, parse_scenario
 from fleetchaos.sim.config import DiskFull, ExpiredKey, NetworkBlip, RateLimit, Timeout
+from fleetchaos.sim.fault_specs import WrongEnvelope
 
 SOURCE = "my_world.yaml"
 
@@ -25,13 +26,13 @@ def parse_error(text: str, source: str = SOURCE) -> str:
 
 
 def test_load_default_scenario_validates():
-    """The catalogue's default scenario loads with its documented fleet and five fault kinds."""
+    """The catalogue's default scenario loads with its documented fleet and six fault kinds (wrong envelopes too)."""
     sc = load_scenario("default")
     assert isinstance(sc, Scenario)
     assert sc.name == "default"
     assert sc.duration_s == 86_400
     assert sc.fleet.workers == 10 and sc.fleet.orchestrators == 2
-    assert [type(f) for f in sc.faults] == [NetworkBlip, Timeout, RateLimit, DiskFull, ExpiredKey]
+    assert [type(f) for f in sc.faults] == [NetworkBlip, Timeout, RateLimit, DiskFull, ExpiredKey, WrongEnvelope]
     assert sc.description and sc.reveals
 
 
