@@ -69,11 +69,45 @@ def test_each_kind_is_drawn_into_a_world_that_runs(kind):
         assert kind in _drawn(strategy, lambda faults: faults, 5), f"{kind} never drawn as a {style}"
 
 
+class _AllDrawn(Exception):
+    """Raised to end a search once every kind wanted has been drawn."""
+
+
+def _missed(strategy: st.SearchStrategy, faults_of: Callable, kinds: list[str], budget: int = 3000) -> list[str]:
+    """The kinds of ``kinds`` that ``strategy`` draws no fault of in ``budget`` draws.
+
+    The search stops as soon as every kind has been drawn, so the budget is a bound, not a cost.  A
+    fixed first-N sample is no proof: Hypothesis mixes constants of the modules already imported into
+    its draws, so which values come first depends on what ran before in the process (300 draws missed
+    two kinds after one order of the unit tests, and drew them all in another).
+    """
+    wanted = set(kinds)
+
+    @seed(20)
+    @settings(
+        max_examples=budget,
+        phases=[Phase.generate],
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(strategy)
+    def draw(value):
+        wanted.difference_update(f.kind for f in faults_of(value))
+        if not wanted:
+            raise _AllDrawn
+
+    try:
+        draw()
+    except _AllDrawn:
+        return []
+    return [k for k in kinds if k in wanted]
+
+
 def test_the_default_strategies_draw_every_kind():
     """Not told which kinds, scenarios() draws every kind, and fault_schedules and fault_mixes every kind they can place."""
-    drawn = _drawn(scenarios(max_tasks=3, max_horizon_s=600.0), lambda s: s.faults, 300)
-    assert [k for k in KINDS if k not in drawn] == [], "kinds scenarios() never drew"
-    scheduled = _drawn(fault_schedules(min_faults=1, **NAMES), lambda faults: faults, 300)
-    mixed = _drawn(fault_mixes(**NAMES), lambda faults: faults, 300)
-    assert [k for k in KINDS if "schedule" in styles(k) and k not in scheduled] == []
-    assert [k for k in KINDS if "mix" in styles(k) and k not in mixed] == []
+    assert _missed(scenarios(max_tasks=3, max_horizon_s=600.0), lambda s: s.faults, list(KINDS)) == []
+    scheduled = [k for k in KINDS if "schedule" in styles(k)]
+    mixed = [k for k in KINDS if "mix" in styles(k)]
+    assert _missed(fault_schedules(min_faults=1, **NAMES), lambda faults: faults, scheduled) == []
+    assert _missed(fault_mixes(**NAMES), lambda faults: faults, mixed) == []
