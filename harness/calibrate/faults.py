@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fleetchaos.calibrate.changepoint import find_windows
+from fleetchaos.sim.kind_record import PERSISTENT, TASK_STEP, TRANSIENT, WORKER_TOOL
+from fleetchaos.sim.kinds import KINDS
 from fleetchaos.traces.codes import FAULT_KINDS
 
 if TYPE_CHECKING:  # NumPy is loaded by the fitters, not on import
@@ -26,20 +28,25 @@ if TYPE_CHECKING:  # NumPy is loaded by the fitters, not on import
 
     from fleetchaos.calibrate.observed import Calls
 
+#: The per-call kinds fitted from their record alone (:func:`fit_per_call`): every transient kind, drawn afresh
+#: for each call, and every persistent kind keyed per task and step (or item): the model's own faults and any
+#: kind added since among them.  missing_dependency, keyed per worker and tool, has a fitter of its own.
+PER_CALL: dict[str, str] = {
+    name: kind.stage
+    for name, kind in KINDS.items()
+    if kind.stage == TRANSIENT or (kind.stage == PERSISTENT and kind.persistent_scope != WORKER_TOOL)
+}
+
 #: Stage of each kind in a call (lower is met first); kinds not listed have no per-call stage.
 STAGE = {
     "node_crash": 0,
     "expired_key": 1,
     "missing_dependency": 2,
-    "validation_error": 2,
-    "not_found": 2,
-    "permission_denied": 2,
     "disk_full": 3,
     "rate_limit": 4,
     "quota_exhausted": 5,
-    "network_blip": 6,
-    "timeout": 6,
     "partial_batch": 7,
+    **{name: 2 if stage == PERSISTENT else 6 for name, stage in PER_CALL.items()},
 }
 API_KINDS = ("expired_key", "rate_limit", "quota_exhausted")
 
@@ -238,12 +245,17 @@ def _rate_rules(ctx, name: str, times, failed, tools_of_unit, worker_of_unit, la
 
 
 def fit_transient(ctx: Context, name: str) -> list[Fitted]:
-    """network_blip and timeout: per-call probabilities (a fresh draw on every try)."""
+    """network_blip, timeout and the model's per-call faults: per-call probabilities (a fresh draw on every try).
+
+    A kind whose outcome is unknown (a timeout, a cut stream) also gets its ``timeout_s``, the median
+    duration of its failed calls; whether such a call committed is not in traces.
+    """
     calls = ctx.calls
     mask = ctx.eligible(name)
     failed = calls.kind[mask] == ctx.kind_code(name)
     extra: dict = {}
-    if name == "timeout" and failed.any():
+    unknown = KINDS[name].outcome_unknown
+    if unknown and failed.any():
         import numpy as np
 
         durations = calls.duration[mask][failed]
@@ -252,9 +264,14 @@ def fit_transient(ctx: Context, name: str) -> list[Fitted]:
     fits = _rate_rules(
         ctx, name, calls.start[mask], failed, calls.tool[mask], calls.worker[mask], "failed calls", extra
     )
-    if name == "timeout" and fits:
-        ctx.notes.append("timeout: whether a timed-out call committed its side effect is not in traces; 0.5 kept")
+    if unknown and fits:
+        ctx.notes.append(f"{name}: whether a call that met it committed its side effect is not in traces; 0.5 kept")
     return fits
+
+
+def fit_per_call(ctx: Context, name: str) -> list[Fitted]:
+    """A kind of :data:`PER_CALL`, as its record says it is met: keyed (persistent) or drawn per call (transient)."""
+    return fit_persistent(ctx, name) if PER_CALL[name] == PERSISTENT else fit_transient(ctx, name)
 
 
 def _units(ctx: Context, name: str, per_item: bool):
@@ -288,10 +305,11 @@ def _units(ctx: Context, name: str, per_item: bool):
 
 
 def fit_persistent(ctx: Context, name: str) -> list[Fitted]:
-    """validation_error (per task and step), not_found and permission_denied (per task, step and item)."""
+    """validation_error and the model's denials (per task and step), not_found and permission_denied (per task,
+    step and item)."""
     import numpy as np
 
-    per_item = name != "validation_error"
+    per_item = KINDS[name].persistent_scope != TASK_STEP
     times, tools, workers, failed, items, (retried, same) = _units(ctx, name, per_item)
     if not failed.any():
         return []

@@ -203,6 +203,9 @@ def calibrate(
     fitted += F.fit_missing_dependency(ctx)
     for kind in ("validation_error", "not_found", "permission_denied"):
         fitted += F.fit_persistent(ctx, kind)
+    for kind in F.PER_CALL:  # the other per-call kinds (the model's own faults), from their records
+        if kind not in ("network_blip", "timeout", "validation_error", "not_found", "permission_denied"):
+            fitted += F.fit_per_call(ctx, kind)
     fitted += F.fit_partial_batch(ctx)
     fitted += S.fit_worker_events(ctx, "node_crash")
     fitted += S.fit_quota(ctx)

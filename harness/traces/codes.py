@@ -24,34 +24,18 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from fleetchaos.sim.kinds import KINDS
 from fleetchaos.traces.bounded import TraceFileError
 
-#: Fault kinds a code can name (the simulator's catalogue), plus ``ignore``.
-FAULT_KINDS = (
-    "network_blip",
-    "timeout",
-    "rate_limit",
-    "disk_full",
-    "expired_key",
-    "git_push_conflict",
-    "missing_dependency",
-    "validation_error",
-    "not_found",
-    "permission_denied",
-    "partial_batch",
-    "silent_suppression",
-    "fabricated_defaults",
-    "schema_drift",
-    "node_crash",
-    "network_partition",
-    "latency_spike",
-    "quota_exhausted",
-    "overloaded",
-)
+#: Fault kinds a code can name (the simulator's catalogue, in its order), plus ``ignore``.  A wrong
+#: envelope is a contract disagreeing with the call's true outcome: a trace records one outcome
+#: per call, so no code in it can name that kind.
+FAULT_KINDS: tuple[str, ...] = tuple(name for name in KINDS if name != "wrong_envelope")
 IGNORE = "ignore"
 
 #: Error codes -> kinds: POSIX errno names, exception class names, gRPC statuses, common
-#: API error types, the structured contract's codes and the simulated vendors' wire codes.
+#: API error types, LLM APIs' finish and stop reasons, the structured contract's codes and the
+#: simulated vendors' wire codes.
 DEFAULT_CODES: dict[str, str] = {
     **dict.fromkeys(
         ["ECONNRESET", "ECONNABORTED", "EPIPE", "ConnectionResetError", "ConnectionAbortedError", "BrokenPipeError",
@@ -94,6 +78,30 @@ DEFAULT_CODES: dict[str, str] = {
     **dict.fromkeys(["ECONNREFUSED", "WORKER_LOST"], "node_crash"),
     **dict.fromkeys(["ERR_OVERLOADED", "SERVICE_OVERLOADED", "OVERLOADED", "overloaded_error"], "overloaded"),
     **dict.fromkeys(["EHOSTUNREACH", "NETWORK_PARTITION"], "network_partition"),
+    # The model's own faults, as an LLM API's finish or stop reason names them (OpenAI's finish_reason,
+    # Anthropic's stop_reason, Gemini's finishReason, Bedrock's stopReason) or as a client raises them.
+    **dict.fromkeys(["ERR_MODEL_REFUSAL", "MODEL_REFUSAL", "refusal"], "refusal"),
+    **dict.fromkeys(
+        ["ERR_CONTENT_FILTER", "CONTENT_FILTERED", "content_filter", "content_filtered", "guardrail_intervened",
+         "SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "ResponsibleAIPolicyViolation"],
+        "content_filter",
+    ),
+    **dict.fromkeys(
+        ["ERR_LENGTH_STOP", "OUTPUT_TRUNCATED", "length", "max_tokens", "max_output_tokens", "LengthFinishReasonError"],
+        "truncated_call",
+    ),
+    **dict.fromkeys(
+        ["ERR_INVALID_JSON", "INVALID_TOOL_ARGUMENTS", "MALFORMED_FUNCTION_CALL", "tool_use_failed",
+         "OutputParserException"],
+        "malformed_args",
+    ),
+    **dict.fromkeys(["ERR_UNKNOWN_TOOL", "UNKNOWN_TOOL", "UNEXPECTED_TOOL_CALL"], "unknown_tool"),
+    **dict.fromkeys(["ERR_EMPTY_RESPONSE", "EMPTY_RESPONSE"], "empty_turn"),
+    **dict.fromkeys(
+        ["ERR_STREAM_PREMATURE_CLOSE", "STREAM_INTERRUPTED", "RemoteProtocolError", "ChunkedEncodingError",
+         "IncompleteRead"],
+        "stream_cut",
+    ),
 }  # fmt: skip
 
 #: HTTP statuses -> kinds, used when the code says nothing.

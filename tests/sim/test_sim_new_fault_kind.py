@@ -223,3 +223,22 @@ def test_the_new_kind_is_documented_in_scenarios_md(new_kind):
     assert f"| [`{record.name}`](#{record.name}) | `{record.contract.error_code}` |" in text
     assert f"#### {record.name}\n" in text
     assert f"*Effect on the truth:* {record.effect}" in text
+
+
+def test_the_new_kind_is_drawn_by_the_hypothesis_strategies(new_kind):
+    """The kind's strategy is read from its model: each style it allows draws valid faults of it, no code added."""
+    from hypothesis import HealthCheck, given, settings
+
+    from fleetchaos.testing.kind_strategies import Place, kind_strategy, styles
+
+    record, model = new_kind
+    place = Place(workers=2, horizon_s=600.0, tools=("search",), templates=("job",))
+    assert styles(record.name) == ("schedule", "mix")
+    for style in styles(record.name):
+
+        @settings(max_examples=10, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+        @given(kind_strategy(record.name, place, style))
+        def drawn(fault):
+            assert isinstance(fault, model) and fault.kind == record.name
+
+        drawn()

@@ -39,10 +39,21 @@ def test_every_wire_code_maps_back_to_its_kind():
         ("econnreset", 502, "network_blip"),
         ("ENOSPC", None, "disk_full"),
         ("ERR_QUOTA_EXCEEDED", 429, "quota_exhausted"),
+        ("refusal", None, "refusal"),
+        ("content_filter", 400, "content_filter"),
+        ("SAFETY", None, "content_filter"),
+        ("length", None, "truncated_call"),
+        ("max_tokens", None, "truncated_call"),
+        ("tool_use_failed", 400, "malformed_args"),
+        ("MALFORMED_FUNCTION_CALL", None, "malformed_args"),
+        ("UNEXPECTED_TOOL_CALL", None, "unknown_tool"),
+        ("RemoteProtocolError", None, "stream_cut"),
     ],
 )
 def test_defaults(code, status, kind):
-    """The issue's defaults: 429, 401, 403, 404, timeouts, resets, ENOSPC; the code wins over the status."""
+    """The issue's defaults: 429, 401, 403, 404, timeouts, resets, ENOSPC; the code wins over the status.  The
+    model's own faults by the finish or stop reason an LLM API gives (a refusal, a content filter, a length stop,
+    a tool call the provider could not parse or that names no declared tool) and a stream cut by what a client raises."""
     assert CodeMap().kind(code, status) == kind
 
 

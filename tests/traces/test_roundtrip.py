@@ -76,6 +76,38 @@ def test_round_trip_crm_sync_403():
     assert rt.first.metrics["silent_failure_rate"] > 0.15  # the silent failures the window causes under generic errors
 
 
+#: The model's own faults (fleetchaos.sim.kinds_model): the catalogue scenarios that declare them.
+MODEL_KINDS = (
+    "refusal",
+    "content_filter",
+    "truncated_call",
+    "malformed_args",
+    "unknown_tool",
+    "empty_turn",
+    "stream_cut",
+)
+
+
+def test_round_trip_of_the_models_own_faults():
+    """malformed_calls with a refusal, a content filter and stream cuts added: each model-side kind's share of calls
+    comes back from the traces, mapped by its wire code and fitted from its record (keyed per task and step, or
+    drawn per call), and a cut stream's duration is its cut's."""
+    base = load_scenario("malformed_calls")
+    doc = base.model_dump(mode="json")
+    doc["faults"] += [
+        {"kind": "refusal", "tools": ["label_issue"], "probability": 0.05},
+        {"kind": "content_filter", "tools": ["label_issue"], "probability": 0.03},
+        {"kind": "stream_cut", "probability": 0.03, "timeout_s": 20},
+    ]
+    rt = round_trip(type(base).model_validate(doc), "blind-retry", "generic", 1, second_seed=2)
+    assert set(MODEL_KINDS) <= set(rt.first.kind_counts), rt.first.kind_counts
+    assert not _check(rt, MODEL_KINDS, ("silent_failure_rate",))
+    fitted = {f["kind"]: f for f in rt.calibration.document["faults"]}
+    assert set(MODEL_KINDS) <= set(fitted)
+    assert fitted["truncated_call"]["tools"] == ["assign_owner"]  # a per-tool rate: the other tools never met it
+    assert fitted["stream_cut"]["timeout_s"] == pytest.approx(20, abs=0.5)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("policy", "errors"), [("backoff", "generic"), ("structured", "structured")])
 def test_round_trip_default_day(policy, errors):

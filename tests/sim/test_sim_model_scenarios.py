@@ -1,0 +1,52 @@
+"""The catalogue scenarios of the model's own faults: each expect: gate holds, on decisive evidence, on its own arms.
+
+refusal_loop (refusal, content_filter), malformed_calls (malformed_args, unknown_tool,
+empty_turn, truncated_call) and stream_cut_storm (stream_cut) each name their arms
+(``arms:``) and gate them (``expect:``).  Every gate is judged by the one gate rule on the
+arms it applies to, over the seeds below (seed 1 is the catalogue tests' own), and must pass
+decisively: each is a worst-seed gate, an exact figure.  The loop's arithmetic is checked
+apart from the gates: with nothing but denials in the world, a naive policy's retries are
+its three retries of each denied task it did not misread as done, every one wasted in the
+denial's own family.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fleetchaos.scenario.expect import split_arm
+from fleetchaos.scenario.load import load_scenario
+from fleetchaos.sim.kinds_model import DETERMINISTIC_DENIAL
+from fleetchaos.testing.suite import run_scenario
+
+SCENARIOS = ("refusal_loop", "malformed_calls", "stream_cut_storm")
+SEEDS = (1, 2)
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_every_gate_holds_decisively_on_the_scenarios_own_arms(name):
+    """Each arm of the scenario's arms: meets every gate that applies to it, decisively; each gate applies to one."""
+    scenario = load_scenario(name)
+    assert scenario.arms and scenario.expect
+    judged: dict[int, list[str]] = {}
+    for arm in scenario.arms:
+        policy, errors = split_arm(arm)
+        result = run_scenario(scenario, policy=policy, errors=errors, seeds=SEEDS)
+        for verdict in result.expectations:
+            shown = f"{name} expect[{verdict.gate}] {verdict.metric} {verdict.rule} {verdict.bound:g} on {arm}"
+            assert verdict.passed, f"{shown}: {verdict.value} (seed {verdict.worst_seed})"
+            assert verdict.evidence == "decisive", f"{shown}: {verdict.evidence} evidence"
+            judged.setdefault(verdict.gate, []).append(arm)
+    assert sorted(judged) == list(range(len(scenario.expect))), f"gates no arm of {scenario.arms} meets: {judged}"
+
+
+def test_a_naive_policy_retries_each_denial_three_times_and_wastes_every_retry():
+    """refusal_loop has no fault but the denials: blind-retry retries each denied task three times (fewer only when
+    the model misreads a denial as a success and stops), and every retry is wasted, in the denial's own family."""
+    result = run_scenario("refusal_loop", policy="blind-retry", errors="generic", seeds=SEEDS)
+    for run in result.runs:
+        m = run.metrics
+        denied, misreads = m["faulted_tasks"], m["misreads"]
+        assert denied and 3 * (denied - misreads) <= m["retries"] <= 3 * denied, m
+        assert m["wasted_retries"] == m["retries"] and m["recovered_tasks"] == 0
+        assert run.breakdowns["wasted_retries_by_family"] == {DETERMINISTIC_DENIAL: m["retries"]}
