@@ -23,6 +23,23 @@ from fleetchaos.testing.strategies import ALL_KINDS, fault_mixes, fault_schedule
 NAMES = {"workers": 3, "horizon_s": 600.0, "tools": ["git_push", "search"], "providers": ["api"]}
 
 
+def _draws_only(examples: int) -> Callable:
+    """Up to ``examples`` draws only (no shrinking, no example database), from a fixed seed."""
+
+    def decorate(test: Callable) -> Callable:
+        return seed(20)(
+            settings(
+                max_examples=examples,
+                phases=[Phase.generate],
+                database=None,
+                deadline=None,
+                suppress_health_check=list(HealthCheck),
+            )(test)
+        )
+
+    return decorate
+
+
 def _drawn(strategy: st.SearchStrategy, faults_of: Callable, examples: int) -> dict[str, object]:
     """The first value drawn holding a fault of each kind, by kind.
 
@@ -30,14 +47,7 @@ def _drawn(strategy: st.SearchStrategy, faults_of: Callable, examples: int) -> d
     """
     first: dict[str, object] = {}
 
-    @seed(20)
-    @settings(
-        max_examples=examples,
-        phases=[Phase.generate],
-        database=None,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
+    @_draws_only(examples)
     @given(strategy)
     def draw(value):
         for fault in faults_of(value):
@@ -83,14 +93,7 @@ def _missed(strategy: st.SearchStrategy, faults_of: Callable, kinds: list[str], 
     """
     wanted = set(kinds)
 
-    @seed(20)
-    @settings(
-        max_examples=budget,
-        phases=[Phase.generate],
-        database=None,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
+    @_draws_only(budget)
     @given(strategy)
     def draw(value):
         wanted.difference_update(f.kind for f in faults_of(value))
