@@ -173,9 +173,10 @@ def _catalogue() -> list[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("scenario", _catalogue())
 def test_every_catalogue_scenarios_replays_reproduce_their_runs(scenario, tmp_path, monkeypatch):
-    """Every catalogue scenario: the report's and run's replays reproduce their runs."""
+    """Every catalogue scenario: the report's and run's replays reproduce their runs (on four arms every scenario
+    has, so without the gates a scenario keeps for its own arms: a gated scenario's replays are checked above)."""
     check_compare_report(tmp_path, scenario, ["--seeds", "1", "--jobs", "1", "--policies", "blind-retry,structured",
-                         "--errors", "generic,structured"], monkeypatch)  # fmt: skip
+                         "--errors", "generic,structured", "--no-expect"], monkeypatch)  # fmt: skip
 
 
 @pytest.mark.slow

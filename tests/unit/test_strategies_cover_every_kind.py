@@ -69,6 +69,7 @@ def test_each_kind_is_drawn_into_a_world_that_runs(kind):
         assert kind in _drawn(strategy, lambda faults: faults, 5), f"{kind} never drawn as a {style}"
 
 
+@pytest.mark.slow  # 900 drawn scenarios and fault lists: about 9 s of CPU
 def test_the_default_strategies_draw_every_kind():
     """Not told which kinds, scenarios() draws every kind, and fault_schedules and fault_mixes every kind they can place."""
     drawn = _drawn(scenarios(max_tasks=3, max_horizon_s=600.0), lambda s: s.faults, 300)
