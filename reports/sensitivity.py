@@ -149,6 +149,12 @@ def study_lines(result: SensitivityResult) -> list[str]:
             )
             + "."
         )
+    lines += [
+        f"{s.parameter}: left out, this scenario's rules refuse {', '.join(s.skipped)}."
+        + (" It was not varied here." if len(s.values) < 2 else "")
+        for s in result.settings
+        if s.skipped
+    ]
     return lines
 
 
@@ -198,7 +204,7 @@ def _value_rows(result: SensitivityResult) -> list[list[str]]:
     for p in result.points:
         cells = [literal(p.parameter), literal(short_value(p.value)), p.metric]
         by_format = {a.errors: a for a in p.arms}
-        cells += [metric_cell(by_format[f], p.metric) if f in by_format else "-" for f in result.formats]
+        cells += [metric_cell(by_format[f], p.metric) if f in by_format else "-" for f in result.errors]
         cells += [difference(p.metric, p.difference, p.ci), p.leader, ", ".join(p.retuned) or "-"]
         rows.append(cells)
     return rows
@@ -241,7 +247,7 @@ def sensitivity_blocks(
             "(paired by seed), the leading format and the formats tuned again at that value."
         ),
         TABLE(
-            ["assumption", "value", "metric", *result.formats, "envelope's lead", "leader", "re-tuned"],
+            ["assumption", "value", "metric", *result.errors, "envelope's lead", "leader", "re-tuned"],
             _value_rows(result),
             align_right=3,
         ),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from fleetchaos.results.models import ArmResult, CompareResult, Flip
 
@@ -189,6 +189,9 @@ class Setting(_Model):
     """Whether each format's best was tuned again at each value (never for a price)."""
     reaches: list[str]
     """The formats the setting can change; the others' runs are the scenario's own at every value."""
+    skipped: list[str] = []
+    """Values of the registry's range this scenario's rules refuse, each with the rule (``60: not below the call
+    timeout 10 s``); a range given with ``--param`` is never trimmed, it is refused."""
 
 
 class SensitivityPoint(_Model):
@@ -244,7 +247,9 @@ class SensitivityResult(_Model):
     """What best against best depends on: each assumption varied over its plausible range, one at a time."""
 
     scenario: str
-    formats: list[str]
+    errors: list[str] = Field(validation_alias=AliasChoices("errors", "formats"))
+    """The error formats whose bests meet (the same name as a comparison's ``errors``; files written before
+    the name was unified say ``formats``, which still reads)."""
     seeds: list[int]
     confidence: float
     metric: str = "success_rate"

@@ -131,11 +131,13 @@ def plan_settings(
         reached = reaches(scenario, path, formats)
         if not reached:
             continue  # a misread factor of a format the study does not compare
+        kept, skipped = _within_rules(scenario, path, values, given=bool(ranges))
         settings.append(
             Setting(
                 parameter=path,
                 described=assumption.decides if assumption is not None else _words(path),
-                values=_ordered([_validated(scenario, path, v) for v in values], own),
+                values=_ordered(kept, own),
+                skipped=skipped,
                 own=own,
                 metric=COST_METRIC if cost else "success_rate",
                 retuned=not cost,
@@ -149,6 +151,27 @@ def plan_settings(
 
 def _words(path: str) -> str:
     return "the load: tasks per day" if path == LOAD else path
+
+
+def _within_rules(scenario: Scenario, path: str, values: Sequence[Any], *, given: bool) -> tuple[list[Any], list[str]]:
+    """The values the scenario's rules accept, and those refused with the rule that refused them.
+
+    A range the user gave is theirs: a value the rules refuse stops the study (exit 2).  The registry's
+    range is written for the default world, so a value this scenario cannot take (a late-reply cut above
+    its own call timeout) is left out and said, never a reason to refuse the whole study.
+    """
+    from fleetchaos.scenario.params import ParamError
+
+    kept, skipped = [], []
+    for value in values:
+        try:
+            kept.append(_validated(scenario, path, value))
+        except ParamError as refused:
+            if given:
+                raise
+            rule = str(refused).split(": ", 2)[-1].split(": ")[0]  # the rule, without the file and the fix
+            skipped.append(f"{value!r} ({rule})")
+    return kept, skipped
 
 
 def _validated(scenario: Scenario, path: str, value: Any) -> Any:
@@ -385,7 +408,7 @@ def sensitivity(
     first = tuning.train_seeds
     return SensitivityResult(
         scenario=scenario.name,
-        formats=formats,
+        errors=list(formats),
         seeds=list(seeds),
         confidence=confidence,
         retune=retune,

@@ -9,6 +9,7 @@ import yaml
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from long_worlds import catalogue_params
 
 import fleetchaos.catalogue as catalogue
 from fleetchaos.cli.main import main
@@ -363,10 +364,7 @@ def test_a_run_too_big_for_the_machine_is_refused_before_it_starts(workdir, monk
     assert "Traceback" not in result.output
 
 
-# retry_collapse runs its closed loop for about 16 s of CPU, twice: a long simulation, so `make test-all` checks it.
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=pytest.mark.slow) if n == "retry_collapse" else n for n in catalogue.names()]
-)
+@pytest.mark.parametrize("name", catalogue_params())  # the long worlds (tests/long_worlds.py) in `make test-all`
 def test_check_determinism_passes_on_every_catalogue_scenario(monkeypatch, workdir, name):
     """run --check-determinism: each catalogue scenario's seed 1 runs twice with identical event-log hashes (exit 0)."""
     args = ["run", "--scenario", name, "--check-determinism", "--no-history", "--no-expect"]  # gates need their arms

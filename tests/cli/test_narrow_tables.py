@@ -167,7 +167,7 @@ def test_best_against_best_and_the_tornado_keep_their_names_whole(columns):
     points = [
         point(p, value, s.metric, arms, 0.95) for s in settings for p, value in ((s.parameter, v) for v in s.values)
     ]
-    study = SensitivityResult(scenario="default", formats=["generic", "structured"], seeds=[1, 2], confidence=0.95,
+    study = SensitivityResult(scenario="default", errors=["generic", "structured"], seeds=[1, 2], confidence=0.95,
                               retune=True, baseline=point("", None, "success_rate", arms, 0.95), settings=settings,
                               points=points, flips=flips_of(points), bars=tornado_bars(settings, points))  # fmt: skip
     out = _printed(tornado_table(study, width=columns), columns)

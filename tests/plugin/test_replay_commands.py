@@ -173,10 +173,8 @@ def _catalogue() -> list[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("scenario", _catalogue())
 def test_every_catalogue_scenarios_replays_reproduce_their_runs(scenario, tmp_path, monkeypatch):
-    """Every catalogue scenario: the report's and run's replays reproduce their runs.
-
-    The same four arms for every scenario, so not the arms a scenario's own gates name (compare refuses a gate
-    whose arm it does not run): --no-expect, as the catalogue's other tests of every scenario run it."""
+    """Every catalogue scenario: the report's and run's replays reproduce their runs (on four arms every scenario
+    has, so without the gates a scenario keeps for its own arms: a gated scenario's replays are checked above)."""
     check_compare_report(tmp_path, scenario, ["--seeds", "1", "--jobs", "1", "--policies", "blind-retry,structured",
                          "--errors", "generic,structured", "--no-expect"], monkeypatch)  # fmt: skip
 

@@ -278,7 +278,18 @@ def test_base_exceptions_in_async_code_end_their_task_wherever_they_are_raised()
         assert sum(r.claim == "failed" for r in run.records) == sum(expected.values()), entry.__name__
 
 
-def test_the_users_own_ctrl_c_still_stops_the_run():
+@pytest.fixture
+def ctrl_c_taken():
+    """SIGINT as an interactive Python process has it (KeyboardInterrupt), whatever this one inherited: a test
+    session started in the background by a non-interactive shell (``cmd &``) inherits SIGINT ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_the_users_own_ctrl_c_still_stops_the_run(ctrl_c_taken):
     """SIGINT during a run is the user's: it raises UserInterrupt out of run_real, never contained."""
 
     def entry(task, rt):
@@ -288,6 +299,23 @@ def test_the_users_own_ctrl_c_still_stops_the_run():
 
     with pytest.raises(UserInterrupt):
         run_real(_spec(), entry, seed=1)
+
+
+def test_a_process_that_ignores_ctrl_c_keeps_ignoring_it_during_a_run():
+    """A process started with SIGINT ignored (a pool worker, a background job) is not made interruptible by a run:
+    the signal stays ignored during it and after it, and all six tasks run, none ended by it."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+
+        def entry(task, rt):
+            os.kill(os.getpid(), signal.SIGINT)
+            return "success"
+
+        run = run_real(_spec(), entry, seed=1)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert run.metrics["tasks"] == 6 and run.metrics["policy_errors"] == 0
 
 
 def test_a_script_around_run_real_never_exits_0_without_its_gate_line(tmp_path):

@@ -102,7 +102,7 @@ class SleepsAndSwallows:
 
     def decide(self, observation, history):
         """Sleep, swallowing whatever interrupts the sleep, then sleep again."""
-        for _ in range(5):
+        for _ in range(2):
             with contextlib.suppress(BaseException):  # hostile on purpose: swallow the limit's interrupt
                 time.sleep(3600)
         return GiveUp()

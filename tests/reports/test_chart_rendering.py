@@ -171,7 +171,7 @@ def _sensitivity() -> SensitivityResult:
                                 0.95))  # fmt: skip
     baseline = point("", None, "success_rate", [arm("status", 0.8, "success_rate"), arm("structured", 0.88, "success_rate")],
                      0.95)  # fmt: skip
-    return SensitivityResult(scenario="default", formats=["status", "structured"], seeds=[1, 2], confidence=0.95,
+    return SensitivityResult(scenario="default", errors=["status", "structured"], seeds=[1, 2], confidence=0.95,
                              retune=True, baseline=baseline, settings=settings, points=points,
                              flips=flips_of(points), bars=tornado_bars(settings, points))  # fmt: skip
 

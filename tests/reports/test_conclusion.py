@@ -232,7 +232,7 @@ def test_with_its_sensitivity_study_the_finding_names_what_it_rests_on_and_where
                         metric="success_rate", retuned=True, reaches=["status", "structured"])
                 for p, v in leads.items()]  # fmt: skip
     points = [point(p, value, "success_rate", arms(d), 0.95) for p, v in leads.items() for value, d in v.items()]
-    study = SensitivityResult(scenario="storm", formats=["status", "structured"], seeds=[1, 2], confidence=0.95,
+    study = SensitivityResult(scenario="storm", errors=["status", "structured"], seeds=[1, 2], confidence=0.95,
                               retune=True, baseline=point("", None, "success_rate", arms(0.07), 0.95),
                               settings=settings, points=points, flips=flips_of(points),
                               bars=tornado_bars(settings, points))  # fmt: skip

@@ -127,6 +127,7 @@ def test_minimal_scenario_still_fails(planted, tmp_path):
     assert matching and matching[0]["silent_failure"]
 
 
+@pytest.mark.slow  # a shrink search of dozens of runs, then the written test run twice in a subprocess
 def test_cli_writes_a_regression_test_that_fails_before_and_passes_after_a_fix(tmp_path):
     """`fleetchaos shrink` writes a test that fails on the bug and passes once the planted fault is gone."""
     scenario = _write(tmp_path / "planted.yaml", PLANTED)
@@ -170,6 +171,7 @@ def test_cli_writes_a_regression_test_that_fails_before_and_passes_after_a_fix(t
     assert after.returncode == 0, after.stdout
 
 
+@pytest.mark.slow  # a shrink search of dozens of runs, then the written test run in a subprocess
 def test_metric_property_shrinks_a_generic_partial_fan_out_to_one_blip(tmp_path):
     """silent_failure_rate>0 under the generic format shrinks to one blip on a fan-out step; the structured arm passes."""
     scenario = _write(tmp_path / "fanout.yaml", FANOUT)

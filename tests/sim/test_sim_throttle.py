@@ -54,6 +54,7 @@ def test_sre_throttle_sends_about_twice_what_the_backend_accepts(sim, errors):
     assert first_tries_refused > 0  # the throttle judges first tries too, not only retries
 
 
+@pytest.mark.slow  # an hour of 14,400 tasks whose every retry is refused: about 6 s of CPU
 def test_without_the_throttle_the_backend_sees_every_retry(sim):
     """The same overload under plain backoff: the backend sees far more than twice what it accepts."""
     s = sim.run(_overloaded_backend(4.0, 0.5), "backoff", "structured", seed=3, drain_s=600)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -46,6 +47,35 @@ def test_the_default_study_varies_every_assumption_the_issue_names_over_its_rang
         assert (setting.metric, setting.retuned) == (("cost_usd", False) if cost else ("success_rate", True)), path
     only = plan_settings(scenario, FORMATS, only=["admission", "servers"])
     assert [s.parameter for s in only] == ["fleet.providers[0].admission", "fleet.providers[0].servers"]
+
+
+def test_a_registry_value_a_scenario_refuses_is_left_out_and_said_but_a_given_one_stops_the_study():
+    """retry_collapse times calls out at 10 s: the registry's late-reply cuts of 60 and 120 s cannot be below it, so
+    its study keeps the scenario's own (no cut) and says why it was not varied; the same values given with
+    --param are the user's and refuse the study."""
+    from fleetchaos.errors import UserError
+    from fleetchaos.reports.sensitivity import study_lines
+    from fleetchaos.scenario.params import ParamError
+
+    scenario = load_scenario("retry_collapse")
+    assert scenario.fleet.call_timeout_s == 10
+    (late,) = [s for s in plan_settings(scenario, ["generic", "structured"]) if s.parameter == "fleet.late_reply_s"]
+    assert late.values == [None]
+    assert late.skipped == [
+        "60.0 (fleet.late_reply_s 60 is not below fleet.call_timeout_s 10)",
+        "120.0 (fleet.late_reply_s 120 is not below fleet.call_timeout_s 10)",
+    ]
+    with pytest.raises((ParamError, UserError), match="not below fleet.call_timeout_s 10"):
+        plan_settings(scenario, ["generic", "structured"], ranges={"fleet.late_reply_s": [5.0, 60.0]})
+    default = {s.parameter: s for s in plan_settings(load_scenario("default"), FORMATS)}
+    assert default["fleet.late_reply_s"].skipped == [] and default["fleet.late_reply_s"].values == [None, 60.0, 120.0]
+
+    study = SimpleNamespace(flips=[], points=[], bars=[], settings=[late], baseline=SimpleNamespace(leader="tie"))
+    assert study_lines(study) == [  # the fields study_lines reads
+        "fleet.late_reply_s: left out, this scenario's rules refuse 60.0 (fleet.late_reply_s 60 is not below "
+        "fleet.call_timeout_s 10), 120.0 (fleet.late_reply_s 120 is not below fleet.call_timeout_s 10). "
+        "It was not varied here."
+    ]
 
 
 @pytest.fixture(scope="module")

@@ -107,6 +107,7 @@ def _missed(strategy: st.SearchStrategy, faults_of: Callable, kinds: list[str], 
     return [k for k in kinds if k in wanted]
 
 
+@pytest.mark.slow  # up to 3,000 drawn scenarios and fault lists, stopping at the last kind: about 7 s of CPU
 def test_the_default_strategies_draw_every_kind():
     """Not told which kinds, scenarios() draws every kind, and fault_schedules and fault_mixes every kind they can place."""
     assert _missed(scenarios(max_tasks=3, max_horizon_s=600.0), lambda s: s.faults, list(KINDS)) == []
