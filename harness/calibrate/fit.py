@@ -85,6 +85,15 @@ def _arrival_schedule(calls: Calls, origin_s: float, notes: list[str]) -> tuple[
     if not observed.all():
         missing = [h for h in range(24) if not observed[h]]
         notes.append(f"arrivals: hours {missing} of the day were never observed: the mean rate is used there")
+    low, high = _poisson_interval(int(counts.sum()))
+    hours = float(exposure.sum())
+    if high > 2 * max(low, 1e-12):  # fewer than about 20 arrivals: the rate is a guess the scenario repeats all day
+        notes.append(
+            f"arrivals: {int(counts.sum()):,} task{'s' if counts.sum() != 1 else ''} over {hours * HOUR_S:,.4g} s "
+            f"of capture: the mean rate of {_per_hour(mean_rate)} an hour has a 95% interval of "
+            f"{_per_hour(low / hours)} to {_per_hour(high / hours)} (Poisson), and the fitted days repeat it; a longer "
+            "capture narrows it"
+        )
     points = [{"at_s": h * HOUR_S, "tasks_per_hour": F.sig(float(r))} for h, r in enumerate(rates)]
     if not any(p["tasks_per_hour"] > 0 for p in points):
         points[0]["tasks_per_hour"] = 1.0
@@ -95,6 +104,19 @@ def _arrival_schedule(calls: Calls, origin_s: float, notes: list[str]) -> tuple[
     )
     hourly = [(h, float(exposure[h]), int(counts[h])) for h in range(24)]
     return {"every_s": DAY_S, "interpolation": "step", "points": points}, comment, hourly
+
+
+def _per_hour(rate: float) -> str:
+    return f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
+
+
+def _poisson_interval(count: int, level: float = 0.95) -> tuple[float, float]:
+    """The exact (Garwood) interval of a Poisson mean from ``count`` events."""
+    from scipy.stats import chi2
+
+    tail = (1 - level) / 2
+    low = 0.0 if count == 0 else float(chi2.ppf(tail, 2 * count)) / 2
+    return low, float(chi2.ppf(1 - tail, 2 * count + 2)) / 2
 
 
 def calibrate(

@@ -67,3 +67,20 @@ def test_an_api_rate_that_never_binds_is_set_from_the_captures_own_span(tmp_path
     assert rate == pytest.approx(2 * 60 / 59.5, rel=1e-3)
     arrivals = fitted.document["workload"]["arrival_schedule"]["points"][9]["tasks_per_hour"] / 3600
     assert rate >= 2 * arrivals * 0.999
+
+
+def test_a_capture_of_few_arrivals_says_how_uncertain_its_rate_is(tmp_path):
+    """One task in a one-second capture is fitted at 3,600 tasks an hour, a figure the fitted days repeat: the
+    calibration says so, with the exact Poisson 95% interval of one event (0.0253 to 5.572 events, tables:
+    Garwood 1936) over its one second, 91 to 20,058 an hour.  240 tasks (test above) say nothing: their interval
+    is narrower than twice its low end."""
+    one = tmp_path / "one.jsonl"
+    _capture(one, 1, 1.0)
+    notes = [n for n in calibrate([one]).notes if "95% interval" in n]
+    assert notes == [
+        "arrivals: 1 task over 1 s of capture: the mean rate of 3,600 an hour has a 95% interval of 91.1 to 20,058 "
+        "(Poisson), and the fitted days repeat it; a longer capture narrows it"
+    ]
+    many = tmp_path / "many.jsonl"
+    _capture(many, 240, 3600 / 1359)
+    assert not [n for n in calibrate([many]).notes if "95% interval" in n]
