@@ -130,7 +130,8 @@ class Dispatcher:
             step = steps[si]
             skip = done if si == start else ()
             # TaskRecord.begin_execution(si, execution) inlined (a call per step costs more than its body; the
-            # real-code runtime calls it): a step whose every item already took effect is redone.
+            # real-code runtime calls it): a step whose every item already took effect is redone (a simulated step
+            # is one turn: turn=1).
             execution = executions[si] + 1
             executions[si] = execution
             rec.step_executions += 1

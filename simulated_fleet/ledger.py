@@ -45,7 +45,13 @@ class TaskRecord:
     context_tokens: int = 0
     """The conversation's context now: the system prompt, every tool result and every error text read so far."""
     turns: int = 0
-    """Model turns taken: one per execution of a step that uses the API."""
+    """Model turns taken: one per execution of a step that uses the API (in a real run that binds its model, one per
+    model call)."""
+    extra_turns: int = 0
+    """Turns a real agent's loop took beyond one per model step: model calls that follow no failure of their step,
+    new work (counted in ``logical_calls``), neither retries nor redone steps."""
+    observed_turns: int = 0
+    """Model calls whose tokens came from the API's ``usage`` (the others' are modelled from the scenario)."""
     step_executions: int = 0
     retries: int = 0
     reroutes: int = 0
@@ -136,11 +142,17 @@ class TaskRecord:
 
     # -- a step execution's bookkeeping, the same for the simulator's dispatch and a real-code runtime
 
-    def begin_execution(self, si: int, execution: int) -> None:
-        """The ``execution``-th execution of step ``si`` begins (a step whose every item took effect is redone)."""
+    def begin_execution(self, si: int, execution: int, turn: int = 1) -> None:
+        """The ``execution``-th execution of step ``si`` begins, for the step's ``turn``-th piece of work: a step
+        whose every item already took effect ``turn`` times is redone.
+
+        ``turn`` is 1 but for a model step a real agent's loop calls turn after turn
+        (:attr:`extra_turns`): its call for the third turn redoes nothing while two turns
+        took effect, and redoes the third once three did.
+        """
         self.executions[si] = execution
         self.step_executions += 1
-        if 0 not in self.commits[si]:
+        if min(self.commits[si]) >= turn:
             self.redone_steps += 1
 
     def incomplete(self, needs: tuple[int, ...]) -> bool:
@@ -164,6 +176,13 @@ class TaskRecord:
             self.tokens += tokens
         if fault is None or fault.stage == "masking":  # kind_record.MASKING
             self.context_tokens += result_tokens
+
+    def observed(self, modelled: tuple[int, int], input_tokens: int, output_tokens: int) -> None:
+        """A model call's response reported its ``usage``: its input and output tokens replace the ``modelled``
+        (input, output) tokens the call was counted with."""
+        self.tokens += input_tokens + output_tokens - modelled[0] - modelled[1]
+        self.input_tokens += input_tokens - modelled[0]
+        self.observed_turns += 1
 
     def read(self, tokens: int) -> None:
         """The model read an error text of ``tokens`` tokens: it joins the context."""

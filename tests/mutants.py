@@ -87,7 +87,7 @@ MUTANTS = (
            'human_cost = t["human_ms"] / 60_000.0 * fleet.usd_per_human_hour',
            "a paged human priced per minute at the hourly rate"),
     Mutant("M08", "fleetchaos.results.metrics", "harness/results/metrics.py",
-           "sum(map(len, record.commits)),", "len(record.commits),",
+           "sum(map(len, record.commits)) + record.extra_turns,", "len(record.commits) + record.extra_turns,",
            "logical calls counted per step, not per item of a fan-out step"),
     Mutant("M09", "fleetchaos.results.metrics", "harness/results/metrics.py",
            'judged.truth == TRUTH_FULL and claim == "success",', 'claim == "success",',

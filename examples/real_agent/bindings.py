@@ -4,7 +4,7 @@ from fleetchaos import Bindings, Route
 
 BINDINGS = Bindings(
     routes=[
-        Route("llm", "POST https://llm.test/v1/*"),
+        Route("llm", "POST https://llm.test/v1/*", model=True),  # each call a turn; tokens from its usage
         Route("fetch_contacts", "GET https://crm.test/v1/contacts*"),
         Route(
             "update_contact",

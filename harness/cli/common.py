@@ -8,12 +8,13 @@ and exit 2, and anything unexpected into exit 3.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -282,6 +283,20 @@ def _error(message: str, code: int, label: str = "error") -> NoReturn:
     sys.exit(code)
 
 
+@contextlib.contextmanager
+def _pools_stopped_on_error() -> Iterator[None]:
+    """A command ending by an exception stops the local pools it opened and left open (never another's)."""
+    executors = sys.modules.get("fleetchaos.runs.executors")
+    before = set(executors.open_pools()) if executors is not None else set()
+    try:
+        yield
+    except BaseException:
+        executors = sys.modules.get("fleetchaos.runs.executors")  # loaded only by commands that make runs
+        if executors is not None:
+            executors.stop_open_pools(keep=before)
+        raise
+
+
 class ErrorHandlingGroup(click.Group):
     """Turns user errors into one message and exit 2, and crashes into exit 3.
 
@@ -298,7 +313,7 @@ class ErrorHandlingGroup(click.Group):
         from fleetchaos.sim.interrupts import ProcessExitRefused, UserInterrupt, user_signals
 
         try:
-            with user_signals():
+            with user_signals(), _pools_stopped_on_error():
                 return super().invoke(ctx)
         except UserError as exc:
             _error(str(exc), EXIT_USAGE)

@@ -284,9 +284,14 @@ class _Comparison:
             run_determinism_check(spec, job.scenario, arms, self.seeds)
             return None
         session = HistorySession(**dataclasses.asdict(job.history))
-        session.plan(
-            RunsIdentity.of(spec.model_dump(mode="json"), self.applied), arms, self.seeds
-        )  # an unlike baseline: refused before any run
+        try:
+            session.plan(
+                RunsIdentity.of(spec.model_dump(mode="json"), self.applied), arms, self.seeds
+            )  # an unlike baseline: refused before any run
+        except BaseException:
+            if tune_executor is not None:  # the tuning's workers stop with the command, not at interpreter exit
+                tune_executor.shutdown()
+            raise
         # Connect (or start the local workers) before touching the history, so a cluster that
         # cannot be reached leaves no group behind.
         executor = tune_executor if tune_executor is not None else open_executor(job.jobs, job.scheduler)

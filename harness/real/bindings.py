@@ -47,6 +47,9 @@ class Route:
     """The body of a silently suppressed request's 200."""
     fabricate: Callable[[Any], bytes] | None = None
     """The body of a request answered with fabricated defaults (default: ``empty``)."""
+    model: bool = False
+    """The route is the model provider's chat completions (or messages) endpoint: each call is a turn of the
+    task's conversation, and its tokens are the response's ``usage`` when it reports them."""
 
     def __post_init__(self) -> None:
         _parse(self.match, f"Route({self.tool!r})")

@@ -40,9 +40,11 @@ class Decision:
     """Whether the side effect takes effect (a success, or a timeout after commit)."""
     fault: Fault | None
     sleeps: bool = True
+    """Whether the injection point waits ``duration_s`` (a forcing injector's calls take no time)."""
     idempotency_key: str | None = None
     """The call's idempotency key: a repeated key's commit takes effect once."""
-    """Whether the injection point waits ``duration_s`` (a forcing injector's calls take no time)."""
+    modelled: tuple[int, int] | None = None
+    """A model call's modelled (input, output) tokens, which the response's ``usage`` replaces (None: not a model call)."""
     fired: bool = False
     """The injection point realised the fault (raised, returned the masked value, started the hang)."""
     met: bool = False

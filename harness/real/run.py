@@ -221,17 +221,22 @@ def _result(rt: Runtime, label: str, replay: str | None, keep_tasks: bool) -> Re
         if keep_tasks:
             rows.append(outcome_row(outcome))
     acc.add_faults(rt.journal.fault_tally)
+    breakdowns, tokens = acc.breakdowns(), "tokens modelled from the scenario"
+    if rt.model_tools:  # a bound model: its calls are the turns, each one's tokens observed or modelled
+        turns = {"observed": sum(r.observed_turns for r in rt.records), "turns": sum(r.turns for r in rt.records)}
+        breakdowns["model_turns"] = turns
+        tokens = f"tokens from the API's usage on {turns['observed']} of {turns['turns']} model turns"
     result = RunResult(
         scenario=spec.name,
         policy=label,
         errors=rt.errors,
         seed=rt.seed,
         metrics={k: rounded(v) for k, v in acc.metrics().items()},
-        breakdowns=acc.breakdowns(),
+        breakdowns=breakdowns,
         fault_schedule=rt.plan.describe(),
         replay=replay or f"run_real({rt.ref!r}, {label.removeprefix('real:')}, seed={rt.seed})",
         samples=acc.samples(),
-        recipe=f"{label} ({rt.clock_description()})",
+        recipe=f"{label} ({rt.clock_description()}; {tokens})",
         mode="real",
     )
     result.tasks = rows

@@ -1,18 +1,15 @@
 """The real-code runtime: the simulated environment around a team's real agent code.
 
-A :class:`Runtime` keeps simulating what the environment does: the scenario's fault plan
-for the seed, the keyed draws, and a twin of the fleet's shared state built from the
-simulator's own classes (the API token bucket and daily quota, each worker's
-credentials).  Each real call that reaches a binding is identified as the simulator
-identifies its calls (:mod:`fleetchaos.real.scope`) and decided by the simulator's own
-:meth:`fleetchaos.sim.calls.CallModel.decide`, so a call meets the same faults as the
-simulated call for the same seed, whatever order real calls arrive in.  What really took
-effect goes to the same :class:`~fleetchaos.sim.ledger.TaskRecord` the oracle and the
-metrics read.
+A :class:`Runtime` keeps simulating what the environment does: the scenario's fault plan for the seed, the keyed
+draws, and a twin of the fleet's shared state built from the simulator's own classes (the API token bucket and daily
+quota, each worker's credentials).  Each real call that reaches a binding is identified as the simulator identifies its
+calls (:mod:`fleetchaos.real.scope`) and decided by the simulator's own :meth:`fleetchaos.sim.calls.CallModel.decide`,
+so a call meets the same faults as the simulated call for the same seed, whatever order real calls arrive in.  What
+really took effect goes to the same :class:`~fleetchaos.sim.ledger.TaskRecord` the oracle and the metrics read.
 
-Fault kinds that need the simulator's worker topology (:data:`SIM_ONLY`) and providers with
-a declared capacity (a queue in arrival order, racy across real threads) stay simulation-only;
-a scenario with either is refused before anything runs.
+Fault kinds that need the simulator's worker topology (:data:`SIM_ONLY`) and providers with a declared capacity (a
+queue in arrival order, racy across real threads) stay simulation-only; a scenario with either is refused before
+anything runs.
 """
 
 from __future__ import annotations
@@ -39,7 +36,7 @@ from fleetchaos.sim.calls import CallOutcome
 from fleetchaos.sim.formats._vendor import planted, vendor_text
 from fleetchaos.sim.kinds import MASKING, fault_kind
 from fleetchaos.sim.ledger import TaskRecord
-from fleetchaos.sim.plan import LastFailure, RetryAt
+from fleetchaos.sim.plan import LastFailure
 from fleetchaos.sim.state import NodeState
 from fleetchaos.sim.state_kinds import sim_only
 from fleetchaos.sim.truth import AttemptReport
@@ -119,10 +116,9 @@ def injected_fault(
 ) -> Fault | None:
     """The :class:`Fault` a real call decided as ``outcome`` at ``now`` meets (None: none).
 
-    ``ids`` are the call's (task id, step, item, execution) on ``worker``, ``names`` its
-    template's tools.  Its retry-after hint counts from the call's end; its message is a
-    vendor SDK's error text with the run's planted secrets in it (for a masking kind,
-    which never reports a failure, a note of what it did).
+    ``ids`` are the call's (task id, step, item, execution) on ``worker``, ``names`` its template's tools.  Its
+    retry-after hint counts from the call's end; its message is a vendor SDK's error text with the run's planted
+    secrets in it (for a masking kind, which never reports a failure, a note of what it did).
     """
     kind, duration, committed, retry_at = outcome
     if kind is None:
@@ -185,6 +181,7 @@ class Runtime:
         self.journal, self.run_key = assembly.journal, assembly.run_key
         self.tokeniser = assembly.tokeniser
         self.templates = {t.name: t for t in assembly.templates}
+        self.model_tools = frozenset(r.tool for r in self.bindings.routes if r.model)  # its calls are turns (scope)
         # The checks a call's dispatch meets (a partition cutting the orchestrator off from the worker).
         self.dispatch_gates = tuple(
             (fault_kind(kind.name), gate) for kind in self.plan.kinds if (gate := kind.dispatch_gate(self.plan))
@@ -374,16 +371,11 @@ class Runtime:
                 self.injections.order_keyed.add(tool)
             now = self.now()
             node = self.nodes[scope.worker]
+            model, read = tool in self.model_tools, 0
             if attempt == 0:
                 execution, new_epoch = scope.next_execution(si, item_no)
                 if new_epoch:
-                    rec.begin_execution(si, execution)
-                    rec.turn(step.tokens)
-                    if execution > 1 and scope.retries.last is not None:
-                        rec.retries += 1
-                        scope.retries.retry(
-                            rec, RetryAt(node, rec.id, rec.orchestrator, tpl, scope.sources, rec.executions, now)
-                        )
+                    read = scope.begin_execution(si, execution, model, bool(self.model_tools), node, now)
             else:
                 execution = max(scope.item_calls[si].get(item_no, 0), 1)
                 rec.transport_retries += 1
@@ -402,7 +394,8 @@ class Runtime:
                 node, step, rules, scope.task_key, item_no, key, now, batch, scope.sources
             )
             kind, duration, commits, retry_at = outcome
-            rec.called(kind, step.tokens, step.result_tokens)
+            emitted = step.tokens if model or not self.model_tools else 0  # a bound model's calls emit them all
+            rec.called(kind, emitted, step.result_tokens)
             if kind is not None:
                 self.journal.fault(rec, kind.name, now, tool, scope.worker)
                 if kind.stage != MASKING:  # a failure the caller sees: a retry in flight failed again
@@ -431,6 +424,7 @@ class Runtime:
             fault,
             sleeps=self.timing == "simulated",
             idempotency_key=idempotency_key,
+            modelled=(read, emitted) if model else None,
         )
 
     def _cut_off(self, orchestrator: int, worker: int, now: float) -> CallOutcome | None:
@@ -476,6 +470,12 @@ class Runtime:
             if step.disk_mb:  # the write occupies the worker's disk until the task ends
                 self.nodes[scope.worker].disk_used_mb += step.disk_mb
                 scope.workspace_mb += step.disk_mb
+
+    def usage(self, d: Decision, input_tokens: int, output_tokens: int) -> None:
+        """A model call's response reported its ``usage`` (input and output tokens)."""
+        if d.modelled is not None and (scope := SCOPE.get()) is not None and scope.record.id == d.task_id:
+            with self._lock:  # the observed tokens replace the modelled ones
+                scope.record.observed(d.modelled, input_tokens, output_tokens)
 
     def tool_error(self, d: Decision, error: BaseException) -> None:
         """The wrapped call raised on its own: nothing took effect (the team's code sees its own error)."""

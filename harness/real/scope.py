@@ -9,6 +9,13 @@ its item has been called in the task, so it does not depend on the order in whic
 threads call the items.  It equals the simulator's execution number when a retry
 resumes after the items that succeeded (they are not called again) and when it restarts
 the step (every item is called again).
+
+A model call (a request of a route bound with ``model=True``: the provider's chat
+completions) is a turn of the task's conversation.  An agent's loop calls its model turn
+after turn, between its tool calls: a model call that follows no failure of the model
+step is the conversation's next turn, new work; only one repeated after the step failed is
+a retry.  A run that binds its model counts the conversation's turns and tokens on its
+model calls alone (:meth:`TaskScope.begin_execution`).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from typing import Any, NamedTuple
 from fleetchaos.real.faults import UnboundCall
 from fleetchaos.sim.kinds import FaultKind
 from fleetchaos.sim.ledger import TaskRecord
+from fleetchaos.sim.plan import RetryAt
 from fleetchaos.sim.template import Template
 from fleetchaos.sim.waste import RetryWatch
 
@@ -67,6 +75,8 @@ class TaskScope:
     wrong_input_epochs: set[tuple[int, int]] = field(default_factory=set)
     workspace_mb: float = 0.0
     """Disk the task's committed writes occupy on its worker until the task ends."""
+    turns: dict[int, int] = field(default_factory=dict)
+    """Per model step, the conversation's turns its calls have served so far (1 until a second turn)."""
 
     def claim(self, word: str) -> None:
         """Set the task's claim: success, partial, failed, escalated or dead_lettered."""
@@ -100,6 +110,34 @@ class TaskScope:
                 f"(template {self.template.name!r} step {si} has items 0..{fan_out - 1}); fix the binding's item extractor"
             )
         return number, ordered
+
+    def begin_execution(self, si: int, execution: int, model: bool, loop: bool, node: Any, now: float) -> int:
+        """A call begins the ``execution``-th execution of step ``si`` at ``now`` on ``node``: its bookkeeping, the
+        retry it may be (judged), and the turn it takes; returns the context tokens the turn read.
+
+        ``model``: the call is a model call; ``loop``: the run binds its model, so only
+        model calls are turns (other steps' results and errors still join the context).
+        """
+        rec = self.record
+        last = self.retries.last
+        if model:
+            retry = last is not None and last.step == si  # a call repeated after its own failure
+            turn = self.turns.get(si, 1)
+            if execution > 1 and not retry:  # the conversation's next turn
+                turn = self.turns[si] = turn + 1
+                rec.extra_turns += 1
+            rec.begin_execution(si, execution, turn)
+        else:
+            retry = execution > 1 and last is not None
+            rec.begin_execution(si, execution)
+        read = rec.input_tokens
+        if model or not loop:
+            rec.turn(1 if model else self.template.steps[si].tokens)
+        if retry:
+            rec.retries += 1
+            tpl = self.template
+            self.retries.retry(rec, RetryAt(node, rec.id, rec.orchestrator, tpl, self.sources, rec.executions, now))
+        return rec.input_tokens - read
 
     def next_execution(self, si: int, item: int) -> tuple[int, bool]:
         """(the execution number of this call of ``item`` at step ``si``, whether the step's count grew)."""

@@ -140,7 +140,7 @@ def task_counts(record: TaskRecord, judged: Verdict) -> tuple[int, ...]:
         judged.silent_failure,
         judged.false_alarm,
         pages_of(record),
-        sum(map(len, record.commits)),
+        sum(map(len, record.commits)) + record.extra_turns,  # the workload, and the turns a real loop took
         round(record.human_s * 1000.0),  # whole milliseconds: an integer sum, exact in any order
         record.duplicate_side_effects,
         _refusals(record.fault_hits) if record.fault_hits else 0,

@@ -202,7 +202,13 @@ _ALL: tuple[Metric, ...] = (
         "lower",
     ),
     _count("retries", "dispatches of a task after its first", "dispatches", "lower"),
-    _count("redone_steps", "executions of a step whose items had all already taken effect", "executions", "lower"),
+    _count(
+        "redone_steps",
+        "executions of a step whose items had all already taken effect (a model call of a real agent's loop: whose "
+        "turn had; the next turn is new work)",
+        "executions",
+        "lower",
+    ),
     _count(
         "duplicate_side_effects",
         "extra commits of non-idempotent side effects: per item, commits beyond the first",
@@ -280,7 +286,8 @@ _ALL: tuple[Metric, ...] = (
     ),
     _count(
         "logical_calls",
-        "the calls the tasks need when nothing fails: per step, its number of items (the workload)",
+        "the calls the tasks need when nothing fails: per step, its number of items (the workload), and the model "
+        "turns a real agent's loop took beyond one per model step",
         "calls",
         None,
     ),

@@ -28,6 +28,7 @@ import os
 import signal
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from multiprocessing.context import BaseContext
@@ -48,9 +49,11 @@ __all__ = [
     "load_factory",
     "map_chunks",
     "open_executor",
+    "open_pools",
     "runs_this_code",
     "start_method",
     "stop",
+    "stop_open_pools",
     "tapered",
     "using_factory",
     "warm_forkserver",
@@ -204,6 +207,25 @@ def warm_forkserver(preload: Sequence[str]) -> bool:
     return True
 
 
+#: Local pools not shut down yet: :func:`stop_open_pools` ends them when a command ends by an error, since a pool
+#: still open at interpreter exit races Python 3.11's own clean-up (an ``OSError: Bad file descriptor``
+#: traceback printed after the command's message).
+_OPEN_POOLS: weakref.WeakSet[LocalProcessExecutor] = weakref.WeakSet()
+
+
+def open_pools() -> list[LocalProcessExecutor]:
+    """The local pools open now."""
+    return list(_OPEN_POOLS)
+
+
+def stop_open_pools(keep: Iterable[LocalProcessExecutor] = ()) -> None:
+    """Stop the local pools open now but those in ``keep`` (a command's error path that skipped a shutdown)."""
+    kept = set(keep)
+    for pool in list(_OPEN_POOLS):
+        if pool not in kept:
+            pool.terminate()
+
+
 class LocalProcessExecutor(ProcessPoolExecutor):
     """A local process pool whose workers leave Ctrl-C to the parent.
 
@@ -228,6 +250,7 @@ class LocalProcessExecutor(ProcessPoolExecutor):
         )
         self.workers = workers
         self.start_method = method
+        _OPEN_POOLS.add(self)
         # Start the workers now, before a progress bar starts its drawing thread.  Objects
         # alive now are frozen out of the collector's reach while forking: a worker's
         # collections then never touch (and copy) the pages it shares with its parent.
@@ -238,6 +261,11 @@ class LocalProcessExecutor(ProcessPoolExecutor):
         finally:
             if method == "fork":
                 gc.unfreeze()
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """As :meth:`ProcessPoolExecutor.shutdown`; the pool is no longer open."""
+        _OPEN_POOLS.discard(self)
+        super().shutdown(wait=wait, cancel_futures=cancel_futures)
 
     def terminate(self) -> None:
         """Cancel what has not started and stop the worker processes now."""

@@ -15,6 +15,7 @@ def llm(request: httpx2.Request) -> httpx2.Response:
             "created": 0,
             "model": "planner",
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Acme"}}],
+            "usage": {"prompt_tokens": 412, "completion_tokens": 3, "total_tokens": 415},
         },
     )
 
