@@ -14,7 +14,7 @@ import shutil
 import signal
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -52,7 +52,6 @@ __all__ = [
     "policy_param_options",
     "quiet_option",
     "report_option",
-    "run_determinism_check",
     "run_determinism_option",
     "scenario_option",
     "scheduler_option",
@@ -482,34 +481,3 @@ run_determinism_option = click.option(
     help="only check: run this policy on this seed twice, traced, and compare SHA-256 hashes of the event "
     "logs (exit 0 if identical, 1 if they differ); nothing is stored",
 )
-
-
-def run_determinism_check(
-    spec: Scenario | None,
-    scenario_ref: str,
-    arms: list[tuple[str, str]],
-    seeds: list[int],
-    runs: Sequence[tuple[Scenario, str, str, int, str]] | None = None,
-) -> None:
-    """The --check-determinism mode: exit 0 if every arm and seed ran the same twice, else 1.
-
-    ``runs`` (a sweep's ``(scenario, policy, errors, seed, replay)`` tuples) replaces spec x arms x seeds.
-    """
-    from fleetchaos.runs.determinism import check_determinism, check_runs
-
-    err = stderr_console()
-    if runs is None:
-        assert spec is not None  # without runs the check is of one scenario's arms and seeds
-        mismatches = check_determinism(spec, scenario_ref, arms, seeds)
-        count = len(arms) * len(seeds)
-    else:
-        mismatches = check_runs(runs)
-        count = len(runs)
-    for mismatch in mismatches:
-        err.print(f"[red]error:[/red] {escape(mismatch.message())}", highlight=False)
-    if mismatches:
-        err.print(
-            f"determinism check failed: {len(mismatches)} of {count} runs differ between two runs", highlight=False
-        )
-        sys.exit(1)
-    err.print(f"determinism check passed: {count} runs, each run twice, identical event logs", highlight=False)
