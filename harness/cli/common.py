@@ -2,19 +2,17 @@
 
 Data goes to stdout, messages to stderr.  Exit codes: 0 ok, 1 a gate failed, 2 invalid input or usage, 3 internal
 error (or a full disk), 4 a run outlived its wall-clock limit, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
-:class:`ErrorHandlingGroup` turns a :class:`~fleetchaos.errors.UserError` into one message
-and exit 2, and anything unexpected into exit 3.
+:class:`ErrorHandlingGroup` turns a :class:`~fleetchaos.errors.UserError` into one message and exit 2, and anything else into 3.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -22,6 +20,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from fleetchaos.cli.pools import pools_stopped_on_error
 from fleetchaos.errors import UserError
 
 if TYPE_CHECKING:
@@ -283,20 +282,6 @@ def _error(message: str, code: int, label: str = "error") -> NoReturn:
     sys.exit(code)
 
 
-@contextlib.contextmanager
-def _pools_stopped_on_error() -> Iterator[None]:
-    """A command ending by an exception stops the local pools it opened and left open (never another's)."""
-    executors = sys.modules.get("fleetchaos.runs.executors")
-    before = set(executors.open_pools()) if executors is not None else set()
-    try:
-        yield
-    except BaseException:
-        executors = sys.modules.get("fleetchaos.runs.executors")  # loaded only by commands that make runs
-        if executors is not None:
-            executors.stop_open_pools(keep=before)
-        raise
-
-
 class ErrorHandlingGroup(click.Group):
     """Turns user errors into one message and exit 2, and crashes into exit 3.
 
@@ -313,7 +298,7 @@ class ErrorHandlingGroup(click.Group):
         from fleetchaos.sim.interrupts import ProcessExitRefused, UserInterrupt, user_signals
 
         try:
-            with user_signals(), _pools_stopped_on_error():
+            with user_signals(), pools_stopped_on_error():
                 return super().invoke(ctx)
         except UserError as exc:
             _error(str(exc), EXIT_USAGE)
