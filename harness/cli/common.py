@@ -2,19 +2,17 @@
 
 Data goes to stdout, messages to stderr.  Exit codes: 0 ok, 1 a gate failed, 2 invalid input or usage, 3 internal
 error (or a full disk), 4 a run outlived its wall-clock limit, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
-:class:`ErrorHandlingGroup` turns a :class:`~fleetchaos.errors.UserError` into one message
-and exit 2, and anything unexpected into exit 3.
+:class:`ErrorHandlingGroup` turns a :class:`~fleetchaos.errors.UserError` into one message and exit 2, and anything else into 3.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -22,6 +20,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from fleetchaos.cli.pools import pools_stopped_on_error
 from fleetchaos.errors import UserError
 
 if TYPE_CHECKING:
@@ -52,6 +51,7 @@ __all__ = [
     "policy_param_options",
     "quiet_option",
     "report_option",
+    "run_determinism_check",
     "run_determinism_option",
     "scenario_option",
     "scheduler_option",
@@ -282,20 +282,6 @@ def _error(message: str, code: int, label: str = "error") -> NoReturn:
     sys.exit(code)
 
 
-@contextlib.contextmanager
-def _pools_stopped_on_error() -> Iterator[None]:
-    """A command ending by an exception stops the local pools it opened and left open (never another's)."""
-    executors = sys.modules.get("fleetchaos.runs.executors")
-    before = set(executors.open_pools()) if executors is not None else set()
-    try:
-        yield
-    except BaseException:
-        executors = sys.modules.get("fleetchaos.runs.executors")  # loaded only by commands that make runs
-        if executors is not None:
-            executors.stop_open_pools(keep=before)
-        raise
-
-
 class ErrorHandlingGroup(click.Group):
     """Turns user errors into one message and exit 2, and crashes into exit 3.
 
@@ -312,7 +298,7 @@ class ErrorHandlingGroup(click.Group):
         from fleetchaos.sim.interrupts import ProcessExitRefused, UserInterrupt, user_signals
 
         try:
-            with user_signals(), _pools_stopped_on_error():
+            with user_signals(), pools_stopped_on_error():
                 return super().invoke(ctx)
         except UserError as exc:
             _error(str(exc), EXIT_USAGE)
@@ -481,3 +467,34 @@ run_determinism_option = click.option(
     help="only check: run this policy on this seed twice, traced, and compare SHA-256 hashes of the event "
     "logs (exit 0 if identical, 1 if they differ); nothing is stored",
 )
+
+
+def run_determinism_check(
+    spec: Scenario | None,
+    scenario_ref: str,
+    arms: list[tuple[str, str]],
+    seeds: list[int],
+    runs: Sequence[tuple[Scenario, str, str, int, str]] | None = None,
+) -> None:
+    """The --check-determinism mode: exit 0 if every arm and seed ran the same twice, else 1.
+
+    ``runs`` (a sweep's ``(scenario, policy, errors, seed, replay)`` tuples) replaces spec x arms x seeds.
+    """
+    from fleetchaos.runs.determinism import check_determinism, check_runs
+
+    err = stderr_console()
+    if runs is None:
+        assert spec is not None  # without runs the check is of one scenario's arms and seeds
+        mismatches = check_determinism(spec, scenario_ref, arms, seeds)
+        count = len(arms) * len(seeds)
+    else:
+        mismatches = check_runs(runs)
+        count = len(runs)
+    for mismatch in mismatches:
+        err.print(f"[red]error:[/red] {escape(mismatch.message())}", highlight=False)
+    if mismatches:
+        err.print(
+            f"determinism check failed: {len(mismatches)} of {count} runs differ between two runs", highlight=False
+        )
+        sys.exit(1)
+    err.print(f"determinism check passed: {count} runs, each run twice, identical event logs", highlight=False)

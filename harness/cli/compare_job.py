@@ -29,10 +29,10 @@ from fleetchaos.cli.common import (
     make_report_dir,
     policies_with_params,
     policy_param_options,
+    run_determinism_check,
     seeds_to_run,
     stderr_console,
 )
-from fleetchaos.cli.determinism import run_determinism_check
 from fleetchaos.cli.expecting import ExpectGates
 from fleetchaos.cli.history import HistorySession
 from fleetchaos.cli.job_options import HistoryOptions, TuneOptions

@@ -28,6 +28,7 @@ from fleetchaos.cli.common import (
     policy_param_options,
     quiet_option,
     report_option,
+    run_determinism_check,
     run_determinism_option,
     scenario_option,
     scheduler_option,
@@ -39,7 +40,6 @@ from fleetchaos.cli.common import (
     traces_option,
 )
 from fleetchaos.cli.compare_job import CompareJob, CompareOutcome, print_traces, trace_folder
-from fleetchaos.cli.determinism import run_determinism_check
 from fleetchaos.cli.executing import executor_option
 from fleetchaos.cli.expecting import ExpectGates, no_expect_option
 from fleetchaos.cli.history import HistorySession, history_options

@@ -13,8 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fleetchaos.cli.common import echo_err, make_report_dir, stderr_console
-from fleetchaos.cli.determinism import run_determinism_check
+from fleetchaos.cli.common import echo_err, make_report_dir, run_determinism_check, stderr_console
 from fleetchaos.errors import UserError
 
 if TYPE_CHECKING:
