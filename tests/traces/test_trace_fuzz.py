@@ -92,7 +92,8 @@ def trace_files(draw) -> tuple[str, bytes]:
         record = records[draw(st.integers(min_value=0, max_value=n - 1))]
         if form == "otlp" and draw(st.booleans()):
             target = draw(st.sampled_from(["attribute", "status", "span"]))
-            attributes = [a for a in record.get("attributes") or () if isinstance(a, dict)]
+            held = record.get("attributes")  # an earlier break may have made it any hostile value
+            attributes = [a for a in held if isinstance(a, dict)] if isinstance(held, list) else []
             if target == "attribute" and attributes:
                 draw(st.sampled_from(attributes))["value"] = draw(
                     st.one_of(HOSTILE, st.fixed_dictionaries({draw(_ANY_KEYS): HOSTILE}))
