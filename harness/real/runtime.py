@@ -314,6 +314,7 @@ class Runtime:
         finally:
             SCOPE.reset(token)
             rec.end_s = self.now()
+            scope.retries.finished(rec)
             with self._lock:  # the task's workspace is cleaned up when it ends
                 self.nodes[scope.worker].disk_used_mb -= scope.workspace_mb
 
@@ -374,6 +375,7 @@ class Runtime:
             model, read = tool in self.model_tools, 0
             if attempt == 0:
                 execution, new_epoch = scope.next_execution(si, item_no)
+                scope.retries.calling(rec, (si, execution))
                 if new_epoch:
                     read = scope.begin_execution(si, execution, model, bool(self.model_tools), node, now)
             else:
@@ -398,9 +400,11 @@ class Runtime:
             rec.called(kind, emitted, step.result_tokens)
             if kind is not None:
                 self.journal.fault(rec, kind.name, now, tool, scope.worker)
-                if kind.stage != MASKING:  # a failure the caller sees: a retry in flight failed again
-                    scope.retries.ended(rec, kind.name)
-                    scope.retries.last = LastFailure(kind.name, retry_at, si, (item_no,))
+                if kind.stage != MASKING:  # a failure the caller sees (unless the client's own retry takes it back)
+                    failure = LastFailure(kind.name, retry_at, si, (item_no,))
+                    scope.retries.failed(rec, failure, (si, execution), item_no)
+            if attempt and (kind is None or kind.stage == MASKING):  # the client's own retry got through
+                scope.retries.absorbed(si, item_no)
             self.injections.drawn[tool, OK if kind is None else kind.name] += 1
             self.call_log.append(
                 CallEntry(rec.id, tool, item_no, execution, attempt, OK if kind is None else kind.name, now, duration)

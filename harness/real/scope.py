@@ -136,7 +136,8 @@ class TaskScope:
         if retry:
             rec.retries += 1
             tpl = self.template
-            self.retries.retry(rec, RetryAt(node, rec.id, rec.orchestrator, tpl, self.sources, rec.executions, now))
+            at = RetryAt(node, rec.id, rec.orchestrator, tpl, self.sources, rec.executions, now)
+            self.retries.retry(rec, at, (si, execution))
         return rec.input_tokens - read
 
     def next_execution(self, si: int, item: int) -> tuple[int, bool]:
