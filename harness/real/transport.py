@@ -8,7 +8,8 @@ an API would answer it:
 
 * no fault: forwarded to the inner transport (it commits when answered 2xx; a repeated
   ``Idempotency-Key`` commits once); a model route's answer is read for its ``usage``
-  (the call's tokens, observed);
+  (the call's tokens, observed; a streamed answer's events as the caller reads them:
+  :mod:`fleetchaos.real.usage`);
 * ``network_blip``: ``ConnectError``, not forwarded;
 * a timeout: forwarded first when the draw says it committed, then a hang of the
   timeout, cut at the client's own read timeout (``request.extensions["timeout"]``),
@@ -34,6 +35,7 @@ from typing import Any
 from fleetchaos.real.context import ACTIVE, orphaned
 from fleetchaos.real.decision import Decision
 from fleetchaos.real.faults import UnboundCall
+from fleetchaos.real.usage import acount_usage, count_usage
 
 __all__ = ["chaos_transport", "http_module"]
 
@@ -84,9 +86,7 @@ class _ChaosTransport:
             if d.sleeps:
                 injector.sleep_sync(d.duration_s)
             response = self._forwarded(d, request, self._forward(request))
-            if _reports_usage(d, response):
-                response.read()
-                _usage(d, response)
+            count_usage(d, response)
             return response
         if d.masking:
             if d.sleeps:
@@ -122,9 +122,7 @@ class _ChaosTransport:
             if d.sleeps:
                 await asyncio.sleep(d.duration_s)
             response = self._forwarded(d, request, await self._aforward(request))
-            if _reports_usage(d, response):
-                await response.aread()
-                _usage(d, response)
+            await acount_usage(d, response)
             return response
         if d.masking:
             if d.sleeps:
@@ -226,28 +224,6 @@ class _ChaosTransport:
         wire = kind.wire
         body = {"error": {"message": _line(d), "type": wire.errno if wire else kind.name, "status": fault.status}}
         return self._module.Response(fault.status, headers=headers, content=json.dumps(body).encode(), request=request)
-
-
-def _reports_usage(d: Decision, response: Any) -> bool:
-    """Whether a model call's answer may carry its ``usage``: a 2xx body read whole (not an event stream)."""
-    content_type = response.headers.get("content-type", "")
-    return d.modelled is not None and d.committed and "event-stream" not in content_type
-
-
-def _usage(d: Decision, response: Any) -> None:
-    """Count a model call's tokens from its response's ``usage`` (OpenAI's ``prompt_tokens`` and
-    ``completion_tokens``, or ``input_tokens`` and ``output_tokens``) when the body reports both."""
-    try:
-        body = json.loads(response.content)
-    except ValueError:
-        return
-    usage = body.get("usage") if isinstance(body, dict) else None
-    if not isinstance(usage, dict):
-        return
-    read = usage.get("prompt_tokens", usage.get("input_tokens"))
-    wrote = usage.get("completion_tokens", usage.get("output_tokens"))
-    if all(type(n) is int and n >= 0 for n in (read, wrote)):
-        d.injector.usage(d, read, wrote)
 
 
 def _line(d: Decision) -> str:
