@@ -60,7 +60,9 @@ def test_the_inner_tries_are_the_simulated_layers_tries(small_scenario):
     assert real.metrics["retries"] == 0  # the orchestrator retried nothing: every repeat was the layer's
 
     def per_task(records):
-        return [(r.id, r.fault_hits, r.calls, r.transport_retries, r.claim) for r in sorted(records, key=lambda r: r.id)]
+        return [
+            (r.id, r.fault_hits, r.calls, r.transport_retries, r.claim) for r in sorted(records, key=lambda r: r.id)
+        ]
 
     assert per_task(real.records) == per_task(sim)
 
