@@ -99,12 +99,19 @@ async def run_task(title: str, task_id: int, *, llm: openai.AsyncOpenAI, crm: ht
                 messages.append(message.model_dump(exclude_none=True))
                 if not message.tool_calls:
                     return Report("success", message.content or "")
-                for call in message.tool_calls:  # one at a time: the CRM takes one write per slot
-                    name, args = call.function.name, json.loads(call.function.arguments)
-                    result = await _with_recovery(lambda n=name, a=args: _call_tool(n, a, task_id, crm), crm)
-                    messages.append(
-                        {"role": "tool", "tool_call_id": call.id, "name": call.function.name, "content": result}
-                    )
+                calls = [(c.id, c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls]
+                results = await asyncio.gather(  # a turn's tool calls run side by side, as the model asked
+                    *(
+                        _with_recovery(lambda n=name, a=args: _call_tool(n, a, task_id, crm), crm)
+                        for _, name, args in calls
+                    ),
+                    return_exceptions=True,  # every call ends before the task goes on or gives up
+                )
+                for result in results:
+                    if isinstance(result, BaseException):
+                        raise result
+                for (call_id, name, _), result in zip(calls, results):
+                    messages.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": result})
             raise GiveUp("the model did not finish")
         except GiveUp as exc:
             status = "escalated" if str(exc) in ("PERMISSION_DENIED", "VALIDATION_FAILED") else "failed"
