@@ -93,9 +93,10 @@ def test_each_documented_reason_falls_in_the_family_docs_metrics_md_gives_it():
     assert {WASTE_REASONS[k] for k in ("refusal", "content_filter")} == {
         r for r, f in DOCUMENTED_FAMILIES.items() if f == "retried a deterministic denial"
     }
-    assert {WASTE_REASONS[k] for k in ("truncated_call", "malformed_args", "unknown_tool", "duplicate_call_id", "empty_turn")} == {
-        r for r, f in DOCUMENTED_FAMILIES.items() if f == "into the same malformed model output"
-    }
+    assert {
+        WASTE_REASONS[k]
+        for k in ("truncated_call", "malformed_args", "unknown_tool", "duplicate_call_id", "empty_turn")
+    } == {r for r, f in DOCUMENTED_FAMILIES.items() if f == "into the same malformed model output"}
     assert {WASTE_REASONS[k] for k in ("disk_full", "quota_exhausted", "node_crash", "network_partition")} == {
         r for r, f in DOCUMENTED_FAMILIES.items() if f == "on the same exhausted resource"
     }
