@@ -188,4 +188,9 @@ MODEL_KINDS: tuple[FaultKind, ...] = (
     ),
 )
 
-__all__ = ["DETERMINISTIC_DENIAL", "MODEL_KINDS", "MODEL_OUTPUT_AGAIN"]
+#: Kinds met in the orchestrator's own model turn (the records above), not in
+#: a tool: a worker's wrong envelope never names one unless its ``reported_as`` does, so a
+#: model-side kind added to the catalogue leaves every tool failure's envelope draws unchanged.
+MODEL_SIDE_KINDS: frozenset[str] = frozenset(k.name for k in MODEL_KINDS)
+
+__all__ = ["DETERMINISTIC_DENIAL", "MODEL_KINDS", "MODEL_OUTPUT_AGAIN", "MODEL_SIDE_KINDS"]
