@@ -186,6 +186,7 @@ def test_a_misclassification_names_a_providers_overload_only_where_a_provider_is
         "truncated_call",
         "malformed_args",
         "unknown_tool",
+        "duplicate_call_id",
         "empty_turn",
         "stream_cut",
     )
