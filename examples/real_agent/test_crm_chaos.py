@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 from crm_agent import tools
-from crm_agent.agent import run_task
 from crm_agent.errors import ToolError
-from crm_agent.tracing import WORKER
+from day import day_entry
 
 from fleetchaos import assert_rate
 
@@ -54,24 +53,12 @@ def test_the_policy_on_the_real_tools_matches_the_simulation(fleetchaos_real, ma
     assert diff.identical, diff.describe()
 
 
-def day_entry(make_clients):
-    """The run's entry: one task of the day, as production runs it, on its worker, with fresh clients."""
-
-    async def entry(task, runtime):
-        WORKER.set(f"worker-{task.worker}")
-        llm, crm = make_clients()
-        async with crm:
-            return await run_task(task.title, task.id, llm=llm, crm=crm)
-
-    return entry
-
-
 @pytest.mark.fleetchaos(tasks=16)
-def test_the_agent_rides_out_the_day(fleetchaos_real, make_clients):
+def test_the_agent_rides_out_the_day(fleetchaos_real):
     """Level 3: the real agent, its SDK's and its tools' own retries, gated like a simulated run; each seed runs twice
     and must meet the same faults at the same virtual times."""
     result = fleetchaos_real.run(
-        day_entry(make_clients),
+        day_entry,
         claim=lambda report: report.status,
         concurrency=4,
         check_determinism=True,

@@ -170,10 +170,14 @@ def _check_blocks(check: FitCheck | None, policy: str, errors: str) -> list:
         return [H2("Fit check"), P("Not run (`--check-seeds 0`).")]
     days = len(check.seeds)
     verdict = (
-        "The fitted scenario **fits**: every fault kind's share of the traces' calls lies within its interval."
+        "The fitted scenario **fits**: every fault kind's share of the traces' calls, and every checked duration "
+        "quantile, lies within its interval."
         if check.fits
-        else f"The fitted scenario **misses** the traces on {len(check.misses)} fault kind(s): "
-        + ", ".join(k.kind for k in check.misses)
+        else f"The fitted scenario **misses** the traces on {len(check.misses)} fault kind(s) and "
+        f"{len(check.latency_misses)} duration quantile(s): "
+        + ", ".join(
+            [k.kind for k in check.misses] + [f"{q.tool} p{round(100 * q.quantile)}" for q in check.latency_misses]
+        )
         + "."
     )
     return [
@@ -199,6 +203,26 @@ def _check_blocks(check: FitCheck | None, policy: str, errors: str) -> list:
                 for k in check.kinds
             ],
             align_right=1,
+        ),
+        P(
+            "Each tool with enough successful calls in the traces has its p50 and p90 durations held to the "
+            "simulated days the same way (the wider of Student's t over the days' quantiles and the "
+            "distribution-free bound on a quantile)."
+        ),
+        TABLE(
+            ["tool", "quantile", "observed", "simulated (mean)", "interval for one day", "verdict"],
+            [
+                (
+                    q.tool,
+                    f"p{round(100 * q.quantile)}",
+                    f"{q.observed:.3g} s",
+                    f"{sum(q.simulated) / len(q.simulated):.3g} s",
+                    f"{q.low:.3g}..{q.high:.3g} s",
+                    "misses" if q.misses else "fits",
+                )
+                for q in check.latencies
+            ],
+            align_right=2,
         ),
     ]
 

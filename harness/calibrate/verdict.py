@@ -1,4 +1,4 @@
-"""The fit check: does the fitted scenario fail its calls as the traces did?
+"""The fit check: does the fitted scenario fail its calls, and take its time, as the traces did?
 
 The fitted scenario is simulated on a few seeds and each simulated day is read back
 through the same trace reader as the traces.  Per fault kind, the share of tool calls that
@@ -12,7 +12,9 @@ wrong.  A kind calibration does not fit (a provider's 503s) is checked like the 
 and marked as not fitted: a world without it fails less than the traces, and its
 headline would say so.
 
-The CLI prints each miss and exits 1 unless ``--allow-misfit``; the fit report shows
+Each well-observed tool's p50 and p90 of successful call durations are held to the
+simulated days the same way (:func:`latency_fits`).  The CLI prints each miss and exits
+1 unless ``--allow-misfit``; the fit report shows
 every kind.  :func:`simulate_days` runs the simulated days (in worker processes when
 there are several cores): the fit report draws the first.
 """
@@ -27,14 +29,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fleetchaos.calibrate.observed import Calls, Observations
+from fleetchaos.calibrate.observed import OK, Calls, Observations
 from fleetchaos.traces.codes import FAULT_KINDS, CodeMap
 from fleetchaos.traces.read import read_file
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from fleetchaos.scenario.load import Scenario
 
-__all__ = ["ALPHA", "FitCheck", "KindFit", "SimulatedDay", "fit_check", "simulate_days"]
+__all__ = ["ALPHA", "FitCheck", "KindFit", "LatencyFit", "SimulatedDay", "fit_check", "latency_fits", "simulate_days"]
 
 #: The chance that a kind of a right fit is called a miss (two-sided).
 ALPHA = 1e-3
@@ -80,19 +85,59 @@ def _pct(share: float) -> str:
     return f"{100 * share:.2f}%"
 
 
+#: The quantiles of each tool's successful call durations the check holds to the simulated days.
+QUANTILES = (0.5, 0.9)
+
+#: The fewest successful calls of a tool, in the traces, for its quantiles to be checked.
+MIN_CALLS = 20
+
+
+@dataclass(frozen=True)
+class LatencyFit:
+    """One tool's duration quantile: observed, on each simulated day, and the interval it must lie in."""
+
+    tool: str
+    quantile: float
+    observed: float
+    """Seconds, over the traces' successful calls of the tool."""
+    simulated: tuple[float, ...]
+    low: float
+    high: float
+
+    @property
+    def misses(self) -> bool:
+        """The observed quantile lies outside the interval."""
+        return not self.low <= self.observed <= self.high
+
+    def describe(self) -> str:
+        """``fetch p50: 2.46 s on simulated days (mean of 10, 99.9% interval 2.20..2.71 s) against 1.00 s observed``."""
+        mean = sum(self.simulated) / len(self.simulated)
+        return (
+            f"{self.tool} p{round(100 * self.quantile)}: {mean:.3g} s on simulated days (mean of {len(self.simulated)}, "
+            f"{100 * (1 - ALPHA):g}% interval for one day {self.low:.3g}..{self.high:.3g} s) against "
+            f"{self.observed:.3g} s observed"
+        )
+
+
 @dataclass(frozen=True)
 class FitCheck:
-    """Every fault kind either side met, and the verdict."""
+    """Every fault kind either side met, each well-observed tool's duration quantiles, and the verdict."""
 
     kinds: tuple[KindFit, ...]
     observed_calls: int
     simulated_calls: tuple[int, ...]
     seeds: tuple[int, ...]
+    latencies: tuple[LatencyFit, ...] = ()
 
     @property
     def misses(self) -> tuple[KindFit, ...]:
         """The kinds whose observed share is not a plausible day of the fitted scenario."""
         return tuple(k for k in self.kinds if k.misses)
+
+    @property
+    def latency_misses(self) -> tuple[LatencyFit, ...]:
+        """The tools' quantiles that are not a plausible day of the fitted scenario."""
+        return tuple(q for q in self.latencies if q.misses)
 
     @property
     def idle_days(self) -> int:
@@ -101,8 +146,8 @@ class FitCheck:
 
     @property
     def fits(self) -> bool:
-        """No kind misses and every simulated day made calls."""
-        return not self.misses and not self.idle_days
+        """No kind or duration quantile misses and every simulated day made calls."""
+        return not self.misses and not self.latency_misses and not self.idle_days
 
 
 def _interval(observed: int, n_obs: int, counts: Sequence[int], totals: Sequence[int]) -> tuple[float, float]:
@@ -138,7 +183,52 @@ def fit_check(
         rows.append(
             KindFit(kind, k, k / len(observed) if len(observed) else 0.0, shares, low, high, kind in fitted_kinds)
         )
-    return FitCheck(tuple(rows), len(observed), tuple(totals), tuple(seeds))
+    return FitCheck(tuple(rows), len(observed), tuple(totals), tuple(seeds), latency_fits(observed, simulated))
+
+
+def _ok_durations(calls: Calls, tool: str) -> NDArray[np.float64]:
+    """The durations of ``calls``' successful calls of ``tool``."""
+    import numpy as np
+
+    if tool not in calls.tools:
+        return np.empty(0)
+    return calls.duration[(calls.tool == calls.tools.index(tool)) & (calls.kind == OK)]
+
+
+def latency_fits(observed: Calls, simulated: Sequence[Calls]) -> tuple[LatencyFit, ...]:
+    """Each tool's p50 and p90 of successful call durations against the simulated days'.
+
+    Per quantile p, the interval for one day is the wider of Student's t over the simulated
+    days' quantiles (their day-to-day spread) and the distribution-free bound: the pooled
+    simulated durations' quantiles at p plus or minus the standard error of a quantile's
+    probability, sqrt(p(1-p)(1/n_observed + 1/n_day)), at the same false alarm rate.  A tool
+    with fewer than :data:`MIN_CALLS` successful calls in the traces, or with none on a
+    simulated day, is not checked.
+    """
+    import numpy as np
+    from scipy.stats import norm
+    from scipy.stats import t as student
+
+    out = []
+    days = len(simulated)
+    t = float(student.ppf(1 - ALPHA / 2, days - 1))
+    z = float(norm.ppf(1 - ALPHA / 2))
+    for tool in observed.tools:
+        seen = _ok_durations(observed, tool)
+        per_day = [_ok_durations(c, tool) for c in simulated]
+        if len(seen) < MIN_CALLS or any(not len(d) for d in per_day):
+            continue
+        pooled = np.concatenate(per_day)
+        n_day = len(pooled) / days
+        for p in QUANTILES:
+            qs = tuple(float(np.quantile(d, p)) for d in per_day)
+            mean = sum(qs) / days
+            spread = math.sqrt(sum((q - mean) ** 2 for q in qs) / (days - 1) * (1 + 1 / days))
+            se = z * math.sqrt(p * (1 - p) * (1 / len(seen) + 1 / n_day))
+            low = min(mean - t * spread, float(np.quantile(pooled, max(0.0, p - se))))
+            high = max(mean + t * spread, float(np.quantile(pooled, min(1.0, p + se))))
+            out.append(LatencyFit(tool, p, float(np.quantile(seen, p)), qs, max(0.0, low), high))
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -188,23 +188,38 @@ def _verdict(check, output: Path, policy: str, errors: str, allow_misfit: bool, 
             say("--allow-misfit: exit 0")
             return
         raise SystemExit(EXIT_MISFIT)
-    if not check.kinds:
+    quantiles = f"so does each of {len(check.latencies)} tool duration quantiles (p50 and p90 of successful calls)"
+    if not check.kinds and check.fits:
         say(
-            f"fit check: fits: no call failed, in the traces or on {days} simulated days (--policy {policy} --errors {errors})"
+            f"fit check: fits: no call failed, in the traces or on {days} simulated days (--policy {policy} --errors "
+            f"{errors}), and {quantiles}"
         )
         return
     if check.fits:
         say(
             f"fit check: fits: each of {len(check.kinds)} fault kinds' share of the traces' calls lies within its "
-            f"{100 * (1 - ALPHA):g}% interval over {days} simulated days (--policy {policy} --errors {errors})"
+            f"{100 * (1 - ALPHA):g}% interval over {days} simulated days (--policy {policy} --errors {errors}), and "
+            f"{quantiles}"
         )
         return
-    say(
-        f"fit check: MISSES: the fitted scenario does not fail its calls as the traces did, on {len(check.misses)} "
-        f"fault kind(s) ({days} simulated days, --policy {policy} --errors {errors}):"
-    )
+    if check.misses:
+        say(
+            f"fit check: MISSES: the fitted scenario does not fail its calls as the traces did, on {len(check.misses)} "
+            f"fault kind(s) ({days} simulated days, --policy {policy} --errors {errors}):"
+        )
     for kind in check.misses:
         say(f"  {kind.describe()}")
+    if check.latency_misses:
+        say(
+            f"fit check: MISSES: the fitted scenario's calls do not take as long as the traces' on "
+            f"{len(check.latency_misses)} tool duration quantile(s) ({days} simulated days; successful calls):"
+        )
+        for quantile in check.latency_misses:
+            say(f"  {quantile.describe()}")
+        say(
+            "  a duration fit is a log-normal per tool: a tool whose durations are not one (two populations, "
+            "queueing at a busy provider) misses here; see the fit report's latency chart"
+        )
     if any(k.fitted for k in check.misses):
         say(
             "  the simulated days recover as --policy and --errors say: give the ones closest to how your fleet "

@@ -157,3 +157,24 @@ def test_a_fitted_world_whose_days_make_no_call_is_a_misfit_not_an_error(tmp_pat
     allowed = subprocess.run([*args, "--force", "--allow-misfit", "--jobs", "1"], capture_output=True, text=True,
                              cwd=tmp_path)  # fmt: skip
     assert allowed.returncode == 0, allowed.stderr
+
+
+def test_a_tool_whose_durations_the_fit_misses_exits_1_naming_the_quantile(tmp_path):
+    """400 calls of one tool: 7 in 10 take 1 s, 3 in 10 take 20 s (two populations, a fast path and a slow one).  The
+    log-normal fitted to them has the mean log 0.3 ln 20 = 0.899, a median of 2.46 s, so a simulated day's p50 is
+    near 2.46 s where the traces' is 1 s: a miss of the duration quantile, printed, exit 1 (no fault kind misses)."""
+    rows = [
+        {"time": 1735722000 + 20 * i, "task": f"t{i}", "tool": "fetch", "worker": "w1",
+         "duration_s": 1.0 if i % 10 < 7 else 20.0, "outcome": "ok"}
+        for i in range(400)
+    ]  # fmt: skip
+    (tmp_path / "calls.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    done = _cli("calibrate", "calls.jsonl", "-o", "fit.yaml", "--check-seeds", "5", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "fit check: MISSES: the fitted scenario's calls do not take as long as the traces'" in done.stderr
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("  fetch p50: ")]
+    assert line.endswith("against 1 s observed")
+    assert 2.2 < float(line.split(": ")[1].split(" s ")[0]) < 2.75  # the simulated days' p50, about 2.46 s
+    allowed = _cli("calibrate", "calls.jsonl", "-o", "fit.yaml", "--force", "--check-seeds", "5", "--allow-misfit",
+                   cwd=tmp_path)  # fmt: skip
+    assert allowed.returncode == 0 and "--allow-misfit: exit 0" in allowed.stderr
