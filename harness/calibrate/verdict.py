@@ -91,6 +91,12 @@ QUANTILES = (0.5, 0.9)
 #: The fewest successful calls of a tool, in the traces, for its quantiles to be checked.
 MIN_CALLS = 20
 
+#: How finely a simulated duration stands for a traced one: calibration leaves the traces' network round
+#: trip inside each fitted duration and writes the fleet's smallest network latency (0.5 ms a way), which
+#: the simulation adds again, so a simulated call may be 1 ms longer than its traced twin (and a span's
+#: times, Unix seconds in a double, are exact to a quarter of a microsecond).
+RESOLUTION_S = 1e-3 + 1e-6
+
 
 @dataclass(frozen=True)
 class LatencyFit:
@@ -201,7 +207,8 @@ def latency_fits(observed: Calls, simulated: Sequence[Calls]) -> tuple[LatencyFi
     Per quantile p, the interval for one day is the wider of Student's t over the simulated
     days' quantiles (their day-to-day spread) and the distribution-free bound: the pooled
     simulated durations' quantiles at p plus or minus the standard error of a quantile's
-    probability, sqrt(p(1-p)(1/n_observed + 1/n_day)), at the same false alarm rate.  A tool
+    probability, sqrt(p(1-p)(1/n_observed + 1/n_day)), at the same false alarm rate, widened by
+    :data:`RESOLUTION_S` on each side (the round trip the simulation adds, and a span's precision).  A tool
     with fewer than :data:`MIN_CALLS` successful calls in the traces, or with none on a
     simulated day, is not checked.
     """
@@ -227,6 +234,7 @@ def latency_fits(observed: Calls, simulated: Sequence[Calls]) -> tuple[LatencyFi
             se = z * math.sqrt(p * (1 - p) * (1 / len(seen) + 1 / n_day))
             low = min(mean - t * spread, float(np.quantile(pooled, max(0.0, p - se))))
             high = max(mean + t * spread, float(np.quantile(pooled, min(1.0, p + se))))
+            low, high = low - RESOLUTION_S, high + RESOLUTION_S
             out.append(LatencyFit(tool, p, float(np.quantile(seen, p)), qs, max(0.0, low), high))
     return tuple(out)
 
