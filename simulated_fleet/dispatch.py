@@ -133,17 +133,20 @@ class Dispatcher:
         executions = rec.executions
         all_commits = rec.commits
         turn_step = -1 if turn is None else turn.step
+        turns = self.turns
         for si in range(start, len(steps)):
             step = steps[si]
             skip = done if si == start else ()
             turned = si == turn_step
+            keeps_all = False
+            step_decide = decide
             if turned:  # a model-side action's turn of this step (the schema joins the context first)
-                assert turn is not None and self.turns is not None  # the world sets both together
-                before = self.turns.begin(turn, rec)
-                skip = tuple(sorted({*skip, *turn.kept}))  # a resumed stream keeps the calls that committed
-                step_decide = partial(self.turns.decide, turn)
-            else:
-                step_decide = decide
+                assert turn is not None and turns is not None  # the world sets both together
+                before = turns.begin(turn, rec)
+                if turn.kept:  # a resumed stream keeps the calls that committed: not run, not redone
+                    skip = tuple(sorted({*skip, *turn.kept}))
+                    keeps_all = len(skip) >= step.fan_out
+                step_decide = partial(turns.decide, turn)
             # TaskRecord.begin_execution(si, execution) inlined (a call per step costs more than its body; the
             # real-code runtime calls it): a step whose every item already took effect is redone (a simulated step
             # is one turn: turn=1).
@@ -151,7 +154,7 @@ class Dispatcher:
             executions[si] = execution
             rec.step_executions += 1
             commits = all_commits[si]
-            if 0 not in commits and not (turned and turn.kept and len(skip) >= step.fan_out):  # type: ignore[union-attr]
+            if 0 not in commits and not keeps_all:
                 rec.redone_steps += 1
             if step.tokens:  # TaskRecord.turn(step.tokens), inlined: the turn reads the context so far
                 context = rec.context_tokens
@@ -283,8 +286,8 @@ class Dispatcher:
                     if retry_at is not None and (token_at is None or retry_at < token_at):
                         token_at = retry_at
             rec.calls += called
-            if turned:
-                self.turns.end(turn, rec, before)  # type: ignore[union-attr, arg-type]  # set with turned
+            if turned and turns is not None and turn is not None:
+                turns.end(turn, rec, before)
             took_effect = succeeded + committed_anyway if committed_anyway is not None else succeeded
             if finish is not None:
                 crash_at = w.next_crash_after(now)

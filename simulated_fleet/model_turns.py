@@ -258,7 +258,7 @@ class ModelTurns:
                 met = self._model_fault(
                     model_p, model_t, retry.node, step, task_key, item, key, retry.now, retry.sources, (), S_FALLBACK
                 )
-                if met is not None and met[0].name == last.kind:
+                if met is not None and met[0] is not None and met[0].name == last.kind:
                     return True
             return False
         return None

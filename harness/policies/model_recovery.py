@@ -34,7 +34,7 @@ from fleetchaos.sim.observation import (
 
 __all__ = ["MODEL_PRESETS", "ModelTurnRetry"]
 
-_ACTIONS = {
+_ACTIONS: dict[str, type[RepairTurn | RepromptWithSchema | FallbackModel | ResumeStream]] = {
     "repair": RepairTurn,
     "reprompt": RepromptWithSchema,
     "fallback": FallbackModel,

@@ -103,7 +103,7 @@ RECORD_COUNTS: tuple[str, ...] = (
     "fallback_tokens",
     "fallback_input_tokens",
 )
-TASK_COUNTS: tuple[str, ...] = _COMPUTED_COUNTS + tuple({"rolled_back": "rollbacks"}.get(n, n) for n in RECORD_COUNTS)
+TASK_COUNTS: tuple[str, ...] = (*_COMPUTED_COUNTS, *({"rolled_back": "rollbacks"}.get(n, n) for n in RECORD_COUNTS))
 _record_counts = attrgetter(*RECORD_COUNTS)  # one C call for all of them: this runs once per task
 
 
