@@ -57,7 +57,7 @@ arguments) to a few thousand (nested objects, enums, examples); the re-prompt al
 
 
 class FallbackSpec(_Strict):
-    """A second model a turn can be sent to (the :class:`~fleetchaos.sim.observation.FallbackModel` action).
+    """A second model a turn can be sent to (the FallbackModel action of a policy).
 
     Its refusals and filter stops are its own: a denial is deterministic for one model and
     one request, so the fallback draws them from its own keyed stream, at the primary's

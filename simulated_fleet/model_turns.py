@@ -39,7 +39,7 @@ from fleetchaos.sim.calls import S_COMMIT, CallModel, CallOutcome, StepRules
 from fleetchaos.sim.capacity import build_providers
 from fleetchaos.sim.fault_specs import HangingFault
 from fleetchaos.sim.kinds import KINDS, TASK_STEP, FaultKind
-from fleetchaos.sim.kinds_model import MODEL_KINDS
+from fleetchaos.sim.kinds_model import DETERMINISTIC_DENIAL, MODEL_KINDS, MODEL_OUTPUT_AGAIN
 from fleetchaos.sim.observation import FallbackModel, RepairTurn, RepromptWithSchema, ResumeStream
 from fleetchaos.sim.plan import CallRule, LastFailure, RetryAt
 from fleetchaos.sim.state import NodeView
@@ -50,12 +50,13 @@ if TYPE_CHECKING:
     from fleetchaos.sim.ledger import TaskRecord
     from fleetchaos.sim.truth import AttemptReport
 
-#: The model's own malformed output, which a repair turn or a re-prompt may fix.
-REPAIRABLE = frozenset({"malformed_args", "truncated_call", "unknown_tool", "empty_turn"})
+#: The model's own malformed output, which a repair turn or a re-prompt may fix: the model-side kinds whose retry is
+#: wasted "into the same malformed model output" (their records say so).
+REPAIRABLE = frozenset(k.name for k in MODEL_KINDS if k.waste is not None and k.waste.family == MODEL_OUTPUT_AGAIN)
 #: Deterministic denials: the same model denies the same request on every try; another model may answer.
-DENIALS = frozenset({"refusal", "content_filter"})
-#: The kind a stream resume acts on.
-CUT_STREAM = "stream_cut"
+DENIALS = frozenset(k.name for k in MODEL_KINDS if k.waste is not None and k.waste.family == DETERMINISTIC_DENIAL)
+#: The kind a stream resume acts on: the model-side kind whose outcome is unknown (its calls may have committed).
+CUT_STREAM = next(k.name for k in MODEL_KINDS if k.outcome_unknown)
 #: Every model-side kind: a fallback model draws these from its own stream.
 MODEL_KIND_NAMES = frozenset(kind.name for kind in MODEL_KINDS)
 

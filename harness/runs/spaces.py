@@ -154,6 +154,15 @@ _LADDER = {
     "long_cap_s": {"log": (60.0, 3600.0)},
 }
 
+#: The structured tree's ranges (in this order: a family's candidates are drawn in its dimensions' order).
+_TREE = {
+    "max_retries": _RETRIES,
+    "max_same": {"int": (1, 5)},
+    "base_s": {"log": (0.1, 60.0)},
+    "cap_s": {"log": (5.0, 1800.0)},
+    "unknown_retries": {"int": (0, 4)},
+}
+
 #: The space ``tune`` searches by default: the retry baselines, the classic breaker, the
 #: remedy ladders (for errors nothing can read), the status reader (``raw-parse``: the
 #: structured tree's branches on an HTTP status, for the ``status`` and ``raw`` formats),
@@ -180,13 +189,7 @@ DEFAULT_SPACE = SearchSpace.model_validate(
                 "cap_s": {"log": (5.0, 1800.0)},
                 "unknown_retries": {"int": (0, 4)},
             },
-            "structured": {
-                "max_retries": _RETRIES,
-                "max_same": {"int": (1, 5)},
-                "base_s": {"log": (0.1, 60.0)},
-                "cap_s": {"log": (5.0, 1800.0)},
-                "unknown_retries": {"int": (0, 4)},
-            },
+            "structured": _TREE,
             "category-tree-remediation": {
                 "max_retries": _RETRIES,
                 "max_same": {"int": (1, 5)},
@@ -200,11 +203,7 @@ DEFAULT_SPACE = SearchSpace.model_validate(
             "fallback-model": {"max_retries": _RETRIES},
             "resume-stream": {"max_retries": _RETRIES},
             "structured-llm": {
-                "max_retries": _RETRIES,
-                "max_same": {"int": (1, 5)},
-                "base_s": {"log": (0.1, 60.0)},
-                "cap_s": {"log": (5.0, 1800.0)},
-                "unknown_retries": {"int": (0, 4)},
+                **_TREE,
                 "malformed": {"choice": ("escalate", "repair", "reprompt")},
                 "denial": {"choice": ("escalate", "fallback")},
                 "cut": {"choice": ("retry", "resume")},
