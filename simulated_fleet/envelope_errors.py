@@ -30,6 +30,7 @@ from fleetchaos.sim.fault_specs import WrongEnvelope
 from fleetchaos.sim.faults import resolve_swarm
 from fleetchaos.sim.formats import ErrorFormat
 from fleetchaos.sim.kinds import KINDS, PROVIDER_KINDS, FailureContract, FaultKind, reported_kind
+from fleetchaos.sim.kinds_model import MODEL_SIDE_KINDS
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.schedules import Spans, expand_windows
 from fleetchaos.sim.truth import AttemptReport
@@ -129,7 +130,9 @@ def compile_rule(fault: WrongEnvelope, index: int, horizon_s: float, *, provider
     """An :class:`EnvelopeRule` from a (swarm-resolved) ``wrong_envelope`` fault; ``providers``: the world declares some."""
     low, high = fault.retry_after_factor
     reportable = tuple(
-        name for name, k in KINDS.items() if k.wire is not None and (providers or name not in PROVIDER_KINDS)
+        name
+        for name, k in KINDS.items()
+        if k.wire is not None and name not in MODEL_SIDE_KINDS and (providers or name not in PROVIDER_KINDS)
     )
     return EnvelopeRule(
         index=index,

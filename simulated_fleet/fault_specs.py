@@ -233,8 +233,8 @@ class WrongEnvelope(_Targeted):
     reported_as: list[str] | None = Field(
         default=None,
         description="the kinds a misclassified failure is reported as, one drawn uniformly "
-        "(default: every kind reported with another error code; a provider's overload only where fleet.providers "
-        "declares one)",
+        "(default: every tool-side kind reported with another error code; a provider's overload only where "
+        "fleet.providers declares one; a model-side kind only when named here)",
     )
     mark_recoverable: float = Field(
         default=0,

@@ -49,6 +49,12 @@ class UnknownTool(_CallFault):
     kind: Literal["unknown_tool"] = "unknown_tool"
 
 
+class DuplicateCallId(_CallFault):
+    """The model's turn emits two tool calls under one id; the turn is rejected before any call runs."""
+
+    kind: Literal["duplicate_call_id"] = "duplicate_call_id"
+
+
 class EmptyTurn(_CallFault):
     """The model's turn comes back empty: no text, no call."""
 
@@ -66,4 +72,13 @@ class StreamCut(_CallFault):
     timeout_s: float = Field(default=30, gt=0, description="how long into the stream the cut comes")
 
 
-__all__ = ["ContentFilter", "EmptyTurn", "MalformedArgs", "Refusal", "StreamCut", "TruncatedCall", "UnknownTool"]
+__all__ = [
+    "ContentFilter",
+    "DuplicateCallId",
+    "EmptyTurn",
+    "MalformedArgs",
+    "Refusal",
+    "StreamCut",
+    "TruncatedCall",
+    "UnknownTool",
+]

@@ -4,9 +4,9 @@ A turn of the task's conversation (:mod:`fleetchaos.sim.conversation`) asks the 
 the step's tool call; these kinds are what comes back instead of a well-formed call: a
 refusal or a content-filter stop (deterministic: the same request is denied on every
 try, so a retry of it is always wasted, counted in its own family), arguments that do not
-parse, a call cut at the length limit, a tool name that does not exist, an empty turn, a
-stream cut after some calls already committed.  Each is one record, met at an existing
-stage: a refusal, a filter stop and a length stop are keyed per task and step (the same
+parse, a call cut at the length limit, a tool name that does not exist, two calls under
+one id, an empty turn, a stream cut after some calls already committed.  Each is one
+record, met at an existing stage: a refusal, a filter stop and a length stop are keyed per task and step (the same
 prompt gets the same answer), the rest are drawn per execution.  Their records sit in the
 catalogue (:data:`fleetchaos.sim.kinds.KINDS`) after the per-call tool kinds; they live
 here so each module stays one readable size.  Standard library only.
@@ -128,6 +128,26 @@ MODEL_KINDS: tuple[FaultKind, ...] = (
         "again, the model usually names a real tool.",
     ),
     FaultKind(
+        name="duplicate_call_id",
+        stage=TRANSIENT,
+        contract=FailureContract("DUPLICATE_TOOL_CALL_ID", "validation", True, "retry_turn"),
+        fail_fast_s=3.0,
+        outcome_unknown=False,
+        retry_after=False,
+        transport_retryable=False,
+        retry_helps=True,
+        failure_type="permanent",
+        subagent_category="validation",
+        alternative=None,
+        wire=Wire(400, "Bad Request (duplicate tool_call_id)", "ERR_DUPLICATE_TOOL_CALL_ID"),
+        waste=Waste("transient", "the model repeats a tool-call id again", MODEL_OUTPUT_AGAIN),
+        remedy=None,
+        persistent_scope=None,
+        effect="The model's turn emits two tool calls with the same id; the turn is rejected as a whole (a 400 "
+        "validation error naming the repeated id) before any of its calls is dispatched, so the tool did not run "
+        "and nothing took effect; asked again, the model usually emits distinct ids.",
+    ),
+    FaultKind(
         name="empty_turn",
         stage=TRANSIENT,
         contract=FailureContract("EMPTY_RESPONSE", "transient", True, "retry"),
@@ -168,4 +188,9 @@ MODEL_KINDS: tuple[FaultKind, ...] = (
     ),
 )
 
-__all__ = ["DETERMINISTIC_DENIAL", "MODEL_KINDS", "MODEL_OUTPUT_AGAIN"]
+#: Kinds met in the orchestrator's own model turn (the records above), not in
+#: a tool: a worker's wrong envelope never names one unless its ``reported_as`` does, so a
+#: model-side kind added to the catalogue leaves every tool failure's envelope draws unchanged.
+MODEL_SIDE_KINDS: frozenset[str] = frozenset(k.name for k in MODEL_KINDS)
+
+__all__ = ["DETERMINISTIC_DENIAL", "MODEL_KINDS", "MODEL_OUTPUT_AGAIN", "MODEL_SIDE_KINDS"]

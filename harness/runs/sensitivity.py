@@ -169,8 +169,7 @@ def _within_rules(scenario: Scenario, path: str, values: Sequence[Any], *, given
         except ParamError as refused:
             if given:
                 raise
-            rule = str(refused).split(": ", 2)[-1].split(": ")[0]  # the rule, without the file and the fix
-            skipped.append(f"{value!r} ({rule})")
+            skipped.append(f"{value!r} ({'; '.join(refused.rules) or refused})")
     return kept, skipped
 
 

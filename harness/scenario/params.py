@@ -32,7 +32,15 @@ Path = tuple[str | int, ...]
 
 
 class ParamError(UserError):
-    """A swept parameter that names no field, or gives a value the scenario rules refuse."""
+    """A swept parameter that names no field, or gives a value the scenario rules refuse.
+
+    ``rules`` holds each refusing rule's own words (no file, field or fix around them), for a
+    caller that reports a refused value in a line of its own, such as the sensitivity study.
+    """
+
+    def __init__(self, message: str, rules: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.rules = rules
 
 
 def parse_path(text: str) -> Path:
@@ -268,9 +276,10 @@ def apply_params(
         lines = format_validation_error(f"{source} with --param {given}", exc).splitlines()
         # One line per problem, each with its fix: the allowed values where the line names none.
         fix = "; see `fleetchaos schema scenario` for the values each field allows"
-        raise ParamError("\n".join(line if ";" in line else line + fix for line in lines)) from None
+        rules = tuple(str(error["msg"]).removeprefix("Value error, ") for error in exc.errors())
+        raise ParamError("\n".join(line if ";" in line else line + fix for line in lines), rules) from None
     except ValueError as exc:
-        raise ParamError(f"{source} with --param {given}: {exc}") from None
+        raise ParamError(f"{source} with --param {given}: {exc}", (str(exc),)) from None
     canonical = tuple((path, get_path(new, parse_path(path))) for path, _ in params)
     return new, canonical
 

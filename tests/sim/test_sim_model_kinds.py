@@ -88,7 +88,7 @@ def test_a_stream_cut_retried_without_idempotency_duplicates_what_committed(
     assert m["duplicate_side_effects"] == float(duplicates)
 
 
-@pytest.mark.parametrize("kind", ["malformed_args", "unknown_tool", "empty_turn"])
+@pytest.mark.parametrize("kind", ["malformed_args", "unknown_tool", "duplicate_call_id", "empty_turn"])
 def test_a_malformed_turn_fails_fast_and_a_retry_usually_passes(sim, kind):
     window = {"start_s": 0, "duration_s": 1}
     scn = sim.scenario({"job": [sim.step("act", 2)]}, faults=[{"kind": kind, "probability": 1.0, "windows": [window]}])

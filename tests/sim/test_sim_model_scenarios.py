@@ -50,3 +50,24 @@ def test_a_naive_policy_retries_each_denial_three_times_and_wastes_every_retry()
         assert denied and 3 * (denied - misreads) <= m["retries"] <= 3 * denied, m
         assert m["wasted_retries"] == m["retries"] and m["recovered_tasks"] == 0
         assert run.breakdowns["wasted_retries_by_family"] == {DETERMINISTIC_DENIAL: m["retries"]}
+
+
+def test_malformed_calls_fails_its_repeated_id_gate_when_a_repeated_id_is_denied_on_every_try():
+    """The gate that bounds the naive arm's wasted retries names a behaviour: a turn rejected for a repeated call id
+    passes when asked again.  Break it (the same turns denied on every try: a length stop at the same rate in the
+    repeated id's place) and that gate fails, on the same seeds, while the scenario as shipped passes it."""
+    scenario = load_scenario("malformed_calls")
+    gate = next(
+        i
+        for i, g in enumerate(scenario.expect)
+        if g.metric == "wasted_retries" and g.at_most is not None and g.arm == "blind-retry/generic"
+    )
+    doc = scenario.model_dump(mode="json", exclude_none=True)
+    repeated = [f for f in doc["faults"] if f["kind"] == "duplicate_call_id"]
+    assert len(repeated) == 1
+    repeated[0]["kind"] = "truncated_call"  # same schedule and rate, but keyed per task and step: denied again
+    broken = type(scenario).model_validate(doc)
+    for world, passes in ((scenario, True), (broken, False)):
+        result = run_scenario(world, policy="blind-retry", errors="generic", seeds=SEEDS)
+        (verdict,) = [v for v in result.expectations if v.gate == gate]
+        assert verdict.passed is passes, (world.name, verdict.value)

@@ -61,10 +61,11 @@ DOCUMENTED_FAMILIES = {
     # "the model's deterministic denials: the same request refused or filtered again"
     "the model refuses the same request again": "retried a deterministic denial",
     "the filter stops the same request again": "retried a deterministic denial",
-    # "the model's malformed output again: a length stop, bad arguments, a missing tool, an empty turn"
+    # "the model's malformed output again: a length stop, bad arguments, a missing tool, a repeated id, an empty turn"
     "the call is cut at the same length again": "into the same malformed model output",
     "the model emits malformed arguments again": "into the same malformed model output",
     "the model names a missing tool again": "into the same malformed model output",
+    "the model repeats a tool-call id again": "into the same malformed model output",
     "the model answers empty again": "into the same malformed model output",
 }
 
@@ -92,9 +93,10 @@ def test_each_documented_reason_falls_in_the_family_docs_metrics_md_gives_it():
     assert {WASTE_REASONS[k] for k in ("refusal", "content_filter")} == {
         r for r, f in DOCUMENTED_FAMILIES.items() if f == "retried a deterministic denial"
     }
-    assert {WASTE_REASONS[k] for k in ("truncated_call", "malformed_args", "unknown_tool", "empty_turn")} == {
-        r for r, f in DOCUMENTED_FAMILIES.items() if f == "into the same malformed model output"
-    }
+    assert {
+        WASTE_REASONS[k]
+        for k in ("truncated_call", "malformed_args", "unknown_tool", "duplicate_call_id", "empty_turn")
+    } == {r for r, f in DOCUMENTED_FAMILIES.items() if f == "into the same malformed model output"}
     assert {WASTE_REASONS[k] for k in ("disk_full", "quota_exhausted", "node_crash", "network_partition")} == {
         r for r, f in DOCUMENTED_FAMILIES.items() if f == "on the same exhausted resource"
     }

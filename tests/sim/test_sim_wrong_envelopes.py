@@ -141,3 +141,30 @@ def test_formats_without_an_envelope_show_no_wrong_envelope(errors):
     result = run_one(load_scenario("imperfect_contracts"), "structured", errors, 1)
     assert result.metrics["misreported_failures"] == 0.0
     assert result.breakdowns["misreported_failures_by_way"] == {}
+
+
+def test_a_wrong_envelope_names_a_model_side_kind_only_when_asked():
+    """A tool's misclassified envelope is drawn among tool-side kinds: the model's own faults join only by name.
+
+    So a model-side kind added to the catalogue leaves every tool failure's envelope draws,
+    and the results of a scenario that never meets it, as they were.
+    """
+    from fleetchaos.sim.envelope_errors import compile_rule
+    from fleetchaos.sim.fault_specs import WrongEnvelope
+    from fleetchaos.sim.kinds import KINDS
+
+    model_side = {
+        "refusal",
+        "content_filter",
+        "truncated_call",
+        "malformed_args",
+        "unknown_tool",
+        "empty_turn",
+        "stream_cut",
+    }
+    assert model_side <= set(KINDS)
+    rule = compile_rule(WrongEnvelope(misclassify=1.0), 0, 3600.0, providers=True)
+    assert "rate_limit" in rule.reportable and "overloaded" in rule.reportable
+    assert not model_side & set(rule.reportable)
+    named = compile_rule(WrongEnvelope(misclassify=1.0, reported_as=["refusal"]), 0, 3600.0)
+    assert named.reported_as == ("refusal",)

@@ -61,9 +61,13 @@ def test_a_registry_value_a_scenario_refuses_is_left_out_and_said_but_a_given_on
     assert scenario.fleet.call_timeout_s == 10
     (late,) = [s for s in plan_settings(scenario, ["generic", "structured"]) if s.parameter == "fleet.late_reply_s"]
     assert late.values == [None]
+    why = (
+        "the client gives up at the call timeout, so no reply arrives later than it; "
+        "set late_reply_s below call_timeout_s, or drop one"
+    )
     assert late.skipped == [
-        "60.0 (fleet.late_reply_s 60 is not below fleet.call_timeout_s 10)",
-        "120.0 (fleet.late_reply_s 120 is not below fleet.call_timeout_s 10)",
+        f"60.0 (fleet.late_reply_s 60 is not below fleet.call_timeout_s 10: {why})",
+        f"120.0 (fleet.late_reply_s 120 is not below fleet.call_timeout_s 10: {why})",
     ]
     with pytest.raises((ParamError, UserError), match="not below fleet.call_timeout_s 10"):
         plan_settings(scenario, ["generic", "structured"], ranges={"fleet.late_reply_s": [5.0, 60.0]})
@@ -73,8 +77,8 @@ def test_a_registry_value_a_scenario_refuses_is_left_out_and_said_but_a_given_on
     study = SimpleNamespace(flips=[], points=[], bars=[], settings=[late], baseline=SimpleNamespace(leader="tie"))
     assert study_lines(study) == [  # the fields study_lines reads
         "fleet.late_reply_s: left out, this scenario's rules refuse 60.0 (fleet.late_reply_s 60 is not below "
-        "fleet.call_timeout_s 10), 120.0 (fleet.late_reply_s 120 is not below fleet.call_timeout_s 10). "
-        "It was not varied here."
+        f"fleet.call_timeout_s 10: {why}), 120.0 (fleet.late_reply_s 120 is not below fleet.call_timeout_s 10: "
+        f"{why}). It was not varied here."
     ]
 
 

@@ -47,6 +47,7 @@ def test_every_wire_code_maps_back_to_its_kind():
         ("tool_use_failed", 400, "malformed_args"),
         ("MALFORMED_FUNCTION_CALL", None, "malformed_args"),
         ("UNEXPECTED_TOOL_CALL", None, "unknown_tool"),
+        ("DUPLICATE_TOOL_CALL_ID", 400, "duplicate_call_id"),
         ("RemoteProtocolError", None, "stream_cut"),
     ],
 )

@@ -83,6 +83,7 @@ MODEL_KINDS = (
     "truncated_call",
     "malformed_args",
     "unknown_tool",
+    "duplicate_call_id",
     "empty_turn",
     "stream_cut",
 )

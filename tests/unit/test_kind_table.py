@@ -31,6 +31,7 @@ WIRE = {
     "truncated_call": (422, "OUTPUT_TRUNCATED", "validation", False, False),
     "malformed_args": (400, "INVALID_TOOL_ARGUMENTS", "validation", True, False),
     "unknown_tool": (404, "UNKNOWN_TOOL", "validation", True, False),
+    "duplicate_call_id": (400, "DUPLICATE_TOOL_CALL_ID", "validation", True, False),
     "empty_turn": (502, "EMPTY_RESPONSE", "transient", True, False),
     "stream_cut": (502, "STREAM_INTERRUPTED", "transient", True, False),
     "silent_suppression": (None, "EMPTY_SUCCESS", "fatal", False, False),

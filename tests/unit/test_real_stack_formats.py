@@ -212,6 +212,7 @@ PINS: dict[str, tuple[int, int, str, int, str | int]] = {
     "truncated_call": (422, -32602, "INVALID_ARGUMENT", 400, "tool"),
     "malformed_args": (400, -32603, "INVALID_ARGUMENT", 400, "tool"),
     "unknown_tool": (404, -32001, "NOT_FOUND", 404, "tool"),
+    "duplicate_call_id": (400, -32603, "INVALID_ARGUMENT", 400, "tool"),
     "empty_turn": (502, -32002, "UNAVAILABLE", 503, "tool"),
     "stream_cut": (502, -32002, "UNAVAILABLE", 503, -32001),
     "node_crash": (502, -32002, "UNAVAILABLE", 503, -32000),
