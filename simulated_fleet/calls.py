@@ -217,6 +217,7 @@ class CallModel:
         batch_failed: Mapping[int, FaultKind],
         sources: dict[tuple[int, int], int],
         waited: float = 0.0,
+        via: Provider | None = None,
     ) -> CallOutcome:
         """What item ``item``'s call of ``step`` meets and does, starting at ``now`` on ``node``.
 
@@ -224,7 +225,8 @@ class CallModel:
         task's; ``batch_failed`` the items :meth:`batch_failures` chose for this step
         execution; ``sources`` the source each (step, item) is on (alternatives taken);
         ``waited`` the seconds the call already waited since its dispatch (for a tool
-        slot), which count toward the call timeout.
+        slot), which count toward the call timeout; ``via`` a provider that serves this
+        call instead of the step's own (the fallback model's, :mod:`fleetchaos.sim.model_turns`).
         """
         # The call's two normals, _normal_pair(key, S_CALL_TIMES) inlined: r cos t is its
         # latency's, r sin t its duration's (only a call that gets that far needs it).
@@ -283,8 +285,8 @@ class CallModel:
         else:
             work = step.mean_s
         route = self.route
-        if route is not None:
-            provider = route.get(step.name)
+        if route is not None or via is not None:
+            provider = via if via is not None else route.get(step.name)  # type: ignore[union-attr]  # one is set
             if provider is None and uses_api:
                 provider = self.api_provider
             if provider is not None:

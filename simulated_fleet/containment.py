@@ -24,6 +24,7 @@ from fleetchaos.sim.interrupts import PASS_THROUGH, check_expired, describe_exce
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.observation import (
     ACTION_TYPES,
+    MODEL_TURN_ACTIONS,
     Action,
     DeadLetter,
     Escalate,
@@ -85,15 +86,15 @@ def canonical(action: object) -> Action:
         if action.claim not in ("failed", "partial"):
             raise ValueError(f"GiveUp claim must be 'failed' or 'partial', got {action.claim!r}")
         return GiveUp(action.claim)
-    if isinstance(action, (Retry, Reroute, RefreshCredentials, UseAlternative, Remediate)):
+    if isinstance(action, (Retry, Reroute, RefreshCredentials, UseAlternative, Remediate, *MODEL_TURN_ACTIONS)):
         start = as_index(action.resume_from, "resume_from")
         done = tuple(sorted({as_index(i, "done_items entry") for i in action.done_items}))
         for held in (RefreshCredentials, Remediate):  # the base class, as for every action: the driver dispatches on it
             if isinstance(action, held):
                 return held(start, done)
-        assert isinstance(action, (Reroute, UseAlternative, Retry))  # the other three of the five just checked
+        assert isinstance(action, (Reroute, UseAlternative, Retry, *MODEL_TURN_ACTIONS))  # the others just checked
         delay = as_number(action.delay_s, "delay_s")
-        for moved in (Reroute, UseAlternative, Retry):
+        for moved in (Reroute, UseAlternative, Retry, *MODEL_TURN_ACTIONS):
             if isinstance(action, moved):
                 return moved(delay, start, done)
     raise TypeError(f"expected an action ({', '.join(t.__name__ for t in ACTION_TYPES)}), got {type(action).__name__}")

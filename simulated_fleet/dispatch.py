@@ -14,6 +14,7 @@ request, one timeout and one release (the same event pattern as a bare SimPy mod
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
+from functools import partial
 from typing import cast
 
 import simpy
@@ -27,6 +28,7 @@ from fleetchaos.sim.journal import Journal
 from fleetchaos.sim.kinds import MASKING, SOURCE
 from fleetchaos.sim.layers import layered_retry
 from fleetchaos.sim.ledger import TaskRecord
+from fleetchaos.sim.model_turns import ModelTurns, TurnPlan
 from fleetchaos.sim.plan import DispatchGate, FaultPlan
 from fleetchaos.sim.template import Template
 from fleetchaos.sim.transport import TransportRetry
@@ -80,6 +82,8 @@ class Dispatcher:
             (kind.name, gate) for kind in plan.kinds if (gate := kind.dispatch_gate(plan)) is not None
         )
         self.call_timeout_s = calls.call_timeout_s
+        self.turns: ModelTurns | None = None
+        """The run's model-side recovery actions (the world sets it)."""
         self.on_orphans_done: Callable[[TaskRecord], None] | None = None
         """Called with a task's record when the last of its orphaned steps ends (the world hands it on then)."""
 
@@ -94,9 +98,11 @@ class Dispatcher:
         sources: dict[tuple[int, int], int],
         workspace: dict[int, float],
         task_key: int,
+        turn: TurnPlan | None = None,
     ) -> Generator[simpy.Event, object, AttemptReport | None]:
         """Run the task's steps from ``start`` on ``w`` until one is seen as failed (``task_key``:
-        :func:`fleetchaos.sim._rng.task_key` of the task).
+        :func:`fleetchaos.sim._rng.task_key` of the task; ``turn``: the turn a model-side recovery action asked
+        for, taken when the dispatch reaches its step, :mod:`fleetchaos.sim.model_turns`).
 
         Returns the dispatch's AttemptReport (:data:`PLAIN_OK` for a success the format
         shows as a bare "ok"), or None when the dispatch was lost with a crashed worker
@@ -126,9 +132,21 @@ class Dispatcher:
         idempotent = self.idempotent
         executions = rec.executions
         all_commits = rec.commits
+        turn_step = -1 if turn is None else turn.step
+        turns = self.turns
         for si in range(start, len(steps)):
             step = steps[si]
             skip = done if si == start else ()
+            turned = si == turn_step
+            keeps_all = False
+            step_decide = decide
+            if turned:  # a model-side action's turn of this step (the schema joins the context first)
+                assert turn is not None and turns is not None  # the world sets both together
+                before = turns.begin(turn, rec)
+                if turn.kept:  # a resumed stream keeps the calls that committed: not run, not redone
+                    skip = tuple(sorted({*skip, *turn.kept}))
+                    keeps_all = len(skip) >= step.fan_out
+                step_decide = partial(turns.decide, turn)
             # TaskRecord.begin_execution(si, execution) inlined (a call per step costs more than its body; the
             # real-code runtime calls it): a step whose every item already took effect is redone (a simulated step
             # is one turn: turn=1).
@@ -136,7 +154,7 @@ class Dispatcher:
             executions[si] = execution
             rec.step_executions += 1
             commits = all_commits[si]
-            if 0 not in commits:
+            if 0 not in commits and not keeps_all:
                 rec.redone_steps += 1
             if step.tokens:  # TaskRecord.turn(step.tokens), inlined: the turn reads the context so far
                 context = rec.context_tokens
@@ -172,7 +190,7 @@ class Dispatcher:
             # an earlier step this one reads is incomplete: its output is wrong
             garbage = rec.incomplete(step.needs) if step.needs else False
             first: CallOutcome | None = None
-            if lean and fan_out == 1 and not skip and not step.pushes:
+            if lean and fan_out == 1 and not skip and not step.pushes and not turned:
                 # One call on a worker that cannot crash, untraced: the common case, and when it
                 # succeeds, what the general path below does for it, without its bookkeeping.
                 first = decide(w, step, rules, task_key, 0, step_key, now, NO_ITEMS, sources, waited)
@@ -210,7 +228,7 @@ class Dispatcher:
                 called += 1
                 key = step_key ^ (item << 32)  # _rng.call_key(step_key, item)
                 if first is None:
-                    fault, duration, committed, retry_at = decide(
+                    fault, duration, committed, retry_at = step_decide(
                         w, step, rules, task_key, item, key, now, batch_failed, sources, waited
                     )
                 else:  # decided above: the one call of the step failed
@@ -268,6 +286,8 @@ class Dispatcher:
                     if retry_at is not None and (token_at is None or retry_at < token_at):
                         token_at = retry_at
             rec.calls += called
+            if turned and turns is not None and turn is not None:
+                turns.end(turn, rec, before)
             took_effect = succeeded + committed_anyway if committed_anyway is not None else succeeded
             if finish is not None:
                 crash_at = w.next_crash_after(now)
@@ -343,6 +363,7 @@ class Dispatcher:
                 item_failures=tuple(failed),
                 masked=masked,
                 alternatives=self._alternatives_left(rules, failed, sources, w.index, si),
+                committed=tuple(committed_anyway) if committed_anyway is not None else (),
             )
         if self.plain_success and not (masked and self.report_masked):  # a hollow success the model may notice
             return PLAIN_OK
@@ -423,6 +444,7 @@ class Dispatcher:
         item_failures=(),
         masked=(),
         alternatives=0,
+        committed=(),
     ) -> AttemptReport:
         version, dropped = self._drift(w.index, self.env.now) if self.plan.drift[w.index] else (None, ())
         return AttemptReport(
@@ -440,6 +462,7 @@ class Dispatcher:
             alternatives_left=alternatives,
             schema_version=version,
             dropped_fields=dropped,
+            committed_items=committed,
         )
 
     def _lose_dispatch(self, rec: TaskRecord, w: Worker, now: float, crash_at: float, tool: str) -> Generator:

@@ -113,4 +113,21 @@ class Worker(NodeState):
         self.in_flight = 0
 
 
-__all__ = ["SlotPool", "TokenBucket", "Worker"]
+def first_worker(workers: list[Worker], task_id: int) -> int:
+    """The least loaded worker for a task's first dispatch (ties broken in rotation from the task's id)."""
+    n = len(workers)
+    return min(range(n), key=lambda i: (workers[i].in_flight, (i - task_id) % n))
+
+
+def reroute(workers: list[Worker], current: int, least_loaded: bool) -> int:
+    """The worker a reroute moves a task to: the next in rotation, or the least loaded other one."""
+    n = len(workers)
+    if n == 1:
+        return current
+    if not least_loaded:
+        return (current + 1) % n
+    others = [i for i in range(n) if i != current]
+    return min(others, key=lambda i: (workers[i].in_flight, (i - current) % n))
+
+
+__all__ = ["SlotPool", "TokenBucket", "Worker", "first_worker", "reroute"]

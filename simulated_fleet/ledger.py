@@ -114,6 +114,13 @@ class TaskRecord:
     """Dispatches the policy refused locally before they went out (``before_dispatch``)."""
     layer_tries: list[int] | None = None
     """Tries each transport layer made, nearest the tool first (first tries included); None without layers."""
+    model_turns: dict[str, int] | None = None
+    """Turns a model-side recovery action asked for, by action (``repair``, ``reprompt``, ``fallback``, ``resume``);
+    None when there were none (:mod:`fleetchaos.sim.model_turns`)."""
+    fallback_tokens: int = 0
+    """The part of ``tokens`` the fallback model read and emitted, priced at its own prices."""
+    fallback_input_tokens: int = 0
+    """The part of ``fallback_tokens`` it read as context (also counted in ``input_tokens``)."""
     orphans: int = 0
     """Steps whose client gave up while they waited for a tool slot and whose work has not ended yet
     (``after_timeout: continue``): the record is final only once they end."""

@@ -11,10 +11,12 @@ holds the arithmetic; this module holds the settings, re-exported by
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_serializer, model_validator
 
 from fleetchaos.sim.fault_specs import _Strict
+from fleetchaos.sim.fleet_parts import _without_defaults
 from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
+from fleetchaos.sim.provider_spec import ProviderSpec
 
 #: The defaults, and where each comes from (docs/assumptions.md, "The model's conversation").
 CHARS_PER_TOKEN = 4.0
@@ -39,6 +41,60 @@ ATTEMPT_FACTOR = 1.0
 USD_PER_1K_INPUT_TOKENS = 0.0025
 """Input tokens are listed at about a quarter of the output price by the large hosted providers
 (``fleet.usd_per_1k_tokens`` is the output price)."""
+
+#: The model-side recovery actions (fleetchaos.sim.model_turns; docs/assumptions.md, "The model's conversation").
+REPAIR_VALID_PROBABILITY = 0.9
+"""A judgement, plausible 0.5 to 0.99: shown the parser's or the tool router's error beside its own call, a current
+model usually emits a valid call on the next turn (agent frameworks re-ask once or twice by default: instructor's
+``max_retries``, LangChain's output-fixing parser); no published measurement of the share is relied on."""
+REPROMPT_VALID_PROBABILITY = 0.97
+"""A judgement, plausible 0.7 to 0.999: with the tool's JSON schema sent again the call is checked against it by the
+model itself, so more calls come back valid than after a bare repair turn (never surely: a schema is still read by
+a model, not enforced by a grammar)."""
+SCHEMA_TOKENS = 800
+"""Plausible 200 to 4000: one tool's JSON schema with its descriptions runs from a hundred tokens (two string
+arguments) to a few thousand (nested objects, enums, examples); the re-prompt also repeats the instructions."""
+
+
+class FallbackSpec(_Strict):
+    """A second model a turn can be sent to (the FallbackModel action of a policy).
+
+    Its refusals and filter stops are its own: a denial is deterministic for one model and
+    one request, so the fallback draws them from its own keyed stream, at the primary's
+    probability times ``denial_factor``; its malformed output and cut streams are drawn
+    from that stream too, at the primary's probabilities.  Its turns are priced at its own
+    prices and served by its own ``capacity`` when one is declared (else by the primary's
+    provider: the same endpoint, another model).
+    """
+
+    name: str = Field(default="fallback", min_length=1, max_length=200, description="names the model in reports")
+    usd_per_1k_tokens: float | None = Field(
+        default=None, ge=0, description="its output price (default: the primary's, fleet.usd_per_1k_tokens)"
+    )
+    usd_per_1k_input_tokens: float | None = Field(
+        default=None, ge=0, description="its input price (default: the primary's, fleet.model.usd_per_1k_input_tokens)"
+    )
+    denial_factor: float = Field(
+        default=1.0,
+        ge=0,
+        le=100,
+        description="its chance of a refusal or a filter stop, as a multiple of the primary's (drawn independently "
+        "of the primary's: 1, as cautious as the primary but not on the same requests)",
+    )
+    capacity: ProviderSpec | None = Field(
+        default=None,
+        description="the provider that serves its turns, with a declared capacity (servers, max_in_flight, ...); "
+        "its tools must be left out; none: the primary's provider and API bucket serve them",
+    )
+
+    @model_validator(mode="after")
+    def _capacity_serves_the_model(self) -> FallbackSpec:
+        if self.capacity is not None and self.capacity.tools is not None:
+            raise ValueError(
+                "fleet.model.fallback.capacity.tools: the fallback's provider serves the fallback's turns only; "
+                "leave tools out"
+            )
+        return self
 
 
 class ModelSpec(_Strict):
@@ -109,6 +165,38 @@ class ModelSpec(_Strict):
         ge=0,
         description="price of the context a turn reads (input tokens); fleet.usd_per_1k_tokens prices the rest",
     )
+    repair_valid_probability: float = Field(
+        default=REPAIR_VALID_PROBABILITY,
+        ge=0,
+        le=1,
+        description="chance a repair turn (the model shown its rejected call and the error) emits a valid call after "
+        "malformed output of its own (bad arguments, a length stop, an unknown tool, an empty turn)",
+    )
+    reprompt_valid_probability: float = Field(
+        default=REPROMPT_VALID_PROBABILITY,
+        ge=0,
+        le=1,
+        description="the same for a re-prompt that also sends the tool's schema",
+    )
+    schema_tokens: int = Field(
+        default=SCHEMA_TOKENS,
+        ge=0,
+        le=1_000_000,
+        description="tokens a re-prompt with the tool's schema adds to the context",
+    )
+    fallback: FallbackSpec | None = Field(
+        default=None,
+        description="a second model the fallback-model action sends a turn to; none: that action asks the same model",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_new_defaults(self, handler):
+        # Settings added with the model-side recovery actions dump only when set: older results stay byte-identical.
+        return _without_defaults(
+            self,
+            handler(self),
+            ("repair_valid_probability", "reprompt_valid_probability", "schema_tokens", "fallback"),
+        )
 
 
 def _factor(setting: str, why: str) -> float:
@@ -141,4 +229,4 @@ class MisreadFactors(_Strict):
     google_rpc: float = _factor("google_rpc", "a google.rpc.Status (AIP-193): a canonical status and a reason")
 
 
-__all__ = ["MisreadFactors", "ModelSpec"]
+__all__ = ["FallbackSpec", "MisreadFactors", "ModelSpec"]

@@ -127,6 +127,54 @@ class UseAlternative:
 
 
 @dataclass(frozen=True, slots=True)
+class RepairTurn:
+    """Show the model its rejected call and the error, and ask for the call again: a model turn of the failed step
+    (no tool runs in it), then dispatch again after ``delay_s``.
+
+    When the rejected call was the model's own malformed output (arguments that do not parse, a call cut at the
+    length limit, an unknown tool, an empty turn), the repair turn emits a valid call with
+    ``fleet.model.repair_valid_probability`` and the same fault again otherwise; after any other failure it is an
+    ordinary turn of the step.  The turn reads the context and emits the step's call like any turn, through the
+    fleet's model provider, and can itself fail.
+    """
+
+    delay_s: float = 0.0
+    resume_from: int = 0
+    done_items: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RepromptWithSchema:
+    """A repair turn that also sends the tool's schema: ``fleet.model.schema_tokens`` more context, and a valid call
+    with ``fleet.model.reprompt_valid_probability`` after a malformed call of the model's own."""
+
+    delay_s: float = 0.0
+    resume_from: int = 0
+    done_items: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackModel:
+    """Send the failed step's turn to the fallback model (``fleet.model.fallback``): its own capacity, prices and
+    refusal and filter behaviour (a denial is deterministic for one model and request; another model may answer).
+    Without a fallback model declared, the turn goes to the same model again."""
+
+    delay_s: float = 0.0
+    resume_from: int = 0
+    done_items: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeStream:
+    """Resume a cut stream with idempotency: the calls of the cut step that had already committed are kept (not run
+    again, so not duplicated) and the rest are emitted again.  After a failure that cut no stream it is a retry."""
+
+    delay_s: float = 0.0
+    resume_from: int = 0
+    done_items: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Escalate:
     """Stop automatic recovery and hand the task to a human; the claim is 'escalated'."""
 
@@ -168,8 +216,39 @@ class GiveUp:
     claim: Literal["failed", "partial"] = "failed"
 
 
-Action = Retry | Reroute | RefreshCredentials | UseAlternative | Remediate | Escalate | Rollback | DeadLetter | GiveUp
-ACTION_TYPES = (Retry, Reroute, RefreshCredentials, UseAlternative, Remediate, Escalate, Rollback, DeadLetter, GiveUp)
+#: The actions that act on the model's own turn of the failed step (:mod:`fleetchaos.sim.model_turns`).
+MODEL_TURN_ACTIONS = (RepairTurn, RepromptWithSchema, FallbackModel, ResumeStream)
+
+Action = (
+    Retry
+    | Reroute
+    | RefreshCredentials
+    | UseAlternative
+    | Remediate
+    | RepairTurn
+    | RepromptWithSchema
+    | FallbackModel
+    | ResumeStream
+    | Escalate
+    | Rollback
+    | DeadLetter
+    | GiveUp
+)
+ACTION_TYPES = (
+    Retry,
+    Reroute,
+    RefreshCredentials,
+    UseAlternative,
+    Remediate,
+    RepairTurn,
+    RepromptWithSchema,
+    FallbackModel,
+    ResumeStream,
+    Escalate,
+    Rollback,
+    DeadLetter,
+    GiveUp,
+)
 
 
 @runtime_checkable
@@ -211,15 +290,20 @@ class RecoveryPolicy(Protocol):
 
 __all__ = [
     "ACTION_TYPES",
+    "MODEL_TURN_ACTIONS",
     "Action",
     "DeadLetter",
     "Escalate",
+    "FallbackModel",
     "GiveUp",
     "Observation",
     "RecoveryPolicy",
     "RefreshCredentials",
     "Remediate",
+    "RepairTurn",
+    "RepromptWithSchema",
     "Reroute",
+    "ResumeStream",
     "Retry",
     "Rollback",
     "TaskHistory",

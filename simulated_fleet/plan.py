@@ -220,6 +220,8 @@ class RetryAt(NamedTuple):
     executions: list[int]
     """Executions of each step so far: the retry's next execution of step ``s`` is ``executions[s] + 1``."""
     now: float
+    turn: object = None
+    """The model-side turn the retry is (a :class:`fleetchaos.sim.model_turns.TurnPlan`), None for a plain retry."""
 
 
 class StateKind:

@@ -79,6 +79,9 @@ class AttemptReport:
     dropped_fields: tuple[str, ...] = ()
     """Envelope fields the worker's envelope leaves out (an older contract does not have them, or a
     worker's wrong envelope omits them)."""
+    committed_items: tuple[int, ...] = ()
+    """Items of ``failed_step`` whose call failed yet took effect (its outcome unknown to the client: a cut stream,
+    a timeout after the work ran)."""
     shown_as: FaultKind | None = None
     """The kind record a worker's wrong envelope reports instead of the truth's (None: the truth's).
     Only a copy of a report made for rendering carries one (:mod:`fleetchaos.sim.envelope_errors`)."""

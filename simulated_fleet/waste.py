@@ -37,6 +37,7 @@ from fleetchaos.sim.calls import CallModel
 from fleetchaos.sim.fault_specs import BatchFault
 from fleetchaos.sim.kinds import PROVIDER_SATURATED, SATURATION_KINDS, fault_kind
 from fleetchaos.sim.ledger import TaskRecord
+from fleetchaos.sim.model_turns import ModelTurns, TurnPlan
 from fleetchaos.sim.plan import LastFailure, RetryAt
 from fleetchaos.sim.state import SharedCapacity
 from fleetchaos.sim.state_kinds import state_kind
@@ -67,13 +68,15 @@ def failed_retry_reason(last: LastFailure, dispatched_at: float, failure: str) -
 class RetryJudge:
     """Judges each retry of a run at the moment it is dispatched."""
 
-    __slots__ = ("_checks", "calls", "run_key", "shared")
+    __slots__ = ("_checks", "calls", "run_key", "shared", "turns")
 
     def __init__(self, calls: CallModel, run_key: int, shared: SharedCapacity):
         """``calls`` decides the run's calls (its plan and rules), ``shared`` is the fleet's API capacity."""
         self.calls = calls
         self.run_key = run_key
         self.shared = shared
+        self.turns: ModelTurns | None = None
+        """The run's model-side recovery (set by the simulator's world), whose turns the judge reads."""
         self._checks: dict[str, Callable[[LastFailure, RetryAt], bool]] = {
             "state": self._state,
             "persistent": self._persistent,
@@ -89,6 +92,14 @@ class RetryJudge:
         provider serving the failed step still saturated.
         """
         waste = fault_kind(last.kind).waste
+        if retry.turn is not None and self.turns is not None and waste is not None:
+            # a model-side action's turn: the cause holds as the turn's own draws say (fleetchaos.sim.model_turns)
+            task_key = _rng.task_key(self.run_key, retry.task_id)
+            held = self.turns.wasted(
+                cast(TurnPlan, retry.turn), last, retry, task_key, self._retry_step_key(last, retry)
+            )
+            if held is not None:
+                return waste.reason if held else None
         if waste is not None and self._checks[waste.cause](last, retry):
             return waste.reason
         if last.kind in SATURATION_KINDS and self._provider_saturated(last, retry):

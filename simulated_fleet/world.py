@@ -28,10 +28,12 @@ from fleetchaos.sim.dispatch import PLAIN_OK, Dispatcher
 from fleetchaos.sim.envelope import SCHEMA_VERSION
 from fleetchaos.sim.envelope_errors import EnvelopeErrors
 from fleetchaos.sim.envelopes import StampedEnvelope
-from fleetchaos.sim.fleet import Worker
+from fleetchaos.sim.fleet import Worker, first_worker, reroute
 from fleetchaos.sim.formats import ErrorFormat, bound, counted, partial_batch_of
 from fleetchaos.sim.ledger import TaskRecord
+from fleetchaos.sim.model_turns import ModelTurns, TurnPlan
 from fleetchaos.sim.observation import (
+    MODEL_TURN_ACTIONS,
     DeadLetter,
     Escalate,
     GiveUp,
@@ -176,6 +178,8 @@ class World:
             heartbeat_timeout_s=fleet.heartbeat_timeout_s,
         )
         self.dispatcher.on_orphans_done = self._orphans_done
+        # The model-side recovery actions' turns: the dispatch takes them, the judge reads their draws.
+        self.dispatcher.turns = assembly.judge.turns = self.turns = ModelTurns(fleet, self.calls)
         self._next_task_id = 0
 
     # -- running -----------------------------------------------------------------------
@@ -259,7 +263,7 @@ class World:
         # The policy's view of the task is built at its first failure: most tasks never fail.
         history: TaskHistory | None = None
         attempts = 0
-        worker = task.id % len(self.workers) if not self.least_loaded else self._first_worker(task)
+        worker = task.id % len(self.workers) if not self.least_loaded else first_worker(self.workers, task.id)
         task_key = _rng.task_key(self.run_key, task.id)
         start = 0
         done: tuple[int, ...] = ()
@@ -271,6 +275,7 @@ class World:
         reading = self.reading
         load = self.load[task.orchestrator]
         shared = policy.shared[task.orchestrator]
+        turn: TurnPlan | None = None  # the turn a model-side action asked for, taken by the next dispatch
         while True:
             attempts += 1
             if policy.admits:
@@ -291,14 +296,17 @@ class World:
             w = self.workers[worker]
             rec.worker = worker
             if watch is not None and watch.last is not None:
-                watch.retry(rec, RetryAt(w, task.id, task.orchestrator, tpl, sources, rec.executions, env.now))
+                watch.retry(rec, RetryAt(w, task.id, task.orchestrator, tpl, sources, rec.executions, env.now, turn))
             if tracing:
                 emit("dispatch", task.id, worker, start)
             w.in_flight += 1
             retrying = attempts > 1
             load[0] += 1
             load[1] += retrying
-            report = yield from self.dispatcher.attempt(task, tpl, rec, w, start, done, sources, workspace, task_key)
+            report = yield from self.dispatcher.attempt(
+                task, tpl, rec, w, start, done, sources, workspace, task_key, turn
+            )
+            turn = None
             load[0] -= 1
             load[1] -= retrying
             w.in_flight -= 1
@@ -401,6 +409,8 @@ class World:
                 rec.claim = "failed"
                 break
             start, done = resume_point(action.resume_from, action.done_items, report, tpl.fan_outs, self.checkpoints)
+            if isinstance(action, MODEL_TURN_ACTIONS):
+                turn = self.turns.plan(action, report, rec)
             if isinstance(action, RefreshCredentials):
                 if self.refresh_s > 0:
                     yield env.timeout(self.refresh_s)
@@ -412,7 +422,7 @@ class World:
                 history.remediations += 1
             else:
                 if isinstance(action, Reroute):
-                    worker = self._reroute(worker)
+                    worker = reroute(self.workers, worker, self.least_loaded)
                     rec.reroutes += 1
                     history.reroutes += 1
                 elif isinstance(action, UseAlternative):
@@ -480,16 +490,3 @@ class World:
             rec.stopped_by = "action_cap"
             return True
         return False
-
-    def _first_worker(self, task: Task) -> int:
-        n = len(self.workers)
-        return min(range(n), key=lambda i: (self.workers[i].in_flight, (i - task.id) % n))
-
-    def _reroute(self, current: int) -> int:
-        n = len(self.workers)
-        if n == 1:
-            return current
-        if not self.least_loaded:
-            return (current + 1) % n
-        others = [i for i in range(n) if i != current]
-        return min(others, key=lambda i: (self.workers[i].in_flight, (i - current) % n))

@@ -13,22 +13,38 @@ decision is reproducible from its inputs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from fleetchaos.policies._recovery import full_jitter, hinted_delay, resume_from_refs, unknown_branch
 from fleetchaos.policies.raw_errors import status_of
-from fleetchaos.policies.readers import code_of, resume_of, retry_after_s_of, tree_category, tree_recoverable
+from fleetchaos.policies.readers import (
+    code_of,
+    model_fault_of,
+    resume_of,
+    retry_after_s_of,
+    suggested_action_of,
+    tree_category,
+    tree_recoverable,
+)
 from fleetchaos.sim.envelopes import FailureTypeError
 from fleetchaos.sim.observation import (
     Action,
     Escalate,
+    FallbackModel,
     GiveUp,
     Observation,
     RefreshCredentials,
+    RepairTurn,
+    RepromptWithSchema,
     Reroute,
+    ResumeStream,
     Retry,
     TaskHistory,
     UseAlternative,
 )
+
+#: The suggested actions that name a re-prompt of the model (the model-side kinds' contracts).
+REPROMPT_SUGGESTIONS = frozenset({"reprompt_with_schema", "reprompt_with_tool_list"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +90,15 @@ class StructuredDecisionTree:
       return at once) or back off, then retry, resuming from partial success;
     * resource: reroute to another worker, resuming;
     * auth: refresh the worker's credentials, then retry, resuming;
-    * validation or dependency: no blind retry, escalate for triage;
+    * validation or dependency: no blind retry, escalate for triage; but a recoverable
+      validation failure that names the model's own malformed output (its code, or the
+      re-prompt the envelope suggests) gets the turn made for it (``malformed``: a
+      re-prompt with the tool's schema by default, a repair turn, or ``escalate``);
     * fatal, not recoverable, or repeated failure: escalate.  Recoverable failures
       become fatal after ``max_retries`` retries or ``max_same`` identical codes in a row.
+    * a refusal or filter stop of the model (its code): ``denial="fallback"`` sends the
+      turn to the fallback model once before escalating; a cut stream: ``cut="resume"``
+      resumes it keeping the calls that committed instead of retrying it.
 
     It reads every structured contract the project ships (AgentToolError, failure-type,
     subagent-result, tool-envelope), each through its own words
@@ -91,6 +113,9 @@ class StructuredDecisionTree:
     base_s: float = 2.0
     cap_s: float = 120.0
     unknown_retries: int = 1
+    malformed: Literal["escalate", "repair", "reprompt"] = "reprompt"
+    denial: Literal["escalate", "fallback"] = "escalate"
+    cut: Literal["retry", "resume"] = "retry"
     name: str = "structured"
 
     def decide(self, observation: Observation, history: TaskHistory) -> Action:
@@ -98,18 +123,29 @@ class StructuredDecisionTree:
         if category is None:  # no envelope, or a category its contract leaves unknown
             return unknown_branch(history, self.unknown_retries, self.base_s, self.cap_s, "unclassified failure")
         code = code_of(observation) or category.upper()
+        model = model_fault_of(observation)
+        repeated = history.retries >= self.max_retries or history.same_failure_streak >= self.max_same
+        if model == "denial" and self.denial == "fallback" and history.same_failure_streak <= 1 and not repeated:
+            return FallbackModel(0.0, *resume_of(observation))  # another model may answer what this one denies
         if tree_recoverable(observation) is False or category == "fatal":
             return Escalate(f"{code}: not recoverable")
         if category in ("validation", "dependency"):
+            malformed = model == "malformed" or suggested_action_of(observation) in REPROMPT_SUGGESTIONS
+            if category == "validation" and malformed and self.malformed != "escalate" and not repeated:
+                turn = RepairTurn if self.malformed == "repair" else RepromptWithSchema
+                return turn(0.0, *resume_of(observation))  # the model's own output: ask it again, not a human
             return Escalate(f"{code}: {category}, needs triage")
-        if history.retries >= self.max_retries or history.same_failure_streak >= self.max_same:
+        if repeated:
             return Escalate(f"{code}: repeated recoverable failure")
         start, done = resume_of(observation)
         if category == "resource":
             return Reroute(0.0, start, done)
         if category == "auth":
             return RefreshCredentials(start, done)
-        return Retry(hinted_delay(retry_after_s_of(observation), history, self.base_s, self.cap_s), start, done)
+        delay = hinted_delay(retry_after_s_of(observation), history, self.base_s, self.cap_s)
+        if model == "cut" and self.cut == "resume":
+            return ResumeStream(delay, start, done)
+        return Retry(delay, start, done)
 
 
 @dataclass(frozen=True, slots=True)

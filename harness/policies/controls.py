@@ -19,6 +19,7 @@ from fleetchaos.policies.budgets import AdaptiveThrottle, AwsRetryQuota, EnvoyLo
 from fleetchaos.policies.raw_errors import status_of
 from fleetchaos.policies.readers import code_of
 from fleetchaos.sim.observation import (
+    MODEL_TURN_ACTIONS,
     Action,
     Escalate,
     GiveUp,
@@ -33,7 +34,7 @@ from fleetchaos.sim.observation import (
 from fleetchaos.sim.truth import FAILURES
 
 #: Actions that send the task out again, so a retry budget must pay for them.
-RETRY_ACTIONS = (Retry, Reroute, RefreshCredentials, UseAlternative, Remediate)
+RETRY_ACTIONS = (Retry, Reroute, RefreshCredentials, UseAlternative, Remediate, *MODEL_TURN_ACTIONS)
 
 #: Error codes that mean the backend refused the request for overload (not "accepted" for
 #: adaptive throttling): the contract's codes for a 429 and an exhausted quota, and the

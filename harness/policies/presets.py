@@ -18,7 +18,9 @@ breakers) lives in the driver-kept shared state of :class:`~fleetchaos.policies.
 * ``layered-transport``: backoff over a transport layer that retries each call itself;
 * ``ladder``, ``ladder-breaker``: the remedy ladder for generic errors (:mod:`fleetchaos.policies.generic`),
   alone and under per-worker circuit breakers;
-* ``escalate-all``: page a human on every failure (what escalating everything costs).
+* ``escalate-all``: page a human on every failure (what escalating everything costs);
+* ``repair-turn``, ``reprompt-schema``, ``fallback-model``, ``resume-stream``, ``structured-llm``: the
+  model-side actions (:mod:`fleetchaos.policies.model_recovery`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from fleetchaos.policies.builtins import Backoff
 from fleetchaos.policies.controls import Controlled
 from fleetchaos.policies.generic import RemedyLadder
 from fleetchaos.policies.instead import instead_give_up
+from fleetchaos.policies.model_recovery import MODEL_PRESETS
 from fleetchaos.policies.readers import category_of, code_of, resume_of, retry_after_s_of, retryable_of
 from fleetchaos.policies.retry_on import retry_always
 from fleetchaos.policies.stop import stop_after_attempt, stop_after_delay
@@ -375,4 +378,5 @@ PRESETS: dict[str, Callable[[], RecoveryPolicy]] = {
     "escalate-all": EscalateAll,
     "ladder": RemedyLadder,
     "ladder-breaker": _ladder_breaker,
+    **MODEL_PRESETS,
 }

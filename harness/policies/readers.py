@@ -30,6 +30,7 @@ from fleetchaos.policies.raw_errors import STATUS_CATEGORIES
 from fleetchaos.sim.envelope import AgentToolError
 from fleetchaos.sim.envelopes import FailureTypeError, SubagentResult, ToolEnvelope
 from fleetchaos.sim.kinds import KINDS
+from fleetchaos.sim.model_turns import CUT_STREAM, DENIALS, REPAIRABLE
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.wire_shapes import (
     CallToolResult,
@@ -45,12 +46,15 @@ __all__ = [
     "GOOGLE_NOT_RECOVERABLE",
     "JSONRPC_CATEGORIES",
     "MCP_PROTOCOL_CATEGORIES",
+    "MODEL_FAULTS",
     "TREE_CATEGORIES",
     "category_of",
     "code_of",
+    "model_fault_of",
     "resume_of",
     "retry_after_s_of",
     "retryable_of",
+    "suggested_action_of",
     "tree_category",
     "tree_recoverable",
 ]
@@ -174,6 +178,30 @@ def tree_recoverable(observation: Observation) -> bool | None:
     if isinstance(envelope, SubagentResult) and category == "transient":
         return envelope.is_retryable
     return None
+
+
+#: Each model-side fault's stable code -> what it is for the actions made for it (:mod:`fleetchaos.sim.model_turns`):
+#: ``malformed`` (the model's own output is not a call that can run: a repair turn or a re-prompt may fix it),
+#: ``denial`` (a refusal or a filter stop: the same model denies it again, another may answer), ``cut`` (a cut
+#: stream: resume it keeping what committed).
+MODEL_FAULTS: dict[str, str] = {
+    KINDS[name].contract.error_code: family
+    for family, names in (("malformed", REPAIRABLE), ("denial", DENIALS), ("cut", (CUT_STREAM,)))
+    for name in sorted(names)
+}
+
+
+def model_fault_of(observation: Observation) -> str | None:
+    """``malformed``, ``denial`` or ``cut`` when the envelope's error code names a model-side fault
+    (:data:`MODEL_FAULTS`); None when it names another, or nothing (a generic "failed" reveals no reason)."""
+    code = code_of(observation)
+    return MODEL_FAULTS.get(code) if code is not None else None
+
+
+def suggested_action_of(observation: Observation) -> str | None:
+    """The action the envelope suggests (AgentToolError's ``suggested_action``), else None."""
+    action = getattr(observation.envelope, "suggested_action", None)
+    return str(action) if action is not None else None
 
 
 def code_of(observation: Observation) -> str | None:

@@ -190,8 +190,10 @@ def _calls_class(driver: Driver) -> type[CallModel]:
     class DrivenCalls(CallModel):
         __slots__ = ()
 
-        def decide(self, node, step, rules, task_key, item, key, now, batch_failed, sources, waited=0.0):
-            outcome = CallModel.decide(self, node, step, rules, task_key, item, key, now, batch_failed, sources, waited)
+        def decide(self, node, step, rules, task_key, item, key, now, batch_failed, sources, waited=0.0, via=None):
+            outcome = CallModel.decide(
+                self, node, step, rules, task_key, item, key, now, batch_failed, sources, waited, via
+            )
             return driver.decided(node, step, task_key, item, key, outcome, now)
 
     return DrivenCalls

@@ -205,7 +205,9 @@ class Driver:
 
     # -- the injector interface (what the tool's binding asks) ------------------------------
 
-    def begin(self, tool: str, item: Hashable | None, *, attempt: int = 0, idempotency_key: str | None = None):
+    def begin(
+        self, tool: str, item: Hashable | None, *, attempt: int = 0, idempotency_key: str | None = None
+    ) -> Decision | None:
         if not self._reached and not self.pending:
             return None  # no call in progress
         if (self.pending and tool != self.pending[0].tool) or (not self.pending and tool != self._tool):

@@ -96,7 +96,9 @@ class TaskScope:
         """The declared layer's try the next call of ``si``'s ``item`` is (None: a call of its own)."""
         return self.layer_tries.pop((si, item), None)
 
-    def layer_failed(self, si: int, item: int, tool: str, kind: str, key: int, tried: tuple[int, int, int] | None):
+    def layer_failed(
+        self, si: int, item: int, tool: str, kind: str, key: int, tried: tuple[int, int, int] | None
+    ) -> None:
         """A call of ``si``'s ``item`` (keyed ``key``; ``tried``: the layer's try it was) failed with ``kind``: when a
         declared layer retries it and has tries left, the item's next call is the layer's next try."""
         layers = self.runtime.bindings.layers

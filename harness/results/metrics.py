@@ -19,6 +19,7 @@ from fleetchaos.results.common_set import TaskIdSets
 from fleetchaos.results.models import rounded
 from fleetchaos.results.oracle import TaskOutcome, Verdict, judge, verdict
 from fleetchaos.results.stats import percentile
+from fleetchaos.results.token_cost import token_cost_usd
 from fleetchaos.sim.config import DAY_S, FleetSpec
 from fleetchaos.sim.kinds import REFUSAL_KINDS, fault_kind, waste_families
 from fleetchaos.sim.ledger import TRUTH_FULL, TaskRecord
@@ -63,7 +64,7 @@ def error_code(kind: str) -> str:
 #: :meth:`RunAccumulator.breakdowns`); the runner, the world and the wrappers below need
 #: no change.  Counts of claims and policy errors are not here: the accumulator's ``claims``
 #: and ``policy_errors`` counters already hold them (:meth:`RunAccumulator.totals`).
-TASK_COUNTS: tuple[str, ...] = (
+_COMPUTED_COUNTS: tuple[str, ...] = (
     "tasks",
     "faulted",
     "recovered",
@@ -75,30 +76,9 @@ TASK_COUNTS: tuple[str, ...] = (
     "human_ms",
     "duplicate_side_effects",
     "refused_calls",
-    # straight off the record (RECORD_COUNTS)
-    "calls",
-    "tokens",
-    "input_tokens",
-    "retries",
-    "wasted_retries",
-    "failed_retries",
-    "redone_steps",
-    "secrets_leaked",
-    "schema_skews",
-    "misreads",
-    "misreported",
-    "model_gave_up",
-    "model_retried_permanent",
-    "silent_noticed",
-    "remediations",
-    "remediations_failed",
-    "transport_retries",
-    "compensations",
-    "rollbacks",
-    "deduplicated",
 )
 
-#: The tail of TASK_COUNTS read straight off the record: TaskRecord attribute names, in order.
+#: The tail of TASK_COUNTS read straight off the record: TaskRecord attribute names, in order (one is renamed).
 RECORD_COUNTS: tuple[str, ...] = (
     "calls",
     "tokens",
@@ -120,7 +100,10 @@ RECORD_COUNTS: tuple[str, ...] = (
     "compensations",
     "rolled_back",
     "deduplicated",
+    "fallback_tokens",
+    "fallback_input_tokens",
 )
+TASK_COUNTS: tuple[str, ...] = (*_COMPUTED_COUNTS, *({"rolled_back": "rollbacks"}.get(n, n) for n in RECORD_COUNTS))
 _record_counts = attrgetter(*RECORD_COUNTS)  # one C call for all of them: this runs once per task
 
 
@@ -343,9 +326,7 @@ class RunAccumulator:
         fleet = self.fleet
         token_cost = tool_cost = human_cost = silent_cost = undone_cost = refused_cost = cost = None
         if fleet is not None:
-            read = t["input_tokens"]  # the context turns read is priced apart from the tokens the calls emit
-            token_cost = (t["tokens"] - read) / 1000.0 * fleet.usd_per_1k_tokens
-            token_cost += read / 1000.0 * fleet.model.usd_per_1k_input_tokens
+            token_cost = token_cost_usd(t, fleet)
             tool_cost = calls * fleet.usd_per_tool_call
             human_cost = t["human_ms"] / 3_600_000.0 * fleet.usd_per_human_hour
             silent_cost = t["silent_failures"] * fleet.usd_per_silent_failure

@@ -33,8 +33,10 @@ from fleetchaos.errors import UserError
 __all__ = ["DEFAULT_SPACE", "SPACE_VERSION", "Dimension", "SearchSpace", "load_space"]
 
 #: The version of :data:`DEFAULT_SPACE` (and of the file format).  2: ``raw-parse`` (the
-#: status reader) joined the families.
-SPACE_VERSION = 2
+#: status reader) joined the families.  3: the model-side actions' families joined (``repair-turn``,
+#: ``reprompt-schema``, ``fallback-model``, ``resume-stream``, ``structured-llm``); each family draws its
+#: candidates from its own stream, so the families that were there search what they searched.
+SPACE_VERSION = 3
 
 
 class Dimension(BaseModel):
@@ -152,11 +154,21 @@ _LADDER = {
     "long_cap_s": {"log": (60.0, 3600.0)},
 }
 
+#: The structured tree's ranges (in this order: a family's candidates are drawn in its dimensions' order).
+_TREE = {
+    "max_retries": _RETRIES,
+    "max_same": {"int": (1, 5)},
+    "base_s": {"log": (0.1, 60.0)},
+    "cap_s": {"log": (5.0, 1800.0)},
+    "unknown_retries": {"int": (0, 4)},
+}
+
 #: The space ``tune`` searches by default: the retry baselines, the classic breaker, the
 #: remedy ladders (for errors nothing can read), the status reader (``raw-parse``: the
-#: structured tree's branches on an HTTP status, for the ``status`` and ``raw`` formats) and
-#: the structured recipes (which fall back on an unknown branch where there is no
-#: envelope).  The same space for every error format.
+#: structured tree's branches on an HTTP status, for the ``status`` and ``raw`` formats),
+#: the model-side actions (the naive loop with each, and the structured tree with each of its
+#: model-side branches as a choice) and the structured recipes (which fall back on an unknown
+#: branch where there is no envelope).  The same space for every error format.
 DEFAULT_SPACE = SearchSpace.model_validate(
     {
         "version": SPACE_VERSION,
@@ -177,13 +189,7 @@ DEFAULT_SPACE = SearchSpace.model_validate(
                 "cap_s": {"log": (5.0, 1800.0)},
                 "unknown_retries": {"int": (0, 4)},
             },
-            "structured": {
-                "max_retries": _RETRIES,
-                "max_same": {"int": (1, 5)},
-                "base_s": {"log": (0.1, 60.0)},
-                "cap_s": {"log": (5.0, 1800.0)},
-                "unknown_retries": {"int": (0, 4)},
-            },
+            "structured": _TREE,
             "category-tree-remediation": {
                 "max_retries": _RETRIES,
                 "max_same": {"int": (1, 5)},
@@ -191,6 +197,16 @@ DEFAULT_SPACE = SearchSpace.model_validate(
                 "base_s": {"log": (0.1, 60.0)},
                 "cap_s": {"log": (5.0, 1800.0)},
                 "unknown_retries": {"int": (0, 4)},
+            },
+            "repair-turn": {"max_retries": _RETRIES},
+            "reprompt-schema": {"max_retries": _RETRIES},
+            "fallback-model": {"max_retries": _RETRIES},
+            "resume-stream": {"max_retries": _RETRIES},
+            "structured-llm": {
+                **_TREE,
+                "malformed": {"choice": ("escalate", "repair", "reprompt")},
+                "denial": {"choice": ("escalate", "fallback")},
+                "cut": {"choice": ("retry", "resume")},
             },
             "recovery-matrix": {
                 "policy.max_retries": _RETRIES,

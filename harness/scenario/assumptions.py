@@ -47,6 +47,7 @@ GROUPS = (
     "Envelopes that lie",
     "Provider and client",
     "Costs",
+    "The model's recovery",
 )
 
 #: ``fleet.providers[].servers``: ``[]`` is every element of a list; ``faults[wrong_envelope]``
@@ -336,6 +337,50 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
         (1.0, 1.5, 2.0),
     ),
     Assumption(
+        "fleet.model.repair_valid_probability",
+        GROUPS[5],
+        "the chance a repair turn (the model shown its rejected call and the error) emits a valid call after "
+        "malformed output of its own: what the repair-turn action buys over a fresh turn",
+        "0.9, a judgement: agent frameworks re-ask once or twice on a validation error by default (instructor's "
+        "max_retries, LangChain's output-fixing parser), which suits a model that usually fixes its call when shown "
+        "the error; no published share is relied on, so the range runs from a coin toss to almost always.",
+        (0.5, 0.9, 0.99),
+    ),
+    Assumption(
+        "fleet.model.reprompt_valid_probability",
+        GROUPS[5],
+        "the chance a re-prompt with the tool's schema emits a valid call after malformed output of the model's own",
+        "0.97, a judgement: with the schema sent again the model checks its call against it, so it does better "
+        "than a bare repair turn, never surely (a schema read by a model is not a grammar that enforces it).",
+        (0.7, 0.97, 0.999),
+    ),
+    Assumption(
+        "fleet.model.schema_tokens",
+        GROUPS[5],
+        "the context a re-prompt with the tool's schema adds (it stays in the context for every later turn)",
+        "800 tokens: one tool's JSON schema with its descriptions runs from about a hundred tokens (two string "
+        "arguments) to a few thousand (nested objects, enums, examples), plus the instructions repeated.",
+        (200, 800, 4000),
+    ),
+    Assumption(
+        "fleet.model.fallback.denial_factor",
+        GROUPS[5],
+        "how often the fallback model refuses or filters a request, as a multiple of the primary's chance (drawn "
+        "independently of the primary's: whether the fallback answers what the primary denied)",
+        "1, the neutral value: a second model of the same class is as cautious but not on the same requests; "
+        "providers' policies differ, so the range runs from a permissive model to one four times as strict. "
+        "It applies where a scenario declares a fallback model.",
+        (0.25, 1.0, 4.0),
+    ),
+    Assumption(
+        "fleet.model.fallback.usd_per_1k_tokens",
+        GROUPS[4],
+        "the fallback model's output price (none: the primary's), what falling back costs",
+        "The primary's price by default (a model of the same class); the range spans a small model to a frontier "
+        "one, as for the primary. It applies where a scenario declares a fallback model.",
+        (None, 0.0006, 0.01, 0.06),
+    ),
+    Assumption(
         "fleet.usd_per_tool_call",
         GROUPS[4],
         "the price of one tool call, failed or not",
@@ -360,7 +405,10 @@ def model_default(assumption: Assumption) -> Any:
         value: Any = WorldSpec()
         for name in assumption.path.split("."):
             value = getattr(value, name)
-        return _plain(value)
+            if value is None:  # a block the defaults leave out (the fallback model): its model's field default
+                break
+        else:
+            return _plain(value)
     where = field_of(assumption)
     assert where is not None and where.field is not None, assumption.path  # a test checks every path resolves
     return _plain(where.field.get_default(call_default_factory=True))
@@ -400,6 +448,12 @@ def settings_document(scenario: Scenario) -> dict[str, Any]:
         for model, dumped in [(scenario.fleet, fleet), *zip(scenario.fleet.providers, fleet.get("providers") or ())]:
             for name in type(model).model_fields:
                 dumped.setdefault(name, to_jsonable_python(getattr(model, name)))
+        model_document = fleet.get("model")
+        if isinstance(model_document, dict):  # the model's settings its dump omits at their defaults
+            for name in type(scenario.fleet.model).model_fields:
+                value = getattr(scenario.fleet.model, name)
+                if value is not None:
+                    model_document.setdefault(name, to_jsonable_python(value))
     return document
 
 

@@ -37,7 +37,7 @@ from fleetchaos.sim.config import (
     WorkloadSpec,
 )
 from fleetchaos.sim.fault_specs import Burst, NodeEvent, Ramp, Window
-from fleetchaos.sim.model_spec import ModelSpec
+from fleetchaos.sim.model_spec import FallbackSpec, ModelSpec
 from fleetchaos.sim.provider_spec import ProviderSpec, ServiceShare, SlowdownPoint
 
 #: The models a scenario file is made of, with the key they appear under.
@@ -47,6 +47,7 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("fleet.overrides[]", WorkerOverride),
     ("fleet.remediation", RemediationSpec),
     ("fleet.model", ModelSpec),
+    ("fleet.model.fallback", FallbackSpec),
     ("fleet.misread_factor", MisreadFactors),
     ("fleet.apis[]", ApiSpec),
     ("fleet.providers[]", ProviderSpec),
