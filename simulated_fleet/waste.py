@@ -178,11 +178,19 @@ class RetryWatch:
 
     The simulator's task loop and a real-code runtime's task scope keep one each:
     :meth:`retry` when a retry after :attr:`last` is dispatched (judged wasted or not),
-    :meth:`ended` when a dispatch (or, in real code, a call) of the task ends, so a retry
-    that failed again is counted in ``failed_retries`` with its reason.
+    :meth:`ended` when the retry ends, so a retry that failed again is counted in
+    ``failed_retries`` with its reason.  In the simulator a retry is a dispatch, ended
+    when the dispatch ends.  In real code it is the repeated execution of a step (its
+    items' calls, an HTTP client's own tries included): :meth:`retry` names it
+    (``execution``), a failure of one of its calls marks it failing (:meth:`failed`), a try
+    of the client's own that gets through takes its item's failure back (:meth:`absorbed`:
+    the caller never saw it, as a simulated transport layer's retries are never seen), and
+    a call of any other execution, or the task's end, ends it (:meth:`calling`,
+    :meth:`finished`), so a later first failure of the task is not taken for the retry
+    failing again.
     """
 
-    __slots__ = ("judge", "last", "retrying")
+    __slots__ = ("execution", "failing", "judge", "last", "retrying")
 
     def __init__(self, judge: RetryJudge):
         self.judge = judge
@@ -190,20 +198,52 @@ class RetryWatch:
         """The task's last failure, until a retry after it is dispatched."""
         self.retrying: tuple[LastFailure, float] | None = None
         """The failure the retry in flight follows and the instant it was dispatched."""
+        self.execution: tuple[int, int] | None = None
+        """Real code: the (step, execution) the retry in flight repeats; None in the simulator."""
+        self.failing: dict[int, str] = {}
+        """Real code: the items of the retry in flight whose calls failed, with the kind."""
 
-    def retry(self, rec: TaskRecord, retry: RetryAt) -> None:
-        """A retry after :attr:`last` is dispatched: wasted when its cause still holds; watched until it ends."""
+    def retry(self, rec: TaskRecord, retry: RetryAt, execution: tuple[int, int] | None = None) -> None:
+        """A retry after :attr:`last` is dispatched (in real code: step execution ``execution`` began):
+        wasted when its cause still holds; watched until it ends."""
         last = self.last
         assert last is not None, "a retry follows a failure"
         reason = self.judge.wasted(last, retry)
         if reason is not None:
             rec.note_wasted(reason)
         self.retrying = (last, retry.now)
+        self.execution = execution
         self.last = None
 
     def ended(self, rec: TaskRecord, failure: str | None) -> None:
         """The retry in flight ended, failing with ``failure`` (None: it did not fail)."""
-        retrying, self.retrying = self.retrying, None
+        retrying, self.retrying, self.execution = self.retrying, None, None
+        self.failing = {}
         if retrying is not None and failure is not None:
             last, dispatched_at = retrying
             rec.note_failed_retry(failure, failed_retry_reason(last, dispatched_at, failure))
+
+    # -- real code: a retry is a step's execution, ended by the calls around it ---------------
+
+    def calling(self, rec: TaskRecord, execution: tuple[int, int]) -> None:
+        """A call of step execution ``execution`` begins: a retry of another execution has ended."""
+        if self.retrying is not None and execution != self.execution:
+            self.finished(rec)
+
+    def failed(self, rec: TaskRecord, failure: LastFailure, execution: tuple[int, int], item: int) -> None:
+        """A call of ``execution`` for ``item`` failed: ``failure`` is the task's last, and the retry of that execution
+        in flight is failing."""
+        if self.retrying is not None and execution == self.execution:
+            self.failing.setdefault(item, failure.kind)
+        self.last = failure
+
+    def absorbed(self, step: int, item: int) -> None:
+        """A client's own try of ``step``'s ``item`` got through: the failure before it never reached the caller."""
+        last = self.last
+        if last is not None and last.step == step and item in last.items:
+            self.last = None
+        self.failing.pop(item, None)
+
+    def finished(self, rec: TaskRecord) -> None:
+        """The retry in flight ended (another execution began, or the task ended): failed if a call of it still is."""
+        self.ended(rec, next(iter(self.failing.values()), None))

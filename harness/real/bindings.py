@@ -78,6 +78,13 @@ class Bindings:
     contract: ContractMapping | Mapping[str, ContractMapping] | None = None
     """The team's own error contract (:data:`ContractMapping`), for every tool or per tool name
     (``"*"`` for the others): the contract check and parity read each surface through it."""
+    layers: Sequence[Any] = ()
+    """The team's own retry layers around its tools, nearest the tool first: a
+    :class:`~fleetchaos.sim.transport.TransportRetry` each, usually read from the team's tenacity
+    configuration per tool (``fleetchaos.policies.transport_from_tenacity(retrying, tools=[...])``).
+    A call of a layer's tool that repeats a failure the layer retries is that layer's next try
+    (a transport retry, keyed as the simulator keys its layer's tries), not the orchestrator's
+    retry; parity runs the simulated side with the same layers."""
 
     def __post_init__(self) -> None:
         if self.unbound not in ("refuse", "pass"):
@@ -85,6 +92,23 @@ class Bindings:
         if self.refresh is not None:
             _parse(self.refresh, "Bindings.refresh")
         object.__setattr__(self, "routes", tuple(self.routes))
+        from fleetchaos.sim.transport import TransportRetry
+
+        layers = tuple(self.layers)
+        for i, layer in enumerate(layers):
+            if not isinstance(layer, TransportRetry):
+                raise ValueError(
+                    f"Bindings.layers[{i}]: expected a TransportRetry (transport_from_tenacity(retrying, "
+                    f"tools=[...])), got {type(layer).__name__}"
+                )
+        object.__setattr__(self, "layers", layers)
+
+    def layer_for(self, tool: str, kind: str) -> int | None:
+        """The nearest declared layer that retries ``tool``'s ``kind`` failures (None: none does)."""
+        for level, layer in enumerate(self.layers):
+            if layer.retries(kind, tool):
+                return level
+        return None
 
     def transport(self, inner: Any = None, *, module: Any = None) -> Any:
         """A chaos transport over ``inner`` for these routes (httpx or httpx2, as ``inner`` or ``module`` is).

@@ -15,8 +15,8 @@ from the clock of the calling thread, and from the real clock in every other thr
   returns at once (it cannot move the loop's clock) and is counted.
 
 The originals come back when the last clock is uninstalled, also after an exception.
-``time.time`` and ``time.time_ns`` read the run's start plus its virtual seconds in the
-clock's thread, and so do the OpenTelemetry SDK's span times (bound from ``time`` at
+``time.time`` and ``time.time_ns`` read the run's virtual seconds after midnight (UTC) of
+the day it started, in the clock's thread (a scenario's second 0 is midnight), and so do the OpenTelemetry SDK's span times (bound from ``time`` at
 its import, patched in its module), so the spans of a virtual-time run carry virtual
 timestamps.  Other code that bound ``from time import monotonic`` before the run keeps
 the real function; ``datetime.now`` is never touched.  A thread running a
@@ -58,6 +58,12 @@ _T = TypeVar("_T")
 _Ts = TypeVarTuple("_Ts")
 
 
+def midnight(wall: float) -> float:
+    """Midnight UTC of ``wall``'s day: the wall-clock time of a run's virtual second 0, as a scenario's second 0 is
+    midnight, so a virtual run's timestamps fall at the hours of the day its scenario puts them."""
+    return wall - wall % 86_400.0
+
+
 def originals() -> dict[str, Any]:
     """The real ``time`` functions (what is restored when the last clock goes)."""
     return dict(_REAL)
@@ -72,7 +78,7 @@ class VirtualClock:
         """A clock reading ``start`` virtual seconds."""
         self._now = float(start)
         self._base = _REAL["monotonic"]()  # monotonic values continue from the real reading at creation
-        self.epoch = _REAL["time"]() - self._now
+        self.epoch = midnight(_REAL["time"]())
         """The wall-clock time of virtual second 0 (``time.time()`` reads ``epoch + now()``)."""
         self.slept = 0.0
 
@@ -111,7 +117,7 @@ class LoopClock:
         self.loop = loop
         self.blocking_sleeps = 0
         self.blocking_sleep_s = 0.0
-        self.epoch = _REAL["time"]() - loop.time()
+        self.epoch = midnight(_REAL["time"]())
         """The wall-clock time of the loop's virtual second 0."""
 
     def now(self) -> float:

@@ -13,49 +13,25 @@ call where the runs part, which is a contract gap or a modelling gap, never nois
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import inspect
 import math
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from fleetchaos.errors import UserError
 from fleetchaos.policies.readers import category_of, code_of, resume_of, retry_after_s_of, retryable_of
 from fleetchaos.real.clocks import VirtualClock, installed
-from fleetchaos.real.context import ACTIVE
-from fleetchaos.real.decision import Decision
-from fleetchaos.real.faults import Fault, UnboundCall
-from fleetchaos.real.observe import Surface, observation_of, surface_of
-from fleetchaos.real.runtime import injected_fault, load_real_scenario
-from fleetchaos.sim import _rng
-from fleetchaos.sim.calls import CallModel, CallOutcome
+from fleetchaos.real.observe import Surface, observation_of
+from fleetchaos.real.parity_driver import Call, Driver
+from fleetchaos.real.runtime import load_real_scenario
+from fleetchaos.sim.calls import CallModel
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.formats._vendor import planted
-from fleetchaos.sim.kinds import KINDS, FaultKind
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.truth import AttemptReport
 
 __all__ = ["Call", "Divergence", "ParityReport", "parity"]
-
-SWALLOWED = KINDS["silent_suppression"]
-"""How the driver carries on after a tool swallowed a fault: the call looked fine and took no effect."""
-TOOL_ERROR = KINDS["network_blip"]
-"""How the driver carries on after a tool failed where no fault was injected (the divergence is logged)."""
-
-
-class Call(NamedTuple):
-    """One simulated call, as the team's tool adapter receives it in a parity run."""
-
-    task_id: int
-    title: str
-    template: str
-    tool: str
-    step: int
-    item: int
-    execution: int
-    worker: int
 
 
 @dataclass(frozen=True)
@@ -158,178 +134,10 @@ def _seen(task_id: int, obs: Observation) -> tuple:
     )
 
 
-class _Driver:
-    """The parity run's injector and call log: it makes each decided call on the team's tool."""
-
-    def __init__(self, tools: Mapping[str, Callable[[Call], Any]] | None, seed: int, bindings: Any):
-        self.tools = tools
-        self.seed = seed
-        self.bindings = bindings
-        self.log: list[tuple] = []
-        self.world: Any = None
-        self._by_key: dict[int, Any] = {}
-        self._scanned = 0
-        self.pending: Decision | None = None
-        self.notes: list[str] = []
-        # (task, step, item) -> what the tool surfaced, when its call ended, the fault's retry-after instant, the fault
-        self.surfaces: dict[tuple[int, int, int], tuple[Surface, float, float | None, Fault | None]] = {}
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self._reached = False
-        self._again = 0
-        """Calls the tool made of its binding after the first, in the current real call (its own retries)."""
-
-    # -- identity ------------------------------------------------------------------------
-
-    def record_of(self, task_key: int) -> Any:
-        rec = self._by_key.get(task_key)
-        if rec is None:
-            run_key = self.world.run_key
-            records = self.world.records
-            for r in records[self._scanned :]:
-                self._by_key[_rng.task_key(run_key, r.id)] = r
-            self._scanned = len(records)
-            rec = self._by_key[task_key]
-        return rec
-
-    @staticmethod
-    def attempt_of(key: int, task_key: int, si: int, execution: int, item: int) -> int:
-        base = _rng.call_key(_rng.step_key(task_key, si, execution), item)
-        if key == base:
-            return 0
-        for n in range(1, 64):
-            if _rng.transport_key(base, n) == key:
-                return n
-        return -1
-
-    # -- one call ------------------------------------------------------------------------
-
-    def decided(self, node: Any, step: Any, task_key: int, item: int, key: int, outcome: CallOutcome) -> CallOutcome:
-        rec = self.record_of(task_key)
-        si = step.index
-        execution = rec.executions[si]
-        attempt = self.attempt_of(key, task_key, si, execution, item)
-        kind, _, commits, _ = outcome
-        tool = self.tools.get(step.name) if self.tools is not None else None
-        if tool is None:  # simulated as is: a tool the team did not hand over, or the plain simulated run
-            self.log.append(("call", rec.id, step.name, item, execution, attempt, _name(kind), commits, ""))
-            return outcome
-        return self._real(tool, rec, node, step, item, execution, attempt, outcome)
-
-    def _real(self, tool: Callable, rec: Any, node: Any, step: Any, item: int, execution: int, attempt: int, outcome):
-        kind, duration, commits, retry_at = outcome
-        now = self.world.env.now
-        names = self.world.templates[_template_index(self.world, rec.template)].names
-        fault = injected_fault(
-            outcome, step.name, (rec.id, step.index, item, execution), node.index, names, now, self.seed
-        )
-        d = Decision(self, step.name, rec.id, step.index, item, execution, attempt, kind, duration, commits, fault)
-        d.sleeps = False
-        self.pending = d
-        self.notes = []
-        call = Call(rec.id, str(rec.title), rec.template, step.name, step.index, item, execution, node.index)
-        value, error = self._invoke(tool, call)
-        self.pending = None
-        surface = surface_of(value, error, None if self.bindings is None else self.bindings.contract_for(step.name))
-        notes = list(self.notes)
-        if not d.fired and kind is not None:
-            notes.append("the fault never reached the tool's binding")
-        elif not self._reached:
-            notes.append("the call never reached the tool's binding")
-        committed = d.committed
-        if kind is None:
-            real = (None, duration, committed, None) if surface.ok else (TOOL_ERROR, duration, committed, None)
-            if not surface.ok:
-                notes.append(f"the tool failed on its own: {surface.describe()}")
-        elif kind.stage == "masking":
-            real = (kind, duration, False, None) if surface.ok else (TOOL_ERROR, duration, False, None)
-        elif surface.ok and self._again:  # its own retry got through: the call took effect, nothing was swallowed
-            real = (None, duration, True, None)
-            notes.append(
-                f"the tool retried the {kind.name} fault inside ({self._again} more call(s) of its binding) and "
-                "succeeded: a retry layer of its own, which the simulated run does not have"
-            )
-        elif surface.ok:
-            real = (SWALLOWED, duration, committed, None)
-            notes.append(f"the tool swallowed the {kind.name} fault and surfaced a success")
-        else:
-            real = (kind, duration, committed, retry_at)
-        if real[0] is not None and real[0].stage != "masking":
-            self.surfaces[(rec.id, step.index, item)] = (surface, now + duration, retry_at, fault)
-        self.log.append(
-            ("call", rec.id, step.name, item, execution, attempt, _name(real[0]), real[2], "; ".join(notes))
-        )
-        return real
-
-    def _invoke(self, tool: Callable, call: Call) -> tuple[Any, BaseException | None]:
-        self._reached = False
-        self._again = 0
-        token = ACTIVE.set(self)
-        try:
-            value = tool(call)
-            if inspect.isawaitable(value):
-                if self.loop is None:
-                    from fleetchaos.real.clocks import new_virtual_loop
-
-                    self.loop = new_virtual_loop()
-                value = self.loop.run_until_complete(_awaited(value))
-            return value, None
-        except Exception as exc:
-            return None, exc
-        finally:
-            ACTIVE.reset(token)
-
-    # -- the injector interface (what the tool's binding asks) ------------------------------
-
-    def begin(self, tool: str, item: Hashable | None, *, attempt: int = 0, idempotency_key: str | None = None):
-        d = self.pending
-        if d is None or tool != d.tool:
-            return None  # another bound tool the real tool calls inside: not part of the step
-        if self._reached:
-            self._again += 1
-            self.notes.append(f"the tool called its binding again (call {attempt or 'repeat'}): passed untouched")
-            return None
-        self._reached = True
-        if isinstance(item, int) and not isinstance(item, bool) and item != d.item:
-            self.notes.append(f"the binding keyed the call as item {item}, the driver called item {d.item}")
-        return d
-
-    def unbound(self, what: str, why: str) -> None:
-        self.notes.append(f"unbound call {what} ({why})")
-        if self.bindings is None or self.bindings.unbound == "refuse":
-            raise UnboundCall(f"{what}: {why} (parity run)")
-
-    def fired(self, d: Decision) -> None:
-        pass
-
-    def met(self, d: Decision) -> None:
-        pass
-
-    def committed(self, d: Decision) -> None:
-        pass
-
-    def tool_error(self, d: Decision, error: BaseException) -> None:
-        pass
-
-    def sleep_sync(self, seconds: float) -> None:
-        pass
-
-
-async def _awaited(value: Any) -> Any:
-    return await value
-
-
-def _template_index(world: Any, name: str) -> int:
-    return next(i for i, t in enumerate(world.templates) if t.name == name)
-
-
-def _name(kind: FaultKind | None) -> str:
-    return "ok" if kind is None else kind.name
-
-
 class _LoggingFormat:
     """The chosen format, logging what each dispatch is seen as (and, in the real run, reading the tools)."""
 
-    def __init__(self, base: Any, driver: _Driver, real: bool, seed: int):
+    def __init__(self, base: Any, driver: Driver, real: bool, seed: int):
         self.base = base
         self.driver = driver
         self.real = real
@@ -378,7 +186,7 @@ def _rebased(surface: Surface, call_end: float, retry_at: float | None, fault: A
     return dataclasses.replace(surface, fields={**surface.fields, "retry_after_ms": rebased})
 
 
-def _calls_class(driver: _Driver) -> type[CallModel]:
+def _calls_class(driver: Driver) -> type[CallModel]:
     class DrivenCalls(CallModel):
         __slots__ = ()
 
@@ -386,18 +194,21 @@ def _calls_class(driver: _Driver) -> type[CallModel]:
             outcome = CallModel.decide(
                 self, node, step, rules, task_key, item, key, now, batch_failed, sources, waited, via
             )
-            return driver.decided(node, step, task_key, item, key, outcome)
+            return driver.decided(node, step, task_key, item, key, outcome, now)
 
     return DrivenCalls
 
 
-def _run(spec: Any, policy: Any, errors: str, seed: int, tools: Mapping | None, bindings: Any) -> tuple[_Driver, list]:
+def _run(spec: Any, policy: Any, errors: str, seed: int, tools: Mapping | None, bindings: Any) -> tuple[Driver, list]:
     from fleetchaos.policies.registry import get_policy
     from fleetchaos.sim.world import World
 
-    driver = _Driver(tools, seed, bindings)
+    driver = Driver(tools, seed, bindings)
     logging_format = _LoggingFormat(get_format(errors, seed), driver, tools is not None, seed)
     policy_obj = get_policy(policy) if isinstance(policy, str) else policy
+    layers = bindings.layers if bindings is not None else ()
+    if layers and not getattr(policy_obj, "transport", None):  # the team's own retry layers, on both sides
+        policy_obj = _Layered(policy_obj, layers)
     world = World(spec, policy_obj, logging_format, seed, call_model=_calls_class(driver))
     driver.world = world
     with installed(VirtualClock()):
@@ -407,6 +218,20 @@ def _run(spec: Any, policy: Any, errors: str, seed: int, tools: Mapping | None, 
             if driver.loop is not None:
                 driver.loop.close()
     return driver, output.records or []
+
+
+class _Layered:
+    """A policy with the team's declared retry layers (``Bindings.layers``) as its transport layers."""
+
+    def __init__(self, policy: Any, layers: tuple):
+        self._policy = policy
+        self.transport = layers
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._policy, name)
+
+    def decide(self, observation: Observation, history: Any) -> Any:
+        return self._policy.decide(observation, history)
 
 
 def _comparable(rec: Any) -> dict:

@@ -26,20 +26,19 @@ from fleetchaos.real.clocks import LoopClock, VirtualClock, installed
 from fleetchaos.real.context import ACTIVE, active_runs
 from fleetchaos.real.decision import Decision
 from fleetchaos.real.determinism import CallEntry
-from fleetchaos.real.faults import Fault, UnboundCall, make_fault
+from fleetchaos.real.fault_text import injected_fault
+from fleetchaos.real.faults import UnboundCall
 from fleetchaos.real.injections import OK, InjectionCounter, InjectionReport
 from fleetchaos.real.scope import SCOPE, TaskInput, TaskScope
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim import _rng
 from fleetchaos.sim.assembly import assemble
 from fleetchaos.sim.calls import CallOutcome
-from fleetchaos.sim.formats._vendor import planted, vendor_text
 from fleetchaos.sim.kinds import MASKING, fault_kind
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.plan import LastFailure
 from fleetchaos.sim.state import NodeState
 from fleetchaos.sim.state_kinds import sim_only
-from fleetchaos.sim.truth import AttemptReport
 from fleetchaos.sim.waste import RetryWatch
 from fleetchaos.sim.workload import arrivals
 
@@ -103,36 +102,6 @@ def load_real_scenario(scenario: Scenario | str) -> tuple[Scenario, str]:
         )
     check_real_scenario(spec, ref)
     return spec, ref
-
-
-def injected_fault(
-    outcome: CallOutcome,
-    tool: str,
-    ids: tuple[int, int, int, int],
-    worker: int,
-    names: tuple[str, ...],
-    now: float,
-    seed: int,
-) -> Fault | None:
-    """The :class:`Fault` a real call decided as ``outcome`` at ``now`` meets (None: none).
-
-    ``ids`` are the call's (task id, step, item, execution) on ``worker``, ``names`` its template's tools.  Its
-    retry-after hint counts from the call's end; its message is a vendor SDK's error text with the run's planted
-    secrets in it (for a masking kind, which never reports a failure, a note of what it did).
-    """
-    kind, duration, committed, retry_at = outcome
-    if kind is None:
-        return None
-    if kind.wire is None:
-        message = f"{kind.name}: the call returned a success that took no effect"
-    else:
-        _, si, _, _ = ids
-        report = AttemptReport(
-            task_id=ids[0], worker=worker, start_step=si, failed_step=si, step_names=names, failure=kind.name
-        )
-        message = vendor_text(report, planted(seed))
-    retry_after = None if retry_at is None else max(0.0, retry_at - (now + duration))
-    return make_fault(kind, tool, ids, retry_after_s=retry_after, committed=committed, message=message)
 
 
 class Runtime:
@@ -314,6 +283,7 @@ class Runtime:
         finally:
             SCOPE.reset(token)
             rec.end_s = self.now()
+            scope.retries.finished(rec)
             with self._lock:  # the task's workspace is cleaned up when it ends
                 self.nodes[scope.worker].disk_used_mb -= scope.workspace_mb
 
@@ -372,8 +342,10 @@ class Runtime:
             now = self.now()
             node = self.nodes[scope.worker]
             model, read = tool in self.model_tools, 0
-            if attempt == 0:
+            layer = scope.layer_try(si, item_no) if attempt == 0 else None  # the team's own retry layer's try
+            if attempt == 0 and layer is None:
                 execution, new_epoch = scope.next_execution(si, item_no)
+                scope.retries.calling(rec, (si, execution))
                 if new_epoch:
                     read = scope.begin_execution(si, execution, model, bool(self.model_tools), node, now)
             else:
@@ -387,9 +359,7 @@ class Runtime:
                     rules[2], step.fan_out, scope.task_key, si, step_key, scope.worker, now
                 )
                 scope.batches[(si, execution)] = batch
-            key = _rng.call_key(step_key, item_no)
-            if attempt:
-                key = _rng.transport_key(key, attempt)
+            key = scope.call_key(step_key, item_no, attempt, layer)
             outcome = self._cut_off(rec.orchestrator, scope.worker, now) or self.calls.decide(
                 node, step, rules, scope.task_key, item_no, key, now, batch, scope.sources
             )
@@ -398,9 +368,12 @@ class Runtime:
             rec.called(kind, emitted, step.result_tokens)
             if kind is not None:
                 self.journal.fault(rec, kind.name, now, tool, scope.worker)
-                if kind.stage != MASKING:  # a failure the caller sees: a retry in flight failed again
-                    scope.retries.ended(rec, kind.name)
-                    scope.retries.last = LastFailure(kind.name, retry_at, si, (item_no,))
+                if kind.stage != MASKING:  # a failure the caller sees (unless the client's own retry takes it back)
+                    failure = LastFailure(kind.name, retry_at, si, (item_no,))
+                    scope.retries.failed(rec, failure, (si, execution), item_no)
+                    scope.layer_failed(si, item_no, tool, kind.name, key, layer)
+            if (attempt or layer) and (kind is None or kind.stage == MASKING):  # the client's own retry got through
+                scope.retries.absorbed(si, item_no)
             self.injections.drawn[tool, OK if kind is None else kind.name] += 1
             self.call_log.append(
                 CallEntry(rec.id, tool, item_no, execution, attempt, OK if kind is None else kind.name, now, duration)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from fleetchaos.real.faults import UnboundCall
+from fleetchaos.sim import _rng
 from fleetchaos.sim.kinds import FaultKind
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.plan import RetryAt
@@ -77,6 +78,36 @@ class TaskScope:
     """Disk the task's committed writes occupy on its worker until the task ends."""
     turns: dict[int, int] = field(default_factory=dict)
     """Per model step, the conversation's turns its calls have served so far (1 until a second turn)."""
+    layer_tries: dict[tuple[int, int], tuple[int, int, int]] = field(default_factory=dict)
+    """Per (step, item) whose last call failed as a declared retry layer retries: (the layer, its next try, the
+    key of the request it retries), so the item's next call is that try."""
+
+    @staticmethod
+    def call_key(step_key: int, item: int, attempt: int, layer: tuple[int, int, int] | None) -> int:
+        """A call's key: the item's, an HTTP client's ``attempt``-th try of it, or a declared layer's try."""
+        if attempt:
+            return _rng.transport_key(_rng.call_key(step_key, item), attempt)
+        if layer is not None:
+            level, n, request = layer
+            return _rng.transport_key(request, n) if level == 0 else _rng.layer_key(request, level, n)
+        return _rng.call_key(step_key, item)
+
+    def layer_try(self, si: int, item: int) -> tuple[int, int, int] | None:
+        """The declared layer's try the next call of ``si``'s ``item`` is (None: a call of its own)."""
+        return self.layer_tries.pop((si, item), None)
+
+    def layer_failed(
+        self, si: int, item: int, tool: str, kind: str, key: int, tried: tuple[int, int, int] | None
+    ) -> None:
+        """A call of ``si``'s ``item`` (keyed ``key``; ``tried``: the layer's try it was) failed with ``kind``: when a
+        declared layer retries it and has tries left, the item's next call is the layer's next try."""
+        layers = self.runtime.bindings.layers
+        level = self.runtime.bindings.layer_for(tool, kind) if layers else None
+        if level is None:
+            return
+        n, request = (tried[1] + 1, tried[2]) if tried is not None and tried[0] == level else (1, key)
+        if n < layers[level].attempts:
+            self.layer_tries[(si, item)] = (level, n, request)
 
     def claim(self, word: str) -> None:
         """Set the task's claim: success, partial, failed, escalated or dead_lettered."""
@@ -136,7 +167,8 @@ class TaskScope:
         if retry:
             rec.retries += 1
             tpl = self.template
-            self.retries.retry(rec, RetryAt(node, rec.id, rec.orchestrator, tpl, self.sources, rec.executions, now))
+            at = RetryAt(node, rec.id, rec.orchestrator, tpl, self.sources, rec.executions, now)
+            self.retries.retry(rec, at, (si, execution))
         return rec.input_tokens - read
 
     def next_execution(self, si: int, item: int) -> tuple[int, bool]:

@@ -8,7 +8,8 @@ an API would answer it:
 
 * no fault: forwarded to the inner transport (it commits when answered 2xx; a repeated
   ``Idempotency-Key`` commits once); a model route's answer is read for its ``usage``
-  (the call's tokens, observed);
+  (the call's tokens, observed; a streamed answer's events as the caller reads them:
+  :mod:`fleetchaos.real.usage`);
 * ``network_blip``: ``ConnectError``, not forwarded;
 * a timeout: forwarded first when the draw says it committed, then a hang of the
   timeout, cut at the client's own read timeout (``request.extensions["timeout"]``),
@@ -16,7 +17,10 @@ an API would answer it:
 * ``rate_limit`` and ``quota_exhausted``: 429 with ``Retry-After`` (whole seconds) and
   ``retry-after-ms`` from the bucket twin; other kinds their wire status (401, 403,
   404, 422, 5xx); ``x-should-retry: false`` on kinds a retry cannot fix;
-* masking kinds: 200 with the route's empty or fabricated body, not forwarded.
+* masking kinds: 200 with the route's empty or fabricated body, not forwarded;
+* the model's own kinds on a model route: 200 with the broken turn in the chat completion
+  (a refusal, a filter or length stop, bad arguments, an unknown tool, a repeated call id,
+  an empty turn), or a body cut mid-call (:mod:`fleetchaos.real.model_turns`).
 
 An SDK's own retries are recognised by ``x-stainless-retry-count``: try n of the same
 call, keyed as the simulator keys its transport layer's tries.  A request no route
@@ -34,6 +38,8 @@ from typing import Any
 from fleetchaos.real.context import ACTIVE, orphaned
 from fleetchaos.real.decision import Decision
 from fleetchaos.real.faults import UnboundCall
+from fleetchaos.real.model_turns import CUT_MESSAGE, MODEL_TURNS, model_turn
+from fleetchaos.real.usage import acount_usage, count_usage
 
 __all__ = ["chaos_transport", "http_module"]
 
@@ -84,14 +90,18 @@ class _ChaosTransport:
             if d.sleeps:
                 injector.sleep_sync(d.duration_s)
             response = self._forwarded(d, request, self._forward(request))
-            if _reports_usage(d, response):
-                response.read()
-                _usage(d, response)
+            count_usage(d, response)
             return response
         if d.masking:
             if d.sleeps:
                 injector.sleep_sync(d.duration_s)
             return self._masked(d, route, request)
+        if route.model and kind.name in MODEL_TURNS:
+            if kind.outcome_unknown and d.commits:
+                self._forwarded(d, request, self._forward(request))
+            if d.sleeps:
+                injector.sleep_sync(self._hang_s(d, request) if kind.outcome_unknown else d.duration_s)
+            return self._model_turn(d, request)
         if kind.outcome_unknown:
             if d.commits:
                 self._forwarded(d, request, self._forward(request))
@@ -122,14 +132,18 @@ class _ChaosTransport:
             if d.sleeps:
                 await asyncio.sleep(d.duration_s)
             response = self._forwarded(d, request, await self._aforward(request))
-            if _reports_usage(d, response):
-                await response.aread()
-                _usage(d, response)
+            await acount_usage(d, response)
             return response
         if d.masking:
             if d.sleeps:
                 await asyncio.sleep(d.duration_s)
             return self._masked(d, route, request)
+        if route.model and kind.name in MODEL_TURNS:
+            if kind.outcome_unknown and d.commits:
+                self._forwarded(d, request, await self._aforward(request))
+            if d.sleeps:
+                await asyncio.sleep(self._hang_s(d, request) if kind.outcome_unknown else d.duration_s)
+            return self._model_turn(d, request)
         if kind.outcome_unknown:
             if d.commits:
                 self._forwarded(d, request, await self._aforward(request))
@@ -209,6 +223,24 @@ class _ChaosTransport:
         d.meet()
         return self._module.Response(200, headers={"content-type": "application/json"}, content=body, request=request)
 
+    def _model_turn(self, d: Decision, request: Any) -> Any:
+        """The model's broken turn in a 200 (met as the caller gets it), or a body cut mid-call (met at the cut)."""
+        kind = d.kind
+        assert kind is not None
+        d.fire()
+        try:
+            content = request.content
+        except self._module.RequestNotRead:  # a streamed request body: answered as one that declares nothing
+            content = b""
+        turn = model_turn(kind.name, content, (d.task_id, d.step, d.execution))
+        headers = {"content-type": turn.content_type}
+        if not turn.cut:
+            d.meet()
+            return self._module.Response(200, headers=headers, content=b"".join(turn.parts), request=request)
+        error = self._module.RemoteProtocolError(CUT_MESSAGE, request=request)
+        stream = _cut_stream(self._module)(turn.parts, d, error)
+        return self._module.Response(200, headers=headers, stream=stream, request=request)
+
     def _refused(self, d: Decision, request: Any) -> Any:
         fault = d.fault
         kind = d.kind
@@ -228,26 +260,36 @@ class _ChaosTransport:
         return self._module.Response(fault.status, headers=headers, content=json.dumps(body).encode(), request=request)
 
 
-def _reports_usage(d: Decision, response: Any) -> bool:
-    """Whether a model call's answer may carry its ``usage``: a 2xx body read whole (not an event stream)."""
-    content_type = response.headers.get("content-type", "")
-    return d.modelled is not None and d.committed and "event-stream" not in content_type
+_STREAMS: dict[str, type] = {}
 
 
-def _usage(d: Decision, response: Any) -> None:
-    """Count a model call's tokens from its response's ``usage`` (OpenAI's ``prompt_tokens`` and
-    ``completion_tokens``, or ``input_tokens`` and ``output_tokens``) when the body reports both."""
-    try:
-        body = json.loads(response.content)
-    except ValueError:
-        return
-    usage = body.get("usage") if isinstance(body, dict) else None
-    if not isinstance(usage, dict):
-        return
-    read = usage.get("prompt_tokens", usage.get("input_tokens"))
-    wrote = usage.get("completion_tokens", usage.get("output_tokens"))
-    if all(type(n) is int and n >= 0 for n in (read, wrote)):
-        d.injector.usage(d, read, wrote)
+def _cut_stream(mod: Any) -> type:
+    """A body stream for ``mod`` (httpx or httpx2) that yields its parts, then drops the connection."""
+    cls = _STREAMS.get(mod.__name__)
+    if cls is None:
+        cls = _STREAMS[mod.__name__] = type("CutStream", (_CutStream, mod.SyncByteStream, mod.AsyncByteStream), {})
+    return cls
+
+
+class _CutStream:
+    def __init__(self, parts: list[bytes], d: Decision, error: Exception):
+        self.parts = parts
+        self.d = d
+        self.error = error
+
+    def _cut(self) -> Exception:
+        if not self.d.met:
+            self.d.meet()  # the cut reached the caller: its reading of the body failed
+        return self.error
+
+    def __iter__(self) -> Any:
+        yield from self.parts
+        raise self._cut()
+
+    async def __aiter__(self) -> Any:
+        for part in self.parts:
+            yield part
+        raise self._cut()
 
 
 def _line(d: Decision) -> str:

@@ -39,7 +39,7 @@ IGNORE = "ignore"
 DEFAULT_CODES: dict[str, str] = {
     **dict.fromkeys(
         ["ECONNRESET", "ECONNABORTED", "EPIPE", "ConnectionResetError", "ConnectionAbortedError", "BrokenPipeError",
-         "ConnectionError", "NETWORK_UNREACHABLE", "UNAVAILABLE", "ENETRESET", "APIConnectionError"],
+         "ConnectionError", "NETWORK_UNREACHABLE", "UNAVAILABLE", "ENETRESET", "APIConnectionError", "ConnectError"],
         "network_blip",
     ),
     **dict.fromkeys(

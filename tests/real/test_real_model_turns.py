@@ -12,6 +12,7 @@ import json
 import time
 
 import httpx
+import openai
 
 import fleetchaos
 from fleetchaos import Bindings, Route
@@ -144,3 +145,29 @@ def test_without_usage_the_scenario_models_the_tokens():
     run = run_real(_scenario([]), plain_agent, seed=1, bindings=BINDINGS, tasks=2)
     assert [(r.turns, r.observed_turns, r.input_tokens, r.tokens) for r in run.records] == [(3, 0, 7200, 8100)] * 2
     assert run.result.breakdowns["model_turns"] == {"observed": 0, "turns": 6}
+
+
+def sdk_agent(task, rt):
+    """The same loop with the OpenAI SDK, which retries a 429 itself (up to three tries more)."""
+    http = httpx.Client(transport=BINDINGS.transport(httpx.MockTransport(chat_completions)))
+    client = openai.OpenAI(api_key="test-key", base_url="https://llm.test/v1", max_retries=3, http_client=http)
+    messages: list[dict] = [{"role": "user", "content": task.title}]
+    while True:
+        message = client.chat.completions.create(model="m", messages=messages).choices[0].message
+        messages.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls:
+            return "success"
+        for call in message.tool_calls:
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": TOOLS[call.function.name](task.id)})
+
+
+def test_a_429_the_sdk_retried_by_itself_is_a_transport_retry_and_the_next_turn_new_work():
+    """The cut starts at 0.5 s: the first task's first turn takes the bucket's one token, its second (after the
+    lookup) is refused and the SDK retries it after the Retry-After, inside the same call.  The team's code saw no
+    failure: one transport retry, no retry of its own, and the third turn is the next turn, not a redone step."""
+    faults = [{"kind": "rate_limit", "windows": [{"start_s": 0.5, "duration_s": 30}], "capacity_factor": 0.0001}]
+    run = run_real(_scenario(faults, api_burst=1, api_rate_per_s=1), sdk_agent, seed=1, bindings=BINDINGS)
+    m = run.metrics
+    assert run.records[0].fault_hits == {"rate_limit": 1}
+    assert (m["transport_retries"], m["retries"], m["failed_retries"], m["redone_steps"]) == (1, 0, 0, 0)
+    assert (m["tool_calls"], m["logical_calls"], m["success_rate"]) == (5 * TASKS + 1, 5 * TASKS, 1.0)

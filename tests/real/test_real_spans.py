@@ -162,3 +162,21 @@ def test_a_model_call_span_is_read_as_a_call_of_the_llm_step(tmp_path):
         ToolCall("5b8efff798038103d269b633813fc60c", 1735722000.0, 0.5, "llm", "w1", False, "RateLimitError", 429)
     ]
     assert stats.skipped == 0 and stats.tool_calls == 1
+
+
+def test_virtual_second_zero_is_midnight_utc_of_the_runs_day(small_scenario):
+    """A scenario's second 0 is midnight, so a virtual run's wall clock reads its seconds after midnight (UTC) of the
+    day it ran: a task arriving at second 10 reads 00:00:10, and traces calibrate into the scenario's hours."""
+    seen = []
+
+    def agent(task, rt):
+        seen.append((task.arrival_s, time.time()))
+        return "success"
+
+    real_start = time.time()
+    run_real(small_scenario([]), agent, seed=1, tasks=2)
+    (a0, w0), (a1, w1) = seen
+    assert (a0, a1) == (0.0, 10.0)
+    assert (w0 % 86_400, w1 % 86_400) == (0.0, 10.0)
+    real_end = time.time()
+    assert w0 in (real_start - real_start % 86_400, real_end - real_end % 86_400)  # the run may straddle midnight

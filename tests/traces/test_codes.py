@@ -49,6 +49,7 @@ def test_every_wire_code_maps_back_to_its_kind():
         ("UNEXPECTED_TOOL_CALL", None, "unknown_tool"),
         ("DUPLICATE_TOOL_CALL_ID", 400, "duplicate_call_id"),
         ("RemoteProtocolError", None, "stream_cut"),
+        ("ConnectError", None, "network_blip"),  # httpx's and httpx2's dropped connection
     ],
 )
 def test_defaults(code, status, kind):

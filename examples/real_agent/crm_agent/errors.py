@@ -1,4 +1,9 @@
-"""The agent's error contract: every tool failure becomes a ToolError carrying an AgentToolError-shaped envelope."""
+"""The agent's error contract: every tool failure becomes a ToolError carrying an AgentToolError-shaped envelope.
+
+A failure a retry may fix at once is also the built-in exception a Python client raises for it
+(``ToolUnavailable`` is a ``ConnectionError``, ``ToolTimeout`` a ``TimeoutError``), so the tools'
+tenacity retries name them by type, as teams write them.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,14 @@ class ToolError(Exception):
     def __init__(self, envelope: dict):
         super().__init__(envelope["error_code"])
         self.envelope = envelope
+
+
+class ToolUnavailable(ToolError, ConnectionError):
+    """The tool's backend could not be reached (a dropped connection): retry it."""
+
+
+class ToolTimeout(ToolError, TimeoutError):
+    """The tool did not answer in time: its side effect may or may not have happened."""
 
 
 class StoreError(Exception):
@@ -32,6 +45,12 @@ STATUS_CONTRACT = {
     500: ("BATCH_ITEM_FAILED", "transient", True, "retry_failed_items"),
     503: ("NETWORK_UNREACHABLE", "transient", True, "retry_with_backoff"),
 }
+
+
+def error_for_status(status: int, headers: dict | None = None) -> ToolError:
+    """The error for an HTTP error status (429 by its retry headers; a 503 is a backend out of reach)."""
+    envelope = envelope_for_status(status, headers)
+    return ToolUnavailable(envelope) if status == 503 else ToolError(envelope)
 
 
 def envelope_for_status(status: int, headers: dict | None = None) -> dict:

@@ -1,0 +1,88 @@
+"""A tool's own tenacity retry, declared as its transport layer: its tries are the simulator's layer's tries.
+
+The agent fetches, then writes four items, each write wrapped in the team's tenacity retry (three tries, a second
+apart, on dropped connections); a write that still fails fails the task after the other items were written.  The
+retry is declared with ``Bindings(layers=[transport_from_tenacity(retrying, tools=["write"])])``, so each inner try
+is a transport retry keyed as the simulator's layer keys it.  The simulator runs the same world with that layer and
+no agent-level retry: per task, the same faults, calls, transport retries and claims.
+"""
+
+from __future__ import annotations
+
+import tenacity
+
+import fleetchaos
+from fleetchaos import Bindings
+from fleetchaos.policies import LayeredBackoff, transport_from_tenacity
+from fleetchaos.real import InjectedFault, run_real
+from fleetchaos.sim.formats import get_format
+from fleetchaos.sim.world import World
+
+RETRYING = tenacity.Retrying(
+    stop=tenacity.stop_after_attempt(3),
+    wait=tenacity.wait_fixed(1),
+    retry=tenacity.retry_if_exception_type(ConnectionError),
+    reraise=True,
+)
+BINDINGS = Bindings(layers=[transport_from_tenacity(RETRYING, tools=["write"])])
+
+
+@fleetchaos.tool("fetch")
+def fetch(task_id: int) -> str:
+    return "data"
+
+
+@fleetchaos.tool("write", item=lambda task_id, slot: slot)
+def write(task_id: int, slot: int) -> None:
+    pass
+
+
+def agent(task, rt):
+    try:
+        fetch(task.id)
+    except InjectedFault:
+        return "failed"
+    failed = False
+    for slot in range(4):
+        try:
+            RETRYING(write, task.id, slot)
+        except InjectedFault:
+            failed = True
+    return "failed" if failed else "success"
+
+
+def test_the_inner_tries_are_the_simulated_layers_tries(small_scenario):
+    spec = small_scenario([{"kind": "network_blip", "probability": 0.3}])
+    real = run_real(spec, agent, seed=3, bindings=BINDINGS)
+    policy = LayeredBackoff(max_retries=0, transport=BINDINGS.layers[0])
+    sim = World(spec, policy, get_format("structured", 3), 3).run().records
+    assert real.metrics["transport_retries"] > 0
+    assert real.metrics["retries"] == 0  # the orchestrator retried nothing: every repeat was the layer's
+
+    def per_task(records):
+        return [
+            (r.id, r.fault_hits, r.calls, r.transport_retries, r.claim) for r in sorted(records, key=lambda r: r.id)
+        ]
+
+    assert per_task(real.records) == per_task(sim)
+
+
+def _write_with_retry(call):
+    try:
+        RETRYING(write, call.task_id, call.item)
+    except InjectedFault as exc:
+        return {"error": exc.fault.envelope()}
+    return "ok"
+
+
+def test_parity_holds_with_the_tools_own_retry_in_place(small_scenario):
+    """Parity pairs the tool's inner tries with the declared layer's: the shipped code, retry and all, reproduces
+    the simulated records.  Undeclared, the same tool parts from the simulation at its first inner retry."""
+    from fleetchaos.real.parity_check import parity
+
+    spec = small_scenario([{"kind": "network_blip", "probability": 0.3}], writes_only=True)
+    report = parity(spec, policy="structured", tools={"write": _write_with_retry}, seed=3, bindings=BINDINGS)
+    assert report.identical, report.describe()
+    undeclared = parity(spec, policy="structured", tools={"write": _write_with_retry}, seed=3, bindings=Bindings())
+    assert not undeclared.identical
+    assert "retried the network_blip fault inside" in undeclared.describe()
