@@ -84,7 +84,8 @@ class FallbackSpec(_Strict):
     capacity: ProviderSpec | None = Field(
         default=None,
         description="the provider that serves its turns, with a declared capacity (servers, max_in_flight, ...); "
-        "its tools must be left out; none: the primary's provider and API bucket serve them",
+        "its tools must be left out; none: the primary's provider serves them (the fleet's API token bucket, "
+        "api_rate_per_s, is the client's and paces the turns of both models)",
     )
 
     @model_validator(mode="after")
