@@ -28,6 +28,7 @@ from typing import cast
 from fleetchaos.sim import _rng
 from fleetchaos.sim.capacity import Provider, build_providers
 from fleetchaos.sim.config import FleetSpec, lognormal_params
+from fleetchaos.sim.conversation import ResultSizes
 from fleetchaos.sim.fault_specs import BatchFault, HangingFault, SourceFault
 from fleetchaos.sim.kinds import KINDS, SOURCE, TASK_STEP, TASK_STEP_ITEM, WORKER_TOOL, FaultKind, fault_kind
 from fleetchaos.sim.plan import CALL_STAGES, RESOURCE, CallRule, FaultPlan, Gate, StateKind
@@ -54,6 +55,7 @@ NO_CLIENT = -math.inf
 #: The kinds a call's provider and its duration produce.
 RATE_LIMIT, OVERLOADED = KINDS["rate_limit"], KINDS["overloaded"]
 TIMEOUT, LATENCY_SPIKE = KINDS["timeout"], KINDS["latency_spike"]
+CONTEXT_OVERFLOW = KINDS["context_overflow"]
 
 
 def _fails_in(kind: FaultKind) -> float:
@@ -89,6 +91,9 @@ StepRules = tuple[
     tuple[KindGate, ...],
 ]
 
+#: A model turn refused for its context (past the window): every call it would have emitted fails with it at once.
+OVERFLOWED: tuple[FaultKind, float, bool, None] = (CONTEXT_OVERFLOW, _fails_in(CONTEXT_OVERFLOW), False, None)
+
 #: No item of the step fails in a batch.
 NO_ITEMS: Mapping[int, FaultKind] = MappingProxyType({})
 
@@ -109,6 +114,7 @@ class CallModel:
         "_template_rules",
         "api_provider",
         "call_timeout_s",
+        "context_window",
         "cut_committed_p",
         "installed",
         "late_reply_s",
@@ -117,6 +123,7 @@ class CallModel:
         "latency_sigma",
         "plan",
         "providers",
+        "result_sizes",
         "route",
         "seed",
         "shared",
@@ -131,6 +138,10 @@ class CallModel:
         self.seed = seed
         self.call_timeout_s = fleet.call_timeout_s
         self.cut_committed_p = fleet.cut_call_committed_probability
+        self.context_window = fleet.model.context_window_tokens
+        """A model turn whose context is past this many tokens is refused (``context_overflow``)."""
+        self.result_sizes = ResultSizes(fleet.model.result_tokens_sigma)
+        """How many tokens each tool result adds to the context, drawn per call."""
         self.late_reply_s = fleet.late_reply_s
         # The client's patience for a reply that counts: the call timeout, or the late-reply limit below it.
         self.slow_s = fleet.call_timeout_s if fleet.late_reply_s is None else fleet.late_reply_s

@@ -29,7 +29,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from fleetchaos.sim import _rng
 from fleetchaos.sim.observation import Observation
+
+#: The stream of a tool result's size, drawn from the call's key (the same in every arm).
+S_RESULT_TOKENS = _rng.stream_id("call:result_tokens")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,4 +52,26 @@ class Tokeniser:
         return self.count(obs.rendered_text())
 
 
-__all__ = ["Tokeniser"]
+@dataclass(frozen=True, slots=True)
+class ResultSizes:
+    """How many tokens a tool result adds to the context: lognormal around the step's ``result_tokens`` (its median)
+    with shape ``sigma``.
+
+    The size is drawn from the call's key (:func:`fleetchaos.sim._rng.call_key`), so the
+    same call returns the same output in every arm, and a wider shape makes each large
+    output larger (the same normal, scaled): the tail grows with ``sigma``, and with it the
+    mean (``result_tokens * exp(sigma**2 / 2)``).  With ``sigma`` 0 every result costs
+    ``result_tokens``.
+    """
+
+    sigma: float = 0.0
+
+    def tokens(self, median: int, key: int) -> int:
+        """The tokens the result of the call keyed ``key`` costs, for a step whose typical result costs ``median``."""
+        sigma = self.sigma
+        if not sigma or not median:
+            return median
+        return round(median * math.exp(sigma * _rng.normal_pair(key, S_RESULT_TOKENS)[0]))
+
+
+__all__ = ["S_RESULT_TOKENS", "ResultSizes", "Tokeniser"]

@@ -21,7 +21,7 @@ import simpy
 
 from fleetchaos.sim import _rng
 from fleetchaos.sim._rng import _GOLDEN, _M1, _M2, _MASK
-from fleetchaos.sim.calls import NO_CLIENT, NO_ITEMS, CallModel, CallOutcome, StepRules
+from fleetchaos.sim.calls import NO_CLIENT, NO_ITEMS, OVERFLOWED, CallModel, CallOutcome, StepRules
 from fleetchaos.sim.fault_specs import SourceFault
 from fleetchaos.sim.fleet import Worker
 from fleetchaos.sim.journal import Journal
@@ -132,6 +132,8 @@ class Dispatcher:
         idempotent = self.idempotent
         executions = rec.executions
         all_commits = rec.commits
+        window = calls.context_window
+        sizes = calls.result_sizes if calls.result_sizes.sigma else None  # None: every result costs its mean
         turn_step = -1 if turn is None else turn.step
         turns = self.turns
         for si in range(start, len(steps)):
@@ -156,11 +158,15 @@ class Dispatcher:
             commits = all_commits[si]
             if 0 not in commits and not keeps_all:
                 rec.redone_steps += 1
+            first: CallOutcome | None = None
             if step.tokens:  # TaskRecord.turn(step.tokens), inlined: the turn reads the context so far
                 context = rec.context_tokens
                 rec.turns += 1
-                rec.tokens += context
-                rec.input_tokens += context
+                if context > window:  # refused before the model reads it (no tokens billed): no call is emitted
+                    first = OVERFLOWED
+                else:
+                    rec.tokens += context
+                    rec.input_tokens += context
             now = env.now
             wait = slots.acquire(now)
             waited = 0.0
@@ -189,15 +195,14 @@ class Dispatcher:
             )
             # an earlier step this one reads is incomplete: its output is wrong
             garbage = rec.incomplete(step.needs) if step.needs else False
-            first: CallOutcome | None = None
-            if lean and fan_out == 1 and not skip and not step.pushes and not turned:
+            if first is None and lean and fan_out == 1 and not skip and not step.pushes and not turned:
                 # One call on a worker that cannot crash, untraced: the common case, and when it
                 # succeeds, what the general path below does for it, without its bookkeeping.
                 first = decide(w, step, rules, task_key, 0, step_key, now, NO_ITEMS, sources, waited)
                 if first[0] is None:
                     rec.calls += 1
                     rec.tokens += step.tokens
-                    rec.context_tokens += step.result_tokens
+                    rec.context_tokens += sizes.tokens(step.result_tokens, step_key) if sizes else step.result_tokens
                     yield env.timeout(first[1] if first[1] > 0.0 else 0.0)  # as longest below
                     slots.release()
                     if step.writes_disk:
@@ -327,7 +332,11 @@ class Dispatcher:
             if traced is not None:
                 journal.calls(task.id, w.index, si, step.name, now, traced)
             if succeeded or hollow:  # the results that came back (or looked as if they did) join the conversation
-                rec.context_tokens += step.result_tokens * (len(succeeded) + (len(hollow) if hollow else 0))
+                if sizes is None:
+                    rec.context_tokens += step.result_tokens * (len(succeeded) + (len(hollow) if hollow else 0))
+                else:
+                    for item in succeeded + hollow if hollow else succeeded:
+                        rec.context_tokens += sizes.tokens(step.result_tokens, step_key ^ (item << 32))
             if step.writes_disk and took_effect:
                 written = step.disk_mb * len(took_effect)
                 w.disk_used_mb += written

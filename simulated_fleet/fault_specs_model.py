@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from fleetchaos.sim.fault_base import _CallFault
+from fleetchaos.sim.fault_base import _CallFault, _Fault
 
 
 class Refusal(_CallFault):
@@ -72,8 +72,23 @@ class StreamCut(_CallFault):
     timeout_s: float = Field(default=30, gt=0, description="how long into the stream the cut comes")
 
 
+class ContextOverflow(_Fault):
+    """A model turn whose context is past the model's window; it emerges from fleet.model and is never declared."""
+
+    kind: Literal["context_overflow"] = "context_overflow"
+
+    @model_validator(mode="after")
+    def _emerges(self) -> ContextOverflow:
+        raise ValueError(
+            "context_overflow is not declared: it emerges when a model turn's context passes "
+            "fleet.model.context_window_tokens; set that, and fleet.model.result_tokens_sigma (how heavy-tailed tool "
+            "outputs are), instead"
+        )
+
+
 __all__ = [
     "ContentFilter",
+    "ContextOverflow",
     "DuplicateCallId",
     "EmptyTurn",
     "MalformedArgs",

@@ -30,10 +30,13 @@ BATCH = "batch"
 MASKING = "masking"
 #: Changes nothing that happens, only how it is reported.
 REPORTING = "reporting"
+#: Emerges from the task's own conversation: a model turn whose context is past the model's window
+#: (``fleet.model.context_window_tokens``).  Never declared or drawn: met at the turn, judged by the context.
+CONVERSATION = "conversation"
 #: Not a fault kind: how a report that names no failure kind is rendered.
 UNCLASSIFIED_STAGE = "unclassified"
 
-STAGES = (STATE, PERSISTENT, TRANSIENT, BATCH, MASKING, REPORTING, UNCLASSIFIED_STAGE)
+STAGES = (STATE, PERSISTENT, TRANSIENT, BATCH, MASKING, REPORTING, CONVERSATION, UNCLASSIFIED_STAGE)
 
 #: What a persistent fault's key holds, besides the rule: see :func:`fleetchaos.sim._rng.persistent_key`.
 WORKER_TOOL = "worker_tool"  # one draw per worker and tool for the whole run
@@ -46,7 +49,9 @@ PERSISTENT_SCOPES = (WORKER_TOOL, TASK_STEP, TASK_STEP_ITEM, SOURCE)
 #: kind's own state, read by its handler (:meth:`fleetchaos.sim.plan.StateKind.holds`), or the
 #: same per-call cause again (a persistent rule, a persistent batch, the call's own draws).
 STATE_CAUSE = "state"
-CAUSES = (STATE_CAUSE, "persistent", "batch", "transient", "provider_saturated")
+#: The task's context still past the model's window when the retry's turn would read it (a conversation kind's).
+CONTEXT_CAUSE = "context"
+CAUSES = (STATE_CAUSE, "persistent", "batch", "transient", "provider_saturated", CONTEXT_CAUSE)
 
 #: What a remediation agent can repair on a worker (:func:`fleetchaos.sim.remediation.repair`).
 REMEDIES = ("refresh_credentials", "clear_disk", "install_tool")
@@ -140,8 +145,12 @@ class FaultKind:
             problems.append("failure_type, subagent_category and wire are required for a kind reported as a failure")
         if not shown and (rendered != (None, None, None) or self.waste or self.remedy or self.fail_fast_s is not None):
             problems.append("a masking or reporting kind is never reported as a failure: no wire, failure type, waste")
-        if stage in (PERSISTENT, BATCH) and self.fail_fast_s is None:
-            problems.append("a persistent or batch kind fails fast: fail_fast_s is required")
+        if stage in (PERSISTENT, BATCH, CONVERSATION) and self.fail_fast_s is None:
+            problems.append("a persistent, batch or conversation kind fails fast: fail_fast_s is required")
+        if (stage == CONVERSATION) != (self.waste is not None and self.waste.cause == CONTEXT_CAUSE):
+            problems.append(
+                f"a conversation kind, and only one, is judged by the context (waste.cause {CONTEXT_CAUSE!r})"
+            )
         if stage == TRANSIENT and (self.fail_fast_s is None) == (not self.outcome_unknown):
             problems.append("a transient kind either fails fast (fail_fast_s) or hangs (outcome_unknown), not both")
         if (stage == REPORTING) != (self.contract.recoverable is None):

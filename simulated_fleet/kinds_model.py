@@ -15,6 +15,9 @@ here so each module stays one readable size.  Standard library only.
 from __future__ import annotations
 
 from fleetchaos.sim.kind_record import (
+    CONTEXT_CAUSE,
+    CONVERSATION,
+    PERMANENT_ERROR,
     PERSISTENT,
     TASK_STEP,
     TRANSIENT,
@@ -185,6 +188,27 @@ MODEL_KINDS: tuple[FaultKind, ...] = (
         effect="The model's streamed answer is cut timeout_s into the stream, with a half-emitted tool call; with "
         "committed_probability the calls it emitted before the cut had already run, so a retry without "
         "idempotency runs them twice (the ledger counts the duplicates).",
+    ),
+    FaultKind(
+        name="context_overflow",
+        stage=CONVERSATION,
+        contract=FailureContract("CONTEXT_LENGTH_EXCEEDED", "validation", False, "compact_context"),
+        fail_fast_s=0.5,
+        outcome_unknown=False,
+        retry_after=False,
+        transport_retryable=False,
+        retry_helps=False,
+        failure_type="permanent",
+        subagent_category="validation",
+        alternative=None,
+        wire=Wire(400, "Bad Request (context_length_exceeded)", "ERR_CONTEXT_LENGTH_EXCEEDED"),
+        waste=Waste(CONTEXT_CAUSE, "the context is still past the model's window", PERMANENT_ERROR),
+        remedy=None,
+        persistent_scope=None,
+        effect="Not declared: it emerges.  A model turn whose context (the system prompt, every tool result and "
+        "error text so far) is past fleet.model.context_window_tokens is refused (a 400: the context length exceeded) "
+        "before it emits a call, so nothing runs; the context only grows, so a plain retry reads it again and is "
+        "refused again: only a shorter context gets past it.",
     ),
 )
 

@@ -27,6 +27,13 @@ SYSTEM_PROMPT_TOKENS = 2000
 per tool schema."""
 RESULT_TOKENS = 200
 """A tool result in the context: a short JSON object or a few lines of output (a file listing, a test summary)."""
+RESULT_TOKENS_SIGMA = 0.0
+"""Every tool result costs result_tokens (the conversation model as it was).  Tool outputs are heavy-tailed in practice
+(a whole file, a log, a page of search results beside a one-line status): plausible 1 to 2.5, where one result in a
+hundred is 10 to 330 times the typical one."""
+CONTEXT_WINDOW_TOKENS = 128_000
+"""The context window of the common hosted models' small and mid tiers (128k tokens; the large tiers offer 200k to 1M):
+plausible 8k (a small open model) to 1M."""
 #: The model's reading of errors beyond the misread chance (fleetchaos.sim.reading) is off by default: a scenario
 #: written before it keeps its results byte for byte, and a study turns it on over the plausible ranges below
 #: (docs/formats.md, "How the model reads an error").
@@ -106,8 +113,10 @@ class ModelSpec(_Strict):
     (input tokens, counted in ``tokens`` and priced at ``usd_per_1k_input_tokens``) and
     emits the step's calls (the step's ``tokens`` per call, priced at
     ``fleet.usd_per_1k_tokens``).  The context starts at ``system_prompt_tokens`` and grows
-    by ``result_tokens`` per tool result and by each error text as the arm's format renders
-    it, counted with the tokeniser rule ``chars_per_token``.
+    by ``result_tokens`` per tool result (its median: ``result_tokens_sigma`` spreads them) and by
+    each error text as the arm's format renders it, counted with the tokeniser rule
+    ``chars_per_token``.  A turn whose context is past ``context_window_tokens`` is refused
+    (the ``context_overflow`` kind): it emerges from the sizes and the window, never drawn.
 
     How the model reads each error (:mod:`fleetchaos.sim.reading`): besides misreading a
     failure as a success (``fleet.misread_probability``), it may give up early, retry a
@@ -160,6 +169,21 @@ class ModelSpec(_Strict):
         le=10,
         description="each failed attempt already in the task's context multiplies the chances above and the misread "
         "chance by this (1: the model reads its tenth failure as it read its first)",
+    )
+    result_tokens_sigma: float = Field(
+        default=RESULT_TOKENS_SIGMA,
+        ge=0,
+        le=4,
+        description="how heavy-tailed tool outputs are: each tool result's tokens are lognormal around result_tokens "
+        "(their median) with this shape (the sigma of their log), drawn per call, so their mean is result_tokens x "
+        "exp(sigma^2 / 2); 0: every result costs result_tokens",
+    )
+    context_window_tokens: int = Field(
+        default=CONTEXT_WINDOW_TOKENS,
+        ge=1,
+        le=100_000_000,
+        description="the model's context window: a turn whose context is past it is refused (context_overflow, "
+        "400 context_length_exceeded) and emits no call",
     )
     usd_per_1k_input_tokens: float = Field(
         default=USD_PER_1K_INPUT_TOKENS,

@@ -222,6 +222,8 @@ class RetryAt(NamedTuple):
     now: float
     turn: object = None
     """The model-side turn the retry is (a :class:`fleetchaos.sim.model_turns.TurnPlan`), None for a plain retry."""
+    context_tokens: int = 0
+    """The task's context when the retry is dispatched: what its first turn reads."""
 
 
 class StateKind:

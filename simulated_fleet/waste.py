@@ -6,8 +6,8 @@ retry as wasted under the reason the kind's record gives
 (:attr:`fleetchaos.sim.kinds.FaultKind.waste`).  The cause is judged against the fault's
 truth, never against what an error format passes on: the credentials still expired, the
 disk still full, the API token bucket still empty (whatever instant a retry-after hint
-named), the day's quota still spent, the worker still down or cut off, the same
-persistent fault or batch items, and for a transient fault (a blip, a timeout) the
+named), the day's quota still spent, the worker still down or cut off, the task's context
+still past the model's window, the same persistent fault or batch items, and for a transient fault (a blip, a timeout) the
 retried call's own keyed draws meeting it again at that instant (after a late reply, the
 call's provider still answering it after ``fleet.late_reply_s``: :meth:`CallModel.slow_call`).  It changes nothing in
 the run: no draw is consumed, no state is touched.  A retry after a refusal or a timeout
@@ -83,6 +83,7 @@ class RetryJudge:
             "batch": self._batch,
             "transient": self._transient,
             "provider_saturated": self._provider_saturated,
+            "context": self._context,
         }
 
     def wasted(self, last: LastFailure, retry: RetryAt) -> str | None:
@@ -109,6 +110,10 @@ class RetryJudge:
     def _state(self, last: LastFailure, retry: RetryAt) -> bool:
         """The state kind's own handler reads whether its cause still holds (:meth:`fleetchaos.sim.plan.StateKind.holds`)."""
         return state_kind(last.kind).holds(self.calls.plan, self.shared, last, retry)
+
+    def _context(self, last: LastFailure, retry: RetryAt) -> bool:
+        """The task's context is still past the model's window: the retry's first turn would be refused again."""
+        return retry.context_tokens > self.calls.context_window
 
     def _persistent(self, last: LastFailure, retry: RetryAt) -> bool:
         """The same persistent fault would hit one of the failed items again."""

@@ -296,7 +296,12 @@ class World:
             w = self.workers[worker]
             rec.worker = worker
             if watch is not None and watch.last is not None:
-                watch.retry(rec, RetryAt(w, task.id, task.orchestrator, tpl, sources, rec.executions, env.now, turn))
+                watch.retry(
+                    rec,
+                    RetryAt(
+                        w, task.id, task.orchestrator, tpl, sources, rec.executions, env.now, turn, rec.context_tokens
+                    ),
+                )
             if tracing:
                 emit("dispatch", task.id, worker, start)
             w.in_flight += 1

@@ -44,6 +44,8 @@ NOT_FITTED = {
     "network_partition": "a partition refuses dispatches, not tool calls; not fitted",
     "overloaded": "a provider refuses calls because of its capacity and queue (fleet.providers), which a trace "
     "does not give; its 503s are counted, the provider is not fitted",
+    "context_overflow": "it emerges from the context's size and the model's window (fleet.model), which a trace does "
+    "not give; set fleet.model.context_window_tokens and result_tokens_sigma",
 }
 
 

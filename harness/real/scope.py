@@ -167,7 +167,16 @@ class TaskScope:
         if retry:
             rec.retries += 1
             tpl = self.template
-            at = RetryAt(node, rec.id, rec.orchestrator, tpl, self.sources, rec.executions, now)
+            at = RetryAt(
+                node,
+                rec.id,
+                rec.orchestrator,
+                tpl,
+                self.sources,
+                rec.executions,
+                now,
+                context_tokens=rec.context_tokens,
+            )
             self.retries.retry(rec, at, (si, execution))
         return rec.input_tokens - read
 

@@ -337,6 +337,21 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
         (1.0, 1.5, 2.0),
     ),
     Assumption(
+        "fleet.model.context_window_tokens",
+        GROUPS[3],
+        "how much context a model turn may read before it is refused (context_overflow: no call, and a retry rereads it)",
+        "128k tokens: the common hosted models' small and mid tiers; small open models 8k to 32k, large tiers to 1M.",
+        (16_000, 128_000, 1_000_000),
+    ),
+    Assumption(
+        "fleet.model.result_tokens_sigma",
+        GROUPS[3],
+        "how heavy-tailed tool outputs are (each result lognormal around result_tokens), which drives overflow",
+        "0 (every result costs result_tokens), the model as first measured; real outputs are heavy-tailed (a whole "
+        "file, a log beside a status line): 1 to 2 puts one result in a hundred at 10 to 100 times the typical one.",
+        (0.0, 1.0, 2.0),
+    ),
+    Assumption(
         "fleet.model.repair_valid_probability",
         GROUPS[5],
         "the chance a repair turn (the model shown its rejected call and the error) emits a valid call after "

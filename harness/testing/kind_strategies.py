@@ -24,6 +24,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 import annotated_types
 
 from fleetchaos.sim.fault_specs import FAULT_MODELS, NodeEvent, Window
+from fleetchaos.sim.kind_record import CONVERSATION
 from fleetchaos.sim.kinds import KINDS
 
 __all__ = [
@@ -38,15 +39,14 @@ __all__ = [
     "worker_subsets",
 ]
 
-#: Every fault kind, in catalogue order.
-ALL_KINDS: tuple[str, ...] = tuple(KINDS)
+#: Every fault kind a scenario declares, in catalogue order.  A conversation kind (``context_overflow``) is not
+#: declared: it emerges from ``fleet.model`` (the window, the tool outputs' tail), which :func:`fleetchaos.testing.strategies.fleets` draws.
+ALL_KINDS: tuple[str, ...] = tuple(k for k, record in KINDS.items() if record.stage != CONVERSATION)
 
 #: The kinds whose failures the tool reports as they are: every kind but those that mask a failure
 #: (a false success, fabricated values) or misreport it (a drifted or wrong envelope).  A property
 #: such as "no task is claimed done whose work did not take effect" can hold only for these.
-REPORTED_KINDS: tuple[str, ...] = tuple(
-    k for k, record in KINDS.items() if record.stage not in ("masking", "reporting")
-)
+REPORTED_KINDS: tuple[str, ...] = tuple(k for k in ALL_KINDS if KINDS[k].stage not in ("masking", "reporting"))
 
 #: Kind names a wrong envelope may report (``failures``, ``reported_as``): those reported as a failure.
 _WIRE_KINDS: tuple[str, ...] = tuple(k for k, record in KINDS.items() if record.wire is not None)
@@ -203,6 +203,8 @@ def _missing(kind: str, name: str) -> st.SearchStrategy:
 
 def styles(kind: str) -> tuple[Style, ...]:
     """How a kind can be drawn: placed in time (``schedule``), as an always-on rate (``mix``), or both."""
+    if KINDS[kind].stage == CONVERSATION:
+        return ()
     fields = FAULT_MODELS[kind].model_fields
     timed = [fields[n] for n in ("windows", "events") if n in fields]
     if not timed:
@@ -225,6 +227,8 @@ def kind_strategy(kind: str, place: Place, style: Style) -> st.SearchStrategy:
     """Valid faults of ``kind`` for ``place``, drawn in ``style`` (one of :func:`styles`)."""
     if kind not in FAULT_MODELS:
         raise InvalidArgument(f"kinds: unknown fault kind {kind!r} (kinds: {', '.join(ALL_KINDS)})")
+    if KINDS[kind].stage == CONVERSATION:
+        raise InvalidArgument(f"kinds: {kind!r} emerges from fleet.model and is never declared: no fault draws it")
     if style not in styles(kind):
         raise InvalidArgument(f"kinds: {kind!r} cannot be drawn as a {style} (it can as: {', '.join(styles(kind))})")
     model = FAULT_MODELS[kind]

@@ -47,7 +47,7 @@ def _hypothesis_setup_hook() -> None:
     import hypothesis.strategies as st_
 
     from fleetchaos.scenario.load import Scenario as _Scenario
-    from fleetchaos.sim import config
+    from fleetchaos.sim import config, kinds
     from fleetchaos.sim.fault_specs import FAULT_MODELS
 
     def kind_of(kind: str):
@@ -61,7 +61,8 @@ def _hypothesis_setup_hook() -> None:
     st_.register_type_strategy(config.TemplateSpec, lambda _type: templates(max_templates=1).map(lambda ts: ts[0]))
     st_.register_type_strategy(config.WorkloadSpec, lambda _type: workloads())
     for kind, model in FAULT_MODELS.items():
-        st_.register_type_strategy(model, kind_of(kind))
+        if kinds.KINDS[kind].stage != kinds.CONVERSATION:  # a conversation kind emerges: its model is never valid
+            st_.register_type_strategy(model, kind_of(kind))
     st_.register_type_strategy(config.WorldSpec, lambda _type: scenarios())
     st_.register_type_strategy(_Scenario, lambda _type: scenarios())
 
@@ -79,6 +80,7 @@ from fleetchaos.sim.config import (  # noqa: E402
     Arrival,
     Distribution,
     FleetSpec,
+    ModelSpec,
     NodeEvent,
     ProviderSpec,
     StepSpec,
@@ -289,8 +291,10 @@ def fleets(*, min_workers: int = 1, max_workers: int = 4) -> st.SearchStrategy[F
     """Small fleets: 1-2 orchestrators, a few workers and tool slots, any latency and API rate.
 
     Credentials sometimes expire on their own within minutes, the API token bucket is
-    sometimes small enough for rate limits to emerge from load, and the orchestrator
-    misreads failed dispatches as successes with any ``misread_probability`` (often 0).
+    sometimes small enough for rate limits to emerge from load, the orchestrator
+    misreads failed dispatches as successes with any ``misread_probability`` (often 0),
+    and the model's context window is sometimes small and its tool outputs heavy-tailed
+    enough for context overflow to emerge.
     """
     if not 1 <= min_workers <= max_workers:
         raise InvalidArgument(f"need 1 <= min_workers <= max_workers, got {min_workers}, {max_workers}")
@@ -306,6 +310,10 @@ def fleets(*, min_workers: int = 1, max_workers: int = 4) -> st.SearchStrategy[F
         api_burst=st.floats(1.0, 100.0),
         dispatch=st.sampled_from(["round_robin", "least_loaded"]),
         misread_probability=st.just(0.0) | st.floats(0.0, 1.0),
+        model=st.just(ModelSpec())
+        | st.builds(
+            ModelSpec, context_window_tokens=st.integers(2000, 200_000), result_tokens_sigma=st.floats(0.0, 3.0)
+        ),
     )
 
 

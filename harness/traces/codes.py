@@ -97,6 +97,7 @@ DEFAULT_CODES: dict[str, str] = {
     ),
     **dict.fromkeys(["ERR_UNKNOWN_TOOL", "UNKNOWN_TOOL", "UNEXPECTED_TOOL_CALL"], "unknown_tool"),
     **dict.fromkeys(["ERR_DUPLICATE_TOOL_CALL_ID", "DUPLICATE_TOOL_CALL_ID"], "duplicate_call_id"),
+    **dict.fromkeys(["ERR_CONTEXT_LENGTH_EXCEEDED", "CONTEXT_LENGTH_EXCEEDED"], "context_overflow"),
     **dict.fromkeys(["ERR_EMPTY_RESPONSE", "EMPTY_RESPONSE"], "empty_turn"),
     **dict.fromkeys(
         ["ERR_STREAM_PREMATURE_CLOSE", "STREAM_INTERRUPTED", "RemoteProtocolError", "ChunkedEncodingError",

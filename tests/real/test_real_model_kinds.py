@@ -185,7 +185,8 @@ DENIALS = ("refusal", "content_filter", "truncated_call")
 
 
 def test_every_model_side_kind_has_a_wire_answer():
-    assert set(SURFACES) == MODEL_TURNS == {k.name for k in MODEL_KINDS}
+    """Every model-side kind a call meets has its answer; context_overflow, emergent and simulator only, does not."""
+    assert set(SURFACES) == MODEL_TURNS == {k.name for k in MODEL_KINDS} - {"context_overflow"}
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])

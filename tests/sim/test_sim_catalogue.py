@@ -84,11 +84,13 @@ def test_catalogue_has_every_story():
 
 @pytest.mark.parametrize("name", catalogue.names())
 def test_scenario_is_described_and_validates(name):
-    """Each scenario loads, carries its own name, a description and what it reveals, and has faults or a provider to overload."""
+    """Each scenario loads, carries its own name, a description and what it reveals, and has faults, a provider to
+    overload or tool outputs whose tail can pass the model's window (context_pressure)."""
     sc = load_scenario(name)
     assert sc.name == name
     assert len(sc.description.split()) >= 15 and len(sc.reveals.split()) >= 10
-    assert sc.faults or sc.fleet.providers  # injected faults, or a provider whose capacity the load can exceed
+    # injected faults, a provider whose capacity the load can exceed, or a context that can pass the window
+    assert sc.faults or sc.fleet.providers or sc.fleet.model.result_tokens_sigma > 0
     assert "time scale" in (sc.description + sc.reveals).lower()  # which time scale a policy must reach
 
 
@@ -117,11 +119,13 @@ def test_scenario_runs_and_exercises_its_faults(name, compared, tmp_path_factory
 
 
 def test_the_catalogue_covers_every_fault_kind():
-    """Across the catalogue, every fault kind is declared by some scenario."""
-    from fleetchaos.sim.fault_specs import FAULT_MODELS
+    """Across the catalogue, every fault kind is declared by some scenario, and context_overflow, which none declares,
+    emerges in context_pressure's."""
+    from fleetchaos.testing.kind_strategies import ALL_KINDS
 
     declared = {f.kind for name in catalogue.names() for f in load_scenario(name).faults}
-    assert declared == set(FAULT_MODELS)
+    assert declared == set(ALL_KINDS)
+    assert load_scenario("context_pressure").fleet.model.result_tokens_sigma > 0
 
 
 def test_overnight_coding_is_the_12_node_fleet_at_night():

@@ -140,8 +140,8 @@ def test_fail_fast_extras_used_by_the_hand_computations():
 
 
 def test_every_fault_kind_has_a_contract_or_is_reporting_only():
-    """All 28 scenario kinds are classified: 26 by a failure contract, schema_drift and wrong_envelope as reporting only."""
-    assert len(FAULT_MODELS) == 28
+    """All 29 scenario kinds are classified: 27 by a failure contract, schema_drift and wrong_envelope as reporting only."""
+    assert len(FAULT_MODELS) == 29
     assert set(REPORTING_KINDS) == {"schema_drift", "wrong_envelope"}
     assert set(FAULT_MODELS) == set(FAILURES) | set(REPORTING_KINDS)
     assert set(FAILURES).isdisjoint(REPORTING_KINDS)

@@ -1,7 +1,8 @@
 """The catalogue scenarios of the model's own faults: each expect: gate holds, on decisive evidence, on its own arms.
 
 refusal_loop (refusal, content_filter), malformed_calls (malformed_args, unknown_tool,
-empty_turn, truncated_call) and stream_cut_storm (stream_cut) each name their arms
+duplicate_call_id, empty_turn, truncated_call), stream_cut_storm (stream_cut) and
+context_pressure (context_overflow, emergent) each name their arms
 (``arms:``) and gate them (``expect:``).  Every gate is judged by the one gate rule on the
 arms it applies to, over the seeds below (seed 1 is the catalogue tests' own), and must pass
 decisively: each is a worst-seed gate, an exact figure.  The loop's arithmetic is checked
@@ -19,7 +20,7 @@ from fleetchaos.scenario.load import load_scenario
 from fleetchaos.sim.kinds_model import DETERMINISTIC_DENIAL
 from fleetchaos.testing.suite import run_scenario
 
-SCENARIOS = ("refusal_loop", "malformed_calls", "stream_cut_storm")
+SCENARIOS = ("refusal_loop", "malformed_calls", "stream_cut_storm", "context_pressure")
 SEEDS = (1, 2)
 
 
@@ -71,3 +72,26 @@ def test_malformed_calls_fails_its_repeated_id_gate_when_a_repeated_id_is_denied
         result = run_scenario(world, policy="blind-retry", errors="generic", seeds=SEEDS)
         (verdict,) = [v for v in result.expectations if v.gate == gate]
         assert verdict.passed is passes, (world.name, verdict.value)
+
+
+def _worst(result, metric: str, high: bool) -> float:
+    values = [run.metrics[metric] for run in result.runs]
+    return max(values) if high else min(values)
+
+
+def test_context_pressures_gates_fail_once_the_behaviour_they_name_is_broken():
+    """Each gate of context_pressure names a behaviour; break it and the gate's rule fails on the same seeds.
+    Without the tail (result_tokens_sigma 0) no context passes the window: the naive arm wastes no retry (gate 0)
+    and the arm that does not ask again loses nothing (gate 1).  A policy that retries a non-recoverable overflow in
+    the structured arm's place wastes its retries (gate 2)."""
+    scenario = load_scenario("context_pressure")
+    gates = scenario.expect
+    doc = scenario.model_dump(mode="json", exclude_none=True)
+    doc["fleet"]["model"]["result_tokens_sigma"] = 0.0
+    flat = type(scenario).model_validate(doc)
+    naive = run_scenario(flat, policy="blind-retry", errors="generic", seeds=SEEDS)
+    assert _worst(naive, "wasted_retries", high=False) < gates[0].at_least
+    lost = run_scenario(flat, policy="blind-retry(max_retries=0)", errors="generic", seeds=SEEDS)
+    assert _worst(lost, "success_rate", high=True) > gates[1].at_most
+    retrying = run_scenario(scenario, policy="blind-retry", errors="structured", seeds=SEEDS)
+    assert _worst(retrying, "wasted_retries", high=True) > gates[2].at_most

@@ -45,6 +45,7 @@ DOCUMENTED_FAMILIES = {
     "access still denied": "retried a permanent error",
     "same missing source": "retried a permanent error",
     "same failing batch items": "retried a permanent error",
+    "the context is still past the model's window": "retried a permanent error",
     # "the fleet's API token bucket still empty (whatever instant a retry-after hint named)"
     "API token bucket still empty": "while still rate limited",
     # "the same full disk, the same exhausted daily quota (before its reset), a worker still
@@ -84,6 +85,7 @@ def test_each_documented_reason_falls_in_the_family_docs_metrics_md_gives_it():
             "permission_denied",
             "not_found",
             "partial_batch",
+            "context_overflow",
         )
     } == {r for r, f in DOCUMENTED_FAMILIES.items() if f == "retried a permanent error"}
     assert WASTE_REASONS["rate_limit"] == "API token bucket still empty"

@@ -48,6 +48,7 @@ def test_every_wire_code_maps_back_to_its_kind():
         ("MALFORMED_FUNCTION_CALL", None, "malformed_args"),
         ("UNEXPECTED_TOOL_CALL", None, "unknown_tool"),
         ("DUPLICATE_TOOL_CALL_ID", 400, "duplicate_call_id"),
+        ("context_length_exceeded", 400, "context_overflow"),
         ("RemoteProtocolError", None, "stream_cut"),
         ("ConnectError", None, "network_blip"),  # httpx's and httpx2's dropped connection
     ],

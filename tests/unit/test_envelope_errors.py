@@ -189,6 +189,7 @@ def test_a_misclassification_names_a_providers_overload_only_where_a_provider_is
         "duplicate_call_id",
         "empty_turn",
         "stream_cut",
+        "context_overflow",
     )
     reported = tuple(n for n, k in KINDS.items() if k.wire is not None and n not in model_side)
     assert "overloaded" in reported and "overloaded" not in without.reportable

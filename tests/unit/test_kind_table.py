@@ -34,6 +34,7 @@ WIRE = {
     "duplicate_call_id": (400, "DUPLICATE_TOOL_CALL_ID", "validation", True, False),
     "empty_turn": (502, "EMPTY_RESPONSE", "transient", True, False),
     "stream_cut": (502, "STREAM_INTERRUPTED", "transient", True, False),
+    "context_overflow": (400, "CONTEXT_LENGTH_EXCEEDED", "validation", False, False),
     "silent_suppression": (None, "EMPTY_SUCCESS", "fatal", False, False),
     "fabricated_defaults": (None, "FABRICATED_DEFAULT", "fatal", False, False),
     "schema_drift": (None, "SCHEMA_VERSION_SKEW", "reporting", None, False),

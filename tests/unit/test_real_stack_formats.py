@@ -215,6 +215,7 @@ PINS: dict[str, tuple[int, int, str, int, str | int]] = {
     "duplicate_call_id": (400, -32603, "INVALID_ARGUMENT", 400, "tool"),
     "empty_turn": (502, -32002, "UNAVAILABLE", 503, "tool"),
     "stream_cut": (502, -32002, "UNAVAILABLE", 503, -32001),
+    "context_overflow": (400, -32603, "INVALID_ARGUMENT", 400, "tool"),
     "node_crash": (502, -32002, "UNAVAILABLE", 503, -32000),
     "network_partition": (503, -32002, "UNAVAILABLE", 503, -32000),
     "latency_spike": (504, -32002, "DEADLINE_EXCEEDED", 504, -32001),

@@ -102,7 +102,7 @@ def test_unknown_kinds_and_bad_bounds_are_rejected():
         scenarios(min_horizon_s=10.0, max_horizon_s=5.0)
 
 
-@pytest.mark.parametrize("cls", [FleetSpec, *FAULT_MODELS.values(), Scenario], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [FleetSpec, *(FAULT_MODELS[k] for k in ALL_KINDS), Scenario], ids=lambda c: c.__name__)
 def test_from_type_uses_the_registered_strategies(cls):
     """The hypothesis entry point registers a strategy for each model: from_type draws valid instances."""
 

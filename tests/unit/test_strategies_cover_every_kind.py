@@ -58,11 +58,12 @@ def _drawn(strategy: st.SearchStrategy, faults_of: Callable, examples: int) -> d
 
 
 def test_the_default_kinds_are_the_table():
-    """ALL_KINDS is every record of the table, in its order: what scenarios() draws when not told otherwise."""
-    assert tuple(KINDS) == ALL_KINDS
+    """ALL_KINDS is every record of the table a scenario declares, in its order: what scenarios() draws when not told
+    otherwise.  context_overflow, the one kind no scenario declares, emerges from fleet.model, which fleets() draws."""
+    assert tuple(k for k in KINDS if k != "context_overflow") == ALL_KINDS
 
 
-@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("kind", ALL_KINDS)
 def test_each_kind_is_drawn_into_a_world_that_runs(kind):
     """scenarios(kinds=[k]) draws worlds with a fault of kind k (in each style it allows), and they simulate."""
     first = _drawn(scenarios(max_tasks=3, max_horizon_s=600.0, kinds=[kind]), lambda s: s.faults, 20)
