@@ -39,7 +39,7 @@ test: check
 	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist worksteal
 
 test-all: check
-	$(BIN)/python -m pytest -q -n 2 --dist worksteal
+	FLEETCHAOS_TEST_ALL=1 $(BIN)/python -m pytest -q -n 2 --dist worksteal
 
 # The package as a user installs it: the wheel built from this checkout (no deprecation warning in the
 # build), installed with its dependencies from the package index into a fresh virtual environment, where

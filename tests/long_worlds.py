@@ -8,6 +8,8 @@ their cases run in ``make test-all`` and the others in ``make test``.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import fleetchaos.catalogue as catalogue
@@ -17,6 +19,13 @@ LONG = {
     "retry_collapse": "a closed loop whose retries saturate a provider for hours: about 5 s of CPU a run",
     "omission_collapse": "the same collapse driven by late replies counted as failed: about 5 s of CPU a run",
 }
+
+
+def examples(fast: int, full: int) -> int:
+    """A fuzz test's example count: ``fast`` in ``make test``, ``full`` in ``make test-all`` (which sets
+    ``FLEETCHAOS_TEST_ALL=1``).  The examples drawn are the same generator's either way; the long run
+    draws more of them."""
+    return full if os.environ.get("FLEETCHAOS_TEST_ALL") == "1" else fast
 
 
 def catalogue_params() -> list:

@@ -9,7 +9,7 @@ import yaml
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from long_worlds import catalogue_params
+from long_worlds import catalogue_params, examples
 
 import fleetchaos.catalogue as catalogue
 from fleetchaos.cli.main import main
@@ -193,7 +193,7 @@ def command_lines(draw) -> list[str]:
     return args + SAFE.get(command, [])
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(100, 300), deadline=None, suppress_health_check=list(HealthCheck))
 @given(args=command_lines())
 def test_fuzz_command_lines_never_give_a_traceback(workdir, monkeypatch, args):
     """Random options and values for every command: exit 0, 1 or 2, never a traceback or an internal error (3)."""

@@ -7,6 +7,10 @@ import pytest
 from fleetchaos.runs.runner import compare
 from fleetchaos.scenario.load import load_scenario
 
+# Ten default days on eight arms (about 7 s of CPU): the demo's own comparison, run in make test-all
+# (tests/packaging/test_documented_commands.py compares the README's table with a fresh run there too).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def result():

@@ -445,7 +445,12 @@ def test_a_streamed_world_keeps_no_finished_record():
     assert counts == sorted(counts) and counts[-1] > tasks / 2
 
 
-@pytest.mark.parametrize("keep_tasks", [False, True, "csv"])
+# A default day under the probe each (about 2.6 s of CPU): the kept-rows case runs in make test, the
+# other two (no rows, rows as CSV) in make test-all.
+SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize("keep_tasks", [pytest.param(False, marks=SLOW), True, pytest.param("csv", marks=SLOW)])
 def test_run_one_holds_no_record_of_a_finished_task(monkeypatch, keep_tasks):
     """Through run_one (sink, running aggregates, per-task rows when asked): no record of
     a finished task stays alive during the run."""

@@ -16,6 +16,7 @@ import math
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from long_worlds import examples
 
 from fleetchaos.cli.main import main
 
@@ -139,7 +140,7 @@ def _calibrate(folder, name: str, data: bytes):
     return CliRunner().invoke(main, args)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20, 60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=trace_files())
 def test_no_trace_file_ends_in_an_internal_error(tmp_path, case):
     """Hostile trace files exit 0, 1 or 2, and an exit 2 prints one line starting with 'error:'."""

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from long_worlds import examples
 
 import fleetchaos.catalogue as catalogue
 from fleetchaos.cli.main import main
@@ -535,14 +536,14 @@ def _load(doc, as_json: bool) -> None:
         assert isinstance(result, Scenario)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(50, 150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(doc=_documents, as_json=st.booleans())
 def test_fuzz_random_documents_never_crash_the_loader(doc, as_json):
     """Random nested documents give a Scenario or a ScenarioError, never another exception."""
     _load(doc, as_json)
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80, 250), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(doc=mutated_scenarios(), as_json=st.booleans())
 def test_fuzz_mutated_scenarios_never_crash_the_loader(doc, as_json):
     """Catalogue scenarios with one mutation give a Scenario or a ScenarioError, never another exception."""
