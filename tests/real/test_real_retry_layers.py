@@ -61,7 +61,8 @@ def test_the_inner_tries_are_the_simulated_layers_tries(small_scenario):
 
     def per_task(records):
         return [
-            (r.id, r.fault_hits, r.calls, r.transport_retries, r.claim) for r in sorted(records, key=lambda r: r.id)
+            (r.id, r.fault_hits, r.calls, r.transport_retries, r.layer_tries, r.claim)
+            for r in sorted(records, key=lambda r: r.id)
         ]
 
     assert per_task(real.records) == per_task(sim)
@@ -86,3 +87,22 @@ def test_parity_holds_with_the_tools_own_retry_in_place(small_scenario):
     undeclared = parity(spec, policy="structured", tools={"write": _write_with_retry}, seed=3, bindings=Bindings())
     assert not undeclared.identical
     assert "retried the network_blip fault inside" in undeclared.describe()
+
+
+def test_a_run_counts_the_layers_tries_as_the_simulator_does(small_scenario):
+    """Every write's connection drops: each of a task's four writes enters the layer at its first failure and the
+    layer tries it twice more (three tries, two of them retries), so a task's layer made 4 x 3 = 12 tries."""
+    spec = small_scenario([{"kind": "network_blip", "probability": 1.0, "tools": ["write"]}], writes_only=True)
+    real = run_real(spec, agent_writes_only, seed=1, bindings=BINDINGS)
+    assert [(r.layer_tries, r.transport_retries, r.claim) for r in real.records] == [([12], 8, "failed")] * 12
+    assert real.result.breakdowns["transport_tries_by_layer"] == {"layer 1": 144}
+
+
+def agent_writes_only(task, rt):
+    failed = False
+    for slot in range(4):
+        try:
+            RETRYING(write, task.id, slot)
+        except InjectedFault:
+            failed = True
+    return "failed" if failed else "success"
