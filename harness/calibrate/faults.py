@@ -1,7 +1,8 @@
 """Failures turned into per-call fault specs: rates, windows and persistent faults.
 
-State faults (per-worker events, rate-limit cuts, quotas) are in
-:mod:`fleetchaos.calibrate.state_faults`, the API bucket's in :mod:`fleetchaos.calibrate.rate_limit`.  Every function returns :class:`Fitted` entries (a fault's document and the provenance
+State faults (per-worker events, quotas) are in :mod:`fleetchaos.calibrate.state_faults`, the
+API bucket's rate cuts in :mod:`fleetchaos.calibrate.rate_limit`.  Every function returns
+:class:`Fitted` entries (a fault's document and the provenance
 comment that goes above it in the YAML) and appends to ``notes`` what it could not fit.
 
 Denominators follow the order in which the simulator meets faults on a call (a crashed

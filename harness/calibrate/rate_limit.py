@@ -12,7 +12,7 @@ stretch of refusals give that stretch's rate.  From them:
   world refuse calls the traces never refused.
 * **Its cuts**: windows of refusals found by change-point detection; in each, the hints
   split where their scale drops (the cut ended and the backlog meets the full rate), and
-  the cut is the slow part.  Its rate is one token per the gap between the instants its
+  the cut is the slow part before.  Its rate is one token per the gap between the instants its
   refusals were told to come back (:func:`_token_interval`; without hints: the calls it
   admitted, as the bucket is empty while it refuses).
 * **Its full rate**: the same, from the refusals outside cuts, when the bucket binds
@@ -134,28 +134,22 @@ def _best_split(hints: NDArray[np.float64]) -> int | None:
     return None
 
 
-def _slowest_stretch(times: NDArray[np.float64], hints: NDArray[np.float64]) -> tuple[int, int]:
-    """The refusals ``[a, b)`` of a window (in time order) that met the cut: the stretch of the longest hints, with
-    the full rate's refusals before it (the bucket bound before the cut) or after it (the backlog the cut left)
-    split off.
+def _cut_stretch(times: NDArray[np.float64], hints: NDArray[np.float64]) -> int:
+    """How many of a window's refusals (in time order) met the cut: all of them, or those before a trailing
+    stretch of short hints, the backlog the cut left meeting the full rate.
 
     Refusals in the cut's last 1 / rate seconds have short hints too, since a hint runs to the next token and the
     full rate resumes at the cut's end: their hints shrink with the time left, so they span no more time than
     their longest hint.  A trailing stretch that does is the backlog, one that does not is the cut's own end.
+    Short hints early in a cut are the part of a token the bucket held as it began: they stay in it.
     """
-    a, b = 0, len(hints)
-    for _ in range(2):
-        k = _best_split(hints[a:b])
-        if k is None:
-            break
-        head, tail = float(hints[a : a + k].max()), float(hints[a + k : b].max())
-        if head < tail and a == 0:  # the full rate's refusals before the cut
-            a += k
-        elif head > tail and b == len(hints) and float(times[b - 1] - times[a + k]) > 2.0 * tail:
-            b = a + k
-        else:
-            break
-    return a, b
+    k = _best_split(hints)
+    if k is None:
+        return len(hints)
+    tail = float(hints[k:].max())
+    if float(hints[:k].max()) > tail and float(times[-1] - times[k]) > 2.0 * tail:
+        return k
+    return len(hints)
 
 
 def _token_interval(times: NDArray[np.float64], hints: NDArray[np.float64]) -> float:
@@ -164,14 +158,16 @@ def _token_interval(times: NDArray[np.float64], hints: NDArray[np.float64]) -> f
 
     Every refusal between two admitted calls is told the same instant (when the bucket next holds a token), and
     while the bucket stays empty those instants follow each other one token's refill apart; a single hint is
-    shorter by the part of a token the bucket held when it refused.
+    shorter by the part of a token the bucket held when it refused.  Gaps of more than three longest hints are
+    between stretches the bucket refused apart (the afternoon's peak and the evening's), not tokens.
     """
     import numpy as np
 
     longest = float(hints.max())
     due = np.sort(times + hints)
     gaps = np.diff(due)
-    steps = gaps[gaps > 0.1 * longest]  # the same instant, told in rounded seconds, is one instant
+    # The same instant, told in rounded seconds, is one instant; a gap of many tokens is between two stretches.
+    steps = gaps[(gaps > 0.1 * longest) & (gaps <= 3.0 * longest)]
     return max(longest, float(np.median(steps))) if len(steps) >= 2 else longest
 
 
@@ -255,7 +251,7 @@ def fit_rate_limit(ctx: Context) -> tuple[list[Fitted], dict, list[str]]:
         if np.isfinite(hints[idx]).all():
             # The cut held until the latest instant its refusals were told to come back, and no later than the
             # first refusal of the full rate after it.
-            a, b = _slowest_stretch(refused_at[idx], hints[idx])
+            a, b = 0, _cut_stretch(refused_at[idx], hints[idx])
             end = float((refused_at[idx[a:b]] + hints[idx[a:b]]).max())
             end = min(end, float(refused_at[idx[b]])) if b < len(idx) else end
         else:

@@ -1,9 +1,9 @@
-"""Failures of state turned into fault specs: per-worker events, rate-limit cuts, quotas, API tools.
+"""Failures of state turned into fault specs: per-worker events, quotas, API tools.
 
 A state fault holds for a while and fails every call that meets it: an expired key
-until a refresh, a full disk until a cleanup, a crashed worker until it restarts, a cut
-API rate for the cut's length.  They are recognised from runs of identical failures on
-one worker (or, for the shared API bucket, fleet-wide windows of refusals).
+until a refresh, a full disk until a cleanup, a crashed worker until it restarts.  They
+are recognised from runs of identical failures on one worker (an expired key's per API).
+The shared API bucket's rate cuts are :mod:`fleetchaos.calibrate.rate_limit`'s.
 """
 
 from __future__ import annotations
