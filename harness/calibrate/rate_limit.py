@@ -64,33 +64,44 @@ SPARED_ALPHA = 1e-3
 HINT_RATIO = 2.0
 
 
-def bucket_tools(calls: Calls, api_tools: set[int]) -> tuple[set[int], set[int], list[str]]:
-    """The API tools that take from the rate-limited bucket, the others (:data:`OTHER_API`), and notes.
+def limited_tools(
+    calls: Calls, candidates: set[int], limited: NDArray[np.bool_]
+) -> tuple[set[int], dict[int, int], float]:
+    """The candidate tools a limit (``limited``: the calls it refused) takes in, the ones it spared with the calls
+    they made while it refused others, and the share of the limited tools' calls it refused then.
 
-    A tool the bucket refused takes from it.  One it never refused takes from it too unless its calls in the
-    minutes the bucket refused others' would all have got through less often than :data:`SPARED_ALPHA` at the
-    share it refused theirs: a tool called after another that met the limit rarely gets its turn in a cut.
+    A tool the limit refused is limited.  One it never refused is too unless its calls in the minutes it refused
+    others' would all have got through less often than :data:`SPARED_ALPHA` at the share it refused theirs: a
+    tool called after another that met the limit rarely gets its turn while the limit holds.
     """
     import numpy as np
 
+    refused = set(np.unique(calls.tool[limited]).tolist()) & candidates
+    minute = (calls.start // 60).astype(np.int64)
+    busy = np.isin(minute, np.unique(minute[limited]))
+    share = float(limited[busy & np.isin(calls.tool, list(refused))].mean()) if refused else 0.0
+    spared: dict[int, int] = {}
+    for t in sorted(candidates - refused):
+        n = int((busy & (calls.tool == t)).sum())
+        if n and (1.0 - share) ** n < SPARED_ALPHA:
+            spared[t] = n
+    return candidates - set(spared), spared, share
+
+
+def bucket_tools(calls: Calls, api_tools: set[int]) -> tuple[set[int], set[int], list[str]]:
+    """The API tools that take from the rate-limited bucket (:func:`limited_tools`), the others
+    (:data:`OTHER_API`), and notes."""
     limited = calls.kind == FAULT_KINDS.index("rate_limit")
     if not limited.any():
         return set(api_tools), set(), []
-    refused = set(np.unique(calls.tool[limited]).tolist()) & api_tools
-    minute = (calls.start // 60).astype(np.int64)
-    busy = np.isin(minute, np.unique(minute[limited]))
-    share = float(limited[busy & np.isin(calls.tool, list(refused))].mean())
-    others, notes = set(), []
-    for t in sorted(api_tools - refused):
-        n = int((busy & (calls.tool == t)).sum())
-        if n and (1.0 - share) ** n < SPARED_ALPHA:
-            others.add(t)
-            notes.append(
-                f"tool {calls.tools[t]!r}: calls an API but was never rate-limited in {n} calls made in minutes when "
-                f"{100 * share:.3g}% of the limited tools' calls were: its calls go to an API of their own "
-                f"({OTHER_API}), whose rate never binds"
-            )
-    return api_tools - others, others, notes
+    bucket, spared, share = limited_tools(calls, api_tools, limited)
+    notes = [
+        f"tool {calls.tools[t]!r}: calls an API but was never rate-limited in {n} calls made in minutes when "
+        f"{100 * share:.3g}% of the limited tools' calls were: its calls go to an API of their own ({OTHER_API}), "
+        "whose rate never binds"
+        for t, n in spared.items()
+    ]
+    return bucket, set(spared), notes
 
 
 def _busiest_rate(
