@@ -267,13 +267,13 @@ def fit_rate_limit(ctx: Context) -> tuple[list[Fitted], dict, list[str]]:
         if np.isfinite(hints[idx]).all():
             # The cut held until the latest instant its refusals were told to come back, and no later than the
             # first refusal of the full rate after it.
-            a, b = 0, _cut_stretch(refused_at[idx], hints[idx])
-            end = float((refused_at[idx[a:b]] + hints[idx[a:b]]).max())
+            b = _cut_stretch(refused_at[idx], hints[idx])
+            end = float((refused_at[idx[:b]] + hints[idx[:b]]).max())
             end = min(end, float(refused_at[idx[b]])) if b < len(idx) else end
         else:
-            a, b, end = 0, len(idx), w.end_s
-        first, last = float(refused_at[idx[a]]), float(refused_at[idx[b - 1]])
-        cuts.append((w, first, last, end, idx[a:b]))
+            b, end = len(idx), w.end_s
+        first, last = float(refused_at[idx[0]]), float(refused_at[idx[b - 1]])
+        cuts.append((w, first, last, end, idx[:b]))
     admitted = rel[kinds != code]  # every call that got past the bucket took a token (sorted: rel is)
     in_cut = np.zeros(len(rel), dtype=bool)
     for _w, first, _last, end, _ in cuts:
