@@ -328,11 +328,8 @@ class Runtime:
         idempotency_key: str | None = None,
         prompt: str | None = None,
     ) -> Decision | None:
-        """Decide one call of ``tool`` in the current task: the same decision the simulator makes for it.
-
-        ``prompt``: a model call's messages as text; past the window (``fleet.model.context_window_tokens``, by the
-        tokeniser rule) the call is refused with ``context_overflow``, and a retry is judged on its own messages.
-        """
+        """Decide one call of ``tool`` in the current task: the same decision the simulator makes for it.  A model
+        call whose ``prompt`` (its messages as text) is past the window meets ``context_overflow``."""
         scope = SCOPE.get()
         if scope is None or scope.runtime is not self:
             self.unbound(tool, "called outside a task scope (with rt.task(task): ...)")
