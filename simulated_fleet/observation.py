@@ -175,6 +175,19 @@ class ResumeStream:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactContext:
+    """Compact the conversation, then dispatch again: a model turn replaces the tool results and error texts after
+    the system prompt by a summary (``fleet.model.compaction``), so the context shrinks, and what the summary drops is
+    lost to the task: a task that finishes on it is a partial result.  The turn goes through the fleet's model
+    provider and can fail (the context then stays as it was).  After a failure that is not a context overflow it
+    compacts all the same."""
+
+    delay_s: float = 0.0
+    resume_from: int = 0
+    done_items: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Escalate:
     """Stop automatic recovery and hand the task to a human; the claim is 'escalated'."""
 
@@ -217,7 +230,7 @@ class GiveUp:
 
 
 #: The actions that act on the model's own turn of the failed step (:mod:`fleetchaos.sim.model_turns`).
-MODEL_TURN_ACTIONS = (RepairTurn, RepromptWithSchema, FallbackModel, ResumeStream)
+MODEL_TURN_ACTIONS = (RepairTurn, RepromptWithSchema, FallbackModel, ResumeStream, CompactContext)
 
 Action = (
     Retry
@@ -229,6 +242,7 @@ Action = (
     | RepromptWithSchema
     | FallbackModel
     | ResumeStream
+    | CompactContext
     | Escalate
     | Rollback
     | DeadLetter
@@ -244,6 +258,7 @@ ACTION_TYPES = (
     RepromptWithSchema,
     FallbackModel,
     ResumeStream,
+    CompactContext,
     Escalate,
     Rollback,
     DeadLetter,
@@ -292,6 +307,7 @@ __all__ = [
     "ACTION_TYPES",
     "MODEL_TURN_ACTIONS",
     "Action",
+    "CompactContext",
     "DeadLetter",
     "Escalate",
     "FallbackModel",
