@@ -19,7 +19,8 @@ times under the provider's own discipline, first come first served (``fleet.prov
   working for it, which the traces do not show).
 * **service times**: each call's answer less its start: the call's duration without its
   wait in the queue, which is what a step's ``duration`` is in a world with the provider
-  (its queue makes the waits again).
+  (its queue makes the waits again); the few calls that start after their answer are left
+  out of the fit.
 """
 
 from __future__ import annotations
@@ -101,11 +102,11 @@ def fit_provider(ctx: Context) -> tuple[dict | None, NDArray[np.float64], str]:
         if float((times < 0).mean()) <= NEGATIVE_SHARE:
             servers = c
             break
-    service[order] = np.maximum(times, 0.0)
+    service[order] = np.where(times > 0, times, np.nan)  # a call that started after its answer has no service
     doc: dict = {"name": NAME, "servers": servers, "max_in_flight": max(limit, servers), "admission": "refuse"}
-    if tools != ctx.bucket_tools:
+    if tools != ctx.api_tools:  # without tools, a provider serves every call through an API
         doc["tools"] = sorted(calls.tools[t] for t in tools)
-    waited = answer - arrive - service[order]
+    waited = answer - arrive - np.maximum(times, 0.0)
     comment = (
         f"{int(refused.sum())} calls refused for overload: a provider with a limit.  max_in_flight: one more than the "
         f"most of its {len(order):,} served calls in flight at one's arrival ({limit - 1}, as {100 * (1 - OVERCOUNT_SHARE):g}% "
