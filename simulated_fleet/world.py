@@ -415,7 +415,7 @@ class World:
                 break
             start, done = resume_point(action.resume_from, action.done_items, report, tpl.fan_outs, self.checkpoints)
             if isinstance(action, MODEL_TURN_ACTIONS):
-                turn = self.turns.plan(action, report, rec)
+                turn = self.turns.plan(action, report, rec, sources)
             if isinstance(action, RefreshCredentials):
                 if self.refresh_s > 0:
                     yield env.timeout(self.refresh_s)

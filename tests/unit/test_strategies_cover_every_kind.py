@@ -111,7 +111,7 @@ def _missed(strategy: st.SearchStrategy, faults_of: Callable, kinds: list[str], 
 @pytest.mark.slow  # up to 3,000 drawn scenarios and fault lists, stopping at the last kind: about 7 s of CPU
 def test_the_default_strategies_draw_every_kind():
     """Not told which kinds, scenarios() draws every kind, and fault_schedules and fault_mixes every kind they can place."""
-    assert _missed(scenarios(max_tasks=3, max_horizon_s=600.0), lambda s: s.faults, list(KINDS)) == []
+    assert _missed(scenarios(max_tasks=3, max_horizon_s=600.0), lambda s: s.faults, list(ALL_KINDS)) == []
     scheduled = [k for k in KINDS if "schedule" in styles(k)]
     mixed = [k for k in KINDS if "mix" in styles(k)]
     assert _missed(fault_schedules(min_faults=1, **NAMES), lambda faults: faults, scheduled) == []
