@@ -39,10 +39,15 @@ class McpToolError(_CallFault):
 
 
 class McpServerRestart(_Fault):
-    """The MCP server of ``tools`` dies and respawns; while it is down every call to its tools fails."""
+    """The MCP server of ``tools`` (every tool by default) dies and respawns; while it is down every call to its tools
+    fails."""
 
     kind: Literal["mcp_server_restart"] = "mcp_server_restart"
-    tools: list[str] = Field(min_length=1, description="the server's tools: every call to one fails while it is down")
+    tools: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        description="the server's tools: every call to one fails while it is down (default: every tool: one server)",
+    )
     restarts_per_day: float = Field(default=0, ge=0, le=10_000, description="Poisson restarts per simulated day")
     at_s: list[Annotated[float, Field(ge=0)]] = Field(
         default_factory=list, description="explicit restart instants, in simulated seconds"

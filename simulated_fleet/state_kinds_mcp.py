@@ -25,6 +25,9 @@ from fleetchaos.sim.schedules import Spans, poisson_times
 from fleetchaos.sim.state import NodeView, SharedCapacity, SharedView
 from fleetchaos.sim.template import Step
 
+#: The key of the outages of a server that serves every tool (a fault that names no tools).
+EVERY_TOOL = "*"
+
 S_RESTART = _rng.stream_id("fault:mcp_server_restart")
 S_RESPAWN = _rng.stream_id("fault:mcp_server_respawn")
 
@@ -52,7 +55,7 @@ class McpServerRestartKind(StateKind):
         fault = cast(McpServerRestart, fault)
         spans = respawn_times(fault, at)
         per_tool = plan.state.setdefault(SERVER_RESTART, {})
-        for tool in fault.tools:
+        for tool in fault.tools or (EVERY_TOOL,):
             per_tool.setdefault(tool, []).extend(spans)
 
     def finish(self, plan: FaultPlan) -> None:
@@ -70,13 +73,22 @@ class McpServerRestartKind(StateKind):
 
     def gate(self, plan: FaultPlan, shared: SharedView, node: NodeView, step: Step) -> Gate | None:
         """A call of a tool whose server restarts fails while the server is down (other tools have no gate)."""
-        spans = plan.state.get(SERVER_RESTART, {}).get(step.name)
+        spans = outages(plan, step.name)
         return None if spans is None else spans.active
 
     def holds(self, plan: FaultPlan, shared: SharedCapacity, last: LastFailure, retry: RetryAt) -> bool:
         """The failed step's server is still down at the retry's dispatch."""
-        spans = plan.state.get(SERVER_RESTART, {}).get(retry.tpl.names[last.step])
+        spans = outages(plan, retry.tpl.names[last.step])
         return spans is not None and spans.active(retry.now)
 
 
-__all__ = ["McpServerRestartKind", "respawn_times"]
+def outages(plan: FaultPlan, tool: str) -> Spans | None:
+    """When calls of ``tool`` meet a server down: its own server's outages and those of a server of every tool."""
+    per_tool = plan.state.get(SERVER_RESTART, {})
+    found = [spans for spans in (per_tool.get(tool), per_tool.get(EVERY_TOOL)) if spans is not None]
+    if len(found) < 2:
+        return found[0] if found else None
+    return Spans([*found[0].spans, *found[1].spans])
+
+
+__all__ = ["EVERY_TOOL", "McpServerRestartKind", "outages", "respawn_times"]

@@ -57,10 +57,12 @@ REQUEST_TIMEOUT = (-32001, "Request timed out")
 
 #: Wire errnos of the MCP boundary's own failures -> what the client gets: a JSON-RPC error (code, message), or
 #: None for a tool that ran and returned ``isError`` (a result, whatever the kind's outcome).  The codes are the
-#: specification's (-32602 for an unknown tool, -32603 for an internal error) and the SDK servers' (-32001
-#: "Session not found", with HTTP 404, for a session id the server no longer knows).
+#: specification's (-32602 for an unknown tool, -32603 for an internal error), the SDKs' -32000 for a restarting
+#: server's closed connection and the SDK servers' (-32001 "Session not found", with HTTP 404, for a session id the
+#: server no longer knows).
 MCP_ERRNOS: dict[str, tuple[int, str] | None] = {
     "ERR_MCP_PROTOCOL": (-32603, "Internal error"),
+    "ERR_MCP_CONNECTION_CLOSED": CONNECTION_CLOSED,
     "ERR_MCP_SESSION_NOT_FOUND": (-32001, "Session not found"),
     "ERR_MCP_UNKNOWN_TOOL": (-32602, "Unknown tool"),
     "ERR_MCP_TOOL_ERROR": None,
