@@ -83,7 +83,7 @@ def layered_retry(
         rec.calls += 1
         rec.transport_retries += 1
         tries[level] += 1
-        sub_key = _rng.transport_key(key, n) if level == 0 else _rng.layer_key(key, level, n)
+        sub_key = try_key(level, n, key)
         outcome = calls.decide(w, step, rules, task_key, item, sub_key, now + elapsed, batch_failed, sources)
         if level > 0:
             outcome = layered_retry(
@@ -92,3 +92,34 @@ def layered_retry(
             )  # fmt: skip
         fault, duration, committed, retry_at = outcome
     return fault, elapsed + duration, committed, retry_at
+
+
+LayerTry = tuple[int, int, int]
+"""A declared layer's retry: (the layer, nearest the tool 0; which retry of it; the key of the request it retries)."""
+
+
+def try_key(level: int, n: int, request: int) -> int:
+    """The key of layer ``level``'s ``n``-th retry of ``request``."""
+    return _rng.transport_key(request, n) if level == 0 else _rng.layer_key(request, level, n)
+
+
+def next_layer_try(
+    layers: tuple[TransportRetry, ...], tool: str, kind: str, key: int, tried: LayerTry | None, stack: list
+) -> tuple[LayerTry | None, list]:
+    """After a call of ``tool`` keyed ``key`` failed with ``kind``, the layers' next try, as :func:`layered_retry`
+    runs them: the nearest layer that retries ``kind`` and has tries left (its retry then passes through the layers
+    under it, each meeting it as a request of its own), or None when the failure leaves the stack.
+
+    ``tried`` is the try the failed call was (None: a request's first call); ``stack`` holds each layer's (retries
+    made, the request it retries) from the previous call of the request, and the returned one replaces it.
+    """
+    if tried is None:
+        stack = [(0, key)] * len(layers)
+    else:
+        level, n, request = tried
+        stack = [(0, key)] * level + [(n, request)] + stack[level + 1 :]
+    for level, layer in enumerate(layers):
+        n, request = stack[level]
+        if layer.retries(kind, tool) and n + 1 < layer.attempts:
+            return (level, n + 1, request), stack
+    return None, stack

@@ -1,7 +1,8 @@
 """Failures turned into per-call fault specs: rates, windows and persistent faults.
 
-State faults (per-worker events, rate-limit cuts, quotas) are in
-:mod:`fleetchaos.calibrate.state_faults`.  Every function returns :class:`Fitted` entries (a fault's document and the provenance
+State faults (per-worker events, quotas) are in :mod:`fleetchaos.calibrate.state_faults`, the
+API bucket's rate cuts in :mod:`fleetchaos.calibrate.rate_limit`.  Every function returns
+:class:`Fitted` entries (a fault's document and the provenance
 comment that goes above it in the YAML) and appends to ``notes`` what it could not fit.
 
 Denominators follow the order in which the simulator meets faults on a call (a crashed
@@ -81,6 +82,10 @@ class Context:
     api_tools: set[int]
     bin_s: float
     notes: list[str] = field(default_factory=list)
+    bucket_tools: set[int] = field(default_factory=set)
+    """The API tools that take from the model provider's bucket (:func:`~fleetchaos.calibrate.rate_limit.bucket_tools`)."""
+    tasks_per_hour: list[float] = field(default_factory=list)
+    """The fitted arrival rate in each hour of the day (the fitted world's demand)."""
 
     def sim_time(self, unix: NDArray[np.float64]) -> NDArray[np.float64]:
         """Unix seconds as simulated seconds from the origin."""
@@ -98,7 +103,7 @@ class Context:
         earlier = [FAULT_KINDS.index(k) for k, s in STAGE.items() if s < stage]
         mask = (calls.kind != -2) & ~np.isin(calls.kind, earlier)
         if name in API_KINDS:
-            mask &= np.isin(calls.tool, list(self.api_tools))
+            mask &= np.isin(calls.tool, list(self.bucket_tools if name == "rate_limit" else self.api_tools))
         return mask
 
 

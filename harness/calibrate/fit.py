@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fleetchaos.calibrate import faults as F
+from fleetchaos.calibrate import rate_limit as R
 from fleetchaos.calibrate import state_faults as S
 from fleetchaos.calibrate.latency import LatencyFit, fit_latency
 from fleetchaos.calibrate.observed import Calls, Observations, TooManyTools
@@ -174,7 +175,11 @@ def calibrate(
         )
     api_tools, api_notes = S.uses_api(calls, [FAULT_KINDS.index(k) for k in F.API_KINDS])
     notes += api_notes
-    ctx = F.Context(calls, origin, duration, end_s, item, group_start, api_tools, bin_s, notes)
+    bucket, other_api, bucket_notes = R.bucket_tools(calls, api_tools)
+    notes += bucket_notes
+    schedule, schedule_comment, hourly = _arrival_schedule(calls, origin, notes)
+    ctx = F.Context(calls, origin, duration, end_s, item, group_start, api_tools, bin_s, notes, bucket)
+    ctx.tasks_per_hour = [float(p["tasks_per_hour"]) for p in schedule["points"]]
 
     # -- latency per tool -------------------------------------------------------------------
     latency: dict[str, LatencyFit] = {}
@@ -219,10 +224,13 @@ def calibrate(
     fitted: list[F.Fitted] = []
     fitted += F.fit_transient(ctx, "network_blip")
     fitted += F.fit_transient(ctx, "timeout")
-    rate_fits, rate_fleet, rate_comments = S.fit_rate_limit(ctx)
+    rate_fits, rate_fleet, rate_comments = R.fit_rate_limit(ctx)
     fitted += rate_fits
     fleet.update(rate_fleet)
     comments[("fleet", "api_rate_per_s")] = "; ".join(rate_comments)
+    if other_api:
+        api_doc, comments[("fleet", "apis")] = R.other_api(ctx, other_api)
+        fleet["apis"] = [api_doc]
     fitted += S.fit_worker_events(ctx, "disk_full")
     fitted += S.fit_worker_events(ctx, "expired_key")
     fitted += F.fit_push_conflicts(ctx)
@@ -244,7 +252,6 @@ def calibrate(
         notes.append(f"{unmapped} failed calls have codes the mapping does not know: not fitted (listed below)")
 
     # -- workload ---------------------------------------------------------------------------------
-    schedule, schedule_comment, hourly = _arrival_schedule(calls, origin, notes)
     comments[("workload", "arrival_schedule")] = schedule_comment
     template_docs = []
     disk_tools = set(np.unique(calls.tool[calls.kind == FAULT_KINDS.index("disk_full")]).tolist())

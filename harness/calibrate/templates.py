@@ -1,11 +1,14 @@
 """Task templates from the observed tool sequences, parallel items, and tool slots.
 
 A *step execution* is the calls of one task to one tool that start at the same instant
-(a fan-out step's parallel items).  A task's *signature* is its steps in order of first
-appearance with the most items each was seen with, so retries (which repeat earlier
-steps) do not lengthen it.  Tasks that met no failure give the templates; a task that
-failed is counted under the most frequent clean template its signature starts, or as its
-own template when none does.
+(a fan-out step's parallel items).  A task that met no failure ran its template once,
+with no retry, so its *signature* is its step executions in order, each with its items:
+a tool called again later in the task (the model's turns, each a call of its own) is a
+step again.  A task that failed repeated steps on its retries, so only its tools in order
+of first appearance are read: it is counted under the most frequent clean template
+whose tools, in that order, it starts; a failed task no clean template explains is a
+template of its own, its tools in order of first appearance with the most items each
+was seen with.
 """
 
 from __future__ import annotations
@@ -73,20 +76,18 @@ def fit_templates(calls: Calls, group_start: NDArray[np.intp]) -> tuple[list[Tem
     starts = np.concatenate(([0], bounds)) if len(g_task) else np.zeros(0, dtype=np.int64)
     ends = np.concatenate((bounds, [len(g_task)])) if len(g_task) else np.zeros(0, dtype=np.int64)
     for a, b in zip(starts.tolist(), ends.tolist()):
-        order: dict[int, int] = {}
-        for tool, size in zip(g_tool[a:b].tolist(), sizes[a:b].tolist()):
-            if order.get(tool, 0) < size:
-                order[tool] = size
-        signatures[int(g_task[a])] = tuple(order.items())
+        steps = tuple(zip(g_tool[a:b].tolist(), sizes[a:b].tolist()))
+        task = int(g_task[a])
+        signatures[task] = steps if not failed_task[task] else _first_appearances(steps)
     clean = Counter(s for t, s in enumerate(signatures) if s is not None and not failed_task[t])
-    ranked = [s for s, _ in clean.most_common()]
+    ranked = [(s, _tool_order(s)) for s, _ in clean.most_common()]
     assigned: list[tuple | None] = []
     for t, sig in enumerate(signatures):
-        if sig is None or not failed_task[t] or sig in clean:
+        if sig is None or not failed_task[t]:
             assigned.append(sig)
             continue
         tools = [tool for tool, _ in sig]
-        match = next((c for c in ranked if [tool for tool, _ in c][: len(tools)] == tools), None)
+        match = next((c for c, order in ranked if order[: len(tools)] == tools), None)
         assigned.append(match if match is not None else sig)
     counts = Counter(s for s in assigned if s is not None)
     names = _names(calls, assigned, counts)
@@ -96,6 +97,20 @@ def fit_templates(calls: Calls, group_start: NDArray[np.intp]) -> tuple[list[Tem
     ]
     index = {sig: i for i, sig in enumerate(s for s, _ in counts.most_common())}
     return fits, [index[s] if s is not None else -1 for s in assigned]
+
+
+def _first_appearances(steps: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    """A failed task's steps: each tool once, in order of first appearance, with the most items it was seen with."""
+    order: dict[int, int] = {}
+    for tool, size in steps:
+        if order.get(tool, 0) < size:
+            order[tool] = size
+    return tuple(order.items())
+
+
+def _tool_order(steps: tuple[tuple[int, int], ...]) -> list[int]:
+    """A template's tools in order of first appearance (what a failed task's retries leave readable)."""
+    return list(dict.fromkeys(tool for tool, _ in steps))
 
 
 def _names(calls, assigned, counts) -> dict[tuple, str]:

@@ -3,10 +3,10 @@
 :class:`Driver` is the injector the team's bindings meet during a parity run and the log both runs keep: for
 each decided call of a tool the team handed over, it calls the tool (``tools[name](call)``) with the decision
 forced at the tool's binding, reads what the tool surfaced, and tells the world what really happened.  A tool
-with a declared retry layer of its own (``Bindings(layers=...)``) makes all of the layer's tries of a call in
-one call of the tool: the simulated layer decides its tries first (keyed as always), and the tool's binding
-meets them in order as its own retry calls it again; a tool whose retry makes more or fewer tries than its
-declared layer is named in the log.
+with declared retry layers of its own (``Bindings(layers=...)``, one or stacked) makes all of the layers' tries
+of a call in one call of the tool: the simulated layers decide their tries first (keyed as always), and the
+tool's binding meets them in order as its own retries call it again; a tool whose retries make more or fewer
+tries than its declared layers is named in the log.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from fleetchaos.real.runtime import injected_fault
 from fleetchaos.sim import _rng
 from fleetchaos.sim.calls import CallOutcome
 from fleetchaos.sim.kinds import KINDS, FaultKind
+from fleetchaos.sim.layers import LayerTry, next_layer_try, try_key
 
 __all__ = ["Call", "Driver"]
 
@@ -60,8 +61,12 @@ class Driver:
         self.pending: list[Decision] = []
         """The tries the tool's binding meets in the current real call, in order."""
         self.tries: list[Decision] = []
-        """The declared layer's tries of the current call so far (the tool makes them all at the last)."""
+        """The declared layers' tries of the current call so far (the tool makes them all at the last)."""
         self.layers = bindings.layers if bindings is not None else ()
+        self._next: LayerTry | None = None
+        """The declared layers' next try of the current request (None: its next call is a request of its own)."""
+        self._stack: list = []
+        self._try = 0
         self._tool = ""
         self.notes: list[str] = []
         # (task, step, item) -> what the tool surfaced, when its call ended, the fault's retry-after instant, the fault
@@ -84,17 +89,6 @@ class Driver:
             rec = self._by_key[task_key]
         return rec
 
-    @staticmethod
-    def attempt_of(key: int, task_key: int, si: int, execution: int, item: int, level: int | None = None) -> int:
-        """Which try of its call ``key`` is: 0 the call, n a transport layer's n-th retry (of layer ``level``)."""
-        base = _rng.call_key(_rng.step_key(task_key, si, execution), item)
-        if key == base:
-            return 0
-        for n in range(1, 64):
-            if key == (_rng.layer_key(base, level, n) if level else _rng.transport_key(base, n)):
-                return n
-        return -1
-
     # -- one call ------------------------------------------------------------------------
 
     def decided(
@@ -104,24 +98,25 @@ class Driver:
         si = step.index
         execution = rec.executions[si]
         kind, _, commits, _ = outcome
-        level = self.layer_of(step.name, kind)
-        attempt = self.attempt_of(key, task_key, si, execution, item, level)
+        tried = self._next if self._next is not None and key == try_key(*self._next) else None
+        self._try = self._try + 1 if tried is not None else 0
+        attempt = self._try  # which try of the request: 0 its first call
+        following = None
+        if kind is not None and self.layers:  # the declared layers' next try of this request, as the stack runs them
+            following, self._stack = next_layer_try(self.layers, step.name, kind.name, key, tried, self._stack)
+        self._next = following
         tool = self.tools.get(step.name) if self.tools is not None else None
         if tool is None:  # simulated as is: a tool the team did not hand over, or the plain simulated run
             self.log.append(("call", rec.id, step.name, item, execution, attempt, _name(kind), commits, ""))
             return outcome
+        if tried is None:
+            self.tries = []
         d = self._decision(rec, node, step, item, execution, attempt, outcome, now)
         self.tries.append(d)
-        if level is not None and attempt + 1 < self.layers[level].attempts:
-            return outcome  # the declared layer tries again: the tool makes every try in one call, at its last
+        if following is not None:
+            return outcome  # a declared layer tries again: the tool makes every try in one call, at its last
         tries, self.tries = self.tries, []
         return self._real(tool, rec, node, step, item, execution, tries, outcome, now)
-
-    def layer_of(self, tool: str, kind: FaultKind | None) -> int | None:
-        """The declared layer that retries ``tool``'s ``kind`` failures (None: none, or no failure)."""
-        if kind is None or not self.layers:
-            return None
-        return self.bindings.layer_for(tool, kind.name)
 
     def _decision(self, rec: Any, node: Any, step: Any, item: int, execution: int, attempt: int, outcome, now: float):
         kind, duration, commits, _ = outcome

@@ -364,6 +364,8 @@ class Runtime:
                 node, step, rules, scope.task_key, item_no, key, now, batch, scope.sources
             )
             kind, duration, commits, retry_at = outcome
+            if attempt == 0 and self.bindings.layers:
+                self._count_layer_tries(rec, layer, kind.name if kind is not None else None)
             emitted = step.tokens if model or not self.model_tools else 0  # a bound model's calls emit them all
             rec.called(kind, emitted, step.result_tokens)
             if kind is not None:
@@ -399,6 +401,19 @@ class Runtime:
             idempotency_key=idempotency_key,
             modelled=(read, emitted) if model else None,
         )
+
+    def _count_layer_tries(self, rec: TaskRecord, layer: tuple[int, int, int] | None, kind: str | None) -> None:
+        """The declared layers' tries, counted as the simulator counts them (nearest the tool first): a request
+        enters the layers when its first call fails with a kind one of them retries (one try of each layer), and a
+        layer's retry is one more try of it and of each layer under it.  An HTTP client's own retries are no
+        declared layer's."""
+        layers = self.bindings.layers
+        if layer is None and (kind is None or not any(kind in each.on for each in layers)):
+            return
+        if rec.layer_tries is None:
+            rec.layer_tries = [0] * len(layers)
+        for level in range(len(layers) if layer is None else layer[0] + 1):
+            rec.layer_tries[level] += 1
 
     def _cut_off(self, orchestrator: int, worker: int, now: float) -> CallOutcome | None:
         """A call across a partition: it fails after the connect timeout, having reached nothing."""

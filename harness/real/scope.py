@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 from fleetchaos.real.faults import UnboundCall
 from fleetchaos.sim import _rng
 from fleetchaos.sim.kinds import FaultKind
+from fleetchaos.sim.layers import LayerTry, next_layer_try, try_key
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.plan import RetryAt
 from fleetchaos.sim.template import Template
@@ -78,36 +79,38 @@ class TaskScope:
     """Disk the task's committed writes occupy on its worker until the task ends."""
     turns: dict[int, int] = field(default_factory=dict)
     """Per model step, the conversation's turns its calls have served so far (1 until a second turn)."""
-    layer_tries: dict[tuple[int, int], tuple[int, int, int]] = field(default_factory=dict)
+    layer_tries: dict[tuple[int, int], LayerTry] = field(default_factory=dict)
     """Per (step, item) whose last call failed as a declared retry layer retries: (the layer, its next try, the
     key of the request it retries), so the item's next call is that try."""
+    layer_stack: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)
+    """Per (step, item) inside the declared layers: each layer's (tries it has made past its first, the key of the
+    request it is retrying), nearest the tool first."""
 
     @staticmethod
-    def call_key(step_key: int, item: int, attempt: int, layer: tuple[int, int, int] | None) -> int:
+    def call_key(step_key: int, item: int, attempt: int, layer: LayerTry | None) -> int:
         """A call's key: the item's, an HTTP client's ``attempt``-th try of it, or a declared layer's try."""
         if attempt:
             return _rng.transport_key(_rng.call_key(step_key, item), attempt)
         if layer is not None:
-            level, n, request = layer
-            return _rng.transport_key(request, n) if level == 0 else _rng.layer_key(request, level, n)
+            return try_key(*layer)
         return _rng.call_key(step_key, item)
 
-    def layer_try(self, si: int, item: int) -> tuple[int, int, int] | None:
+    def layer_try(self, si: int, item: int) -> LayerTry | None:
         """The declared layer's try the next call of ``si``'s ``item`` is (None: a call of its own)."""
         return self.layer_tries.pop((si, item), None)
 
-    def layer_failed(
-        self, si: int, item: int, tool: str, kind: str, key: int, tried: tuple[int, int, int] | None
-    ) -> None:
-        """A call of ``si``'s ``item`` (keyed ``key``; ``tried``: the layer's try it was) failed with ``kind``: when a
-        declared layer retries it and has tries left, the item's next call is the layer's next try."""
+    def layer_failed(self, si: int, item: int, tool: str, kind: str, key: int, tried: LayerTry | None) -> None:
+        """A call of ``si``'s ``item`` (keyed ``key``; ``tried``: the layer's try it was) failed with ``kind``: the
+        item's next call is the declared layers' next try (:func:`~fleetchaos.sim.layers.next_layer_try`), if any."""
         layers = self.runtime.bindings.layers
-        level = self.runtime.bindings.layer_for(tool, kind) if layers else None
-        if level is None:
+        if not layers:
             return
-        n, request = (tried[1] + 1, tried[2]) if tried is not None and tried[0] == level else (1, key)
-        if n < layers[level].attempts:
-            self.layer_tries[(si, item)] = (level, n, request)
+        following, stack = next_layer_try(layers, tool, kind, key, tried, self.layer_stack.get((si, item), []))
+        if following is None:
+            self.layer_stack.pop((si, item), None)
+        else:
+            self.layer_stack[(si, item)] = stack
+            self.layer_tries[(si, item)] = following
 
     def claim(self, word: str) -> None:
         """Set the task's claim: success, partial, failed, escalated or dead_lettered."""

@@ -16,8 +16,8 @@ import json
 import httpx
 import openai
 import pytest
+from model_loop_world import TOOLS, loop_scenario
 
-import fleetchaos
 from fleetchaos import Bindings, Route
 from fleetchaos.real import run_real
 from fleetchaos.real.model_turns import MODEL_TURNS, REFUSAL_TEXT, model_turn
@@ -56,19 +56,6 @@ def chat_completions(request: httpx.Request) -> httpx.Response:
         for d, f in ((delta, None), ({}, finish))
     ]
     return httpx.Response(200, content=_sse(chunks), headers={"content-type": "text/event-stream"})
-
-
-@fleetchaos.tool("lookup")
-def lookup(task_id: int) -> str:
-    return f"contact-{task_id}"
-
-
-@fleetchaos.tool("update")
-def update(task_id: int) -> str:
-    return "ok"
-
-
-TOOLS = {"lookup": lookup, "update": update}
 
 
 def _ask(client: openai.OpenAI, messages: list, stream: bool) -> tuple[dict, str | None]:
@@ -145,29 +132,9 @@ def make_agent(seen: list, *, stream: bool = False, naive: bool = False):
 
 
 def _scenario(kind: str) -> Scenario:
-    return Scenario.model_validate(
-        {
-            "name": "real-model-kinds",
-            "duration_s": 3600,
-            "fleet": {"orchestrators": 1, "workers": 1, "api_burst": 1000},
-            "workload": {
-                "templates": [
-                    {
-                        "name": "sync",
-                        "steps": [
-                            {"tool": "llm", "duration": {"mean_s": 2, "cv": 0}, "tokens": 300},
-                            {"tool": "lookup", "duration": {"mean_s": 1, "cv": 0}, "uses_api": False},
-                            {"tool": "update", "duration": {"mean_s": 1, "cv": 0}, "uses_api": False},
-                        ],
-                    }
-                ],
-                "arrivals": [{"at_s": 0.0, "template": "sync"}],
-            },
-            "faults": [
-                {"kind": kind, "tools": ["llm"], "probability": 1.0, "windows": [{"start_s": 0, "duration_s": 1}]}
-            ],
-        }
-    )
+    window = {"start_s": 0, "duration_s": 1}
+    return loop_scenario("real-model-kinds", tasks=1, workers=1,
+                         faults=[{"kind": kind, "tools": ["llm"], "probability": 1.0, "windows": [window]}])  # fmt: skip
 
 
 #: kind -> what the loop meets, as the SDK surfaces it (the first entry of ``seen``)

@@ -13,8 +13,8 @@ import time
 
 import httpx
 import openai
+from model_loop_world import TOOLS, loop_scenario
 
-import fleetchaos
 from fleetchaos import Bindings, Route
 from fleetchaos.real import run_real
 from fleetchaos.scenario.load import Scenario
@@ -42,19 +42,6 @@ def chat_completions(request: httpx.Request) -> httpx.Response:
     return httpx.Response(200, json=body)
 
 
-@fleetchaos.tool("lookup")
-def lookup(task_id: int) -> str:
-    return f"contact-{task_id}"
-
-
-@fleetchaos.tool("update")
-def update(task_id: int) -> str:
-    return "ok"
-
-
-TOOLS = {"lookup": lookup, "update": update}
-
-
 def agent(task, rt, client: httpx.Client | None = None):
     client = client or httpx.Client(transport=BINDINGS.transport(httpx.MockTransport(chat_completions)))
     messages: list[dict] = [{"role": "user", "content": task.title}]
@@ -74,27 +61,7 @@ def agent(task, rt, client: httpx.Client | None = None):
 
 
 def _scenario(faults: list[dict], **fleet) -> Scenario:
-    return Scenario.model_validate(
-        {
-            "name": "real-loop",
-            "duration_s": 7200,
-            "fleet": {"orchestrators": 1, "workers": 2, "api_burst": 1000, **fleet},
-            "workload": {
-                "templates": [
-                    {
-                        "name": "sync",
-                        "steps": [
-                            {"tool": "llm", "duration": {"mean_s": 2, "cv": 0}, "tokens": 300},
-                            {"tool": "lookup", "duration": {"mean_s": 1, "cv": 0}, "uses_api": False},
-                            {"tool": "update", "duration": {"mean_s": 1, "cv": 0}, "uses_api": False},
-                        ],
-                    }
-                ],
-                "arrivals": [{"at_s": 60.0 * i, "template": "sync"} for i in range(TASKS)],
-            },
-            "faults": faults,
-        }
-    )
+    return loop_scenario("real-loop", tasks=TASKS, faults=faults, duration_s=7200, **fleet)
 
 
 def test_a_fault_free_loop_takes_turns_and_redoes_nothing():

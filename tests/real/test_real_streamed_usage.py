@@ -14,8 +14,8 @@ import json
 import httpx2
 import openai
 import pytest
+from model_loop_world import TOOLS, loop_scenario
 
-import fleetchaos
 from fleetchaos import Bindings, Route
 from fleetchaos.real import run_real
 from fleetchaos.scenario.load import Scenario
@@ -65,19 +65,6 @@ class _Stream(httpx2.SyncByteStream):
         yield from self.pieces
 
 
-@fleetchaos.tool("lookup")
-def lookup(task_id: int) -> str:
-    return f"contact-{task_id}"
-
-
-@fleetchaos.tool("update")
-def update(task_id: int) -> str:
-    return "ok"
-
-
-TOOLS = {"lookup": lookup, "update": update}
-
-
 def _agent(include_usage: bool, in_memory: bool = False):
     def agent(task, rt):
         backend = httpx2.MockTransport(lambda request: _events(request, in_memory))
@@ -107,27 +94,7 @@ def _agent(include_usage: bool, in_memory: bool = False):
 
 
 def _scenario() -> Scenario:
-    return Scenario.model_validate(
-        {
-            "name": "streamed-loop",
-            "duration_s": 3600,
-            "fleet": {"orchestrators": 1, "workers": 2, "api_burst": 1000},
-            "workload": {
-                "templates": [
-                    {
-                        "name": "sync",
-                        "steps": [
-                            {"tool": "llm", "duration": {"mean_s": 2, "cv": 0}, "tokens": 300},
-                            {"tool": "lookup", "duration": {"mean_s": 1, "cv": 0}, "uses_api": False},
-                            {"tool": "update", "duration": {"mean_s": 1, "cv": 0}, "uses_api": False},
-                        ],
-                    }
-                ],
-                "arrivals": [{"at_s": 60.0 * i, "template": "sync"} for i in range(TASKS)],
-            },
-            "faults": [],
-        }
-    )
+    return loop_scenario("streamed-loop", tasks=TASKS)
 
 
 @pytest.mark.parametrize("in_memory", [False, True], ids=["streamed", "in-memory"])
