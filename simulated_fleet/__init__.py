@@ -45,6 +45,7 @@ _EXPORTS: dict[str, str] = {
         (
             "ACTION_TYPES",
             "Action",
+            "CompactContext",
             "DeadLetter",
             "Escalate",
             "FallbackModel",
@@ -85,6 +86,7 @@ __all__ = [
     "AgentToolError",
     "Arrival",
     "AttemptReport",
+    "CompactContext",
     "DeadLetter",
     "DiskFull",
     "Distribution",

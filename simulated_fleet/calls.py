@@ -142,7 +142,7 @@ class CallModel:
         self.cut_committed_p = fleet.cut_call_committed_probability
         self.context_window = fleet.model.context_window_tokens
         """A model turn whose context is past this many tokens is refused (``context_overflow``)."""
-        self.result_sizes = ResultSizes(fleet.model.result_tokens_sigma)
+        self.result_sizes = ResultSizes(fleet.model.result_tokens_sigma, fleet.model.result_tokens_repeat == "redrawn")
         """How many tokens each tool result adds to the context, drawn per call."""
         self.late_reply_s = fleet.late_reply_s
         # The client's patience for a reply that counts: the call timeout, or the late-reply limit below it.
@@ -198,17 +198,21 @@ class CallModel:
             persistent, transient, batch, masking = (
                 tuple(r for r in hits if r.info.stage == stage) for stage in CALL_STAGES
             )
-            step = tpl.steps[si]
-            gates = [
-                (kind.met, (record, fail_s, gate))
-                for kind, record, fail_s in self._gating
-                if (gate := kind.gate(self.plan, self.shared, node, step)) is not None
-            ]
-            before = tuple(gate for met, gate in gates if met < RESOURCE)
-            after = tuple(gate for met, gate in gates if met >= RESOURCE)
-            rules = (persistent, transient, batch, masking, before, after)
+            rules = (persistent, transient, batch, masking, *self.gates_for(node, tpl.steps[si]))
             self._rules[cache_key] = rules
         return rules
+
+    def gates_for(self, node: NodeView, step: Step) -> tuple[tuple[KindGate, ...], tuple[KindGate, ...]]:
+        """The state kinds' gates a call of ``step`` on ``node`` meets: those before the per-call rules (the worker
+        itself, the call's access), then those after the persistent ones (what the call consumes)."""
+        gates = [
+            (kind.met, (record, fail_s, gate))
+            for kind, record, fail_s in self._gating
+            if (gate := kind.gate(self.plan, self.shared, node, step)) is not None
+        ]
+        return tuple(gate for met, gate in gates if met < RESOURCE), tuple(
+            gate for met, gate in gates if met >= RESOURCE
+        )
 
     def step_rules(self, node: NodeView, tpl: Template) -> tuple[StepRules, ...]:
         """:meth:`rules_for` of every step of ``tpl`` on ``node``: one lookup per dispatch, not per step."""

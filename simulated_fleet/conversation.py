@@ -57,14 +57,22 @@ class ResultSizes:
     """How many tokens a tool result adds to the context: lognormal around the step's ``result_tokens`` (its median)
     with shape ``sigma``.
 
-    The size is drawn from the call's key (:func:`fleetchaos.sim._rng.call_key`), so the
-    same call returns the same output in every arm, and a wider shape makes each large
-    output larger (the same normal, scaled): the tail grows with ``sigma``, and with it the
-    mean (``result_tokens * exp(sigma**2 / 2)``).  With ``sigma`` 0 every result costs
-    ``result_tokens``.
+    The size is drawn from the call's identity (:func:`fleetchaos.sim._rng.persistent_key` of
+    its task, step and item: the same page, file or log whenever it is fetched), or with
+    ``redrawn`` from the key of each execution's call (:func:`fleetchaos.sim._rng.call_key`: a
+    search whose results change), so the same call returns the same output in every arm; a
+    wider shape makes each large output larger (the same normal, scaled): the tail grows
+    with ``sigma``, and with it the mean (``result_tokens * exp(sigma**2 / 2)``).  With
+    ``sigma`` 0 every result costs ``result_tokens``.
     """
 
     sigma: float = 0.0
+    redrawn: bool = False
+
+    def of(self, median: int, task_key: int, step: int, item: int, call_key: int) -> int:
+        """The tokens item ``item`` of step ``step`` of the task keyed ``task_key`` returns, its call keyed
+        ``call_key``."""
+        return self.tokens(median, call_key if self.redrawn else _rng.persistent_key(task_key, step, item))
 
     def tokens(self, median: int, key: int) -> int:
         """The tokens the result of the call keyed ``key`` costs, for a step whose typical result costs ``median``."""

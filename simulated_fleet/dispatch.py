@@ -149,9 +149,8 @@ class Dispatcher:
                     skip = tuple(sorted({*skip, *turn.kept}))
                     keeps_all = len(skip) >= step.fan_out
                 step_decide = partial(turns.decide, turn)
-            # TaskRecord.begin_execution(si, execution) inlined (a call per step costs more than its body; the
-            # real-code runtime calls it): a step whose every item already took effect is redone (a simulated step
-            # is one turn: turn=1).
+            # TaskRecord.begin_execution(si, execution) inlined (a call costs more than its body; a real-code runtime
+            # calls it): a step whose every item already took effect is redone (a simulated step is one turn).
             execution = executions[si] + 1
             executions[si] = execution
             rec.step_executions += 1
@@ -196,13 +195,14 @@ class Dispatcher:
             # an earlier step this one reads is incomplete: its output is wrong
             garbage = rec.incomplete(step.needs) if step.needs else False
             if first is None and lean and fan_out == 1 and not skip and not step.pushes and not turned:
-                # One call on a worker that cannot crash, untraced: the common case, and when it
-                # succeeds, what the general path below does for it, without its bookkeeping.
+                # One call on a worker that cannot crash, untraced: the common case; on success, the general path's work.
                 first = decide(w, step, rules, task_key, 0, step_key, now, NO_ITEMS, sources, waited)
                 if first[0] is None:
                     rec.calls += 1
                     rec.tokens += step.tokens
-                    rec.context_tokens += sizes.tokens(step.result_tokens, step_key) if sizes else step.result_tokens
+                    rec.context_tokens += (
+                        sizes.of(step.result_tokens, task_key, si, 0, step_key) if sizes else step.result_tokens
+                    )
                     yield env.timeout(first[1] if first[1] > 0.0 else 0.0)  # as longest below
                     slots.release()
                     if step.writes_disk:
@@ -336,7 +336,7 @@ class Dispatcher:
                     rec.context_tokens += step.result_tokens * (len(succeeded) + (len(hollow) if hollow else 0))
                 else:
                     for item in succeeded + hollow if hollow else succeeded:
-                        rec.context_tokens += sizes.tokens(step.result_tokens, step_key ^ (item << 32))
+                        rec.context_tokens += sizes.of(step.result_tokens, task_key, si, item, step_key ^ (item << 32))
             if step.writes_disk and took_effect:
                 written = step.disk_mb * len(took_effect)
                 w.disk_used_mb += written

@@ -208,7 +208,9 @@ MODEL_KINDS: tuple[FaultKind, ...] = (
         effect="Not declared: it emerges.  A model turn whose context (the system prompt, every tool result and "
         "error text so far) is past fleet.model.context_window_tokens is refused (a 400: the context length exceeded) "
         "before it emits a call, so nothing runs; the context only grows, so a plain retry reads it again and is "
-        "refused again: only a shorter context gets past it.",
+        "refused again: only a shorter context gets past it.  The action made for it is CompactContext (the "
+        "compact-context preset, and structured-llm on CONTEXT_LENGTH_EXCEEDED): a summary replaces the conversation, "
+        "and the task finishes as a partial result at best.",
     ),
 )
 

@@ -115,12 +115,20 @@ class TaskRecord:
     layer_tries: list[int] | None = None
     """Tries each transport layer made, nearest the tool first (first tries included); None without layers."""
     model_turns: dict[str, int] | None = None
-    """Turns a model-side recovery action asked for, by action (``repair``, ``reprompt``, ``fallback``, ``resume``);
-    None when there were none (:mod:`fleetchaos.sim.model_turns`)."""
+    """Turns a model-side recovery action asked for, by action (``repair``, ``reprompt``, ``fallback``, ``resume``,
+    ``compact``); None when there were none (:mod:`fleetchaos.sim.model_turns`)."""
     fallback_tokens: int = 0
     """The part of ``tokens`` the fallback model read and emitted, priced at its own prices."""
     fallback_input_tokens: int = 0
     """The part of ``fallback_tokens`` it read as context (also counted in ``input_tokens``)."""
+    summarised: tuple[tuple[int, int], ...] | None = None
+    """(step, execution) of each step whose results a context compaction replaced by a summary; None when none did
+    (:mod:`fleetchaos.sim.compaction`).  A step executed again since brings its result back."""
+    summary_lost: bool = False
+    """A compaction's summary dropped something the answer needed (a keyed draw at
+    ``fleet.model.compaction.loss_probability``)."""
+    compactions_failed: int = 0
+    """Compaction turns that failed (a fault met): the context stayed as it was."""
     orphans: int = 0
     """Steps whose client gave up while they waited for a tool slot and whose work has not ended yet
     (``after_timeout: continue``): the record is final only once they end."""
@@ -137,8 +145,16 @@ class TaskRecord:
         # all/any over map run in C: this is read once per task.
         commits = self.commits
         if all(map(all, commits)):
-            return TRUTH_FULL
+            # A compacted answer that rests on a summary which lost what it needed is partial.
+            return TRUTH_PARTIAL if self.summary_lost and self.rests_on_summary else TRUTH_FULL
         return TRUTH_PARTIAL if any(map(any, commits)) else TRUTH_NONE
+
+    @property
+    def rests_on_summary(self) -> bool:
+        """A compaction summarised a step's results and the step was not executed again since."""
+        summarised = self.summarised
+        executions = self.executions
+        return summarised is not None and any(executions[s] == e for s, e in summarised)
 
     @property
     def duplicate_side_effects(self) -> int:

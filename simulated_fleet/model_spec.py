@@ -11,8 +11,11 @@ holds the arithmetic; this module holds the settings, re-exported by
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, model_serializer, model_validator
 
+from fleetchaos.sim.distribution import Distribution
 from fleetchaos.sim.fault_specs import _Strict
 from fleetchaos.sim.fleet_parts import _without_defaults
 from fleetchaos.sim.misread import DEFAULT_MISREAD_FACTORS
@@ -61,6 +64,61 @@ a model, not enforced by a grammar)."""
 SCHEMA_TOKENS = 800
 """Plausible 200 to 4000: one tool's JSON schema with its descriptions runs from a hundred tokens (two string
 arguments) to a few thousand (nested objects, enums, examples); the re-prompt also repeats the instructions."""
+
+#: Context compaction (fleetchaos.sim.compaction; docs/assumptions.md, "The model's conversation").
+SUMMARY_TOKENS = 1000
+"""A judgement, plausible 300 to 5,000: the summary is a page of notes on what the summarised turns found; the
+summarisation middleware of agent libraries asks for "the most important context" without fixing a size."""
+KEEP_TOKENS = 0
+"""Plausible 0 to a quarter of the window: a compact command replaces the whole conversation after the system prompt
+by its summary (0); summarisation middleware keeps the last few messages verbatim (6 to 20 messages by default in
+two such libraries), which a scenario states as their tokens."""
+LOSS_PROBABILITY = 1.0
+"""A conservative judgement, plausible 0.1 to 1: an answer written from a summary cannot be checked against the
+results the summary replaced, so by default every compacted answer counts as partial, never as a full success; a
+lower value credits summaries that kept what the answer needed."""
+COMPACTION_S = Distribution(mean_s=10, cv=0.5)
+"""Writing a summary of about 1,000 tokens at 50 to 150 output tokens a second takes 7 to 20 s, reading included."""
+
+
+class CompactionSpec(_Strict):
+    """What a context compaction (a policy's CompactContext action) does and costs.
+
+    The compaction is a model turn through the fleet's model provider: it reads the part of the conversation it
+    summarises (at most the window), writes a summary of ``summary_tokens`` (never longer than what it summarises) and
+    takes ``duration``; it can fail like any model call, and then the context stays as it was.  After it the context
+    is the system prompt, the summary and the last ``keep_tokens`` of the conversation.  The results it summarised are
+    lost to the task: with ``loss_probability`` the answer needed what the summary dropped, so a task whose answer
+    rests on them is partial in truth; the orchestrator, which knows it compacted, claims ``claim`` for it.
+    """
+
+    summary_tokens: int = Field(
+        default=SUMMARY_TOKENS,
+        ge=0,
+        le=10_000_000,
+        description="tokens of the summary that replaces the summarised part of the conversation (never more than "
+        "that part)",
+    )
+    keep_tokens: int = Field(
+        default=KEEP_TOKENS,
+        ge=0,
+        le=100_000_000,
+        description="the most recent tokens of the conversation kept verbatim beside the summary (0: everything after "
+        "the system prompt is summarised)",
+    )
+    loss_probability: float = Field(
+        default=LOSS_PROBABILITY,
+        ge=0,
+        le=1,
+        description="chance a compaction's summary dropped something the task's answer needed: a task whose answer "
+        "rests on it is partial in truth (1: every compacted answer counts partial)",
+    )
+    claim: Literal["partial", "success"] = Field(
+        default="partial",
+        description="what the orchestrator claims for a finished task whose answer rests on a summary: partial "
+        "(it knows it compacted), or success (an agent that reports the compacted answer as done)",
+    )
+    duration: Distribution = Field(default=COMPACTION_S, description="time the compaction turn takes to write")
 
 
 class FallbackSpec(_Strict):
@@ -178,6 +236,11 @@ class ModelSpec(_Strict):
         "(their median) with this shape (the sigma of their log), drawn per call, so their mean is result_tokens x "
         "exp(sigma^2 / 2); 0: every result costs result_tokens",
     )
+    result_tokens_repeat: Literal["same", "redrawn"] = Field(
+        default="same",
+        description="what a tool call made again returns: a result of the same size (same: the same page, file or "
+        "log) or one drawn anew (redrawn: a search whose results change); matters only with result_tokens_sigma",
+    )
     context_window_tokens: int = Field(
         default=CONTEXT_WINDOW_TOKENS,
         ge=1,
@@ -213,6 +276,10 @@ class ModelSpec(_Strict):
         default=None,
         description="a second model the fallback-model action sends a turn to; none: that action asks the same model",
     )
+    compaction: CompactionSpec = Field(
+        default_factory=CompactionSpec,
+        description="what a context compaction (the compact-context action) keeps, writes, loses and claims",
+    )
 
     @model_serializer(mode="wrap")
     def _omit_new_defaults(self, handler):
@@ -220,7 +287,14 @@ class ModelSpec(_Strict):
         return _without_defaults(
             self,
             handler(self),
-            ("repair_valid_probability", "reprompt_valid_probability", "schema_tokens", "fallback"),
+            (
+                "repair_valid_probability",
+                "reprompt_valid_probability",
+                "schema_tokens",
+                "fallback",
+                "compaction",
+                "result_tokens_repeat",
+            ),
         )
 
 
@@ -254,4 +328,4 @@ class MisreadFactors(_Strict):
     google_rpc: float = _factor("google_rpc", "a google.rpc.Status (AIP-193): a canonical status and a reason")
 
 
-__all__ = ["FallbackSpec", "MisreadFactors", "ModelSpec"]
+__all__ = ["CompactionSpec", "FallbackSpec", "MisreadFactors", "ModelSpec"]

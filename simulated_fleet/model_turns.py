@@ -23,6 +23,8 @@ turn in every way but the one it changes: it reads the whole context (input toke
 * **Stream resume**: after a cut stream, the calls of the cut step that had already committed (the truth the
   client's stream holds: their ids came back before the cut) are kept, not run again, so the ledger counts no
   duplicate; the others are emitted again.  A naive retry runs every one of them again.
+* **Context compaction**: a turn of its own, before the retry, replaces the conversation after the system prompt
+  by a summary (:mod:`fleetchaos.sim.compaction`); the retry is then an ordinary turn on the shorter context.
 
 The wasted-retry judge reads the same draws (:meth:`ModelTurns.wasted`), so a repair that will pass is never
 counted wasted and one that will not is.  Standard library only; no SimPy.
@@ -37,11 +39,12 @@ from typing import TYPE_CHECKING, cast
 from fleetchaos.sim import _rng
 from fleetchaos.sim.calls import S_COMMIT, CallModel, CallOutcome, StepRules
 from fleetchaos.sim.capacity import build_providers
+from fleetchaos.sim.compaction import Compaction
 from fleetchaos.sim.fault_specs import HangingFault
 from fleetchaos.sim.kinds import KINDS, TASK_STEP, FaultKind
 from fleetchaos.sim.kinds_model import DETERMINISTIC_DENIAL, MODEL_KINDS, MODEL_OUTPUT_AGAIN
 from fleetchaos.sim.mcp_turns import MCP_MODES, renew
-from fleetchaos.sim.observation import FallbackModel, RepairTurn, RepromptWithSchema, ResumeStream
+from fleetchaos.sim.observation import CompactContext, FallbackModel, RepairTurn, RepromptWithSchema, ResumeStream
 from fleetchaos.sim.plan import CallRule, LastFailure, RetryAt
 from fleetchaos.sim.state import NodeView
 from fleetchaos.sim.template import Step
@@ -61,13 +64,14 @@ CUT_STREAM = next(k.name for k in MODEL_KINDS if k.outcome_unknown)
 #: Every model-side kind: a fallback model draws these from its own stream.
 MODEL_KIND_NAMES = frozenset(kind.name for kind in MODEL_KINDS)
 
-REPAIR, REPROMPT, FALLBACK, RESUME = "repair", "reprompt", "fallback", "resume"
+REPAIR, REPROMPT, FALLBACK, RESUME, COMPACT = "repair", "reprompt", "fallback", "resume", "compact"
 #: Each action's mode, the key of ``TaskRecord.model_turns``.
 MODES: Mapping[type, str] = {
     RepairTurn: REPAIR,
     RepromptWithSchema: REPROMPT,
     FallbackModel: FALLBACK,
     ResumeStream: RESUME,
+    CompactContext: COMPACT,
     **MCP_MODES,  # a new MCP session, a fresh tool list: fleetchaos.sim.mcp_turns
 }
 
@@ -90,7 +94,17 @@ class TurnPlan:
 class ModelTurns:
     """One run's model-side recovery: its settings, the fallback's provider, and the turns' decisions."""
 
-    __slots__ = ("_split", "calls", "denial_factor", "fallback", "provider", "repair_p", "reprompt_p", "schema_tokens")
+    __slots__ = (
+        "_split",
+        "calls",
+        "compaction",
+        "denial_factor",
+        "fallback",
+        "provider",
+        "repair_p",
+        "reprompt_p",
+        "schema_tokens",
+    )
 
     def __init__(self, fleet: FleetSpec, calls: CallModel):
         model = fleet.model
@@ -102,6 +116,7 @@ class ModelTurns:
         self.denial_factor = self.fallback.denial_factor if self.fallback is not None else 1.0
         capacity = self.fallback.capacity if self.fallback is not None else None
         self.provider = build_providers([capacity], {})[0] if capacity is not None else None
+        self.compaction = Compaction(fleet, calls)
         # id(rules) -> (rules, the tool-side rules, the model-side persistent rules, the model-side transient rules)
         self._split: dict[int, tuple[StepRules, StepRules, tuple[CallRule, ...], tuple[CallRule, ...]]] = {}
 
@@ -272,6 +287,7 @@ class ModelTurns:
 
 
 __all__ = [
+    "COMPACT",
     "CUT_STREAM",
     "DENIALS",
     "FALLBACK",

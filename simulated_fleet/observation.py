@@ -175,6 +175,19 @@ class ResumeStream:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactContext:
+    """Compact the conversation, then dispatch again: a model turn replaces the tool results and error texts after
+    the system prompt by a summary (``fleet.model.compaction``), so the context shrinks, and what the summary drops is
+    lost to the task: a task that finishes on it is a partial result.  The turn goes through the fleet's model
+    provider and can fail (the context then stays as it was).  After a failure that is not a context overflow it
+    compacts all the same."""
+
+    delay_s: float = 0.0
+    resume_from: int = 0
+    done_items: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ReinitSession:
     """Initialise a new MCP session with the failed step's server, then dispatch again after ``delay_s``: the call
     that met an expired session (a 404 to the old session id) goes through on the new one.  After any other failure
@@ -239,7 +252,15 @@ class GiveUp:
 
 #: The actions that act on the model's own turn of the failed step (:mod:`fleetchaos.sim.model_turns`), and the MCP
 #: client's two (:mod:`fleetchaos.sim.mcp_turns`), realised the same way: a turn of the failed step.
-MODEL_TURN_ACTIONS = (RepairTurn, RepromptWithSchema, FallbackModel, ResumeStream, ReinitSession, RefreshTools)
+MODEL_TURN_ACTIONS = (
+    RepairTurn,
+    RepromptWithSchema,
+    FallbackModel,
+    ResumeStream,
+    CompactContext,
+    ReinitSession,
+    RefreshTools,
+)
 
 Action = (
     Retry
@@ -251,6 +272,7 @@ Action = (
     | RepromptWithSchema
     | FallbackModel
     | ResumeStream
+    | CompactContext
     | ReinitSession
     | RefreshTools
     | Escalate
@@ -268,6 +290,7 @@ ACTION_TYPES = (
     RepromptWithSchema,
     FallbackModel,
     ResumeStream,
+    CompactContext,
     ReinitSession,
     RefreshTools,
     Escalate,
@@ -318,6 +341,7 @@ __all__ = [
     "ACTION_TYPES",
     "MODEL_TURN_ACTIONS",
     "Action",
+    "CompactContext",
     "DeadLetter",
     "Escalate",
     "FallbackModel",

@@ -2,18 +2,22 @@
 
 The world runs a remediation (minutes of an agent's work, which may fail) and then asks
 :func:`repair` to undo the last failure's cause; :data:`REPAIRS` holds one function per
-remedy of :data:`fleetchaos.sim.kinds.REMEDIES`.
+remedy of :data:`fleetchaos.sim.kinds.REMEDIES`.  A rollback's compensating calls are :func:`rollback`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
 
 from fleetchaos.sim.calls import CallModel
 from fleetchaos.sim.fleet import Worker
 from fleetchaos.sim.kinds import fault_kind
 from fleetchaos.sim.template import Template
 from fleetchaos.sim.truth import AttemptReport
+
+if TYPE_CHECKING:
+    from fleetchaos.sim.ledger import TaskRecord
 
 
 def _refresh_credentials(calls: CallModel, w: Worker, report: AttemptReport, tpl: Template, now: float) -> bool:
@@ -46,4 +50,20 @@ def repair(calls: CallModel, w: Worker, report: AttemptReport, tpl: Template, no
     return remedy is not None and REPAIRS[remedy](calls, w, report, tpl, now)
 
 
-__all__ = ["REPAIRS", "repair"]
+def rollback(env: Any, rec: TaskRecord, latency_s: float) -> Generator:
+    """Compensate every committed item of ``rec`` (one compensating call each, a round trip of ``latency_s``
+    apiece, per step in reverse) on the world's SimPy ``env``."""
+    calls = 0
+    for commits in reversed(rec.commits):
+        undone = sum(1 for c in commits if c > 0)
+        if undone:
+            calls += undone
+            for item in range(len(commits)):
+                commits[item] = 0
+            yield env.timeout(latency_s)
+    rec.rolled_back = True
+    rec.compensations += calls
+    rec.calls += calls
+
+
+__all__ = ["REPAIRS", "repair", "rollback"]

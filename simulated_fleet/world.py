@@ -22,6 +22,7 @@ import simpy
 from fleetchaos.sim import _rng
 from fleetchaos.sim.assembly import assemble
 from fleetchaos.sim.calls import CallModel
+from fleetchaos.sim.compaction import COMPACTION_TURN
 from fleetchaos.sim.config import DAY_S, WorldSpec
 from fleetchaos.sim.containment import ContainedPolicy
 from fleetchaos.sim.dispatch import PLAIN_OK, Dispatcher
@@ -31,7 +32,7 @@ from fleetchaos.sim.envelopes import StampedEnvelope
 from fleetchaos.sim.fleet import Worker, first_worker, reroute
 from fleetchaos.sim.formats import ErrorFormat, bound, counted, partial_batch_of
 from fleetchaos.sim.ledger import TaskRecord
-from fleetchaos.sim.model_turns import ModelTurns, TurnPlan
+from fleetchaos.sim.model_turns import COMPACT, ModelTurns, TurnPlan
 from fleetchaos.sim.observation import (
     MODEL_TURN_ACTIONS,
     DeadLetter,
@@ -48,7 +49,7 @@ from fleetchaos.sim.observation import (
 )
 from fleetchaos.sim.plan import FaultPlan, LastFailure, RetryAt
 from fleetchaos.sim.reading import ModelReading
-from fleetchaos.sim.remediation import repair
+from fleetchaos.sim.remediation import repair, rollback
 from fleetchaos.sim.resume import resume_point
 from fleetchaos.sim.template import Template
 from fleetchaos.sim.truth import AttemptReport
@@ -410,12 +411,15 @@ class World:
                 rec.claim = "dead_lettered"
                 break
             if isinstance(action, Rollback):
-                yield from self._rollback(rec)
+                yield from rollback(self.env, rec, self.calls.latency_mean)
                 rec.claim = "failed"
                 break
             start, done = resume_point(action.resume_from, action.done_items, report, tpl.fan_outs, self.checkpoints)
             if isinstance(action, MODEL_TURN_ACTIONS):
                 turn = self.turns.plan(action, report, rec, sources)
+                if turn is not None and turn.mode == COMPACT:  # a turn of its own, before the retry
+                    yield from self._compact(rec, w, tpl, turn.step, task_key)
+                    turn = None
             if isinstance(action, RefreshCredentials):
                 if self.refresh_s > 0:
                     yield env.timeout(self.refresh_s)
@@ -440,6 +444,8 @@ class World:
                     yield env.timeout(action.delay_s)
             rec.retries += 1
             history.retries += 1
+        if rec.claim == "success" and rec.summarised is not None and rec.rests_on_summary:
+            rec.claim = self.turns.compaction.claim  # the orchestrator knows its answer rests on a summary
         rec.end_s = env.now
         for index, mb in workspace.items():  # the task's workspace is cleaned up when it ends
             self.workers[index].disk_used_mb -= mb
@@ -469,19 +475,14 @@ class World:
         if not (succeeded and repair(self.calls, w, report, tpl, self.env.now)):
             rec.remediations_failed += 1
 
-    def _rollback(self, rec: TaskRecord) -> Generator:
-        """Compensate every committed item (one compensating call each, a round trip apiece, per step in reverse)."""
-        calls = 0
-        for commits in reversed(rec.commits):
-            undone = sum(1 for c in commits if c > 0)
-            if undone:
-                calls += undone
-                for item in range(len(commits)):
-                    commits[item] = 0
-                yield self.env.timeout(self.calls.latency_mean)
-        rec.rolled_back = True
-        rec.compensations += calls
-        rec.calls += calls
+    def _compact(self, rec: TaskRecord, w: Worker, tpl: Template, si: int, task_key: int) -> Generator:
+        """The compaction turn (:mod:`fleetchaos.sim.compaction`): it may fail, and takes its time either way."""
+        now = self.env.now
+        n = cast(dict, rec.model_turns)[COMPACT]  # ModelTurns.plan counted it
+        fault, took = self.turns.compaction.compact(rec, w, tpl, si, task_key, n, now)
+        if fault is not None:
+            self.journal.fault(rec, fault.name, now, COMPACTION_TURN, w.index)
+        yield self.env.timeout(took)
 
     def _limit_reached(self, tpl: Template, rec: TaskRecord, history: TaskHistory, actions: int) -> bool:
         """The orchestrator's own limits: a task's deadline, its call budget and the actions per task."""

@@ -26,9 +26,11 @@ from fleetchaos.policies.readers import (
     tree_category,
     tree_recoverable,
 )
+from fleetchaos.sim.calls import CONTEXT_OVERFLOW
 from fleetchaos.sim.envelopes import FailureTypeError
 from fleetchaos.sim.observation import (
     Action,
+    CompactContext,
     Escalate,
     FallbackModel,
     GiveUp,
@@ -45,6 +47,8 @@ from fleetchaos.sim.observation import (
 
 #: The suggested actions that name a re-prompt of the model (the model-side kinds' contracts).
 REPROMPT_SUGGESTIONS = frozenset({"reprompt_with_schema", "reprompt_with_tool_list"})
+#: The action a context overflow's contract suggests (the ``context_overflow`` record's).
+COMPACT_SUGGESTION = CONTEXT_OVERFLOW.contract.suggested_action
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +102,9 @@ class StructuredDecisionTree:
       become fatal after ``max_retries`` retries or ``max_same`` identical codes in a row.
     * a refusal or filter stop of the model (its code): ``denial="fallback"`` sends the
       turn to the fallback model once before escalating; a cut stream: ``cut="resume"``
-      resumes it keeping the calls that committed instead of retrying it.
+      resumes it keeping the calls that committed instead of retrying it; a context overflow (its code, or the
+      ``compact_context`` the envelope suggests): ``overflow="compact"`` compacts the context and dispatches again
+      (a partial result at best) instead of escalating.
 
     It reads every structured contract the project ships (AgentToolError, failure-type,
     subagent-result, tool-envelope), each through its own words
@@ -116,6 +122,7 @@ class StructuredDecisionTree:
     malformed: Literal["escalate", "repair", "reprompt"] = "reprompt"
     denial: Literal["escalate", "fallback"] = "escalate"
     cut: Literal["retry", "resume"] = "retry"
+    overflow: Literal["escalate", "compact"] = "escalate"
     name: str = "structured"
 
     def decide(self, observation: Observation, history: TaskHistory) -> Action:
@@ -127,6 +134,9 @@ class StructuredDecisionTree:
         repeated = history.retries >= self.max_retries or history.same_failure_streak >= self.max_same
         if model == "denial" and self.denial == "fallback" and history.same_failure_streak <= 1 and not repeated:
             return FallbackModel(0.0, *resume_of(observation))  # another model may answer what this one denies
+        overflowed = model == "overflow" or suggested_action_of(observation) == COMPACT_SUGGESTION
+        if overflowed and self.overflow == "compact" and not repeated:
+            return CompactContext(0.0, *resume_of(observation))  # a shorter context, not the same one again
         if tree_recoverable(observation) is False or category == "fatal":
             return Escalate(f"{code}: not recoverable")
         if category in ("validation", "dependency"):

@@ -19,8 +19,8 @@ breakers) lives in the driver-kept shared state of :class:`~fleetchaos.policies.
 * ``ladder``, ``ladder-breaker``: the remedy ladder for generic errors (:mod:`fleetchaos.policies.generic`),
   alone and under per-worker circuit breakers;
 * ``escalate-all``: page a human on every failure (what escalating everything costs);
-* ``repair-turn``, ``reprompt-schema``, ``fallback-model``, ``resume-stream``, ``structured-llm``: the
-  model-side actions (:mod:`fleetchaos.policies.model_recovery`);
+* ``repair-turn``, ``reprompt-schema``, ``fallback-model``, ``resume-stream``, ``compact-context``,
+  ``structured-llm``: the model-side actions (:mod:`fleetchaos.policies.model_recovery`);
 * ``reinit-session``, ``refresh-tools``, ``structured-mcp``: the MCP client's actions
   (:mod:`fleetchaos.policies.mcp_recovery`).
 """

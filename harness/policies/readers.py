@@ -27,6 +27,7 @@ from collections.abc import Mapping
 
 from fleetchaos.policies._recovery import resume_from_refs, resume_point
 from fleetchaos.policies.raw_errors import STATUS_CATEGORIES
+from fleetchaos.sim.calls import CONTEXT_OVERFLOW
 from fleetchaos.sim.envelope import AgentToolError
 from fleetchaos.sim.envelopes import FailureTypeError, SubagentResult, ToolEnvelope
 from fleetchaos.sim.kinds import KINDS
@@ -183,16 +184,21 @@ def tree_recoverable(observation: Observation) -> bool | None:
 #: Each model-side fault's stable code -> what it is for the actions made for it (:mod:`fleetchaos.sim.model_turns`):
 #: ``malformed`` (the model's own output is not a call that can run: a repair turn or a re-prompt may fix it),
 #: ``denial`` (a refusal or a filter stop: the same model denies it again, another may answer), ``cut`` (a cut
-#: stream: resume it keeping what committed).
+#: stream: resume it keeping what committed), ``overflow`` (the context is past the window: compact it).
 MODEL_FAULTS: dict[str, str] = {
     KINDS[name].contract.error_code: family
-    for family, names in (("malformed", REPAIRABLE), ("denial", DENIALS), ("cut", (CUT_STREAM,)))
+    for family, names in (
+        ("malformed", REPAIRABLE),
+        ("denial", DENIALS),
+        ("cut", (CUT_STREAM,)),
+        ("overflow", (CONTEXT_OVERFLOW.name,)),
+    )
     for name in sorted(names)
 }
 
 
 def model_fault_of(observation: Observation) -> str | None:
-    """``malformed``, ``denial`` or ``cut`` when the envelope's error code names a model-side fault
+    """``malformed``, ``denial``, ``cut`` or ``overflow`` when the envelope's error code names a model-side fault
     (:data:`MODEL_FAULTS`); None when it names another, or nothing (a generic "failed" reveals no reason)."""
     code = code_of(observation)
     return MODEL_FAULTS.get(code) if code is not None else None

@@ -23,8 +23,11 @@ __all__ = ["ACTIVE", "Injector", "active_runs", "orphaned"]
 class Injector(Protocol):
     """What an injection point asks of the run in force (see :mod:`fleetchaos.real.inject`)."""
 
-    def begin(self, tool: str, item: Any, *, attempt: int = 0, idempotency_key: str | None = None) -> Any:
-        """The decision for one call of ``tool`` (None: let it through untouched)."""
+    def begin(
+        self, tool: str, item: Any, *, attempt: int = 0, idempotency_key: str | None = None, prompt: str | None = None
+    ) -> Any:
+        """The decision for one call of ``tool`` (None: let it through untouched); ``prompt``: a model call's
+        messages as text, when its request carries them."""
         ...
 
     def unbound(self, what: str, why: str) -> None:

@@ -113,7 +113,15 @@ class _Forcing:
         self.fired_count = 0
         self.unbound_calls: list[str] = []
 
-    def begin(self, tool: str, item: Hashable | None, *, attempt: int = 0, idempotency_key: str | None = None):
+    def begin(
+        self,
+        tool: str,
+        item: Hashable | None,
+        *,
+        attempt: int = 0,
+        idempotency_key: str | None = None,
+        prompt: str | None = None,
+    ):
         if tool != self.tool:
             return None
         kind = self.kind

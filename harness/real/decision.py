@@ -45,6 +45,8 @@ class Decision:
     """The call's idempotency key: a repeated key's commit takes effect once."""
     modelled: tuple[int, int] | None = None
     """A model call's modelled (input, output) tokens, which the response's ``usage`` replaces (None: not a model call)."""
+    context: tuple[int, int] | None = None
+    """A model call refused for its context: (the window, the request's messages in tokens); None otherwise."""
     fired: bool = False
     """The injection point realised the fault (raised, returned the masked value, started the hang)."""
     met: bool = False

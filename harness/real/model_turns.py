@@ -21,7 +21,11 @@ kind                   the answer
 =====================  =======================================================================
 
 Every other kind (a 429, a timeout, a dropped connection) keeps the HTTP shape the transport
-gives any call.  A request with ``"stream": true`` gets the same turn as server-sent
+gives any call.  A request whose ``messages`` are past the model's window
+(``fleet.model.context_window_tokens``, counted by the tokeniser rule on the messages as compact JSON:
+:func:`prompt_text`) is refused as the provider refuses it, a 400 whose error's ``code`` is
+``context_length_exceeded`` (:func:`context_exceeded`): the ``context_overflow`` kind, met by the team's own
+conversation.  A request with ``"stream": true`` gets the same turn as server-sent
 ``chat.completion.chunk`` events.  The calls name the first function the request declares
 (``tools``, or the older ``functions``), ``tool`` when it declares none; their ids are
 deterministic.  No ``usage`` is reported: the scenario's rule counts the turn's tokens.
@@ -33,7 +37,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["CUT_MESSAGE", "MODEL_TURNS", "ModelTurn", "model_turn"]
+__all__ = ["CUT_MESSAGE", "MODEL_TURNS", "ModelTurn", "context_exceeded", "model_turn", "prompt_text"]
 
 #: What httpx says when a server closes the connection before the body's end.
 CUT_MESSAGE = "peer closed connection without sending complete message body (incomplete chunked read)"
@@ -155,3 +159,31 @@ def model_turn(kind: str, content: bytes, ids: tuple[int, int, int]) -> ModelTur
     choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
     body = json.dumps({**head, "object": "chat.completion", "choices": [choice]}).encode()
     return ModelTurn([body[: len(body) // 2] if cut else body], "application/json", cut)
+
+
+def prompt_text(content: bytes) -> str | None:
+    """The ``messages`` of a chat-completions request body as compact JSON (what the window is counted on), or None
+    when the body names none."""
+    try:
+        doc = json.loads(content)
+    except ValueError:
+        return None
+    messages = doc.get("messages") if isinstance(doc, dict) else None
+    if not isinstance(messages, list):
+        return None
+    return json.dumps(messages, separators=(",", ":"), ensure_ascii=False)
+
+
+def context_exceeded(window: int, tokens: int) -> bytes:
+    """The body of a provider's 400 for a request whose messages (``tokens``) are past the ``window``."""
+    message = (
+        f"This model's maximum context length is {window} tokens. However, your messages resulted in {tokens} "
+        "tokens. Please reduce the length of the messages."
+    )
+    error = {
+        "message": message,
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded",
+    }
+    return json.dumps({"error": error}).encode()

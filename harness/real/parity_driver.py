@@ -201,7 +201,13 @@ class Driver:
     # -- the injector interface (what the tool's binding asks) ------------------------------
 
     def begin(
-        self, tool: str, item: Hashable | None, *, attempt: int = 0, idempotency_key: str | None = None
+        self,
+        tool: str,
+        item: Hashable | None,
+        *,
+        attempt: int = 0,
+        idempotency_key: str | None = None,
+        prompt: str | None = None,
     ) -> Decision | None:
         if not self._reached and not self.pending:
             return None  # no call in progress

@@ -33,7 +33,7 @@ from fleetchaos.real.scope import SCOPE, TaskInput, TaskScope
 from fleetchaos.scenario.load import Scenario
 from fleetchaos.sim import _rng
 from fleetchaos.sim.assembly import assemble
-from fleetchaos.sim.calls import CallOutcome
+from fleetchaos.sim.calls import OVERFLOWED, CallOutcome
 from fleetchaos.sim.kinds import MASKING, fault_kind
 from fleetchaos.sim.ledger import TaskRecord
 from fleetchaos.sim.plan import LastFailure
@@ -320,9 +320,16 @@ class Runtime:
             )
 
     def begin(
-        self, tool: str, item: Hashable | None, *, attempt: int = 0, idempotency_key: str | None = None
+        self,
+        tool: str,
+        item: Hashable | None,
+        *,
+        attempt: int = 0,
+        idempotency_key: str | None = None,
+        prompt: str | None = None,
     ) -> Decision | None:
-        """Decide one call of ``tool`` in the current task: the same decision the simulator makes for it."""
+        """Decide one call of ``tool`` in the current task: the same decision the simulator makes for it.  A model
+        call whose ``prompt`` (its messages as text) is past the window meets ``context_overflow``."""
         scope = SCOPE.get()
         if scope is None or scope.runtime is not self:
             self.unbound(tool, "called outside a task scope (with rt.task(task): ...)")
@@ -342,12 +349,13 @@ class Runtime:
             now = self.now()
             node = self.nodes[scope.worker]
             model, read = tool in self.model_tools, 0
+            context = self.tokeniser.count(prompt) if model and prompt is not None else None
             layer = scope.layer_try(si, item_no) if attempt == 0 else None  # the team's own retry layer's try
             if attempt == 0 and layer is None:
                 execution, new_epoch = scope.next_execution(si, item_no)
                 scope.retries.calling(rec, (si, execution))
                 if new_epoch:
-                    read = scope.begin_execution(si, execution, model, bool(self.model_tools), node, now)
+                    read = scope.begin_execution(si, execution, model, bool(self.model_tools), node, now, context)
             else:
                 execution = max(scope.item_calls[si].get(item_no, 0), 1)
                 rec.transport_retries += 1
@@ -360,8 +368,11 @@ class Runtime:
                 )
                 scope.batches[(si, execution)] = batch
             key = scope.call_key(step_key, item_no, attempt, layer)
-            outcome = self._cut_off(rec.orchestrator, scope.worker, now) or self.calls.decide(
-                node, step, rules, scope.task_key, item_no, key, now, batch, scope.sources
+            overflowed = context is not None and context > self.calls.context_window
+            outcome = (
+                self._cut_off(rec.orchestrator, scope.worker, now)
+                or (OVERFLOWED if overflowed else None)
+                or self.calls.decide(node, step, rules, scope.task_key, item_no, key, now, batch, scope.sources)
             )
             kind, duration, commits, retry_at = outcome
             if attempt == 0 and self.bindings.layers:
@@ -400,6 +411,7 @@ class Runtime:
             sleeps=self.timing == "simulated",
             idempotency_key=idempotency_key,
             modelled=(read, emitted) if model else None,
+            context=(self.calls.context_window, context) if context is not None and kind is OVERFLOWED[0] else None,
         )
 
     def _count_layer_tries(self, rec: TaskRecord, layer: tuple[int, int, int] | None, kind: str | None) -> None:

@@ -145,12 +145,16 @@ class TaskScope:
             )
         return number, ordered
 
-    def begin_execution(self, si: int, execution: int, model: bool, loop: bool, node: Any, now: float) -> int:
+    def begin_execution(
+        self, si: int, execution: int, model: bool, loop: bool, node: Any, now: float, context: int | None = None
+    ) -> int:
         """A call begins the ``execution``-th execution of step ``si`` at ``now`` on ``node``: its bookkeeping, the
         retry it may be (judged), and the turn it takes; returns the context tokens the turn read.
 
         ``model``: the call is a model call; ``loop``: the run binds its model, so only
-        model calls are turns (other steps' results and errors still join the context).
+        model calls are turns (other steps' results and errors still join the context);
+        ``context``: the tokens of the model call's own messages, when measured, which a
+        retry is judged on (the context the record models otherwise).
         """
         rec = self.record
         last = self.retries.last
@@ -178,7 +182,7 @@ class TaskScope:
                 self.sources,
                 rec.executions,
                 now,
-                context_tokens=rec.context_tokens,
+                context_tokens=rec.context_tokens if context is None else context,
             )
             self.retries.retry(rec, at, (si, execution))
         return rec.input_tokens - read

@@ -20,7 +20,8 @@ an API would answer it:
 * masking kinds: 200 with the route's empty or fabricated body, not forwarded;
 * the model's own kinds on a model route: 200 with the broken turn in the chat completion
   (a refusal, a filter or length stop, bad arguments, an unknown tool, a repeated call id,
-  an empty turn), or a body cut mid-call (:mod:`fleetchaos.real.model_turns`).
+  an empty turn), or a body cut mid-call (:mod:`fleetchaos.real.model_turns`); a model request whose
+  messages are past the window: the provider's 400 ``context_length_exceeded``.
 
 An SDK's own retries are recognised by ``x-stainless-retry-count``: try n of the same
 call, keyed as the simulator keys its transport layer's tries.  A request no route
@@ -38,7 +39,7 @@ from typing import Any
 from fleetchaos.real.context import ACTIVE, orphaned
 from fleetchaos.real.decision import Decision
 from fleetchaos.real.faults import UnboundCall
-from fleetchaos.real.model_turns import CUT_MESSAGE, MODEL_TURNS, model_turn
+from fleetchaos.real.model_turns import CUT_MESSAGE, MODEL_TURNS, context_exceeded, model_turn, prompt_text
 from fleetchaos.real.usage import acount_usage, count_usage
 
 __all__ = ["chaos_transport", "http_module"]
@@ -199,8 +200,14 @@ class _ChaosTransport:
         except ValueError:
             attempt = 0
         item = route.item(request) if route.item is not None else None
-        d = injector.begin(route.tool, item, attempt=attempt, idempotency_key=request.headers.get("idempotency-key"))
-        return d, route
+        key = request.headers.get("idempotency-key")
+        if not route.model:
+            return injector.begin(route.tool, item, attempt=attempt, idempotency_key=key), route
+        try:
+            prompt = prompt_text(request.content)
+        except self._module.RequestNotRead:  # a streamed request body: its messages are not measured
+            prompt = None
+        return injector.begin(route.tool, item, attempt=attempt, idempotency_key=key, prompt=prompt), route
 
     def _forwarded(self, d: Decision, request: Any, response: Any) -> Any:
         if 200 <= response.status_code < 300:
@@ -255,6 +262,8 @@ class _ChaosTransport:
             headers["retry-after-ms"] = str(fault.retry_after_ms)
         if not kind.transport_retryable:
             headers["x-should-retry"] = "false"
+        if d.context is not None:  # a model call past the window: the provider's own 400
+            return self._module.Response(400, headers=headers, content=context_exceeded(*d.context), request=request)
         wire = kind.wire
         body = {"error": {"message": _line(d), "type": wire.errno if wire else kind.name, "status": fault.status}}
         return self._module.Response(fault.status, headers=headers, content=json.dumps(body).encode(), request=request)

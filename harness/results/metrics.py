@@ -23,6 +23,7 @@ from fleetchaos.results.token_cost import token_cost_usd
 from fleetchaos.sim.config import DAY_S, FleetSpec
 from fleetchaos.sim.kinds import REFUSAL_KINDS, fault_kind, waste_families
 from fleetchaos.sim.ledger import TRUTH_FULL, TaskRecord
+from fleetchaos.sim.model_turns import COMPACT, FALLBACK, REPAIR, REPROMPT, RESUME
 
 if TYPE_CHECKING:
     from fleetchaos.sim.world import RunOutput  # SimPy: for the type checker only
@@ -57,6 +58,12 @@ def error_code(kind: str) -> str:
     return fault_kind(kind).contract.error_code
 
 
+#: The model-side recovery actions a task's record counts (``TaskRecord.model_turns``), each a count of its own.
+_MODEL_ACTIONS = (REPAIR, REPROMPT, FALLBACK, RESUME, COMPACT)
+MODEL_ACTION_COUNTS = ("repair_turns", "schema_reprompts", "fallback_turns", "stream_resumes", "compactions")
+_NO_ACTIONS = (0,) * len(_MODEL_ACTIONS)
+
+
 #: Per-task integer counts a run sums, in the order :func:`task_counts` returns them.
 #: Every metric and breakdown that is a sum over tasks, or a ratio of such sums, reads
 #: these totals.  Adding such a metric is one name here, one value in
@@ -76,6 +83,7 @@ _COMPUTED_COUNTS: tuple[str, ...] = (
     "human_ms",
     "duplicate_side_effects",
     "refused_calls",
+    *MODEL_ACTION_COUNTS,
 )
 
 #: The tail of TASK_COUNTS read straight off the record: TaskRecord attribute names, in order (one is renamed).
@@ -102,6 +110,7 @@ RECORD_COUNTS: tuple[str, ...] = (
     "deduplicated",
     "fallback_tokens",
     "fallback_input_tokens",
+    "compactions_failed",
 )
 TASK_COUNTS: tuple[str, ...] = (*_COMPUTED_COUNTS, *({"rolled_back": "rollbacks"}.get(n, n) for n in RECORD_COUNTS))
 _record_counts = attrgetter(*RECORD_COUNTS)  # one C call for all of them: this runs once per task
@@ -127,6 +136,7 @@ def task_counts(record: TaskRecord, judged: Verdict) -> tuple[int, ...]:
         round(record.human_s * 1000.0),  # whole milliseconds: an integer sum, exact in any order
         record.duplicate_side_effects,
         _refusals(record.fault_hits) if record.fault_hits else 0,
+        *(_NO_ACTIONS if record.model_turns is None else map(record.model_turns.get, _MODEL_ACTIONS, _NO_ACTIONS)),
         *_record_counts(record),
     )
 
@@ -226,6 +236,7 @@ class RunAccumulator:
         totals["unfinished"] = claims["in_flight"]
         totals["data_loss"] = sum(claims[claim] for claim in UNREPORTED_CLAIMS)
         totals["dead_letters"] = claims["dead_lettered"]
+        totals["partial"] = claims["partial"]
         totals["undone"] = sum(claims[claim] for claim in UNDONE_CLAIMS)
         totals["policy_errors"] = sum(self.policy_errors.values())  # one entry per task with an error
         if not self.closed_loop:  # a lone run's common set is its own faulted tasks (a comparison widens it)
@@ -396,6 +407,9 @@ class RunAccumulator:
             "rollbacks": float(t["rollbacks"]),
             "dead_letters": float(t["dead_letters"]),
             "deduplicated_side_effects": float(t["deduplicated"]),
+            "partial_results": float(t["partial"]),
+            **{name: float(t[name]) for name in MODEL_ACTION_COUNTS},
+            "failed_compactions": float(t["compactions_failed"]),
             "makespan_s": self.last_end_s - self.first_arrival_s if self.last_end_s > -math.inf else None,
         }
         return out

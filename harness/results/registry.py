@@ -6,12 +6,10 @@ its unit, which way is better, its denominator in words, whether it leads the ta
 baseline, and how it is shown.  Everything else reads it: the accumulator's order
 (:mod:`fleetchaos.results.metrics`), the comparison's verdicts and pooled rates
 (:mod:`fleetchaos.runs.runner`), the regression gate (:mod:`fleetchaos.gates.regression`),
-the names check (:mod:`fleetchaos.names`), the suite's proportions
-(:mod:`fleetchaos.testing.suite`), the report tables (:mod:`fleetchaos.reports`) and the
-metric table of docs/metrics.md (:func:`markdown_table`; a test keeps the two equal).
-
-Light to import: the standard library only (the pytest plugin and the reports read it
-without SimPy or pydantic).
+the names check (:mod:`fleetchaos.names`), the suite's proportions (:mod:`fleetchaos.testing.suite`), the report
+tables (:mod:`fleetchaos.reports`) and the metric table of docs/metrics.md (:func:`markdown_table`; a test keeps the
+two equal).  Light to import: the standard library only (the pytest plugin and the reports read it without SimPy or
+pydantic).
 """
 
 from __future__ import annotations
@@ -371,6 +369,24 @@ _ALL: tuple[Metric, ...] = (
     _count("rollbacks", "tasks whose committed side effects a policy compensated (`Rollback`)", "tasks", None),
     _count("dead_letters", "tasks parked in the dead-letter queue (claim `dead_lettered`)", "tasks", "lower"),
     _count("deduplicated_side_effects", "repeated side effects an idempotency key stopped", "side effects", None),
+    _count(
+        "partial_results",
+        "tasks claimed partial: reported as part done (an answer resting on a compacted context's summary, a "
+        "policy's partial give-up); in `undone_tasks`",
+        "tasks",
+        None,
+    ),
+    *(
+        _count(name, definition, "turns", None)
+        for name, definition in (
+            ("repair_turns", "repair turns a policy asked for (`RepairTurn`; see Model-side actions)"),
+            ("schema_reprompts", "re-prompts with the tool's schema a policy asked for (`RepromptWithSchema`)"),
+            ("fallback_turns", "turns a policy sent to the fallback model (`FallbackModel`)"),
+            ("stream_resumes", "cut streams a policy resumed, keeping the calls that committed (`ResumeStream`)"),
+            ("compactions", "context compactions a policy asked for (`CompactContext`), failed ones included"),
+        )
+    ),
+    _count("failed_compactions", "compactions whose turn met a fault: the context stayed as it was", "turns", "lower"),
     Metric(
         "makespan_s",
         "simulated seconds from the first arrival to the end of the last task that ended",
@@ -464,12 +480,6 @@ def is_rate(name: str) -> bool:
     return metric is not None and metric.shown_as == "percent"
 
 
-def _gate_text(metric: Metric) -> str:
-    if metric.gate is None:
-        return "-"
-    return ("-" if metric.better == "higher" else "+") + metric.gate
-
-
 def markdown_table() -> str:
     """The metric table of docs/metrics.md, one row per metric in display order."""
     lines = [
@@ -477,15 +487,9 @@ def markdown_table() -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for m in _ALL:
-        cells = (
-            f"`{m.name}`",
-            m.definition,
-            m.unit,
-            m.denominator,
-            m.better or "-",
-            "yes" if m.headline else "",
-            "yes" if m.verdict else "",
-            _gate_text(m),
+        gate = "-" if m.gate is None else ("-" if m.better == "higher" else "+") + m.gate
+        flags = ("yes" if m.headline else "", "yes" if m.verdict else "", gate)
+        lines.append(
+            "| " + " | ".join((f"`{m.name}`", m.definition, m.unit, m.denominator, m.better or "-", *flags)) + " |"
         )
-        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -35,8 +35,9 @@ __all__ = ["DEFAULT_SPACE", "SPACE_VERSION", "Dimension", "SearchSpace", "load_s
 #: The version of :data:`DEFAULT_SPACE` (and of the file format).  2: ``raw-parse`` (the
 #: status reader) joined the families.  3: the model-side actions' families joined (``repair-turn``,
 #: ``reprompt-schema``, ``fallback-model``, ``resume-stream``, ``structured-llm``); each family draws its
-#: candidates from its own stream, so the families that were there search what they searched.
-SPACE_VERSION = 3
+#: candidates from its own stream, so the families that were there search what they searched.  4: context
+#: compaction joined (the ``compact-context`` family, and ``overflow`` in ``structured-llm``'s).
+SPACE_VERSION = 4
 
 
 class Dimension(BaseModel):
@@ -202,11 +203,13 @@ DEFAULT_SPACE = SearchSpace.model_validate(
             "reprompt-schema": {"max_retries": _RETRIES},
             "fallback-model": {"max_retries": _RETRIES},
             "resume-stream": {"max_retries": _RETRIES},
+            "compact-context": {"max_retries": _RETRIES},
             "structured-llm": {
                 **_TREE,
                 "malformed": {"choice": ("escalate", "repair", "reprompt")},
                 "denial": {"choice": ("escalate", "fallback")},
                 "cut": {"choice": ("retry", "resume")},
+                "overflow": {"choice": ("escalate", "compact")},
             },
             "recovery-matrix": {
                 "policy.max_retries": _RETRIES,

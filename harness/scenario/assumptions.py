@@ -15,13 +15,12 @@ assumptions``); a test keeps it equal to this table and checks every format, cos
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from fleetchaos.scenario.assumption_record import GROUPS, PATH_PART, Assumption
 from fleetchaos.scenario.assumptions_mcp import MCP_ASSUMPTIONS
 from fleetchaos.scenario.fields import FieldAt, resolve
 
@@ -38,50 +37,6 @@ __all__ = [
     "model_default",
     "settings_document",
 ]
-
-#: The groups of :data:`ASSUMPTIONS`, in the order docs/assumptions.md gives them.
-GROUPS = (
-    "What a failure reveals",
-    "Partial work",
-    "Envelopes that lie",
-    "Provider and client",
-    "Costs",
-    "The model's recovery",
-)
-
-#: ``fleet.providers[].servers``: ``[]`` is every element of a list; ``faults[wrong_envelope]``
-#: every fault rule of that kind.
-_PART = re.compile(r"([a-z_0-9]+)(?:\[([a-z_]*)\])?$")
-
-
-@dataclass(frozen=True, slots=True)
-class Assumption:
-    """One setting that can move an outcome: where it is, what it decides, why its default, its range."""
-
-    path: str
-    """The scenario path: ``fleet.partial_batch``, ``fleet.providers[].admission`` (every provider),
-    ``faults[wrong_envelope].misclassify`` (every rule of that kind)."""
-    group: str
-    decides: str
-    """What outcome it decides, in one sentence."""
-    reason: str
-    """The source or the argument for its default (and for the headline's value, when that differs)."""
-    values: tuple[Any, ...]
-    """Its plausible range: the values a sensitivity study tries (the default among them)."""
-
-    def location(self) -> tuple[str | int, ...]:
-        """The path as a validation location through the first element of each list (a tag for a fault kind)."""
-        loc: list[str | int] = []
-        for piece in self.path.split("."):
-            match = _PART.match(piece)
-            if match is None:
-                raise ValueError(f"assumption path {self.path!r}: {piece!r} is not name, name[] or name[kind]")
-            loc.append(match.group(1))
-            if match.group(2) is not None:
-                loc.append(0)
-                if match.group(2):
-                    loc.append(match.group(2))
-        return tuple(loc)
 
 
 def _factor(setting: str, what: str, values: tuple[float, ...]) -> Assumption:
@@ -130,7 +85,7 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
     _factor("jsonrpc", "a JSON-RPC error object", (0.0, 0.2, 1.0)),
     _factor("problem_details", "an RFC 9457 problem", (0.0, 0.2, 1.0)),
     _factor("google_rpc", "a google.rpc.Status", (0.0, 0.2, 1.0)),
-    *(Assumption(path, GROUPS[g], decides, reason, values) for path, g, decides, reason, values in MCP_ASSUMPTIONS),
+    *MCP_ASSUMPTIONS,
     Assumption(
         "fleet.partial_batch",
         GROUPS[1],
@@ -352,6 +307,51 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
         (0.0, 1.0, 2.0),
     ),
     Assumption(
+        "fleet.model.result_tokens_repeat",
+        GROUPS[3],
+        "whether a tool call made again returns an output of the same size (same) or one drawn anew (redrawn): "
+        "whether a restart after an overflow, or after a compaction, meets the same large output again",
+        "same: a retried read fetches the same page, file or log; a search whose results change is the exception. "
+        "It decides whether compacting without a resume point gets past an overflow (docs/scenarios.md, "
+        "context_pressure).",
+        ("same", "redrawn"),
+    ),
+    Assumption(
+        "fleet.model.compaction.summary_tokens",
+        GROUPS[5],
+        "the size of the summary a context compaction leaves in place of the conversation: how much room the "
+        "retried turn has",
+        "1,000 tokens, a judgement: a page of notes on what the summarised turns found; summarisation middleware "
+        "asks for the most important context without fixing a size.",
+        (300, 1000, 5000),
+    ),
+    Assumption(
+        "fleet.model.compaction.keep_tokens",
+        GROUPS[5],
+        "how much of the latest conversation a compaction keeps verbatim beside its summary",
+        "0: a compact command summarises everything after the system prompt; summarisation middleware keeps the "
+        "last 6 to 20 messages by default, a few thousand tokens of tool results.",
+        (0, 2000, 8000),
+    ),
+    Assumption(
+        "fleet.model.compaction.loss_probability",
+        GROUPS[5],
+        "the chance a compaction's summary dropped something the answer needed: whether a compacted task's work "
+        "counts partial (1) or can count whole (lower)",
+        "1, a conservative judgement: an answer written from a summary cannot be checked against the results it "
+        "replaced, so every compacted answer counts partial, never a full success; lower values credit summaries "
+        "that kept what mattered (then the orchestrator's partial claim is a false alarm on those).",
+        (0.1, 0.5, 1.0),
+    ),
+    Assumption(
+        "fleet.model.compaction.claim",
+        GROUPS[5],
+        "what the orchestrator reports for a task that finished on a compacted context: partial, or success",
+        "partial: the orchestrator compacted and knows its answer rests on a summary; success is an agent that "
+        "reports the compacted answer as done, which turns each lost summary into a silent failure.",
+        ("partial", "success"),
+    ),
+    Assumption(
         "fleet.model.repair_valid_probability",
         GROUPS[5],
         "the chance a repair turn (the model shown its rejected call and the error) emits a valid call after "
@@ -476,7 +476,7 @@ def _walk(node: Any, pieces: list[str], prefix: str) -> Iterator[tuple[str, Any]
     if not pieces:
         yield prefix, node
         return
-    match = _PART.match(pieces[0])
+    match = PATH_PART.match(pieces[0])
     assert match is not None, pieces[0]
     name, selector = match.group(1), match.group(2)
     here = f"{prefix}.{name}" if prefix else name

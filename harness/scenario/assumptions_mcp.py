@@ -1,20 +1,17 @@
 """The MCP boundary's assumptions: what an ``isError`` reveals about side effects, how long a respawn varies.
 
-Each entry is an :class:`~fleetchaos.scenario.assumptions.Assumption`'s fields (path, the index of its group
-in :data:`~fleetchaos.scenario.assumptions.GROUPS`, what it decides, the reason for its default, its range),
-joined into :data:`~fleetchaos.scenario.assumptions.ASSUMPTIONS` there; a scenario without the fault has no
-path to vary (:func:`~fleetchaos.scenario.assumptions.concrete`).  Standard library only.
+Joined into :data:`~fleetchaos.scenario.assumptions.ASSUMPTIONS`; a scenario without the fault has no path to vary
+(:func:`~fleetchaos.scenario.assumptions.concrete`).  Standard library only.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from fleetchaos.scenario.assumption_record import GROUPS, Assumption
 
-#: (path, group index, what it decides, the reason for its default, the values a study tries).
-MCP_ASSUMPTIONS: tuple[tuple[str, int, str, str, tuple[Any, ...]], ...] = (
-    (
+MCP_ASSUMPTIONS: tuple[Assumption, ...] = (
+    Assumption(
         "faults[mcp_tool_error].committed_probability",
-        0,
+        GROUPS[0],
         "whether a tool that returned isError had already done what it was asked (a retry then does it twice)",
         "0.5: an isError says the tool ran and failed, never where; the MCP specification leaves the result's text "
         "to the server, and no published figure says how often a failing tool had written before it failed, so "
@@ -22,9 +19,9 @@ MCP_ASSUMPTIONS: tuple[tuple[str, int, str, str, tuple[Any, ...]], ...] = (
         "everything before writing, 1 one that fails only after its write (a notification, a read-back).",
         (0.0, 0.5, 1.0),
     ),
-    (
+    Assumption(
         "faults[mcp_server_restart].respawn_cv",
-        0,
+        GROUPS[0],
         "how much a restarting MCP server's respawn time varies around its mean (a wait that outlasts the mean "
         "may still land inside a long respawn)",
         "1.0: a respawn is a process start, a dependency warm-up and a health check, whose sum has a long right "

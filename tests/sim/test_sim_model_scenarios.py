@@ -96,3 +96,43 @@ def test_context_pressures_gates_fail_once_the_behaviour_they_name_is_broken():
     assert _worst(lost, "success_rate", high=True) > gates[1].at_most
     retrying = run_scenario(scenario, policy="blind-retry", errors="structured", seeds=SEEDS)
     assert _worst(retrying, "wasted_retries", high=True) > gates[2].at_most
+
+
+def _broken(scenario, **compaction):
+    doc = scenario.model_dump(mode="json", exclude_none=True)
+    model = doc["fleet"]["model"]
+    model["compaction"] = {**model.get("compaction", {}), **compaction.pop("compaction", {})}
+    model.update(compaction)
+    return type(scenario).model_validate(doc)
+
+
+def test_context_pressures_compaction_gates_fail_once_the_behaviour_they_name_is_broken():
+    """The compaction arms' gates, each broken on the same seeds.  The compacted answer reported as done
+    (compaction.claim success) leaves no partial result (gate 3); a summary never shorter than what it replaces
+    (summary_tokens past the window) shrinks nothing, so each retry after a compaction is refused again and wasted
+    (gate 4); outputs drawn anew on each fetch let the naive loop's restart fit the compacted context (gate 5)."""
+    scenario = load_scenario("context_pressure")
+    gates = scenario.expect
+    assert [g.arm for g in gates[3:]] == ["structured-llm/structured"] * 2 + ["compact-context/generic"]
+    tree = {"policy": "structured-llm", "errors": "structured", "seeds": SEEDS}
+    claimed = run_scenario(_broken(scenario, compaction={"claim": "success"}), **tree)
+    assert _worst(claimed, "partial_results", high=False) < gates[3].at_least
+    same = run_scenario(_broken(scenario, compaction={"summary_tokens": 10**6}), **tree)
+    assert _worst(same, "wasted_retries", high=True) > gates[4].at_most
+    redrawn = _broken(scenario, result_tokens_repeat="redrawn")
+    naive = run_scenario(redrawn, policy="compact-context", errors="generic", seeds=SEEDS)
+    assert _worst(naive, "success_rate", high=True) > gates[5].at_most
+
+
+def test_compaction_trades_overflows_for_partial_results_on_every_seed():
+    """Paired by seed, on the structured contract: compacting (structured-llm) meets fewer overflows than asking
+    again (blind-retry) and finishes more tasks partial, while neither finishes more tasks in full."""
+    seeds = (1, 2, 3, 4, 5)
+    compacting = run_scenario("context_pressure", policy="structured-llm", errors="structured", seeds=seeds)
+    retrying = run_scenario("context_pressure", policy="blind-retry", errors="structured", seeds=seeds)
+    for compacted, retried in zip(compacting.runs, retrying.runs, strict=True):
+        assert compacted.seed == retried.seed
+        overflows = [run.breakdowns["fault_hits_by_kind"]["context_overflow"] for run in (compacted, retried)]
+        assert overflows[0] < overflows[1], (compacted.seed, overflows)
+        assert compacted.metrics["partial_results"] > retried.metrics["partial_results"] == 0, compacted.seed
+        assert compacted.metrics["success_rate"] == retried.metrics["success_rate"], compacted.seed

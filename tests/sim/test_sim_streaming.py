@@ -141,6 +141,18 @@ def reference(records: list[TaskRecord], fault_log: list[tuple], fleet, duration
         "rollbacks": float(sum(r.rolled_back for r in records)),
         "dead_letters": float(claims["dead_lettered"]),
         "deduplicated_side_effects": float(sum(r.deduplicated for r in records)),
+        "partial_results": float(claims["partial"]),
+        **{
+            name: float(sum((r.model_turns or {}).get(action, 0) for r in records))
+            for name, action in (
+                ("repair_turns", "repair"),
+                ("schema_reprompts", "reprompt"),
+                ("fallback_turns", "fallback"),
+                ("stream_resumes", "resume"),
+                ("compactions", "compact"),
+            )
+        },
+        "failed_compactions": float(sum(r.compactions_failed for r in records)),
         "makespan_s": max(ended) - min(r.arrival_s for r in records) if ended else None,
     }
     by_reason: Counter = Counter()

@@ -163,7 +163,7 @@ def test_the_package_lists_every_action_type():
     import fleetchaos.sim.observation as observation
 
     names = [t.__name__ for t in observation.ACTION_TYPES]
-    assert len(names) == len(set(names)) == 15
+    assert len(names) == len(set(names)) == 16
     for module in (sim, observation):
         assert set(names) <= set(module.__all__)
     assert all(getattr(sim, name) is getattr(observation, name) for name in names)

@@ -92,8 +92,11 @@ def test_records_agree_with_themselves():
 
 
 def test_directionless_metrics_are_the_workload_and_neutral_counts():
-    """The four directionless metrics are the ones the docs mark '-', and no other."""
-    assert {"tasks", "logical_calls", "rollbacks", "deduplicated_side_effects"} == DIRECTIONLESS
+    """The directionless metrics are the ones the docs mark '-', and no other: the workload, and counts neither good
+    nor bad in themselves (a partial result, what a policy's model-side actions chose)."""
+    workload = {"tasks", "logical_calls", "rollbacks", "deduplicated_side_effects", "partial_results"}
+    actions = {"repair_turns", "schema_reprompts", "fallback_turns", "stream_resumes", "compactions"}
+    assert workload | actions == DIRECTIONLESS
     assert direction("recovery_rate") is True and direction("cost_usd") is False
     assert direction("no_such_metric") is None
 

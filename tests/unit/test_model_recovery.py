@@ -17,6 +17,7 @@ from fleetchaos.policies.model_recovery import MODEL_PRESETS
 from fleetchaos.policies.readers import model_fault_of
 from fleetchaos.sim.formats import get_format
 from fleetchaos.sim.observation import (
+    CompactContext,
     Escalate,
     FallbackModel,
     GiveUp,
@@ -67,6 +68,25 @@ def test_the_tree_falls_back_once_on_a_denial_and_resumes_a_cut_stream():
     assert type(tree.decide(_seen("network_blip"), _history())) is Retry  # no model-side fault: a plain retry
 
 
+@pytest.mark.parametrize("errors", ["structured", "tool-envelope", "mcp-structured", "google-rpc"])
+def test_the_tree_compacts_an_overflowed_context_where_a_contract_names_it(errors):
+    """CONTEXT_LENGTH_EXCEEDED is not recoverable by a retry: the tree escalates it, unless its overflow branch is on,
+    which compacts (resuming at the refused turn) where the code names it (AgentToolError also suggests
+    compact_context), and escalates a compaction that overflows again and again.  A contract without the code (a
+    failure type's bare "permanent", a generic "failed") names no overflow."""
+    seen = _seen("context_overflow", errors)
+    assert model_fault_of(seen) == "overflow"
+    assert isinstance(StructuredDecisionTree().decide(seen, _history()), Escalate)
+    tree = StructuredDecisionTree(overflow="compact")
+    action = tree.decide(seen, _history())
+    assert isinstance(action, CompactContext)
+    assert action.resume_from == (1 if errors in ("structured", "tool-envelope") else 0)  # what the contract reveals
+    assert isinstance(tree.decide(seen, _history(streak=3)), Escalate)
+    for blind in ("generic", "failure-type"):
+        assert model_fault_of(_seen("context_overflow", blind)) is None
+        assert not isinstance(tree.decide(_seen("context_overflow", blind), _history()), CompactContext)
+
+
 def test_a_generic_failure_reveals_no_model_fault():
     for kind in ("malformed_args", "refusal", "stream_cut"):
         seen = _seen(kind, "generic")
@@ -88,6 +108,7 @@ def test_a_generic_failure_reveals_no_model_fault():
         ("reprompt-schema", RepromptWithSchema),
         ("fallback-model", FallbackModel),
         ("resume-stream", ResumeStream),
+        ("compact-context", CompactContext),
     ],
 )
 def test_each_naive_preset_takes_its_action_on_any_failure_then_gives_up(name, action):
