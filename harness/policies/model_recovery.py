@@ -3,15 +3,14 @@ fallback model, a stream resume, a context compaction (:mod:`fleetchaos.sim.mode
 :mod:`fleetchaos.sim.compaction` realise them).
 
 * ``repair-turn``, ``reprompt-schema``, ``fallback-model``, ``resume-stream``, ``compact-context``: the naive agent
-  loop with one
-  of the actions: every failure, whatever it is, gets that action (an agent SDK that hands every tool error back
-  to the model and asks again), from the resume point the observation reveals, up to ``max_retries``, then give
-  up.  They read nothing, so they run on any format; on a failure the action is not made for (a rate limit, a
+  loop with one of the actions: every failure, whatever it is, gets that action (an agent SDK that hands every tool
+  error back to the model and asks again), from the resume point the observation reveals, up to ``max_retries``,
+  then give up.  They read nothing, so they run on any format; on a failure the action is not made for (a rate limit, a
   disk full) the action is the step's next turn, a plain retry.
 * ``structured-llm``: the structured decision tree (:class:`~fleetchaos.policies.builtins.StructuredDecisionTree`)
   with every model-side branch on: a malformed call re-prompted with its schema, a denial sent to the fallback
-  model once, a cut stream resumed, a context overflow compacted.  Each branch is taken only where the envelope's code says which model-side
-  fault it is (:func:`~fleetchaos.policies.readers.model_fault_of`).
+  model once, a cut stream resumed, a context overflow compacted.  Each branch is taken only where the envelope's
+  code says which model-side fault it is (:func:`~fleetchaos.policies.readers.model_fault_of`).
 """
 
 from __future__ import annotations
@@ -53,7 +52,8 @@ class ModelTurnRetry:
 
     ``repair``: show the model its call and the error and ask again; ``reprompt``: the same with the tool's
     schema; ``fallback``: send the turn to the fallback model; ``resume``: resume a cut stream keeping what
-    committed; ``compact``: compact the context (a summary replaces the conversation, the answer is then partial).  The resume point is what the observation reveals (the start, on a bare "failed").
+    committed; ``compact``: compact the context (a summary replaces the conversation: a partial answer at
+    best).  The resume point is what the observation reveals (the start, on a bare "failed").
     """
 
     action: _Mode = "repair"

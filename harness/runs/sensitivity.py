@@ -72,6 +72,8 @@ def reaches(scenario: Scenario, path: str, formats: Sequence[str]) -> list[str]:
         return [f for f in formats if getattr(get_format(f), "misread_setting", None) == factor.group(1)]
     if path == "fleet.partial_batch":
         return [f for f in formats if not has_envelope(f)]
+    if path == "fleet.model.result_tokens_repeat" and not scenario.fleet.model.result_tokens_sigma:
+        return []  # every result costs result_tokens: a call made again returns as many whatever the setting
     fault = re.fullmatch(r"faults\[(\d+)\]\.\w+", path)
     index = int(fault.group(1)) if fault else len(scenario.faults)
     if index < len(scenario.faults) and scenario.faults[index].kind == "wrong_envelope":

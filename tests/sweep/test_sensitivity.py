@@ -39,6 +39,10 @@ def test_the_default_study_varies_every_assumption_the_issue_names_over_its_rang
     assert settings["faults[5].omit_partial_success"].reaches == ["structured"]
     assert settings["fleet.misread_factor.status"].reaches == ["status"]
     assert "fleet.misread_factor.tool_envelope" not in settings  # no format of the study reads it
+    # every result costs result_tokens (no spread): a call made again returns as many, redrawn or not
+    assert "fleet.model.result_tokens_repeat" not in settings
+    pressure = {s.parameter: s for s in plan_settings(load_scenario("context_pressure"), FORMATS)}
+    assert pressure["fleet.model.result_tokens_repeat"].values == ["same", "redrawn"]
     assert settings["fleet.providers[0].admission"].own == "refuse"
     assert settings["workload.tasks_per_day"].values == [600.0, 1200.0, 2400.0]
     for path, setting in settings.items():
