@@ -30,7 +30,9 @@ from fleetchaos.sim.capacity import Provider, build_providers
 from fleetchaos.sim.config import FleetSpec, lognormal_params
 from fleetchaos.sim.conversation import ResultSizes
 from fleetchaos.sim.fault_specs import BatchFault, HangingFault, SourceFault
+from fleetchaos.sim.kind_record import RENEWED
 from fleetchaos.sim.kinds import KINDS, SOURCE, TASK_STEP, TASK_STEP_ITEM, WORKER_TOOL, FaultKind, fault_kind
+from fleetchaos.sim.kinds_mcp import RENEWAL_SLOTS
 from fleetchaos.sim.plan import CALL_STAGES, RESOURCE, CallRule, FaultPlan, Gate, StateKind
 from fleetchaos.sim.state import NodeView, SharedView
 from fleetchaos.sim.template import Step, Template
@@ -437,6 +439,9 @@ class CallModel:
         si = step.index
         if scope == TASK_STEP:
             return _rng.draw(_rng.persistent_key(task_key, si), rule.stream) < p
+        if scope == RENEWED:  # the task's renewals of the step (a new MCP session, a fresh tool list) draw afresh
+            renewals = sources.get((si, RENEWAL_SLOTS[rule.kind]), 0)
+            return _rng.draw(_rng.persistent_key(task_key, si, 0, renewals), rule.stream) < p
         if scope == TASK_STEP_ITEM:
             items = rule.items
             return (items is None or item in items) and _rng.draw(

@@ -30,6 +30,7 @@ from fleetchaos.sim.fault_specs import WrongEnvelope
 from fleetchaos.sim.faults import resolve_swarm
 from fleetchaos.sim.formats import ErrorFormat
 from fleetchaos.sim.kinds import KINDS, PROVIDER_KINDS, FailureContract, FaultKind, reported_kind
+from fleetchaos.sim.kinds_mcp import MCP_SIDE_KINDS
 from fleetchaos.sim.kinds_model import MODEL_SIDE_KINDS
 from fleetchaos.sim.observation import Observation
 from fleetchaos.sim.schedules import Spans, expand_windows
@@ -132,7 +133,10 @@ def compile_rule(fault: WrongEnvelope, index: int, horizon_s: float, *, provider
     reportable = tuple(
         name
         for name, k in KINDS.items()
-        if k.wire is not None and name not in MODEL_SIDE_KINDS and (providers or name not in PROVIDER_KINDS)
+        if k.wire is not None
+        and name not in MODEL_SIDE_KINDS
+        and name not in MCP_SIDE_KINDS
+        and (providers or name not in PROVIDER_KINDS)
     )
     return EnvelopeRule(
         index=index,

@@ -26,7 +26,10 @@ from typing import TYPE_CHECKING, Annotated, Literal, Protocol, TypeAlias, Union
 import pydantic
 from pydantic import Field, model_validator
 
-from fleetchaos.sim import fault_specs_model  # noqa: F401  (defines the model-side kinds' models: see FAULT_MODELS)
+from fleetchaos.sim import (
+    fault_specs_mcp,  # noqa: F401  (defines the MCP kinds' models: see FAULT_MODELS)
+    fault_specs_model,  # noqa: F401  (defines the model-side kinds' models: see FAULT_MODELS)
+)
 from fleetchaos.sim.fault_base import (  # noqa: F401  (re-exported: the kinds' models are read from here)
     Burst,
     NodeEvent,
@@ -234,7 +237,7 @@ class WrongEnvelope(_Targeted):
         default=None,
         description="the kinds a misclassified failure is reported as, one drawn uniformly "
         "(default: every tool-side kind reported with another error code; a provider's overload only where "
-        "fleet.providers declares one; a model-side kind only when named here)",
+        "fleet.providers declares one; a model-side or MCP kind only when named here)",
     )
     mark_recoverable: float = Field(
         default=0,

@@ -43,7 +43,10 @@ WORKER_TOOL = "worker_tool"  # one draw per worker and tool for the whole run
 TASK_STEP = "task_step"  # per task and step: every item alike
 TASK_STEP_ITEM = "task_step_item"  # per task, step and item
 SOURCE = "source"  # per task, step, item and source: an alternative source draws afresh
-PERSISTENT_SCOPES = (WORKER_TOOL, TASK_STEP, TASK_STEP_ITEM, SOURCE)
+#: Per task and step and how many times the task renewed what the kind is about for that step (a new MCP session, a
+#: fresh tool list: :mod:`fleetchaos.sim.mcp_turns`): a renewal draws afresh.
+RENEWED = "task_step_renewal"
+PERSISTENT_SCOPES = (WORKER_TOOL, TASK_STEP, TASK_STEP_ITEM, SOURCE, RENEWED)
 
 #: The causes the wasted-retry judge (:mod:`fleetchaos.sim.waste`) can check still hold: a state
 #: kind's own state, read by its handler (:meth:`fleetchaos.sim.plan.StateKind.holds`), or the

@@ -37,6 +37,7 @@ from fleetchaos.sim.kind_record import (
     Waste,
     Wire,
 )
+from fleetchaos.sim.kinds_mcp import MCP_KINDS
 from fleetchaos.sim.kinds_model import MODEL_KINDS
 from fleetchaos.sim.kinds_reporting import REPORTING_KINDS
 
@@ -392,6 +393,7 @@ KINDS: dict[str, FaultKind] = {
             "effect; during the fault's windows the provider serves at capacity_factor of its speed, so it fills "
             "at a lower load.",
         ),
+        *MCP_KINDS,  # the MCP boundary's kinds (fleetchaos.sim.kinds_mcp)
     )
 }
 """Every fault kind by name, in catalogue order (the five core kinds first)."""

@@ -43,6 +43,7 @@ from fleetchaos.sim.compaction import Compaction
 from fleetchaos.sim.fault_specs import HangingFault
 from fleetchaos.sim.kinds import KINDS, TASK_STEP, FaultKind
 from fleetchaos.sim.kinds_model import DETERMINISTIC_DENIAL, MODEL_KINDS, MODEL_OUTPUT_AGAIN
+from fleetchaos.sim.mcp_turns import MCP_MODES, renew
 from fleetchaos.sim.observation import CompactContext, FallbackModel, RepairTurn, RepromptWithSchema, ResumeStream
 from fleetchaos.sim.plan import CallRule, LastFailure, RetryAt
 from fleetchaos.sim.state import NodeView
@@ -71,6 +72,7 @@ MODES: Mapping[type, str] = {
     FallbackModel: FALLBACK,
     ResumeStream: RESUME,
     CompactContext: COMPACT,
+    **MCP_MODES,  # a new MCP session, a fresh tool list: fleetchaos.sim.mcp_turns
 }
 
 S_REPAIR = _rng.stream_id("model:repair_valid")
@@ -118,9 +120,13 @@ class ModelTurns:
         # id(rules) -> (rules, the tool-side rules, the model-side persistent rules, the model-side transient rules)
         self._split: dict[int, tuple[StepRules, StepRules, tuple[CallRule, ...], tuple[CallRule, ...]]] = {}
 
-    def plan(self, action: object, report: AttemptReport, rec: TaskRecord) -> TurnPlan | None:
-        """The turn ``action`` asks for after ``report`` (None when no step failed), counted on ``rec``."""
+    def plan(
+        self, action: object, report: AttemptReport, rec: TaskRecord, sources: dict[tuple[int, int], int]
+    ) -> TurnPlan | None:
+        """The turn ``action`` asks for after ``report`` (None when no step failed), counted on ``rec``; an MCP
+        renewal is made now, in the task's ``sources``."""
         mode = MODES[type(action)]
+        renew(mode, report.failed_step, sources)
         counts = rec.model_turns if rec.model_turns is not None else {}
         counts[mode] = counts.get(mode, 0) + 1
         rec.model_turns = counts

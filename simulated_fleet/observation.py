@@ -188,6 +188,27 @@ class CompactContext:
 
 
 @dataclass(frozen=True, slots=True)
+class ReinitSession:
+    """Initialise a new MCP session with the failed step's server, then dispatch again after ``delay_s``: the call
+    that met an expired session (a 404 to the old session id) goes through on the new one.  After any other failure
+    it is a retry."""
+
+    delay_s: float = 0.0
+    resume_from: int = 0
+    done_items: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshTools:
+    """List the failed step's server's tools again (``tools/list``), then dispatch again after ``delay_s``: a call to
+    a tool the server renamed goes to its new name.  After any other failure it is a retry."""
+
+    delay_s: float = 0.0
+    resume_from: int = 0
+    done_items: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Escalate:
     """Stop automatic recovery and hand the task to a human; the claim is 'escalated'."""
 
@@ -229,8 +250,17 @@ class GiveUp:
     claim: Literal["failed", "partial"] = "failed"
 
 
-#: The actions that act on the model's own turn of the failed step (:mod:`fleetchaos.sim.model_turns`).
-MODEL_TURN_ACTIONS = (RepairTurn, RepromptWithSchema, FallbackModel, ResumeStream, CompactContext)
+#: The actions that act on the model's own turn of the failed step (:mod:`fleetchaos.sim.model_turns`), and the MCP
+#: client's two (:mod:`fleetchaos.sim.mcp_turns`), realised the same way: a turn of the failed step.
+MODEL_TURN_ACTIONS = (
+    RepairTurn,
+    RepromptWithSchema,
+    FallbackModel,
+    ResumeStream,
+    CompactContext,
+    ReinitSession,
+    RefreshTools,
+)
 
 Action = (
     Retry
@@ -243,6 +273,8 @@ Action = (
     | FallbackModel
     | ResumeStream
     | CompactContext
+    | ReinitSession
+    | RefreshTools
     | Escalate
     | Rollback
     | DeadLetter
@@ -259,6 +291,8 @@ ACTION_TYPES = (
     FallbackModel,
     ResumeStream,
     CompactContext,
+    ReinitSession,
+    RefreshTools,
     Escalate,
     Rollback,
     DeadLetter,
@@ -315,6 +349,8 @@ __all__ = [
     "Observation",
     "RecoveryPolicy",
     "RefreshCredentials",
+    "RefreshTools",
+    "ReinitSession",
     "Remediate",
     "RepairTurn",
     "RepromptWithSchema",

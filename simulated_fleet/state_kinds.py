@@ -66,6 +66,7 @@ from fleetchaos.sim.schedules import (
     poisson_times,
 )
 from fleetchaos.sim.state import NodeView, SharedCapacity, SharedView, unlimited
+from fleetchaos.sim.state_kinds_mcp import McpServerRestartKind
 from fleetchaos.sim.template import Step
 
 S_DISK = _rng.stream_id("fault:disk_full")
@@ -406,6 +407,7 @@ STATE_KINDS: dict[str, StateKind] = {
         GitPushConflictKind(),
         QuotaExhaustedKind(),
         OverloadedKind(),
+        McpServerRestartKind(),
     )
 }
 

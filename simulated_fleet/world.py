@@ -416,7 +416,7 @@ class World:
                 break
             start, done = resume_point(action.resume_from, action.done_items, report, tpl.fan_outs, self.checkpoints)
             if isinstance(action, MODEL_TURN_ACTIONS):
-                turn = self.turns.plan(action, report, rec)
+                turn = self.turns.plan(action, report, rec, sources)
                 if turn is not None and turn.mode == COMPACT:  # a turn of its own, before the retry
                     yield from self._compact(rec, w, tpl, turn.step, task_key)
                     turn = None

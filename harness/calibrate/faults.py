@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fleetchaos.calibrate.changepoint import find_windows
-from fleetchaos.sim.kind_record import PERSISTENT, TASK_STEP, TRANSIENT, WORKER_TOOL
+from fleetchaos.sim.kind_record import PERSISTENT, RENEWED, TASK_STEP, TRANSIENT, WORKER_TOOL
 from fleetchaos.sim.kinds import KINDS
 from fleetchaos.traces.codes import FAULT_KINDS
 
@@ -314,7 +314,7 @@ def fit_persistent(ctx: Context, name: str) -> list[Fitted]:
     step and item)."""
     import numpy as np
 
-    per_item = KINDS[name].persistent_scope != TASK_STEP
+    per_item = KINDS[name].persistent_scope not in (TASK_STEP, RENEWED)  # an MCP session or tool list: per task, step
     times, tools, workers, failed, items, (retried, same) = _units(ctx, name, per_item)
     if not failed.any():
         return []

@@ -46,6 +46,8 @@ NOT_FITTED = {
     "network_partition": "a partition refuses dispatches, not tool calls; not fitted",
     "context_overflow": "it emerges from the context's size and the model's window (fleet.model), which a trace does "
     "not give; set fleet.model.context_window_tokens and result_tokens_sigma",
+    "mcp_server_restart": "a server's restarts are windows in which every call to its tools fails, on every worker; "
+    "which tools share a server is not a tool-call attribute: declare mcp_server_restart with them",
 }
 
 

@@ -20,7 +20,9 @@ breakers) lives in the driver-kept shared state of :class:`~fleetchaos.policies.
   alone and under per-worker circuit breakers;
 * ``escalate-all``: page a human on every failure (what escalating everything costs);
 * ``repair-turn``, ``reprompt-schema``, ``fallback-model``, ``resume-stream``, ``compact-context``,
-  ``structured-llm``: the model-side actions (:mod:`fleetchaos.policies.model_recovery`).
+  ``structured-llm``: the model-side actions (:mod:`fleetchaos.policies.model_recovery`);
+* ``reinit-session``, ``refresh-tools``, ``structured-mcp``: the MCP client's actions
+  (:mod:`fleetchaos.policies.mcp_recovery`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from fleetchaos.policies.builtins import Backoff
 from fleetchaos.policies.controls import Controlled
 from fleetchaos.policies.generic import RemedyLadder
 from fleetchaos.policies.instead import instead_give_up
+from fleetchaos.policies.mcp_recovery import MCP_PRESETS
 from fleetchaos.policies.model_recovery import MODEL_PRESETS
 from fleetchaos.policies.readers import category_of, code_of, resume_of, retry_after_s_of, retryable_of
 from fleetchaos.policies.retry_on import retry_always
@@ -379,4 +382,5 @@ PRESETS: dict[str, Callable[[], RecoveryPolicy]] = {
     "ladder": RemedyLadder,
     "ladder-breaker": _ladder_breaker,
     **MODEL_PRESETS,
+    **MCP_PRESETS,
 }

@@ -50,6 +50,11 @@ class Route:
     model: bool = False
     """The route is the model provider's chat completions (or messages) endpoint: each call is a turn of the
     task's conversation, and its tokens are the response's ``usage`` when it reports them."""
+    mcp: bool = False
+    """The route is an MCP server's streamable-HTTP endpoint: a ``tools/call`` is a call of the tool its
+    ``params.name`` names (``tool`` when it names none), an ``initialize`` after a failure renews the task's MCP
+    session and a ``tools/list`` its tool list, and the MCP kinds are answered as the server puts them on the wire
+    (:mod:`fleetchaos.real.mcp_wire`); its other requests pass untouched."""
 
     def __post_init__(self) -> None:
         _parse(self.match, f"Route({self.tool!r})")

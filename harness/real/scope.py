@@ -30,6 +30,7 @@ from fleetchaos.sim import _rng
 from fleetchaos.sim.kinds import FaultKind
 from fleetchaos.sim.layers import LayerTry, next_layer_try, try_key
 from fleetchaos.sim.ledger import TaskRecord
+from fleetchaos.sim.mcp_turns import REFRESH, REINIT, renew
 from fleetchaos.sim.plan import RetryAt
 from fleetchaos.sim.template import Template
 from fleetchaos.sim.waste import RetryWatch
@@ -121,6 +122,14 @@ class TaskScope:
         si = self.template.names.index(tool)
         self.sources[(si, item)] = self.sources.get((si, item), 0) + 1
         self.record.alternatives_used += 1
+
+    def renew_mcp(self, session: bool) -> None:
+        """The team's MCP client opened a new session (``session``) or listed the tools again after a failure: the
+        failed step's session or list is renewed, as the simulator's ReinitSession or RefreshTools renews it.  Before
+        any failure (a task's first ``initialize``) nothing is renewed."""
+        last = self.retries.last
+        if last is not None:
+            renew(REINIT if session else REFRESH, last.step, self.sources)
 
     def item_no(self, si: int, item: Hashable | None, fan_out: int, tool: str) -> tuple[int, bool]:
         """(the item number of a call, whether it was numbered by arrival order)."""

@@ -21,7 +21,11 @@ an API would answer it:
 * the model's own kinds on a model route: 200 with the broken turn in the chat completion
   (a refusal, a filter or length stop, bad arguments, an unknown tool, a repeated call id,
   an empty turn), or a body cut mid-call (:mod:`fleetchaos.real.model_turns`); a model request whose
-  messages are past the window: the provider's 400 ``context_length_exceeded``.
+  messages are past the window: the provider's 400 ``context_length_exceeded``;
+* the MCP boundary's kinds on an MCP route: a JSON-RPC error, a 404 to the session, an
+  ``isError`` result (forwarded first when the draw says the tool's work took effect), or a
+  refused connection (:mod:`fleetchaos.real.mcp_wire`); an ``initialize`` or ``tools/list``
+  after a failure renews the task's session or tool list.
 
 An SDK's own retries are recognised by ``x-stainless-retry-count``: try n of the same
 call, keyed as the simulator keys its transport layer's tries.  A request no route
@@ -39,8 +43,11 @@ from typing import Any
 from fleetchaos.real.context import ACTIVE, orphaned
 from fleetchaos.real.decision import Decision
 from fleetchaos.real.faults import UnboundCall
+from fleetchaos.real.mcp_wire import INITIALIZE, LIST_TOOLS, TOOLS_CALL, mcp_answer, rpc_call
 from fleetchaos.real.model_turns import CUT_MESSAGE, MODEL_TURNS, context_exceeded, model_turn, prompt_text
+from fleetchaos.real.scope import SCOPE
 from fleetchaos.real.usage import acount_usage, count_usage
+from fleetchaos.sim.kinds_mcp import MCP_SIDE_KINDS
 
 __all__ = ["chaos_transport", "http_module"]
 
@@ -103,6 +110,12 @@ class _ChaosTransport:
             if d.sleeps:
                 injector.sleep_sync(self._hang_s(d, request) if kind.outcome_unknown else d.duration_s)
             return self._model_turn(d, request)
+        if route.mcp and kind.name in MCP_SIDE_KINDS:
+            if kind.outcome_unknown and d.commits:  # an isError: the tool ran, and what it did took effect
+                self._forwarded(d, request, self._forward(request))
+            if d.sleeps:
+                injector.sleep_sync(d.duration_s)
+            return self._mcp_failed(d, request)
         if kind.outcome_unknown:
             if d.commits:
                 self._forwarded(d, request, self._forward(request))
@@ -145,6 +158,12 @@ class _ChaosTransport:
             if d.sleeps:
                 await asyncio.sleep(self._hang_s(d, request) if kind.outcome_unknown else d.duration_s)
             return self._model_turn(d, request)
+        if route.mcp and kind.name in MCP_SIDE_KINDS:
+            if kind.outcome_unknown and d.commits:  # an isError: the tool ran, and what it did took effect
+                self._forwarded(d, request, await self._aforward(request))
+            if d.sleeps:
+                await asyncio.sleep(d.duration_s)
+            return self._mcp_failed(d, request)
         if kind.outcome_unknown:
             if d.commits:
                 self._forwarded(d, request, await self._aforward(request))
@@ -201,6 +220,14 @@ class _ChaosTransport:
             attempt = 0
         item = route.item(request) if route.item is not None else None
         key = request.headers.get("idempotency-key")
+        if route.mcp:
+            method, _, name = rpc_call(self._content(request))
+            scope = SCOPE.get()
+            if method in (INITIALIZE, LIST_TOOLS) and scope is not None and scope.runtime is injector:
+                scope.renew_mcp(method == INITIALIZE)
+            if method != TOOLS_CALL:
+                return None, None  # the session's own requests: forwarded untouched
+            return injector.begin(name or route.tool, item, attempt=attempt, idempotency_key=key), route
         if not route.model:
             return injector.begin(route.tool, item, attempt=attempt, idempotency_key=key), route
         try:
@@ -208,6 +235,26 @@ class _ChaosTransport:
         except self._module.RequestNotRead:  # a streamed request body: its messages are not measured
             prompt = None
         return injector.begin(route.tool, item, attempt=attempt, idempotency_key=key, prompt=prompt), route
+
+    def _content(self, request: Any) -> bytes:
+        try:
+            return request.content
+        except self._module.RequestNotRead:  # a streamed request body: read as one that declares nothing
+            return b""
+
+    def _mcp_failed(self, d: Decision, request: Any) -> Any:
+        """An MCP kind as the server answers it (a JSON-RPC error, a 404, an isError result), or a refused connection."""
+        kind = d.kind
+        assert kind is not None
+        d.fire()
+        _, request_id, _ = rpc_call(self._content(request))
+        answer = mcp_answer(kind.name, request_id, d.tool)
+        d.meet()
+        if answer is None:
+            raise self._module.ConnectError(_line(d), request=request)
+        status, body = answer
+        headers = {"content-type": "application/json"}
+        return self._module.Response(status, headers=headers, content=body, request=request)
 
     def _forwarded(self, d: Decision, request: Any, response: Any) -> Any:
         if 200 <= response.status_code < 300:

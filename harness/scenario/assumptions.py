@@ -1,18 +1,16 @@
 """The assumptions a headline rests on: each a scenario setting with its default, its reason and its range.
 
-Every setting that can move an outcome and that nothing measures (what a failure reveals,
-how a partial batch is reported, whether workers checkpoint, how often envelopes lie, how
-a provider admits calls, what a page or a silent failure costs) is one :class:`Assumption`
-here: its scenario path, what it decides, the source or argument for its default, and the
-plausible range a sensitivity study varies it over.  The default itself is never written
+Every setting that can move an outcome and that nothing measures (what a failure reveals, how a partial batch
+is reported, whether workers checkpoint, how often envelopes lie, how a provider admits calls, what a page or a
+silent failure costs) is one :class:`Assumption` here: its scenario path, what it decides, the source or argument
+for its default, and the plausible range a sensitivity study varies it over.  The default itself is never written
 twice: it is read from the scenario models (:func:`model_default`) and from
 ``scenarios/default.yaml`` (the headline's value, :func:`headline_value`).
 
 :func:`concrete` turns the paths into ``--param`` paths of a given scenario (one per
 provider, one per ``wrong_envelope`` rule) with their values, for ``sweep`` and
-``robustness``.  docs/assumptions.md is :func:`fleetchaos.scenario.assumptions_doc.render`
-(``fleetchaos schema assumptions``); a test keeps it equal to this table and checks that
-every format, cost and admission setting the world reads is in it.
+``robustness``.  docs/assumptions.md is :func:`fleetchaos.scenario.assumptions_doc.render` (``fleetchaos schema
+assumptions``); a test keeps it equal to this table and checks every format, cost and admission setting is in it.
 """
 
 from __future__ import annotations
@@ -23,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from fleetchaos.scenario.assumption_record import GROUPS, PATH_PART, Assumption
+from fleetchaos.scenario.assumptions_mcp import MCP_ASSUMPTIONS
 from fleetchaos.scenario.fields import FieldAt, resolve
 
 if TYPE_CHECKING:
@@ -86,6 +85,7 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
     _factor("jsonrpc", "a JSON-RPC error object", (0.0, 0.2, 1.0)),
     _factor("problem_details", "an RFC 9457 problem", (0.0, 0.2, 1.0)),
     _factor("google_rpc", "a google.rpc.Status", (0.0, 0.2, 1.0)),
+    *MCP_ASSUMPTIONS,
     Assumption(
         "fleet.partial_batch",
         GROUPS[1],

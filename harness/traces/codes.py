@@ -104,6 +104,14 @@ DEFAULT_CODES: dict[str, str] = {
          "IncompleteRead"],
         "stream_cut",
     ),
+    # The MCP boundary, as the MCP SDKs raise it (the Python SDK's McpError for a JSON-RPC error, FastMCP's
+    # ToolError behind an isError result), as OpenTelemetry's MCP conventions record an isError result
+    # (error.type tool_error) and as the simulated vendors' wire codes and the contract's codes name it.
+    **dict.fromkeys(["ERR_MCP_PROTOCOL", "MCP_PROTOCOL_ERROR", "McpError"], "mcp_protocol_error"),
+    **dict.fromkeys(["ERR_MCP_TOOL_ERROR", "MCP_TOOL_ERROR", "IS_ERROR", "ToolError", "tool_error"], "mcp_tool_error"),
+    **dict.fromkeys(["ERR_MCP_CONNECTION_CLOSED", "MCP_SERVER_UNAVAILABLE"], "mcp_server_restart"),
+    **dict.fromkeys(["ERR_MCP_SESSION_NOT_FOUND", "MCP_SESSION_EXPIRED"], "mcp_session_expired"),
+    **dict.fromkeys(["ERR_MCP_UNKNOWN_TOOL", "MCP_UNKNOWN_TOOL"], "mcp_tool_drift"),
 }  # fmt: skip
 
 #: HTTP statuses -> kinds, used when the code says nothing.

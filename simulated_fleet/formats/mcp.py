@@ -15,7 +15,10 @@ Handling" for tools, 2025-11-25):
   ``ConnectionClosed``, -32000) or did not answer before the client's request timeout
   (``RequestTimeout``, -32001).  Which channel a failure takes is read from its kind's record:
   a call whose outcome is unknown timed out at the client; a wire errno of a refused or
-  unreachable connection (:data:`CONNECTION_ERRNOS`) never reached the server.
+  unreachable connection (:data:`CONNECTION_ERRNOS`) never reached the server, and the MCP
+  boundary's own failures (:data:`MCP_ERRNOS`) take the channel the specification gives them:
+  a server's internal error, an expired session and an unknown tool are protocol errors, a
+  tool that ran and failed (``mcp_tool_error``) an ``isError`` result.
 
 ``mcp-structured`` is a server that also provides ``structuredContent``: the error as a
 stable code, a one-line message, a recovery class and a retry-after in seconds, with the
@@ -52,11 +55,28 @@ CONNECTION_CLOSED = (-32000, "Connection closed")
 REQUEST_TIMEOUT = (-32001, "Request timed out")
 
 
+#: Wire errnos of the MCP boundary's own failures -> what the client gets: a JSON-RPC error (code, message), or
+#: None for a tool that ran and returned ``isError`` (a result, whatever the kind's outcome).  The codes are the
+#: specification's (-32602 for an unknown tool, -32603 for an internal error), the SDKs' -32000 for a restarting
+#: server's closed connection and the SDK servers' (-32001 "Session not found", with HTTP 404, for a session id the
+#: server no longer knows).
+MCP_ERRNOS: dict[str, tuple[int, str] | None] = {
+    "ERR_MCP_PROTOCOL": (-32603, "Internal error"),
+    "ERR_MCP_CONNECTION_CLOSED": CONNECTION_CLOSED,
+    "ERR_MCP_SESSION_NOT_FOUND": (-32001, "Session not found"),
+    "ERR_MCP_UNKNOWN_TOOL": (-32602, "Unknown tool"),
+    "ERR_MCP_TOOL_ERROR": None,
+}
+
+
 def protocol_error(kind: FaultKind) -> tuple[int, str] | None:
     """The JSON-RPC code and message the client sees when ``kind`` left the call without a result, else None."""
+    errno = kind.wire.errno if kind.wire is not None else None
+    if errno in MCP_ERRNOS:
+        return MCP_ERRNOS[errno]
     if kind.outcome_unknown:
         return REQUEST_TIMEOUT
-    if kind.wire is not None and kind.wire.errno in CONNECTION_ERRNOS:
+    if errno in CONNECTION_ERRNOS:
         return CONNECTION_CLOSED
     return None
 

@@ -140,8 +140,8 @@ def test_fail_fast_extras_used_by_the_hand_computations():
 
 
 def test_every_fault_kind_has_a_contract_or_is_reporting_only():
-    """All 29 scenario kinds are classified: 27 by a failure contract, schema_drift and wrong_envelope as reporting only."""
-    assert len(FAULT_MODELS) == 29
+    """All 34 scenario kinds are classified: 32 by a failure contract, schema_drift and wrong_envelope as reporting only."""
+    assert len(FAULT_MODELS) == 34
     assert set(REPORTING_KINDS) == {"schema_drift", "wrong_envelope"}
     assert set(FAULT_MODELS) == set(FAILURES) | set(REPORTING_KINDS)
     assert set(FAILURES).isdisjoint(REPORTING_KINDS)
@@ -170,7 +170,7 @@ def test_each_failure_kind_generic_status_word_vs_structured_contract(kind):
     assert env.partial_success.artifacts == ()
     assert env.retry_after_ms == (2500 if retry else None)
     assert {k: env.context[k] for k in ("worker", "tool")} == {"worker": "worker-1", "tool": "write"}
-    if kind in ("timeout", "stream_cut"):  # ambiguous: the side effect may have committed
+    if kind in ("timeout", "stream_cut", "mcp_tool_error"):  # ambiguous: the side effect may have committed
         assert env.context["outcome"] == "unknown"
     elif kind != "latency_spike":  # (see test_bug_latency_spike_timeout_says_outcome_unknown)
         assert "outcome" not in env.context

@@ -2,7 +2,8 @@
 
 refusal_loop (refusal, content_filter), malformed_calls (malformed_args, unknown_tool,
 duplicate_call_id, empty_turn, truncated_call), stream_cut_storm (stream_cut) and
-context_pressure (context_overflow, emergent) each name their arms
+context_pressure (context_overflow, emergent), and the MCP boundary's mcp_flap (tests/sim/test_sim_mcp_flap.py
+breaks each of its gates) each name their arms
 (``arms:``) and gate them (``expect:``).  Every gate is judged by the one gate rule on the
 arms it applies to, over the seeds below (seed 1 is the catalogue tests' own), and must pass
 decisively: each is a worst-seed gate, an exact figure.  The loop's arithmetic is checked
@@ -20,7 +21,7 @@ from fleetchaos.scenario.load import load_scenario
 from fleetchaos.sim.kinds_model import DETERMINISTIC_DENIAL
 from fleetchaos.testing.suite import run_scenario
 
-SCENARIOS = ("refusal_loop", "malformed_calls", "stream_cut_storm", "context_pressure")
+SCENARIOS = ("refusal_loop", "malformed_calls", "stream_cut_storm", "context_pressure", "mcp_flap")
 SEEDS = (1, 2)
 
 

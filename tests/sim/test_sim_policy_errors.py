@@ -74,13 +74,13 @@ def broken_world(sim):
             ReturnsNone(),
             "policy returned an invalid action: expected an action "
             "(Retry, Reroute, RefreshCredentials, UseAlternative, Remediate, RepairTurn, RepromptWithSchema, FallbackModel, "
-            "ResumeStream, CompactContext, Escalate, Rollback, DeadLetter, GiveUp), got NoneType",
+            "ResumeStream, CompactContext, ReinitSession, RefreshTools, Escalate, Rollback, DeadLetter, GiveUp), got NoneType",
         ),
         (
             ReturnsActionClass(),
             "policy returned an invalid action: expected an action "
             "(Retry, Reroute, RefreshCredentials, UseAlternative, Remediate, RepairTurn, RepromptWithSchema, FallbackModel, "
-            "ResumeStream, CompactContext, Escalate, Rollback, DeadLetter, GiveUp), got type",
+            "ResumeStream, CompactContext, ReinitSession, RefreshTools, Escalate, Rollback, DeadLetter, GiveUp), got type",
         ),
         (NegativeDelay(), "policy returned an invalid action: delay_s must be finite and >= 0, got -1.0"),
         (InfiniteDelay(), "policy returned an invalid action: delay_s must be finite and >= 0, got inf"),

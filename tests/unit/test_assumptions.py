@@ -205,24 +205,26 @@ def test_each_assumption_is_a_documented_field_with_its_default_in_its_range(ass
 
 #: The fallback model's settings: a block default.yaml leaves out.
 FALLBACK_PATHS = {a.path for a in ASSUMPTIONS if a.path.startswith("fleet.model.fallback.")}
+MCP_PATHS = {a.path for a in ASSUMPTIONS if a.path.startswith("faults[mcp_")}
 
 
 def test_every_value_of_every_range_is_a_valid_param_on_the_default_scenario():
     """sweep and robustness can vary each assumption over its whole range on the headline's scenario."""
     scenario = load_scenario("default")
     paths = {a.path: path for a, path, _ in concrete(scenario)}
-    # default.yaml has a provider and a wrong_envelope rule: every assumption applies, but the fallback model's,
-    # which apply where a scenario declares one (refusal_loop: checked below)
-    assert set(paths) == PATHS - FALLBACK_PATHS and FALLBACK_PATHS
+    # default.yaml has a provider and a wrong_envelope rule: every assumption applies, but the fallback model's and
+    # the MCP faults', which apply where a scenario declares them (refusal_loop, mcp_flap: checked below)
+    assert set(paths) == PATHS - FALLBACK_PATHS - MCP_PATHS and FALLBACK_PATHS and MCP_PATHS
     for assumption in ASSUMPTIONS:
         for value in assumption.values if assumption.path in paths else ():
             apply_params(scenario, [(paths[assumption.path], value)], source="scenarios/default.yaml")
-    refusals = load_scenario("refusal_loop")
-    declared = {a.path: path for a, path, _ in concrete(refusals)}
-    assert set(declared) >= FALLBACK_PATHS
-    for assumption in ASSUMPTIONS:
-        for value in assumption.values if assumption.path in FALLBACK_PATHS else ():
-            apply_params(refusals, [(declared[assumption.path], value)], source="scenarios/refusal_loop.yaml")
+    for name, only in (("refusal_loop", FALLBACK_PATHS), ("mcp_flap", MCP_PATHS)):
+        declaring = load_scenario(name)
+        declared = {a.path: path for a, path, _ in concrete(declaring)}
+        assert set(declared) >= only
+        for assumption in ASSUMPTIONS:
+            for value in assumption.values if assumption.path in only else ():
+                apply_params(declaring, [(declared[assumption.path], value)], source=f"scenarios/{name}.yaml")
 
 
 def test_concrete_paths_follow_the_scenarios_lists():

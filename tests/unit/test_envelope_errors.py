@@ -176,7 +176,8 @@ def test_wrong_envelope_parameters_are_validated(fault, message):
 
 
 def test_a_misclassification_names_a_providers_overload_only_where_a_provider_is_declared():
-    """Without fleet.providers the default pool leaves out overloaded (a world without one never meets it); with one it is in."""
+    """Without fleet.providers the default pool leaves out overloaded (a world without one never meets it); with one it is in.
+    The model-side and MCP kinds are never in it (a worker's tool envelope names them only when reported_as does)."""
     fault = WrongEnvelope(misclassify=1.0)
     without = compile_rule(fault, 0, 86_400.0)
     with_provider = compile_rule(fault, 0, 86_400.0, providers=True)
@@ -191,7 +192,8 @@ def test_a_misclassification_names_a_providers_overload_only_where_a_provider_is
         "stream_cut",
         "context_overflow",
     )
-    reported = tuple(n for n, k in KINDS.items() if k.wire is not None and n not in model_side)
+    mcp = ("mcp_protocol_error", "mcp_tool_error", "mcp_server_restart", "mcp_session_expired", "mcp_tool_drift")
+    reported = tuple(n for n, k in KINDS.items() if k.wire is not None and n not in model_side + mcp)
     assert "overloaded" in reported and "overloaded" not in without.reportable
     assert with_provider.reportable == reported
     assert without.reportable == tuple(n for n in reported if n != "overloaded")

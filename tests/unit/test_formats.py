@@ -161,10 +161,11 @@ def test_structured_context_worker_and_tool():
 
 @pytest.mark.parametrize("kind", FAILURE_KINDS)
 def test_structured_outcome_unknown_only_for_timeouts(kind):
-    """context['outcome'] == 'unknown' is set for timeouts (injected or from a latency spike) and a cut stream (its
-    calls may have run), and no other kind."""
+    """context['outcome'] == 'unknown' is set for timeouts (injected or from a latency spike), a cut stream (its
+    calls may have run) and an MCP isError result (the tool ran: what it did before failing may have taken effect),
+    and no other kind."""
     env = StructuredFormat().render(report(failure=kind)).envelope
-    if kind in ("timeout", "latency_spike", "stream_cut"):
+    if kind in ("timeout", "latency_spike", "stream_cut", "mcp_tool_error"):
         assert env.context["outcome"] == "unknown"
     else:
         assert "outcome" not in env.context

@@ -44,6 +44,11 @@ WIRE = {
     "latency_spike": (504, "TOOL_TIMEOUT", "transient", True, False),
     "quota_exhausted": (429, "QUOTA_EXCEEDED", "resource", True, True),
     "overloaded": (503, "SERVICE_OVERLOADED", "transient", True, False),
+    "mcp_protocol_error": (500, "MCP_PROTOCOL_ERROR", "transient", True, False),
+    "mcp_tool_error": (500, "MCP_TOOL_ERROR", "transient", True, False),
+    "mcp_server_restart": (502, "MCP_SERVER_UNAVAILABLE", "transient", True, False),
+    "mcp_session_expired": (404, "MCP_SESSION_EXPIRED", "auth", True, False),
+    "mcp_tool_drift": (404, "MCP_UNKNOWN_TOOL", "validation", True, False),
 }
 
 

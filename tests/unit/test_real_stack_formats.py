@@ -221,6 +221,11 @@ PINS: dict[str, tuple[int, int, str, int, str | int]] = {
     "latency_spike": (504, -32002, "DEADLINE_EXCEEDED", 504, -32001),
     "quota_exhausted": (429, -32005, "RESOURCE_EXHAUSTED", 429, "tool"),
     "overloaded": (503, -32002, "UNAVAILABLE", 503, "tool"),
+    "mcp_protocol_error": (500, -32603, "INTERNAL", 500, -32603),  # the server's JSON-RPC internal error
+    "mcp_tool_error": (500, -32603, "INTERNAL", 500, "tool"),  # the tool ran: an isError result
+    "mcp_server_restart": (502, -32002, "UNAVAILABLE", 503, -32000),  # connection closed
+    "mcp_session_expired": (404, -32001, "NOT_FOUND", 404, -32001),  # the SDK servers' "Session not found"
+    "mcp_tool_drift": (404, -32001, "NOT_FOUND", 404, -32602),  # the specification's unknown tool
 }
 
 
