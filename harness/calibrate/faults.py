@@ -252,9 +252,12 @@ def _rate_rules(ctx, name: str, times, failed, tools_of_unit, worker_of_unit, la
 def fit_transient(ctx: Context, name: str) -> list[Fitted]:
     """network_blip, timeout and the model's per-call faults: per-call probabilities (a fresh draw on every try).
 
-    A kind whose outcome is unknown (a timeout, a cut stream) also gets its ``timeout_s``, the median
-    duration of its failed calls; whether such a call committed is not in traces.
+    A kind whose outcome is unknown (a timeout, a cut stream, an MCP tool's isError) also gets its
+    ``timeout_s``, the median duration of its failed calls, when its model has one; whether such a call
+    committed is not in traces.
     """
+    from fleetchaos.sim.fault_specs import FAULT_MODELS
+
     calls = ctx.calls
     mask = ctx.eligible(name)
     failed = calls.kind[mask] == ctx.kind_code(name)
@@ -263,8 +266,8 @@ def fit_transient(ctx: Context, name: str) -> list[Fitted]:
     if unknown and failed.any():
         import numpy as np
 
-        durations = calls.duration[mask][failed]
-        extra["timeout_s"] = round(float(np.median(durations)), 3)
+        if "timeout_s" in FAULT_MODELS[name].model_fields:
+            extra["timeout_s"] = round(float(np.median(calls.duration[mask][failed])), 3)
         extra["committed_probability"] = 0.5
     fits = _rate_rules(
         ctx, name, calls.start[mask], failed, calls.tool[mask], calls.worker[mask], "failed calls", extra
