@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fleetchaos.calibrate import faults as F
+from fleetchaos.calibrate import provider as P
 from fleetchaos.calibrate import rate_limit as R
 from fleetchaos.calibrate import state_faults as S
 from fleetchaos.calibrate.latency import LatencyFit, fit_latency
@@ -43,8 +44,6 @@ NOT_FITTED = {
     "schema_drift": "the envelope version a worker speaks is not a tool-call attribute",
     "latency_spike": "slow calls are in the latency fit; spikes as windows are not fitted",
     "network_partition": "a partition refuses dispatches, not tool calls; not fitted",
-    "overloaded": "a provider refuses calls because of its capacity and queue (fleet.providers), which a trace "
-    "does not give; its 503s are counted, the provider is not fitted",
     "context_overflow": "it emerges from the context's size and the model's window (fleet.model), which a trace does "
     "not give; set fleet.model.context_window_tokens and result_tokens_sigma",
     "mcp_server_restart": "a server's restarts are windows in which every call to its tools fails, on every worker; "
@@ -181,11 +180,16 @@ def calibrate(
     ctx = F.Context(calls, origin, duration, end_s, item, group_start, api_tools, bin_s, notes, bucket)
     ctx.tasks_per_hour = [float(p["tasks_per_hour"]) for p in schedule["points"]]
 
-    # -- latency per tool -------------------------------------------------------------------
+    provider, service, provider_comment = P.fit_provider(ctx)
+
+    # -- latency per tool (a provider's calls without their wait in its queue) ------------------
     latency: dict[str, LatencyFit] = {}
     for t, tool in enumerate(calls.tools):
         ok = (calls.tool == t) & (calls.kind == -1)
-        sample = calls.duration[ok] if ok.any() else calls.duration[calls.tool == t]
+        served = ok & np.isfinite(service)
+        sample = (
+            service[served] if served.any() else calls.duration[ok] if ok.any() else calls.duration[calls.tool == t]
+        )
         if not ok.any():
             notes.append(f"tool {tool!r}: no successful call, its duration is fitted on failed ones")
         fit = fit_latency(tool, sample)
@@ -211,6 +215,9 @@ def calibrate(
         f" and {len(calls.workers) - 12} more" if len(calls.workers) > 12 else ""
     )
     comments[("fleet", "tool_slots")] = "the most steps one worker ran at once"
+    if provider is not None:
+        fleet["providers"] = [provider]
+        comments[("fleet", "providers")] = provider_comment
     comments[("fleet", "network_latency")] = "traced call durations already include the network round trip"
     continued, told = partial_batch_seen(calls, group_start, templates, task_template)
     if told:

@@ -64,33 +64,44 @@ SPARED_ALPHA = 1e-3
 HINT_RATIO = 2.0
 
 
-def bucket_tools(calls: Calls, api_tools: set[int]) -> tuple[set[int], set[int], list[str]]:
-    """The API tools that take from the rate-limited bucket, the others (:data:`OTHER_API`), and notes.
+def limited_tools(
+    calls: Calls, candidates: set[int], limited: NDArray[np.bool_]
+) -> tuple[set[int], dict[int, int], float]:
+    """The candidate tools a limit (``limited``: the calls it refused) takes in, the ones it spared with the calls
+    they made while it refused others, and the share of the limited tools' calls it refused then.
 
-    A tool the bucket refused takes from it.  One it never refused takes from it too unless its calls in the
-    minutes the bucket refused others' would all have got through less often than :data:`SPARED_ALPHA` at the
-    share it refused theirs: a tool called after another that met the limit rarely gets its turn in a cut.
+    A tool the limit refused is limited.  One it never refused is too unless its calls in the minutes it refused
+    others' would all have got through less often than :data:`SPARED_ALPHA` at the share it refused theirs: a
+    tool called after another that met the limit rarely gets its turn while the limit holds.
     """
     import numpy as np
 
+    refused = set(np.unique(calls.tool[limited]).tolist()) & candidates
+    minute = (calls.start // 60).astype(np.int64)
+    busy = np.isin(minute, np.unique(minute[limited]))
+    share = float(limited[busy & np.isin(calls.tool, list(refused))].mean()) if refused else 0.0
+    spared: dict[int, int] = {}
+    for t in sorted(candidates - refused):
+        n = int((busy & (calls.tool == t)).sum())
+        if n and (1.0 - share) ** n < SPARED_ALPHA:
+            spared[t] = n
+    return candidates - set(spared), spared, share
+
+
+def bucket_tools(calls: Calls, api_tools: set[int]) -> tuple[set[int], set[int], list[str]]:
+    """The API tools that take from the rate-limited bucket (:func:`limited_tools`), the others
+    (:data:`OTHER_API`), and notes."""
     limited = calls.kind == FAULT_KINDS.index("rate_limit")
     if not limited.any():
         return set(api_tools), set(), []
-    refused = set(np.unique(calls.tool[limited]).tolist()) & api_tools
-    minute = (calls.start // 60).astype(np.int64)
-    busy = np.isin(minute, np.unique(minute[limited]))
-    share = float(limited[busy & np.isin(calls.tool, list(refused))].mean())
-    others, notes = set(), []
-    for t in sorted(api_tools - refused):
-        n = int((busy & (calls.tool == t)).sum())
-        if n and (1.0 - share) ** n < SPARED_ALPHA:
-            others.add(t)
-            notes.append(
-                f"tool {calls.tools[t]!r}: calls an API but was never rate-limited in {n} calls made in minutes when "
-                f"{100 * share:.3g}% of the limited tools' calls were: its calls go to an API of their own "
-                f"({OTHER_API}), whose rate never binds"
-            )
-    return api_tools - others, others, notes
+    bucket, spared, share = limited_tools(calls, api_tools, limited)
+    notes = [
+        f"tool {calls.tools[t]!r}: calls an API but was never rate-limited in {n} calls made in minutes when "
+        f"{100 * share:.3g}% of the limited tools' calls were: its calls go to an API of their own ({OTHER_API}), "
+        "whose rate never binds"
+        for t, n in spared.items()
+    ]
+    return bucket, set(spared), notes
 
 
 def _busiest_rate(
@@ -152,23 +163,28 @@ def _cut_stretch(times: NDArray[np.float64], hints: NDArray[np.float64]) -> int:
     return len(hints)
 
 
-def _token_interval(times: NDArray[np.float64], hints: NDArray[np.float64]) -> float:
-    """Seconds per token of a stretch of refusals at one rate: the median gap between the distinct instants its
-    refusals were told to come back, never shorter than its longest hint.
+def _token_interval(times: NDArray[np.float64], hints: NDArray[np.float64], admitted: NDArray[np.float64]) -> float:
+    """Seconds per token of a stretch of refusals at one rate, from the distinct instants its refusals were told to
+    come back: the gap between two of them over the calls admitted in it (each took one token), their median,
+    never shorter than its longest hint.
 
     Every refusal between two admitted calls is told the same instant (when the bucket next holds a token), and
-    while the bucket stays empty those instants follow each other one token's refill apart; a single hint is
-    shorter by the part of a token the bucket held when it refused.  Gaps of more than three longest hints are
-    between stretches the bucket refused apart (the afternoon's peak and the evening's), not tokens.
+    while the bucket stays empty each call it admits takes the token refilled since the last; a single hint is
+    shorter by the part of a token the bucket held when it refused.  A gap of many admitted calls is between
+    stretches the bucket refused apart (the afternoon's and the evening's), at another rate: only estimates
+    within a factor of :data:`HINT_RATIO` of the longest hint (and never below half of it) count.
     """
     import numpy as np
 
     longest = float(hints.max())
     due = np.sort(times + hints)
-    gaps = np.diff(due)
-    # The same instant, told in rounded seconds, is one instant; a gap of many tokens is between two stretches.
-    steps = gaps[(gaps > 0.1 * longest) & (gaps <= 3.0 * longest)]
-    return max(longest, float(np.median(steps))) if len(steps) >= 2 else longest
+    due = due[np.concatenate(([True], np.diff(due) > 0.1 * longest))]  # one instant, told in rounded seconds
+    if len(due) < 2:
+        return longest
+    took = np.searchsorted(admitted, due[1:], side="left") - np.searchsorted(admitted, due[:-1], side="left")
+    per_token = np.diff(due) / np.maximum(took, 1)
+    kept = per_token[(per_token >= 0.5 * longest) & (per_token <= 1.5 * HINT_RATIO * longest)]
+    return max(longest, float(np.median(kept))) if len(kept) else longest
 
 
 def _smallest_burst(admitted: NDArray[np.float64], rate: float) -> float:
@@ -251,20 +267,21 @@ def fit_rate_limit(ctx: Context) -> tuple[list[Fitted], dict, list[str]]:
         if np.isfinite(hints[idx]).all():
             # The cut held until the latest instant its refusals were told to come back, and no later than the
             # first refusal of the full rate after it.
-            a, b = 0, _cut_stretch(refused_at[idx], hints[idx])
-            end = float((refused_at[idx[a:b]] + hints[idx[a:b]]).max())
+            b = _cut_stretch(refused_at[idx], hints[idx])
+            end = float((refused_at[idx[:b]] + hints[idx[:b]]).max())
             end = min(end, float(refused_at[idx[b]])) if b < len(idx) else end
         else:
-            a, b, end = 0, len(idx), w.end_s
-        first, last = float(refused_at[idx[a]]), float(refused_at[idx[b - 1]])
-        cuts.append((w, first, last, end, idx[a:b]))
+            b, end = len(idx), w.end_s
+        first, last = float(refused_at[idx[0]]), float(refused_at[idx[b - 1]])
+        cuts.append((w, first, last, end, idx[:b]))
+    admitted = rel[kinds != code]  # every call that got past the bucket took a token (sorted: rel is)
     in_cut = np.zeros(len(rel), dtype=bool)
     for _w, first, _last, end, _ in cuts:
         in_cut |= (rel >= first) & (rel < end)
     outside = failed & ~in_cut
     told = outside & np.isfinite(hint_col) & (hint_col > 0)
     if told.sum() >= MIN_REFUSALS:
-        rate = 1.0 / _token_interval(rel[told], hint_col[told])
+        rate = 1.0 / _token_interval(rel[told], hint_col[told], admitted)
         comments.append(
             f"{int(outside.sum())} rate-limit failures outside the cuts: the bucket binds there; its rate is "
             f"{rate:.4g} calls/s, one token per {1 / rate:.4g} s as their retry-after hints tell it"
@@ -285,7 +302,6 @@ def fit_rate_limit(ctx: Context) -> tuple[list[Fitted], dict, list[str]]:
             f"{int(outside.sum())} rate-limit failures outside the cuts: the API rate is twice the busiest 10 "
             f"minutes ({peak:.4g} calls/s), so it binds only in them"
         )
-    admitted = rel[kinds != code]  # every call that got past the bucket took a token
     burst = math.ceil(_smallest_burst(admitted, rate) - 1e-6)
     fleet["api_rate_per_s"] = sig(max(rate, 1e-6))
     fleet["api_burst"] = burst
@@ -299,7 +315,7 @@ def fit_rate_limit(ctx: Context) -> tuple[list[Fitted], dict, list[str]]:
     for w, first, last, end, refusals in cuts:
         cut_hints = hints[refusals]
         if len(refusals) and np.isfinite(cut_hints).all() and cut_hints.max() > 0:
-            cut_rate = 1.0 / _token_interval(refused_at[refusals], cut_hints)
+            cut_rate = 1.0 / _token_interval(refused_at[refusals], cut_hints, admitted)
             how = f"one token per {1 / cut_rate:.4g} s, as its refusals' retry-after hints tell it"
         else:
             served = int((ok & (rel >= first) & (rel < end)).sum())

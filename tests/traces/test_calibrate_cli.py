@@ -142,10 +142,12 @@ def test_calibrate_report(tmp_path, traces):
         ["calibrate", str(traces), "-o", str(tmp_path / "s.yaml"), "--report", str(tmp_path / "r"),
          "--check-seeds", "2", "--jobs", "1"],
     )  # fmt: skip
-    assert done.exit_code == 0, done.output  # two simulated days are too few to call the provider's 503s a miss
+    assert done.exit_code == 0, done.output
     names = sorted(p.name for p in (tmp_path / "r").iterdir())
     assert names == ["errors_by_hour.png", "latency_ecdf.png", "report.html", "summary.md"]
     summary = (tmp_path / "r" / "summary.md").read_text()
     assert "## Windows found" in summary and "rate_limit" in summary
     assert "## Fit check" in summary and "simulated on 2 seeds (1, 2" in summary
-    assert "| overloaded (not fitted) | 15.28% | 0.00% |" in summary
+    # The provider is fitted (its servers and limit), so the simulated day has 503s too.
+    row = next(line for line in summary.splitlines() if line.startswith("| overloaded | 15.28% | "))
+    assert float(row.split("|")[3].strip().rstrip("%")) > 0, row

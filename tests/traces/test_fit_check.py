@@ -111,19 +111,21 @@ def test_a_fitted_kind_that_misses_exits_1_and_says_why(tmp_path):
 
 
 def test_a_kind_calibration_does_not_fit_is_a_miss_to_declare_by_hand(tmp_path):
-    """A tenth of the calls refused as overloaded (a provider's capacity, not fitted): no simulated day has any."""
+    """A tenth of the calls refused for an overflowing context (the model's window, not fitted): no simulated day has
+    any."""
     rows = [
         {"time": 1735722000 + 20 * i, "task": f"t{i}", "tool": "llm", "worker": "w1", "duration_s": 1.0,
-         "outcome": "error" if i % 10 == 3 else "ok", **({"error": "SERVICE_OVERLOADED"} if i % 10 == 3 else {})}
+         "outcome": "error" if i % 10 == 3 else "ok", **({"error": "CONTEXT_LENGTH_EXCEEDED"} if i % 10 == 3 else {})}
         for i in range(400)
     ]  # fmt: skip
     (tmp_path / "calls.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     done = _cli("calibrate", "calls.jsonl", "-o", "fit.yaml", cwd=tmp_path)
     assert done.returncode == 1, done.stderr
     assert (
-        "overloaded: 0.00% of simulated calls" in done.stderr and "against 10.00% observed; not fitted" in done.stderr
+        "context_overflow: 0.00% of simulated calls" in done.stderr
+        and "against 10.00% observed; not fitted" in done.stderr
     )
-    assert "overloaded: calibration does not fit this kind; declare it by hand in fit.yaml" in done.stderr
+    assert "context_overflow: calibration does not fit this kind; declare it by hand in fit.yaml" in done.stderr
 
 
 def test_the_readme_example_fits(tmp_path):

@@ -1,0 +1,118 @@
+"""A provider's capacity from its traced calls: servers, the calls it holds, and each call's own service time.
+
+A provider that refuses calls for overload (the ``overloaded`` kind: its 503s) has a
+limit on the calls in it, and a queue in front of its servers; the traces show neither,
+only when each call arrived and when its answer came back.  Both follow from those
+times under the provider's own discipline, first come first served (``fleet.providers``):
+
+* **its tools**: the tools it refused, and when they all call the model provider's API,
+  every tool that does (a tool it never refused may still queue in it: a step after a
+  fan-out arrives as its items leave, when there is room).
+* **max_in_flight**: it admits a call only while fewer than that many are in it, so it
+  is one more than the most calls in flight (arrived, not yet answered) at an admitted
+  call's arrival (as all but :data:`OVERCOUNT_SHARE` of them saw it).
+* **servers**: with ``c`` servers, each admitted call, in order of arrival, starts when
+  it arrives or when the earliest of the ``c`` servers frees, whichever is later, and is
+  served until its answer.  Too few servers make some calls start after their own answer
+  (a negative service time); the fit takes the fewest servers with which no more than
+  :data:`NEGATIVE_SHARE` of the calls do (a client that gave up leaves the provider
+  working for it, which the traces do not show).
+* **service times**: each call's answer less its start: the call's duration without its
+  wait in the queue, which is what a step's ``duration`` is in a world with the provider
+  (its queue makes the waits again); the few calls that start after their answer are left
+  out of the fit.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING
+
+from fleetchaos.calibrate.faults import Context, sig
+from fleetchaos.traces.codes import FAULT_KINDS
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+#: The share of calls whose reconstructed service may be negative at the fitted server count.
+NEGATIVE_SHARE = 0.005
+
+#: The share of arrivals that may see one more call in flight than the provider held.
+OVERCOUNT_SHARE = 0.01
+
+#: The name of the fitted provider.
+NAME = "provider"
+
+
+def _services(arrive: NDArray[np.float64], answer: NDArray[np.float64], servers: int) -> NDArray[np.float64]:
+    """Each call's service time (answer less start) with ``servers`` first-come-first-served servers; calls in
+    order of arrival."""
+    import numpy as np
+
+    free = [-np.inf] * servers
+    out = np.empty(len(arrive))
+    for i, (a, d) in enumerate(zip(arrive.tolist(), answer.tolist())):
+        start = max(a, free[0])
+        out[i] = d - start
+        heapq.heapreplace(free, max(d, start))
+    return out
+
+
+def _most_in_flight(arrive: NDArray[np.float64], answer: NDArray[np.float64]) -> int:
+    """The most calls in flight (arrived, not answered) at a call's arrival, not counting it, that more than
+    :data:`OVERCOUNT_SHARE` of the arrivals saw: a traced answer includes the network's way back, so a call the
+    provider has finished may still look in flight to a few arrivals."""
+    import numpy as np
+
+    if not len(arrive):
+        return 0
+    ends = np.sort(answer)
+    # Calls arrived strictly before each arrival (one arriving at the same instant is not yet in it) ...
+    arrived = np.searchsorted(arrive, arrive, side="left")
+    # ... less those answered by then.
+    seen = arrived - np.searchsorted(ends, arrive, side="right")
+    counts = np.bincount(seen)
+    above = len(seen) - np.cumsum(counts)  # arrivals that saw more than k
+    return int(np.flatnonzero(above <= OVERCOUNT_SHARE * len(seen))[0])
+
+
+def fit_provider(ctx: Context) -> tuple[dict | None, NDArray[np.float64], str]:
+    """The provider (a ``fleet.providers`` entry) when the traces show overload refusals, each call's service
+    time (NaN for calls it did not serve) and the provenance comment."""
+    import numpy as np
+
+    calls = ctx.calls
+    service = np.full(len(calls), np.nan)
+    refused = calls.kind == FAULT_KINDS.index("overloaded")
+    if not refused.any():
+        return None, service, ""
+    tools = set(np.unique(calls.tool[refused]).tolist())
+    if tools <= ctx.bucket_tools:  # the model provider: every call through its API
+        tools = set(ctx.bucket_tools)
+    served = np.isin(calls.tool, list(tools)) & (calls.kind == -1)
+    index = np.flatnonzero(served)
+    order = index[np.argsort(calls.start[index], kind="stable")]
+    arrive = calls.start[order]
+    answer = arrive + calls.duration[order]
+    limit = _most_in_flight(arrive, answer) + 1
+    servers, times = limit, _services(arrive, answer, limit)
+    for c in range(1, limit + 1):
+        times = _services(arrive, answer, c)
+        if float((times < 0).mean()) <= NEGATIVE_SHARE:
+            servers = c
+            break
+    service[order] = np.where(times > 0, times, np.nan)  # a call that started after its answer has no service
+    doc: dict = {"name": NAME, "servers": servers, "max_in_flight": max(limit, servers), "admission": "refuse"}
+    if tools != ctx.api_tools:  # without tools, a provider serves every call through an API
+        doc["tools"] = sorted(calls.tools[t] for t in tools)
+    waited = answer - arrive - np.maximum(times, 0.0)
+    comment = (
+        f"{int(refused.sum())} calls refused for overload: a provider with a limit.  max_in_flight: one more than the "
+        f"most of its {len(order):,} served calls in flight at one's arrival ({limit - 1}, as {100 * (1 - OVERCOUNT_SHARE):g}% "
+        "of them saw it); servers: the fewest with "
+        f"which, first come first served, no more than {100 * NEGATIVE_SHARE:g}% of them start after their own answer "
+        f"({servers}); their durations are fitted without their wait in its queue (mean wait "
+        f"{sig(float(waited.mean()), 3):g} s, the longest {sig(float(waited.max()), 3):g} s)"
+    )
+    return doc, service, comment
