@@ -86,6 +86,14 @@ class Context:
     """The API tools that take from the model provider's bucket (:func:`~fleetchaos.calibrate.rate_limit.bucket_tools`)."""
     tasks_per_hour: list[float] = field(default_factory=list)
     """The fitted arrival rate in each hour of the day (the fitted world's demand)."""
+    gave_up: NDArray[np.bool_] = field(init=False)
+    """Timeouts that are the client's call timeout (:mod:`fleetchaos.calibrate.call_timeout`), not a hang: none
+    until the fit finds one."""
+
+    def __post_init__(self) -> None:
+        import numpy as np
+
+        self.gave_up = np.zeros(len(self.calls), dtype=bool)
 
     def sim_time(self, unix: NDArray[np.float64]) -> NDArray[np.float64]:
         """Unix seconds as simulated seconds from the origin."""
@@ -260,7 +268,7 @@ def fit_transient(ctx: Context, name: str) -> list[Fitted]:
 
     calls = ctx.calls
     mask = ctx.eligible(name)
-    failed = calls.kind[mask] == ctx.kind_code(name)
+    failed = (calls.kind[mask] == ctx.kind_code(name)) & ~ctx.gave_up[mask]
     extra: dict = {}
     unknown = KINDS[name].outcome_unknown
     if unknown and failed.any():

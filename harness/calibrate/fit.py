@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fleetchaos.calibrate import call_timeout as C
 from fleetchaos.calibrate import faults as F
 from fleetchaos.calibrate import provider as P
 from fleetchaos.calibrate import rate_limit as R
@@ -180,19 +181,25 @@ def calibrate(
     ctx = F.Context(calls, origin, duration, end_s, item, group_start, api_tools, bin_s, notes, bucket)
     ctx.tasks_per_hour = [float(p["tasks_per_hour"]) for p in schedule["points"]]
 
-    provider, service, provider_comment = P.fit_provider(ctx)
+    timeout = C.fit_call_timeout(calls)
+    provider = P.fit_provider(ctx) if timeout is None else P.fit_provider(ctx, timeout.candidates, timeout.seconds)
+    if timeout is not None:
+        provider, timeout_comment = _split_timeouts(ctx, timeout, provider)
 
     # -- latency per tool (a provider's calls without their wait in its queue) ------------------
     latency: dict[str, LatencyFit] = {}
+    service = provider.service
     for t, tool in enumerate(calls.tools):
         ok = (calls.tool == t) & (calls.kind == -1)
         served = ok & np.isfinite(service)
         sample = (
             service[served] if served.any() else calls.duration[ok] if ok.any() else calls.duration[calls.tool == t]
         )
+        left = ctx.gave_up & (calls.tool == t)
+        censored = np.where(np.isfinite(provider.floor[left]), provider.floor[left], calls.duration[left])
         if not ok.any():
             notes.append(f"tool {tool!r}: no successful call, its duration is fitted on failed ones")
-        fit = fit_latency(tool, sample)
+        fit = fit_latency(tool, sample, censored if ok.any() else ())
         if fit is not None:
             latency[tool] = fit
             if fit.n == 1:
@@ -215,9 +222,12 @@ def calibrate(
         f" and {len(calls.workers) - 12} more" if len(calls.workers) > 12 else ""
     )
     comments[("fleet", "tool_slots")] = "the most steps one worker ran at once"
-    if provider is not None:
-        fleet["providers"] = [provider]
-        comments[("fleet", "providers")] = provider_comment
+    if provider.doc is not None:
+        fleet["providers"] = [provider.doc]
+        comments[("fleet", "providers")] = provider.comment
+    if timeout is not None:
+        fleet["call_timeout_s"] = timeout.seconds
+        comments[("fleet", "call_timeout_s")] = timeout_comment
     comments[("fleet", "network_latency")] = "traced call durations already include the network round trip"
     continued, told = partial_batch_seen(calls, group_start, templates, task_template)
     if told:
@@ -328,6 +338,27 @@ def calibrate(
         calls=calls,
         hourly=hourly,
     )
+
+
+def _split_timeouts(ctx: F.Context, timeout: C.CallTimeout, provider: P.ProviderFit) -> tuple[P.ProviderFit, str]:
+    """Which traced timeouts the client's call timeout accounts for (``ctx.gave_up``), and the provider's queue
+    again without the hangs among them (a hang never reached it); the call timeout's provenance."""
+    import numpy as np
+
+    calls = ctx.calls
+    chance = provider.chance.copy()
+    reached = (calls.kind == -1) | timeout.at
+    for t in np.unique(calls.tool[timeout.at & ~np.isfinite(chance)]).tolist():
+        # A call no provider queued: its tool's own durations say how likely it was to outlast the timeout.
+        logs = np.log(np.maximum(calls.duration[(calls.tool == t) & (calls.kind == -1)], 1e-6))
+        if len(logs) > 1:
+            mine = reached & (calls.tool == t)
+            chance[mine] = P.outlasts(timeout.seconds, float(logs.mean()), float(logs.std()))[0]
+    hang, found = C.hangs_at(timeout, calls, chance, reached)
+    if (hang & np.isfinite(provider.chance)).any():
+        provider = P.fit_provider(ctx, timeout.candidates & ~hang, timeout.seconds)
+    ctx.gave_up = timeout.candidates & ~hang
+    return provider, C.comment(timeout, calls, ctx.gave_up, found)
 
 
 def _utc(unix_s: float) -> str:
