@@ -31,9 +31,11 @@ if TYPE_CHECKING:
 
     from fleetchaos.calibrate.observed import Calls
 
-#: Timeouts this close (seconds, or this share of the duration if larger) end at the same time.
+#: Timeouts this close (seconds, or this share of the duration if larger, never more than a second) end at the
+#: same time: a client's timeout is one number, measured to the millisecond.
 TOLERANCE_S = 0.05
 TOLERANCE_SHARE = 0.001
+TOLERANCE_MAX_S = 1.0
 
 #: The fewest timeouts at the longest duration that make it a call timeout.
 MIN_AT = 3
@@ -44,7 +46,7 @@ HANG_QUANTILE = 0.99
 
 def tolerance(duration: float) -> float:
     """How close two durations must be to count as the same."""
-    return max(TOLERANCE_S, TOLERANCE_SHARE * duration)
+    return min(TOLERANCE_MAX_S, max(TOLERANCE_S, TOLERANCE_SHARE * duration))
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ def fit_call_timeout(calls: Calls) -> CallTimeout | None:
     # A duration shared with another timeout below T (within the tolerance) is a hang's.
     near = np.zeros(len(values), dtype=bool)
     if len(values) > 1:
-        close = np.diff(values) <= np.maximum(TOLERANCE_S, TOLERANCE_SHARE * values[1:])
+        close = np.diff(values) <= np.clip(TOLERANCE_SHARE * values[1:], TOLERANCE_S, TOLERANCE_MAX_S)
         near[1:] |= close
         near[:-1] |= close
     shared = np.zeros(len(calls), dtype=bool)
