@@ -44,6 +44,7 @@ STAGE = {
     "expired_key": 1,
     "missing_dependency": 2,
     "disk_full": 3,
+    "mcp_server_restart": 3,  # a server down: met where a full disk is (what the call consumes)
     "rate_limit": 4,
     "quota_exhausted": 5,
     "partial_batch": 7,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from fleetchaos.calibrate import call_timeout as C
 from fleetchaos.calibrate import faults as F
+from fleetchaos.calibrate import outages as O
 from fleetchaos.calibrate import provider as P
 from fleetchaos.calibrate import rate_limit as R
 from fleetchaos.calibrate import state_faults as S
@@ -47,8 +48,6 @@ NOT_FITTED = {
     "network_partition": "a partition refuses dispatches, not tool calls; not fitted",
     "context_overflow": "it emerges from the context's size and the model's window (fleet.model), which a trace does "
     "not give; set fleet.model.context_window_tokens and result_tokens_sigma",
-    "mcp_server_restart": "a server's restarts are windows in which every call to its tools fails, on every worker; "
-    "which tools share a server is not a tool-call attribute: declare mcp_server_restart with them",
 }
 
 
@@ -259,6 +258,7 @@ def calibrate(
             fitted += F.fit_per_call(ctx, kind)
     fitted += F.fit_partial_batch(ctx)
     fitted += S.fit_worker_events(ctx, "node_crash")
+    fitted += O.fit_server_restarts(ctx)
     fitted += S.fit_quota(ctx)
     for kind, why in NOT_FITTED.items():
         k = int((calls.kind == FAULT_KINDS.index(kind)).sum())
