@@ -426,17 +426,3 @@ def fit_partial_batch(ctx: Context) -> list[Fitted]:
         }
         out.append(Fitted(doc, _rate_comment(f"fan-out executions of {calls.tools[t]!r} with failed items", k, n)))
     return out
-
-
-def fit_push_conflicts(ctx: Context) -> list[Fitted]:
-    """Push conflicts: the tools that met them (the contention itself emerges in the simulator)."""
-    import numpy as np
-
-    calls = ctx.calls
-    code = ctx.kind_code("git_push_conflict")
-    if not (calls.kind == code).any():
-        return []
-    tools = sorted(calls.tools[t] for t in np.unique(calls.tool[calls.kind == code]).tolist())
-    k = int((calls.kind == code).sum())
-    ctx.notes.append("git_push_conflict: the number of shared branches is not in traces; the model's default 3 kept")
-    return [Fitted({"kind": "git_push_conflict", "tools": tools}, f"{k} pushes rejected as non-fast-forward")]
