@@ -11,13 +11,21 @@ landed during is no race the model makes, and is counted in the comment instead.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fleetchaos.calibrate.faults import Context, Fitted
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
 
 #: The most branches the fit considers.
 MAX_BRANCHES = 10_000
 
 
-def _landed_during(starts, ends, landed):
+def _landed_during(
+    starts: NDArray[np.float64], ends: NDArray[np.float64], landed: NDArray[np.float64]
+) -> NDArray[np.intp]:
     """For each push, how many of the ``landed`` instants fall strictly inside its (start, end)."""
     import numpy as np
 
@@ -25,7 +33,7 @@ def _landed_during(starts, ends, landed):
     return np.searchsorted(landed, ends, side="left") - np.searchsorted(landed, starts, side="right")
 
 
-def branches_mle(raced, rejected) -> int:
+def branches_mle(raced: ArrayLike, rejected: ArrayLike) -> int:
     """The branch count B that makes the outcomes likeliest: each push had ``raced`` pushes land during it and was
     ``rejected`` or not; P(spared) = (1 - 1/B)^raced."""
     import numpy as np
