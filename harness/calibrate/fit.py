@@ -20,6 +20,7 @@ from fleetchaos.calibrate import outages as O
 from fleetchaos.calibrate import provider as P
 from fleetchaos.calibrate import pushes as G
 from fleetchaos.calibrate import rate_limit as R
+from fleetchaos.calibrate import spikes as L
 from fleetchaos.calibrate import state_faults as S
 from fleetchaos.calibrate.latency import LatencyFit, fit_latency
 from fleetchaos.calibrate.observed import Calls, Observations, TooManyTools
@@ -46,7 +47,7 @@ NOT_FITTED = {
     "silent_suppression": "a swallowed failure looks like a success in a trace",
     "fabricated_defaults": "a fabricated result looks like a success in a trace",
     "schema_drift": "the envelope version a worker speaks is not a tool-call attribute",
-    "latency_spike": "slow calls are in the latency fit; spikes as windows are not fitted",
+    "latency_spike": "a spike is fitted from its slow calls (windows of them), not from calls a code maps to it",
     "network_partition": "a partition refuses dispatches, not tool calls; not fitted",
     "context_overflow": "it emerges from the context's size and the model's window (fleet.model), which a trace does "
     "not give; set fleet.model.context_window_tokens and result_tokens_sigma",
@@ -135,11 +136,15 @@ def calibrate(
     if timeout is not None:
         provider, timeout_comment = _split_timeouts(ctx, timeout, provider)
 
-    # -- latency per tool (a provider's calls without their wait in its queue) ------------------
+    spikes, spiked = L.fit_latency_spikes(ctx, None if timeout is None else timeout.seconds, provider.service)
+
+    # -- latency per tool (a provider's calls without their wait in its queue, none in a spike) -------
     latency: dict[str, LatencyFit] = {}
     service = provider.service
     for t, tool in enumerate(calls.tools):
         ok = (calls.tool == t) & (calls.kind == -1)
+        if (ok & ~spiked).any():
+            ok &= ~spiked
         served = ok & np.isfinite(service)
         sample = (
             service[served] if served.any() else calls.duration[ok] if ok.any() else calls.duration[calls.tool == t]
@@ -190,6 +195,7 @@ def calibrate(
     fitted: list[F.Fitted] = []
     fitted += F.fit_transient(ctx, "network_blip")
     fitted += F.fit_transient(ctx, "timeout")
+    fitted += spikes
     rate_fits, rate_fleet, rate_comments = R.fit_rate_limit(ctx)
     fitted += rate_fits
     fleet.update(rate_fleet)
