@@ -4,7 +4,7 @@ For each scenario and arm: simulate seed 1 with traces, calibrate from them, sim
 calibrated scenario on seed 2, and read both runs back through the same trace reader
 (:func:`fleetchaos.calibrate.roundtrip.round_trip`).  Prints one markdown row per arm (fault
 shares of tool calls, first -> calibrated, then the headline metrics) and the largest gap
-between the two runs' per-tool p50 or p95.
+between the two runs' per-tool p50, p90 or p95.
 
     .venv/bin/python benchmarks/roundtrip.py                      # the table's six rows
     .venv/bin/python benchmarks/roundtrip.py crm_sync_403:backoff:generic
@@ -78,7 +78,7 @@ def main() -> None:
         line, gap = row(scenario_name, policy, errors)
         print(line, flush=True)
         gaps.append(gap)
-    print("\nLargest gap between the two runs' p50 or p95 of any tool:")
+    print("\nLargest gap between the two runs' p50, p90 or p95 of any tool:")
     print("\n".join(f"- {g}" for g in gaps))
 
 

@@ -44,6 +44,7 @@ STAGE = {
     "expired_key": 1,
     "missing_dependency": 2,
     "disk_full": 3,
+    "mcp_server_restart": 3,  # a server down: met where a full disk is (what the call consumes)
     "rate_limit": 4,
     "quota_exhausted": 5,
     "partial_batch": 7,
@@ -86,6 +87,14 @@ class Context:
     """The API tools that take from the model provider's bucket (:func:`~fleetchaos.calibrate.rate_limit.bucket_tools`)."""
     tasks_per_hour: list[float] = field(default_factory=list)
     """The fitted arrival rate in each hour of the day (the fitted world's demand)."""
+    gave_up: NDArray[np.bool_] = field(init=False)
+    """Timeouts that are the client's call timeout (:mod:`fleetchaos.calibrate.call_timeout`), not a hang: none
+    until the fit finds one."""
+
+    def __post_init__(self) -> None:
+        import numpy as np
+
+        self.gave_up = np.zeros(len(self.calls), dtype=bool)
 
     def sim_time(self, unix: NDArray[np.float64]) -> NDArray[np.float64]:
         """Unix seconds as simulated seconds from the origin."""
@@ -260,7 +269,7 @@ def fit_transient(ctx: Context, name: str) -> list[Fitted]:
 
     calls = ctx.calls
     mask = ctx.eligible(name)
-    failed = calls.kind[mask] == ctx.kind_code(name)
+    failed = (calls.kind[mask] == ctx.kind_code(name)) & ~ctx.gave_up[mask]
     extra: dict = {}
     unknown = KINDS[name].outcome_unknown
     if unknown and failed.any():
@@ -417,17 +426,3 @@ def fit_partial_batch(ctx: Context) -> list[Fitted]:
         }
         out.append(Fitted(doc, _rate_comment(f"fan-out executions of {calls.tools[t]!r} with failed items", k, n)))
     return out
-
-
-def fit_push_conflicts(ctx: Context) -> list[Fitted]:
-    """Push conflicts: the tools that met them (the contention itself emerges in the simulator)."""
-    import numpy as np
-
-    calls = ctx.calls
-    code = ctx.kind_code("git_push_conflict")
-    if not (calls.kind == code).any():
-        return []
-    tools = sorted(calls.tools[t] for t in np.unique(calls.tool[calls.kind == code]).tolist())
-    k = int((calls.kind == code).sum())
-    ctx.notes.append("git_push_conflict: the number of shared branches is not in traces; the model's default 3 kept")
-    return [Fitted({"kind": "git_push_conflict", "tools": tools}, f"{k} pushes rejected as non-fast-forward")]

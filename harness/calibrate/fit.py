@@ -13,8 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fleetchaos.calibrate import arrivals as A
+from fleetchaos.calibrate import call_timeout as C
 from fleetchaos.calibrate import faults as F
+from fleetchaos.calibrate import outages as O
 from fleetchaos.calibrate import provider as P
+from fleetchaos.calibrate import pushes as G
 from fleetchaos.calibrate import rate_limit as R
 from fleetchaos.calibrate import state_faults as S
 from fleetchaos.calibrate.latency import LatencyFit, fit_latency
@@ -46,8 +50,6 @@ NOT_FITTED = {
     "network_partition": "a partition refuses dispatches, not tool calls; not fitted",
     "context_overflow": "it emerges from the context's size and the model's window (fleet.model), which a trace does "
     "not give; set fleet.model.context_window_tokens and result_tokens_sigma",
-    "mcp_server_restart": "a server's restarts are windows in which every call to its tools fails, on every worker; "
-    "which tools share a server is not a tool-call attribute: declare mcp_server_restart with them",
 }
 
 
@@ -69,58 +71,6 @@ class Calibration:
     calls: Calls = field(repr=False)
     hourly: list[tuple[int, float, int]] = field(default_factory=list)
     """(hour of day, exposure hours, arrivals)."""
-
-
-def _arrival_schedule(calls: Calls, origin_s: float, notes: list[str]) -> tuple[dict, str, list]:
-    import numpy as np
-
-    starts = calls.task_start[np.isfinite(calls.task_start)] - origin_s
-    # The capture's own span, from its first arrival to its last record's end (at least a second),
-    # shared out over the hours of the day it covers: a ten-minute capture is a sixth of an hour.
-    lo = float(starts.min())
-    hi = max(float(starts.max()), float((calls.start + calls.duration).max()) - origin_s, lo + 1.0)
-    exposure = np.zeros(24)
-    for h in range(int(lo // HOUR_S), math.ceil(hi / HOUR_S)):
-        exposure[h % 24] += (min(hi, (h + 1) * HOUR_S) - max(lo, h * HOUR_S)) / HOUR_S
-    counts = np.bincount((starts // HOUR_S).astype(np.int64) % 24, minlength=24)
-    observed = exposure > 0
-    mean_rate = counts[observed].sum() / exposure[observed].sum()
-    rates = np.where(observed, counts / np.where(observed, exposure, 1), mean_rate)
-    if not observed.all():
-        missing = [h for h in range(24) if not observed[h]]
-        notes.append(f"arrivals: hours {missing} of the day were never observed: the mean rate is used there")
-    low, high = _poisson_interval(int(counts.sum()))
-    hours = float(exposure.sum())
-    if high > 2 * max(low, 1e-12):  # fewer than about 20 arrivals: the rate is a guess the scenario repeats all day
-        notes.append(
-            f"arrivals: {int(counts.sum()):,} task{'s' if counts.sum() != 1 else ''} over {hours * HOUR_S:,.4g} s "
-            f"of capture: the mean rate of {_per_hour(mean_rate)} an hour has a 95% interval of "
-            f"{_per_hour(low / hours)} to {_per_hour(high / hours)} (Poisson), and the fitted days repeat it; a longer "
-            "capture narrows it"
-        )
-    points = [{"at_s": h * HOUR_S, "tasks_per_hour": F.sig(float(r))} for h, r in enumerate(rates)]
-    if not any(p["tasks_per_hour"] > 0 for p in points):
-        points[0]["tasks_per_hour"] = 1.0
-    comment = (
-        f"arrival profile by hour of day (UTC), step-wise, repeating daily: {len(starts):,} tasks over "
-        f"{F.sig(float(exposure.sum()))} observed hours (the capture's own span); each point is that hour's "
-        "arrivals / its observed hours"
-    )
-    hourly = [(h, float(exposure[h]), int(counts[h])) for h in range(24)]
-    return {"every_s": DAY_S, "interpolation": "step", "points": points}, comment, hourly
-
-
-def _per_hour(rate: float) -> str:
-    return f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
-
-
-def _poisson_interval(count: int, level: float = 0.95) -> tuple[float, float]:
-    """The exact (Garwood) interval of a Poisson mean from ``count`` events."""
-    from scipy.stats import chi2
-
-    tail = (1 - level) / 2
-    low = 0.0 if count == 0 else float(chi2.ppf(tail, 2 * count)) / 2
-    return low, float(chi2.ppf(1 - tail, 2 * count + 2)) / 2
 
 
 def calibrate(
@@ -176,23 +126,29 @@ def calibrate(
     notes += api_notes
     bucket, other_api, bucket_notes = R.bucket_tools(calls, api_tools)
     notes += bucket_notes
-    schedule, schedule_comment, hourly = _arrival_schedule(calls, origin, notes)
+    schedule, schedule_comment, hourly = A.arrival_schedule(calls, origin, notes)
     ctx = F.Context(calls, origin, duration, end_s, item, group_start, api_tools, bin_s, notes, bucket)
     ctx.tasks_per_hour = [float(p["tasks_per_hour"]) for p in schedule["points"]]
 
-    provider, service, provider_comment = P.fit_provider(ctx)
+    timeout = C.fit_call_timeout(calls)
+    provider = P.fit_provider(ctx) if timeout is None else P.fit_provider(ctx, timeout.candidates, timeout.seconds)
+    if timeout is not None:
+        provider, timeout_comment = _split_timeouts(ctx, timeout, provider)
 
     # -- latency per tool (a provider's calls without their wait in its queue) ------------------
     latency: dict[str, LatencyFit] = {}
+    service = provider.service
     for t, tool in enumerate(calls.tools):
         ok = (calls.tool == t) & (calls.kind == -1)
         served = ok & np.isfinite(service)
         sample = (
             service[served] if served.any() else calls.duration[ok] if ok.any() else calls.duration[calls.tool == t]
         )
+        left = ctx.gave_up & (calls.tool == t)
+        censored = np.where(np.isfinite(provider.floor[left]), provider.floor[left], calls.duration[left])
         if not ok.any():
             notes.append(f"tool {tool!r}: no successful call, its duration is fitted on failed ones")
-        fit = fit_latency(tool, sample)
+        fit = fit_latency(tool, sample, censored if ok.any() else ())
         if fit is not None:
             latency[tool] = fit
             if fit.n == 1:
@@ -215,9 +171,12 @@ def calibrate(
         f" and {len(calls.workers) - 12} more" if len(calls.workers) > 12 else ""
     )
     comments[("fleet", "tool_slots")] = "the most steps one worker ran at once"
-    if provider is not None:
-        fleet["providers"] = [provider]
-        comments[("fleet", "providers")] = provider_comment
+    if provider.doc is not None:
+        fleet["providers"] = [provider.doc]
+        comments[("fleet", "providers")] = provider.comment
+    if timeout is not None:
+        fleet["call_timeout_s"] = timeout.seconds
+        comments[("fleet", "call_timeout_s")] = timeout_comment
     comments[("fleet", "network_latency")] = "traced call durations already include the network round trip"
     continued, told = partial_batch_seen(calls, group_start, templates, task_template)
     if told:
@@ -240,7 +199,7 @@ def calibrate(
         fleet["apis"] = [api_doc]
     fitted += S.fit_worker_events(ctx, "disk_full")
     fitted += S.fit_worker_events(ctx, "expired_key")
-    fitted += F.fit_push_conflicts(ctx)
+    fitted += G.fit_push_conflicts(ctx)
     fitted += F.fit_missing_dependency(ctx)
     for kind in ("validation_error", "not_found", "permission_denied"):
         fitted += F.fit_persistent(ctx, kind)
@@ -249,6 +208,7 @@ def calibrate(
             fitted += F.fit_per_call(ctx, kind)
     fitted += F.fit_partial_batch(ctx)
     fitted += S.fit_worker_events(ctx, "node_crash")
+    fitted += O.fit_server_restarts(ctx)
     fitted += S.fit_quota(ctx)
     for kind, why in NOT_FITTED.items():
         k = int((calls.kind == FAULT_KINDS.index(kind)).sum())
@@ -259,7 +219,14 @@ def calibrate(
         notes.append(f"{unmapped} failed calls have codes the mapping does not know: not fitted (listed below)")
 
     # -- workload ---------------------------------------------------------------------------------
-    comments[("workload", "arrival_schedule")] = schedule_comment
+    batched = A.batches(calls, origin, task_template, templates)
+    workload: dict
+    if batched is None:
+        workload = {"arrival_schedule": schedule}
+        comments[("workload", "arrival_schedule")] = schedule_comment
+    else:
+        workload = {"arrivals": batched[0]}
+        comments[("workload", "arrivals")] = batched[1]
     template_docs = []
     disk_tools = set(np.unique(calls.tool[calls.kind == FAULT_KINDS.index("disk_full")]).tolist())
     total_tasks = sum(t.tasks for t in templates)
@@ -300,7 +267,7 @@ def calibrate(
         f"{len(calls.workers)} workers.",
         "duration_s": duration,
         "fleet": fleet,
-        "workload": {"arrival_schedule": schedule, "templates": template_docs},
+        "workload": {**workload, "templates": template_docs},
         "faults": [f.doc for f in fitted],
     }
     for i, f in enumerate(fitted):
@@ -328,6 +295,27 @@ def calibrate(
         calls=calls,
         hourly=hourly,
     )
+
+
+def _split_timeouts(ctx: F.Context, timeout: C.CallTimeout, provider: P.ProviderFit) -> tuple[P.ProviderFit, str]:
+    """Which traced timeouts the client's call timeout accounts for (``ctx.gave_up``), and the provider's queue
+    again without the hangs among them (a hang never reached it); the call timeout's provenance."""
+    import numpy as np
+
+    calls = ctx.calls
+    chance = provider.chance.copy()
+    reached = (calls.kind == -1) | timeout.at
+    for t in np.unique(calls.tool[timeout.at & ~np.isfinite(chance)]).tolist():
+        # A call no provider queued: its tool's own durations say how likely it was to outlast the timeout.
+        logs = np.log(np.maximum(calls.duration[(calls.tool == t) & (calls.kind == -1)], 1e-6))
+        if len(logs) > 1:
+            mine = reached & (calls.tool == t)
+            chance[mine] = P.outlasts(timeout.seconds, float(logs.mean()), float(logs.std()))[0]
+    hang, found = C.hangs_at(timeout, calls, chance, reached)
+    if (hang & np.isfinite(provider.chance)).any():
+        provider = P.fit_provider(ctx, timeout.candidates & ~hang, timeout.seconds)
+    ctx.gave_up = timeout.candidates & ~hang
+    return provider, C.comment(timeout, calls, ctx.gave_up, found)
 
 
 def _utc(unix_s: float) -> str:

@@ -6,6 +6,11 @@ Kolmogorov-Smirnov distance D between the fitted and the observed distribution (
 p-value, optimistic since the parameters come from the same data); the same distance is
 computed for a Weibull and a gamma fit, so the report says when another family fits
 better than the one the simulator can draw from.
+
+Calls a client gave up on are right-censored: their duration (or, at a provider, their
+service) outlasted what the trace shows.  With such calls the log-normal is fitted by
+maximum likelihood over both (SciPy's ``CensoredData``); the distances are over the
+calls that ended.
 """
 
 from __future__ import annotations
@@ -50,8 +55,9 @@ class LatencyFit:
         return best[0] if best[1] < self.ks_d else "lognormal"
 
 
-def fit_latency(tool: str, durations: ArrayLike) -> LatencyFit | None:
-    """The fit of one tool's successful call durations (None without any; one call's duration is a constant)."""
+def fit_latency(tool: str, durations: ArrayLike, censored: ArrayLike = ()) -> LatencyFit | None:
+    """The fit of one tool's successful call durations (None without any; one call's duration is a constant);
+    ``censored``: durations its calls outlasted (a client gave up)."""
     import numpy as np
     from scipy import stats
 
@@ -67,6 +73,10 @@ def fit_latency(tool: str, durations: ArrayLike) -> LatencyFit | None:
     if sigma <= 1e-9:  # every call took the same time: a constant
         value = float(math.exp(mu))
         return LatencyFit(tool, n, value, 0.0, value, value, value, value, 0.0, 1.0, {})
+    right = np.maximum(np.asarray(censored, dtype=np.float64), MIN_DURATION_S)
+    if len(right):
+        shape, _, scale = stats.lognorm.fit(stats.CensoredData(uncensored=x, right=right), floc=0)
+        mu, sigma = math.log(float(scale)), float(shape)
     mean = math.exp(mu + sigma * sigma / 2.0)
     cv = math.sqrt(math.expm1(sigma * sigma))
     half = 1.96 * sigma / math.sqrt(n)

@@ -26,6 +26,9 @@ times under the provider's own discipline, first come first served (``fleet.prov
 from __future__ import annotations
 
 import heapq
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
 from typing import TYPE_CHECKING
 
 from fleetchaos.calibrate.faults import Context, sig
@@ -77,20 +80,102 @@ def _most_in_flight(arrive: NDArray[np.float64], answer: NDArray[np.float64]) ->
     return int(np.flatnonzero(above <= OVERCOUNT_SHARE * len(seen))[0])
 
 
-def fit_provider(ctx: Context) -> tuple[dict | None, NDArray[np.float64], str]:
-    """The provider (a ``fleet.providers`` entry) when the traces show overload refusals, each call's service
-    time (NaN for calls it did not serve) and the provenance comment."""
+@dataclass(frozen=True)
+class ProviderFit:
+    """The fitted provider and what its reconstructed queue says of each call."""
+
+    doc: dict | None
+    """The ``fleet.providers`` entry (None: the traces show no provider with a limit)."""
+    service: NDArray[np.float64]
+    """Each served call's service time (NaN for calls it did not serve)."""
+    floor: NDArray[np.float64]
+    """Each call the client gave up on: the least service that outlasts its patience (NaN elsewhere)."""
+    chance: NDArray[np.float64]
+    """Each call it served or the client gave up on: its chance, from its wait, to outlast the client's patience
+    (NaN elsewhere)."""
+    comment: str
+
+
+def _log_params(service: NDArray[np.float64], tool: NDArray[np.int32]) -> dict[int, tuple[float, float]]:
+    """Each tool's log-normal service (mean and standard deviation of the logs) from its positive services."""
+    import numpy as np
+
+    params = {}
+    for t in np.unique(tool).tolist():
+        logs = np.log(service[(tool == t) & (service > 0)])
+        if len(logs):
+            params[t] = (float(logs.mean()), float(logs.std()))
+    return params
+
+
+def outlasts(bound: float, mu: float, sigma: float) -> tuple[float, float]:
+    """(chance that a log-normal service outlasts ``bound``, its median given that it does)."""
+    if bound <= 0.0:
+        return 1.0, math.exp(mu)
+    if sigma <= 1e-9:
+        return (1.0, math.exp(mu)) if math.exp(mu) > bound else (0.0, bound)
+    z = (math.log(bound) - mu) / sigma
+    survive = 0.5 * math.erfc(z / math.sqrt(2.0))
+    if survive < 1e-12:
+        return survive, bound
+    return survive, math.exp(mu + sigma * NormalDist().inv_cdf(1.0 - survive / 2.0))
+
+
+def _queue(
+    arrive: NDArray[np.float64],
+    answer: NDArray[np.float64],
+    patience: NDArray[np.float64],
+    left: NDArray[np.bool_],
+    tool: NDArray[np.int32],
+    servers: int,
+    params: dict[int, tuple[float, float]],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`_services` with the calls the client gave up on (``left``): each starts in its turn and keeps its
+    server for the median service its tool's log-normal gives past its patience (the provider goes on working
+    for it).  Returns the served calls' services, each abandoned call's least service, and every call's chance,
+    from its wait, to outlast its client's ``patience``."""
+    import numpy as np
+
+    free = [-math.inf] * servers
+    n = len(arrive)
+    service = np.full(n, np.nan)
+    floor = np.full(n, np.nan)
+    chance = np.full(n, np.nan)
+    for i, (a, d, p, gone, t) in enumerate(
+        zip(arrive.tolist(), answer.tolist(), patience.tolist(), left.tolist(), tool.tolist())
+    ):
+        start = max(a, free[0])
+        bound = a + p - start
+        mu, sigma = params.get(t, (math.log(max(bound, 1e-6)), 0.0))
+        chance[i], work = outlasts(bound, mu, sigma)
+        if gone:
+            floor[i] = max(bound, 0.0)
+            heapq.heapreplace(free, start + work)
+        else:
+            service[i] = d - start
+            heapq.heapreplace(free, max(d, start))
+    return service, floor, chance
+
+
+def fit_provider(ctx: Context, gave_up: NDArray[np.bool_] | None = None, patience_s: float = math.inf) -> ProviderFit:
+    """The provider (a ``fleet.providers`` entry) when the traces show overload refusals, and its queue's view of
+    each call.  ``gave_up``: calls the client may have given up on (:mod:`fleetchaos.calibrate.call_timeout`),
+    after ``patience_s`` or their own duration if shorter; those of its tools wait in its queue and keep a server
+    after the client left."""
     import numpy as np
 
     calls = ctx.calls
     service = np.full(len(calls), np.nan)
+    floor = np.full(len(calls), np.nan)
+    chance = np.full(len(calls), np.nan)
     refused = calls.kind == FAULT_KINDS.index("overloaded")
     if not refused.any():
-        return None, service, ""
+        return ProviderFit(None, service, floor, chance, "")
     tools = set(np.unique(calls.tool[refused]).tolist())
     if tools <= ctx.bucket_tools:  # the model provider: every call through its API
         tools = set(ctx.bucket_tools)
-    served = np.isin(calls.tool, list(tools)) & (calls.kind == -1)
+    at_provider = np.isin(calls.tool, list(tools))
+    served = at_provider & (calls.kind == -1)
     index = np.flatnonzero(served)
     order = index[np.argsort(calls.start[index], kind="stable")]
     arrive = calls.start[order]
@@ -102,17 +187,34 @@ def fit_provider(ctx: Context) -> tuple[dict | None, NDArray[np.float64], str]:
         if float((times < 0).mean()) <= NEGATIVE_SHARE:
             servers = c
             break
+    waited = answer - arrive - np.maximum(times, 0.0)
+    left = at_provider & gave_up if gave_up is not None else np.zeros(len(calls), dtype=bool)
+    if left.any():  # again, with the calls the client gave up on holding a server for their work
+        params = _log_params(times, calls.tool[order])
+        index = np.flatnonzero(served | left)
+        order = index[np.argsort(calls.start[index], kind="stable")]
+        arrive = calls.start[order]
+        patience = np.where(left[order], calls.duration[order], patience_s)
+        times, floor[order], chance[order] = _queue(
+            arrive, arrive + calls.duration[order], patience, left[order], calls.tool[order], servers, params
+        )
+        mask = served[order]
+        waited = (calls.duration[order] - np.maximum(times, 0.0))[mask]
+        times = np.where(mask, times, np.nan)
     service[order] = np.where(times > 0, times, np.nan)  # a call that started after its answer has no service
     doc: dict = {"name": NAME, "servers": servers, "max_in_flight": max(limit, servers), "admission": "refuse"}
     if tools != ctx.api_tools:  # without tools, a provider serves every call through an API
         doc["tools"] = sorted(calls.tools[t] for t in tools)
-    waited = answer - arrive - np.maximum(times, 0.0)
     comment = (
         f"{int(refused.sum())} calls refused for overload: a provider with a limit.  max_in_flight: one more than the "
-        f"most of its {len(order):,} served calls in flight at one's arrival ({limit - 1}, as {100 * (1 - OVERCOUNT_SHARE):g}% "
-        "of them saw it); servers: the fewest with "
+        f"most of its {int(served.sum()):,} served calls in flight at one's arrival ({limit - 1}, as "
+        f"{100 * (1 - OVERCOUNT_SHARE):g}% of them saw it); servers: the fewest with "
         f"which, first come first served, no more than {100 * NEGATIVE_SHARE:g}% of them start after their own answer "
         f"({servers}); their durations are fitted without their wait in its queue (mean wait "
         f"{sig(float(waited.mean()), 3):g} s, the longest {sig(float(waited.max()), 3):g} s)"
     )
-    return doc, service, comment
+    if left.any():
+        comment += (
+            f"; {int(left.sum())} calls the client gave up on keep a server in their turn until their work is done"
+        )
+    return ProviderFit(doc, service, floor, chance, comment)

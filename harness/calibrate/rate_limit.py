@@ -250,11 +250,24 @@ def fit_rate_limit(ctx: Context) -> tuple[list[Fitted], dict, list[str]]:
     ends = rel + calls.duration[mask][order]
     peak = _busiest_rate(rel[ok], ends[ok], index[ok], bins, bin_s)
     if not failed.any():
-        fleet["api_rate_per_s"] = sig(max(0.5, 2.0 * peak))
-        comments.append(
+        from fleetchaos.sim.config import FleetSpec
+
+        rate = max(0.5, 2.0 * peak)
+        fleet["api_rate_per_s"] = sig(rate)
+        # The deepest burst the traced calls needed at that rate: twice it, so a burstier simulated day still passes.
+        needed = math.ceil(_smallest_burst(rel[kinds != code], rate) - 1e-6)
+        default = float(FleetSpec.model_fields["api_burst"].default)
+        text = (
             f"no rate-limit failures: the shared API rate is set to twice the busiest 10 minutes "
             f"({peak:.4g} calls/s), so it never binds"
         )
+        if 2 * needed > default:
+            fleet["api_burst"] = 2 * needed
+            text += (
+                f"; its burst to twice the most calls admitted in any stretch beyond that rate's refill ({needed}), "
+                "so neither does a burst of calls"
+            )
+        comments.append(text)
         return [], fleet, comments
     windows, _ = find_windows(rel, failed, 0.0, ctx.end_s, ctx.bin_s, absorb_s=RATE_LIMIT_ABSORB_S)
     windows = _clip_windows(ctx, windows, "rate_limit")

@@ -22,8 +22,11 @@ from fleetchaos.traces.read import read_file
 if TYPE_CHECKING:
     from fleetchaos.scenario.load import Scenario
 
-#: The metrics compared (the headline trio).
-HEADLINE = ("recovery_rate", "silent_failure_rate", "wasted_retries")
+#: The metrics compared: the headline trio, and the tasks that succeeded.
+HEADLINE = ("success_rate", "recovery_rate", "silent_failure_rate", "wasted_retries")
+
+#: The quantiles of each tool's successful call durations compared.
+QUANTILES = (0.5, 0.9, 0.95)
 
 
 @dataclass(frozen=True)
@@ -33,8 +36,8 @@ class Side:
     calls: int
     tasks: int
     kind_counts: dict[str, int]
-    quantiles: dict[str, tuple[int, float, float]]
-    """tool -> (successful calls, p50, p95 of their durations)."""
+    quantiles: dict[str, tuple[int, float, float, float]]
+    """tool -> (successful calls, p50, p90, p95 of their durations)."""
     metrics: dict[str, float | None]
 
 
@@ -64,7 +67,8 @@ def side_of(calls: Calls, metrics: dict) -> Side:
     for t, tool in enumerate(calls.tools):
         d = calls.duration[(calls.tool == t) & (calls.kind == -1)]
         if len(d):
-            quantiles[tool] = (len(d), float(np.quantile(d, 0.5)), float(np.quantile(d, 0.95)))
+            p50, p90, p95 = np.quantile(d, QUANTILES).tolist()
+            quantiles[tool] = (len(d), p50, p90, p95)
     return Side(
         calls=len(calls),
         tasks=len(calls.task_ids),
