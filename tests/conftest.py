@@ -10,6 +10,7 @@ several folders have one, and which owns the module name ``conftest`` depends on
 pytest loaded them (tests/unit/test_suite_layout.py checks both rules).
 """
 
+import multiprocessing
 import os
 
 import pytest
@@ -18,6 +19,7 @@ from click.testing import CliRunner
 from dev_install import unlinked_files
 
 import fleetchaos.catalogue as catalogue
+from fleetchaos.cli.chart_pool import CHART_MODULES
 from fleetchaos.cli.main import main
 
 pytest_plugins = ["pytester"]
@@ -28,13 +30,20 @@ os.environ["FLEETCHAOS_CACHE"] = "off"
 
 
 def pytest_configure(config):
-    """Refuse to run against a development install that lacks a module of this checkout."""
+    """Refuse to run against a development install that lacks a module of this checkout; preload the forkserver."""
     missing = unlinked_files()
     if missing:
         raise pytest.UsageError(
             f"the development install lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}: "
             "run `make install` to link the files added since (a new subpackage also goes in pyproject.toml)"
         )
+    # A test process runs other threads (pytest-xdist's), so the pools the commands it invokes open fork their
+    # workers from a forkserver (fleetchaos.runs.executors.start_method), not from the process itself as a
+    # command line's do; the server imports what the workers need once, as the command line's fork shares it,
+    # instead of every worker importing the simulation and the charts again (about a second each, a few hundred
+    # pools a session).  Commands run as subprocesses, tests/unit/test_executors.py's forkserver and spawn
+    # workers among them, start their own workers as a user's would.
+    multiprocessing.set_forkserver_preload(["fleetchaos.runs.runner", *CHART_MODULES])
 
 
 @pytest.fixture(scope="module")

@@ -38,6 +38,7 @@ __all__ = [
     "PolicyLookupError",
     "describe_policy",
     "get_policy",
+    "is_policy_name",
     "list_policies",
     "policy_entry_points",
     "policy_names",
@@ -119,6 +120,11 @@ def policy_entry_points() -> dict[str, tuple[importlib.metadata.EntryPoint, ...]
 def policy_names() -> list[str]:
     """Every name ``get_policy`` accepts without an import path: the built-ins, then entry points."""
     return list(POLICIES) + [name for name in policy_entry_points() if name not in POLICIES]
+
+
+def is_policy_name(name: str) -> bool:
+    """Whether ``name`` is in :func:`policy_names`; the entry points are read only for a name no built-in has."""
+    return name in POLICIES or name in policy_entry_points()
 
 
 def suggest(name: str) -> str | None:

@@ -51,12 +51,11 @@ def _check_policy(policy: str) -> None:
         raise ValueError(f"policy {policy!r} in arm: {exc}") from None
     if ":" in name:  # an import path: read as text, never imported from a scenario file
         return
-    from fleetchaos.policies.registry import policy_names
+    from fleetchaos.policies.registry import is_policy_name, policy_names
 
-    known = policy_names()
-    if name not in known and name != "best":
+    if name != "best" and not is_policy_name(name):
         raise ValueError(
-            f"unknown policy {name!r} in arm (known: {', '.join(known)}, or an import path pkg.module:Policy)"
+            f"unknown policy {name!r} in arm (known: {', '.join(policy_names())}, or an import path pkg.module:Policy)"
         )
 
 
@@ -71,12 +70,11 @@ def check_arm_pattern(value: str) -> str:
             "(either part may be *)"
         )
     if errors != ANY:
-        from fleetchaos.sim.formats import format_names
+        from fleetchaos.sim.formats.registry import format_names, is_format_name
 
-        known = format_names()
-        if errors not in known and ":" not in errors:  # an import path: read as text, never imported from a file
+        if ":" not in errors and not is_format_name(errors):  # an import path: read as text, never imported from a file
             raise ValueError(
-                f"unknown error format {errors!r} in arm (known: {', '.join(known)}, or an import path pkg.module:Format)"
+                f"unknown error format {errors!r} in arm (known: {', '.join(format_names())}, or an import path pkg.module:Format)"
             )
     if policy != ANY:
         _check_policy(policy)

@@ -84,12 +84,11 @@ class TunedPolicies(BaseModel):
 
 
 def _check_format(name: str) -> None:
-    from fleetchaos.sim.formats import format_names
+    from fleetchaos.sim.formats.registry import format_names, is_format_name
 
-    known = format_names()
-    if name not in known and ":" not in name:  # an import path: read as text, never imported from a file
+    if ":" not in name and not is_format_name(name):  # an import path: read as text, never imported from a file
         raise ValueError(
-            f"unknown error format {name!r} (known: {', '.join(known)}, or an import path pkg.module:Format)"
+            f"unknown error format {name!r} (known: {', '.join(format_names())}, or an import path pkg.module:Format)"
         )
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "format_entry_points",
     "format_names",
     "get_format",
+    "is_format_name",
     "suggest",
 ]
 
@@ -95,6 +96,15 @@ def format_names() -> list[str]:
     """Every name :func:`get_format` accepts without an import path: the built-ins, then entry points."""
     builtin = builtin_formats()
     return list(builtin) + [name for name in format_entry_points() if name not in builtin]
+
+
+def is_format_name(name: str) -> bool:
+    """Whether ``name`` is in :func:`format_names`; the entry points are read only for a name no built-in has.
+
+    A scenario names formats in several places, each checked as it is validated: reading every
+    installed package's metadata each time was most of the time a scenario took to load.
+    """
+    return name in builtin_formats() or name in format_entry_points()
 
 
 def suggest(name: str) -> str | None:

@@ -203,3 +203,36 @@ def test_importing_the_formats_loads_no_simpy():
     code = "import sys; from fleetchaos.sim.formats import format_names; format_names(); print('simpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "False"
+
+
+def test_a_scenario_naming_built_ins_is_checked_without_reading_the_entry_points(installed, monkeypatch):
+    """A scenario names formats and policies in its tuned policies, references and gate arms: built-in names are
+    checked without reading any package's metadata (once per name, it was most of a scenario's load time); a
+    format only an installed package registers is still known, and an unknown one is still refused."""
+    import importlib.metadata
+
+    import yaml
+
+    import fleetchaos.catalogue as catalogue
+    from fleetchaos.errors import ScenarioError
+    from fleetchaos.scenario.load import parse_scenario
+
+    reads: list[str] = []
+    read = importlib.metadata.entry_points
+
+    def counted(**kw):
+        reads.append(kw.get("group", ""))
+        return read(**kw)
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", counted)
+    doc = yaml.safe_load(catalogue.path("default").read_text())
+    assert doc["tuned"]["policies"] and doc["tuned"]["references"]
+    doc["expect"] = [{"metric": "success_rate", "at_least": 0.5, "arm": "structured/structured"}]
+    assert parse_scenario(yaml.safe_dump(doc), "built-ins.yaml").expect[0].arm == "structured/structured"
+    assert reads == []
+    doc["expect"][0]["arm"] = "structured/problem"  # registered by the installed package only
+    assert parse_scenario(yaml.safe_dump(doc), "plug-in.yaml").expect[0].arm == "structured/problem"
+    assert reads == [ENTRY_POINT_GROUP]
+    doc["expect"][0]["arm"] = "structured/problme"
+    with pytest.raises(ScenarioError, match=r"unknown error format 'problme' in arm \(known: .*generic.*problem"):
+        parse_scenario(yaml.safe_dump(doc), "typo.yaml")
