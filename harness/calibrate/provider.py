@@ -6,8 +6,10 @@ only when each call arrived and when its answer came back.  Both follow from tho
 times under the provider's own discipline, first come first served (``fleet.providers``):
 
 * **its tools**: the tools it refused, and when they all call the model provider's API,
-  every tool that does (a tool it never refused may still queue in it: a step after a
-  fan-out arrives as its items leave, when there is room).
+  every tool that does whose calls its queue can hold: one that needs no more servers
+  than the refused tools alone (a tool it never refused may still queue in it: a step
+  after a fan-out arrives as its items leave, when there is room; a tool whose calls run
+  in parallel beside it, taken for an API tool, needs more).
 * **max_in_flight**: it admits a call only while fewer than that many are in it, so it
   is one more than the most calls in flight (arrived, not yet answered) at an admitted
   call's arrival (as all but :data:`OVERCOUNT_SHARE` of them saw it).
@@ -37,6 +39,8 @@ from fleetchaos.traces.codes import FAULT_KINDS
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+
+    from fleetchaos.calibrate.observed import Calls
 
 #: The share of calls whose reconstructed service may be negative at the fitted server count.
 NEGATIVE_SHARE = 0.005
@@ -157,6 +161,23 @@ def _queue(
     return service, floor, chance
 
 
+def _servers_for(calls: Calls, tools: set[int]) -> int:
+    """The fewest first-come-first-served servers with which the successful calls of ``tools`` start after their own
+    answer no more than :data:`NEGATIVE_SHARE` of the time: a tool whose calls the provider does not queue (a tool
+    not on its API, run in parallel) needs more servers than the ones it queues."""
+    import numpy as np
+
+    index = np.flatnonzero(np.isin(calls.tool, list(tools)) & (calls.kind == -1))
+    order = index[np.argsort(calls.start[index], kind="stable")]
+    arrive = calls.start[order]
+    answer = arrive + calls.duration[order]
+    limit = _most_in_flight(arrive, answer) + 1
+    for c in range(1, limit + 1):
+        if float((_services(arrive, answer, c) < 0).mean()) <= NEGATIVE_SHARE:
+            return c
+    return limit
+
+
 def fit_provider(ctx: Context, gave_up: NDArray[np.bool_] | None = None, patience_s: float = math.inf) -> ProviderFit:
     """The provider (a ``fleet.providers`` entry) when the traces show overload refusals, and its queue's view of
     each call.  ``gave_up``: calls the client may have given up on (:mod:`fleetchaos.calibrate.call_timeout`),
@@ -172,8 +193,9 @@ def fit_provider(ctx: Context, gave_up: NDArray[np.bool_] | None = None, patienc
     if not refused.any():
         return ProviderFit(None, service, floor, chance, "")
     tools = set(np.unique(calls.tool[refused]).tolist())
-    if tools <= ctx.bucket_tools:  # the model provider: every call through its API
-        tools = set(ctx.bucket_tools)
+    if tools <= ctx.bucket_tools:  # the model provider: every call through its API that its queue can hold
+        base = _servers_for(calls, tools)
+        tools |= {t for t in ctx.bucket_tools - tools if _servers_for(calls, tools | {t}) <= base}
     at_provider = np.isin(calls.tool, list(tools))
     served = at_provider & (calls.kind == -1)
     index = np.flatnonzero(served)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -151,3 +152,10 @@ def test_calibrate_report(tmp_path, traces):
     # The provider is fitted (its servers and limit), so the simulated day has 503s too.
     row = next(line for line in summary.splitlines() if line.startswith("| overloaded | 15.28% | "))
     assert float(row.split("|")[3].strip().rstrip("%")) > 0, row
+    # The last column of the durations' table: the simulated median duration over the traced one.  run_tests is
+    # queued by no provider, so both are medians of one fitted log-normal's draws: near 1 (the column once divided
+    # by the fitted sample's median, a provider's service for its tools, and read 1.21 here).
+    start = summary.index("| tool | calls | mean (s)")
+    rows = list(itertools.takewhile(lambda line: line.startswith("| "), summary[start:].splitlines()[2:]))
+    ratio = {line.split("|")[1].strip(): line.split("|")[-2].strip() for line in rows}
+    assert 0.9 < float(ratio["run_tests"]) < 1.1, rows

@@ -122,3 +122,16 @@ def test_a_client_that_gives_up_leaves_the_provider_working(tmp_path):
     (step,) = fitted.document["workload"]["templates"][0]["steps"]
     assert step["duration"]["mean_s"] == pytest.approx(math.exp(statistics.fmean(logs) + sigma**2 / 2), rel=0.005)
     assert step["duration"]["cv"] == pytest.approx(math.sqrt(math.expm1(sigma**2)), rel=0.02)
+
+
+def test_a_tool_the_provider_does_not_queue_is_left_out_of_it(default_export):
+    """The default day on seed 3: run_tests runs on the worker, not through the provider, but no expired key shows
+    it off the API, so it is taken for an API tool.  Its 90 s calls run beside the queue; counted in it, they needed
+    five servers (a limit of 14) where the provider has two and holds twelve.  Left out (it needs more servers than
+    the tools the provider refused), the provider comes back as declared, with the API tools it does queue."""
+    _, _, path = default_export
+    fitted = calibrate([path])
+    [provider] = fitted.document["fleet"]["providers"]
+    assert (provider["servers"], provider["max_in_flight"]) == (2, 12)
+    assert "run_tests" not in provider["tools"]
+    assert {"plan", "edit", "git_push", "search", "synthesise"} <= set(provider["tools"])
