@@ -203,12 +203,8 @@ def fit_provider(ctx: Context, gave_up: NDArray[np.bool_] | None = None, patienc
     arrive = calls.start[order]
     answer = arrive + calls.duration[order]
     limit = _most_in_flight(arrive, answer) + 1
-    servers, times = limit, _services(arrive, answer, limit)
-    for c in range(1, limit + 1):
-        times = _services(arrive, answer, c)
-        if float((times < 0).mean()) <= NEGATIVE_SHARE:
-            servers = c
-            break
+    servers = _servers_for(calls, tools)
+    times = _services(arrive, answer, servers)
     waited = answer - arrive - np.maximum(times, 0.0)
     left = at_provider & gave_up if gave_up is not None else np.zeros(len(calls), dtype=bool)
     if left.any():  # again, with the calls the client gave up on holding a server for their work
